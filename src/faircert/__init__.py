@@ -1,0 +1,14 @@
+"""faircert: prove, quantify and explain the fairness of trained ML models."""
+
+from .api import load_model, verify
+from .domain import Domain, Feature
+from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
+from .models.network import ReluNetwork
+from .results import Counterexample, Result, StatisticalEstimate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "verify", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
+    "StatisticalEstimate", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
+]

@@ -1,0 +1,79 @@
+"""The `faircert` command.
+
+Exit codes (every verdict-producing command): 0 fair, 1 unfair, 2 undecided/timeout,
+3 bad input (including usage errors), 4 internal error.
+Each subcommand lives in `faircert.commands.<name>` and exposes `register(subparsers)`, which adds
+its parser and sets `handler(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import FaircertError
+
+EXIT_BAD_INPUT = 3
+EXIT_INTERNAL = 4
+
+COMMANDS = ("verify", "domain", "demo")
+
+
+class UsageError(FaircertError):
+    """A command line that does not parse."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but usage errors exit 3 (argparse's own 2 would read as "undecided")."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> ArgumentParser:
+    from . import __version__
+
+    parser = ArgumentParser(
+        prog="faircert",
+        description="Prove, quantify and explain the fairness of trained ML models.",
+        epilog="exit codes: 0 fair, 1 unfair, 2 undecided, 3 bad input, 4 internal error",
+    )
+    parser.add_argument("--version", action="version", version=f"faircert {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    for name in COMMANDS:
+        importlib.import_module(f".commands.{name}", __package__).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "handler", None):
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        return int(args.handler(args))
+    except SystemExit as exc:  # --help and --version exit 0 through argparse
+        return int(exc.code or 0)
+    except FaircertError as exc:
+        print(f"faircert: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("faircert: interrupted", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # a bug: never let Python's exit 1 read as "unfair"
+        import traceback
+
+        traceback.print_exc()
+        print(f"faircert: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

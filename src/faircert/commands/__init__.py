@@ -1,0 +1,1 @@
+"""One module per `faircert` subcommand; each exposes `register(subparsers)`."""

@@ -1,0 +1,52 @@
+"""Argument helpers shared by subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import FaircertError
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
+    return value
+
+
+def name_values(items: list[str] | None) -> dict[str, float]:
+    """Parse ["age=2", "hours=1.5,edu=1"] into {"age": 2.0, ...}."""
+    out: dict[str, float] = {}
+    for item in items or []:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            name, sep, value = part.partition("=")
+            if not sep or not name.strip():
+                raise FaircertError(f"expected NAME=VALUE, got {part!r}")
+            try:
+                out[name.strip()] = float(value)
+            except ValueError:
+                raise FaircertError(f"{name.strip()}: expected a number, got {value!r}") from None
+    return out
+
+
+def write_text(path: str | Path, text: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise FaircertError(f"cannot write {path}: {exc}") from None

@@ -1,0 +1,58 @@
+"""`faircert verify`: quantified individual fairness (or robustness) of one model."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import name_values, positive_float, share, write_text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "verify", help="certify and quantify individual fairness of a model",
+        description="Certify, falsify and quantify individual fairness of MODEL over a domain. "
+                    "Exit code: 0 certified fair on the whole domain, 1 counterexample found, "
+                    "2 undecided remains, 3 bad input.")
+    p.add_argument("model", help="model file (.nnet, .h5/.keras, .onnx, XGBoost .json/.ubj, LightGBM .txt)")
+    p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges")
+    p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
+    p.add_argument("--epsilon", action="append", metavar="NAME=VAL",
+                   help="tolerance of a non-protected feature (repeatable, or comma-separated)")
+    p.add_argument("--epsilon-rate", type=share, metavar="R",
+                   help="tolerance of every non-protected feature as a share R of its range (trees)")
+    p.add_argument("--kappa", type=share, help="only measure inputs whose own confidence exceeds K (trees)")
+    p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness (trees)")
+    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument("--target-undecided", type=share, default=0.0, metavar="F",
+                   help="stop once the undecided share is at most F (default 0)")
+    p.add_argument("--confidence", type=share, default=0.99, help="level of the statistical interval (default 0.99)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
+    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
+    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import verify
+    from ..report.console import decided_progress, print_result
+    from ..report.csv import write_counterexamples
+
+    with decided_progress(not args.quiet, args.time_limit) as progress:
+        result = verify(
+            args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
+            epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
+            time_limit=args.time_limit, target_undecided=args.target_undecided, confidence=args.confidence,
+            seed=args.seed, max_counterexamples=args.max_counterexamples, trust_pickle=args.trust_pickle,
+            progress=progress)
+    if args.json == "-":
+        print(result.to_json())
+    elif args.json:
+        write_text(args.json, result.to_json() + "\n")
+    if args.counterexamples:
+        write_counterexamples(result, args.counterexamples)
+    if not args.quiet:
+        print_result(result)
+    return result.exit_code

@@ -1,0 +1,236 @@
+"""Input domains: ordered features with kinds, inclusive bounds and a protected flag.
+
+Integer, binary and categorical features form a grid and are measured by counting points; real
+features are measured by length (volume). A domain is written as YAML/JSON or inferred from data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import DomainError
+
+KINDS = ("binary", "integer", "real", "categorical")
+DISCRETE_KINDS = ("binary", "integer", "categorical")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One input feature; bounds are inclusive."""
+
+    name: str
+    kind: str = "real"
+    min: float = 0.0
+    max: float = 1.0
+    protected: bool = False
+    #: For categorical features inferred from strings: the category label of each code.
+    categories: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise DomainError(f"feature {self.name!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
+        if self.kind == "binary":
+            object.__setattr__(self, "min", 0 if self.min is None else self.min)
+            object.__setattr__(self, "max", 1 if self.max is None else self.max)
+        for bound in ("min", "max"):
+            value = getattr(self, bound)
+            if value is None or not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+                raise DomainError(f"feature {self.name!r}: {bound} must be a number, got {value!r}")
+            if not math.isfinite(float(value)):
+                raise DomainError(f"feature {self.name!r}: {bound} must be finite, got {value!r}")
+        if self.min > self.max:
+            raise DomainError(f"feature {self.name!r}: min {self.min} > max {self.max}")
+        if self.is_discrete:
+            if float(self.min) != math.floor(self.min) or float(self.max) != math.floor(self.max):
+                raise DomainError(f"feature {self.name!r}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]")
+            object.__setattr__(self, "min", int(self.min))
+            object.__setattr__(self, "max", int(self.max))
+        else:
+            object.__setattr__(self, "min", float(self.min))
+            object.__setattr__(self, "max", float(self.max))
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind in DISCRETE_KINDS
+
+    @property
+    def size(self) -> float:
+        """Number of grid points (discrete) or length (real)."""
+        if self.is_discrete:
+            return self.max - self.min + 1
+        return self.max - self.min
+
+    def values(self) -> np.ndarray:
+        """All values of a discrete feature."""
+        if not self.is_discrete:
+            raise DomainError(f"feature {self.name!r} is real-valued; it has no finite list of values")
+        return np.arange(self.min, self.max + 1, dtype=np.int64)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "min": self.min, "max": self.max}
+        if self.protected:
+            out["protected"] = True
+        if self.categories is not None:
+            out["categories"] = list(self.categories)
+        return out
+
+
+@dataclass(frozen=True)
+class Domain:
+    """An ordered box of features."""
+
+    features: tuple[Feature, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", tuple(self.features))
+        if not self.features:
+            raise DomainError("a domain needs at least one feature")
+        seen: set[str] = set()
+        for f in self.features:
+            if f.name in seen:
+                raise DomainError(f"feature name {f.name!r} appears twice")
+            seen.add(f.name)
+
+    # ----- access -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __iter__(self):
+        return iter(self.features)
+
+    def __getitem__(self, key: int | str) -> Feature:
+        return self.features[self.index(key)] if isinstance(key, str) else self.features[key]
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    @property
+    def lower(self) -> np.ndarray:
+        return np.array([f.min for f in self.features], dtype=np.float64)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.array([f.max for f in self.features], dtype=np.float64)
+
+    @property
+    def discrete_mask(self) -> np.ndarray:
+        return np.array([f.is_discrete for f in self.features], dtype=bool)
+
+    @property
+    def protected_names(self) -> list[str]:
+        return [f.name for f in self.features if f.protected]
+
+    def index(self, name: str | int) -> int:
+        """Position of a feature given by name (or an in-range integer index)."""
+        if isinstance(name, (int, np.integer)):
+            if not 0 <= name < len(self.features):
+                raise DomainError(f"feature index {name} is out of range (the domain has {len(self.features)} features)")
+            return int(name)
+        for i, f in enumerate(self.features):
+            if f.name == name:
+                return i
+        raise DomainError(f"unknown feature {name!r}; the domain has: {', '.join(self.names)}")
+
+    def with_protected(self, names: Iterable[str | int]) -> "Domain":
+        """A copy in which exactly `names` are marked protected."""
+        wanted = {self.index(n) for n in names}
+        return Domain(tuple(
+            Feature(f.name, f.kind, f.min, f.max, i in wanted, f.categories) for i, f in enumerate(self.features)
+        ))
+
+    def check_width(self, n_inputs: int, what: str = "the model") -> None:
+        if n_inputs != len(self.features):
+            raise DomainError(
+                f"the domain has {len(self.features)} features but {what} takes {n_inputs} inputs"
+            )
+
+    def measure(self, exclude: Sequence[int] = ()) -> float:
+        """Grid count times volume of the box, leaving out the features in `exclude`."""
+        skip = set(exclude)
+        return float(np.prod([f.size for i, f in enumerate(self.features) if i not in skip], dtype=np.float64))
+
+    def contains(self, X: np.ndarray) -> np.ndarray:
+        """Rows of X that lie in the domain (bounds and integrality)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        inside = np.all((X >= self.lower) & (X <= self.upper), axis=1)
+        disc = self.discrete_mask
+        return inside & np.all(X[:, disc] == np.round(X[:, disc]), axis=1)
+
+    # ----- files --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"features": [f.to_dict() for f in self.features]}
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        if path.suffix.lower() == ".json":
+            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        else:
+            import yaml
+
+            path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "domain") -> "Domain":
+        if not isinstance(data, dict) or not isinstance(data.get("features"), list):
+            raise DomainError(f"{source}: expected a mapping with a 'features' list")
+        features = []
+        allowed = {"name", "kind", "min", "max", "protected", "categories"}
+        for i, entry in enumerate(data["features"]):
+            if not isinstance(entry, dict) or "name" not in entry:
+                raise DomainError(f"{source}: feature #{i} must be a mapping with a 'name'")
+            unknown = set(entry) - allowed
+            if unknown:
+                raise DomainError(f"{source}: feature {entry['name']!r} has unknown keys {sorted(unknown)}")
+            kind = entry.get("kind", "real")
+            if kind != "binary" and ("min" not in entry or "max" not in entry):
+                raise DomainError(f"{source}: feature {entry['name']!r} needs 'min' and 'max'")
+            cats = entry.get("categories")
+            features.append(Feature(
+                name=str(entry["name"]), kind=kind, min=entry.get("min", 0), max=entry.get("max", 1),
+                protected=bool(entry.get("protected", False)),
+                categories=tuple(str(c) for c in cats) if cats is not None else None,
+            ))
+        return cls(tuple(features))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Domain":
+        path = Path(path)
+        if not path.is_file():
+            raise DomainError(f"domain file not found: {path}")
+        text = path.read_text()
+        try:
+            if path.suffix.lower() == ".json":
+                data = json.loads(text)
+            else:
+                import yaml
+
+                data = yaml.safe_load(text)
+        except Exception as exc:  # the parsers raise many types; all mean "not a domain file"
+            raise DomainError(f"{path}: cannot parse domain file: {exc}") from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_bounds(cls, lower: Sequence[float], upper: Sequence[float], names: Sequence[str] | None = None,
+                    kind: str = "integer") -> "Domain":
+        names = list(names) if names is not None else [f"x{i}" for i in range(len(lower))]
+        if not (len(lower) == len(upper) == len(names)):
+            raise DomainError("bounds and names must have the same length")
+        return cls(tuple(Feature(n, kind, lo, hi) for n, lo, hi in zip(names, lower, upper)))
+
+    @classmethod
+    def infer(cls, data: Any, protected: Iterable[str] = (), label: str | None = None) -> "Domain":
+        """Guess kinds and bounds from a DataFrame, a CSV path or an array (columns x0..)."""
+        from .data import infer_domain
+
+        return infer_domain(data, protected=protected, label=label)
+
+    def __str__(self) -> str:
+        rows = [f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features]
+        return "Domain(\n  " + "\n  ".join(rows) + "\n)"

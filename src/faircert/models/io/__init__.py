@@ -1,0 +1,108 @@
+"""Importers: every supported model format or framework object -> one IR.
+
+`load_model` is the single entry point; it picks the importer by file suffix or object type and
+imports framework packages only when they are needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...errors import ModelFormatError
+
+SUFFIXES = {
+    ".nnet": "nnet",
+    ".h5": "keras_h5",
+    ".hdf5": "keras_h5",
+    ".keras": "keras_h5",
+    ".onnx": "onnx",
+    ".ubj": "xgboost",
+    ".json": "json",  # XGBoost model JSON or a faircert linear-model JSON; sniffed
+    ".txt": "lightgbm",
+    ".pt": "torch",
+    ".pth": "torch",
+}
+
+
+def load_model(model: Any, trust_pickle: bool = False) -> Any:
+    """Return the IR for a path or a framework object; IR objects pass through unchanged."""
+    from ..network import ReluNetwork
+
+    if isinstance(model, ReluNetwork):
+        return model
+    if isinstance(model, (str, Path)):
+        return _load_path(Path(model), trust_pickle)
+    return _load_object(model)
+
+
+def _load_path(path: Path, trust_pickle: bool) -> Any:
+    if not path.exists():
+        raise ModelFormatError(f"model file not found: {path}")
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        known = ", ".join(sorted(SUFFIXES))
+        raise ModelFormatError(f"{path}: unsupported model file type {path.suffix!r} (supported: {known})")
+    if kind == "nnet":
+        from .nnet import load_nnet
+
+        return load_nnet(path)
+    if kind == "keras_h5":
+        from .keras_h5 import load_keras_h5
+
+        return load_keras_h5(path)
+    if kind == "onnx":
+        from .onnx import load_onnx
+
+        return load_onnx(path)
+    if kind == "torch":
+        from .torch import load_torch_file
+
+        return load_torch_file(path, trust_pickle=trust_pickle)
+    if kind == "json":
+        from .json_models import load_json_model
+
+        return load_json_model(path)
+    if kind == "xgboost":
+        from .xgboost import load_xgboost
+
+        return load_xgboost(path)
+    if kind == "lightgbm":
+        from .lightgbm import load_lightgbm
+
+        return load_lightgbm(path)
+    raise AssertionError(kind)
+
+
+def _load_object(obj: Any) -> Any:
+    """Framework objects, recognised by the module that defines their class."""
+    module = type(obj).__module__ or ""
+    root = module.split(".")[0]
+    if root == "onnx":
+        from .onnx import load_onnx
+
+        return load_onnx(obj)
+    if root in ("keras", "tensorflow", "tf_keras"):
+        from .keras_h5 import load_keras_object
+
+        return load_keras_object(obj)
+    if root == "torch":
+        from .torch import load_torch_module
+
+        return load_torch_module(obj)
+    if root == "xgboost":
+        from .xgboost import load_xgboost
+
+        return load_xgboost(obj)
+    if root == "lightgbm":
+        from .lightgbm import load_lightgbm
+
+        return load_lightgbm(obj)
+    if root == "sklearn":
+        from .sklearn import load_sklearn
+
+        return load_sklearn(obj)
+    for ir_module in ("faircert.models",):
+        if module.startswith(ir_module):
+            return obj  # another IR (trees, linear, program): engines check what they accept
+    raise ModelFormatError(f"unsupported model object of type {type(obj).__module__}.{type(obj).__name__}")

@@ -1,0 +1,82 @@
+"""ReluNetwork: the IR of feed-forward ReLU networks with one decision logit.
+
+Every importer reduces its model to affine layers with ReLU between them and one output logit
+whose sign is the label (positive iff logit > 0). A final sigmoid is thresholded at its input; a
+two-class softmax/argmax becomes the logit z1 - z0, which is exact (class 1 iff z1 > z0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFormatError
+
+
+@dataclass
+class ReluNetwork:
+    """Affine layers `x -> W x + b` (W of shape out x in) with ReLU after every layer but the last."""
+
+    weights: list[np.ndarray]
+    biases: list[np.ndarray]
+    #: Input ranges the model file itself declares (NNet headers); a default domain.
+    input_lower: np.ndarray | None = None
+    input_upper: np.ndarray | None = None
+    input_names: list[str] | None = None
+    #: Where the network came from (a path or a framework name), for reports.
+    source: str = ""
+    #: How the file's output was turned into one logit ("logit", "sigmoid", "softmax2", ...).
+    output_semantics: str = "logit"
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.weights = [np.asarray(w, dtype=np.float64) for w in self.weights]
+        self.biases = [np.asarray(b, dtype=np.float64).reshape(-1) for b in self.biases]
+        if not self.weights or len(self.weights) != len(self.biases):
+            raise ModelFormatError("a network needs at least one layer and one bias per layer")
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if w.ndim != 2 or w.shape[0] != b.shape[0]:
+                raise ModelFormatError(f"layer {k}: weight shape {w.shape} does not match bias shape {b.shape}")
+            if k and w.shape[1] != self.weights[k - 1].shape[0]:
+                raise ModelFormatError(
+                    f"layer {k} takes {w.shape[1]} inputs but layer {k - 1} has {self.weights[k - 1].shape[0]} outputs")
+            if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+                raise ModelFormatError(f"layer {k} has non-finite weights")
+        if self.weights[-1].shape[0] != 1:
+            raise ModelFormatError(
+                f"the network ends in {self.weights[-1].shape[0]} outputs; faircert needs one logit or a two-class output")
+
+    @property
+    def n_inputs(self) -> int:
+        return self.weights[0].shape[1]
+
+    @property
+    def layer_sizes(self) -> list[int]:
+        return [self.n_inputs] + [w.shape[0] for w in self.weights]
+
+    def logit(self, X: np.ndarray) -> np.ndarray:
+        """Decision logit for each row of X (shape n x inputs) -> shape (n,)."""
+        h = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if h.shape[1] != self.n_inputs:
+            raise ModelFormatError(f"the network takes {self.n_inputs} inputs, got rows of width {h.shape[1]}")
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = h @ w.T + b
+            if k < last:
+                np.maximum(h, 0.0, out=h)
+        return h[:, 0]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Labels (0/1) for each row of X."""
+        return (self.logit(X) > 0).astype(np.int64)
+
+    def __str__(self) -> str:
+        return f"ReluNetwork({'-'.join(map(str, self.layer_sizes))}, from {self.source or 'memory'})"
+
+
+def logit_from_two_outputs(weight: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fold a final 2-output layer into one logit z1 - z0 (class 1 iff z1 > z0)."""
+    weight = np.asarray(weight, dtype=np.float64)
+    bias = np.asarray(bias, dtype=np.float64).reshape(-1)
+    return (weight[1] - weight[0])[None, :], np.array([bias[1] - bias[0]])

@@ -1,0 +1,96 @@
+"""Properties: what is asked of a model, checked against the domain before any engine runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from .domain import Domain
+from .errors import PropertyError
+
+
+@dataclass(frozen=True)
+class IndividualFairness:
+    """Labels must not change when the protected features take any other values.
+
+    `epsilon[i]` lets non-protected feature i of the twin move by at most that much (0 = equal).
+    `kappa`, where given, restricts the measure to inputs whose own confidence exceeds it.
+    `robustness` asks the same of *all* features within epsilon (no protected feature).
+    """
+
+    domain: Domain
+    protected: tuple[int, ...]
+    epsilon: np.ndarray = field(default=None)  # type: ignore[assignment]
+    kappa: float | None = None
+    robustness: bool = False
+
+    @property
+    def protected_names(self) -> list[str]:
+        return [self.domain.features[i].name for i in self.protected]
+
+    @property
+    def epsilon_by_name(self) -> dict[str, float]:
+        return {self.domain.features[i].name: float(e) for i, e in enumerate(self.epsilon) if e > 0}
+
+    @property
+    def free(self) -> list[int]:
+        """Indices of the features that are measured (all but the protected ones)."""
+        return [i for i in range(len(self.domain)) if i not in self.protected]
+
+
+def _split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [n.strip() for n in names.split(",") if n.strip()]
+    return list(names)
+
+
+def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | None = None,
+                        epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
+                        kappa: float | None = None, robustness: bool = False) -> IndividualFairness:
+    """Validate the user's choices against the domain and build the property."""
+    names = _split_names(protected) or domain.protected_names
+    if not names and not robustness:
+        raise PropertyError("no protected feature given (use --protected NAME or mark one in the domain)")
+    if robustness and _split_names(protected):
+        raise PropertyError("robustness treats every feature alike; do not name protected features with it")
+    idx = tuple(sorted({domain.index(n) for n in names})) if not robustness else ()
+    for i in idx:
+        f = domain.features[i]
+        if f.kind == "real":
+            raise PropertyError(f"protected feature {f.name!r} is real-valued; protected features must be discrete")
+        if f.size < 2:
+            raise PropertyError(f"protected feature {f.name!r} has one value ({f.min}); it cannot change")
+    eps = np.zeros(len(domain))
+    if epsilon_rate is not None:
+        if not np.isfinite(epsilon_rate) or epsilon_rate < 0:
+            raise PropertyError(f"epsilon rate must be >= 0, got {epsilon_rate}")
+        for i, f in enumerate(domain.features):
+            width = f.max - f.min
+            eps[i] = np.floor(epsilon_rate * width) if f.is_discrete else epsilon_rate * width
+    if isinstance(epsilon, (int, float)):
+        eps[:] = float(epsilon)
+    elif epsilon:
+        for name, value in epsilon.items():
+            i = domain.index(name)
+            value = float(value)
+            if not np.isfinite(value) or value < 0:
+                raise PropertyError(f"epsilon for {name!r} must be a finite number >= 0, got {value}")
+            if i in idx:
+                raise PropertyError(f"epsilon on protected feature {name!r}: protected features vary freely already")
+            eps[i] = value
+    eps[list(idx)] = 0.0
+    if kappa is not None and not 0.0 <= kappa < 1.0:
+        raise PropertyError(f"kappa must lie in [0, 1), got {kappa}")
+    return IndividualFairness(domain, idx, eps, kappa, robustness)
+
+
+def check_time_limit(time_limit: float | None) -> float | None:
+    if time_limit is None:
+        return None
+    if not np.isfinite(time_limit) or time_limit <= 0:
+        raise PropertyError(f"time limit must be a positive number of seconds, got {time_limit}")
+    return float(time_limit)

@@ -1,0 +1,1 @@
+"""Presentation of results: console tables (rich), JSON, CSV."""
