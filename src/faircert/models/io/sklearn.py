@@ -1,0 +1,25 @@
+"""scikit-learn estimators: tree models go to the tree importer, linear ones to the linear importer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ModelFormatError
+
+TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
+                "GradientBoostingClassifier"}
+LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
+
+
+def load_sklearn(estimator: Any) -> Any:
+    name = type(estimator).__name__
+    if name in TREE_CLASSES:
+        from .sklearn_trees import load_sklearn_trees
+
+        return load_sklearn_trees(estimator)
+    if name in LINEAR_CLASSES:
+        from .sklearn_linear import load_sklearn_linear
+
+        return load_sklearn_linear(estimator)
+    supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES))
+    raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
