@@ -4,11 +4,11 @@ from .api import load_model, verify
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
-from .results import Counterexample, Result, StatisticalEstimate
+from .results import Counterexample, GroupResult, Result, StatisticalEstimate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "verify", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
-    "StatisticalEstimate", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
+    "StatisticalEstimate", "GroupResult", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
 ]

@@ -136,3 +136,192 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# ----- group fairness ----------------------------------------------------------------------------
+#: Metrics of group fairness. DI is a ratio (min/max over groups, higher is fairer, checked as
+#: DI >= threshold); SP, EO and PCF are gaps (max - min, lower is fairer, checked as gap <= threshold).
+GROUP_METRICS = ("di", "sp", "eo", "pcf")
+#: Values within this distance of a threshold are undecided: floating point never decides a verdict.
+DECISION_TOLERANCE = 1e-9
+
+
+@dataclass
+class GroupProbability:
+    """P[yhat = 1 | group] as an interval (exact engines: low == high), with P[group] itself."""
+
+    group: dict[str, Any]
+    low: float
+    high: float
+    #: P[group] under the population (its lower bound where not exact; `size_high` its upper).
+    size: float
+    size_high: float | None = None
+
+    @property
+    def name(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.group.items())
+
+    @property
+    def value(self) -> float:
+        """The point value (midpoint of the interval; the exact value for exact engines)."""
+        return 0.5 * (self.low + self.high)
+
+    @property
+    def exact(self) -> bool:
+        return self.low == self.high
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"group": dict(self.group), "name": self.name, "low": self.low, "high": self.high,
+               "size": self.size}
+        if self.size_high is not None:
+            out["size_high"] = self.size_high
+        return out
+
+
+@dataclass
+class MetricInterval:
+    """A group-fairness metric as a sound interval, and its check against a threshold if one is set."""
+
+    name: str
+    low: float
+    high: float
+    threshold: float | None = None
+    #: "fair" (proven within the threshold), "unfair" (proven outside), "unknown", or "" if unchecked.
+    verdict: str = ""
+    #: Which groups (or condition) attain it, for people: e.g. "Y=1: min race=0 / max race=1".
+    detail: str = ""
+
+    def check(self, tolerance: float = DECISION_TOLERANCE) -> str:
+        """Decide against the threshold on strict margins (DI: ratio >= t; gaps: value <= t)."""
+        if self.threshold is None:
+            self.verdict = ""
+        elif self.name == "di":
+            self.verdict = ("fair" if self.low >= self.threshold + tolerance else
+                            "unfair" if self.high <= self.threshold - tolerance else "unknown")
+        else:
+            self.verdict = ("fair" if self.high <= self.threshold - tolerance else
+                            "unfair" if self.low >= self.threshold + tolerance else "unknown")
+        return self.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Influence:
+    """Fairness influence of a feature set S: quantity(population) - quantity(S made uniform)."""
+
+    features: list[str]
+    #: group name -> FIF on P[yhat=1 | group] (base minus perturbed, the paper's sign).
+    by_group: dict[str, float]
+    di: float
+    sp: float
+    #: group name -> P[yhat=1 | group] after the replacement.
+    perturbed: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GroupResult:
+    """Group fairness of a classifier under a population: per-group probabilities and metrics."""
+
+    verdict: str
+    groups: list[GroupProbability]
+    metrics: dict[str, MetricInterval]
+    most_favoured: str
+    least_favoured: str
+    #: DI threshold (four-fifths rule by default); gap thresholds for SP/EO/PCF live in `metrics`.
+    threshold: float
+    engine: str
+    population: str
+    approximations: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    model: str = ""
+    protected: list[str] = field(default_factory=list)
+    label: str | None = None
+    #: Per-condition group probabilities: "Y=0"/"Y=1" (equalized odds), "pcf" (mediators redistributed).
+    conditional: dict[str, list[GroupProbability]] = field(default_factory=dict)
+    influence: list[Influence] = field(default_factory=list)
+    #: Engine-specific figures (states explored, population learning time, bins used, ...).
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def vnncomp(self) -> str:
+        return VNNCOMP_WORDS[self.verdict]
+
+    @property
+    def exact(self) -> bool:
+        return all(g.exact for g in self.groups)
+
+    @property
+    def by_group(self) -> dict[str, float]:
+        """fairlearn-style: group name -> P[yhat = 1 | group] (the midpoint where only bounds are known)."""
+        return {g.name: g.value for g in self.groups}
+
+    @property
+    def group_min(self) -> float:
+        return min(g.value for g in self.groups)
+
+    @property
+    def group_max(self) -> float:
+        return max(g.value for g in self.groups)
+
+    def metric(self, name: str) -> float:
+        """The point value of a metric (midpoint of its interval)."""
+        m = self.metrics[name]
+        return 0.5 * (m.low + m.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "vnncomp": self.vnncomp,
+            "groups": [g.to_dict() for g in self.groups],
+            "by_group": self.by_group,
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "most_favoured": self.most_favoured,
+            "least_favoured": self.least_favoured,
+            "threshold": self.threshold,
+            "engine": self.engine,
+            "population": self.population,
+            "approximations": list(self.approximations),
+            "elapsed_s": self.elapsed_s,
+            "model": self.model,
+            "protected": list(self.protected),
+            "label": self.label,
+            "conditional": {k: [g.to_dict() for g in v] for k, v in self.conditional.items()},
+            "influence": [i.to_dict() for i in self.influence],
+            "stats": self.stats,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
+
+    def __str__(self) -> str:
+        def interval(lo: float, hi: float) -> str:
+            return f"{lo:.6f}" if lo == hi else f"[{lo:.6f}, {hi:.6f}]"
+
+        lines = [f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
+                 f"model: {self.model}", f"population: {self.population}",
+                 f"protected: {', '.join(self.protected)}" + (f"; label: {self.label}" if self.label else "")]
+        for g in self.groups:
+            lines.append(f"  P[yhat=1 | {g.name}] = {interval(g.low, g.high)}  (P[group] = {g.size:.6f})")
+        lines.append(f"most favoured: {self.most_favoured}; least favoured: {self.least_favoured}")
+        for m in self.metrics.values():
+            check = ""
+            if m.threshold is not None:
+                op = ">=" if m.name == "di" else "<="
+                check = f"  ({op} {m.threshold:g}: {m.verdict})"
+            lines.append(f"{m.name.upper()} = {interval(m.low, m.high)}{check}")
+        for a in self.approximations:
+            lines.append(f"approximation: {a}")
+        return "\n".join(lines)
