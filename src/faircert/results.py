@@ -281,6 +281,61 @@ class GroupResult:
         m = self.metrics[name]
         return 0.5 * (m.low + m.high)
 
+    @classmethod
+    def build(cls, groups: list[GroupProbability], *, engine: str, population: str,
+              threshold: float = 0.8, gap_thresholds: dict[str, float] | None = None,
+              metrics: tuple[str, ...] = ("di", "sp"),
+              conditional: dict[str, list[GroupProbability]] | None = None,
+              approximations: list[str] | None = None, elapsed_s: float = 0.0, model: str = "",
+              protected: list[str] | None = None, label: str | None = None,
+              stats: dict[str, Any] | None = None) -> "GroupResult":
+        """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
+
+        DI and SP come from `groups`; EO from `conditional["Y=0"]` and `conditional["Y=1"]`; PCF
+        from `conditional["pcf"]`. DI is checked against `threshold`, a gap metric against
+        `gap_thresholds[name]` when given. The verdict is unfair if any checked metric is proven
+        violated, fair if all are proven satisfied, unknown otherwise.
+        """
+        from .errors import PropertyError
+
+        conditional = dict(conditional or {})
+        gap_thresholds = dict(gap_thresholds or {})
+        if not groups:
+            raise PropertyError("no protected group to compare")
+        unknown = [m for m in metrics if m not in GROUP_METRICS]
+        if unknown:
+            raise PropertyError(f"unknown metric(s) {unknown}; choose from {', '.join(GROUP_METRICS)}")
+        wanted = ["di", "sp"] + [m for m in metrics if m not in ("di", "sp")]
+        out: dict[str, MetricInterval] = {}
+        out["di"] = _di_interval(groups)
+        out["sp"] = _gap_interval("sp", groups)
+        if "eo" in wanted:
+            parts = [_gap_interval("eo", conditional[k], prefix=f"{k}: ") for k in ("Y=0", "Y=1")
+                     if k in conditional]
+            if len(parts) != 2:
+                raise PropertyError("equalized odds needs the group probabilities given Y=0 and given Y=1")
+            worst = max(parts, key=lambda m: (m.high, m.low))
+            out["eo"] = MetricInterval("eo", max(m.low for m in parts), max(m.high for m in parts),
+                                       detail=worst.detail)
+        if "pcf" in wanted:
+            if "pcf" not in conditional:
+                raise PropertyError("path-specific causal fairness needs the group probabilities with mediators redistributed")
+            out["pcf"] = _gap_interval("pcf", conditional["pcf"])
+        out["di"].threshold = threshold
+        for name, t in gap_thresholds.items():
+            if name in out and name != "di":
+                out[name].threshold = t
+        checked = [m.check() for m in out.values() if m.threshold is not None]
+        verdict = ("unfair" if "unfair" in checked else
+                   "fair" if checked and all(v == "fair" for v in checked) else "unknown")
+        top = max(groups, key=lambda g: g.value)
+        bottom = min(groups, key=lambda g: g.value)
+        return cls(verdict=verdict, groups=list(groups), metrics=out, most_favoured=top.name,
+                   least_favoured=bottom.name, threshold=threshold, engine=engine, population=population,
+                   approximations=list(approximations or []), elapsed_s=elapsed_s, model=model,
+                   protected=list(protected or []), label=label, conditional=conditional,
+                   stats=dict(stats or {}))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
@@ -325,3 +380,30 @@ class GroupResult:
         for a in self.approximations:
             lines.append(f"approximation: {a}")
         return "\n".join(lines)
+
+
+def _di_interval(groups: list[GroupProbability]) -> MetricInterval:
+    """min_g p_g / max_g p_g as a sound interval; 1 when every group's probability is 0 (no disparity)."""
+    min_lo = min(g.low for g in groups)
+    min_hi = min(g.high for g in groups)
+    max_lo = max(g.low for g in groups)
+    max_hi = max(g.high for g in groups)
+    low = min_lo / max_hi if max_hi > 0 else 1.0
+    high = min(1.0, min_hi / max_lo) if max_lo > 0 else 1.0
+    low = min(low, high)
+    bottom = min(groups, key=lambda g: g.value)
+    top = max(groups, key=lambda g: g.value)
+    return MetricInterval("di", low, high, detail=f"min {bottom.name} / max {top.name}")
+
+
+def _gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -> MetricInterval:
+    """max_g p_g - min_g p_g as a sound interval."""
+    if not groups:
+        from .errors import PropertyError
+
+        raise PropertyError(f"{name}: no group to compare")
+    low = max(0.0, max(g.low for g in groups) - min(g.high for g in groups))
+    high = max(g.high for g in groups) - min(g.low for g in groups)
+    bottom = min(groups, key=lambda g: g.value)
+    top = max(groups, key=lambda g: g.value)
+    return MetricInterval(name, low, high, detail=f"{prefix}max {top.name} - min {bottom.name}")
