@@ -44,6 +44,8 @@ def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = N
     {0, 1} become binary; other integral columns integer; everything else real. The label column,
     if named, is left out.
     """
+    import pandas as pd
+
     from .domain import Domain, Feature
 
     frame = read_table(data)
@@ -60,10 +62,10 @@ def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = N
         if series.empty:
             raise DataError(f"column {name!r} has no values")
         is_protected = name in protected
-        if series.dtype == object or str(series.dtype) in ("category", "string", "bool"):
-            if str(series.dtype) == "bool":
-                features.append(Feature(name, "binary", 0, 1, is_protected))
-                continue
+        if pd.api.types.is_bool_dtype(series):
+            features.append(Feature(name, "binary", 0, 1, is_protected))
+            continue
+        if not pd.api.types.is_numeric_dtype(series):
             categories = tuple(sorted(str(v) for v in series.unique()))
             kind = "binary" if len(categories) == 2 else "categorical"
             features.append(Feature(name, kind, 0, len(categories) - 1, is_protected, categories))

@@ -1,0 +1,63 @@
+"""The command line: exit codes, help on every subcommand, bad input -> 3."""
+
+import json
+
+import numpy as np
+import pytest
+
+from faircert.cli import COMMANDS, build_parser, main
+
+
+def subcommands():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return sorted(action.choices)
+
+
+def test_every_subcommand_has_help(capsys):
+    names = subcommands()
+    assert {"verify", "domain", "demo"} <= set(names)
+    for name in names:
+        with pytest.raises(SystemExit) as exc:
+            build_parser().parse_args([name, "--help"])
+        assert exc.value.code == 0
+        assert "usage: faircert" in capsys.readouterr().out
+
+
+def test_usage_error_exits_3(capsys):
+    assert main(["verify"]) == 3
+    assert main(["no-such-command"]) == 3
+    assert main(["verify", "m.nnet", "--time-limit", "-5"]) == 3
+    assert "must be > 0" in capsys.readouterr().err
+
+
+def test_missing_model_file_exits_3(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "missing.nnet"), "--protected", "x1"]) == 3
+    assert "model file not found" in capsys.readouterr().err
+
+
+def test_unsupported_suffix_exits_3(tmp_path, capsys):
+    path = tmp_path / "model.xyz"
+    path.write_text("hello")
+    assert main(["verify", str(path), "--protected", "x1"]) == 3
+    assert "unsupported model file type" in capsys.readouterr().err
+
+
+def test_garbage_nnet_exits_3(tmp_path, capsys):
+    path = tmp_path / "model.nnet"
+    path.write_text("this is not a network\n")
+    assert main(["verify", str(path), "--protected", "x1"]) == 3
+    assert "expected comma-separated numbers" in capsys.readouterr().err
+
+
+def test_domain_infer_writes_yaml(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    csv.write_text("age,sex,income\n20,M,1\n30,F,0\n")
+    out = tmp_path / "dom.yaml"
+    assert main(["domain", "infer", str(csv), "--protected", "sex", "--label", "income", "-o", str(out)]) == 0
+    from faircert import Domain
+
+    dom = Domain.load(out)
+    assert dom.names == ["age", "sex"] and dom.protected_names == ["sex"]
+    assert main(["domain", "infer", str(csv), "--protected", "gender"]) == 3
+    assert "unknown column 'gender'" in capsys.readouterr().err

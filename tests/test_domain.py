@@ -1,0 +1,84 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircert import Domain, DomainError, Feature
+from faircert.data import encode_table, infer_domain
+
+YAML = """
+features:
+  - {name: age, kind: integer, min: 10, max: 100}
+  - {name: sex, kind: binary, protected: true}
+  - {name: hours, kind: real, min: 1.0, max: 99.5}
+  - {name: race, kind: categorical, min: 0, max: 4}
+"""
+
+
+def test_yaml_domain_round_trip(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text(YAML)
+    dom = Domain.load(path)
+    assert dom.names == ["age", "sex", "hours", "race"]
+    assert dom.protected_names == ["sex"]
+    assert dom["sex"].min == 0 and dom["sex"].max == 1
+    assert dom["age"].size == 91 and dom["race"].size == 5
+    assert dom["hours"].size == pytest.approx(98.5)
+    # measure over the non-protected features: grid count x length
+    assert dom.measure(exclude=[1]) == pytest.approx(91 * 98.5 * 5)
+    for suffix in (".json", ".yaml"):
+        out = tmp_path / f"again{suffix}"
+        dom.save(out)
+        assert Domain.load(out) == dom
+    assert json.loads((tmp_path / "again.json").read_text())["features"][1]["protected"] is True
+
+
+@pytest.mark.parametrize("text, message", [
+    ("features:\n  - {name: a, kind: integer, min: 5, max: 1}", "min 5 > max 1"),
+    ("features:\n  - {name: a, kind: weird, min: 0, max: 1}", "unknown kind"),
+    ("features:\n  - {name: a, kind: integer, min: 0.5, max: 3}", "must be integers"),
+    ("features:\n  - {name: a, kind: real, min: 0}", "needs 'min' and 'max'"),
+    ("features:\n  - {name: a, kind: real, min: 0, max: 1, colour: red}", "unknown keys"),
+    ("features:\n  - {name: a, kind: real, min: 0, max: 1}\n  - {name: a, kind: real, min: 0, max: 1}", "appears twice"),
+    ("- just a list", "expected a mapping"),
+    ("features: [", "cannot parse"),
+])
+def test_bad_domain_files(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(DomainError, match=message):
+        Domain.load(path)
+
+
+def test_missing_domain_file(tmp_path):
+    with pytest.raises(DomainError, match="not found"):
+        Domain.load(tmp_path / "nope.yaml")
+
+
+def test_infer_kinds_and_codes():
+    frame = pd.DataFrame({
+        "age": [20, 35, 61], "sex": ["M", "F", "F"], "race": ["b", "a", "c"],
+        "hours": [1.5, 40.0, 99.5], "flag": [0, 1, 1], "income": [0, 1, 0],
+    })
+    dom = infer_domain(frame, protected=["sex"], label="income")
+    assert dom.names == ["age", "sex", "race", "hours", "flag"]
+    assert [f.kind for f in dom] == ["integer", "binary", "categorical", "real", "binary"]
+    assert (dom["age"].min, dom["age"].max) == (20, 61)
+    assert dom["race"].categories == ("a", "b", "c") and dom["race"].max == 2
+    assert dom.protected_names == ["sex"]
+    X = encode_table(frame, dom)
+    np.testing.assert_array_equal(X[:, 1], [1, 0, 0])  # F=0, M=1
+    np.testing.assert_array_equal(X[:, 2], [1, 0, 2])
+    assert dom.contains(X).all()
+
+
+def test_infer_unknown_column():
+    with pytest.raises(DomainError, match="unknown column 'gender'"):
+        infer_domain(pd.DataFrame({"a": [1, 2]}), protected=["gender"])
+
+
+def test_contains_checks_integrality_and_bounds():
+    dom = Domain((Feature("a", "integer", 0, 3), Feature("b", "real", 0.0, 1.0)))
+    got = dom.contains(np.array([[1, 0.5], [1.5, 0.5], [4, 0.5], [0, 1.0]]))
+    np.testing.assert_array_equal(got, [True, False, False, True])
