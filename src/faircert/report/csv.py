@@ -10,8 +10,9 @@ from ..results import Result
 
 
 def write_counterexamples(result: Result, path: str | Path) -> int:
-    names = result.feature_names or [f"x{i}" for i in range(len(result.counterexamples[0].x))] \
-        if result.counterexamples else result.feature_names
+    names = list(result.feature_names)
+    if not names and result.counterexamples:
+        names = [f"x{i}" for i in range(len(result.counterexamples[0].x))]
     header = list(names) + [f"{n}_prime" for n in names] + ["output", "output_prime"]
     try:
         with open(path, "w", newline="") as handle:
