@@ -44,3 +44,13 @@ def test_counterexample_csv(tmp_path):
     lines = path.read_text().splitlines()
     assert lines[0] == "age,inc,sex,age_prime,inc_prime,sex_prime,output,output_prime"
     assert lines[1] == "1,2,0,1,2,1,0.5,-0.25"
+
+
+def test_html_report_is_self_contained(tmp_path):
+    from faircert.report.html import write_html
+
+    path = tmp_path / "r.html"
+    write_html(make_result(), path)
+    text = path.read_text()
+    assert "<svg" in text and "90.0000 %" in text and "<b>0 &rarr; 1</b>" in text
+    assert "http" not in text and "<script" not in text

@@ -84,6 +84,13 @@ class Result:
     def vnncomp(self) -> str:
         return VNNCOMP_WORDS[self.verdict]
 
+    def column_names(self) -> list[str]:
+        """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
+        if self.feature_names:
+            return list(self.feature_names)
+        width = len(self.counterexamples[0].x) if self.counterexamples else 0
+        return [f"x{i}" for i in range(width)]
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "verdict": self.verdict,

@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(handler=run)
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api import verify
     from ..report.console import decided_progress, print_result
     from ..report.csv import write_counterexamples
+    from ..report.html import write_html
 
     with decided_progress(not args.quiet, args.time_limit) as progress:
         result = verify(
@@ -53,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.json, result.to_json() + "\n")
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)
+    if args.html:
+        write_html(result, args.html)
     if not args.quiet:
         print_result(result)
     return result.exit_code

@@ -73,8 +73,8 @@ def result_table(result: Result) -> Table:
 def print_result(result: Result, max_examples: int = 3) -> None:
     out = console()
     out.print(result_table(result))
-    names = result.feature_names
+    names = result.column_names()
     for cex in result.counterexamples[:max_examples]:
-        diff = [f"{names[i] if i < len(names) else i}: {a:g} -> {b:g}"
+        diff = [f"{names[i]}: {a:g} -> {b:g}"
                 for i, (a, b) in enumerate(zip(cex.x, cex.x_prime)) if a != b]
         out.print(f"  counterexample: output {cex.output:+.4g} vs {cex.output_prime:+.4g} when " + "; ".join(diff))

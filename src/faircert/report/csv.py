@@ -10,9 +10,7 @@ from ..results import Result
 
 
 def write_counterexamples(result: Result, path: str | Path) -> int:
-    names = list(result.feature_names)
-    if not names and result.counterexamples:
-        names = [f"x{i}" for i in range(len(result.counterexamples[0].x))]
+    names = result.column_names()
     header = list(names) + [f"{n}_prime" for n in names] + ["output", "output_prime"]
     try:
         with open(path, "w", newline="") as handle:

@@ -1,0 +1,65 @@
+"""A self-contained HTML report (inline CSS and SVG; no scripts, no external files)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from ..errors import FaircertError
+from ..results import Result
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
+"""
+COLOURS = {"certified": "#2da44e", "falsified": "#cf222e", "undecided": "#d4a72c"}
+
+
+def _share_bar(result: Result, width: int = 900, height: int = 28) -> str:
+    parts, x = [], 0.0
+    for key in ("certified", "falsified", "undecided"):
+        w = width * getattr(result, key)
+        if w > 0:
+            parts.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLOURS[key]}">'
+                         f"<title>{key}: {100 * getattr(result, key):.4f}%</title></rect>")
+        x += w
+    return f'<svg width="{width}" height="{height}" role="img" aria-label="shares">{"".join(parts)}</svg>'
+
+
+def render(result: Result, max_examples: int = 200) -> str:
+    e = html.escape
+    rows = [("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
+            ("model", e(result.model)), ("protected", e(", ".join(result.protected))),
+            ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "-")),
+            ("certified fair (sound)", f"{100 * result.certified:.4f} %"),
+            ("proven unfair (sound)", f"{100 * result.falsified:.4f} %"),
+            ("undecided", f"{100 * result.undecided:.4f} %"), ("domain size", f"{result.domain_size:.6g}")]
+    if result.measure_lower is not None:
+        rows.append(("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]"))
+    if result.statistical:
+        s = result.statistical
+        rows.append(("unfair share (statistical)", f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, "
+                     f"{100 * s.ci_high:.4f}] at {100 * s.confidence:g}%, {s.samples:,} samples"))
+    rows.append(("engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"))
+    summary = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    names = result.column_names()
+    cex_rows = []
+    for c in result.counterexamples[:max_examples]:
+        cells = [f"<td>{a:g}</td>" if a == b else f"<td><b>{a:g} &rarr; {b:g}</b></td>" for a, b in zip(c.x, c.x_prime)]
+        cex_rows.append(f"<tr>{''.join(cells)}<td>{c.output:+.4g}</td><td>{c.output_prime:+.4g}</td></tr>")
+    header = "".join(f"<th>{e(n)}</th>" for n in names) + "<th>output</th><th>twin output</th>"
+    cex = (f"<h2>Counterexamples ({len(result.counterexamples)} re-checked on the model)</h2>"
+           f"<table><tr>{header}</tr>{''.join(cex_rows)}</table>") if cex_rows else "<p>No counterexample found.</p>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"
+            f"<style>{STYLE}</style></head><body><h1>faircert: individual fairness</h1>"
+            f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
+            f"(sound shares of the domain)</p><table>{summary}</table>{cex}</body></html>\n")
+
+
+def write_html(result: Result, path: str | Path) -> None:
+    try:
+        Path(path).write_text(render(result))
+    except OSError as exc:
+        raise FaircertError(f"cannot write {path}: {exc}") from None
