@@ -25,6 +25,8 @@ def resolve_domain(domain: Any, model_ir: Any) -> Domain:
     if isinstance(domain, Domain):
         return domain
     if isinstance(domain, (str, Path)):
+        if Path(domain).suffix.lower() in (".csv", ".tsv"):
+            return Domain.infer(domain)
         return Domain.load(domain)
     if domain is not None:
         return Domain.infer(domain)

@@ -148,7 +148,9 @@ class Domain:
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):
             raise DomainError(
-                f"the domain has {len(self.features)} features but {what} takes {n_inputs} inputs"
+                f"the domain has {len(self.features)} features but {what} takes {n_inputs} inputs; list the "
+                f"model's inputs in order (a domain inferred from data must leave out the label: "
+                f"faircert domain infer DATA --label NAME)"
             )
 
     def measure(self, exclude: Sequence[int] = ()) -> float:
