@@ -1,0 +1,154 @@
+"""The common back end of the neural-network importers: a chain of operations -> ReluNetwork.
+
+Each importer turns its format into a list of `Op`s (affine maps, ReLUs, a final sigmoid or
+softmax), each labelled with where it came from. `build_network` merges consecutive affine maps,
+checks widths, folds the output into one logit, and names the offending layer when the chain
+cannot be expressed exactly. `check_agreement` compares the result with the framework's own
+outputs on sampled inputs, so an importer bug becomes an error instead of a wrong verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ModelFormatError
+from ..network import ReluNetwork, logit_from_two_outputs
+
+SUPPORTED = ("affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between them, ending in one logit, "
+             "a sigmoid, or a two-class softmax/argmax")
+
+
+@dataclass
+class Op:
+    """One step of a feed-forward chain: kind is 'affine', 'relu', 'sigmoid' or 'softmax'."""
+
+    kind: str
+    where: str
+    weight: np.ndarray | None = None  # out x in
+    bias: np.ndarray | None = None
+
+
+def affine(weight: np.ndarray, bias: np.ndarray | None, where: str) -> Op:
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.ndim != 2:
+        raise ModelFormatError(f"{where}: expected a 2-D weight matrix, got shape {weight.shape}")
+    bias = np.zeros(weight.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
+    if bias.shape[0] != weight.shape[0]:
+        raise ModelFormatError(f"{where}: bias of length {bias.shape[0]} for {weight.shape[0]} outputs")
+    return Op("affine", where, weight, bias)
+
+
+def diagonal(scale: np.ndarray, shift: np.ndarray, where: str) -> Op:
+    """The elementwise map x -> scale * x + shift as an affine Op."""
+    return affine(np.diag(np.asarray(scale, dtype=np.float64)), shift, where)
+
+
+def unsupported(what: str, where: str) -> ModelFormatError:
+    return ModelFormatError(f"{where}: {what} is not supported; faircert reads {SUPPORTED}")
+
+
+def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> ReluNetwork:
+    """Merge the chain into a ReluNetwork with one output logit (see the module docstring)."""
+    layers: list[Op] = []
+    pending: Op | None = None
+    width = n_inputs
+    final: Op | None = None
+    for op in ops:
+        if final is not None:
+            raise ModelFormatError(f"{op.where} follows the final {final.kind} ({final.where}); "
+                                   f"the {final.kind} must be the last operation")
+        if op.kind == "affine":
+            if width is not None and op.weight.shape[1] != width:
+                raise ModelFormatError(f"{op.where} takes {op.weight.shape[1]} inputs but receives {width}")
+            if pending is None:
+                pending = op
+            else:  # two affine maps in a row compose exactly
+                pending = Op("affine", pending.where, op.weight @ pending.weight, op.weight @ pending.bias + op.bias)
+            width = op.weight.shape[0]
+        elif op.kind == "relu":
+            if pending is not None:
+                layers.append(pending)
+                pending = None
+            elif not layers:  # a ReLU on the raw input: an identity layer first keeps it exact
+                if width is None:
+                    raise ModelFormatError(f"{op.where}: ReLU on an input of unknown width")
+                layers.append(affine(np.eye(width), None, op.where))
+            # else: ReLU after ReLU is the identity
+        elif op.kind in ("sigmoid", "softmax"):
+            final = op
+        else:
+            raise AssertionError(op.kind)
+    ends_in_relu = pending is None
+    if ends_in_relu:
+        if not layers:
+            raise ModelFormatError(f"{source}: no affine layer found; faircert reads {SUPPORTED}")
+        pending = layers.pop()
+    n_out = pending.weight.shape[0]
+    if final is not None and final.kind == "softmax":
+        if n_out != 2:
+            raise ModelFormatError(f"{final.where}: softmax over {n_out} classes; faircert handles binary "
+                                   "classifiers (one logit, one sigmoid output or a two-class softmax)")
+        if ends_in_relu:
+            raise unsupported("a ReLU right before the softmax", final.where)
+        semantics = "softmax2"
+    elif final is not None:  # sigmoid(z) > 1/2 iff z > 0, also when z is itself a ReLU output
+        if n_out != 1:
+            raise ModelFormatError(f"{final.where}: sigmoid over {n_out} outputs; faircert needs a single output")
+        semantics = "sigmoid"
+    elif n_out == 1:
+        semantics = "logit"
+    elif n_out == 2 and not ends_in_relu:
+        semantics = "argmax2"
+    else:
+        raise ModelFormatError(f"{source}: the network ends in {n_out} outputs; faircert handles binary "
+                               "classifiers (one logit, one sigmoid output or a two-class softmax)")
+    w, b = pending.weight, pending.bias
+    if n_out == 2:
+        w, b = logit_from_two_outputs(w, b)
+    layers.append(Op("affine", pending.where, w, b))
+    metadata = dict(extra.pop("metadata", {}))
+    if ends_in_relu:
+        metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
+    return ReluNetwork([op.weight for op in layers], [op.bias for op in layers], source=source,
+                       output_semantics=semantics, metadata=metadata, **extra)
+
+
+def sample_inputs(n_inputs: int, seed: int = 0) -> np.ndarray:
+    """Inputs for the import check: a zero row plus normal rows at two scales."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(64, n_inputs)) * np.repeat([1.0, 10.0], 32)[:, None]
+    X[0] = 0.0
+    return X
+
+
+def expected_outputs(network: ReluNetwork, X: np.ndarray) -> tuple[np.ndarray, slice | int]:
+    """What the original model should output on X, and which output column(s) hold it."""
+    z = network.logit(X)
+    if network.metadata.get("final_relu"):
+        z = np.maximum(z, 0.0)
+    sem = network.output_semantics
+    if sem == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-z)), 0
+    if sem == "softmax2":
+        return 1.0 / (1.0 + np.exp(-z)), 1
+    return z, 0
+
+
+def check_agreement(network: ReluNetwork, X: np.ndarray, outputs: np.ndarray, framework: str) -> None:
+    """Raise unless the framework's outputs on X match the network's (float32 tolerance)."""
+    out = np.asarray(outputs, dtype=np.float64).reshape(len(X), -1)
+    want_cols = 2 if network.output_semantics in ("softmax2", "argmax2") else 1
+    if out.shape[1] != want_cols:
+        raise ModelFormatError(f"{network.source or framework}: {framework} returns {out.shape[1]} outputs per "
+                               f"input, expected {want_cols}")
+    expected, col = expected_outputs(network, X)
+    got = out[:, 1] - out[:, 0] if network.output_semantics == "argmax2" else out[:, col]
+    diff = np.abs(expected - got)
+    bad = ~(diff <= 1e-4 + 1e-3 * np.abs(got))
+    if np.any(bad):
+        raise ModelFormatError(
+            f"{network.source or framework}: the imported network disagrees with {framework} on {int(bad.sum())} of "
+            f"{len(X)} sampled inputs (largest difference {float(np.nanmax(diff)):.3g}); the model uses something "
+            "faircert does not translate faithfully")

@@ -1,0 +1,309 @@
+"""Keras models without TensorFlow: `.h5` (Keras 2 and Keras 3 legacy saves) and `.keras` zips.
+
+The architecture comes from the saved JSON configuration (never from code), the weights are read
+with h5py by the layer names in that configuration. Sequential and single-path functional models
+of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax
+and BatchNormalization layers; activations relu / linear and a final sigmoid or two-class softmax.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+import h5py
+import numpy as np
+
+from ...errors import ModelFormatError
+from ..network import ReluNetwork
+from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+
+#: Layers that are the identity when a model predicts.
+IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",
+                   "ActivityRegularization"}
+MODEL_CLASSES = {"Sequential", "Functional", "Model"}
+#: Names of a layer's weights, in the order Keras stores and returns them.
+WeightGetter = Callable[[dict, str], dict[str, np.ndarray]]
+
+
+def load_keras_h5(path: str | Path) -> ReluNetwork:
+    """Read a Keras `.h5`/`.keras` file into a ReluNetwork."""
+    path = Path(path)
+    if zipfile.is_zipfile(path):
+        return _load_keras_zip(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: not a readable HDF5/Keras file ({exc})") from None
+    with f:
+        if "model_config" not in f.attrs:
+            raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
+                                   "save the whole model with model.save('model.keras') or model.save('model.h5')")
+        config = _json(f.attrs["model_config"], path)
+        group = f["model_weights"] if "model_weights" in f else f
+        return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
+
+
+def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> ReluNetwork:
+    """Translate an in-memory Keras model and check it against `model.predict`."""
+    try:
+        config = model.get_config()
+        by_name = {layer.name: layer for layer in model.layers}
+    except Exception as exc:  # subclassed models have no usable config
+        raise ModelFormatError(f"cannot read the Keras model's configuration ({exc}); "
+                               "faircert reads Sequential and functional Keras models") from None
+    if not isinstance(config, dict) or "layers" not in config:
+        raise ModelFormatError(f"Keras model {type(model).__name__} has no layer configuration; "
+                               "faircert reads Sequential and functional Keras models")
+    kind = "Sequential" if type(model).__name__ == "Sequential" else "Functional"
+
+    def weights_of(layer: dict, where: str) -> dict[str, np.ndarray]:
+        return _named_weights(layer, by_name[_layer_name(layer)].get_weights(), where)
+
+    network = _build({"class_name": kind, "config": config}, weights_of, f"Keras model {model.name!r}")
+    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
+    try:
+        outputs = model.predict(X.astype(np.float32), verbose=0)
+    except Exception as exc:
+        raise ModelFormatError(f"Keras could not run the model on {network.n_inputs}-wide inputs ({exc})") from None
+    check_agreement(network, X, np.asarray(outputs), "Keras")
+    return network
+
+
+def _load_keras_zip(path: Path) -> ReluNetwork:
+    """A Keras 3 `.keras` archive: config.json plus model.weights.h5 (vars numbered per layer)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            config = _json(z.read("config.json"), path)
+            weights_bytes = z.read("model.weights.h5")
+    except KeyError as exc:
+        raise ModelFormatError(f"{path}: not a Keras archive ({exc.args[0]}); expected config.json and "
+                               "model.weights.h5 inside") from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ModelFormatError(f"{path}: unreadable .keras archive ({exc})") from None
+    try:
+        h5 = h5py.File(io.BytesIO(weights_bytes), "r")
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: model.weights.h5 is not readable HDF5 ({exc})") from None
+    with h5:
+        groups = _zip_layer_groups(h5, config)
+        return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
+
+
+def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
+    """Map layer names to their `vars` groups in a Keras 3 weights file."""
+    stored = h5["layers"] if "layers" in h5 else {}
+    groups = {}
+    for g in stored.values():
+        if "vars" in g and "name" in g["vars"].attrs:
+            groups[_text(g["vars"].attrs["name"])] = g["vars"]
+    if groups:
+        return groups
+    # Older Keras 3 files do not record names: the paths are the snake-cased class names in layer order.
+    try:
+        layers = _ordered_layers(config, str(h5.filename))
+    except ModelFormatError:
+        return groups
+    counts: dict[str, int] = {}
+    sequential = config.get("class_name") == "Sequential"
+    for layer in layers:
+        if sequential and layer.get("class_name") == "InputLayer":
+            continue
+        base = _snake(layer.get("class_name", ""))
+        key = base if base not in counts else f"{base}_{counts[base] + 1}"
+        counts[base] = counts.get(base, -1) + 1
+        if key in stored and "vars" in stored[key]:
+            groups[_layer_name(layer)] = stored[key]["vars"]
+    return groups
+
+
+def _zip_weights(groups: dict[str, h5py.Group], layer: dict, where: str) -> dict[str, np.ndarray]:
+    group = groups.get(_layer_name(layer))
+    if group is None:
+        raise ModelFormatError(f"{where}: no weights stored for this layer in model.weights.h5")
+    arrays = [np.asarray(group[k]) for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
+    return _named_weights(layer, arrays, where)
+
+
+def _legacy_weights(group: h5py.Group, layer: dict, where: str) -> dict[str, np.ndarray]:
+    """Weights of one layer in an `.h5` save: `model_weights/<layer>/` with a `weight_names` list."""
+    name = _layer_name(layer)
+    if name not in group:
+        raise ModelFormatError(f"{where}: no weights stored for this layer in the file")
+    g = group[name]
+    out = {}
+    for full in (_text(n) for n in g.attrs.get("weight_names", [])):
+        if full not in g:
+            raise ModelFormatError(f"{where}: weight {full!r} listed but missing")
+        out[full.rsplit("/", 1)[-1].split(":")[0]] = np.asarray(g[full], dtype=np.float64)
+    return out
+
+
+def _named_weights(layer: dict, arrays: list[np.ndarray], where: str) -> dict[str, np.ndarray]:
+    """Name a layer's weights given in Keras' storage order."""
+    cls, cfg = layer.get("class_name"), layer.get("config", {})
+    if cls == "Dense":
+        names = ["kernel"] + (["bias"] if cfg.get("use_bias", True) else [])
+    elif cls == "BatchNormalization":
+        names = (["gamma"] if cfg.get("scale", True) else []) + (["beta"] if cfg.get("center", True) else [])
+        names += ["moving_mean", "moving_variance"]
+    else:
+        names = []
+    if len(arrays) != len(names):
+        raise ModelFormatError(f"{where}: {len(arrays)} stored weight arrays, expected {len(names)} ({', '.join(names)})")
+    return {n: np.asarray(a, dtype=np.float64) for n, a in zip(names, arrays)}
+
+
+def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
+    try:
+        layers = _ordered_layers(config, source)
+        shape = _input_shape(config.get("config"), layers)
+        flat = shape is None or len(shape) == 1
+        ops: list[Op] = []
+        for layer in layers:
+            cls = layer.get("class_name")
+            where = f"{source}: layer {_layer_name(layer)!r} ({cls})"
+            if cls in MODEL_CLASSES:
+                raise unsupported("a nested model", where)
+            if cls == "Flatten":
+                flat = True
+            elif cls in ("Dense", "BatchNormalization") and not flat:
+                raise unsupported(f"a {cls} layer on a {list(shape)}-shaped input (add a Flatten layer first)", where)
+            else:
+                ops += _layer_ops(layer, weights_of, where)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ModelFormatError(f"{source}: malformed Keras model configuration ({type(exc).__name__}: {exc})") from None
+    n_inputs = int(np.prod(shape)) if shape and all(isinstance(d, int) for d in shape) else None
+    return build_network(ops, n_inputs, source, metadata={"format": "keras"})
+
+
+def _ordered_layers(config: dict, source: str) -> list[dict]:
+    """The model's layers in the order data flows through them (a single path)."""
+    cls, cfg = config.get("class_name"), config.get("config")
+    if cls == "Sequential":
+        return list(cfg["layers"] if isinstance(cfg, dict) else cfg)
+    if cls not in ("Functional", "Model"):
+        raise ModelFormatError(f"{source}: unsupported Keras model class {cls!r}; faircert reads Sequential and "
+                               "functional models of Dense layers")
+    by_name = {_layer_name(layer): layer for layer in cfg["layers"]}
+    inputs, outputs = _refs(cfg["input_layers"]), _refs(cfg["output_layers"])
+    if len(inputs) != 1 or len(outputs) != 1:
+        raise ModelFormatError(f"{source}: the model has {len(inputs)} inputs and {len(outputs)} outputs; "
+                               "faircert needs exactly one of each")
+    chain, name = [], outputs[0]
+    while True:
+        layer = by_name[name]
+        chain.append(layer)
+        if name == inputs[0]:
+            break
+        parents = _inbound(layer, source)
+        if len(parents) != 1 or len(chain) > len(by_name):
+            raise unsupported(f"a layer with {len(parents)} inputs (only single-path models)",
+                              f"{source}: layer {name!r} ({layer.get('class_name')})")
+        name = parents[0]
+    return chain[::-1]
+
+
+def _inbound(layer: dict, source: str) -> list[str]:
+    nodes = layer.get("inbound_nodes") or []
+    if len(nodes) > 1:
+        raise unsupported("a layer used more than once", f"{source}: layer {_layer_name(layer)!r}")
+    if not nodes:
+        return []
+    if not isinstance(nodes[0], dict):  # Keras 2: [[name, node_index, tensor_index, kwargs], ...]
+        return [entry[0] for entry in nodes[0]]
+    found: list[str] = []  # Keras 3: tensors appear as {"keras_history": [name, ...]} anywhere in args
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if "keras_history" in x:
+                found.append(x["keras_history"][0])
+            else:
+                for v in x.values():
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(nodes[0])
+    return found
+
+
+def _refs(refs: list) -> list[str]:
+    return [refs[0]] if refs and isinstance(refs[0], str) else [r[0] for r in refs]
+
+
+def _input_shape(cfg: Any, layers: list[dict]) -> tuple | None:
+    shape = cfg.get("build_input_shape") if isinstance(cfg, dict) else None
+    for key in ("batch_input_shape", "batch_shape"):
+        if shape is None and layers:
+            shape = layers[0].get("config", {}).get(key)
+    return tuple(shape[1:]) if shape else None
+
+
+def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
+    cls, cfg = layer.get("class_name"), layer.get("config", {})
+    if cls in IDENTITY_LAYERS:
+        return []
+    if cls == "Dense":
+        w = weights_of(layer, where)
+        if "kernel" not in w:
+            raise ModelFormatError(f"{where}: no kernel weights stored for this Dense layer")
+        kernel = w["kernel"]
+        if kernel.ndim != 2 or kernel.shape[1] != cfg.get("units", kernel.shape[1]):
+            raise ModelFormatError(f"{where}: kernel of shape {kernel.shape} for {cfg.get('units')} units")
+        return [affine(kernel.T, w.get("bias"), where)] + _activation(cfg.get("activation"), where)
+    if cls == "Activation":
+        return _activation(cfg.get("activation"), where)
+    if cls == "ReLU":
+        if cfg.get("max_value") is not None or cfg.get("negative_slope", 0) or cfg.get("threshold", 0):
+            raise unsupported("a ReLU with max_value/negative_slope/threshold", where)
+        return [Op("relu", where)]
+    if cls == "Softmax":
+        return [Op("softmax", where)]
+    if cls == "BatchNormalization":
+        if cfg.get("axis", -1) not in (-1, 1, [-1], [1]):
+            raise unsupported(f"batch normalisation over axis {cfg.get('axis')}", where)
+        w = weights_of(layer, where)
+        scale = w.get("gamma", 1.0) / np.sqrt(w["moving_variance"] + cfg.get("epsilon", 1e-3))
+        return [diagonal(scale, w.get("beta", 0.0) - w["moving_mean"] * scale, where)]
+    raise unsupported(f"layer type {cls}", where)
+
+
+def _activation(act: Any, where: str) -> list[Op]:
+    if isinstance(act, dict):  # serialised form: {"class_name": ..., "config": "relu" | {...}}
+        act = act.get("config") if isinstance(act.get("config"), str) else act.get("class_name")
+    name = str(act or "linear").lower()
+    if name == "linear":
+        return []
+    if name in ("relu", "sigmoid", "softmax"):
+        return [Op(name, where)]
+    raise unsupported(f"activation {name!r}", where)
+
+
+def _layer_name(layer: dict) -> str:
+    return layer.get("config", {}).get("name") or layer.get("name", "?")
+
+
+def _snake(name: str) -> str:
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, (bytes, np.bytes_)) else str(value)
+
+
+def _json(value: Any, path: Path) -> dict:
+    try:
+        config = json.loads(_text(value))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelFormatError(f"{path}: the model configuration is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ModelFormatError(f"{path}: the model configuration is not a JSON object")
+    return config

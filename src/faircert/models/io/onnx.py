@@ -1,0 +1,301 @@
+"""ONNX feed-forward networks <-> ReluNetwork.
+
+`load_onnx` reads a chain from the single graph input to the single output: Gemm, MatMul, Add/Sub/
+Mul/Div by constants, BatchNormalization, Relu, a final Sigmoid or Softmax, and shape-only ops
+(Flatten, Reshape to constant shapes, Identity, Dropout). Nodes whose inputs are all constants are
+evaluated by the ONNX reference runtime (no code from the file is ever run). The result is checked
+against `onnx.reference.ReferenceEvaluator` on sampled inputs. Graphs of `ai.onnx.ml` tree
+ensembles go to the tree importer. `save_onnx` writes a ReluNetwork as a Gemm/Relu chain.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from ...errors import ModelFormatError
+from ..network import ReluNetwork
+from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+
+TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
+SHAPE_OPS = {"Identity", "Dropout", "Flatten", "Reshape"}
+META = "faircert."
+
+
+def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | None = None) -> Any:
+    """Read an ONNX file or ModelProto; tree-ensemble graphs are delegated to the tree importer."""
+    proto, source = _proto(model)
+    if any(n.op_type in TREE_OPS and n.domain == "ai.onnx.ml" for n in proto.graph.node):
+        from .onnx_trees import load_onnx_trees
+
+        return load_onnx_trees(proto)
+    network = _Chain(proto.graph, source).network()
+    _restore_metadata(network, proto)
+    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
+    X, outputs = _reference_outputs(proto, X, source)
+    check_agreement(network, X, outputs, "the ONNX reference runtime")
+    return network
+
+
+def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -> onnx.ModelProto:
+    """Write the network as Gemm (+Relu) nodes with one logit output; float64 keeps it exact."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    nodes, inits, x = [], [], "input"
+    last = len(network.weights) - 1
+    for k, (w, b) in enumerate(zip(network.weights, network.biases)):
+        inits += [numpy_helper.from_array(w.astype(dtype), f"W{k}"), numpy_helper.from_array(b.astype(dtype), f"B{k}")]
+        y = "logit" if k == last else f"h{k}"
+        nodes.append(helper.make_node("Gemm", [x, f"W{k}", f"B{k}"], [y], name=f"dense_{k}", transB=1))
+        if k < last:
+            nodes.append(helper.make_node("Relu", [y], [f"r{k}"], name=f"relu_{k}"))
+            y = f"r{k}"
+        x = y
+    graph = helper.make_graph(nodes, "faircert_relu_network",
+                              [helper.make_tensor_value_info("input", elem, ["N", network.n_inputs])],
+                              [helper.make_tensor_value_info("logit", elem, ["N", 1])], inits)
+    proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", 13)])
+    meta = {"output_semantics": "logit (label 1 iff logit > 0)"}
+    if network.input_lower is not None and network.input_upper is not None:
+        meta["input_lower"] = json.dumps([float(v) for v in network.input_lower])
+        meta["input_upper"] = json.dumps([float(v) for v in network.input_upper])
+    if network.input_names:
+        meta["input_names"] = json.dumps(list(network.input_names))
+    helper.set_model_props(proto, {META + k: v for k, v in meta.items()})
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+    return proto
+
+
+def _proto(model: Any) -> tuple[onnx.ModelProto, str]:
+    if isinstance(model, onnx.ModelProto):
+        return model, "ONNX model"
+    path = Path(model)
+    try:
+        proto = onnx.load(str(path))
+    except Exception as exc:  # protobuf raises several unrelated types on garbage
+        raise ModelFormatError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    if not proto.graph.node:
+        raise ModelFormatError(f"{path}: the ONNX file holds no graph nodes")
+    return proto, str(path)
+
+
+class _Chain:
+    """Walks the graph from its input to its output, collecting Ops."""
+
+    def __init__(self, graph: onnx.GraphProto, source: str) -> None:
+        self.source = source
+        self.consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        inputs = [i for i in graph.input if i.name not in self.consts]
+        if len(inputs) != 1 or len(graph.output) != 1:
+            raise ModelFormatError(f"{source}: the graph has {len(inputs)} inputs and {len(graph.output)} outputs; "
+                                   "faircert needs exactly one of each")
+        self.graph, self.input, self.output = graph, inputs[0], graph.output[0].name
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in self.input.type.tensor_type.shape.dim]
+        if len(dims) == 1:
+            raise unsupported("a graph input of rank 1 (no batch axis)", f"{source}: input {self.input.name!r}")
+        self.shape = tuple(dims[1:]) if len(dims) > 1 and None not in dims[1:] else None  # per sample
+        self.input_shape = self.shape
+
+    def network(self) -> ReluNetwork:
+        needed = self._needed_nodes()
+        current, ops = self.input.name, []
+        for index, node in enumerate(self.graph.node):
+            if index not in needed:
+                continue
+            op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+            where = f"{self.source}: node {node.name!r} ({op_type})" if node.name else \
+                f"{self.source}: node #{index} ({op_type})"
+            dynamic = [i for i in node.input if i and i not in self.consts]
+            if node.op_type == "Constant" or not dynamic:
+                self._fold(node, where)
+                continue
+            if dynamic != [current]:
+                raise unsupported("a branching graph (this node does not continue the single input-to-output "
+                                  "chain)", where)
+            ops += self._ops(node, where)
+            current = node.output[0]
+        if current != self.output:
+            raise ModelFormatError(f"{self.source}: the graph output {self.output!r} is not computed from the input")
+        n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
+        return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
+
+    def _needed_nodes(self) -> set[int]:
+        """Indices of the nodes the graph output depends on (unused branches are ignored)."""
+        nodes = list(self.graph.node)
+        producer = {out: k for k, node in enumerate(nodes) for out in node.output}
+        needed, todo = set(), [self.output]
+        while todo:
+            k = producer.get(todo.pop())
+            if k is not None and k not in needed:
+                needed.add(k)
+                todo += [i for i in nodes[k].input if i]
+        return needed
+
+    def _fold(self, node: onnx.NodeProto, where: str) -> None:
+        """Evaluate a node of constants with the reference runtime."""
+        try:
+            feeds = {i: self.consts[i] for i in node.input if i}
+            results = ReferenceEvaluator(node).run(None, feeds)
+        except Exception as exc:
+            raise ModelFormatError(f"{where}: cannot evaluate this constant expression ({exc})") from None
+        self.consts.update(zip(node.output, results))
+
+    def _const(self, node: onnx.NodeProto, k: int, where: str) -> np.ndarray:
+        if len(node.input) <= k or node.input[k] not in self.consts:
+            raise unsupported(f"input {k} that is not a constant", where)
+        return np.asarray(self.consts[node.input[k]], dtype=np.float64)
+
+    def _width(self, where: str) -> int:
+        if self.shape is None:
+            raise ModelFormatError(f"{where}: the input width is unknown here; give the graph input a fixed shape")
+        return int(np.prod(self.shape))
+
+    def _ops(self, node: onnx.NodeProto, where: str) -> list[Op]:
+        op, attrs = node.op_type, {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if op in SHAPE_OPS:
+            self._reshape(node, op, attrs, where)
+            return []
+        if node.domain not in ("", "ai.onnx") and not (node.domain == "ai.onnx.ml" and op == "Scaler"):
+            raise unsupported(f"operator {node.domain}.{op}", where)
+        if op in ("Relu", "Sigmoid", "Softmax"):
+            rank = len(self.shape) if self.shape is not None else 1
+            if op == "Softmax" and (rank > 1 and max(self.shape[:-1]) > 1 or attrs.get("axis", -1) not in (-1, rank)):
+                raise unsupported(f"a softmax along axis {attrs.get('axis', -1)} of a tensor with per-sample shape "
+                                  f"{list(self.shape or ['?'])}", where)
+            return [Op(op.lower(), where)]
+        if op == "Scaler":  # ai.onnx.ml: (x - offset) * scale
+            scale = self._broadcast(np.asarray(attrs.get("scale", [1.0]), dtype=np.float64), where)
+            offset = self._broadcast(np.asarray(attrs.get("offset", [0.0]), dtype=np.float64), where)
+            return [diagonal(scale, -offset * scale, where)]
+        if op == "Gemm":
+            if attrs.get("transA", 0):
+                raise unsupported("Gemm with transA=1 on the data", where)
+            w = self._const(node, 1, where)
+            w = (w.T if attrs.get("transB", 0) else w) * attrs.get("alpha", 1.0)  # now in x out
+            c = self._const(node, 2, where) * attrs.get("beta", 1.0) if len(node.input) > 2 and node.input[2] else 0.0
+            return [self._matrix(w, c, where)]
+        if op == "MatMul":
+            if node.input[0] not in self.consts:
+                return [self._matrix(self._const(node, 1, where), 0.0, where)]
+            raise unsupported("MatMul with the data as its second operand", where)
+        if op in ("Add", "Sub", "Mul", "Div"):
+            first = node.input[0] not in self.consts
+            c = self._broadcast(self._const(node, 1 if first else 0, where), where)
+            n = len(c)
+            if op == "Add":
+                return [diagonal(np.ones(n), c, where)]
+            if op == "Sub":
+                return [diagonal(np.ones(n), -c, where) if first else diagonal(-np.ones(n), c, where)]
+            if op == "Mul":
+                return [diagonal(c, np.zeros(n), where)]
+            if not first or np.any(c == 0):
+                raise unsupported("division of a constant by the data, or by zero", where)
+            return [diagonal(1.0 / c, np.zeros(n), where)]
+        if op == "BatchNormalization":
+            if self.shape is not None and len(self.shape) > 1:
+                raise unsupported(f"batch normalisation of a {list(self.shape)}-shaped tensor", where)
+            scale, shift, mean, var = (self._broadcast(self._const(node, k, where), where) for k in range(1, 5))
+            s = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
+            return [diagonal(s, shift - mean * s, where)]
+        raise unsupported(f"operator {op}", where)
+
+    def _matrix(self, w: np.ndarray, c: Any, where: str) -> Op:
+        """x @ w + c for w of shape in x out, on a tensor whose leading per-sample axes are all 1."""
+        if w.ndim != 2:
+            raise unsupported(f"a {w.ndim}-D weight tensor", where)
+        if self.shape is not None:
+            if len(self.shape) > 1 and max(self.shape[:-1]) > 1:
+                raise unsupported(f"a matrix product on a {list(self.shape)}-shaped tensor", where)
+            if self.shape[-1] != w.shape[0]:
+                raise ModelFormatError(f"{where} takes {w.shape[0]} inputs but receives {self.shape[-1]}")
+        bias = np.broadcast_to(np.asarray(c, dtype=np.float64).reshape(-1) if np.ndim(c) else c, (w.shape[1],))
+        self.shape = (self.shape[:-1] if self.shape else ()) + (w.shape[1],)
+        return affine(w.T, bias, where)
+
+    def _broadcast(self, c: np.ndarray, where: str) -> np.ndarray:
+        """A constant operand broadcast over one sample, flattened."""
+        if self.shape is None:  # a flat input of unknown width: a vector constant fixes it
+            if c.size == 1:
+                self._width(where)
+            self.shape, c = (c.size,), c.reshape(-1)
+        shape = self.shape
+        if c.ndim > len(shape):
+            if c.ndim > len(shape) + 1 or c.shape[0] != 1:
+                raise unsupported(f"a constant of shape {list(c.shape)} that varies along the batch axis", where)
+            c = c.reshape(c.shape[1:])
+        try:
+            if np.broadcast_shapes(shape, c.shape) != tuple(shape):
+                raise ValueError
+        except ValueError:
+            raise ModelFormatError(f"{where}: constant of shape {list(c.shape)} does not fit data of shape "
+                                   f"{list(shape)}") from None
+        return np.broadcast_to(c, shape).reshape(-1).astype(np.float64)
+
+    def _reshape(self, node: onnx.NodeProto, op: str, attrs: dict, where: str) -> None:
+        """Shape-only ops: the data is a flat vector per sample, so only the per-sample shape changes."""
+        if op in ("Identity", "Dropout"):
+            return
+        size = int(np.prod(self.shape)) if self.shape is not None else None
+        if op == "Flatten":
+            if attrs.get("axis", 1) != 1:
+                raise unsupported(f"Flatten with axis={attrs.get('axis')} (only axis=1 keeps the batch axis)", where)
+            self.shape = (size,) if size is not None else None
+            return
+        target = [int(v) for v in self._const(node, 1, where).reshape(-1)]
+        rest = target[1:]
+        if not rest or target[0] not in (-1, 0, 1) or (target[0] == -1 and -1 in rest) or 0 in rest:
+            raise unsupported(f"Reshape to {target} (only reshapes that keep the batch axis first)", where)
+        if -1 in rest:
+            if size is None:
+                raise ModelFormatError(f"{where}: Reshape with -1 on data of unknown shape")
+            known = int(np.prod([d for d in rest if d != -1]))
+            rest = [size // known if d == -1 else d for d in rest]
+        if size is not None and int(np.prod(rest)) != size:
+            raise ModelFormatError(f"{where}: Reshape to {target} does not fit {size} values per sample")
+        self.shape = tuple(rest)
+
+
+def _reference_outputs(proto: onnx.ModelProto, X: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Run the original graph on (a batch-size multiple of) X with the ONNX reference runtime."""
+    graph = proto.graph
+    inits = {t.name for t in graph.initializer}
+    inp = next(i for i in graph.input if i.name not in inits)
+    ttype = inp.type.tensor_type
+    dtype = helper.tensor_dtype_to_np_dtype(ttype.elem_type) if ttype.elem_type else np.float32
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in ttype.shape.dim]
+    per_sample = [d if d > 0 else -1 for d in dims[1:]] or [X.shape[1]]
+    try:
+        session = ReferenceEvaluator(proto)
+        if dims and dims[0] > 0:  # a fixed batch size: run the samples one batch at a time
+            b = dims[0]
+            X = np.resize(X, (max(b, len(X) // b * b), X.shape[1]))
+            out = np.concatenate([np.asarray(session.run(None, {inp.name: X[i:i + b].reshape([b] + per_sample)
+                                                                 .astype(dtype)})[0]).reshape(b, -1)
+                                  for i in range(0, len(X), b)])
+        else:
+            out = session.run(None, {inp.name: X.reshape([len(X)] + per_sample).astype(dtype)})[0]
+    except Exception as exc:
+        raise ModelFormatError(f"{source}: the ONNX reference runtime cannot run this model ({exc})") from None
+    return X, np.asarray(out, dtype=np.float64).reshape(len(X), -1)
+
+
+def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
+    """Input ranges and names that `save_onnx` recorded."""
+    props = {p.key[len(META):]: p.value for p in proto.metadata_props if p.key.startswith(META)}
+    try:
+        if "input_lower" in props and "input_upper" in props:
+            lower, upper = np.array(json.loads(props["input_lower"])), np.array(json.loads(props["input_upper"]))
+            if lower.shape == upper.shape == (network.n_inputs,):
+                network.input_lower, network.input_upper = lower, upper
+        if "input_names" in props:
+            names = json.loads(props["input_names"])
+            if isinstance(names, list) and len(names) == network.n_inputs:
+                network.input_names = [str(n) for n in names]
+    except ValueError:
+        pass  # metadata is advisory; the model itself is already checked

@@ -1,0 +1,145 @@
+"""PyTorch `nn.Sequential` networks -> ReluNetwork (torch is an optional extra, imported lazily).
+
+Modules are read structurally (Linear, ReLU, Identity, Flatten, Dropout, BatchNorm1d, a final
+Sigmoid or Softmax; nested Sequentials) and the result is checked against the module's own outputs.
+Files: a TorchScript archive or a pickled module runs code from the file when loaded, so both need
+`trust_pickle`; a bare state dict has no architecture and is refused with the way forward.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import ModelFormatError
+from ..network import ReluNetwork
+from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+
+IDENTITY_MODULES = {"Identity", "Dropout", "AlphaDropout", "Flatten"}
+HOW = ("load it in Python and pass the nn.Sequential to faircert.verify(...), or export it with "
+       "torch.onnx.export and give faircert the .onnx file")
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise ModelFormatError("PyTorch models need torch: pip install 'faircert[torch]'") from None
+    return torch
+
+
+def load_torch_module(module: Any, check_inputs: np.ndarray | None = None, source: str = "") -> ReluNetwork:
+    """Translate an nn.Sequential (or a scripted one) and check it against the module's outputs."""
+    torch = _torch()
+    source = source or f"PyTorch {_class_name(module)}"
+    try:
+        ops = _module_ops(module, "model", source)
+    except AttributeError as exc:
+        raise ModelFormatError(f"{source}: cannot read the module's parameters ({exc})") from None
+    network = build_network(ops, None, source, metadata={"format": "torch"})
+    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
+    param = next(iter(module.parameters()), None)
+    dtype = param.dtype if param is not None else torch.float32
+    was_training = module.training
+    try:
+        module.eval()  # dropout off, batch-norm running statistics on: the model as deployed
+        with torch.no_grad():
+            outputs = module(torch.as_tensor(X, dtype=dtype)).detach().double().numpy()
+    except Exception as exc:
+        raise ModelFormatError(f"{source}: the module fails on {network.n_inputs}-wide inputs ({exc})") from None
+    finally:
+        module.train(was_training)
+    check_agreement(network, X, outputs, "PyTorch")
+    return network
+
+
+def load_torch_file(path: str | Path, trust_pickle: bool = False) -> ReluNetwork:
+    """A `.pt`/`.pth` file: TorchScript or a pickled module (with trust_pickle); state dicts are refused."""
+    torch = _torch()
+    path = Path(path)
+    if _is_torchscript(path):
+        if not trust_pickle:
+            raise ModelFormatError(f"{path}: TorchScript archives run code from the file when loaded; pass "
+                                   "--trust-pickle (trust_pickle=True) if you trust it, or export the model to ONNX")
+        try:
+            module = torch.jit.load(str(path), map_location="cpu")
+        except Exception as exc:
+            raise ModelFormatError(f"{path}: not a loadable TorchScript archive ({exc})") from None
+        return load_torch_module(module, source=str(path))
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" not in str(exc).lower() and "weights_only" not in str(exc).lower():
+            raise ModelFormatError(f"{path}: not a readable PyTorch file ({_first_line(exc)})") from None
+        if not trust_pickle:
+            raise ModelFormatError(f"{path}: the file is a pickled Python object (a whole module), and unpickling "
+                                   "can run arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust "
+                                   "the file, or export the model to ONNX") from None
+        try:
+            obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise ModelFormatError(f"{path}: cannot unpickle the module ({_first_line(exc)})") from None
+    except Exception as exc:
+        raise ModelFormatError(f"{path}: not a readable PyTorch file ({_first_line(exc)})") from None
+    if isinstance(obj, torch.nn.Module):
+        return load_torch_module(obj, source=str(path))
+    if isinstance(obj, dict):
+        raise ModelFormatError(f"{path}: a state dict holds weights but not the architecture; {HOW}")
+    raise ModelFormatError(f"{path}: holds a {type(obj).__name__}, not a torch module; {HOW}")
+
+
+def _module_ops(module: Any, where: str, source: str) -> list[Op]:
+    name = _class_name(module)
+    at = f"{source}: module {where} ({name})"
+    if name == "Sequential":
+        ops: list[Op] = []
+        for child_name, child in module.named_children():
+            ops += _module_ops(child, child_name if where == "model" else f"{where}.{child_name}", source)
+        return ops
+    if name == "Linear":
+        bias = module.bias.detach().double().numpy() if module.bias is not None else None
+        return [affine(module.weight.detach().double().numpy(), bias, at)]
+    if name == "ReLU":
+        return [Op("relu", at)]
+    if name == "Sigmoid":
+        return [Op("sigmoid", at)]
+    if name == "Softmax":
+        if getattr(module, "dim", None) not in (None, 1, -1):
+            raise unsupported(f"a softmax over dim={module.dim}", at)
+        return [Op("softmax", at)]
+    if name in IDENTITY_MODULES:
+        if name == "Flatten" and getattr(module, "start_dim", 1) != 1:
+            raise unsupported(f"Flatten(start_dim={module.start_dim})", at)
+        return []
+    if name == "BatchNorm1d":
+        mean, var, eps = module.running_mean, module.running_var, getattr(module, "eps", None)
+        if mean is None or eps is None:
+            raise unsupported("BatchNorm1d without running statistics or eps (e.g. traced)", at)
+        scale = 1.0 / np.sqrt(var.detach().double().numpy() + eps)
+        shift = -mean.detach().double().numpy() * scale
+        if module.weight is not None:
+            w, b = module.weight.detach().double().numpy(), module.bias.detach().double().numpy()
+            scale, shift = scale * w, shift * w + b
+        return [diagonal(scale, shift, at)]
+    raise unsupported(f"module type {name}" + (" (only nn.Sequential models)" if where == "model" else ""), at)
+
+
+def _class_name(module: Any) -> str:
+    """The Python class name; scripted modules keep it as `original_name`."""
+    return getattr(module, "original_name", None) or type(module).__name__
+
+
+def _is_torchscript(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as z:
+        return any("/code/" in n or n.endswith("constants.pkl") for n in z.namelist())
+
+
+def _first_line(exc: Exception) -> str:
+    line = (str(exc).strip().splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
