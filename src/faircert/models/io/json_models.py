@@ -1,0 +1,27 @@
+"""`.json` model files: XGBoost model JSON or a faircert linear model, told apart by their keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...errors import ModelFormatError
+
+
+def load_json_model(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"{path}: not a readable JSON file: {exc}") from None
+    if isinstance(data, dict) and "learner" in data:
+        from .xgboost import xgboost_from_dict
+
+        return xgboost_from_dict(data, source=str(path))
+    if isinstance(data, dict) and "weights" in data and "intercept" in data:
+        from .linear_json import load_linear_json
+
+        return load_linear_json(path)
+    raise ModelFormatError(f"{path}: unrecognised JSON model (expected an XGBoost model JSON with a 'learner' "
+                           "key, or a linear model with 'weights' and 'intercept')")

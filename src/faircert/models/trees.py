@@ -1,0 +1,174 @@
+"""TreeEnsemble: the IR of binary tree-ensemble classifiers (boosted trees and forests).
+
+Every tree is plain arrays indexed by node: `feature`, `threshold`, `left`, `right` (-1 at leaves)
+and `value` (the leaf value; unused at internal nodes). A node sends x left iff
+`x[feature] < threshold` (split "<", XGBoost) or `x[feature] <= threshold` (split "<=",
+scikit-learn, LightGBM, ONNX BRANCH_LEQ). With `input_float32` the input is first rounded to
+float32, as XGBoost, scikit-learn and ONNX runtimes do.
+
+score(x) = base_score + scale * sum_j value_j(x);  link "sigmoid": P[y=1] = sigmoid(score)
+(boosting), link "identity": P[y=1] = score (forests: leaf values are class-1 probabilities and
+scale = 1/m). The label is 1 iff P[y=1] > 1/2, the frameworks' own rule (ties go to class 0).
+Confidence is max(P, 1 - P).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFormatError
+
+LINKS = ("sigmoid", "identity")
+SPLITS = ("<", "<=")
+
+
+@dataclass
+class Tree:
+    """One binary tree as flat arrays (node 0 is the root)."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.feature = np.asarray(self.feature, dtype=np.int64)
+        self.threshold = np.asarray(self.threshold, dtype=np.float64)
+        self.left = np.asarray(self.left, dtype=np.int64)
+        self.right = np.asarray(self.right, dtype=np.int64)
+        self.value = np.asarray(self.value, dtype=np.float64)
+        n = len(self.feature)
+        if not (len(self.threshold) == len(self.left) == len(self.right) == len(self.value) == n) or n == 0:
+            raise ModelFormatError("a tree's node arrays must be non-empty and of equal length")
+        leaf = self.left < 0
+        if np.any(leaf != (self.right < 0)):
+            raise ModelFormatError("a tree node has exactly one child")
+        inner = ~leaf
+        kids = np.concatenate([self.left[inner], self.right[inner]])
+        if np.any(kids >= n) or np.any(kids <= 0) or len(np.unique(kids)) != len(kids):
+            raise ModelFormatError("a tree's child indices do not form a tree rooted at node 0")
+        if not np.all(np.isfinite(self.value[leaf])) or not np.all(np.isfinite(self.threshold[inner])):
+            raise ModelFormatError("a tree has a non-finite threshold or leaf value")
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    @property
+    def depth(self) -> int:
+        stack, best = [(0, 0)], 0
+        while stack:
+            node, d = stack.pop()
+            best = max(best, d)
+            if self.left[node] >= 0:
+                stack += [(int(self.left[node]), d + 1), (int(self.right[node]), d + 1)]
+        return best
+
+
+@dataclass
+class TreeEnsemble:
+    """A binary classifier made of trees; see the module docstring for the exact semantics."""
+
+    trees: list[Tree]
+    n_features: int
+    split: str = "<"
+    input_float32: bool = True
+    base_score: float = 0.0
+    scale: float = 1.0
+    link: str = "sigmoid"
+    feature_names: list[str] | None = None
+    source: str = ""
+    #: Decision-relevant float error of the framework's own sum (float32 sums are coarser).
+    sum_float32: bool = False
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ModelFormatError(f"split rule must be one of {SPLITS}, got {self.split!r}")
+        if self.link not in LINKS:
+            raise ModelFormatError(f"link must be one of {LINKS}, got {self.link!r}")
+        if not self.trees:
+            raise ModelFormatError("a tree ensemble needs at least one tree")
+        for t in self.trees:
+            inner = ~t.is_leaf
+            if np.any(t.feature[inner] < 0) or np.any(t.feature[inner] >= self.n_features):
+                raise ModelFormatError(f"a split uses a feature index outside 0..{self.n_features - 1}")
+        if not (math.isfinite(self.base_score) and math.isfinite(self.scale) and self.scale > 0):
+            raise ModelFormatError("base score and scale must be finite (scale > 0)")
+
+    # ----- prediction (the reference semantics every engine result is re-checked against) ------
+    def _inputs(self, X: np.ndarray) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if X.shape[1] != self.n_features:
+            raise ModelFormatError(f"the model takes {self.n_features} inputs, got {X.shape[1]}")
+        return X.astype(np.float32).astype(np.float64) if self.input_float32 else X
+
+    def leaf_values(self, X: np.ndarray) -> np.ndarray:
+        """Leaf value of every tree for every row (rows x trees)."""
+        X = self._inputs(X)
+        out = np.empty((len(X), len(self.trees)))
+        for j, t in enumerate(self.trees):
+            node = np.zeros(len(X), dtype=np.int64)
+            active = ~t.is_leaf[node]
+            while active.any():
+                idx = np.nonzero(active)[0]
+                nd = node[idx]
+                x = X[idx, t.feature[nd]]
+                go_left = x < t.threshold[nd] if self.split == "<" else x <= t.threshold[nd]
+                node[idx] = np.where(go_left, t.left[nd], t.right[nd])
+                active[idx] = ~t.is_leaf[node[idx]]
+            out[:, j] = t.value[node]
+        return out
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
+        leaves = self.leaf_values(X)
+        if self.sum_float32:
+            s = np.float32(self.base_score) + np.sum(leaves.astype(np.float32), axis=1, dtype=np.float32)
+            return s.astype(np.float64) * self.scale
+        return self.base_score + self.scale * leaves.sum(axis=1)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """P[y = 1] for every row."""
+        s = self.score(X)
+        return 1.0 / (1.0 + np.exp(-s)) if self.link == "sigmoid" else s
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Labels 0/1 (1 iff P[y=1] > 1/2)."""
+        s = self.score(X)
+        return (s > 0).astype(np.int64) if self.link == "sigmoid" else (s > 0.5).astype(np.int64)
+
+    def confidence(self, X: np.ndarray) -> np.ndarray:
+        p = self.predict_proba(X)
+        return np.maximum(p, 1.0 - p)
+
+    # ----- engine view ----------------------------------------------------------------------------
+    def margin_view(self, kappa: float | None) -> tuple[float, float | None, float]:
+        """(offset, conf_threshold, tolerance) for the engine's margin m = offset + scale * sum(values).
+
+        Label 1 iff m > 0; confident iff m > c or m < -c (c None: every input is measured).
+        `tolerance`: margins this close to 0 or +-c may be decided differently by the framework's
+        own rounding, so the engine leaves them undecided.
+        """
+        offset = self.base_score - (0.5 if self.link == "identity" else 0.0)
+        if kappa is None:
+            c = None
+        elif self.link == "sigmoid":
+            c = math.log(kappa / (1.0 - kappa)) if kappa > 0.5 else (0.0 if kappa == 0.5 else None)
+        else:
+            c = kappa - 0.5 if kappa >= 0.5 else None
+        total = abs(self.base_score) + self.scale * sum(float(np.max(np.abs(t.value))) for t in self.trees)
+        rel = 1e-6 if (self.sum_float32 or self.input_float32) else 1e-12
+        return offset, c, rel * max(total, 1.0)
+
+    @property
+    def max_depth(self) -> int:
+        return max(t.depth for t in self.trees)
+
+    def __repr__(self) -> str:
+        return (f"TreeEnsemble({len(self.trees)} trees, depth <= {self.max_depth}, {self.n_features} features, "
+                f"split {self.split!r}, link {self.link}, base {self.base_score:g}, scale {self.scale:g})")
