@@ -1,0 +1,242 @@
+"""DiscretePopulation: a distribution over finite variables as a Bayesian network.
+
+Independent marginals are the network without edges. Each variable has states (the value each stands
+for: a category or a bin's number), display labels, parents and a conditional table of shape
+(*parent cardinalities, cardinality). Saved as JSON so a verification can be repeated exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import DataError
+
+FORMAT = "faircert-population"
+
+
+@dataclass
+class Variable:
+    """A finite variable with its conditional distribution given its parents."""
+
+    name: str
+    states: tuple
+    labels: tuple[str, ...]
+    parents: tuple[str, ...] = ()
+    cpt: np.ndarray = None  # type: ignore[assignment]
+    edges: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.states = tuple(self.states)
+        self.labels = tuple(str(x) for x in self.labels) if self.labels else tuple(str(s) for s in self.states)
+        self.parents = tuple(self.parents)
+        self.cpt = np.asarray(self.cpt, dtype=np.float64)
+        if len(self.labels) != len(self.states):
+            raise DataError(f"variable {self.name!r}: {len(self.labels)} labels for {len(self.states)} states")
+        if self.cpt.ndim != len(self.parents) + 1 or self.cpt.shape[-1] != len(self.states):
+            raise DataError(f"variable {self.name!r}: table of shape {self.cpt.shape} does not fit "
+                            f"{len(self.parents)} parent(s) and {len(self.states)} states")
+        if np.any(~np.isfinite(self.cpt)) or np.any(self.cpt < 0):
+            raise DataError(f"variable {self.name!r}: probabilities must be finite and >= 0")
+        if not np.allclose(self.cpt.sum(axis=-1), 1.0, atol=1e-9):
+            raise DataError(f"variable {self.name!r}: each row of its table must sum to 1")
+
+    @property
+    def card(self) -> int:
+        return len(self.states)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "states": list(self.states), "labels": list(self.labels),
+                               "parents": list(self.parents), "table": self.cpt.tolist()}
+        if self.edges is not None:
+            out["edges"] = list(self.edges)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Variable":
+        try:
+            return cls(str(d["name"]), tuple(d["states"]), tuple(d.get("labels") or ()), tuple(d.get("parents", ())),
+                       np.asarray(d["table"], dtype=np.float64),
+                       tuple(d["edges"]) if d.get("edges") is not None else None)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"population variable {d.get('name', '?') if isinstance(d, dict) else d!r}: "
+                            f"malformed ({exc})") from None
+
+
+@dataclass
+class DiscretePopulation:
+    """A Bayesian network over finite variables (independent marginals: no edges)."""
+
+    variables: dict[str, Variable]
+    protected: tuple[str, ...] = ()
+    label: str | None = None
+    kind: str = "bayesnet"
+    #: Independent populations with a label: the same population fitted on the rows with Y = y
+    #: (how equalized odds conditions an independent model on the label).
+    by_label: dict[str, "DiscretePopulation"] = field(default_factory=dict)
+    #: How it was made (data rows, binning, score, learning time), for reports.
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.variables = dict(self.variables)
+        self.protected = tuple(self.protected)
+        for v in self.variables.values():
+            for p in v.parents:
+                if p not in self.variables:
+                    raise DataError(f"variable {v.name!r} has an unknown parent {p!r}")
+                if self.variables[p].card != v.cpt.shape[v.parents.index(p)]:
+                    raise DataError(f"variable {v.name!r}: table size for parent {p!r} does not match its states")
+        for name in self.protected + ((self.label,) if self.label else ()):
+            if name not in self.variables:
+                raise DataError(f"the population has no variable {name!r}; it has: {', '.join(self.variables)}")
+        self.order()  # raises on a cycle
+
+    # ----- structure ------------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self.variables)
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        return [(p, v.name) for v in self.variables.values() for p in v.parents]
+
+    def children(self, name: str) -> list[str]:
+        return [v.name for v in self.variables.values() if name in v.parents]
+
+    def order(self) -> list[str]:
+        """A topological order (parents first)."""
+        done: list[str] = []
+        placed: set[str] = set()
+        pending = list(self.variables)
+        while pending:
+            ready = [n for n in pending if all(p in placed for p in self.variables[n].parents)]
+            if not ready:
+                raise DataError(f"the population's network has a cycle among {pending}")
+            for n in ready:
+                done.append(n)
+                placed.add(n)
+            pending = [n for n in pending if n not in placed]
+        return done
+
+    def groups(self) -> list[dict[str, int]]:
+        """Every compound protected group as {protected name: state index}."""
+        cards = [range(self.variables[p].card) for p in self.protected]
+        return [dict(zip(self.protected, combo)) for combo in itertools.product(*cards)]
+
+    def group_name(self, group: dict[str, int]) -> dict[str, Any]:
+        return {p: self.variables[p].labels[i] for p, i in group.items()}
+
+    def describe(self) -> str:
+        n_edges = len(self.edges)
+        parts = [f"{self.kind} over {len(self.variables)} variables"]
+        if self.kind == "bayesnet":
+            parts.append(f"{n_edges} edge(s)")
+        binned = [v.name for v in self.variables.values() if v.edges is not None]
+        if binned:
+            parts.append(f"binned: {', '.join(binned)}")
+        return ", ".join(parts)
+
+    # ----- edits (new populations; the original is never changed) -------------------------------
+    def with_marginal(self, name: str, probs: Sequence[float]) -> "DiscretePopulation":
+        """`name` made an independent root with the given distribution (children keep their tables)."""
+        v = self.variables[name]
+        probs = np.asarray(probs, dtype=np.float64)
+        if probs.shape != (v.card,):
+            raise DataError(f"{name!r}: expected {v.card} probabilities, got shape {probs.shape}")
+        variables = dict(self.variables)
+        variables[name] = replace(v, parents=(), cpt=probs / probs.sum())
+        by_label = {k: p.with_marginal(name, probs) for k, p in self.by_label.items()}
+        return replace(self, variables=variables, by_label=by_label)
+
+    def restricted_to(self, keep: Sequence[str]) -> "DiscretePopulation":
+        """The marginal over `keep` when it is closed under parents (only barren variables dropped)."""
+        keep = set(keep)
+        for n in keep:
+            missing = [p for p in self.variables[n].parents if p not in keep]
+            if missing:
+                raise DataError(f"cannot drop {missing}: they are parents of {n!r}")
+        variables = {n: v for n, v in self.variables.items() if n in keep}
+        return replace(self, variables=variables, by_label={k: p.restricted_to(keep & set(p.variables))
+                                                            for k, p in self.by_label.items()})
+
+    # ----- brute force (small populations; tests and checks) ---------------------------------
+    def joint(self) -> Iterator[tuple[dict[str, int], float]]:
+        """Every full assignment (state indices) with its probability."""
+        names = self.order()
+        cards = [range(self.variables[n].card) for n in names]
+        for combo in itertools.product(*cards):
+            asg = dict(zip(names, combo))
+            p = 1.0
+            for n in names:
+                v = self.variables[n]
+                p *= v.cpt[tuple(asg[q] for q in v.parents) + (asg[n],)]
+            yield asg, p
+
+    def marginal(self, name: str, evidence: dict[str, int] | None = None) -> np.ndarray:
+        """P[name | evidence] by enumerating the ancestors of `name` and the evidence (small networks)."""
+        evidence = dict(evidence or {})
+        needed = self._ancestors([name, *evidence])
+        sub = replace(self, variables={n: v for n, v in self.variables.items() if n in needed}, by_label={})
+        out = np.zeros(self.variables[name].card)
+        for asg, p in sub.joint():
+            if all(asg[k] == s for k, s in evidence.items()):
+                out[asg[name]] += p
+        total = out.sum()
+        if total <= 0:
+            raise DataError(f"the evidence {evidence} has probability 0 under the population")
+        return out / total
+
+    def _ancestors(self, names: Sequence[str]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(names)
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(self.variables[n].parents)
+        return seen
+
+    # ----- files ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kind": self.kind, "protected": list(self.protected), "label": self.label,
+                "variables": [v.to_dict() for v in self.variables.values()],
+                "by_label": {k: p.to_dict() for k, p in self.by_label.items()}, "info": self.info}
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "population") -> "DiscretePopulation":
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("variables"), list):
+            raise DataError(f"{source}: not a faircert population (expected format {FORMAT!r} and a 'variables' list)")
+        variables = {}
+        for d in data["variables"]:
+            v = Variable.from_dict(d)
+            variables[v.name] = v
+        by_label = {str(k): cls.from_dict(p, source) for k, p in (data.get("by_label") or {}).items()}
+        return cls(variables, tuple(data.get("protected", ())), data.get("label"), data.get("kind", "bayesnet"),
+                   by_label, dict(data.get("info") or {}))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "DiscretePopulation":
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"population file not found: {path}")
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as exc:
+            raise DataError(f"{path}: not JSON: {exc}") from None
+        return cls.from_dict(data, str(path))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
