@@ -1,0 +1,218 @@
+"""Sound interval arithmetic over batches of boxes, with open/closed ends and dependency masks.
+
+A numeric value is a batch of intervals [lo, hi] (float64 arrays, outward rounded: every operation
+that can round moves the end outward by one ulp, except additions that TwoSum proves exact). An end
+is *open* when it is reached with probability zero (e.g. the edge of a continuous draw's box); this
+lets `sex < 1` be decided on the box whose value set is [0, 1) almost surely. A boolean is a pair
+(may be true, may be false). `dep` is a bit mask of the random sites a value depends on on this box
+(None: unknown), used to split only dimensions that matter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_INF = np.inf
+_MAXF = np.finfo(np.float64).max
+
+
+def _or(a, b):
+    if a is None or b is None:
+        return None
+    return a | b
+
+
+@dataclass
+class Iv:
+    lo: np.ndarray
+    hi: np.ndarray
+    lo_open: np.ndarray
+    hi_open: np.ndarray
+    dep: np.ndarray | None
+
+
+@dataclass
+class Bv:
+    may_true: np.ndarray
+    may_false: np.ndarray
+    dep: np.ndarray | None
+
+    @property
+    def true(self) -> np.ndarray:
+        return ~self.may_false
+
+    @property
+    def false(self) -> np.ndarray:
+        return ~self.may_true
+
+
+def const(value: float) -> Iv:
+    v = np.float64(value)
+    return Iv(v, v, np.bool_(False), np.bool_(False), np.uint64(0))
+
+
+def _down(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    out = np.where(exact, s, np.nextafter(s, -_INF))
+    out = np.where(np.isnan(out), -_INF, out)
+    return np.where(out == _INF, _MAXF, out)
+
+
+def _up(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    out = np.where(exact, s, np.nextafter(s, _INF))
+    out = np.where(np.isnan(out), _INF, out)
+    return np.where(out == -_INF, -_MAXF, out)
+
+
+def _two_sum_err(a, b, s):
+    """Exact rounding error of s = fl(a + b) (TwoSum); nan when an operand is infinite."""
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+def add(a: Iv, b: Iv) -> Iv:
+    with np.errstate(invalid="ignore", over="ignore"):
+        sl = a.lo + b.lo
+        el = _two_sum_err(a.lo, b.lo, sl)
+        sh = a.hi + b.hi
+        eh = _two_sum_err(a.hi, b.hi, sh)
+    # an infinite end is exact as it stands; otherwise keep s only when TwoSum says it is exact
+    lo = _down(sl, (el >= 0) | np.isinf(sl) & (sl < 0))
+    hi = _up(sh, (eh <= 0) | np.isinf(sh) & (sh > 0))
+    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0), _or(a.dep, b.dep))
+
+
+def neg(a: Iv) -> Iv:
+    return Iv(-a.hi, -a.lo, a.hi_open, a.lo_open, a.dep)
+
+
+def sub(a: Iv, b: Iv) -> Iv:
+    return add(a, neg(b))
+
+
+def _prod(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = x * y
+    # 0 * inf is 0 here: an unbounded end times an exact zero is zero
+    return np.where(np.isnan(p), 0.0, p)
+
+
+def mul(a: Iv, b: Iv) -> Iv:
+    ps = [_prod(a.lo, b.lo), _prod(a.lo, b.hi), _prod(a.hi, b.lo), _prod(a.hi, b.hi)]
+    lo = np.minimum(np.minimum(ps[0], ps[1]), np.minimum(ps[2], ps[3]))
+    hi = np.maximum(np.maximum(ps[0], ps[1]), np.maximum(ps[2], ps[3]))
+    lo_exact = (lo == 0) | np.isinf(lo)
+    hi_exact = (hi == 0) | np.isinf(hi)
+    lo2, hi2 = _down(lo, lo_exact), _up(hi, hi_exact)
+    # a rounded end is strict (never reached); exact zeros and products of reached ends stay closed
+    return Iv(lo2, hi2, ~lo_exact | (lo2 == -_INF), ~hi_exact | (hi2 == _INF), _or(a.dep, b.dep))
+
+
+def div(a: Iv, b: Iv) -> Iv:
+    has_zero = (b.lo <= 0) & (b.hi >= 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rl = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.hi))
+        rh = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.lo))
+    inv = Iv(_down(rl, np.isinf(rl)), _up(rh, np.isinf(rh)), np.bool_(True), np.bool_(True), b.dep)
+    q = mul(a, inv)
+    lo = np.where(has_zero, -_INF, q.lo)
+    hi = np.where(has_zero, _INF, q.hi)
+    return Iv(lo, hi, q.lo_open | has_zero, q.hi_open | has_zero, q.dep)
+
+
+def hull(a: Iv, b: Iv, dep=None) -> Iv:
+    lo = np.minimum(a.lo, b.lo)
+    hi = np.maximum(a.hi, b.hi)
+    lo_open = np.where(a.lo < b.lo, a.lo_open, np.where(b.lo < a.lo, b.lo_open, a.lo_open & b.lo_open))
+    hi_open = np.where(a.hi > b.hi, a.hi_open, np.where(b.hi > a.hi, b.hi_open, a.hi_open & b.hi_open))
+    return Iv(lo, hi, lo_open, hi_open, dep)
+
+
+def select(c: Bv, a: Iv, b: Iv) -> Iv:
+    """a where c is surely true, b where surely false, their hull where c is undecided."""
+    t, f = c.true, c.false
+    h = hull(a, b)
+    dep = None
+    if a.dep is not None and b.dep is not None and c.dep is not None:
+        dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
+    return Iv(np.where(t, a.lo, np.where(f, b.lo, h.lo)), np.where(t, a.hi, np.where(f, b.hi, h.hi)),
+              np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
+              np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)), dep)
+
+
+def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
+    t, f = c.true, c.false
+    dep = None
+    if a.dep is not None and b.dep is not None and c.dep is not None:
+        dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
+    return Bv(np.where(t, a.may_true, np.where(f, b.may_true, a.may_true | b.may_true)),
+              np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)), dep)
+
+
+def _lt(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
+    """(surely a < b, surely a >= b)."""
+    sure = (a.hi < b.lo) | ((a.hi == b.lo) & (a.hi_open | b.lo_open))
+    never = a.lo >= b.hi
+    return sure, never
+
+
+def _le(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
+    """(surely a <= b, surely a > b)."""
+    sure = a.hi <= b.lo
+    never = (a.lo > b.hi) | ((a.lo == b.hi) & (a.lo_open | b.hi_open))
+    return sure, never
+
+
+def compare(op: str, a: Iv, b: Iv) -> Bv:
+    if op == "<":
+        sure, never = _lt(a, b)
+    elif op == "<=":
+        sure, never = _le(a, b)
+    elif op == ">":
+        sure, never = _lt(b, a)
+    elif op == ">=":
+        sure, never = _le(b, a)
+    else:
+        lt_sure, _ = _lt(a, b)
+        gt_sure, _ = _lt(b, a)
+        point = (a.lo == a.hi) & (b.lo == b.hi) & (a.lo == b.lo) & ~a.lo_open & ~a.hi_open & ~b.lo_open & ~b.hi_open
+        sure, never = (point, lt_sure | gt_sure) if op == "==" else (lt_sure | gt_sure, point)
+    return Bv(~never, ~sure, _or(a.dep, b.dep))
+
+
+def and_(a: Bv, b: Bv) -> Bv:
+    return Bv(a.may_true & b.may_true, a.may_false | b.may_false, _or(a.dep, b.dep))
+
+
+def or_(a: Bv, b: Bv) -> Bv:
+    return Bv(a.may_true | b.may_true, a.may_false & b.may_false, _or(a.dep, b.dep))
+
+
+def not_(a: Bv) -> Bv:
+    return Bv(a.may_false, a.may_true, a.dep)
+
+
+def to_number(b: Bv) -> Iv:
+    """A boolean as 0/1."""
+    lo = np.where(b.may_false, 0.0, 1.0)
+    hi = np.where(b.may_true, 1.0, 0.0)
+    z = np.zeros(np.shape(lo), dtype=bool)
+    return Iv(lo, hi, z, z.copy(), b.dep)
+
+
+def to_bool(x: Iv) -> Bv:
+    """A number as a condition: x != 0."""
+    return compare("!=", x, const(0.0))
+
+
+def absolute(a: Iv) -> Iv:
+    return select(compare(">=", a, const(0.0)), a, neg(a))
+
+
+def minimum(a: Iv, b: Iv) -> Iv:
+    return select(compare("<=", a, b), a, b)
+
+
+def maximum(a: Iv, b: Iv) -> Iv:
+    return select(compare(">=", a, b), a, b)

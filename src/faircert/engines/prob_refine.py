@@ -1,0 +1,212 @@
+"""Any-time sound bounds on event probabilities by refining boxes in CDF coordinates.
+
+The probability space is the unit cube [0, 1]^d of the random inputs' CDF values, with volume as
+probability (the inputs are independent). A box is evaluated by interval abstract interpretation
+into three-valued events (surely true / surely false / undecided). The lower bound of P[E] is the
+mass of boxes where E is surely true, the upper bound 1 minus the mass where it is surely false;
+undecided boxes are split (largest weighted mass first) along the dimension whose trial split
+decides most, at a bar edge for step/discrete inputs, until `decide` answers or time runs out.
+Unbounded tails are just boxes whose values reach +-inf; they shrink like any other box.
+
+Sums of masses are rounded down with a rigorous relative error bound and accumulated exactly as
+Fractions, so bounds stay sound in float64.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+_U = 2.0 ** -53
+
+#: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None)
+Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
+
+
+@dataclass
+class Bounds:
+    """Final sound intervals of each event's probability, and how they were reached."""
+
+    low: list[float]
+    high: list[float]
+    verdict: str | None
+    boxes: int
+    evaluations: int
+    iterations: int
+    elapsed_s: float
+    exhausted: str = ""
+    stats: dict = field(default_factory=dict)
+
+
+def _sum_down(values: np.ndarray, d: int) -> Fraction:
+    """A Fraction <= the exact sum of the true products whose float values are `values`."""
+    if values.size == 0:
+        return Fraction(0)
+    s = float(np.sum(values))
+    # each mass is a product of d rounded widths (<= 2d roundings); summation adds <= n more
+    s *= 1.0 - (values.size + 2 * d + 8) * 2 * _U
+    return Fraction(max(0.0, float(np.nextafter(s, 0.0))))
+
+
+def _down(x: Fraction) -> float:
+    f = float(x)
+    return float(np.nextafter(f, -np.inf)) if Fraction(f) > x else f
+
+
+def _up(x: Fraction) -> float:
+    f = float(x)
+    return float(np.nextafter(f, np.inf)) if Fraction(f) < x else f
+
+
+class Refiner:
+    """Box refinement state for one set of events over d independent CDF coordinates."""
+
+    def __init__(self, marginals: list, evaluate: Evaluator, n_events: int) -> None:
+        self.marginals = marginals
+        self.d = len(marginals)
+        self.evaluate = evaluate
+        self.m = n_events
+        self.breaks = [np.asarray(getattr(mg, "breaks", np.empty(0)), dtype=np.float64) for mg in marginals]
+        self.acc_true = [Fraction(0)] * n_events
+        self.acc_false = [Fraction(0)] * n_events
+        self.evaluations = 0
+        lo, hi = np.zeros((1, self.d)), np.ones((1, self.d))
+        mt, mf, dep = self._eval(lo, hi)
+        self.L, self.H, self.mt, self.mf, self.dep = lo, hi, mt, mf, dep
+        self._retire()
+
+    def _eval(self, lo: np.ndarray, hi: np.ndarray):
+        self.evaluations += len(lo)
+        return self.evaluate(lo, hi)
+
+    @property
+    def mass(self) -> np.ndarray:
+        return np.prod(self.H - self.L, axis=1)
+
+    def _retire(self) -> None:
+        """Move boxes where every event is decided into the exact accumulators."""
+        undecided = self.mt & self.mf
+        done = ~undecided.any(axis=1)
+        if not done.any():
+            return
+        mass = self.mass[done]
+        for k in range(self.m):
+            self.acc_true[k] += _sum_down(mass[~self.mf[done, k]], self.d)
+            self.acc_false[k] += _sum_down(mass[~self.mt[done, k]], self.d)
+        keep = ~done
+        self.L, self.H, self.mt, self.mf = self.L[keep], self.H[keep], self.mt[keep], self.mf[keep]
+        self.dep = None if self.dep is None else self.dep[keep]
+
+    def bounds(self) -> tuple[list[Fraction], list[Fraction]]:
+        mass = self.mass
+        low, high = [], []
+        for k in range(self.m):
+            low.append(self.acc_true[k] + _sum_down(mass[~self.mf[:, k]], self.d))
+            high.append(1 - self.acc_false[k] - _sum_down(mass[~self.mt[:, k]], self.d))
+        return low, high
+
+    def _split_points(self, lo: np.ndarray, hi: np.ndarray, j: int) -> np.ndarray:
+        mid = 0.5 * (lo + hi)
+        br = self.breaks[j]
+        if br.size:
+            # the bar edge nearest the middle, when one lies strictly inside the box
+            i = np.clip(np.searchsorted(br, mid), 0, br.size - 1)
+            cand = np.stack([br[np.clip(i - 1, 0, br.size - 1)], br[i]])
+            inside = (cand > lo) & (cand < hi)
+            dist = np.where(inside, np.abs(cand - mid), np.inf)
+            best = np.take_along_axis(cand, np.argmin(dist, axis=0)[None], axis=0)[0]
+            mid = np.where(np.isfinite(dist.min(axis=0)), best, mid)
+        return mid
+
+    def step(self, weights: np.ndarray, batch: int) -> None:
+        """Split the `batch` undecided boxes of largest weighted undecided mass."""
+        n = len(self.L)
+        undecided = self.mt & self.mf
+        prio = self.mass * (undecided * weights).sum(axis=1)
+        b = min(n, batch)
+        pick = np.argpartition(-prio, b - 1)[:b] if b < n else np.arange(n)
+        rest = np.ones(n, dtype=bool)
+        rest[pick] = False
+        L, H = self.L[pick], self.H[pick]
+        if self.dep is None:
+            relevant = np.ones((b, self.d), dtype=bool)
+        else:
+            bits = np.uint64(1) << np.arange(self.d, dtype=np.uint64)
+            relevant = (self.dep[pick][:, None] & bits[None, :]) != 0
+            none = ~relevant.any(axis=1)
+            relevant[none] = True
+        width = H - L
+        relevant &= width > 0
+        best_score = np.full(b, np.inf)
+        best_dim = np.zeros(b, dtype=np.int64)
+        trials = {}
+        for j in range(self.d):
+            rows = np.nonzero(relevant[:, j])[0]
+            if rows.size == 0:
+                continue
+            lo, hi = L[rows], H[rows]
+            s = self._split_points(lo[:, j], hi[:, j], j)
+            left_hi, right_lo = hi.copy(), lo.copy()
+            left_hi[:, j] = s
+            right_lo[:, j] = s
+            clo = np.concatenate([lo, right_lo])
+            chi = np.concatenate([left_hi, hi])
+            mt, mf, dep = self._eval(clo, chi)
+            cmass = np.prod(chi - clo, axis=1)
+            cscore = cmass * ((mt & mf) * weights).sum(axis=1)
+            score = cscore[:rows.size] + cscore[rows.size:]
+            parent = prio[pick][rows]
+            key = np.round(score / np.maximum(parent, 1e-300), 9) - 1e-12 * width[rows, j]
+            better = key < best_score[rows]
+            best_score[rows[better]] = key[better]
+            best_dim[rows[better]] = j
+            trials[j] = (rows, clo, chi, mt, mf, dep)
+        parts = [(self.L[rest], self.H[rest], self.mt[rest], self.mf[rest],
+                  None if self.dep is None else self.dep[rest])]
+        for j, (rows, clo, chi, mt, mf, dep) in trials.items():
+            chosen = best_dim[rows] == j
+            if not chosen.any():
+                continue
+            sel = np.concatenate([chosen, chosen])
+            parts.append((clo[sel], chi[sel], mt[sel], mf[sel], None if dep is None else dep[sel]))
+        self.L = np.concatenate([p[0] for p in parts])
+        self.H = np.concatenate([p[1] for p in parts])
+        self.mt = np.concatenate([p[2] for p in parts])
+        self.mf = np.concatenate([p[3] for p in parts])
+        self.dep = None if any(p[4] is None for p in parts) else np.concatenate([p[4] for p in parts])
+        self._retire()
+
+
+def refine(marginals: list, evaluate: Evaluator, n_events: int,
+           decide: Callable[[list[Fraction], list[Fraction]], str | None],
+           weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
+           time_limit: float | None = 60.0, max_cells: float = 3e7,
+           progress: Callable[[dict], None] | None = None) -> Bounds:
+    """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends."""
+    start = time.perf_counter()
+    r = Refiner(marginals, evaluate, n_events)
+    iterations = 0
+    exhausted = ""
+    while True:
+        low, high = r.bounds()
+        verdict = decide(low, high)
+        if verdict is not None or len(r.L) == 0:
+            break
+        elapsed = time.perf_counter() - start
+        if time_limit is not None and elapsed >= time_limit:
+            exhausted = "time limit"
+            break
+        if len(r.L) * max(r.d, 1) * 2 > max_cells:
+            exhausted = "box budget"
+            break
+        batch = int(np.clip(len(r.L) // 2, 1, 8192))
+        r.step(np.asarray(weights(low, high), dtype=np.float64), batch)
+        iterations += 1
+        if progress is not None:
+            progress({"boxes": len(r.L), "iterations": iterations, "elapsed_s": elapsed})
+    return Bounds([_down(x) for x in low], [_up(x) for x in high], verdict, len(r.L), r.evaluations,
+                  iterations, time.perf_counter() - start, exhausted)

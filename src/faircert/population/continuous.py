@@ -1,0 +1,234 @@
+"""Product populations: independent one-dimensional marginals (gaussian, step, uniform, discrete).
+
+Every marginal is addressed in CDF coordinates: u in [0, 1] is uniform and the value is the quantile
+Q(u). A box [u_lo, u_hi] of probability mass u_hi - u_lo maps to a value interval that is rounded
+outward, so any value the box can produce lies inside it; endpoints are marked *open* when the box
+reaches them only on a set of probability zero (continuous marginals), which lets a step variable
+split exactly at its bar edges decide `sex < 1`. `breaks` are the CDF coordinates of bar edges and
+atoms, where splitting a box separates categories exactly.
+
+Step and discrete masses are taken as the differences of their float64 cumulative sums (normalised
+to end at 1): a change below 1e-15 of the written masses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Union
+
+import numpy as np
+from scipy.special import ndtri
+
+from ..errors import PropertyError
+
+# ndtri's relative error is ~1e-15; widen far beyond it.
+_REL = 1e-10
+_ABS = 1e-12
+
+
+def _widen(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pad = _REL * scale + _ABS
+    with np.errstate(invalid="ignore"):
+        lo = np.where(np.isfinite(lo), lo - pad, lo)
+        hi = np.where(np.isfinite(hi), hi + pad, hi)
+    return np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
+
+
+@dataclass(frozen=True)
+class Gaussian:
+    """N(mean, variance); the second parameter is the variance, as in FairSquare's files."""
+
+    mean: float
+    variance: float
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.mean) and np.isfinite(self.variance) and self.variance > 0):
+            raise PropertyError(f"gaussian {self.name!r}: needs a finite mean and a variance > 0")
+
+    @property
+    def sd(self) -> float:
+        return float(np.sqrt(self.variance))
+
+    @property
+    def breaks(self) -> np.ndarray:
+        return np.empty(0)
+
+    def interval(self, ul: np.ndarray, uh: np.ndarray):
+        """Outward-rounded value interval of the CDF box [ul, uh] (open ends: continuous)."""
+        zl, zh = ndtri(ul), ndtri(uh)
+        sd = self.sd
+        with np.errstate(invalid="ignore", over="ignore"):
+            lo, hi = self.mean + sd * zl, self.mean + sd * zh
+        scale_l = abs(self.mean) + sd * np.abs(zl) + sd
+        scale_h = abs(self.mean) + sd * np.abs(zh) + sd
+        lo, _ = _widen(lo, lo, scale_l)
+        _, hi = _widen(hi, hi, scale_h)
+        ones = np.ones(np.shape(lo), dtype=bool)
+        return lo, hi, ones, ones.copy()
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self.mean + self.sd * rng.standard_normal(n)
+
+    def describe(self) -> str:
+        return f"gaussian(mean={self.mean:g}, variance={self.variance:g})"
+
+
+@dataclass(frozen=True)
+class Step:
+    """Piecewise-uniform: bar [lo, hi) holds probability `mass`; zero-mass bars are dropped."""
+
+    bars: tuple[tuple[float, float, float], ...]
+    name: str = ""
+    _a: np.ndarray = field(init=False, repr=False, compare=False)
+    _b: np.ndarray = field(init=False, repr=False, compare=False)
+    _cum: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bars = sorted((float(a), float(b), float(m)) for a, b, m in self.bars if m > 0)
+        if not bars:
+            raise PropertyError(f"step {self.name!r}: needs a bar with positive mass")
+        for a, b, m in bars:
+            if not (np.isfinite(a) and np.isfinite(b) and a < b and np.isfinite(m)):
+                raise PropertyError(f"step {self.name!r}: bar ({a}, {b}, {m}) needs finite lo < hi and mass")
+        for (a0, b0, _), (a1, _, _) in zip(bars, bars[1:]):
+            if a1 < b0:
+                raise PropertyError(f"step {self.name!r}: bars starting at {a0} and {a1} overlap")
+        cum = np.concatenate([[0.0], np.cumsum([m for _, _, m in bars])])
+        if abs(cum[-1] - 1.0) > 1e-6:
+            raise PropertyError(f"step {self.name!r}: masses sum to {cum[-1]:.10g}, not 1")
+        cum = cum / cum[-1]
+        cum[-1] = 1.0
+        object.__setattr__(self, "_a", np.array([a for a, _, _ in bars]))
+        object.__setattr__(self, "_b", np.array([b for _, b, _ in bars]))
+        object.__setattr__(self, "_cum", cum)
+
+    @property
+    def breaks(self) -> np.ndarray:
+        return self._cum[1:-1]
+
+    def interval(self, ul: np.ndarray, uh: np.ndarray):
+        cum, a, b = self._cum, self._a, self._b
+        nb = len(a)
+        kl = np.clip(np.searchsorted(cum, ul, side="right") - 1, 0, nb - 1)
+        kh = np.clip(np.searchsorted(cum, uh, side="left") - 1, 0, nb - 1)
+        width_l = cum[kl + 1] - cum[kl]
+        width_h = cum[kh + 1] - cum[kh]
+        lo = a[kl] + (ul - cum[kl]) / width_l * (b[kl] - a[kl])
+        hi = a[kh] + (uh - cum[kh]) / width_h * (b[kh] - a[kh])
+        lo, _ = _widen(lo, lo, np.abs(a[kl]) + np.abs(b[kl]))
+        _, hi = _widen(hi, hi, np.abs(a[kh]) + np.abs(b[kh]))
+        # exactly at a bar edge the value is exactly the edge (the float cumulative sums define the model)
+        lo = np.where(ul == cum[kl], a[kl], np.clip(lo, a[kl], b[kl]))
+        hi = np.where(uh == cum[kh + 1], b[kh], np.clip(hi, a[kh], b[kh]))
+        ones = np.ones(np.shape(lo), dtype=bool)
+        return lo, hi, ones, ones.copy()
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        u = rng.random(n)
+        k = np.clip(np.searchsorted(self._cum, u, side="right") - 1, 0, len(self._a) - 1)
+        frac = (u - self._cum[k]) / (self._cum[k + 1] - self._cum[k])
+        return self._a[k] + frac * (self._b[k] - self._a[k])
+
+    def describe(self) -> str:
+        return "step(" + ", ".join(f"[{a:g},{b:g}):{m:g}" for a, b, m in self.bars) + ")"
+
+
+def Uniform(low: float, high: float, name: str = "") -> Step:
+    """Uniform on [low, high): a one-bar step."""
+    return Step(((float(low), float(high), 1.0),), name=name)
+
+
+@dataclass(frozen=True)
+class Discrete:
+    """Finitely many values with probabilities (categorical and integer features)."""
+
+    values: tuple[float, ...]
+    probs: tuple[float, ...]
+    name: str = ""
+    _v: np.ndarray = field(init=False, repr=False, compare=False)
+    _cum: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pairs = sorted((float(v), float(p)) for v, p in zip(self.values, self.probs) if p > 0)
+        if len(self.values) != len(self.probs) or not pairs:
+            raise PropertyError(f"discrete {self.name!r}: needs values and as many positive probabilities")
+        vals = np.array([v for v, _ in pairs])
+        if np.any(np.diff(vals) == 0) or not np.all(np.isfinite(vals)):
+            raise PropertyError(f"discrete {self.name!r}: values must be finite and distinct")
+        cum = np.concatenate([[0.0], np.cumsum([p for _, p in pairs])])
+        if abs(cum[-1] - 1.0) > 1e-6:
+            raise PropertyError(f"discrete {self.name!r}: probabilities sum to {cum[-1]:.10g}, not 1")
+        cum = cum / cum[-1]
+        cum[-1] = 1.0
+        object.__setattr__(self, "_v", vals)
+        object.__setattr__(self, "_cum", cum)
+
+    @property
+    def breaks(self) -> np.ndarray:
+        return self._cum[1:-1]
+
+    def interval(self, ul: np.ndarray, uh: np.ndarray):
+        n = len(self._v)
+        kl = np.clip(np.searchsorted(self._cum, ul, side="right") - 1, 0, n - 1)
+        kh = np.clip(np.searchsorted(self._cum, uh, side="left") - 1, 0, n - 1)
+        zeros = np.zeros(np.shape(kl), dtype=bool)
+        return self._v[kl], self._v[kh], zeros, zeros.copy()
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        u = rng.random(n)
+        k = np.clip(np.searchsorted(self._cum, u, side="right") - 1, 0, len(self._v) - 1)
+        return self._v[k]
+
+    def describe(self) -> str:
+        return "discrete(" + ", ".join(f"{v:g}:{p:g}" for v, p in zip(self.values, self.probs)) + ")"
+
+
+Marginal = Union[Gaussian, Step, Discrete]
+
+
+def marginal(spec: Marginal | Mapping | Iterable, name: str = "") -> Marginal:
+    """A marginal from an object or a small spec: {"gaussian": [mean, var]}, {"step": [...]},
+    {"uniform": [lo, hi]}, {"discrete": {value: prob}}."""
+    if isinstance(spec, (Gaussian, Step, Discrete)):
+        return spec
+    if isinstance(spec, Mapping) and len(spec) == 1:
+        (kind, args), = spec.items()
+        if kind == "gaussian":
+            return Gaussian(float(args[0]), float(args[1]), name)
+        if kind == "uniform":
+            return Uniform(float(args[0]), float(args[1]), name)
+        if kind == "step":
+            return Step(tuple(tuple(map(float, bar)) for bar in args), name)
+        if kind == "discrete":
+            items = dict(args)
+            return Discrete(tuple(map(float, items)), tuple(map(float, items.values())), name)
+    raise PropertyError(f"feature {name!r}: cannot read marginal {spec!r}; use gaussian/uniform/step/discrete")
+
+
+@dataclass
+class ProductPopulation:
+    """Independent marginals, one per feature, in the model's input order."""
+
+    names: list[str]
+    marginals: list[Marginal]
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.marginals) or not self.names:
+            raise PropertyError("a product population needs one marginal per feature")
+        if len(set(self.names)) != len(self.names):
+            raise PropertyError("a product population names each feature once")
+
+    @classmethod
+    def of(cls, features: Mapping[str, Marginal | Mapping]) -> "ProductPopulation":
+        return cls(list(features), [marginal(m, n) for n, m in features.items()])
+
+    def feature_intervals(self, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple]:
+        """name -> (lo, hi, lo_open, hi_open) for CDF boxes given as (N, d) arrays."""
+        return {n: m.interval(lo[:, j], hi[:, j]) for j, (n, m) in enumerate(zip(self.names, self.marginals))}
+
+    def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        return {name: m.sample(rng, n) for name, m in zip(self.names, self.marginals)}
+
+    def __str__(self) -> str:
+        return "independent(" + ", ".join(f"{n}~{m.describe()}" for n, m in zip(self.names, self.marginals)) + ")"
