@@ -298,7 +298,7 @@ class GroupResult:
               stats: dict[str, Any] | None = None) -> "GroupResult":
         """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
 
-        DI and SP come from `groups`; EO from `conditional["Y=0"]` and `conditional["Y=1"]`; PCF
+        DI and SP come from `groups`; EO from the two `conditional["Y=<label value>"]` lists; PCF
         from `conditional["pcf"]`. DI is checked against `threshold`, a gap metric against
         `gap_thresholds[name]` when given. The verdict is unfair if any checked metric is proven
         violated, fair if all are proven satisfied, unknown otherwise.
@@ -317,10 +317,10 @@ class GroupResult:
         out["di"] = _di_interval(groups)
         out["sp"] = _gap_interval("sp", groups)
         if "eo" in wanted:
-            parts = [_gap_interval("eo", conditional[k], prefix=f"{k}: ") for k in ("Y=0", "Y=1")
-                     if k in conditional]
+            parts = [_gap_interval("eo", v, prefix=f"{k}: ") for k, v in conditional.items() if k.startswith("Y=")]
             if len(parts) != 2:
-                raise PropertyError("equalized odds needs the group probabilities given Y=0 and given Y=1")
+                raise PropertyError("equalized odds needs the group probabilities given each of the two labels "
+                                    "(conditional keys 'Y=<value>')")
             worst = max(parts, key=lambda m: (m.high, m.low))
             out["eo"] = MetricInterval("eo", max(m.low for m in parts), max(m.high for m in parts),
                                        detail=worst.detail)

@@ -50,6 +50,24 @@ class Variable:
     def card(self) -> int:
         return len(self.states)
 
+    def codes(self, values: Sequence[Any]) -> np.ndarray:
+        """The state index of each raw value (bins by their edges, categories by equality; -1 if none)."""
+        values = np.asarray(values, dtype=object).reshape(-1)
+        if self.edges is not None:
+            x = np.asarray(values, dtype=np.float64)
+            edges = np.asarray(self.edges)
+            idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, self.card - 1)
+            return np.where((x >= edges[0]) & (x <= edges[-1]), idx, -1)
+        lookup = {str(s): i for i, s in enumerate(self.states)}
+        numeric = {float(s): i for i, s in enumerate(self.states) if isinstance(s, (int, float)) and not isinstance(s, bool)}
+        out = np.full(len(values), -1, dtype=np.int64)
+        for j, v in enumerate(values):
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and float(v) in numeric:
+                out[j] = numeric[float(v)]
+            else:
+                out[j] = lookup.get(str(v), -1)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "states": list(self.states), "labels": list(self.labels),
                                "parents": list(self.parents), "table": self.cpt.tolist()}

@@ -107,15 +107,17 @@ def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -
 
 
 def _numeric(series: Any) -> np.ndarray | None:
-    """The column as float64, or None if it holds text."""
-    if str(series.dtype) in ("bool", "boolean", "category", "string") or series.dtype == object:
-        if series.dtype == object:
-            try:
-                return series.to_numpy(dtype=np.float64)
-            except (TypeError, ValueError):
-                return None
+    """The column as float64, or None if it holds text, booleans or categories."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(series.dtype) or isinstance(series.dtype, pd.CategoricalDtype):
         return None
-    return series.to_numpy(dtype=np.float64)
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64)
+    try:
+        return series.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
 
 
 def _plain(v: Any) -> Any:

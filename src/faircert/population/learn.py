@@ -132,7 +132,7 @@ def learn_structure(cols: list[Column], protected: Sequence[str], score: str, ma
         raise DataError("learning a Bayesian network needs pgmpy: pip install 'faircert[bayesnet]'") from None
     if len(cols) < 2 or max_indegree == 0:
         return []
-    frame = pd.DataFrame({c.name: c.codes for c in cols})
+    frame = pd.DataFrame({c.name: pd.Categorical(c.codes, categories=range(len(c.states))) for c in cols})
     forbidden = [(c.name, p) for p in protected for c in cols if c.name != p]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,0 +1,232 @@
+"""Group fairness of a LinearModel under a DiscretePopulation: groups, DI/SP/EO/PCF, influences."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import DataError, PropertyError
+from ..models.linear import ColumnEncoding, LinearModel
+from ..population.discrete import DiscretePopulation
+from ..results import GroupProbability, GroupResult
+from .influence import default_subsets, influences
+from .subset_sum import Engine
+
+
+def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
+                        stats: dict | None = None, condition: str = "") -> list[GroupProbability]:
+    """Exact (or soundly bounded) P[yhat = 1 | group, evidence] for every compound protected group."""
+    engine = Engine(model, pop)
+    out = []
+    for group in pop.groups():
+        lo, hi, size = engine.probability({**group, **(evidence or {})})
+        name = pop.group_name(group)
+        if size <= 0:
+            shown = ", ".join(f"{k}={v}" for k, v in name.items())
+            raise DataError(f"group {shown}{' with ' + condition if condition else ''} has probability 0 under the "
+                            "population (no data for it); drop that value or merge it with another")
+        out.append(GroupProbability(name, lo, hi, size))
+    if stats is not None:
+        _merge_stats(stats, engine.stats)
+    return out
+
+
+def _merge_stats(total: dict, one: dict) -> None:
+    """Worst case over engine runs: largest tables and bounds; exact only if every run was."""
+    for k in ("max_rows", "components", "rounding_bound"):
+        total[k] = max(total.get(k, 0), one[k])
+    total["bucketed"] = total.get("bucketed", False) or one["bucketed"]
+    total["exact_arithmetic"] = total.get("exact_arithmetic", True) and one["exact_arithmetic"]
+
+
+def state_distribution(pop: DiscretePopulation, name: str, evidence: dict[str, int]) -> np.ndarray:
+    """P[name = s | evidence] for every state s, with the exact engine (indicator models)."""
+    var = pop.variables[name]
+    out = np.zeros(var.card)
+    for s in range(var.card):
+        probe = LinearModel([1.0], -0.5, (ColumnEncoding(name, "onehot", (var.states[s],)),))
+        out[s] = Engine(probe, pop).probability(evidence)[0]
+    total = out.sum()
+    if total <= 0:
+        raise DataError(f"{name!r} has no distribution given {evidence}")
+    return out / total
+
+
+def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulation, dict[str, int]]]:
+    """(condition name, population, evidence) for Y = each label value."""
+    if pop.label and pop.label in pop.variables:
+        var = pop.variables[pop.label]
+        return [(f"Y={lab}", pop, {pop.label: i}) for i, lab in enumerate(var.labels)]
+    if pop.by_label:
+        return [(f"Y={lab}", sub, {}) for lab, sub in pop.by_label.items()]
+    raise PropertyError("equalized odds needs the true label: pass label=<column> (CLI: --label)")
+
+
+def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[str] = ("di", "sp"),
+            mediators: Sequence[str] | None = None, threshold: float = 0.8,
+            gap_thresholds: dict[str, float] | None = None, influence: bool | Sequence[Sequence[str]] = False,
+            frame: Any = None, model_name: str = "", learning_s: float = 0.0) -> GroupResult:
+    """Everything `faircert group` reports for a linear model under a discrete population."""
+    start = time.perf_counter()
+    stats: dict[str, Any] = {}
+    metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
+    groups = group_probabilities(model, pop, stats=stats)
+    conditional: dict[str, list[GroupProbability]] = {}
+    approximations = _binning_notes(pop)
+    if "eo" in metrics:
+        for cond, sub, ev in label_conditions(pop):
+            conditional[cond] = group_probabilities(model, sub, ev, stats, condition=cond)
+    if "pcf" in metrics:
+        if not mediators:
+            raise PropertyError("path-specific causal fairness needs mediators (mediators=[...] / --mediators)")
+        top = max(groups, key=lambda g: g.value)
+        top_states = {p: pop.variables[p].labels.index(str(v)) for p, v in top.group.items()}
+        redistributed = pop
+        for m in mediators:
+            if m not in pop.variables or m in pop.protected or m == pop.label:
+                raise PropertyError(f"mediator {m!r} must be a non-protected feature of the population; "
+                                    f"it has: {', '.join(v for v in pop.variables if v not in pop.protected)}")
+            redistributed = redistributed.with_marginal(m, _given_group(pop, m, top_states, frame))
+        conditional["pcf"] = group_probabilities(model, redistributed, stats=stats)
+        approximations.append(f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
+                              f"({top.name}), each independently with its distribution given that group")
+    result_influence = []
+    if influence:
+        subsets = default_subsets(pop, model.columns) if influence is True else [list(s) for s in influence]
+        result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats), subsets)
+    if stats.get("bucketed"):
+        approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
+    engine_s = time.perf_counter() - start
+    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info)
+    result = GroupResult.build(groups, engine="subset-sum (exact)", population=pop.describe(), threshold=threshold,
+                               gap_thresholds=gap_thresholds, metrics=metrics, conditional=conditional,
+                               approximations=approximations, elapsed_s=engine_s + learning_s, model=model_name,
+                               protected=list(pop.protected), label=pop.label or pop.info.get("label"), stats=stats)
+    result.influence = result_influence
+    return result
+
+
+def _given_group(pop: DiscretePopulation, name: str, group: dict[str, int], frame: Any) -> np.ndarray:
+    """P[name | group]: from the network, or from the data for an independent population."""
+    if pop.kind == "bayesnet" or frame is None:
+        return state_distribution(pop, name, group)
+    have = [str(c) for c in frame.columns]
+    rows = np.ones(len(frame), dtype=bool)
+    for p, s in group.items():
+        rows &= pop.variables[p].codes(frame[frame.columns[have.index(p)]].to_numpy()) == s
+    codes = pop.variables[name].codes(frame[frame.columns[have.index(name)]].to_numpy()[rows])
+    codes = codes[codes >= 0]
+    if len(codes) == 0:
+        raise DataError(f"no data rows in the most favoured group to redistribute mediator {name!r}")
+    return np.bincount(codes, minlength=pop.variables[name].card) / len(codes)
+
+
+def _binning_notes(pop: DiscretePopulation) -> list[str]:
+    notes = []
+    binning = pop.info.get("binning", {})
+    for v in pop.variables.values():
+        if v.edges is None:
+            continue
+        values = ", ".join(f"{float(s):.4g}" for s in v.states)
+        how = f"{binning.get('method', '')} ".lstrip()
+        taking = {"mean": "the mean of its data", "midpoint": "its midpoint"}.get(binning.get("bin_value"), "its value")
+        notes.append(f"{v.name}: {v.card} {how}bins, each bin taking {taking}: {values}")
+    return notes
+
+
+# ----- inputs: model, data and population ------------------------------------------------------------
+def load_linear_or_any(model: Any, trust_pickle: bool = False) -> Any:
+    """The IR of `model`; scikit-learn Pipelines ending in a linear classifier become LinearModels."""
+    if type(model).__name__ == "Pipeline" and (type(model).__module__ or "").startswith("sklearn"):
+        from ..models.io.sklearn_linear import load_sklearn_linear
+
+        return load_sklearn_linear(model)
+    from ..models.io import load_model
+
+    return load_model(model, trust_pickle=trust_pickle)
+
+
+def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearModel:
+    """The model with its columns named as in the data (a model without names reads them in order)."""
+    have = [str(c) for c in frame.columns]
+    missing = [c for c in model.columns if c not in have]
+    if not missing:
+        return model
+    default = [f"x{i}" for i in range(len(model.encoding))]
+    if model.columns != default or len(missing) != len(model.columns):
+        raise DataError(f"unknown column(s) {missing}: the model reads them but the data has only: {', '.join(have)}")
+    candidates = [c for c in have if c != label]
+    if len(candidates) != len(model.encoding):
+        raise DataError(f"the model takes {len(model.encoding)} unnamed inputs but the data has {len(candidates)} "
+                        "columns besides the label; give the data exactly the model's columns in order, "
+                        "or fit the model on a DataFrame so it knows its column names")
+    from dataclasses import replace
+
+    encoding = tuple(replace(e, column=c) for e, c in zip(model.encoding, candidates))
+    return LinearModel(model.weights, model.intercept, encoding, model.strict, model.source, model.classes,
+                       dict(model.metadata))
+
+
+def bind_columns(model: LinearModel, pop: DiscretePopulation) -> LinearModel:
+    missing = [c for c in model.columns if c not in pop.variables]
+    if missing:
+        raise DataError(f"the population has no variable for model column(s) {missing}; it has: {', '.join(pop.variables)}")
+    return model
+
+
+def resolve_population(population: Any, data: Any, model: Any, protected: list[str], label: str | None,
+                       **learn: Any) -> tuple[Any, Any, Any, float]:
+    """(model, population, data frame or None, learning seconds) from what the user gave; a model
+    without column names gets the data's."""
+    from pathlib import Path
+
+    from ..data import read_table
+    from ..population.learn import learn_population
+
+    frame = read_table(data) if data is not None else None
+    if isinstance(population, DiscretePopulation):
+        return model, _with_protected(population, protected), frame, 0.0
+    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet"):
+        if frame is None:
+            raise DataError(f"a {population} population is learned from data: pass data (CLI: --data DATA.csv)")
+        if not protected:
+            raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
+        have = [str(c) for c in frame.columns]
+        for name in protected + ([label] if label else []):
+            if name not in have:
+                raise DataError(f"unknown column {name!r}; the data has: {', '.join(have)}")
+        if isinstance(model, LinearModel):
+            model = bind_to_frame(model, frame, label)
+            columns = model.columns
+        else:
+            names = getattr(model, "input_names", None) or getattr(model, "feature_names", None)
+            columns = [c for c in (names or have) if c != label]
+        if label and label in protected:
+            raise PropertyError(f"{label!r} is both the label and a protected attribute")
+        start = time.perf_counter()
+        pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
+        return model, pop, frame, time.perf_counter() - start
+    if isinstance(population, (str, Path)):
+        path = Path(population)
+        if path.suffix.lower() == ".json":
+            return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
+        if path.suffix.lower() == ".fr" or not path.suffix:
+            return model, population, frame, 0.0
+        raise DataError(f"unknown population {population!r}: use independent, bayesnet, a saved population (.json) "
+                        "or a population program (.fr)")
+    return model, population, frame, 0.0
+
+
+def _with_protected(pop: DiscretePopulation, protected: list[str]) -> DiscretePopulation:
+    from dataclasses import replace
+
+    if protected:
+        for p in protected:
+            if p not in pop.variables:
+                raise DataError(f"unknown protected attribute {p!r}; the population has: {', '.join(pop.variables)}")
+        pop = replace(pop, protected=tuple(protected))
+    if not pop.protected:
+        raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
+    return pop
