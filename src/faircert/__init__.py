@@ -1,6 +1,6 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
-from .api import load_model, verify
+from .api import group, load_model, verify
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
@@ -9,6 +9,6 @@ from .results import Counterexample, GroupResult, Result, StatisticalEstimate
 __version__ = "0.1.0"
 
 __all__ = [
-    "verify", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
+    "verify", "group", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
     "StatisticalEstimate", "GroupResult", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
 ]

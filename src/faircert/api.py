@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .domain import Domain, Feature
 from .errors import DomainError, PropertyError
 from .properties import check_time_limit, individual_fairness
-from .results import Result
+from .results import GroupResult, Result
 
 Progress = Callable[[dict], None]
 
@@ -83,3 +83,63 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
         return verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
                             progress=progress)
     raise PropertyError(f"individual-fairness verification does not support models of type {type(ir).__name__}")
+
+
+def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
+          population: Any = "independent", metrics: str | Iterable[str] = ("di", "sp"),
+          mediators: str | Iterable[str] | None = None, *, sensitive_features: str | Iterable[str] | None = None,
+          threshold: float = 0.8, gap_thresholds: Mapping[str, float] | None = None,
+          influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
+          max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
+          max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
+          save_population: str | Path | None = None) -> GroupResult:
+    """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
+    the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
+
+    `population` is "independent" or "bayesnet" (learned from `data`, continuous columns binned into at
+    most `max_bins` `binning` bins unless `bins` says otherwise), a saved population (.json), a
+    `DiscretePopulation`, or a continuous/program population (.fr file or object), which goes to the
+    sound probability-bounds engine. Linear models under discrete populations are answered exactly by
+    the subset-sum engine; other models (networks, tree ensembles) by
+    `faircert.engines.probability_bounds.group_bounds(model, population, protected=..., label=...,
+    metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
+    `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
+    `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets).
+    """
+    from .engines import group_linear as gl
+
+    if protected is not None and sensitive_features is not None:
+        raise PropertyError("give either protected or sensitive_features, not both")
+    protected = _names(protected if protected is not None else sensitive_features)
+    metrics = tuple(m.lower() for m in _names(metrics)) or ("di", "sp")
+    mediators = _names(mediators)
+    time_limit = check_time_limit(time_limit)
+    if not 0.0 < threshold <= 1.0:
+        raise PropertyError(f"the DI threshold must lie in (0, 1], got {threshold}")
+    ir = gl.load_linear_or_any(model, trust_pickle)
+    ir, pop, frame, learning_s = gl.resolve_population(population, data, ir, protected, label, bins=bins,
+                                                       max_bins=max_bins, method=binning, bin_value=bin_value,
+                                                       score=score, max_indegree=max_indegree)
+    if save_population is not None and hasattr(pop, "save"):
+        pop.save(save_population)
+    from .models.linear import LinearModel
+    from .population.discrete import DiscretePopulation
+
+    if isinstance(ir, LinearModel) and isinstance(pop, DiscretePopulation):
+        ir = gl.bind_columns(ir, pop)
+        subsets = influence if isinstance(influence, bool) else [_names(s) for s in influence]
+        return gl.analyse(ir, pop, metrics=metrics, mediators=mediators, threshold=threshold,
+                          gap_thresholds=dict(gap_thresholds or {}), influence=subsets, frame=frame,
+                          model_name=getattr(ir, "source", "") or type(model).__name__, learning_s=learning_s)
+    from .engines.probability_bounds import group_bounds
+
+    return group_bounds(ir, pop, protected=protected or None, label=label, metrics=metrics, threshold=threshold,
+                        time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}))
+
+
+def _names(names: str | Iterable[str] | None) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [n.strip() for n in names.split(",") if n.strip()]
+    return [str(n) for n in names]
