@@ -94,7 +94,8 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
                               f"({top.name}), each independently with its distribution given that group")
     result_influence = []
     if influence:
-        subsets = default_subsets(pop, model.columns) if influence is True else [list(s) for s in influence]
+        every = default_subsets(pop, model.columns)
+        subsets = every if influence is True else [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
         result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats), subsets)
     if stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")

@@ -1,0 +1,105 @@
+"""`faircert group`: group fairness (DI, SP, EO, PCF) of a model under a population model."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import FaircertError
+from .common import positive_float, share, write_text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "group", help="group fairness (DI, SP, EO, PCF) under a population model",
+        description="Compute P[yhat = 1 | group] for every compound group of the protected attributes under a "
+                    "population model (independent marginals or a Bayesian network learned from --data, a saved "
+                    "population .json, or a population program .fr), and the metrics DI = min/max over groups, "
+                    "SP = max - min, EO (the worse of the Y=0 / Y=1 gaps), PCF. Exact for linear models under "
+                    "discrete populations; sound bounds otherwise. Exit code: 0 fair at the thresholds, "
+                    "1 unfair, 2 undecided, 3 bad input.")
+    p.add_argument("model", help="model: linear JSON (weights, intercept, encoding), a pickled scikit-learn "
+                                 "estimator/Pipeline (.pkl/.joblib, needs --trust-pickle), or any format verify reads")
+    p.add_argument("--data", help="CSV of raw rows to learn the population from (and to bin continuous columns)")
+    p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
+    p.add_argument("--label", help="true-label column (needed for --metric eo)")
+    p.add_argument("--population", default="independent",
+                   help="independent (default), bayesnet, a saved population .json, or a population program .fr")
+    p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
+    p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
+    p.add_argument("--threshold", type=share, default=0.8,
+                   help="DI threshold: fair iff DI = min/max >= T (default 0.8, the four-fifths rule)")
+    p.add_argument("--max-gap", type=share, metavar="G",
+                   help="also require SP (and EO, PCF when computed) <= G")
+    p.add_argument("--influence", action="store_true", help="fairness influence of every non-protected feature")
+    p.add_argument("--influence-set", action="append", metavar="A,B",
+                   help="influence of a set of features made uniform together (repeatable)")
+    p.add_argument("--max-bins", type=int, default=10, help="bin continuous columns into at most N bins (default 10)")
+    p.add_argument("--binning", choices=("quantile", "width"), default="quantile", help="bin edges (default quantile)")
+    p.add_argument("--bin-value", choices=("mean", "midpoint"), default="mean",
+                   help="the value a bin stands for (default: the mean of its data)")
+    p.add_argument("--bins", action="append", metavar="NAME=K|NAME=E1:E2:...",
+                   help="bins of one column: a count or explicit edges (needed for a continuous protected attribute)")
+    p.add_argument("--score", choices=("k2", "bic", "bdeu"), default="k2", help="network structure score (default k2)")
+    p.add_argument("--max-indegree", type=int, default=3, help="most parents of a network node (default 3)")
+    p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
+    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S",
+                   help="seconds for bound refinement (non-linear models)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    p.add_argument("--quiet", action="store_true", help="no tables")
+    p.set_defaults(handler=run)
+
+
+def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
+    out: dict[str, int | list[float]] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise FaircertError(f"--bins expects NAME=K or NAME=E1:E2:..., got {item!r}")
+        try:
+            out[name.strip()] = [float(v) for v in value.split(":")] if ":" in value else int(value)
+        except ValueError:
+            raise FaircertError(f"--bins {item!r}: expected an integer count or numbers separated by ':'") from None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import group
+    from ..report.group import print_group
+
+    metrics = [m.strip().lower() for m in args.metric.split(",") if m.strip()]
+    gaps = {m: args.max_gap for m in ("sp", "eo", "pcf")} if args.max_gap is not None else None
+    influence: bool | list = args.influence
+    if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
+        influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
+    model = _load(args.model, args.trust_pickle)
+    result = group(model, args.data, protected=args.protected, label=args.label, population=args.population,
+                   metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
+                   influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
+                   bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
+                   time_limit=args.time_limit, seed=args.seed, trust_pickle=args.trust_pickle,
+                   save_population=args.save_population)
+    if args.json == "-":
+        print(result.to_json())
+    elif args.json:
+        write_text(args.json, result.to_json() + "\n")
+    if not args.quiet:
+        print_group(result)
+    return result.exit_code
+
+
+def _load(path: str, trust_pickle: bool):
+    """A pickled scikit-learn estimator (only with --trust-pickle) or a model path for the importers."""
+    if path.lower().endswith((".pkl", ".pickle", ".joblib")):
+        if not trust_pickle:
+            raise FaircertError(f"{path}: loading a pickle runs code from the file; pass --trust-pickle if you trust it")
+        import joblib
+
+        try:
+            return joblib.load(path)
+        except Exception as exc:  # any unpickling failure is bad input
+            raise FaircertError(f"{path}: cannot unpickle: {exc}") from None
+    return path
+
+

@@ -1,0 +1,76 @@
+"""Readable tables of a GroupResult (on stderr): groups, metrics, influences, approximations."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from ..results import GroupResult
+from .console import VERDICT_STYLE, console
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"{lo:.4f}" if abs(hi - lo) < 5e-5 else f"[{lo:.4f}, {hi:.4f}]"
+
+
+def groups_table(result: GroupResult) -> Table:
+    title = "P[yhat = 1 | group]" + (f": {result.model}" if result.model else "")
+    table = Table(title=escape(title), header_style="bold")
+    table.add_column("group")
+    table.add_column(escape("P[group]"), justify="right")
+    table.add_column(escape("P[yhat=1 | group]"), justify="right")
+    for cond in result.conditional:
+        table.add_column(escape(f"| {cond}") if cond.startswith("Y=") else cond.upper(), justify="right")
+    table.add_column("")
+    by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
+    for g in sorted(result.groups, key=lambda g: -g.value):
+        mark = ("most favoured" if g.name == result.most_favoured else
+                "least favoured" if g.name == result.least_favoured else "")
+        extra = [_interval(c[g.name].low, c[g.name].high) if g.name in c else "-" for c in by_cond.values()]
+        table.add_row(escape(g.name), f"{g.size:.4f}", _interval(g.low, g.high), *extra, mark)
+    return table
+
+
+def metrics_table(result: GroupResult) -> Table:
+    table = Table(title=f"group fairness: [{VERDICT_STYLE[result.verdict]}]{result.verdict}[/]", header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("check", justify="right")
+    table.add_column("attained by")
+    names = {"di": "DI (min/max)", "sp": "SP (max-min)", "eo": "EO (worse label gap)", "pcf": "PCF (max-min)"}
+    for m in result.metrics.values():
+        check = ""
+        if m.threshold is not None:
+            op = ">=" if m.name == "di" else "<="
+            check = f"{op} {m.threshold:g}: [{VERDICT_STYLE.get(m.verdict, '')}]{m.verdict}[/]"
+        table.add_row(names.get(m.name, m.name), _interval(m.low, m.high), check, escape(m.detail))
+    return table
+
+
+def influence_table(result: GroupResult) -> Table:
+    """FIFs on DI, SP and the most and least favoured groups, most influential first."""
+    table = Table(title="fairness influence (base - feature made uniform)", header_style="bold")
+    table.add_column("feature(s)")
+    shown = list(dict.fromkeys([result.most_favoured, result.least_favoured]))
+    for n in shown:
+        table.add_column(escape(n), justify="right")
+    table.add_column("DI", justify="right")
+    table.add_column("SP", justify="right")
+    for inf in sorted(result.influence, key=lambda i: -abs(i.sp)):
+        table.add_row(escape(", ".join(inf.features)), *(f"{inf.by_group.get(n, 0.0):+.4f}" for n in shown),
+                      f"{inf.di:+.4f}", f"{inf.sp:+.4f}")
+    return table
+
+
+def print_group(result: GroupResult) -> None:
+    out = console()
+    out.print(groups_table(result))
+    out.print(metrics_table(result))
+    if result.influence:
+        out.print(influence_table(result))
+    out.print(f"population: {escape(result.population)}")
+    out.print(f"engine: {result.engine}, {result.elapsed_s:.2f} s"
+              + (f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
+                 if "engine_s" in result.stats else ""))
+    for note in result.approximations:
+        out.print(f"[yellow]approximation:[/] {escape(note)}")
