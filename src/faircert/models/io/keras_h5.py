@@ -225,7 +225,7 @@ def _inbound(layer: dict, source: str) -> list[str]:
             else:
                 for v in x.values():
                     walk(v)
-        elif isinstance(x, list):
+        elif isinstance(x, (list, tuple)):  # in-memory configs use tuples
             for v in x:
                 walk(v)
 
@@ -266,7 +266,7 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
     if cls == "Softmax":
         return [Op("softmax", where)]
     if cls == "BatchNormalization":
-        if cfg.get("axis", -1) not in (-1, 1, [-1], [1]):
+        if np.ravel(cfg.get("axis", -1)).tolist() not in ([-1], [1]):
             raise unsupported(f"batch normalisation over axis {cfg.get('axis')}", where)
         w = weights_of(layer, where)
         scale = w.get("gamma", 1.0) / np.sqrt(w["moving_variance"] + cfg.get("epsilon", 1e-3))

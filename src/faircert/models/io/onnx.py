@@ -227,7 +227,8 @@ class _Chain:
         shape = self.shape
         if c.ndim > len(shape):
             if c.ndim > len(shape) + 1 or c.shape[0] != 1:
-                raise unsupported(f"a constant of shape {list(c.shape)} that varies along the batch axis", where)
+                raise unsupported(f"a constant of shape {list(c.shape)} on data of per-sample shape {list(shape)}",
+                                  where)
             c = c.reshape(c.shape[1:])
         try:
             if np.broadcast_shapes(shape, c.shape) != tuple(shape):

@@ -20,8 +20,8 @@ from ..network import ReluNetwork
 from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
 
 IDENTITY_MODULES = {"Identity", "Dropout", "AlphaDropout", "Flatten"}
-HOW = ("load it in Python and pass the nn.Sequential to faircert.verify(...), or export it with "
-       "torch.onnx.export and give faircert the .onnx file")
+HOW = ("load it in Python and pass the nn.Sequential to faircert.verify(...), or export it to ONNX "
+       "(torch.onnx.export) and give faircert the .onnx file")
 
 
 def _torch() -> Any:
@@ -73,8 +73,9 @@ def load_torch_file(path: str | Path, trust_pickle: bool = False) -> ReluNetwork
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "weights only" not in str(exc).lower() and "weights_only" not in str(exc).lower():
-            raise ModelFormatError(f"{path}: not a readable PyTorch file ({_first_line(exc)})") from None
+        if "unsupported global" not in str(exc).lower():  # torch's wording for "pickled Python objects inside"
+            raise ModelFormatError(f"{path}: not a readable PyTorch file (neither a torch.save file nor a "
+                                   "TorchScript archive)") from None
         if not trust_pickle:
             raise ModelFormatError(f"{path}: the file is a pickled Python object (a whole module), and unpickling "
                                    "can run arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust "
