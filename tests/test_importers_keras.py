@@ -259,3 +259,20 @@ def test_keras_object_check_catches_a_mismatch(keras, monkeypatch):
     model2 = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
     with pytest.raises(ModelFormatError, match=r"layer 'dense_\d+' \(Dense\): activation 'tanh' is not supported"):
         load_model(model2)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_real_keras3_input_scaling_layers_fold_into_the_network(keras, tmp_path):
+    """Normalization/Rescaling keep the domain in raw units: the network includes the scaling."""
+    norm = keras.layers.Normalization(axis=-1)
+    norm.adapt(RNG.uniform(size=(200, 4)) * np.array([1.0, 10.0, 100.0, 1000.0]))
+    fixed = keras.layers.Normalization(mean=[1.0, 2.0, 3.0, 4.0], variance=[4.0, 1.0, 9.0, 0.25], invert=True)
+    model = keras.Sequential([keras.Input((4,)), norm, keras.layers.Rescaling(2.0, offset=-1.0), fixed,
+                              keras.layers.Dense(5, activation="relu"), keras.layers.Dense(1)])
+    model.save(tmp_path / "n.keras")
+    model.save(tmp_path / "n.h5")
+    Xraw = RNG.uniform(size=(40, 4)) * np.array([1.0, 10.0, 100.0, 1000.0])
+    p = model.predict(Xraw, verbose=0)[:, 0]
+    for net in (load_model(tmp_path / "n.keras"), load_model(tmp_path / "n.h5"), load_model(model)):
+        assert net.layer_sizes == [4, 5, 1]
+        assert np.allclose(net.logit(Xraw), p, rtol=1e-4, atol=1e-4)

@@ -22,11 +22,11 @@ SUPPORTED = ("affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between the
 
 @dataclass
 class Op:
-    """One step of a feed-forward chain: kind is 'affine', 'relu', 'sigmoid' or 'softmax'."""
+    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'sigmoid' or 'softmax'."""
 
     kind: str
     where: str
-    weight: np.ndarray | None = None  # out x in
+    weight: np.ndarray | None = None  # out x in; for 'scale': the elementwise factors
     bias: np.ndarray | None = None
 
 
@@ -41,8 +41,8 @@ def affine(weight: np.ndarray, bias: np.ndarray | None, where: str) -> Op:
 
 
 def diagonal(scale: np.ndarray, shift: np.ndarray, where: str) -> Op:
-    """The elementwise map x -> scale * x + shift as an affine Op."""
-    return affine(np.diag(np.asarray(scale, dtype=np.float64)), shift, where)
+    """The elementwise map x -> scale * x + shift; scalars are broadcast once the width is known."""
+    return Op("scale", where, np.asarray(scale, dtype=np.float64), np.asarray(shift, dtype=np.float64))
 
 
 def unsupported(what: str, where: str) -> ModelFormatError:
@@ -59,6 +59,14 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
         if final is not None:
             raise ModelFormatError(f"{op.where} follows the final {final.kind} ({final.where}); "
                                    f"the {final.kind} must be the last operation")
+        if op.kind == "scale":
+            if width is None:
+                raise ModelFormatError(f"{op.where}: elementwise scaling of an input of unknown width")
+            try:
+                op = affine(np.diag(np.broadcast_to(op.weight.ravel(), (width,))),
+                            np.broadcast_to(op.bias.ravel(), (width,)), op.where)
+            except ValueError:
+                raise ModelFormatError(f"{op.where}: {op.weight.size} scale values for {width} features") from None
         if op.kind == "affine":
             if width is not None and op.weight.shape[1] != width:
                 raise ModelFormatError(f"{op.where} takes {op.weight.shape[1]} inputs but receives {width}")

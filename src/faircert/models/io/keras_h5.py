@@ -2,8 +2,10 @@
 
 The architecture comes from the saved JSON configuration (never from code), the weights are read
 with h5py by the layer names in that configuration. Sequential and single-path functional models
-of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax
-and BatchNormalization layers; activations relu / linear and a final sigmoid or two-class softmax.
+of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax,
+BatchNormalization, Normalization and Rescaling layers (the last two fold input scaling into the
+network, so the domain stays in raw units); activations relu / linear, a final sigmoid or two-class
+softmax.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .affine_chain import Op, affine, build_network, check_agreement, diagonal, 
 IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",
                    "ActivityRegularization"}
 MODEL_CLASSES = {"Sequential", "Functional", "Model"}
+KERAS_EPSILON = 1e-7  # keras.backend.epsilon(), the floor of Normalization's standard deviation
 #: Names of a layer's weights, in the order Keras stores and returns them.
 WeightGetter = Callable[[dict, str], dict[str, np.ndarray]]
 
@@ -151,6 +154,8 @@ def _named_weights(layer: dict, arrays: list[np.ndarray], where: str) -> dict[st
     elif cls == "BatchNormalization":
         names = (["gamma"] if cfg.get("scale", True) else []) + (["beta"] if cfg.get("center", True) else [])
         names += ["moving_mean", "moving_variance"]
+    elif cls == "Normalization" and cfg.get("mean") is None:
+        names = ["mean", "variance", "count"]
     else:
         names = []
     if len(arrays) != len(names):
@@ -171,7 +176,7 @@ def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
                 raise unsupported("a nested model", where)
             if cls == "Flatten":
                 flat = True
-            elif cls in ("Dense", "BatchNormalization") and not flat:
+            elif cls in ("Dense", "BatchNormalization", "Normalization", "Rescaling") and not flat:
                 raise unsupported(f"a {cls} layer on a {list(shape)}-shaped input (add a Flatten layer first)", where)
             else:
                 ops += _layer_ops(layer, weights_of, where)
@@ -265,13 +270,28 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
         return [Op("relu", where)]
     if cls == "Softmax":
         return [Op("softmax", where)]
+    if cls == "Rescaling":
+        return [diagonal(np.asarray(cfg.get("scale", 1.0)), np.asarray(cfg.get("offset", 0.0)), where)]
+    if cls == "Normalization":  # Keras: (x - mean) / max(sqrt(variance), epsilon), or the inverse
+        _check_feature_axis(cfg, where)
+        if cfg.get("mean") is not None:
+            mean, var = np.asarray(cfg["mean"], dtype=np.float64), np.asarray(cfg["variance"], dtype=np.float64)
+        else:
+            w = weights_of(layer, where)
+            mean, var = w["mean"], w["variance"]
+        std = np.maximum(np.sqrt(var), KERAS_EPSILON)
+        return [diagonal(std, mean, where) if cfg.get("invert") else diagonal(1.0 / std, -mean / std, where)]
     if cls == "BatchNormalization":
-        if np.ravel(cfg.get("axis", -1)).tolist() not in ([-1], [1]):
-            raise unsupported(f"batch normalisation over axis {cfg.get('axis')}", where)
+        _check_feature_axis(cfg, where)
         w = weights_of(layer, where)
         scale = w.get("gamma", 1.0) / np.sqrt(w["moving_variance"] + cfg.get("epsilon", 1e-3))
         return [diagonal(scale, w.get("beta", 0.0) - w["moving_mean"] * scale, where)]
     raise unsupported(f"layer type {cls}", where)
+
+
+def _check_feature_axis(cfg: dict, where: str) -> None:
+    if np.ravel(cfg.get("axis", -1)).tolist() not in ([-1], [1]):
+        raise unsupported(f"normalisation over axis {cfg.get('axis')}", where)
 
 
 def _activation(act: Any, where: str) -> list[Op]:
