@@ -31,6 +31,8 @@ class Iv:
     lo_open: np.ndarray
     hi_open: np.ndarray
     dep: np.ndarray | None
+    #: width of the undecided conditions this value was merged over (a guide for splitting only)
+    ws: np.ndarray | float = 0.0
 
 
 @dataclass
@@ -38,6 +40,8 @@ class Bv:
     may_true: np.ndarray
     may_false: np.ndarray
     dep: np.ndarray | None
+    #: how far from decided (widths of the undecided comparisons; 0 when decided); guides splitting
+    w: np.ndarray | float = 0.0
 
     @property
     def true(self) -> np.ndarray:
@@ -80,11 +84,12 @@ def add(a: Iv, b: Iv) -> Iv:
     # an infinite end is exact as it stands; otherwise keep s only when TwoSum says it is exact
     lo = _down(sl, (el >= 0) | np.isinf(sl) & (sl < 0))
     hi = _up(sh, (eh <= 0) | np.isinf(sh) & (sh > 0))
-    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0), _or(a.dep, b.dep))
+    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0), _or(a.dep, b.dep),
+              a.ws + b.ws)
 
 
 def neg(a: Iv) -> Iv:
-    return Iv(-a.hi, -a.lo, a.hi_open, a.lo_open, a.dep)
+    return Iv(-a.hi, -a.lo, a.hi_open, a.lo_open, a.dep, a.ws)
 
 
 def sub(a: Iv, b: Iv) -> Iv:
@@ -106,7 +111,7 @@ def mul(a: Iv, b: Iv) -> Iv:
     hi_exact = (hi == 0) | np.isinf(hi)
     lo2, hi2 = _down(lo, lo_exact), _up(hi, hi_exact)
     # a rounded end is strict (never reached); exact zeros and products of reached ends stay closed
-    return Iv(lo2, hi2, ~lo_exact | (lo2 == -_INF), ~hi_exact | (hi2 == _INF), _or(a.dep, b.dep))
+    return Iv(lo2, hi2, ~lo_exact | (lo2 == -_INF), ~hi_exact | (hi2 == _INF), _or(a.dep, b.dep), a.ws + b.ws)
 
 
 def div(a: Iv, b: Iv) -> Iv:
@@ -114,11 +119,11 @@ def div(a: Iv, b: Iv) -> Iv:
     with np.errstate(divide="ignore", invalid="ignore"):
         rl = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.hi))
         rh = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.lo))
-    inv = Iv(_down(rl, np.isinf(rl)), _up(rh, np.isinf(rh)), np.bool_(True), np.bool_(True), b.dep)
+    inv = Iv(_down(rl, np.isinf(rl)), _up(rh, np.isinf(rh)), np.bool_(True), np.bool_(True), b.dep, b.ws)
     q = mul(a, inv)
     lo = np.where(has_zero, -_INF, q.lo)
     hi = np.where(has_zero, _INF, q.hi)
-    return Iv(lo, hi, q.lo_open | has_zero, q.hi_open | has_zero, q.dep)
+    return Iv(lo, hi, q.lo_open | has_zero, q.hi_open | has_zero, q.dep, q.ws)
 
 
 def hull(a: Iv, b: Iv, dep=None) -> Iv:
@@ -138,7 +143,8 @@ def select(c: Bv, a: Iv, b: Iv) -> Iv:
         dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
     return Iv(np.where(t, a.lo, np.where(f, b.lo, h.lo)), np.where(t, a.hi, np.where(f, b.hi, h.hi)),
               np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
-              np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)), dep)
+              np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)), dep,
+              np.where(t, a.ws, np.where(f, b.ws, a.ws + b.ws + c.w)))
 
 
 def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
@@ -147,7 +153,8 @@ def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
     if a.dep is not None and b.dep is not None and c.dep is not None:
         dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
     return Bv(np.where(t, a.may_true, np.where(f, b.may_true, a.may_true | b.may_true)),
-              np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)), dep)
+              np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)), dep,
+              np.where(t, a.w, np.where(f, b.w, a.w + b.w + c.w)))
 
 
 def _lt(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
@@ -178,19 +185,23 @@ def compare(op: str, a: Iv, b: Iv) -> Bv:
         gt_sure, _ = _lt(b, a)
         point = (a.lo == a.hi) & (b.lo == b.hi) & (a.lo == b.lo) & ~a.lo_open & ~a.hi_open & ~b.lo_open & ~b.hi_open
         sure, never = (point, lt_sure | gt_sure) if op == "==" else (lt_sure | gt_sure, point)
-    return Bv(~never, ~sure, _or(a.dep, b.dep))
+    with np.errstate(invalid="ignore"):
+        w = (a.hi - a.lo) + (b.hi - b.lo) + a.ws + b.ws
+    return Bv(~never, ~sure, _or(a.dep, b.dep), np.where(sure | never, 0.0, w))
 
 
 def and_(a: Bv, b: Bv) -> Bv:
-    return Bv(a.may_true & b.may_true, a.may_false | b.may_false, _or(a.dep, b.dep))
+    mt, mf = a.may_true & b.may_true, a.may_false | b.may_false
+    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0))
 
 
 def or_(a: Bv, b: Bv) -> Bv:
-    return Bv(a.may_true | b.may_true, a.may_false & b.may_false, _or(a.dep, b.dep))
+    mt, mf = a.may_true | b.may_true, a.may_false & b.may_false
+    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0))
 
 
 def not_(a: Bv) -> Bv:
-    return Bv(a.may_false, a.may_true, a.dep)
+    return Bv(a.may_false, a.may_true, a.dep, a.w)
 
 
 def to_number(b: Bv) -> Iv:
@@ -198,7 +209,7 @@ def to_number(b: Bv) -> Iv:
     lo = np.where(b.may_false, 0.0, 1.0)
     hi = np.where(b.may_true, 1.0, 0.0)
     z = np.zeros(np.shape(lo), dtype=bool)
-    return Iv(lo, hi, z, z.copy(), b.dep)
+    return Iv(lo, hi, z, z.copy(), b.dep, b.w)
 
 
 def to_bool(x: Iv) -> Bv:

@@ -23,8 +23,9 @@ import numpy as np
 
 _U = 2.0 ** -53
 
-#: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None)
-Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
+#: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None, width (N, m)):
+#: width says how far each undecided event is from decided (interval widths; only guides splitting).
+Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]]
 
 
 @dataclass
@@ -71,12 +72,15 @@ class Refiner:
         self.evaluate = evaluate
         self.m = n_events
         self.breaks = [np.asarray(getattr(mg, "breaks", np.empty(0)), dtype=np.float64) for mg in marginals]
+        #: inputs with unbounded support: their tails are carved off in thin slices first
+        self.unbounded = np.array([not hasattr(mg, "breaks") or getattr(mg, "unbounded", False)
+                                   or type(mg).__name__ == "Gaussian" for mg in marginals], dtype=bool)
         self.acc_true = [Fraction(0)] * n_events
         self.acc_false = [Fraction(0)] * n_events
         self.evaluations = 0
         lo, hi = np.zeros((1, self.d)), np.ones((1, self.d))
-        mt, mf, dep = self._eval(lo, hi)
-        self.L, self.H, self.mt, self.mf, self.dep = lo, hi, mt, mf, dep
+        mt, mf, dep, w = self._eval(lo, hi)
+        self.L, self.H, self.mt, self.mf, self.dep, self.w = lo, hi, mt, mf, dep, w
         self._retire()
 
     def _eval(self, lo: np.ndarray, hi: np.ndarray):
@@ -99,6 +103,7 @@ class Refiner:
             self.acc_false[k] += _sum_down(mass[~self.mt[done, k]], self.d)
         keep = ~done
         self.L, self.H, self.mt, self.mf = self.L[keep], self.H[keep], self.mt[keep], self.mf[keep]
+        self.w = self.w[keep]
         self.dep = None if self.dep is None else self.dep[keep]
 
     def bounds(self) -> tuple[list[Fraction], list[Fraction]]:
@@ -141,43 +146,57 @@ class Refiner:
             relevant[none] = True
         width = H - L
         relevant &= width > 0
+        pwidth = self.mass[pick] * (self.w[pick] * weights).sum(axis=1)
         best_score = np.full(b, np.inf)
         best_dim = np.zeros(b, dtype=np.int64)
+        # a relevant unbounded input whose box reaches an infinite end: cut a thin tail (2^-20 of the
+        # box's mass on that side) before anything else, so the rest of the box has finite values
+        tail = relevant & self.unbounded[None, :] & ((L == 0) | (H == 1))
+        carve = tail.any(axis=1)
+        carve_dim = np.argmax(tail, axis=1)
         trials = {}
         for j in range(self.d):
-            rows = np.nonzero(relevant[:, j])[0]
+            rows = np.nonzero(relevant[:, j] & (~carve | (carve_dim == j)))[0]
             if rows.size == 0:
                 continue
             lo, hi = L[rows], H[rows]
             s = self._split_points(lo[:, j], hi[:, j], j)
+            at_lo = carve[rows] & (lo[:, j] == 0)
+            at_hi = carve[rows] & ~at_lo
+            s = np.where(at_lo, hi[:, j] * 2.0 ** -20, np.where(at_hi, 1.0 - (1.0 - lo[:, j]) * 2.0 ** -20, s))
             left_hi, right_lo = hi.copy(), lo.copy()
             left_hi[:, j] = s
             right_lo[:, j] = s
             clo = np.concatenate([lo, right_lo])
             chi = np.concatenate([left_hi, hi])
-            mt, mf, dep = self._eval(clo, chi)
+            mt, mf, dep, w = self._eval(clo, chi)
             cmass = np.prod(chi - clo, axis=1)
             cscore = cmass * ((mt & mf) * weights).sum(axis=1)
             score = cscore[:rows.size] + cscore[rows.size:]
-            parent = prio[pick][rows]
-            key = np.round(score / np.maximum(parent, 1e-300), 9) - 1e-12 * width[rows, j]
+            cwidth = cmass * (w * weights).sum(axis=1)
+            wscore = cwidth[:rows.size] + cwidth[rows.size:]
+            # first: most mass decided; then: undecided conditions narrowed most; then: widest side
+            key = (np.round(score / np.maximum(prio[pick][rows], 1e-300), 9)
+                   + 1e-10 * np.minimum(wscore / np.maximum(pwidth[rows], 1e-300), 1.0)
+                   - 1e-13 * width[rows, j])
             better = key < best_score[rows]
             best_score[rows[better]] = key[better]
             best_dim[rows[better]] = j
-            trials[j] = (rows, clo, chi, mt, mf, dep)
+            trials[j] = (rows, clo, chi, mt, mf, dep, w)
         parts = [(self.L[rest], self.H[rest], self.mt[rest], self.mf[rest],
-                  None if self.dep is None else self.dep[rest])]
-        for j, (rows, clo, chi, mt, mf, dep) in trials.items():
+                  None if self.dep is None else self.dep[rest], self.w[rest])]
+        for j, (rows, clo, chi, mt, mf, dep, w) in trials.items():
             chosen = best_dim[rows] == j
             if not chosen.any():
                 continue
             sel = np.concatenate([chosen, chosen])
-            parts.append((clo[sel], chi[sel], mt[sel], mf[sel], None if dep is None else dep[sel]))
+            parts.append((clo[sel], chi[sel], mt[sel], mf[sel], None if dep is None else dep[sel], w[sel]))
         self.L = np.concatenate([p[0] for p in parts])
         self.H = np.concatenate([p[1] for p in parts])
         self.mt = np.concatenate([p[2] for p in parts])
         self.mf = np.concatenate([p[3] for p in parts])
         self.dep = None if any(p[4] is None for p in parts) else np.concatenate([p[4] for p in parts])
+        self.w = np.concatenate([p[5] for p in parts])
         self._retire()
 
 

@@ -35,16 +35,18 @@ def draw_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[iv.I
     return out
 
 
-def stack_events(events: list[iv.Bv], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(may_true, may_false, dep of the undecided events) arrays from three-valued events."""
+def stack_events(events: list[iv.Bv], n: int):
+    """(may_true, may_false, dep of the undecided events, width) arrays from three-valued events."""
     mt = np.stack([np.broadcast_to(e.may_true, (n,)) for e in events], axis=1)
     mf = np.stack([np.broadcast_to(e.may_false, (n,)) for e in events], axis=1)
+    w = np.stack([np.broadcast_to(np.asarray(e.w, dtype=np.float64), (n,)) for e in events], axis=1)
+    w = np.where(mt & mf, np.nan_to_num(w, nan=1e200, posinf=1e200), 0.0)
     if any(e.dep is None for e in events):
-        return mt, mf, None
+        return mt, mf, None, w
     dep = np.zeros(n, dtype=np.uint64)
     for k, e in enumerate(events):
         dep |= np.where(mt[:, k] & mf[:, k], np.broadcast_to(e.dep, (n,)), np.uint64(0))
-    return mt, mf, dep
+    return mt, mf, dep, w
 
 
 def program_evaluator(program: Program, make_events: Callable[[dict, list], list], queries: Sequence[Expr] = ()):

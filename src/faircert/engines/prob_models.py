@@ -1,0 +1,264 @@
+"""Interval evaluation of the project's model IRs over boxes, and the group events for `group_bounds`.
+
+ReLU networks: interval arithmetic layer by layer (outward rounded by a rigorous dot-product error
+bound). Tree ensembles: the reachable leaves of each tree give the score's range. Linear models:
+the encoding and the weighted sum in sound interval arithmetic. Each yields, per box, whether the
+label is surely positive / surely negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import PropertyError
+from . import prob_intervals as iv
+
+_U = 2.0 ** -53
+
+
+def _widen(lo: np.ndarray, hi: np.ndarray, mag: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    pad = (2 * n + 4) * _U * mag
+    lo = np.nextafter(lo - pad, -np.inf)
+    hi = np.nextafter(hi + pad, np.inf)
+    return np.where(np.isnan(lo), -np.inf, lo), np.where(np.isnan(hi), np.inf, hi)
+
+
+def _affine(W: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Sound interval of W x + b for x in [lo, hi] (rows of lo/hi are boxes)."""
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # 0 * inf terms are 0: replace infinite ends where the weight is 0 by masking per column
+        flo, fhi = np.nan_to_num(lo, neginf=0, posinf=0), np.nan_to_num(hi, neginf=0, posinf=0)
+        out_lo = flo @ Wp.T + fhi @ Wn.T + b
+        out_hi = fhi @ Wp.T + flo @ Wn.T + b
+        mag = np.maximum(np.abs(flo), np.abs(fhi)) @ np.abs(W).T + np.abs(b)
+        out_lo, out_hi = _widen(out_lo, out_hi, mag, W.shape[1])
+        # infinite inputs: any nonzero weight on an infinite end makes that output end infinite
+        neg_inf_lo = (np.isneginf(lo).astype(float) @ (Wp > 0).T + np.isposinf(hi).astype(float) @ (Wn < 0).T) > 0
+        pos_inf_hi = (np.isposinf(hi).astype(float) @ (Wp > 0).T + np.isneginf(lo).astype(float) @ (Wn < 0).T) > 0
+    return np.where(neg_inf_lo, -np.inf, out_lo), np.where(pos_inf_hi, np.inf, out_hi)
+
+
+def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(may be positive, may be negative, logit width) of a ReluNetwork (positive iff logit > 0)."""
+    last = len(net.weights) - 1
+    for k, (W, b) in enumerate(zip(net.weights, net.biases)):
+        lo, hi = _affine(W, b, lo, hi)
+        if k < last:
+            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+    lo, hi = lo[:, 0], hi[:, 0]
+    return hi > 0, lo <= 0, hi - lo
+
+
+def _tree_paths(tree: Any) -> list[tuple[int, list[tuple[int, float, bool]]]]:
+    """(leaf, [(feature, threshold, goes_left)]) for every leaf."""
+    out, stack = [], [(0, [])]
+    while stack:
+        node, path = stack.pop()
+        if tree.left[node] < 0:
+            out.append((node, path))
+            continue
+        f, t = int(tree.feature[node]), float(tree.threshold[node])
+        stack.append((int(tree.left[node]), path + [(f, t, True)]))
+        stack.append((int(tree.right[node]), path + [(f, t, False)]))
+    return out
+
+
+def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray, hi_open: np.ndarray):
+    """(may be positive, may be negative, score width) of a TreeEnsemble from its reachable leaves."""
+    if model.input_float32:  # rounding to float32 is monotone; its image of [lo, hi] is [f32(lo), f32(hi)]
+        with np.errstate(over="ignore"):
+            lo, hi = lo.astype(np.float32).astype(np.float64), hi.astype(np.float32).astype(np.float64)
+        lo_open = hi_open = np.zeros_like(lo, dtype=bool)
+    le = model.split == "<="
+    n = len(lo)
+    smin, smax, total = np.zeros(n), np.zeros(n), 0.0
+    for tree in model.trees:
+        tmin, tmax = np.full(n, np.inf), np.full(n, -np.inf)
+        for leaf, path in _tree_paths(tree):
+            ok = np.ones(n, dtype=bool)
+            for f, t, left in path:
+                if left:  # x < t (or x <= t) possible
+                    ok &= (lo[:, f] < t) | (le & (lo[:, f] == t) & ~lo_open[:, f])
+                else:  # x >= t (or x > t) possible
+                    ok &= (hi[:, f] > t) | (~le & (hi[:, f] == t) & ~hi_open[:, f])
+            v = tree.value[leaf]
+            tmin = np.where(ok, np.minimum(tmin, v), tmin)
+            tmax = np.where(ok, np.maximum(tmax, v), tmax)
+        smin += tmin
+        smax += tmax
+        total += float(np.max(np.abs(tree.value)))
+    offset, _, tol = model.margin_view(None)
+    pad = (len(model.trees) + 4) * 4 * _U * (total * model.scale + abs(offset)) + tol
+    lo_m = offset + model.scale * smin - pad
+    hi_m = offset + model.scale * smax + pad
+    return hi_m > 0, lo_m <= 0, hi_m - lo_m
+
+
+def linear_label(model: Any, features: dict[str, iv.Iv]):
+    """(may be positive, may be negative, score width) of a LinearModel from interval columns."""
+    score = iv.const(model.intercept)
+    start = 0
+    for enc in model.encoding:
+        x = features[enc.column]
+        w = model.weights[start:start + enc.width]
+        start += enc.width
+        if enc.kind == "numeric":
+            z = iv.add(iv.mul(iv.div(iv.sub(x, iv.const(enc.offset)), iv.const(enc.divisor)), iv.const(enc.factor)),
+                       iv.const(enc.shift))
+            score = iv.add(score, iv.mul(z, iv.const(w[0])))
+        else:
+            for c, wc in zip(enc.categories, w):
+                try:
+                    cv = float(c)
+                except (TypeError, ValueError):
+                    raise PropertyError(f"column {enc.column!r} has category {c!r}; a numeric population "
+                                        "needs numeric category codes") from None
+                hit = iv.to_number(iv.compare("==", x, iv.const(cv)))
+                score = iv.add(score, iv.mul(hit, iv.const(wc)))
+    pos = iv.compare(">" if model.strict else ">=", score, iv.const(0.0))
+    return pos.may_true, pos.may_false, np.broadcast_to(score.hi - score.lo, np.shape(pos.may_true))
+
+
+@dataclass
+class ModelSetup:
+    marginals: list
+    evaluate: Callable
+    groups: list[dict[str, Any]]
+    population: str
+    model: str
+    protected: list[str]
+
+
+def _feature_names(model: Any) -> list[str]:
+    from ..models.linear import LinearModel
+
+    if isinstance(model, LinearModel):
+        return model.columns
+    names = getattr(model, "input_names", None) or getattr(model, "feature_names", None)
+    n = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
+    return list(names) if names else [f"x{i}" for i in range(int(n))]
+
+
+def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
+    from ..models.linear import LinearModel
+    from ..models.network import ReluNetwork
+    from ..models.trees import TreeEnsemble
+
+    if isinstance(model, LinearModel):
+        return linear_label(model, values)
+    cols = [values[name] for name in names]
+    lo = np.stack([np.broadcast_to(c.lo, (n,)) for c in cols], axis=1)
+    hi = np.stack([np.broadcast_to(c.hi, (n,)) for c in cols], axis=1)
+    if isinstance(model, ReluNetwork):
+        return network_label(model, lo, hi)
+    if isinstance(model, TreeEnsemble):
+        lo_open = np.stack([np.broadcast_to(c.lo_open, (n,)) for c in cols], axis=1)
+        hi_open = np.stack([np.broadcast_to(c.hi_open, (n,)) for c in cols], axis=1)
+        return trees_label(model, lo, hi, lo_open, hi_open)
+    raise PropertyError(f"probability bounds do not support models of type {type(model).__name__}; "
+                        "give a ReluNetwork, TreeEnsemble or LinearModel")
+
+
+def _protected_list(protected: str | Sequence[str] | None) -> list[str]:
+    if protected is None:
+        return []
+    if isinstance(protected, str):
+        return [p.strip() for p in protected.split(",") if p.strip()]
+    return list(protected)
+
+
+def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
+    """Marginals, box evaluator (events: per group, positive and negative) and group names."""
+    from ..models.program import Program, parse_expression
+    from ..population.continuous import Discrete, ProductPopulation, Step
+    from ..population.program import ProgramPopulation
+    from .prob_interp import INTERVAL, Interpreter
+    from .probability_bounds import draw_intervals, stack_events
+
+    if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
+        population = ProgramPopulation.load(population)
+    names = _feature_names(model)
+    prot = _protected_list(protected)
+    if isinstance(population, ProductPopulation):
+        missing = [n for n in names if n not in population.names]
+        if missing and len(population.names) == len(names) and all(n.startswith("x") for n in names):
+            names = list(population.names)  # an unnamed model reads the population's features in order
+        elif missing:
+            raise PropertyError(f"the population has no marginal for model feature(s) {missing}; "
+                                f"it has: {', '.join(population.names)}")
+        if not prot:
+            raise PropertyError("name the protected feature(s) (protected=...) for a product population")
+        conds: list[tuple[dict, Callable]] = []
+        for p in prot:
+            if p not in population.names:
+                raise PropertyError(f"protected feature {p!r} is not in the population ({', '.join(population.names)})")
+        # groups: every combination of the protected features' categories
+        per_feature = []
+        for p in prot:
+            m = population.marginals[population.names.index(p)]
+            if isinstance(m, Discrete):
+                per_feature.append([(v, (lambda x, v=v: iv.compare("==", x, iv.const(v)))) for v in m._v])
+            elif isinstance(m, Step):
+                per_feature.append([(f"[{a:g},{b:g})", (lambda x, a=a, b=b: iv.and_(
+                    iv.compare(">=", x, iv.const(a)), iv.compare("<", x, iv.const(b))))) for a, b in zip(m._a, m._b)])
+            else:
+                raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
+        import itertools
+
+        for combo in itertools.product(*per_feature):
+            group = {p: (float(v) if not isinstance(v, str) else v) for p, (v, _) in zip(prot, combo)}
+            conds.append((group, [(p, f) for p, (_, f) in zip(prot, combo)]))
+        marginals = population.marginals
+
+        def evaluate(lo, hi):
+            n = len(lo)
+            draws = draw_intervals(marginals, lo, hi)
+            values = dict(zip(population.names, draws))
+            for v in values.values():
+                v.dep = None
+            pos_t, pos_f, width = _label(model, names, values, n)
+            positive = iv.Bv(pos_t, pos_f, None, width)
+            events = []
+            for _, tests in conds:
+                g = tests[0][1](values[tests[0][0]])
+                for p, f in tests[1:]:
+                    g = iv.and_(g, f(values[p]))
+                events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
+            return stack_events(events, n)
+
+        return ModelSetup(marginals, evaluate, [g for g, _ in conds], str(population), str(model), prot)
+    if isinstance(population, ProgramPopulation):
+        population.check_features(names)
+        prog = population.program
+        if prot:
+            expr_text = prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)
+            cond = parse_expression(expr_text, "<protected>")
+            if not any(ch in expr_text for ch in "<>=!"):
+                raise PropertyError(f"with a population program, give the protected group as a condition on its "
+                                    f"variables (e.g. 'sex < 1'), not {expr_text!r}")
+            label = expr_text
+        else:
+            prog.require("sensitiveAttribute")
+            cond, label = None, "sensitiveAttribute"
+        marginals = population.marginals
+        run = Interpreter(INTERVAL)
+
+        def evaluate(lo, hi):
+            n = len(lo)
+            queries = [cond] if cond is not None else []
+            notes, results, env = run.run(prog, draw_intervals(marginals, lo, hi), queries)
+            g = results[0] if cond is not None else notes["sensitiveAttribute"]
+            pos_t, pos_f, width = _label(model, names, env, n)
+            positive = iv.Bv(pos_t, pos_f, None, width)
+            ng = iv.not_(g)
+            return stack_events([iv.and_(g, positive), iv.and_(g, iv.not_(positive)),
+                                 iv.and_(ng, positive), iv.and_(ng, iv.not_(positive))], n)
+
+        return ModelSetup(marginals, evaluate, [{label: True}, {label: False}], str(population), str(model),
+                          prot or [label])
+    raise PropertyError(f"unsupported population {type(population).__name__}; give a ProductPopulation, "
+                        "a ProgramPopulation or a population program (.fr path or text)")
