@@ -276,3 +276,17 @@ def test_real_keras3_input_scaling_layers_fold_into_the_network(keras, tmp_path)
     for net in (load_model(tmp_path / "n.keras"), load_model(tmp_path / "n.h5"), load_model(model)):
         assert net.layer_sizes == [4, 5, 1]
         assert np.allclose(net.logit(Xraw), p, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_real_keras3_flatten_of_a_matrix_input(keras, tmp_path):
+    model = keras.Sequential([keras.Input((2, 2)), keras.layers.Flatten(), keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(1, activation="sigmoid")])
+    model.save(tmp_path / "m.keras")
+    p = model.predict(X.reshape(-1, 2, 2), verbose=0)[:, 0]
+    for net in (load_model(tmp_path / "m.keras"), load_model(model)):
+        assert net.n_inputs == 4  # row-major flattening, as Keras does
+        assert np.allclose(1 / (1 + np.exp(-net.logit(X))), p, atol=1e-5)
+    bad_model = keras.Sequential([keras.Input((2, 2)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    with pytest.raises(ModelFormatError, match=r"Dense layer on a \[2, 2\]-shaped input \(add a Flatten layer"):
+        load_model(bad_model)

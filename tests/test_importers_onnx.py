@@ -220,3 +220,20 @@ def test_import_check_catches_a_mistranslation(monkeypatch):
     proto = chain([helper.make_node("Gemm", ["b", "W2", "B2"], ["y"])])
     with pytest.raises(ModelFormatError, match="disagrees with the ONNX reference runtime"):
         load_onnx(proto)
+
+
+def test_integer_input_with_cast():
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.DOUBLE),
+             helper.make_node("Gemm", ["xf", "W1", "B1"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Gemm", ["b", "W2", "B2"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N", 1])],
+                              [numpy_helper.from_array(v, k) for k, v in {"W1": W1, "B1": B1, "W2": W2, "B2": B2}.items()])
+    net = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    Xi = np.round(X)
+    assert np.allclose(net.logit(Xi), (relu(Xi @ W1 + B1) @ W2 + B2)[:, 0])
+    nodes[0] = helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.INT32, name="to_int")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["N", 4])],
+                              graph.output, graph.initializer)
+    with pytest.raises(ModelFormatError, match=r"'to_int' \(Cast\): Cast to INT32"):
+        load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))

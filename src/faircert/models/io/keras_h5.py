@@ -70,7 +70,8 @@ def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> Rel
     network = _build({"class_name": kind, "config": config}, weights_of, f"Keras model {model.name!r}")
     X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
     try:
-        outputs = model.predict(X.astype(np.float32), verbose=0)
+        shape = tuple(model.input_shape[1:])  # e.g. (rows, cols) before a Flatten layer
+        outputs = model.predict(X.reshape((len(X),) + shape).astype(np.float32), verbose=0)
     except Exception as exc:
         raise ModelFormatError(f"Keras could not run the model on {network.n_inputs}-wide inputs ({exc})") from None
     check_agreement(network, X, np.asarray(outputs), "Keras")

@@ -25,6 +25,7 @@ from .affine_chain import Op, affine, build_network, check_agreement, diagonal, 
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
 SHAPE_OPS = {"Identity", "Dropout", "Flatten", "Reshape"}
+FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 META = "faircert."
 
 
@@ -38,6 +39,7 @@ def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | No
     network = _Chain(proto.graph, source).network()
     _restore_metadata(network, proto)
     X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
+    X = X if _input_dtype(proto).kind == "f" else np.round(X)  # integer-typed inputs get integer samples
     X, outputs = _reference_outputs(proto, X, source)
     check_agreement(network, X, outputs, "the ONNX reference runtime")
     return network
@@ -158,6 +160,10 @@ class _Chain:
 
     def _ops(self, node: onnx.NodeProto, where: str) -> list[Op]:
         op, attrs = node.op_type, {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if op == "Cast":
+            if attrs.get("to") not in FLOAT_TYPES:
+                raise unsupported(f"Cast to {TensorProto.DataType.Name(attrs.get('to', 0))} (rounding)", where)
+            return []
         if op in SHAPE_OPS:
             self._reshape(node, op, attrs, where)
             return []
@@ -267,8 +273,7 @@ def _reference_outputs(proto: onnx.ModelProto, X: np.ndarray, source: str) -> tu
     graph = proto.graph
     inits = {t.name for t in graph.initializer}
     inp = next(i for i in graph.input if i.name not in inits)
-    ttype = inp.type.tensor_type
-    dtype = helper.tensor_dtype_to_np_dtype(ttype.elem_type) if ttype.elem_type else np.float32
+    ttype, dtype = inp.type.tensor_type, _input_dtype(proto)
     dims = [d.dim_value if d.HasField("dim_value") else -1 for d in ttype.shape.dim]
     per_sample = [d if d > 0 else -1 for d in dims[1:]] or [X.shape[1]]
     try:
@@ -284,6 +289,12 @@ def _reference_outputs(proto: onnx.ModelProto, X: np.ndarray, source: str) -> tu
     except Exception as exc:
         raise ModelFormatError(f"{source}: the ONNX reference runtime cannot run this model ({exc})") from None
     return X, np.asarray(out, dtype=np.float64).reshape(len(X), -1)
+
+
+def _input_dtype(proto: onnx.ModelProto) -> np.dtype:
+    inits = {t.name for t in proto.graph.initializer}
+    elem = next(i for i in proto.graph.input if i.name not in inits).type.tensor_type.elem_type
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem)) if elem else np.dtype(np.float32)
 
 
 def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
