@@ -1,14 +1,14 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
-from .api import group, load_model, verify
+from .api import group, load_model, verify, verify_program
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
-from .results import Counterexample, GroupResult, Result, StatisticalEstimate
+from .results import Counterexample, GroupResult, ProgramResult, Result, StatisticalEstimate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "verify", "group", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
+    "verify", "group", "verify_program", "ProgramResult", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
     "StatisticalEstimate", "GroupResult", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
 ]

@@ -143,3 +143,29 @@ def _names(names: str | Iterable[str] | None) -> list[str]:
     if isinstance(names, str):
         return [n.strip() for n in names.split(",") if n.strip()]
     return [str(n) for n in names]
+
+
+def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
+                   kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
+                   progress: Progress | None = None) -> "ProgramResult":
+    """Group fairness of an annotated decision program (FairSquare's `.fr` language).
+
+    `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
+    P[target | not sensitive, qualified] > 1 - epsilon (`kind="ratio"`), both ways ("parity"), or
+    |P[target | sensitive] - P[target | not sensitive]| < epsilon ("difference").
+    `method="sound"` refines sound probability bounds until decided or `time_limit`;
+    `method="sampling"` runs a sequential test whose verdict is wrong with probability <= `delta`.
+    """
+    from .results import ProgramResult  # noqa: F401  (the return type)
+
+    time_limit = check_time_limit(time_limit)
+    if method == "sound":
+        from .engines.probability_bounds import program_fairness
+
+        return program_fairness(program, epsilon=epsilon, kind=kind, time_limit=time_limit, progress=progress)
+    if method == "sampling":
+        from .engines.sequential import program_fairness_sampled
+
+        return program_fairness_sampled(program, epsilon=epsilon, kind=kind, delta=delta, bound=bound,
+                                        time_limit=time_limit, seed=seed)
+    raise PropertyError(f"unknown method {method!r}; choose 'sound' or 'sampling'")

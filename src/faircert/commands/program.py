@@ -1,0 +1,58 @@
+"""`faircert program`: group fairness of a decision program under its population (FairSquare's .fr)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import positive_float, write_text
+
+
+def _epsilon(text: str) -> float:
+    value = positive_float(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "program", help="group fairness of a probabilistic decision program (.fr)",
+        description="Decide group fairness of an annotated program (FairSquare's language: popModel and "
+                    "decision functions with sensitiveAttribute(...), fairnessTarget(...) and optionally "
+                    "qualified(...)): P[target | sensitive] / P[target | not sensitive] > 1 - epsilon. "
+                    "'sound' refines mathematical lower and upper bounds on every probability until the "
+                    "property is proven or refuted; 'sampling' runs a sequential statistical test with a "
+                    "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.")
+    p.add_argument("file", metavar="FILE.fr", help="the program")
+    p.add_argument("--epsilon", type=_epsilon, default=0.15, help="fair iff the ratio exceeds 1 - epsilon (default 0.15)")
+    p.add_argument("--kind", choices=("ratio", "parity", "difference"), default="ratio",
+                   help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)")
+    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument("--method", choices=("sound", "sampling"), default="sound",
+                   help="sound bounds (default) or a sequential statistical test")
+    p.add_argument("--delta", type=positive_float, default=1e-6,
+                   help="sampling: probability that the verdict is wrong (default 1e-6)")
+    p.add_argument("--bound", choices=("binomial", "hoeffding"), default="binomial",
+                   help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)")
+    p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
+    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--quiet", action="store_true", help="no table on stderr")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import verify_program
+    from ..errors import FaircertError
+    from ..report.program import print_program_result
+
+    if args.delta >= 1:
+        raise FaircertError(f"--delta must lie strictly between 0 and 1, got {args.delta}")
+    result = verify_program(args.file, epsilon=args.epsilon, time_limit=args.time_limit, method=args.method,
+                            kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed)
+    if args.json == "-":
+        print(result.to_json())
+    elif args.json:
+        write_text(args.json, result.to_json() + "\n")
+    if not args.quiet:
+        print_program_result(result)
+    return result.exit_code
