@@ -1,11 +1,9 @@
 """ONNX import (exporter idioms, output semantics, bad input) and export round trips."""
 
-import io
 import sys
 import types
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 

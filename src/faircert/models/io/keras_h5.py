@@ -14,15 +14,24 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import h5py
 import numpy as np
 
 from ...errors import ModelFormatError
 from ..network import ReluNetwork
-from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+from .affine_chain import (
+    Op,
+    affine,
+    build_network,
+    check_agreement,
+    diagonal,
+    sample_inputs,
+    unsupported,
+)
 
 #: Layers that are the identity when a model predicts.
 IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",

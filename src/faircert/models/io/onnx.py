@@ -21,7 +21,15 @@ from onnx.reference import ReferenceEvaluator
 
 from ...errors import ModelFormatError
 from ..network import ReluNetwork
-from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+from .affine_chain import (
+    Op,
+    affine,
+    build_network,
+    check_agreement,
+    diagonal,
+    sample_inputs,
+    unsupported,
+)
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
 SHAPE_OPS = {"Identity", "Dropout", "Flatten", "Reshape"}

@@ -17,7 +17,15 @@ import numpy as np
 
 from ...errors import ModelFormatError
 from ..network import ReluNetwork
-from .affine_chain import Op, affine, build_network, check_agreement, diagonal, sample_inputs, unsupported
+from .affine_chain import (
+    Op,
+    affine,
+    build_network,
+    check_agreement,
+    diagonal,
+    sample_inputs,
+    unsupported,
+)
 
 IDENTITY_MODULES = {"Identity", "Dropout", "AlphaDropout", "Flatten"}
 HOW = ("load it in Python and pass the nn.Sequential to faircert.verify(...), or export it to ONNX "
