@@ -51,6 +51,8 @@ def unsupported(what: str, where: str) -> ModelFormatError:
 
 def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> ReluNetwork:
     """Merge the chain into a ReluNetwork with one output logit (see the module docstring)."""
+    if not any(op.kind in ("affine", "scale") for op in ops):
+        raise ModelFormatError(f"{source}: no affine layer found; faircert reads {SUPPORTED}")
     layers: list[Op] = []
     pending: Op | None = None
     width = n_inputs
@@ -90,8 +92,6 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
             raise AssertionError(op.kind)
     ends_in_relu = pending is None
     if ends_in_relu:
-        if not layers:
-            raise ModelFormatError(f"{source}: no affine layer found; faircert reads {SUPPORTED}")
         pending = layers.pop()
     n_out = pending.weight.shape[0]
     if final is not None and final.kind == "softmax":
