@@ -25,6 +25,9 @@ SUFFIXES = {
 }
 
 
+FRAMEWORKS = ("onnx", "keras", "tensorflow", "tf_keras", "torch", "xgboost", "lightgbm", "sklearn")
+
+
 def load_model(model: Any, trust_pickle: bool = False) -> Any:
     """Return the IR for a path or a framework object; IR objects pass through unchanged."""
     from ..network import ReluNetwork
@@ -75,9 +78,13 @@ def _load_path(path: Path, trust_pickle: bool) -> Any:
 
 
 def _load_object(obj: Any) -> Any:
-    """Framework objects, recognised by the module that defines their class."""
+    """Framework objects, recognised by the modules that define their class and its bases.
+
+    The bases matter: a user's `class Net(torch.nn.Module)` lives in `__main__`.
+    """
+    roots = [(cls.__module__ or "").split(".")[0] for cls in type(obj).__mro__]
+    root = next((r for r in roots if r in FRAMEWORKS), roots[0])
     module = type(obj).__module__ or ""
-    root = module.split(".")[0]
     if root == "onnx":
         from .onnx import load_onnx
 
