@@ -84,7 +84,7 @@ def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray,
                 if left:  # x < t (or x <= t) possible
                     ok &= (lo[:, f] < t) | (le & (lo[:, f] == t) & ~lo_open[:, f])
                 else:  # x >= t (or x > t) possible
-                    ok &= (hi[:, f] > t) | (~le & (hi[:, f] == t) & ~hi_open[:, f])
+                    ok &= (hi[:, f] > t) | ((not le) & (hi[:, f] == t) & ~hi_open[:, f])
             v = tree.value[leaf]
             tmin = np.where(ok, np.minimum(tmin, v), tmin)
             tmax = np.where(ok, np.maximum(tmax, v), tmax)

@@ -26,8 +26,9 @@ _REL = 1e-10
 _ABS = 1e-12
 
 
-def _widen(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    pad = _REL * scale + _ABS
+def _widen(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray, rel: float = _REL,
+           absolute: float = _ABS) -> tuple[np.ndarray, np.ndarray]:
+    pad = rel * scale + absolute
     with np.errstate(invalid="ignore"):
         lo = np.where(np.isfinite(lo), lo - pad, lo)
         hi = np.where(np.isfinite(hi), hi + pad, hi)
@@ -116,8 +117,9 @@ class Step:
         width_h = cum[kh + 1] - cum[kh]
         lo = a[kl] + (ul - cum[kl]) / width_l * (b[kl] - a[kl])
         hi = a[kh] + (uh - cum[kh]) / width_h * (b[kh] - a[kh])
-        lo, _ = _widen(lo, lo, np.abs(a[kl]) + np.abs(b[kl]))
-        _, hi = _widen(hi, hi, np.abs(a[kh]) + np.abs(b[kh]))
+        # a + (u - c) / w * (b - a): a handful of roundings, each below 2^-53 of |a| + |b|
+        lo, _ = _widen(lo, lo, np.abs(a[kl]) + np.abs(b[kl]), 2.0 ** -48, 0.0)
+        _, hi = _widen(hi, hi, np.abs(a[kh]) + np.abs(b[kh]), 2.0 ** -48, 0.0)
         # exactly at a bar edge the value is exactly the edge (the float cumulative sums define the model)
         lo = np.where(ul == cum[kl], a[kl], np.clip(lo, a[kl], b[kl]))
         hi = np.where(uh == cum[kh + 1], b[kh], np.clip(hi, a[kh], b[kh]))

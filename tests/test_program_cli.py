@@ -1,0 +1,60 @@
+"""`faircert program`: exit codes and the JSON keys."""
+
+import json
+
+from faircert.cli import main
+
+SOURCE = """
+def popModel():
+    ethnicity = gaussian(0,100)
+    colRank = gaussian(25,100)
+    yExp = gaussian(10,25)
+    if ethnicity > 10:
+        colRank = colRank + 5
+    sensitiveAttribute(ethnicity > 10)
+
+def F():
+    expRank = yExp - colRank
+    if colRank <= 5:
+        hire = 1
+    elif expRank > -5:
+        hire = 1
+    else:
+        hire = 0
+    fairnessTarget(hire > 0.5)
+"""
+
+
+def test_exit_codes_and_json(tmp_path, capsys):
+    bad = tmp_path / "ex.fr"
+    bad.write_text(SOURCE)
+    good = tmp_path / "fixed.fr"
+    good.write_text(SOURCE.replace("yExp - colRank", "5*yExp - colRank"))
+    out = tmp_path / "r.json"
+    assert main(["program", str(bad), "--epsilon", "0.1", "--json", str(out), "--quiet"]) == 1
+    data = json.loads(out.read_text())
+    for key in ("verdict", "ratio", "probabilities", "epsilon", "method", "guarantee", "elapsed_s"):
+        assert key in data
+    assert data["verdict"] == "unfair" and data["guarantee"] == "sound" and data["epsilon"] == 0.1
+    assert data["ratio"]["low"] <= 0.484 <= data["ratio"]["high"]
+    assert set(data["probabilities"]["sensitive"]) == {"low", "high"}
+    assert main(["program", str(good), "--epsilon", "0.1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["program", str(good), "--epsilon", "0.1", "--method", "sampling", "--json", "-", "--quiet"]) == 0
+    sampled = json.loads(capsys.readouterr().out)
+    assert sampled["method"] == "sampling" and sampled["samples"] > 0
+    # a tiny time limit on a hard question: undecided (2)
+    assert main(["program", str(good), "--epsilon", "0.0515", "--time-limit", "0.05", "--quiet"]) == 2
+
+
+def test_bad_input_exits_3_with_location(tmp_path, capsys):
+    f = tmp_path / "bad.fr"
+    f.write_text("x = gaussian(0, 1)\nfor i in range(3):\n    x = x + 1\n")
+    assert main(["program", str(f)]) == 3
+    assert f"{f}:2:1" in capsys.readouterr().err
+    assert main(["program", str(tmp_path / "missing.fr")]) == 3
+    assert main(["program", str(f), "--epsilon", "1.5"]) == 3
+    g = tmp_path / "noann.fr"
+    g.write_text("x = gaussian(0, 1)\n")
+    assert main(["program", str(g)]) == 3
+    assert "sensitiveAttribute" in capsys.readouterr().err
