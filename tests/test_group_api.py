@@ -233,10 +233,17 @@ def test_gaussian_di_converges_with_bins():
         b = -float(w @ mu.mean(axis=0)) + rng.normal(0, 0.2)
         model = LinearModel.plain(np.r_[w_a, w], b, ["a", "x0", "x1", "x2"])
         want = exact_di(mu, 0.1, w, w_a, b)
+        sd = 0.1 * math.sqrt(float(w @ w))
+        truth = [1 - norm.cdf((-b - w_a * s - w @ mu[s]) / sd) for s in (0, 1)]
         for k in errors:
-            engine = Engine(model, gaussian_population(mu, 0.1, k))
+            pop = gaussian_population(mu, 0.1, k)
+            engine = Engine(model, pop)
             p = [engine.probability({"a": s})[0] for s in (0, 1)]
             errors[k].append(abs(min(p) / max(p) - want))
+            spread = Engine(model, pop, spread_bins=True)  # sound for the (truncated) continuous model
+            for s in (0, 1):
+                lo, hi, _ = spread.probability({"a": s})
+                assert lo - 1e-6 <= truth[s] <= hi + 1e-6
     mean = {k: float(np.mean(v)) for k, v in errors.items()}
     # measured: mean |DI error| 0.13 (5 bins), 0.011 (10, the default), 0.0022 (20), 0.0005 (40): ~ quadratic
     assert mean[10] < 0.02

@@ -92,7 +92,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
-          save_population: str | Path | None = None) -> GroupResult:
+          save_population: str | Path | None = None, bin_bounds: bool = False) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -104,7 +104,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `faircert.engines.probability_bounds.group_bounds(model, population, protected=..., label=...,
     metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
-    `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets).
+    `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets);
+    `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
     """
     from .engines import group_linear as gl
 
@@ -130,7 +131,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         subsets = influence if isinstance(influence, bool) else [_names(s) for s in influence]
         return gl.analyse(ir, pop, metrics=metrics, mediators=mediators, threshold=threshold,
                           gap_thresholds=dict(gap_thresholds or {}), influence=subsets, frame=frame,
-                          model_name=getattr(ir, "source", "") or type(model).__name__, learning_s=learning_s)
+                          model_name=getattr(ir, "source", "") or type(model).__name__, learning_s=learning_s,
+                          bin_bounds=bin_bounds)
     from .engines.probability_bounds import group_bounds
 
     return group_bounds(ir, pop, protected=protected or None, label=label, metrics=metrics, threshold=threshold,

@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the value a bin stands for (default: the mean of its data)")
     p.add_argument("--bins", action="append", metavar="NAME=K|NAME=E1:E2:...",
                    help="bins of one column: a count or explicit edges (needed for a continuous protected attribute)")
+    p.add_argument("--bin-bounds", action="store_true",
+                   help="also bound every probability for any distribution inside the bins (e.g. the continuous data)")
     p.add_argument("--score", choices=("k2", "bic", "bdeu"), default="k2", help="network structure score (default k2)")
     p.add_argument("--max-indegree", type=int, default=3, help="most parents of a network node (default 3)")
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                    influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
                    bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
                    time_limit=args.time_limit, seed=args.seed, trust_pickle=args.trust_pickle,
-                   save_population=args.save_population)
+                   save_population=args.save_population, bin_bounds=args.bin_bounds)
     if args.json == "-":
         print(result.to_json())
     elif args.json:

@@ -10,15 +10,15 @@ import numpy as np
 from ..errors import DataError, PropertyError
 from ..models.linear import ColumnEncoding, LinearModel
 from ..population.discrete import DiscretePopulation
-from ..results import GroupProbability, GroupResult
+from ..results import GroupProbability, GroupResult, _di_interval, _gap_interval
 from .influence import default_subsets, influences
 from .subset_sum import Engine
 
 
 def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
-                        stats: dict | None = None, condition: str = "") -> list[GroupProbability]:
+                        stats: dict | None = None, condition: str = "", spread_bins: bool = False) -> list[GroupProbability]:
     """Exact (or soundly bounded) P[yhat = 1 | group, evidence] for every compound protected group."""
-    engine = Engine(model, pop)
+    engine = Engine(model, pop, spread_bins=spread_bins)
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
@@ -67,8 +67,12 @@ def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulat
 def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[str] = ("di", "sp"),
             mediators: Sequence[str] | None = None, threshold: float = 0.8,
             gap_thresholds: dict[str, float] | None = None, influence: bool | Sequence[Sequence[str]] = False,
-            frame: Any = None, model_name: str = "", learning_s: float = 0.0) -> GroupResult:
-    """Everything `faircert group` reports for a linear model under a discrete population."""
+            frame: Any = None, model_name: str = "", learning_s: float = 0.0, bin_bounds: bool = False) -> GroupResult:
+    """Everything `faircert group` reports for a linear model under a discrete population.
+
+    `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's probability and
+    on DI/SP for ANY distribution inside the bins (same bin probabilities), e.g. the continuous one.
+    """
     start = time.perf_counter()
     stats: dict[str, Any] = {}
     metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
@@ -97,6 +101,11 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         every = default_subsets(pop, model.columns)
         subsets = every if influence is True else [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
         result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats), subsets)
+    if bin_bounds:
+        spread = group_probabilities(model, pop, spread_bins=True)
+        di, sp = _di_interval(spread), _gap_interval("sp", spread)
+        stats["within_bin_bounds"] = {"groups": {g.name: [g.low, g.high] for g in spread},
+                                      "di": [di.low, di.high], "sp": [sp.low, sp.high]}
     if stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start

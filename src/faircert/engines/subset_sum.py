@@ -64,21 +64,31 @@ class Scores:
     strict: bool
     tol: float
     exact: bool
+    #: With `spread_bins`: per binned variable, the least and greatest contribution within each bin.
+    spread: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 @dataclass
 class Engine:
-    """One model under one population; caches component distributions across queries."""
+    """One model under one population; caches component distributions across queries.
+
+    With `spread_bins`, a binned variable may take any value inside its bin (not only the bin's
+    value): the results are then sound bounds for every distribution with the same bin
+    probabilities, e.g. the continuous one the bins were made from.
+    """
 
     model: LinearModel
     population: DiscretePopulation
     max_rows: int = 2_000_000
+    spread_bins: bool = False
     scores: Scores = field(init=False)
     stats: dict[str, Any] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scores = score_tables(self.model, self.population)
+        if self.spread_bins:
+            self.scores.spread = bin_ranges(self.model, self.population)
         self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
                       "max_rows": 0, "components": 0, "bucketed": False}
 
@@ -88,10 +98,12 @@ class Engine:
         relevant = [n for n, c in sc.contrib.items() if np.any(c != 0)] + list(evidence)
         keep = pop._ancestors(relevant)
         fixed = {n: s for n, s in evidence.items() if not pop.variables[n].parents}
-        weight, offset = 1.0, sc.intercept
+        weight, offset, offset_hi = 1.0, sc.intercept, sc.intercept
         for n, s in fixed.items():
             weight *= float(pop.variables[n].cpt[s])
-            offset += float(sc.contrib[n][s])
+            c_lo, c_hi = sc.spread.get(n, (sc.contrib[n], sc.contrib[n]))
+            offset += float(c_lo[s])
+            offset_hi += float(c_hi[s])
         free = [n for n in pop.order() if n in keep and n not in fixed]
         dists = []
         for comp in _components(pop, free):
@@ -105,7 +117,7 @@ class Engine:
         mass = weight * float(np.prod([d.mass for d in dists])) if dists else weight
         if mass <= 0:
             return 0.0, 0.0, 0.0
-        lo, hi = self._tail(dists, offset)
+        lo, hi = self._tail(dists, offset, offset_hi)
         return min(1.0, lo / mass * weight), min(1.0, hi / mass * weight), mass
 
     # ----- one component: expand variables over a frontier ----------------------------------------
@@ -126,8 +138,13 @@ class Engine:
             states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
             c = contrib[name][states]
             probs = (dist.p[:, None] * rows[:, states]).reshape(-1)
-            lo = (dist.lo[:, None] + c[None, :]).reshape(-1)
-            hi = lo if dist.exact else (dist.hi[:, None] + c[None, :]).reshape(-1)
+            if name in self.scores.spread:
+                c_lo, c_hi = (x[states] for x in self.scores.spread[name])
+                lo = (dist.lo[:, None] + c_lo[None, :]).reshape(-1)
+                hi = (dist.hi[:, None] + c_hi[None, :]).reshape(-1)
+            else:
+                lo = (dist.lo[:, None] + c[None, :]).reshape(-1)
+                hi = lo if dist.exact else (dist.hi[:, None] + c[None, :]).reshape(-1)
             codes = np.repeat(codes, len(states), axis=0)
             for p in var.parents:
                 if p in pending_children:
@@ -148,7 +165,7 @@ class Engine:
         return dist
 
     # ----- combining components: P[sum + offset > 0] ----------------------------------------------
-    def _tail(self, dists: list[Dist], offset: float) -> tuple[float, float]:
+    def _tail(self, dists: list[Dist], offset: float, offset_hi: float) -> tuple[float, float]:
         dists = sorted(dists, key=lambda d: d.size)
         while len(dists) > 2:
             a, b = dists[0], dists[1]
@@ -167,7 +184,7 @@ class Engine:
         tol, strict = self.scores.tol, self.scores.strict
         # lower bound: the smallest sums must clear the threshold by the rounding bound
         low = _pair_tail(a.lo, a.p, b.lo, b.p, offset, -tol, strict)
-        high = _pair_tail(a.hi, a.p, b.hi, b.p, offset, tol, strict)
+        high = _pair_tail(a.hi, a.p, b.hi, b.p, offset_hi, tol, strict)
         return low, max(low, high)
 
 
@@ -285,6 +302,19 @@ def score_tables(model: LinearModel, population: DiscretePopulation) -> Scores:
     n_terms = len(contrib) + model.n_features + 8
     tol = 0.0 if exact else 4.0 * n_terms * UNIT * total
     return Scores(contrib, model.intercept, model.strict, tol, exact)
+
+
+def bin_ranges(model: LinearModel, population: DiscretePopulation) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Least and greatest contribution of each bin of each binned variable that the model reads
+    linearly (a numeric encoding is monotone, so the bin's edges attain them)."""
+    out = {}
+    for name, var in population.variables.items():
+        enc = next((e for e in model.encoding if e.column == name), None)
+        if var.edges is None or enc is None or enc.kind != "numeric":
+            continue
+        at_edges = model.contributions(name, list(var.edges))
+        out[name] = (np.minimum(at_edges[:-1], at_edges[1:]), np.maximum(at_edges[:-1], at_edges[1:]))
+    return out
 
 
 def _exact_sums(model: LinearModel, population: DiscretePopulation, contrib: dict[str, np.ndarray]) -> bool:

@@ -1,7 +1,9 @@
 """Turning data columns into finite variables: categories kept, continuous columns binned.
 
 A column of text, booleans, or at most `max_bins` distinct numbers keeps its values (exact). Other
-numeric columns are cut into at most `max_bins` bins, equal-width or quantile; each bin's value is the
+numeric columns are cut into at most `max_bins` bins, equal-width or quantile (where ties collapse
+quantiles, the widest bins are halved until there are `max_bins`; bins without data are dropped);
+each bin's value is the
 mean of the data in it (or its midpoint), and the edges and values are recorded so the result states
 what was used. A protected column is never binned implicitly: pass `bins={name: k or edges}`.
 """
@@ -96,6 +98,10 @@ def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -
             edges = np.linspace(lo, hi, int(spec) + 1)
         else:
             edges = np.unique(np.quantile(x, np.linspace(0, 1, int(spec) + 1)))
+            # heavy ties (a column that is mostly 0) collapse quantiles: split the widest bins in half
+            while lo < hi and len(edges) - 1 < spec:
+                k = int(np.argmax(np.diff(edges)))
+                edges = np.insert(edges, k + 1, 0.5 * (edges[k] + edges[k + 1]))
         edges[0], edges[-1] = lo, hi
         return np.unique(edges) if len(np.unique(edges)) > 1 else np.array([lo, hi])
     edges = np.asarray(sorted(float(e) for e in spec), dtype=np.float64)

@@ -72,5 +72,9 @@ def print_group(result: GroupResult) -> None:
     out.print(f"engine: {result.engine}, {result.elapsed_s:.2f} s"
               + (f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
                  if "engine_s" in result.stats else ""))
+    bounds = result.stats.get("within_bin_bounds")
+    if bounds:
+        out.print(f"for any distribution inside the bins: DI in [{bounds['di'][0]:.4f}, {bounds['di'][1]:.4f}], "
+                  f"SP in [{bounds['sp'][0]:.4f}, {bounds['sp'][1]:.4f}]")
     for note in result.approximations:
         out.print(f"[yellow]approximation:[/] {escape(note)}")
