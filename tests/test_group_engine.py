@@ -143,3 +143,25 @@ def test_within_bin_bounds_contain_every_choice_of_bin_values():
                 assert lo - 1e-12 <= p <= hi + 1e-12
             point = Engine(model, pop).probability(g)[0]
             assert lo <= point <= hi and lo < hi
+
+
+def test_bucketing_inside_a_connected_network_stays_sound():
+    """A chain a -> x0 -> x1 -> ... is one component; its table is bucketed past max_rows."""
+    rng = np.random.default_rng(5)
+    variables = {"a": bern("a")}
+    prev = "a"
+    for i in range(5):
+        card_prev = variables[prev].card
+        variables[f"x{i}"] = Variable(f"x{i}", tuple(rng.normal(size=5)), (), (prev,),
+                                      rng.dirichlet(np.ones(5), card_prev))
+        prev = f"x{i}"
+    pop = DiscretePopulation(variables, ("a",))
+    model = LinearModel.plain(rng.normal(size=6), 0.05, list(variables))
+    small = Engine(model, pop, max_rows=400)
+    exact = Engine(model, pop)
+    for g in pop.groups():
+        want = brute_force(model, pop, g)[0]
+        lo, hi, _ = small.probability(g)
+        assert lo - 1e-12 <= want <= hi + 1e-12 and hi - lo < 0.5
+        assert exact.probability(g)[0] == pytest.approx(want, abs=1e-9)
+    assert small.stats["bucketed"]

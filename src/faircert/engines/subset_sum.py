@@ -89,6 +89,15 @@ class Engine:
         self.scores = score_tables(self.model, self.population)
         if self.spread_bins:
             self.scores.spread = bin_ranges(self.model, self.population)
+            if self.scores.spread:  # edge contributions are not checked for exact sums: bound rounding
+                total = abs(self.model.intercept) + sum(
+                    max(float(np.max(np.abs(c), initial=0.0)),
+                        float(np.max(np.abs(self.scores.spread[n][0]), initial=0.0)) if n in self.scores.spread else 0.0,
+                        float(np.max(np.abs(self.scores.spread[n][1]), initial=0.0)) if n in self.scores.spread else 0.0)
+                    for n, c in self.scores.contrib.items())
+                n_terms = len(self.scores.contrib) + self.model.n_features + 8
+                self.scores.tol = max(self.scores.tol, 4.0 * n_terms * UNIT * total)
+                self.scores.exact = False
         self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
                       "max_rows": 0, "components": 0, "bucketed": False}
 
