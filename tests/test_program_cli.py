@@ -58,3 +58,16 @@ def test_bad_input_exits_3_with_location(tmp_path, capsys):
     g.write_text("x = gaussian(0, 1)\n")
     assert main(["program", str(g)]) == 3
     assert "sensitiveAttribute" in capsys.readouterr().err
+
+
+def test_probability_query(tmp_path, capsys):
+    f = tmp_path / "e31.fr"
+    f.write_text("x1 = gaussian(0, 1)\nx2 = gaussian(0, 1)\n")
+    assert main(["program", str(f), "--probability", "x1 + x2 >= 0", "--json", "-", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    lo, hi = data["probabilities"]["x1 + x2 >= 0"]["low"], data["probabilities"]["x1 + x2 >= 0"]["high"]
+    assert lo <= 0.5 <= hi and hi - lo <= 1e-4
+    assert main(["program", str(f), "--probability", "x1 + x2 >= 0", "--above", "0.49", "--quiet"]) == 0
+    assert main(["program", str(f), "--probability", "x1 + x2 >= 0", "--above", "0.51", "--quiet"]) == 1
+    assert main(["program", str(f), "--probability", "x3 > 0", "--quiet"]) == 3
+    assert main(["program", str(f), "--above", "0.5", "--quiet"]) == 3

@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bound", choices=("binomial", "hoeffding"), default="binomial",
                    help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)")
     p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
+    p.add_argument("--probability", metavar="EXPR",
+                   help="instead of fairness, bound P[EXPR] at the end of the program (e.g. 'x1 + x2 >= 0')")
+    p.add_argument("--above", type=float, metavar="C",
+                   help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)")
+    p.add_argument("--tolerance", type=positive_float, default=1e-4,
+                   help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")
     p.set_defaults(handler=run)
@@ -47,12 +53,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.delta >= 1:
         raise FaircertError(f"--delta must lie strictly between 0 and 1, got {args.delta}")
+    if args.above is not None and args.probability is None:
+        raise FaircertError("--above needs --probability EXPR")
     result = verify_program(args.file, epsilon=args.epsilon, time_limit=args.time_limit, method=args.method,
-                            kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed)
+                            kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed,
+                            query=args.probability, above=args.above, tolerance=args.tolerance)
     if args.json == "-":
         print(result.to_json())
     elif args.json:
         write_text(args.json, result.to_json() + "\n")
     if not args.quiet:
         print_program_result(result)
+    if args.probability is not None and args.above is None:  # nothing to decide: did the bounds get tight?
+        return 0 if not result.stopped else 2
     return result.exit_code

@@ -133,6 +133,11 @@ class ModelSetup:
     protected: list[str]
 
 
+def _model_name(model: Any) -> str:
+    source = getattr(model, "source", "")
+    return f"{type(model).__name__}({source})" if source else type(model).__name__
+
+
 def _feature_names(model: Any) -> list[str]:
     from ..models.linear import LinearModel
 
@@ -230,7 +235,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
                 events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
             return stack_events(events, n)
 
-        return ModelSetup(marginals, evaluate, [g for g, _ in conds], str(population), str(model), prot)
+        return ModelSetup(marginals, evaluate, [g for g, _ in conds], str(population), _model_name(model), prot)
     if isinstance(population, ProgramPopulation):
         population.check_features(names)
         prog = population.program
@@ -258,7 +263,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             return stack_events([iv.and_(g, positive), iv.and_(g, iv.not_(positive)),
                                  iv.and_(ng, positive), iv.and_(ng, iv.not_(positive))], n)
 
-        return ModelSetup(marginals, evaluate, [{label: True}, {label: False}], str(population), str(model),
+        return ModelSetup(marginals, evaluate, [{label: True}, {label: False}], str(population), _model_name(model),
                           prot or [label])
     raise PropertyError(f"unsupported population {type(population).__name__}; give a ProductPopulation, "
                         "a ProgramPopulation or a population program (.fr path or text)")

@@ -102,6 +102,45 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
     return b.low[0], b.high[0]
 
 
+def probability_result(program: str | Program, query: str, above: float | None = None, tolerance: float = 1e-4,
+                       time_limit: float | None = 60.0) -> ProgramResult:
+    """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
+    without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
+    from ..models.program import _uses
+    from ..results import DECISION_TOLERANCE
+
+    prog = load_program(program)
+    expr = parse_expression(query)
+    missing = [n for n in _uses(expr) if n not in prog.defined]
+    if missing:
+        raise PropertyError(f"the query reads {missing}, which the program does not assign on every path")
+    if above is not None and not 0 <= above <= 1:
+        raise PropertyError(f"a probability threshold must lie in [0, 1], got {above}")
+    if not tolerance > 0:
+        raise PropertyError(f"tolerance must be > 0, got {tolerance}")
+    marginals, evaluate = program_evaluator(prog, lambda notes, results: results, [expr])
+    tol, tau = Fraction(tolerance), Fraction(DECISION_TOLERANCE)
+
+    def verdict(lo, hi):
+        if above is not None:
+            if lo[0] > Fraction(above) + tau:
+                return "fair"
+            if hi[0] < Fraction(above) - tau:
+                return "unfair"
+            return None
+        return "tight" if hi[0] - lo[0] <= tol else None
+
+    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit)
+    v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
+    stopped = "" if b.verdict else b.exhausted
+    return ProgramResult(verdict=v, ratio_low=float("nan"), ratio_high=float("nan"),
+                         probabilities={query: (b.low[0], b.high[0])}, epsilon=float("nan"), method="sound",
+                         guarantee="sound", elapsed_s=b.elapsed_s, kind="probability" if above is None else f"probability > {above:g}",
+                         program=prog.source, stopped=stopped,
+                         stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
+                                "random_inputs": prog.n_sites})
+
+
 # ----- any model under a population ----------------------------------------------------------------
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..results import ProgramResult
@@ -13,17 +14,20 @@ def _interval(lo: float, hi: float) -> str:
 
 
 def program_table(result: ProgramResult) -> Table:
-    table = Table(title=f"faircert program: {result.program}", show_header=True, header_style="bold")
+    table = Table(title=escape(f"faircert program: {result.program}"), show_header=True, header_style="bold")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("verdict", f"[{VERDICT_STYLE[result.verdict]}]{result.verdict}[/] ({result.vnncomp})")
-    form = {"ratio": "P[t|s]/P[t|not s] > {t:g}", "parity": "both ratios > {t:g}",
-            "difference": "|P[t|s] - P[t|not s]| < {e:g}"}[result.kind]
-    table.add_row("property", form.format(t=1 - result.epsilon, e=result.epsilon))
-    table.add_row("ratio P[t|s] / P[t|not s]", _interval(result.ratio_low, result.ratio_high))
+    if result.kind.startswith("probability"):
+        table.add_row("property", result.kind)
+    else:
+        form = {"ratio": "P[t|s]/P[t|not s] > {t:g}", "parity": "both ratios > {t:g}",
+                "difference": "|P[t|s] - P[t|not s]| < {e:g}"}[result.kind]
+        table.add_row("property", escape(form.format(t=1 - result.epsilon, e=result.epsilon)))
+        table.add_row(escape("ratio P[t|s] / P[t|not s]"), _interval(result.ratio_low, result.ratio_high))
     for name, (lo, hi) in result.probabilities.items():
-        table.add_row(f"P[{name}]", _interval(lo, hi))
-    table.add_row("method / guarantee", f"{result.method} / {result.guarantee}")
+        table.add_row(escape(f"P[{name}]"), _interval(lo, hi))
+    table.add_row("method / guarantee", escape(f"{result.method} / {result.guarantee}"))
     if result.samples is not None:
         table.add_row("samples", f"{result.samples:,}")
     if result.stopped:
