@@ -151,6 +151,7 @@ def _names(names: str | Iterable[str] | None) -> list[str]:
 
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
+                   query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
                    progress: Progress | None = None) -> "ProgramResult":
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
@@ -159,10 +160,18 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     |P[target | sensitive] - P[target | not sensitive]| < epsilon ("difference").
     `method="sound"` refines sound probability bounds until decided or `time_limit`;
     `method="sampling"` runs a sequential test whose verdict is wrong with probability <= `delta`.
+    With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
+    P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
     """
     from .results import ProgramResult  # noqa: F401  (the return type)
 
     time_limit = check_time_limit(time_limit)
+    if query is not None:
+        if method != "sound":
+            raise PropertyError("a probability query is answered by the sound method only")
+        from .engines.probability_bounds import probability_result
+
+        return probability_result(program, query, above=above, tolerance=tolerance, time_limit=time_limit)
     if method == "sound":
         from .engines.probability_bounds import program_fairness
 

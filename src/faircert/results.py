@@ -462,7 +462,7 @@ class ProgramResult:
             "vnncomp": self.vnncomp,
             "ratio": {"low": _finite(self.ratio_low), "high": _finite(self.ratio_high)},
             "probabilities": {k: {"low": lo, "high": hi} for k, (lo, hi) in self.probabilities.items()},
-            "epsilon": self.epsilon,
+            "epsilon": _finite(self.epsilon),
             "kind": self.kind,
             "method": self.method,
             "guarantee": self.guarantee,
@@ -481,7 +481,8 @@ class ProgramResult:
     def __str__(self) -> str:
         lines = [f"verdict: {self.verdict} ({self.method}, {self.guarantee}, {self.elapsed_s:.2f} s)",
                  f"program: {self.program}",
-                 f"ratio in [{self.ratio_low:.6f}, {self.ratio_high:.6f}]  (fair iff > {1 - self.epsilon:g}, {self.kind})"]
+                 f"ratio in [{self.ratio_low:.6f}, {self.ratio_high:.6f}]  (fair iff > {1 - self.epsilon:g}, {self.kind})"
+                 if not self.kind.startswith("probability") else f"property: {self.kind}"]
         for name, (lo, hi) in self.probabilities.items():
             lines.append(f"  P[{name}] in [{lo:.6f}, {hi:.6f}]")
         if self.samples is not None:
