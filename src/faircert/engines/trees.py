@@ -115,6 +115,7 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     total = float(np.prod(dhi - dlo))
     slo, shi = _slices(prop, dlo, dhi)
     part = partition(nt, slo, shi, c, tol, deadline)
+    part = _resolve_ties(ir, prop, part)
     size = part.size
     certain = ~part.tie
     nonconf = float(size[certain & ~part.confident].sum())
@@ -165,6 +166,31 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
                "regions": int(regions), "terms": int(n_terms), "near_tie_size": float(size[part.tie].sum()),
                "partition_complete": bool(part.complete)}
     return q
+
+
+def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition, limit: int = 2_000_000) -> Partition:
+    """Decide near-tie boxes on integer grids point by point with the model's own arithmetic."""
+    tie = np.nonzero(part.tie)[0]
+    if len(tie) == 0 or not prop.domain.discrete_mask.all():
+        return part
+    sizes = part.size[tie]
+    if sizes.sum() > limit:
+        return part
+    pts, starts = [], []
+    for b in tie:
+        axes = [np.arange(lo, hi) for lo, hi in zip(part.lo[b], part.hi[b])]
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+        pts.append(grid)
+        starts.append(np.full(len(grid), part.start[b]))
+    x = np.concatenate(pts)
+    label = ir.predict(x)
+    conf = ir.confidence(x) > prop.kappa if prop.kappa is not None else np.ones(len(x), dtype=bool)
+    keep = ~part.tie
+    return Partition(np.concatenate([part.lo[keep], x]), np.concatenate([part.hi[keep], x + 1.0]),
+                     np.concatenate([part.start[keep], np.concatenate(starts)]),
+                     np.concatenate([part.label[keep], np.where(label == 1, POS, NEG)]),
+                     np.concatenate([part.confident[keep], conf]), np.zeros(keep.sum() + len(x), dtype=bool),
+                     part.complete, part.pending_size)
 
 
 def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

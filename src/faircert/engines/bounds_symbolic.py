@@ -1,0 +1,196 @@
+"""Sound bounds on the twin networks' logits over batches of input boxes (numpy, float64).
+
+The twins of a box share every free (non-protected) input and differ only in the protected
+values, which are constants; so the first layer is shared and only its bias depends on the twin.
+Two bounds are computed for every (box, twin) row and intersected:
+
+* forward symbolic intervals (ReluVal/Neurify relaxation, the one FairQuant uses), which also give
+  sound pre-activation bounds for every hidden neuron;
+* a backward (CROWN-style) pass for the logit over those pre-activation bounds, choosing each
+  unstable neuron's relaxation by the sign of its back-substituted coefficient.
+
+The intersection is therefore never looser than FairQuant's bounds. The backward pass also gives
+the linear coefficients of the logit bounds in the inputs, used to choose split features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.network import ReluNetwork
+
+
+@dataclass
+class TwinNet:
+    """A network seen from its free features, with one first-layer bias per twin."""
+
+    w1: np.ndarray          # (n1, d) weights of the free inputs
+    b1: np.ndarray          # (T, n1) bias per twin (bias + protected columns @ protected values)
+    weights: list[np.ndarray]  # later layers (n_k, n_{k-1})
+    biases: list[np.ndarray]
+
+    @classmethod
+    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> "TwinNet":
+        w = network.weights[0]
+        b1 = network.biases[0][None, :] + combos @ w[:, protected].T if protected else network.biases[0][None, :]
+        return cls(np.ascontiguousarray(w[:, free]), np.ascontiguousarray(b1),
+                   list(network.weights[1:]), list(network.biases[1:]))
+
+    @property
+    def n_twins(self) -> int:
+        return self.b1.shape[0]
+
+    @property
+    def widths(self) -> list[int]:
+        return [self.w1.shape[0]] + [w.shape[0] for w in self.weights]
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """Concrete logits (n, T) of free points x (n, d) for every twin."""
+        h = (x @ self.w1.T)[:, None, :] + self.b1[None, :, :]
+        for w, b in zip(self.weights, self.biases):
+            np.maximum(h, 0.0, out=h)
+            h = h @ w.T + b
+        return h[..., 0]
+
+
+@dataclass
+class TwinBounds:
+    """Bounds for B boxes x T twins, and each input's weight in the bounds' linear forms."""
+
+    lower: np.ndarray   # (B, T)
+    upper: np.ndarray   # (B, T)
+    sens: np.ndarray    # (B, d): sum over twins of |coefficient| in the lower and upper forms
+    score: np.ndarray   # (B, d): sens x width, how much each feature's range widens the bounds
+    #: Linear forms valid over each box: f >= a[0].x + c[0] and -f >= a[1].x + c[1].
+    form_a: np.ndarray  # (2, B, T, d)
+    form_c: np.ndarray  # (2, B, T)
+
+
+def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max over each row's box of linear forms eq (M, d+1, n) (last row = constant)."""
+    d = mid.shape[1]
+    centre = np.matmul(mid[:, None, :], eq[:, :d, :])[:, 0, :] + eq[:, d, :]
+    spread = np.matmul(rad[:, None, :], np.abs(eq[:, :d, :]))[:, 0, :]
+    return centre - spread, centre + spread
+
+
+def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> TwinBounds:
+    """Sound lower/upper bounds of every twin's logit over each box [lo, hi] (B, d)."""
+    B, d = lo.shape
+    T = net.n_twins
+    mid = (lo + hi) * 0.5
+    rad = (hi - lo) * 0.5
+    # layer 1: exact pre-activation bounds, shared linear form, per-twin constant
+    c1 = mid @ net.w1.T
+    r1 = rad @ np.abs(net.w1).T
+    l = (c1 - r1)[:, None, :] + net.b1[None]          # (B, T, n1)
+    u = (c1 + r1)[:, None, :] + net.b1[None]
+    l = l.reshape(B * T, -1)
+    u = u.reshape(B * T, -1)
+    pre = [(l, u)]
+    midm = np.repeat(mid, T, axis=0)
+    radm = np.repeat(rad, T, axis=0)
+    if net.weights:
+        base = np.empty((B * T, d + 1, l.shape[1]))
+        base[:, :d, :] = net.w1.T[None]
+        base[:, d, :] = np.tile(net.b1, (B, 1))
+        up, low = _relax(base, base, l, u, l, u, inplace=False)
+        del base
+        for k, (w, b) in enumerate(zip(net.weights, net.biases)):
+            c = up + low
+            c *= 0.5
+            r = np.subtract(up, low, out=up)
+            r *= 0.5
+            del low
+            M, rows, n_prev = c.shape
+            c = (c.reshape(-1, n_prev) @ w.T).reshape(M, rows, -1)
+            r = (r.reshape(-1, n_prev) @ np.abs(w).T).reshape(M, rows, -1)
+            c[:, d, :] += b
+            low = c - r
+            up = np.add(c, r, out=c)
+            del c, r
+            l, ul = _conc(low, midm, radm)
+            lu, u = _conc(up, midm, radm)
+            if k == len(net.weights) - 1:
+                f_low, f_up = l[:, 0], u[:, 0]
+            else:
+                pre.append((l, u))
+                up, low = _relax(up, low, l, u, lu, ul)
+    else:
+        f_low, f_up = l[:, 0], u[:, 0]
+    b_low, b_up, coef, const = _backward(net, pre, midm, radm)
+    lower = np.maximum(f_low, b_low).reshape(B, T)
+    upper = np.minimum(f_up, b_up).reshape(B, T)
+    sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
+    return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T))
+
+
+def _relax(up, low, l, u, lu, ul, inplace=True):
+    """Neurify relaxation of ReLU on the two linear forms (as in FairQuant's forward pass).
+
+    l/u: concrete bounds of the lower/upper form's min/max; lu = min of the upper form,
+    ul = max of the lower form.
+    """
+    inactive = u <= 0
+    unstable = (l < 0) & ~inactive
+    chord = unstable & (lu < 0)
+    su = np.ones_like(u)
+    np.divide(u, u - lu, out=su, where=chord)
+    su[inactive] = 0.0
+    ou = np.where(chord, -su * lu, 0.0)
+    sl = np.ones_like(u)
+    lin = unstable & (ul > 0)
+    np.divide(ul, ul - l, out=sl, where=lin)
+    sl[inactive | (unstable & ~lin)] = 0.0
+    d = up.shape[1] - 1
+    if inplace:
+        up *= su[:, None, :]
+        low *= sl[:, None, :]
+    else:
+        up = up * su[:, None, :]
+        low = low * sl[:, None, :]
+    up[:, d, :] += ou
+    return up, low
+
+
+def _backward(net: TwinNet, pre, midm, radm):
+    """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer."""
+    M = midm.shape[0]
+    T = net.n_twins
+    if not net.weights:
+        w = np.broadcast_to(net.w1[0], (M, net.w1.shape[1]))
+        const = np.tile(net.b1[:, 0], M // T)
+        centre = np.einsum("md,md->m", midm, w) + const
+        spread = radm @ np.abs(net.w1[0])
+        return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0),
+                np.concatenate([const, -const]))
+    # rows 0..M-1 bound the logit from below, rows M..2M-1 bound -logit from below
+    lam = np.concatenate([np.broadcast_to(net.weights[-1][0], (M, net.weights[-1].shape[1])),
+                          np.broadcast_to(-net.weights[-1][0], (M, net.weights[-1].shape[1]))])
+    const = np.concatenate([np.full(M, net.biases[-1][0]), np.full(M, -net.biases[-1][0])])
+    layers = [(None, None)] + list(zip(net.weights[:-1], net.biases[:-1]))
+    for k in range(len(pre) - 1, -1, -1):
+        l, u = pre[k]
+        active = l >= 0
+        unstable = (l < 0) & (u > 0)
+        s = active.astype(np.float64)
+        np.divide(u, u - l, out=s, where=unstable)
+        a_low = np.where(unstable, u > -l, active).astype(np.float64)
+        icpt = np.where(unstable, -s * l, 0.0)
+        lam2 = lam.reshape(2, M, -1)
+        neg = lam2 < 0
+        const = const + (np.where(neg, lam2 * icpt, 0.0)).sum(axis=2).reshape(-1)
+        lam = np.where(neg, lam2 * s, lam2 * a_low).reshape(2 * M, -1)
+        if k == 0:
+            const = const + np.einsum("mn,mn->m", lam, np.tile(net.b1, (2 * M // T, 1)))
+            lam = lam @ net.w1
+        else:
+            w, b = layers[k]
+            const = const + lam @ b
+            lam = lam @ w
+    mid2 = np.concatenate([midm, midm])
+    rad2 = np.concatenate([radm, radm])
+    val = np.einsum("md,md->m", lam, mid2) - np.einsum("md,md->m", np.abs(lam), rad2) + const
+    return val[:M], -val[M:], lam, const

@@ -1,0 +1,347 @@
+"""Box refinement: quantified individual fairness of ReLU networks (generalises FairQuant).
+
+The measured space (the free features) is partitioned into boxes. Each round bounds a batch of
+boxes for all twins at once; a box is certified when every twin is provably on the same side
+of 0 over it (over its epsilon-enlargement), falsified when some twin is provably positive and
+another provably non-positive everywhere in it. Boxes with few grid points are enumerated
+exactly. Undecided boxes are searched for counterexamples, the heaviest are split further, and
+proven-unfair boxes are grown around counterexamples. The shares are sound at every moment;
+a stratified sample over the undecided boxes estimates the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Callable
+
+import numpy as np
+
+from ..models.network import ReluNetwork
+from ..properties import IndividualFairness
+from ..results import Counterexample, Result
+from .bounds_symbolic import bound_twins
+from .boxes_exact import exact_boxes, exact_ok
+from .boxes_cuts import cut_boxes
+from .boxes_grow import carve, grow
+from .boxes_pool import Pool
+from .boxes_problem import Problem
+from .boxes_sampling import Sampler, random_points, twin_split
+
+ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
+EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
+CEX_STORE = 20_000           # counterexamples kept for reporting and growth
+GROW_SHARE = 0.2             # at most this share of the time goes into growing unfair boxes
+GROW_BATCH = 64
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """Small batched GEMMs run faster on one BLAS thread than on several."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it BLAS keeps its own setting
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
+                   target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
+                   max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None) -> Result:
+    """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence."""
+    with _one_blas_thread():
+        run = Refinement(network, prop, seed, progress)
+        run.refine(time_limit, target_undecided)
+        return run.result(time_limit, confidence, max_counterexamples)
+
+
+class Refinement:
+    """State of one run: the partition (decided masses + pool of undecided boxes) and evidence."""
+
+    def __init__(self, network: ReluNetwork, prop: IndividualFairness, seed: int,
+                 progress: Callable[[dict], None] | None) -> None:
+        self.t0 = time.perf_counter()
+        self.network, self.prop = network, prop
+        self.pb = pb = Problem.build(network, prop)
+        self.rng = np.random.default_rng(seed)
+        self.progress = progress
+        self.pool = Pool(pb.d)
+        self.stuck_lo, self.stuck_hi = [], []
+        self.cert = 0.0
+        self.fal = 0.0
+        self.cex: dict[bytes, tuple] = {}
+        self.cex_found = 0
+        width = max(pb.twin.widths)
+        self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
+        self.exact_limit = 8 * (pb.d + 1)
+        self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
+        self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
+                          rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
+        self._last_report = 0.0
+
+    # ----- the loop ---------------------------------------------------------------------------
+    def refine(self, time_limit: float | None, target: float) -> None:
+        pb = self.pb
+        deadline = None if time_limit is None else self.t0 + time_limit * 0.93
+        lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
+        if exact_ok(pb, lo, hi, EXACT_POINTS).all():
+            self._exact(lo, hi)
+            lo = hi = None
+        while True:
+            if lo is not None and lo.shape[0]:
+                self._process(lo, hi)
+            self.stats["rounds"] += 1
+            self._report()
+            if len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            k = int(np.clip(len(self.pool) // 8, self.chunk // 2, 4 * self.chunk))
+            plo, phi, _, split = self.pool.pop_heaviest(k)
+            lo, hi = self._split(plo, phi, split)
+        self._report(force=True)
+
+    def undecided_mass(self) -> float:
+        stuck = sum(float(self.pb.mass(a, b).sum()) for a, b in zip(self.stuck_lo, self.stuck_hi))
+        return self.pool.total() + stuck
+
+    def _split(self, lo, hi, split):
+        r = np.arange(lo.shape[0])
+        a, b = lo[r, split], hi[r, split]
+        disc = self.pb.discrete[split]
+        mid = np.where(disc, np.floor((a + b) / 2), (a + b) / 2)
+        left_hi = hi.copy()
+        left_hi[r, split] = mid
+        right_lo = lo.copy()
+        right_lo[r, split] = np.where(disc, mid + 1, mid)
+        return np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+
+    # ----- one batch of new boxes ------------------------------------------------------------
+    def _process(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Decide a batch of new boxes; what stays undecided goes to the pool."""
+        pb = self.pb
+        work = [(lo, hi)]
+        while work:
+            lo, hi = work.pop()
+            ex = exact_ok(pb, lo, hi, self.exact_limit)
+            if ex.any():
+                self._exact(lo[ex], hi[ex])
+                lo, hi = lo[~ex], hi[~ex]
+            for s in range(0, lo.shape[0], self.chunk):
+                work += self._bound_chunk(lo[s:s + self.chunk], hi[s:s + self.chunk])
+
+    def _bound_chunk(self, lo: np.ndarray, hi: np.ndarray) -> list:
+        """Bound boxes; decide them, cut or search the undecided; return pieces to bound next."""
+        pb = self.pb
+        t = time.perf_counter()
+        if pb.has_eps:
+            elo, ehi = pb.enlarge(lo, hi)
+            bd = bound_twins(pb.twin, elo, ehi)
+            own = bound_twins(pb.twin, lo, hi)
+        else:
+            bd = own = bound_twins(pb.twin, lo, hi)
+        self.stats["t_bound"] += time.perf_counter() - t
+        self.stats["boxes_bounded"] += lo.shape[0]
+        mass = pb.mass(lo, hi)
+        fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
+        unfair = np.any(own.lower > pb.tol, axis=1) & np.any(own.upper < -pb.tol, axis=1) & ~fair
+        self.cert += float(mass[fair].sum())
+        self.fal += float(mass[unfair].sum())
+        rows = np.flatnonzero(~(fair | unfair))
+        if not rows.size:
+            return []
+        lo, hi, mass = lo[rows], hi[rows], mass[rows]
+        score = own.sens[rows] * (hi - lo)
+        pending = []
+        if not pb.has_eps:
+            cuts = cut_boxes(own, rows, lo, hi, pb.discrete, pb.tol)
+            if cuts.src.size:
+                m = pb.mass(cuts.lo, cuts.hi)
+                self.cert += float(m[cuts.fair].sum())
+                self.fal += float(m[cuts.unfair].sum())
+                self.stats["cuts"] += int(cuts.cut.sum())
+                rest = ~(cuts.fair | cuts.unfair)
+                pending.append((cuts.lo[rest], cuts.hi[rest]))
+                keep = ~cuts.cut
+                lo, hi, mass, score = lo[keep], hi[keep], mass[keep], score[keep]
+        if lo.shape[0]:
+            carved = self._search(lo, hi, mass)
+            if carved is not None:
+                keep, plo, phi = carved
+                lo, hi, mass, score = lo[keep], hi[keep], mass[keep], score[keep]
+                pending.append((plo, phi))
+            self._push(lo, hi, mass, score)
+        return [p for p in pending if p[0].shape[0]]
+
+    def _push(self, lo, hi, mass, score) -> None:
+        pb = self.pb
+        width = hi - lo
+        can = np.where(pb.discrete, width > 0, width > self.min_real)
+        score = np.where(can, score, -1.0)
+        fallback = np.where(can, width / np.maximum(pb.hi - pb.lo, 1e-300), -1.0)
+        best = np.argmax(score, axis=1)
+        r = np.arange(lo.shape[0])
+        flat = score[r, best] <= 0
+        best[flat] = np.argmax(fallback[flat], axis=1)
+        ok = can.any(axis=1)
+        self.pool.push(lo[ok], hi[ok], mass[ok], best[ok])
+        if (~ok).any():
+            self.stuck_lo.append(lo[~ok])
+            self.stuck_hi.append(hi[~ok])
+
+    # ----- evidence ----------------------------------------------------------------------------
+    def _search(self, lo, hi, mass):
+        """Sample one point per undecided box; grow proven-unfair boxes around what is found.
+
+        Returns (kept-box mask, carved pieces) when some boxes were carved, else None.
+        """
+        pb = self.pb
+        x = random_points(self.rng, lo, hi, pb.discrete)
+        z, bad, a, b = twin_split(pb, x)
+        if not bad.any():
+            return None
+        idx = np.flatnonzero(bad)
+        self._record(x[idx], x[idx], a[idx], b[idx])
+        elapsed = time.perf_counter() - self.t0
+        if self.stats["t_grow"] > GROW_SHARE * elapsed:
+            return None
+        r = idx
+        strong = (z[r, a[r]] > pb.tol) & (z[r, b[r]] < -pb.tol) & (mass[r] > 1)
+        r = r[strong]
+        if not r.size:
+            return None
+        r = r[np.argsort(-mass[r])[:GROW_BATCH]]
+        t = time.perf_counter()
+        glo, ghi, ok = grow(pb, x[r], a[r], b[r], lo[r], hi[r], self.chunk)
+        gm = pb.mass(glo, ghi)
+        use = ok & (gm > 1)
+        self.stats["grow_calls"] += 1
+        self.stats["t_grow"] += time.perf_counter() - t
+        if not use.any():
+            return None
+        r, glo, ghi, gm = r[use], glo[use], ghi[use], gm[use]
+        self.fal += float(gm.sum())
+        self.stats["boxes_grown"] += int(r.size)
+        plo, phi = carve(lo[r], hi[r], glo, ghi, pb.discrete)
+        keep = np.ones(lo.shape[0], dtype=bool)
+        keep[r] = False
+        return keep, plo, phi
+
+    def _record(self, x, xp, a, b) -> None:
+        for i in range(x.shape[0]):
+            key = x[i].tobytes() + xp[i].tobytes()
+            if key not in self.cex:
+                self.cex_found += 1
+                if len(self.cex) < CEX_STORE:
+                    self.cex[key] = (x[i].copy(), xp[i].copy(), int(a[i]), int(b[i]))
+
+    def _exact(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        pb = self.pb
+        t = time.perf_counter()
+        if pb.has_eps:
+            elo, ehi = pb.enlarge(lo, hi)
+            pts = np.prod(ehi - elo + 1, axis=1)
+        else:
+            pts = np.prod(hi - lo + 1, axis=1)
+        if lo.shape[0] == 1 and pts[0] > EXACT_POINTS // 4 and not pb.has_eps:
+            # a whole small domain: enumerate it in slices of its first splittable feature
+            self._exact_slices(lo[0], hi[0])
+        else:
+            start = 0
+            csum = np.cumsum(pts)
+            while start < lo.shape[0]:
+                base = csum[start - 1] if start else 0
+                end = max(start + 1, int(np.searchsorted(csum, base + EXACT_POINTS // 4, side="right")))
+                res = exact_boxes(pb, lo[start:end], hi[start:end])
+                m = pb.mass(lo[start:end], hi[start:end])
+                self.fal += float(res.unfair.sum())
+                self.cert += float((m - res.unfair).sum())
+                self._record(res.cex_x, res.cex_xp, res.cex_a, res.cex_b)
+                start = end
+        self.stats["boxes_exact"] += lo.shape[0]
+        self.stats["points_exact"] += int(pts.sum())
+        self.stats["t_exact"] += time.perf_counter() - t
+
+    def _exact_slices(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        i = int(np.argmax(hi - lo))
+        for v in np.arange(lo[i], hi[i] + 1):
+            a, b = lo.copy(), hi.copy()
+            a[i] = b[i] = v
+            res = exact_boxes(self.pb, a[None], b[None])
+            self.fal += float(res.unfair.sum())
+            self.cert += float(self.pb.mass(a[None], b[None]).sum() - res.unfair.sum())
+            self._record(res.cex_x, res.cex_xp, res.cex_a, res.cex_b)
+
+    # ----- reporting ---------------------------------------------------------------------------
+    def shares(self) -> tuple[float, float, float]:
+        size = self.pb.domain_size
+        und_mass = self.undecided_mass()
+        if und_mass == 0:
+            fal = self.fal / size
+            return (1.0, 0.0, 0.0) if self.fal == 0 else (1.0 - fal, fal, 0.0)
+        cert, fal = self.cert / size, self.fal / size
+        return cert, fal, max(0.0, 1.0 - cert - fal)
+
+    def _report(self, force: bool = False) -> None:
+        if self.progress is None:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last_report < 0.25:
+            return
+        self._last_report = now
+        cert, fal, und = self.shares()
+        self.progress(dict(certified=cert, falsified=fal, undecided=und,
+                           boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"], elapsed=now - self.t0))
+
+    def counterexamples(self, limit: int) -> list[Counterexample]:
+        """Stored counterexamples, re-checked on the real model (pairs it labels differently)."""
+        items = list(self.cex.values())
+        if not items:
+            return []
+        pb = self.pb
+        x = np.array([c[0] for c in items])
+        xp = np.array([c[1] for c in items])
+        a = np.array([c[2] for c in items])
+        b = np.array([c[3] for c in items])
+        X, XP = pb.full(x, a), pb.full(xp, b)
+        o, op = self.network.logit(X), self.network.logit(XP)
+        real = np.flatnonzero((o > 0) != (op > 0))
+        return [Counterexample(X[i].tolist(), XP[i].tolist(), float(o[i]), float(op[i])) for i in real[:limit]]
+
+    def result(self, time_limit: float | None, confidence: float, max_counterexamples: int) -> Result:
+        pb = self.pb
+        cert, fal, und = self.shares()
+        t_refine = time.perf_counter() - self.t0
+        lo, hi, mass = self._undecided_boxes()
+        deadline = None if time_limit is None else self.t0 + time_limit
+        est = Sampler(pb, self.rng, confidence).estimate(lo, hi, mass, fal, deadline, self.chunk)
+        cexs = self.counterexamples(max_counterexamples)
+        if und == 0 and fal == 0 and not cexs:
+            verdict = "fair"
+        elif fal > 0 or cexs:
+            verdict = "unfair"
+        else:
+            verdict = "unknown"
+        elapsed = time.perf_counter() - self.t0
+        st = dict(self.stats)
+        st.update(elapsed_refine_s=t_refine, peak_pool=self.pool.peak, pool=len(self.pool),
+                  twins=pb.n_twins, counterexamples_found=self.cex_found,
+                  boxes_per_s=st["boxes_bounded"] / max(t_refine, 1e-9),
+                  twin_boxes_per_s=st["boxes_bounded"] * pb.n_twins / max(t_refine, 1e-9),
+                  tolerance=pb.tol)
+        dom = self.prop.domain
+        return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
+                      domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,
+                      engine="boxes", model=self.network.source, protected=self.prop.protected_names,
+                      epsilon=self.prop.epsilon_by_name, stats=st, feature_names=dom.names)
+
+    def _undecided_boxes(self):
+        lo, hi, mass = self.pool.arrays()
+        if self.stuck_lo:
+            slo = np.concatenate(self.stuck_lo)
+            shi = np.concatenate(self.stuck_hi)
+            lo, hi = np.concatenate([lo, slo]), np.concatenate([hi, shi])
+            mass = np.concatenate([mass, self.pb.mass(slo, shi)])
+        return lo, hi, mass

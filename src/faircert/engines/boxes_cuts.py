@@ -1,0 +1,108 @@
+"""Cut boxes where their bounds' linear forms change verdict, instead of at the midpoint.
+
+The backward pass gives, for every twin, linear forms valid over the whole box that bound the
+logit from below and above. Along one feature, each form proves the twin positive (or
+non-positive) on a half-line; cutting the box at those points yields slabs whose verdict the same
+forms already prove (fair: all twins on one side; unfair: two twins on opposite sides) and a
+thinner undecided rest. Every slab is re-checked by concretising the forms over it, so a cut can
+only waste work, never claim too much.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds_symbolic import TwinBounds
+
+MIN_GAIN = 0.02  # cut only when the forms decide at least this share of the box along the feature
+
+
+@dataclass
+class Cuts:
+    """Slabs of the cut boxes: their ranges, their source box, and the verdicts already proven."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    src: np.ndarray     # index of the box each slab comes from
+    fair: np.ndarray
+    unfair: np.ndarray
+    cut: np.ndarray     # (U,) which input boxes were cut
+
+
+def _reach(a: np.ndarray, rest: np.ndarray, tol: float):
+    """Thresholds theta with a*x + rest > tol for x > theta (a > 0) or x < theta (a < 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (tol - rest) / a
+
+
+def cut_boxes(bd: TwinBounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray,
+              tol: float) -> Cuts:
+    """Cut boxes `rows` of the bounds `bd` (ranges lo/hi) along their most decisive feature."""
+    a = bd.form_a[:, rows]                      # (2, U, T, d)
+    c = bd.form_c[:, rows]                      # (2, U, T)
+    lo_b, hi_b = lo[None, :, None, :], hi[None, :, None, :]
+    least = np.minimum(a * lo_b, a * hi_b)      # each feature's worst contribution
+    rest = c[..., None] + least.sum(axis=3, keepdims=True) - least   # worst case of the others
+    theta = _reach(a, rest, tol)
+    # proven part of [lo, hi] along each feature for each form and twin, as an interval [s, e]
+    s = np.where(a > 0, np.maximum(theta, lo_b), np.where(a < 0, lo_b, np.where(rest > tol, lo_b, np.inf)))
+    e = np.where(a < 0, np.minimum(theta, hi_b), np.where(a > 0, hi_b, np.where(rest > tol, hi_b, -np.inf)))
+    width = np.maximum(hi - lo, 1e-300)
+    # share of the feature's range where all twins are proven on one side
+    s_all, e_all = s.max(axis=2), e.min(axis=2)                      # (2, U, d)
+    gain = (np.clip(e_all - s_all, 0, None) / width).sum(axis=0)     # (U, d)
+    feat = np.argmax(gain, axis=1)
+    cut = gain[np.arange(len(rows)), feat] >= MIN_GAIN
+    U = int(cut.sum())
+    if U == 0:
+        empty = np.empty((0, lo.shape[1]))
+        return Cuts(empty, empty, np.empty(0, dtype=np.int64), np.empty(0, bool), np.empty(0, bool), cut)
+    idx = np.flatnonzero(cut)
+    f = feat[idx]
+    s_f = s.transpose(1, 3, 0, 2)[idx, f]                             # (U', 2, T)
+    e_f = e.transpose(1, 3, 0, 2)[idx, f]
+    blo, bhi = lo[idx, f], hi[idx, f]
+    disc = discrete[f]
+    # cut points: the ends of every proven interval strictly inside the box; on integers a start
+    # s proves x >= floor(s) + 1 and an end e proves x <= ceil(e) - 1
+    n = len(idx)
+    st = s_f.reshape(n, -1)
+    en = e_f.reshape(n, -1)
+    bst = np.where(disc[:, None], np.floor(st), st)
+    ben = np.where(disc[:, None], np.ceil(en) - 1, en)
+    ok_s = np.isfinite(st) & (st > blo[:, None]) & (bst < bhi[:, None])
+    ok_e = np.isfinite(en) & (en < bhi[:, None]) & (ben >= blo[:, None])
+    bnd = np.concatenate([np.where(ok_s, bst, np.inf), np.where(ok_e, ben, np.inf)], axis=1)
+    bnd.sort(axis=1)
+    dup = np.zeros(bnd.shape, dtype=bool)
+    dup[:, 1:] = bnd[:, 1:] == bnd[:, :-1]
+    bnd[dup] = np.inf
+    bnd.sort(axis=1)
+    step = np.where(disc, 1.0, 0.0)[:, None]
+    starts = np.concatenate([blo[:, None], bnd + step], axis=1)
+    ends = np.concatenate([bnd, bhi[:, None]], axis=1)
+    ends = np.where(np.isfinite(ends), ends, bhi[:, None])
+    valid = np.isfinite(starts) & (starts <= ends)
+    valid[:, 1:] &= np.isfinite(bnd)
+    pi, pj = np.nonzero(valid)
+    src = idx[pi]
+    plo, phi = lo[src].copy(), hi[src].copy()
+    fs = f[pi]
+    r = np.arange(len(pi))
+    plo[r, fs] = starts[pi, pj]
+    phi[r, fs] = ends[pi, pj]
+    # verdicts of each slab from the parent's forms
+    av = bd.form_a[:, rows[src]]                                     # (2, P, T, d)
+    cv = bd.form_c[:, rows[src]]
+    val = cv + np.minimum(av * plo[None, :, None, :], av * phi[None, :, None, :]).sum(axis=3)
+    proven = val > tol                                                # (2, P, T)
+    pos, neg = proven[0], proven[1]
+    fair = pos.all(axis=1) | neg.all(axis=1)
+    unfair = pos.any(axis=1) & neg.any(axis=1) & ~fair
+    # a cut that decides nothing would only repeat itself: drop it
+    useful = np.bincount(src, weights=fair | unfair, minlength=len(rows)) > 0
+    cut &= useful
+    keep = useful[src]
+    return Cuts(plo[keep], phi[keep], src[keep], fair[keep], unfair[keep], cut)
