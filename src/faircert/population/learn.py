@@ -25,8 +25,14 @@ SCORES = {"k2": "k2", "bic": "bic-d", "bdeu": "bdeu"}
 def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str], *, label: str | None = None,
                      kind: str = "independent", max_bins: int = 10, method: str = "quantile",
                      bin_value: str = "mean", bins: Mapping[str, Any] | None = None, score: str = "k2",
-                     max_indegree: int = 3, label_in_network: bool = True) -> DiscretePopulation:
-    """A population over `columns` (protected ones included) learned from the rows of `data`."""
+                     max_indegree: int = 3, label_in_network: bool = True,
+                     structure_bins: int = 10) -> DiscretePopulation:
+    """A population over `columns` (protected ones included) learned from the rows of `data`.
+
+    The network's structure is searched on a coarser view of binned columns (consecutive bins merged
+    down to `structure_bins`), so that many fine bins do not make every edge too costly for the
+    score; the tables are then fitted on the fine bins.
+    """
     if kind not in ("independent", "bayesnet"):
         raise DataError(f"population must be 'independent', 'bayesnet' or a population model, got {kind!r}")
     frame = read_table(data)
@@ -67,7 +73,8 @@ def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str]
             pop.info["label"] = label
     else:
         use = cols if (label and label_in_network) else feature_cols
-        pop = _bayesnet(use, protected, label if (label and label_in_network) else None, score, max_indegree, info)
+        pop = _bayesnet(use, protected, label if (label and label_in_network) else None, score, max_indegree, info,
+                        structure_bins)
         if label and not label_in_network:
             pop.info["label"] = label
     pop.info["learning_s"] = time.perf_counter() - started
@@ -103,19 +110,25 @@ def _independent(cols: list[Column], protected: Sequence[str], info: dict[str, A
 
 
 def _bayesnet(cols: list[Column], protected: Sequence[str], label: str | None, score: str, max_indegree: int,
-              info: dict[str, Any]) -> DiscretePopulation:
+              info: dict[str, Any], structure_bins: int = 10) -> DiscretePopulation:
     if score not in SCORES:
         raise DataError(f"network score must be one of {', '.join(SCORES)}, got {score!r}")
     if not isinstance(max_indegree, (int, np.integer)) or max_indegree < 0:
         raise DataError(f"max in-degree must be an integer >= 0, got {max_indegree!r}")
-    edges = learn_structure(cols, protected, score, int(max_indegree))
+    if not isinstance(structure_bins, (int, np.integer)) or structure_bins < 2:
+        raise DataError(f"structure bins must be an integer >= 2, got {structure_bins!r}")
+    coarse = [Column(c.name, c.states[:structure_bins], c.labels[:structure_bins],
+                     c.codes * structure_bins // len(c.states), c.edges)
+              if c.edges is not None and len(c.states) > structure_bins else c for c in cols]
+    edges = learn_structure(coarse, protected, score, int(max_indegree))
     by_name = {c.name: c for c in cols}
     variables, unseen = {}, 0
     for c in cols:
         parents = [by_name[p] for p, child in edges if child == c.name]
         variables[c.name], k = _variable(c, parents)
         unseen += k
-    info = dict(info, score=score, max_indegree=int(max_indegree), edges=[list(e) for e in edges],
+    info = dict(info, score=score, max_indegree=int(max_indegree), structure_bins=int(structure_bins),
+                edges=[list(e) for e in edges],
                 unseen_parent_configurations=unseen)
     return DiscretePopulation(variables, tuple(protected), label, "bayesnet", {}, info)
 
