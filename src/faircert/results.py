@@ -400,7 +400,10 @@ def _di_interval(groups: list[GroupProbability]) -> MetricInterval:
     low = min(low, high)
     bottom = min(groups, key=lambda g: g.value)
     top = max(groups, key=lambda g: g.value)
-    return MetricInterval("di", low, high, detail=f"min {bottom.name} / max {top.name}")
+    detail = f"min {bottom.name} / max {top.name}"
+    if max_hi == 0:
+        detail = "no group ever gets the positive decision; DI taken as 1 (no disparity)"
+    return MetricInterval("di", low, high, detail=detail)
 
 
 def _gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -> MetricInterval:

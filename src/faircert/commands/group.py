@@ -96,8 +96,10 @@ def _load(path: str, trust_pickle: bool):
     if path.lower().endswith((".pkl", ".pickle", ".joblib")):
         if not trust_pickle:
             raise FaircertError(f"{path}: loading a pickle runs code from the file; pass --trust-pickle if you trust it")
-        import joblib
-
+        try:
+            import joblib
+        except ImportError:
+            raise FaircertError("reading a pickled scikit-learn model needs scikit-learn (pip install 'faircert[sklearn]')") from None
         try:
             return joblib.load(path)
         except Exception as exc:  # any unpickling failure is bad input
