@@ -168,3 +168,16 @@ def test_open_ends_decide_bar_edges_but_atoms_stay_closed():
     assert bool(c.may_true) and bool(c.may_false)
     # an exact constant equal to the threshold is never "less"
     assert bool(iv.compare("<", iv.const(1.0), iv.const(1.0)).false)
+
+
+def test_underflow_and_overflow_never_lose_soundness():
+    tiny = iv.Iv(np.float64(1e-200), np.float64(1e-200), np.bool_(False), np.bool_(False), None)
+    p = iv.mul(tiny, tiny)  # the true product 1e-400 underflows to 0 in float64
+    assert p.hi > 0 and p.lo <= 0
+    big = iv.Iv(np.float64(1e200), np.float64(1e200), np.bool_(False), np.bool_(False), None)
+    q = iv.mul(big, big)  # 1e400 overflows: the lower end must stay finite
+    assert np.isfinite(q.lo) and q.hi == np.inf
+    r = iv.div(iv.const(1.0), iv.Iv(np.float64(1e-320), np.float64(1e-320), np.bool_(False), np.bool_(False), None))
+    assert np.isfinite(r.lo)
+    s = iv.add(big, iv.const(1.7e308))
+    assert np.isfinite(s.lo)

@@ -58,13 +58,15 @@ def const(value: float) -> Iv:
 
 
 def _down(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    out = np.where(exact, s, np.nextafter(s, -_INF))
+    with np.errstate(over="ignore"):
+        out = np.where(exact, s, np.nextafter(s, -_INF))
     out = np.where(np.isnan(out), -_INF, out)
     return np.where(out == _INF, _MAXF, out)
 
 
 def _up(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    out = np.where(exact, s, np.nextafter(s, _INF))
+    with np.errstate(over="ignore"):
+        out = np.where(exact, s, np.nextafter(s, _INF))
     out = np.where(np.isnan(out), _INF, out)
     return np.where(out == -_INF, -_MAXF, out)
 
@@ -97,29 +99,39 @@ def sub(a: Iv, b: Iv) -> Iv:
 
 
 def _prod(x, y):
+    """(rounded-down, rounded-up, exact) products of interval ends; 0 * inf is 0 here (an exact zero
+    times an unbounded end), and only products with an exact zero or infinite factor are exact."""
     with np.errstate(invalid="ignore", over="ignore"):
         p = x * y
-    # 0 * inf is 0 here: an unbounded end times an exact zero is zero
-    return np.where(np.isnan(p), 0.0, p)
+    p = np.where(np.isnan(p), 0.0, p)
+    exact = (x == 0) | (y == 0) | np.isinf(x) | np.isinf(y)
+    with np.errstate(over="ignore"):
+        down = np.where(exact, p, np.nextafter(p, -_INF))
+        up = np.where(exact, p, np.nextafter(p, _INF))
+    return down, up, exact
 
 
 def mul(a: Iv, b: Iv) -> Iv:
     ps = [_prod(a.lo, b.lo), _prod(a.lo, b.hi), _prod(a.hi, b.lo), _prod(a.hi, b.hi)]
-    lo = np.minimum(np.minimum(ps[0], ps[1]), np.minimum(ps[2], ps[3]))
-    hi = np.maximum(np.maximum(ps[0], ps[1]), np.maximum(ps[2], ps[3]))
-    lo_exact = (lo == 0) | np.isinf(lo)
-    hi_exact = (hi == 0) | np.isinf(hi)
-    lo2, hi2 = _down(lo, lo_exact), _up(hi, hi_exact)
-    # a rounded end is strict (never reached); exact zeros and products of reached ends stay closed
-    return Iv(lo2, hi2, ~lo_exact | (lo2 == -_INF), ~hi_exact | (hi2 == _INF), _or(a.dep, b.dep), a.ws + b.ws)
+    lo = np.minimum(np.minimum(ps[0][0], ps[1][0]), np.minimum(ps[2][0], ps[3][0]))
+    hi = np.maximum(np.maximum(ps[0][1], ps[1][1]), np.maximum(ps[2][1], ps[3][1]))
+    # an end is closed only where an exact product attains it (rounded ends are never reached)
+    lo_closed = np.zeros(np.shape(lo), dtype=bool)
+    hi_closed = np.zeros(np.shape(hi), dtype=bool)
+    for down, up, exact in ps:
+        lo_closed |= exact & (down == lo)
+        hi_closed |= exact & (up == hi)
+    lo = np.where(lo == _INF, _MAXF, lo)
+    hi = np.where(hi == -_INF, -_MAXF, hi)
+    return Iv(lo, hi, ~lo_closed, ~hi_closed, _or(a.dep, b.dep), a.ws + b.ws)
 
 
 def div(a: Iv, b: Iv) -> Iv:
     has_zero = (b.lo <= 0) & (b.hi >= 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rl = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.hi))
         rh = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.lo))
-    inv = Iv(_down(rl, np.isinf(rl)), _up(rh, np.isinf(rh)), np.bool_(True), np.bool_(True), b.dep, b.ws)
+    inv = Iv(_down(rl, False), _up(rh, False), np.bool_(True), np.bool_(True), b.dep, b.ws)
     q = mul(a, inv)
     lo = np.where(has_zero, -_INF, q.lo)
     hi = np.where(has_zero, _INF, q.hi)
