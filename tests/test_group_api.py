@@ -269,3 +269,18 @@ def test_cli_group(tmp_path, frame, capsys):
     assert main(["group", str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "nope"]) == 3
     assert main(["group", *args, "--bins", "age"]) == 3
     assert "continuous" in capsys.readouterr().err
+
+
+def test_cli_pickled_pipeline_needs_trust(tmp_path, frame, pipeline):
+    import joblib
+
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    joblib.dump(pipeline, tmp_path / "m.joblib")
+    args = ["group", str(tmp_path / "m.joblib"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--quiet",
+            "--json", str(tmp_path / "o.json")]
+    assert main(args) == 3
+    code = main(args + ["--trust-pickle"])
+    out = json.loads((tmp_path / "o.json").read_text())
+    want = faircert.group(pipeline, frame, protected="sex")
+    assert out["by_group"] == pytest.approx(want.by_group, abs=1e-12)
+    assert code == want.exit_code
