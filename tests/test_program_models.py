@@ -83,3 +83,15 @@ def test_bad_inputs_are_reported():
         group_bounds(model, POP, protected="s")
     with pytest.raises(PropertyError, match="continuous"):
         group_bounds(LinearModel.plain([1.0, 1.0, 1.0], 0.0, ["a", "s", "b"]), POP, protected="a")
+
+
+def test_sampled_group_rates_agree_with_exact_values():
+    from faircert.engines.sequential import group_sampled
+
+    model = LinearModel.plain([1.0, -0.6, 0.5], -0.4, ["a", "s", "b"])
+    r = group_sampled(model, POP, protected="s", delta=1e-6, time_limit=20)
+    exact = {s: _exact_linear(1.0, -0.6, 0.5, -0.4, s) for s in (0, 1)}
+    for g in r.groups:
+        assert g.low <= exact[int(g.group["s"])] <= g.high
+    assert r.verdict == ("fair" if exact[1] / exact[0] >= 0.8 else "unfair")
+    assert "P[wrong verdict] <= 1e-06" in r.approximations[0] and r.stats["samples"] > 0

@@ -121,3 +121,104 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
                          probabilities=summary(out.low, out.high), epsilon=spec.epsilon, method="sampling",
                          guarantee=out.guarantee, elapsed_s=out.elapsed_s, samples=out.samples, kind=spec.kind,
                          program=prog.source, stopped=out.stopped, stats={"delta": delta, "bound": bound})
+
+
+def _point_label(model, names: list[str], values: dict) -> np.ndarray:
+    from ..models.linear import LinearModel
+
+    if isinstance(model, LinearModel):
+        return model.predict({n: values[n] for n in names}).astype(bool)
+    X = np.stack([np.asarray(values[n], dtype=np.float64) for n in names], axis=1)
+    return model.predict(X).astype(bool)
+
+
+def group_sampled(model, population, protected=None, threshold: float = 0.8, delta: float = 1e-6,
+                  bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0,
+                  gap_thresholds: dict | None = None, label: str | None = None):
+    """Per-group positive rates and DI/SP of any model under a product or program population, decided
+    by the sequential test: a GroupResult whose verdict is wrong with probability <= delta."""
+    from ..models.program import Program, parse_expression
+    from ..population.continuous import Discrete, ProductPopulation, Step
+    from ..population.program import ProgramPopulation
+    from ..results import GroupProbability, GroupResult
+    from .prob_interp import POINT, Interpreter
+    from .prob_models import _feature_names, _model_name, _protected_list
+
+    start = time.perf_counter()
+    if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
+        population = ProgramPopulation.load(population)
+    names = _feature_names(model)
+    prot = _protected_list(protected)
+    gap_thresholds = dict(gap_thresholds or {})
+    if isinstance(population, ProductPopulation):
+        if any(n not in population.names for n in names) and len(names) == len(population.names):
+            names = list(population.names)
+        if not prot:
+            raise PropertyError("name the protected feature(s) (protected=...) for a product population")
+        cats = []
+        for p in prot:
+            if p not in population.names:
+                raise PropertyError(f"protected feature {p!r} is not in the population ({', '.join(population.names)})")
+            m = population.marginals[population.names.index(p)]
+            if isinstance(m, Discrete):
+                cats.append([(float(v), lambda x, v=v: x == v) for v in m._v])
+            elif isinstance(m, Step):
+                cats.append([(f"[{a:g},{b:g})", lambda x, a=a, b=b: (x >= a) & (x < b)) for a, b in zip(m._a, m._b)])
+            else:
+                raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
+        import itertools
+
+        combos = list(itertools.product(*cats))
+        groups = [{p: v for p, (v, _) in zip(prot, c)} for c in combos]
+
+        def sample(rng, n):
+            values = population.sample(rng, n)
+            pos = _point_label(model, names, values)
+            cols = []
+            for c in combos:
+                g = np.ones(n, dtype=bool)
+                for p, (_, f) in zip(prot, c):
+                    g &= f(values[p])
+                cols += [g & pos, g & ~pos]
+            return np.stack(cols, axis=1)
+    elif isinstance(population, ProgramPopulation):
+        population.check_features(names)
+        cond = parse_expression(prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)) if prot else None
+        if cond is None:
+            population.program.require("sensitiveAttribute")
+        title = (prot[0] if len(prot) == 1 else " and ".join(prot)) if prot else "sensitiveAttribute"
+        groups = [{title: True}, {title: False}]
+        run = Interpreter(POINT)
+        marginals = population.marginals
+
+        def sample(rng, n):
+            notes, results, env = run.run(population.program, [m.sample(rng, n) for m in marginals],
+                                          [cond] if cond is not None else [])
+            g = np.broadcast_to(results[0] if cond is not None else notes["sensitiveAttribute"], (n,))
+            pos = _point_label(model, names, {k: np.broadcast_to(v, (n,)) for k, v in env.items()})
+            return np.stack([g & pos, g & ~pos, ~g & pos, ~g & ~pos], axis=1)
+    else:
+        raise PropertyError(f"unsupported population {type(population).__name__}")
+
+    k = len(groups)
+
+    def build(lo, hi, **extra):
+        from .prob_fairness import _cond
+
+        out = []
+        for i, name in enumerate(groups):
+            p = _cond(*(float(x) for x in (lo[2 * i], hi[2 * i], lo[2 * i + 1], hi[2 * i + 1])))
+            out.append(GroupProbability(name, float(p[0]), float(p[1]), float(lo[2 * i] + lo[2 * i + 1]),
+                                        float(min(1.0, hi[2 * i] + hi[2 * i + 1]))))
+        return GroupResult.build(out, threshold=threshold, gap_thresholds=gap_thresholds, **extra)
+
+    def decide(lo, hi):
+        v = build(lo, hi, engine="sequential-sampling", population="").verdict
+        return None if v == "unknown" else v
+
+    out = sequential_test(sample, 2 * k, decide, delta=delta, bound=bound, time_limit=time_limit, seed=seed)
+    res = build(out.low, out.high, engine="sequential-sampling", population=str(population),
+                elapsed_s=time.perf_counter() - start, model=_model_name(model), protected=prot or list(groups[0]),
+                label=label, approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
+                stats={"samples": out.samples, "delta": delta, "bound": bound, "stopped": out.stopped})
+    return res
