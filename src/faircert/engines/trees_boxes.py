@@ -63,6 +63,12 @@ class NormalisedTrees:
     c_upper: np.ndarray            # True: x < b ; False: x >= b
     val: np.ndarray                # all leaves: scaled value
     offset: float
+    node_feat: np.ndarray          # all trees' nodes, concatenated: split feature
+    node_bound: np.ndarray         # normalised boundary (left iff x < b)
+    node_left: np.ndarray          # global index of the left child, -1 at leaves
+    node_right: np.ndarray
+    roots: np.ndarray              # global index of each tree's root
+    depth: int
 
     @property
     def n_trees(self) -> int:
@@ -73,10 +79,15 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
     n = ens.n_features
     dlo, dhi = domain_box(domain)
     leaf_lo, leaf_hi, leaf_val, cons = [], [], [], []
+    nf, nb, nl, nr, roots, base = [], [], [], [], [], 0
     for t in ens.trees:
         inner = ~t.is_leaf
         bounds = np.zeros(len(t.feature))
         bounds[inner] = split_boundaries(ens, domain, t.feature[inner], t.threshold[inner])
+        nf.append(t.feature); nb.append(bounds)
+        nl.append(np.where(inner, t.left + base, -1)); nr.append(np.where(inner, t.right + base, -1))
+        roots.append(base)
+        base += len(t.feature)
         los, his, vals = [], [], []
         stack = [(0, [])]
         while stack:
@@ -110,7 +121,8 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
     start = np.cumsum([0] + [len(v) for v in leaf_val])
     offset = ens.margin_view(None)[0]
     return NormalisedTrees(leaf_lo, leaf_hi, leaf_val, start, c_feat, c_bound, c_upper,
-                           np.concatenate(leaf_val), offset)
+                           np.concatenate(leaf_val), offset, np.concatenate(nf), np.concatenate(nb),
+                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth)
 
 
 def suffix_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,6 +140,31 @@ def suffix_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, first: in
     vmin = np.minimum.reduceat(np.where(ok, val, np.inf), seg, axis=1).sum(axis=1)
     vmax = np.maximum.reduceat(np.where(ok, val, -np.inf), seg, axis=1).sum(axis=1)
     return vmin, vmax
+
+
+def tree_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max leaf value of every tree reachable from each box (boxes x trees)."""
+    ok = np.where(nt.c_upper, lo[:, nt.c_feat] < nt.c_bound, hi[:, nt.c_feat] > nt.c_bound).all(axis=2)
+    seg = nt.start[:-1]
+    vmin = np.minimum.reduceat(np.where(ok, nt.val, np.inf), seg, axis=1)
+    vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), seg, axis=1)
+    return vmin, vmax
+
+
+def split_choice(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(feature, boundary) of the first node of `tree` whose boundary cuts each box."""
+    node = nt.roots[tree].copy()
+    found = np.zeros(len(lo), dtype=bool)
+    rows = np.arange(len(lo))
+    for _ in range(nt.depth + 1):
+        leaf = nt.node_left[node] < 0
+        f = nt.node_feat[node]
+        b = nt.node_bound[node]
+        inside = ~leaf & (lo[rows, f] < b) & (hi[rows, f] > b)
+        found |= inside
+        go_left = hi[rows, f] <= b
+        node = np.where(found | leaf, node, np.where(go_left, nt.node_left[node], nt.node_right[node]))
+    return nt.node_feat[node], nt.node_bound[node]
 
 
 @dataclass
@@ -149,24 +186,26 @@ class Partition:
 
 
 def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
-              deadline: float = np.inf, chunk: int = 4096, on_boxes=None) -> Partition:
-    """Split the start boxes tree by tree until label (and confidence) are constant on every box.
+              deadline: float = np.inf, chunk: int = 2048, on_boxes=None) -> Partition:
+    """Split the start boxes until label (and confidence) are constant on every box.
 
-    Pruning: a box stops as soon as the partial sum plus the reachable range of the remaining
-    trees decides the label (margin > 0 or <= 0) and the confidence (|margin| > c or not), with
-    `tol` of slack; boxes whose exact margin is within `tol` of a threshold are flagged `tie`.
+    A box is settled as soon as the sum over trees of the reachable leaf range decides the label
+    (margin > 0 or <= 0) and the confidence (|margin| > c or not), with `tol` of slack. Otherwise
+    it is cut in two at the first cutting node of the tree with the widest reachable range, so
+    boxes are refined only where the decision is still open. Boxes whose exact margin is within
+    `tol` of a threshold are flagged `tie`.
     """
     out_lo, out_hi, out_start, out_label, out_conf, out_tie = [], [], [], [], [], []
-    stack = [(lo0.copy(), hi0.copy(), np.arange(len(lo0)), np.full(len(lo0), nt.offset), 0)]
+    stack = [(lo0.copy(), hi0.copy(), np.arange(len(lo0)))]
     complete, pending = True, 0.0
     while stack:
-        lo, hi, st, acc, j = stack.pop()
+        lo, hi, st = stack.pop()
         if time.monotonic() > deadline:
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
             continue
-        vmin, vmax = suffix_bounds(nt, lo, hi, j)
-        mlo, mhi = acc + vmin, acc + vmax
+        vmin, vmax = tree_bounds(nt, lo, hi)
+        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
         pos = mlo > tol
         neg = mhi < -tol
         if c is None:
@@ -177,31 +216,30 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             conf_no = (mlo > -c + tol) & (mhi < c - tol)
             conf_known = conf_yes | conf_no
             conf = conf_yes
-        done = (pos | neg) & conf_known
-        if j >= nt.n_trees:
-            done = np.ones(len(lo), dtype=bool)
+        spread = vmax - vmin
+        exact = spread.max(axis=1) <= 0
+        decided = (pos | neg) & conf_known
+        done = decided | exact
         if done.any():
             d = done
             out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
             out_label.append(np.where(pos[d], POS, NEG)); out_conf.append(conf[d])
-            out_tie.append(~((pos | neg) & conf_known)[d])
+            out_tie.append(~decided[d])
             if on_boxes is not None:
                 on_boxes(int(d.sum()))
         keep = ~done
-        lo, hi, st, acc = lo[keep], hi[keep], st[keep], acc[keep]
-        if len(lo) == 0:
+        if not keep.any():
             continue
-        # expand by the leaves of tree j
-        llo, lhi, lval = nt.leaf_lo[j], nt.leaf_hi[j], nt.leaf_val[j]
-        nlo = np.maximum(lo[:, None, :], llo[None])
-        nhi = np.minimum(hi[:, None, :], lhi[None])
-        ok = np.all(nlo < nhi, axis=2)
-        bi, li = np.nonzero(ok)
-        nlo, nhi = nlo[bi, li], nhi[bi, li]
-        nst, nacc = st[bi], acc[bi] + lval[li]
-        for k in range(0, len(bi), chunk)[::-1]:
+        lo, hi, st = lo[keep], hi[keep], st[keep]
+        tree = np.argmax(spread[keep], axis=1)
+        f, b = split_choice(nt, lo, hi, tree)
+        rows = np.arange(len(lo))
+        left_hi = hi.copy(); left_hi[rows, f] = b
+        right_lo = lo.copy(); right_lo[rows, f] = b
+        nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi]); nst = np.concatenate([st, st])
+        for k in range(0, len(nlo), chunk)[::-1]:
             sl = slice(k, k + chunk)
-            stack.append((nlo[sl], nhi[sl], nst[sl], nacc[sl], j + 1))
+            stack.append((nlo[sl], nhi[sl], nst[sl]))
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
     n = lo0.shape[1]
     return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),

@@ -127,8 +127,11 @@ class TreeEnsemble:
     def score(self, X: np.ndarray) -> np.ndarray:
         """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
         leaves = self.leaf_values(X)
-        if self.sum_float32:
-            s = np.float32(self.base_score) + np.sum(leaves.astype(np.float32), axis=1, dtype=np.float32)
+        if self.sum_float32:  # XGBoost: base margin, then one float32 addition per tree, in order
+            leaves = leaves.astype(np.float32)
+            s = np.full(len(leaves), np.float32(self.base_score), dtype=np.float32)
+            for j in range(leaves.shape[1]):
+                s = s + leaves[:, j]
             return s.astype(np.float64) * self.scale
         return self.base_score + self.scale * leaves.sum(axis=1)
 

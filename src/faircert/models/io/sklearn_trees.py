@@ -1,0 +1,70 @@
+"""scikit-learn tree classifiers -> TreeEnsemble (binary classification only).
+
+scikit-learn rounds inputs to float32 and sends x left iff x <= threshold. Decision trees and
+forests predict the (mean) class-1 probability of the leaves (identity link, scale 1/m);
+gradient boosting adds learning_rate * leaf values to the initial log-odds (sigmoid link).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...errors import ModelFormatError
+from ..trees import Tree, TreeEnsemble
+
+FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
+
+
+def _tree(tree_: Any, value: np.ndarray) -> Tree:
+    left = np.asarray(tree_.children_left, dtype=np.int64)
+    right = np.asarray(tree_.children_right, dtype=np.int64)
+    leaf = left < 0
+    return Tree(np.where(leaf, 0, tree_.feature), np.where(leaf, 0.0, tree_.threshold), np.where(leaf, -1, left),
+                np.where(leaf, -1, right), np.where(leaf, value, 0.0))
+
+
+def _class_one_probability(tree_: Any) -> np.ndarray:
+    v = np.asarray(tree_.value, dtype=np.float64)[:, 0, :]
+    total = v.sum(axis=1)
+    return np.divide(v[:, 1], total, out=np.zeros_like(total), where=total > 0)
+
+
+def _check_binary(est: Any) -> None:
+    classes = getattr(est, "classes_", None)
+    if classes is None:
+        raise ModelFormatError(f"{type(est).__name__} is not fitted")
+    if len(classes) != 2:
+        raise ModelFormatError(f"only binary classifiers are supported; this model has {len(classes)} classes")
+    if getattr(est, "n_outputs_", 1) != 1:
+        raise ModelFormatError("multi-output classifiers are not supported")
+
+
+def load_sklearn_trees(est: Any) -> TreeEnsemble:
+    name = type(est).__name__
+    _check_binary(est)
+    n = int(est.n_features_in_)
+    names = [str(c) for c in est.feature_names_in_] if hasattr(est, "feature_names_in_") else None
+    if name == "DecisionTreeClassifier":
+        trees = [_tree(est.tree_, _class_one_probability(est.tree_))]
+        return TreeEnsemble(trees, n, split="<=", input_float32=True, base_score=0.0, scale=1.0, link="identity",
+                            feature_names=names, source=name, meta={"framework": "sklearn"})
+    if name in FORESTS:
+        trees = [_tree(t.tree_, _class_one_probability(t.tree_)) for t in est.estimators_]
+        return TreeEnsemble(trees, n, split="<=", input_float32=True, base_score=0.0, scale=1.0 / len(trees),
+                            link="identity", feature_names=names, source=name, meta={"framework": "sklearn"})
+    if name == "GradientBoostingClassifier":
+        loss = getattr(est, "loss", "log_loss")
+        factor = {"log_loss": 1.0, "deviance": 1.0, "exponential": 2.0}.get(loss)
+        if factor is None:
+            raise ModelFormatError(f"GradientBoostingClassifier loss {loss!r} is not supported")
+        base = float(est._raw_predict_init(np.zeros((1, n), dtype=np.float32))[0, 0])
+        if not math.isfinite(base):
+            raise ModelFormatError("GradientBoostingClassifier has a non-finite initial prediction")
+        trees = [_tree(t.tree_, np.asarray(t.tree_.value, dtype=np.float64)[:, 0, 0]) for t in est.estimators_[:, 0]]
+        return TreeEnsemble(trees, n, split="<=", input_float32=True, base_score=factor * base,
+                            scale=factor * float(est.learning_rate), link="sigmoid", feature_names=names, source=name,
+                            meta={"framework": "sklearn", "loss": loss})
+    raise ModelFormatError(f"unsupported scikit-learn tree model {name}")
