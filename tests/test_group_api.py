@@ -235,11 +235,11 @@ def test_gaussian_di_converges_with_bins():
         want = exact_di(mu, 0.1, w, w_a, b)
         sd = 0.1 * math.sqrt(float(w @ w))
         truth = [1 - norm.cdf((-b - w_a * s - w @ mu[s]) / sd) for s in (0, 1)]
-        for k in errors:
+        for k, err in errors.items():
             pop = gaussian_population(mu, 0.1, k)
             engine = Engine(model, pop)
             p = [engine.probability({"a": s})[0] for s in (0, 1)]
-            errors[k].append(abs(min(p) / max(p) - want))
+            err.append(abs(min(p) / max(p) - want))
             spread = Engine(model, pop, spread_bins=True)  # sound for the (truncated) continuous model
             for s in (0, 1):
                 lo, hi, _ = spread.probability({"a": s})

@@ -102,7 +102,7 @@ def _load(path: str, trust_pickle: bool):
             raise FaircertError("reading a pickled scikit-learn model needs scikit-learn (pip install 'faircert[sklearn]')") from None
         try:
             return joblib.load(path)
-        except Exception as exc:  # any unpickling failure is bad input
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
             raise FaircertError(f"{path}: cannot unpickle: {exc}") from None
     return path
 

@@ -8,7 +8,7 @@ The sign is the paper's: base minus perturbed.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

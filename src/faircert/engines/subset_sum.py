@@ -20,7 +20,6 @@ sums are bucketed into [min, max] ranges: still sound bounds, stated as an appro
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -341,23 +340,12 @@ def _exact_sums(model: LinearModel, population: DiscretePopulation, contrib: dic
             if Fraction(float(c)) != sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(w, row)), Fraction(0)):
                 return False
     # a common dyadic grid 2**-k with enough headroom makes every partial sum exact
-    for k in range(0, 40):
+    for k in range(40):
         scaled = [v * 2.0 ** k for v in values]
         if all(float(s).is_integer() for s in scaled):
             total = abs(scaled[0]) + sum(float(np.max(np.abs(c))) * 2.0 ** k for c in contrib.values() if len(c))
             return total < 2.0 ** 52
     return False
-
-
-def group_probabilities(model: LinearModel, population: DiscretePopulation, *,
-                        evidence: dict[str, int] | None = None, engine: Engine | None = None) -> list[dict[str, Any]]:
-    """P[yhat = 1 | group (and evidence)] for every compound protected group, as dicts."""
-    engine = engine or Engine(model, population)
-    out = []
-    for group in population.groups():
-        lo, hi, size = engine.probability({**group, **(evidence or {})})
-        out.append({"group": group, "low": lo, "high": hi, "size": size})
-    return out
 
 
 def brute_force(model: LinearModel, population: DiscretePopulation, evidence: dict[str, int]) -> tuple[float, float]:
@@ -374,4 +362,4 @@ def brute_force(model: LinearModel, population: DiscretePopulation, evidence: di
     return (num / den if den > 0 else float("nan")), den
 
 
-__all__ = ["Engine", "group_probabilities", "score_tables", "brute_force", "itertools"]
+__all__ = ["Dist", "Engine", "Scores", "bin_ranges", "brute_force", "score_tables"]

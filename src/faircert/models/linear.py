@@ -10,8 +10,9 @@ Scores are defined in real arithmetic on the float64 parameters; engines bound r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,7 @@ class LinearModel:
 
     @classmethod
     def plain(cls, weights: Sequence[float], intercept: float, names: Sequence[str] | None = None,
-              **kwargs: Any) -> "LinearModel":
+              **kwargs: Any) -> LinearModel:
         """A model on numeric columns used as they are (no scaling, no one-hot)."""
         weights = np.asarray(weights, dtype=np.float64).reshape(-1)
         names = list(names) if names is not None else [f"x{i}" for i in range(len(weights))]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Variable:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Variable":
+    def from_dict(cls, d: dict[str, Any]) -> Variable:
         try:
             return cls(str(d["name"]), tuple(d["states"]), tuple(d.get("labels") or ()), tuple(d.get("parents", ())),
                        np.asarray(d["table"], dtype=np.float64),
@@ -96,7 +97,7 @@ class DiscretePopulation:
     kind: str = "bayesnet"
     #: Independent populations with a label: the same population fitted on the rows with Y = y
     #: (how equalized odds conditions an independent model on the label).
-    by_label: dict[str, "DiscretePopulation"] = field(default_factory=dict)
+    by_label: dict[str, DiscretePopulation] = field(default_factory=dict)
     #: How it was made (data rows, binning, score, learning time), for reports.
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -160,7 +161,7 @@ class DiscretePopulation:
         return ", ".join(parts)
 
     # ----- edits (new populations; the original is never changed) -------------------------------
-    def with_marginal(self, name: str, probs: Sequence[float]) -> "DiscretePopulation":
+    def with_marginal(self, name: str, probs: Sequence[float]) -> DiscretePopulation:
         """`name` made an independent root with the given distribution (children keep their tables)."""
         v = self.variables[name]
         probs = np.asarray(probs, dtype=np.float64)
@@ -171,7 +172,7 @@ class DiscretePopulation:
         by_label = {k: p.with_marginal(name, probs) for k, p in self.by_label.items()}
         return replace(self, variables=variables, by_label=by_label)
 
-    def restricted_to(self, keep: Sequence[str]) -> "DiscretePopulation":
+    def restricted_to(self, keep: Sequence[str]) -> DiscretePopulation:
         """The marginal over `keep` when it is closed under parents (only barren variables dropped)."""
         keep = set(keep)
         for n in keep:
@@ -226,7 +227,7 @@ class DiscretePopulation:
                 "by_label": {k: p.to_dict() for k, p in self.by_label.items()}, "info": self.info}
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "population") -> "DiscretePopulation":
+    def from_dict(cls, data: Any, source: str = "population") -> DiscretePopulation:
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("variables"), list):
             raise DataError(f"{source}: not a faircert population (expected format {FORMAT!r} and a 'variables' list)")
         variables = {}
@@ -241,7 +242,7 @@ class DiscretePopulation:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "DiscretePopulation":
+    def load(cls, path: str | Path) -> DiscretePopulation:
         path = Path(path)
         if not path.is_file():
             raise DataError(f"population file not found: {path}")

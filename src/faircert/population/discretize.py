@@ -10,8 +10,9 @@ what was used. A protected column is never binned implicitly: pass `bins={name: 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

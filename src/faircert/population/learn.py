@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str]
         lab = cols[wanted.index(label)]
         if lab.edges is not None or len(lab.states) != 2:
             raise DataError(f"label {label!r} must take exactly two values, it takes {len(lab.states)}")
-    info: dict[str, Any] = {"rows": int(len(frame)), "rows_dropped_missing": int(n_rows - len(frame)),
+    info: dict[str, Any] = {"rows": len(frame), "rows_dropped_missing": int(n_rows - len(frame)),
                             "binning": {"method": method, "max_bins": max_bins, "bin_value": bin_value},
                             "bins": {c.name: {"edges": list(c.edges), "values": list(c.states)}
                                      for c in cols if c.edges is not None}}
