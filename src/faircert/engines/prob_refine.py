@@ -203,7 +203,7 @@ class Refiner:
 def refine(marginals: list, evaluate: Evaluator, n_events: int,
            decide: Callable[[list[Fraction], list[Fraction]], str | None],
            weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
-           time_limit: float | None = 60.0, max_cells: float = 3e7,
+           time_limit: float | None = 60.0, max_cells: float = 2e7,
            progress: Callable[[dict], None] | None = None) -> Bounds:
     """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends."""
     start = time.perf_counter()
