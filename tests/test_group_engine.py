@@ -105,10 +105,10 @@ def test_random_networks_match_brute_force(seed: int):
 def test_bucketing_gives_sound_bounds():
     rng = np.random.default_rng(7)
     variables = {"a": bern("a")}
-    for i in range(6):
+    for i in range(5):
         variables[f"x{i}"] = Variable(f"x{i}", tuple(rng.normal(size=6)), (), ("a",), rng.dirichlet(np.ones(6), 2))
     pop = DiscretePopulation(variables, ("a",))
-    model = LinearModel.plain(rng.normal(size=7), 0.1, list(variables))
+    model = LinearModel.plain(rng.normal(size=6), 0.1, list(variables))
     small = Engine(model, pop, max_rows=40)
     for g in pop.groups():
         want = brute_force(model, pop, g)[0]
