@@ -140,9 +140,9 @@ def markdown(data: dict, summary: dict) -> str:
         f"FairSquare: {summary['fairsquare_solved']}/39 solved.",
     ]
     if "sampling_decided" in summary:
-        lines.append(f"**Sampling: {summary['sampling_decided']}/{summary['problems']} decided, "
+        lines += ["", f"**Sampling: {summary['sampling_decided']}/{summary['problems']} decided, "
                      f"{summary['sampling_consistent']} consistent with Monte Carlo, slowest "
-                     f"{summary['sampling_max_s']:.2f} s.**")
+                     f"{summary['sampling_max_s']:.2f} s.**"]
     lines += ["", "| program | model | MC ratio | sound verdict | ratio bounds | sound s | sampling verdict | samples "
               "| sampling s | FairSquare result | # | Vol s | QE s |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

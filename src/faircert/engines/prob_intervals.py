@@ -111,7 +111,31 @@ def _prod(x, y):
     return down, up, exact
 
 
+def _scale(a: Iv, c: float, dep) -> Iv:
+    """a * c for an exact constant c (the common case: weights, unit changes)."""
+    if c == 0:
+        return Iv(np.float64(0.0), np.float64(0.0), np.bool_(False), np.bool_(False), dep, a.ws)
+    lo, hi, lo_open, hi_open = (a.lo, a.hi, a.lo_open, a.hi_open) if c > 0 else (a.hi, a.lo, a.hi_open, a.lo_open)
+    d, _, ed = _prod(lo, np.float64(c))
+    _, u, eu = _prod(hi, np.float64(c))
+    d = np.where(d == _INF, _MAXF, d)
+    u = np.where(u == -_INF, -_MAXF, u)
+    # exact ends keep their openness; rounded ends are never reached
+    return Iv(d, u, lo_open | ~ed, hi_open | ~eu, dep, a.ws)
+
+
+def _constant(x: Iv) -> float | None:
+    if np.ndim(x.lo) == 0 and x.lo == x.hi and not x.lo_open and not x.hi_open and np.isfinite(x.lo):
+        return float(x.lo)
+    return None
+
+
 def mul(a: Iv, b: Iv) -> Iv:
+    cb, ca = _constant(b), _constant(a)
+    if cb is not None:
+        return _scale(a, cb, a.dep)
+    if ca is not None:
+        return _scale(b, ca, b.dep)
     ps = [_prod(a.lo, b.lo), _prod(a.lo, b.hi), _prod(a.hi, b.lo), _prod(a.hi, b.hi)]
     lo = np.minimum(np.minimum(ps[0][0], ps[1][0]), np.minimum(ps[2][0], ps[3][0]))
     hi = np.maximum(np.maximum(ps[0][1], ps[1][1]), np.maximum(ps[2][1], ps[3][1]))
@@ -126,7 +150,24 @@ def mul(a: Iv, b: Iv) -> Iv:
     return Iv(lo, hi, ~lo_closed, ~hi_closed, _or(a.dep, b.dep), a.ws + b.ws)
 
 
+def _div_const(a: Iv, c: float) -> Iv:
+    """a / c for an exact non-zero constant c."""
+    lo, hi, lo_open, hi_open = (a.lo, a.hi, a.lo_open, a.hi_open) if c > 0 else (a.hi, a.lo, a.hi_open, a.lo_open)
+    with np.errstate(over="ignore", under="ignore"):
+        ql, qh = lo / c, hi / c
+        el = (lo == 0) | np.isinf(lo)
+        eh = (hi == 0) | np.isinf(hi)
+        d = np.where(el, ql, np.nextafter(ql, -_INF))
+        u = np.where(eh, qh, np.nextafter(qh, _INF))
+    d = np.where(d == _INF, _MAXF, d)
+    u = np.where(u == -_INF, -_MAXF, u)
+    return Iv(d, u, lo_open | ~el, hi_open | ~eh, a.dep, a.ws)
+
+
 def div(a: Iv, b: Iv) -> Iv:
+    cb = _constant(b)
+    if cb is not None and cb != 0:
+        return _div_const(a, cb)
     has_zero = (b.lo <= 0) & (b.hi >= 0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rl = np.where(has_zero, 1.0, 1.0 / np.where(has_zero, 1.0, b.hi))

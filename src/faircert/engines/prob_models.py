@@ -182,7 +182,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     from ..population.continuous import Discrete, ProductPopulation, Step
     from ..population.program import ProgramPopulation
     from .prob_interp import INTERVAL, Interpreter
-    from .probability_bounds import draw_intervals, stack_events
+    from .probability_bounds import BoxEvaluator, stack_events
 
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
@@ -219,9 +219,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             conds.append((group, [(p, f) for p, (_, f) in zip(prot, combo)]))
         marginals = population.marginals
 
-        def evaluate(lo, hi):
-            n = len(lo)
-            draws = draw_intervals(marginals, lo, hi)
+        def events(draws, n):
             values = dict(zip(population.names, draws))
             for v in values.values():
                 v.dep = None
@@ -235,7 +233,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
                 events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
             return stack_events(events, n)
 
-        return ModelSetup(marginals, evaluate, [g for g, _ in conds], str(population), _model_name(model), prot)
+        return ModelSetup(marginals, BoxEvaluator(marginals, events), [g for g, _ in conds], str(population), _model_name(model), prot)
     if isinstance(population, ProgramPopulation):
         population.check_features(names)
         prog = population.program
@@ -252,10 +250,9 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
         marginals = population.marginals
         run = Interpreter(INTERVAL)
 
-        def evaluate(lo, hi):
-            n = len(lo)
+        def events(draws, n):
             queries = [cond] if cond is not None else []
-            notes, results, env = run.run(prog, draw_intervals(marginals, lo, hi), queries)
+            notes, results, env = run.run(prog, draws, queries)
             g = results[0] if cond is not None else notes["sensitiveAttribute"]
             pos_t, pos_f, width = _label(model, names, env, n)
             positive = iv.Bv(pos_t, pos_f, None, width)
@@ -263,7 +260,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             return stack_events([iv.and_(g, positive), iv.and_(g, iv.not_(positive)),
                                  iv.and_(ng, positive), iv.and_(ng, iv.not_(positive))], n)
 
-        return ModelSetup(marginals, evaluate, [{label: True}, {label: False}], str(population), _model_name(model),
+        return ModelSetup(marginals, BoxEvaluator(marginals, events), [{label: True}, {label: False}], str(population), _model_name(model),
                           prot or [label])
     raise PropertyError(f"unsupported population {type(population).__name__}; give a ProductPopulation, "
                         "a ProgramPopulation or a population program (.fr path or text)")

@@ -155,6 +155,9 @@ class Refiner:
         carve = tail.any(axis=1)
         carve_dim = np.argmax(tail, axis=1)
         trials = {}
+        # inputs' intervals of the picked boxes, reused by every trial that splits another input
+        split_draws = hasattr(self.evaluate, "draws")
+        parent = self.evaluate.draws(L, H) if split_draws else None
         for j in range(self.d):
             rows = np.nonzero(relevant[:, j] & (~carve | (carve_dim == j)))[0]
             if rows.size == 0:
@@ -169,7 +172,13 @@ class Refiner:
             right_lo[:, j] = s
             clo = np.concatenate([lo, right_lo])
             chi = np.concatenate([left_hi, hi])
-            mt, mf, dep, w = self._eval(clo, chi)
+            if split_draws:
+                raw = [tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k]) if k != j else
+                       self.marginals[j].interval(clo[:, j], chi[:, j]) for k in range(self.d)]
+                self.evaluations += len(clo)
+                mt, mf, dep, w = self.evaluate.events(raw, len(clo))
+            else:
+                mt, mf, dep, w = self._eval(clo, chi)
             cmass = np.prod(chi - clo, axis=1)
             cscore = cmass * ((mt & mf) * weights).sum(axis=1)
             score = cscore[:rows.size] + cscore[rows.size:]

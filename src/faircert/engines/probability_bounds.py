@@ -27,12 +27,36 @@ _INTERVAL_RUN = Interpreter(INTERVAL)
 
 def draw_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[iv.Iv]:
     """Interval values of each random site for CDF boxes (N, d), with one dependency bit per site."""
-    out = []
-    track = len(marginals) <= 64
-    for j, m in enumerate(marginals):
-        vlo, vhi, olo, ohi = m.interval(lo[:, j], hi[:, j])
-        out.append(iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None))
-    return out
+    return as_intervals(marginal_intervals(marginals, lo, hi))
+
+
+def marginal_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[tuple]:
+    """(lo, hi, lo_open, hi_open) of each input for CDF boxes (N, d)."""
+    return [m.interval(lo[:, j], hi[:, j]) for j, m in enumerate(marginals)]
+
+
+def as_intervals(raw: list[tuple]) -> list[iv.Iv]:
+    track = len(raw) <= 64
+    return [iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None)
+            for j, (vlo, vhi, olo, ohi) in enumerate(raw)]
+
+
+class BoxEvaluator:
+    """Events of CDF boxes: `draws` maps boxes to input intervals, `events` runs the rest, so a
+    refinement that changes one input of a box recomputes only that input's interval."""
+
+    def __init__(self, marginals: list, events: Callable[[list[iv.Iv], int], tuple]) -> None:
+        self.marginals = marginals
+        self._events = events
+
+    def draws(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple]:
+        return marginal_intervals(self.marginals, lo, hi)
+
+    def events(self, raw: list[tuple], n: int) -> tuple:
+        return self._events(as_intervals(raw), n)
+
+    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> tuple:
+        return self.events(self.draws(lo, hi), len(lo))
 
 
 def stack_events(events: list[iv.Bv], n: int):
@@ -52,11 +76,11 @@ def stack_events(events: list[iv.Bv], n: int):
 def program_evaluator(program: Program, make_events: Callable[[dict, list], list], queries: Sequence[Expr] = ()):
     marginals = site_marginals(program)
 
-    def evaluate(lo: np.ndarray, hi: np.ndarray):
-        notes, results, _ = _INTERVAL_RUN.run(program, draw_intervals(marginals, lo, hi), queries)
-        return stack_events(make_events(notes, results), len(lo))
+    def events(draws: list[iv.Iv], n: int):
+        notes, results, _ = _INTERVAL_RUN.run(program, draws, queries)
+        return stack_events(make_events(notes, results), n)
 
-    return marginals, evaluate
+    return marginals, BoxEvaluator(marginals, events)
 
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
