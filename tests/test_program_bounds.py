@@ -181,3 +181,16 @@ def test_underflow_and_overflow_never_lose_soundness():
     assert np.isfinite(r.lo)
     s = iv.add(big, iv.const(1.7e308))
     assert np.isfinite(s.lo)
+
+
+def test_qualification_conditions_both_groups():
+    base = ("s = step([(0, 1, 0.5), (1, 2, 0.5)])\nx = uniform(0, 1)\n"
+            "if s < 1:\n    t = x > 0.55 or x < 0.15\nelse:\n    t = x > 0.45\n"
+            "sensitiveAttribute(s < 1)\n{qual}fairnessTarget(t > 0.5)\n")
+    plain = program_fairness(base.format(qual=""), epsilon=0.15, time_limit=20)
+    assert plain.verdict == "fair" and plain.ratio_low <= 0.6 / 0.55 <= plain.ratio_high
+    qual = program_fairness(base.format(qual="qualified(x > 0.2)\n"), epsilon=0.15, time_limit=20)
+    # P[t | s, x > 0.2] = 0.45 / 0.8, P[t | not s, x > 0.2] = 0.55 / 0.8
+    assert qual.verdict == "unfair" and qual.ratio_low <= 0.45 / 0.55 <= qual.ratio_high
+    lo, hi = qual.probabilities["sensitive"]
+    assert lo <= 0.5 * 0.8 <= hi
