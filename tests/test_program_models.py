@@ -95,3 +95,18 @@ def test_sampled_group_rates_agree_with_exact_values():
         assert g.low <= exact[int(g.group["s"])] <= g.high
     assert r.verdict == ("fair" if exact[1] / exact[0] >= 0.8 else "unfair")
     assert "P[wrong verdict] <= 1e-06" in r.approximations[0] and r.stats["samples"] > 0
+
+
+def test_group_api_accepts_a_population_program(tmp_path):
+    import faircert
+
+    program = tmp_path / "pop.fr"
+    program.write_text("def popModel():\n    s = step([(0,1,0.4),(1,2,0.6)])\n    if s < 1:\n        a = gaussian(-1, 1)\n"
+                       "    else:\n        a = gaussian(1, 1)\n    b = gaussian(0, 1)\n    sensitiveAttribute(s < 1)\n")
+    net = ReluNetwork([np.array([[1.0, 0.0, 1.0]])], [np.array([0.0])], input_names=["a", "s", "b"])
+    r = faircert.group(net, population=str(program), time_limit=10)
+    exact = {True: 1 - norm.cdf(1 / np.sqrt(2)), False: 1 - norm.cdf(-1 / np.sqrt(2))}
+    for g in r.groups:
+        (flag,) = g.group.values()
+        assert g.low <= exact[flag] <= g.high
+    assert r.verdict == "unfair" and r.engine == "probability-bounds"
