@@ -194,3 +194,10 @@ def test_qualification_conditions_both_groups():
     assert qual.verdict == "unfair" and qual.ratio_low <= 0.45 / 0.55 <= qual.ratio_high
     lo, hi = qual.probabilities["sensitive"]
     assert lo <= 0.5 * 0.8 <= hi
+
+
+def test_empty_group_is_reported_not_decided():
+    src = "x = uniform(0, 1)\nsensitiveAttribute(x > 2)\nfairnessTarget(x > 0.5)\n"
+    r = program_fairness(src, time_limit=5)
+    assert r.verdict == "unknown" and "probability 0" in r.stopped
+    assert r.probabilities["sensitive"][0] == 0.0 and r.probabilities["sensitive"][1] < 1e-12

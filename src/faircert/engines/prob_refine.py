@@ -22,6 +22,8 @@ from typing import Callable
 import numpy as np
 
 _U = 2.0 ** -53
+#: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
+TIGHT = 1e-13
 
 #: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None, width (N, m)):
 #: width says how far each undecided event is from decided (interval widths; only guides splitting).
@@ -223,6 +225,9 @@ def refine(marginals: list, evaluate: Evaluator, n_events: int,
         low, high = r.bounds()
         verdict = decide(low, high)
         if verdict is not None or len(r.L) == 0:
+            break
+        if max(h - lo for lo, h in zip(low, high)) <= TIGHT:
+            exhausted = "tight"
             break
         elapsed = time.perf_counter() - start
         if time_limit is not None and elapsed >= time_limit:

@@ -102,9 +102,16 @@ def _program_result(prog: Program, spec: FairnessSpec, b: Bounds) -> ProgramResu
     return ProgramResult(
         verdict=verdict, ratio_low=r_lo, ratio_high=r_hi, probabilities=summary(b.low, b.high),
         epsilon=spec.epsilon, method="sound", guarantee="sound", elapsed_s=b.elapsed_s, kind=spec.kind,
-        program=prog.source, stopped=b.exhausted if verdict == "unknown" else "",
+        program=prog.source, stopped=(_exact_without_verdict(b) or b.exhausted) if verdict == "unknown" else "",
         stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
                "random_inputs": prog.n_sites})
+
+
+def _exact_without_verdict(b: Bounds) -> str:
+    if b.boxes and b.exhausted != "tight":
+        return ""
+    return ("every probability is exact but nothing is decided: a group has probability 0, or the value "
+            "lies within the decision tolerance of the threshold")
 
 
 def probability(program: str | Program, query: str | Expr, time_limit: float | None = 10.0,
