@@ -201,3 +201,10 @@ def test_empty_group_is_reported_not_decided():
     r = program_fairness(src, time_limit=5)
     assert r.verdict == "unknown" and "probability 0" in r.stopped
     assert r.probabilities["sensitive"][0] == 0.0 and r.probabilities["sensitive"][1] < 1e-12
+
+
+def test_more_random_draws_than_dependency_bits():
+    # 70 draws: dependency masks are dropped (every input counts as relevant) and bounds stay sound
+    src = "".join(f"u{i} = uniform(0, 1)\n" for i in range(70))
+    lo, hi = probability(src, "u0 + u69 > 1", tolerance=0.02, time_limit=10)
+    assert lo <= 0.5 <= hi and hi - lo <= 0.02
