@@ -48,11 +48,12 @@ class TwinNet:
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Concrete logits (n, T) of free points x (n, d) for every twin."""
-        h = (x @ self.w1.T)[:, None, :] + self.b1[None, :, :]
+        n, T = x.shape[0], self.n_twins
+        h = ((x @ self.w1.T)[:, None, :] + self.b1[None, :, :]).reshape(n * T, -1)
         for w, b in zip(self.weights, self.biases):
             np.maximum(h, 0.0, out=h)
             h = h @ w.T + b
-        return h[..., 0]
+        return h[:, 0].reshape(n, T)
 
 
 @dataclass

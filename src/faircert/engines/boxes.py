@@ -31,8 +31,10 @@ from .boxes_sampling import Sampler, random_points, twin_split
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
-GROW_SHARE = 0.2             # at most this share of the time goes into growing unfair boxes
+GROW_SHARE = 0.1             # at most this share of the time goes into growing unfair boxes
 GROW_BATCH = 64
+PROBES = 4                   # random points tried per undecided box
+HOPELESS = 0.125           # priority factor of boxes known to hold a counterexample
 
 
 @contextlib.contextmanager
@@ -80,28 +82,49 @@ class Refinement:
         self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
                           rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
         self._last_report = 0.0
+        self.probes = self.probe_hits = 0
+        self.point_cost = 0.0
 
     # ----- the loop ---------------------------------------------------------------------------
     def refine(self, time_limit: float | None, target: float) -> None:
         pb = self.pb
-        deadline = None if time_limit is None else self.t0 + time_limit * 0.93
+        end = None if time_limit is None else self.t0 + time_limit * 0.97
         lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
         if exact_ok(pb, lo, hi, EXACT_POINTS).all():
             self._exact(lo, hi)
             lo = hi = None
+        pend_lo = pend_hi = np.empty((0, pb.d))
         while True:
             if lo is not None and lo.shape[0]:
-                self._process(lo, hi)
+                pend_lo, pend_hi = self._process(lo, hi)
             self.stats["rounds"] += 1
             self._report()
-            if len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target:
+            if not pend_lo.shape[0] and (len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target):
                 break
-            if deadline is not None and time.perf_counter() > deadline:
+            if end is not None and time.perf_counter() > end - self._sampling_time():
                 break
+            # cut pieces of the last round join the children of the heaviest pool boxes
             k = int(np.clip(len(self.pool) // 8, self.chunk // 2, 4 * self.chunk))
-            plo, phi, _, split = self.pool.pop_heaviest(k)
-            lo, hi = self._split(plo, phi, split)
+            if pend_lo.shape[0]:
+                k = max(0, min(k, 4 * self.chunk - pend_lo.shape[0] // 2))
+            lo, hi = pend_lo, pend_hi
+            if k and len(self.pool):
+                plo, phi, _, split = self.pool.pop_heaviest(k)
+                clo, chi = self._split(plo, phi, split)
+                lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
+        if pend_lo.shape[0]:  # unbounded pieces stay undecided
+            m = pb.mass(pend_lo, pend_hi)
+            self._push(pend_lo, pend_hi, m, np.zeros_like(pend_lo), m)
         self._report(force=True)
+
+    def _sampling_time(self) -> float:
+        """Expected time of the final estimate: samples its interval needs x cost per sample."""
+        if not self.probes:
+            return 0.0
+        und = self.undecided_mass() / self.pb.domain_size
+        p = min(0.5, max(self.probe_hits / self.probes, 0.01))
+        need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / Sampler.halfwidth ** 2)
+        return 1.3 * need * self.point_cost
 
     def undecided_mass(self) -> float:
         stuck = sum(float(self.pb.mass(a, b).sum()) for a, b in zip(self.stuck_lo, self.stuck_hi))
@@ -119,18 +142,19 @@ class Refinement:
         return np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
 
     # ----- one batch of new boxes ------------------------------------------------------------
-    def _process(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        """Decide a batch of new boxes; what stays undecided goes to the pool."""
+    def _process(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Decide a batch of new boxes; undecided ones go to the pool, cut pieces are returned."""
         pb = self.pb
-        work = [(lo, hi)]
-        while work:
-            lo, hi = work.pop()
-            ex = exact_ok(pb, lo, hi, self.exact_limit)
-            if ex.any():
-                self._exact(lo[ex], hi[ex])
-                lo, hi = lo[~ex], hi[~ex]
-            for s in range(0, lo.shape[0], self.chunk):
-                work += self._bound_chunk(lo[s:s + self.chunk], hi[s:s + self.chunk])
+        ex = exact_ok(pb, lo, hi, self.exact_limit)
+        if ex.any():
+            self._exact(lo[ex], hi[ex])
+            lo, hi = lo[~ex], hi[~ex]
+        pending = []
+        for s in range(0, lo.shape[0], self.chunk):
+            pending += self._bound_chunk(lo[s:s + self.chunk], hi[s:s + self.chunk])
+        if not pending:
+            return np.empty((0, pb.d)), np.empty((0, pb.d))
+        return np.concatenate([p[0] for p in pending]), np.concatenate([p[1] for p in pending])
 
     def _bound_chunk(self, lo: np.ndarray, hi: np.ndarray) -> list:
         """Bound boxes; decide them, cut or search the undecided; return pieces to bound next."""
@@ -167,15 +191,16 @@ class Refinement:
                 keep = ~cuts.cut
                 lo, hi, mass, score = lo[keep], hi[keep], mass[keep], score[keep]
         if lo.shape[0]:
-            carved = self._search(lo, hi, mass)
+            has_cex, carved = self._search(lo, hi, mass)
             if carved is not None:
                 keep, plo, phi = carved
-                lo, hi, mass, score = lo[keep], hi[keep], mass[keep], score[keep]
+                lo, hi, mass, score, has_cex = lo[keep], hi[keep], mass[keep], score[keep], has_cex[keep]
                 pending.append((plo, phi))
-            self._push(lo, hi, mass, score)
+            # boxes holding a counterexample can never be certified whole: refine them later
+            self._push(lo, hi, mass, score, np.where(has_cex, HOPELESS * mass, mass))
         return [p for p in pending if p[0].shape[0]]
 
-    def _push(self, lo, hi, mass, score) -> None:
+    def _push(self, lo, hi, mass, score, prio) -> None:
         pb = self.pb
         width = hi - lo
         can = np.where(pb.discrete, width > 0, width > self.min_real)
@@ -186,48 +211,61 @@ class Refinement:
         flat = score[r, best] <= 0
         best[flat] = np.argmax(fallback[flat], axis=1)
         ok = can.any(axis=1)
-        self.pool.push(lo[ok], hi[ok], mass[ok], best[ok])
+        self.pool.push(lo[ok], hi[ok], mass[ok], best[ok], prio[ok])
         if (~ok).any():
             self.stuck_lo.append(lo[~ok])
             self.stuck_hi.append(hi[~ok])
 
     # ----- evidence ----------------------------------------------------------------------------
     def _search(self, lo, hi, mass):
-        """Sample one point per undecided box; grow proven-unfair boxes around what is found.
+        """Probe undecided boxes at random points; grow proven-unfair boxes around what is found.
 
-        Returns (kept-box mask, carved pieces) when some boxes were carved, else None.
+        Returns which boxes hold a counterexample and, when some boxes were carved, (kept-box mask,
+        carved pieces).
         """
         pb = self.pb
-        x = random_points(self.rng, lo, hi, pb.discrete)
+        n = lo.shape[0]
+        t = time.perf_counter()
+        x = random_points(self.rng, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)), pb.discrete)
         z, bad, a, b = twin_split(pb, x)
-        if not bad.any():
-            return None
-        idx = np.flatnonzero(bad)
-        self._record(x[idx], x[idx], a[idx], b[idx])
+        self.point_cost = (time.perf_counter() - t) / x.shape[0]
+        self.probes += x.shape[0]
+        self.probe_hits += int(bad.sum())
+        has = bad.reshape(PROBES, n).any(axis=0)
+        if not has.any():
+            return has, None
+        # one probe per box: the first unfair one
+        first = np.argmax(bad.reshape(PROBES, n), axis=0)
+        idx = np.flatnonzero(has)
+        j = first[idx] * n + idx
+        self._record(x[j], x[j], a[j], b[j])
+        x, a, b = x[j], a[j], b[j]
+        z = z[j]
         elapsed = time.perf_counter() - self.t0
         if self.stats["t_grow"] > GROW_SHARE * elapsed:
-            return None
-        r = idx
-        strong = (z[r, a[r]] > pb.tol) & (z[r, b[r]] < -pb.tol) & (mass[r] > 1)
-        r = r[strong]
-        if not r.size:
-            return None
-        r = r[np.argsort(-mass[r])[:GROW_BATCH]]
+            return has, None
+        m = np.arange(idx.size)
+        strong = (z[m, a] > pb.tol) & (z[m, b] < -pb.tol) & (mass[idx] > 1)
+        m = m[strong]
+        if not m.size:
+            return has, None
+        m = m[np.argsort(-mass[idx[m]])[:GROW_BATCH]]
+        r = idx[m]
         t = time.perf_counter()
-        glo, ghi, ok = grow(pb, x[r], a[r], b[r], lo[r], hi[r], self.chunk)
+        glo, ghi, ok = grow(pb, x[m], a[m], b[m], lo[r], hi[r], self.chunk)
         gm = pb.mass(glo, ghi)
         use = ok & (gm > 1)
         self.stats["grow_calls"] += 1
         self.stats["t_grow"] += time.perf_counter() - t
         if not use.any():
-            return None
+            return has, None
         r, glo, ghi, gm = r[use], glo[use], ghi[use], gm[use]
         self.fal += float(gm.sum())
         self.stats["boxes_grown"] += int(r.size)
         plo, phi = carve(lo[r], hi[r], glo, ghi, pb.discrete)
         keep = np.ones(lo.shape[0], dtype=bool)
         keep[r] = False
-        return keep, plo, phi
+        return has, (keep, plo, phi)
 
     def _record(self, x, xp, a, b) -> None:
         for i in range(x.shape[0]):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter
 
 from .boxes_problem import Problem
 
@@ -58,6 +57,8 @@ def exact_boxes(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int = 64)
 
 def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> ExactResult:
     """Exact counts with epsilon: a point is unfair iff its window holds both labels."""
+    from scipy.ndimage import maximum_filter  # only needed with epsilon
+
     unfair = np.zeros(lo.shape[0])
     cx, cxp, ca, cb = [], [], [], []
     for k in range(lo.shape[0]):

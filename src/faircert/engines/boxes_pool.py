@@ -6,7 +6,7 @@ import numpy as np
 
 
 class Pool:
-    """Undecided boxes with their mass and preferred split feature."""
+    """Undecided boxes with their mass, refinement priority and preferred split feature."""
 
     def __init__(self, d: int, capacity: int = 1024) -> None:
         self.d = d
@@ -15,6 +15,7 @@ class Pool:
         self.hi = np.empty((capacity, d))
         self.mass = np.empty(capacity)
         self.split = np.empty(capacity, dtype=np.int64)
+        self.prio = np.empty(capacity)
         self.peak = 0
 
     def __len__(self) -> int:
@@ -23,7 +24,8 @@ class Pool:
     def total(self) -> float:
         return float(self.mass[: self.n].sum())
 
-    def push(self, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, split: np.ndarray) -> None:
+    def push(self, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, split: np.ndarray,
+             prio: np.ndarray | None = None) -> None:
         k = lo.shape[0]
         if self.n + k > self.lo.shape[0]:
             cap = max(2 * self.lo.shape[0], self.n + k)
@@ -31,23 +33,24 @@ class Pool:
                 arr = np.empty((cap, self.d))
                 arr[: self.n] = getattr(self, name)[: self.n]
                 setattr(self, name, arr)
-            for name in ("mass", "split"):
+            for name in ("mass", "split", "prio"):
                 old = getattr(self, name)
                 arr = np.empty(cap, dtype=old.dtype)
                 arr[: self.n] = old[: self.n]
                 setattr(self, name, arr)
         s = slice(self.n, self.n + k)
         self.lo[s], self.hi[s], self.mass[s], self.split[s] = lo, hi, mass, split
+        self.prio[s] = mass if prio is None else prio
         self.n += k
         self.peak = max(self.peak, self.n)
 
     def pop_heaviest(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Remove and return the k boxes of largest mass (all if fewer)."""
+        """Remove and return the k boxes of highest priority (all if fewer)."""
         n = self.n
         if k >= n:
             idx = np.arange(n)
         else:
-            idx = np.argpartition(self.mass[:n], n - k)[n - k:]
+            idx = np.argpartition(self.prio[:n], n - k)[n - k:]
         out = (self.lo[idx].copy(), self.hi[idx].copy(), self.mass[idx].copy(), self.split[idx].copy())
         # fill the holes below the new end with the kept boxes above it
         keep_n = n - len(idx)
@@ -55,7 +58,7 @@ class Pool:
         taken[idx] = True
         holes = np.flatnonzero(taken[:keep_n])
         movers = np.flatnonzero(~taken[keep_n:]) + keep_n
-        for arr in (self.lo, self.hi, self.mass, self.split):
+        for arr in (self.lo, self.hi, self.mass, self.split, self.prio):
             arr[holes] = arr[movers]
         self.n = keep_n
         return out

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
+from statistics import NormalDist
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from ..results import StatisticalEstimate
 from .bounds_symbolic import bound_twins
@@ -86,7 +86,7 @@ class Sampler:
         share = total / self.pb.domain_size
         if total <= 0:
             return StatisticalEstimate(falsified, falsified, falsified, self.confidence, 0)
-        z = float(norm.ppf(0.5 + self.confidence / 2))
+        z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
         cdf = np.cumsum(mass) / total
         n = k = unk = 0
         while True:
@@ -99,9 +99,14 @@ class Sampler:
             lo_p, _ = wilson(k, n, z)
             _, hi_p = wilson(k + unk, n, z)
             done = share * (hi_p - lo_p) / 2 <= self.halfwidth
-            late = deadline is not None and time.perf_counter() > deadline
+            # sampling is cheap without epsilon: finish the interval even past the deadline
+            late = self.pb.has_eps and deadline is not None and time.perf_counter() > deadline
             if n >= self.max_samples or (n >= self.min_samples and (done or late)):
                 break
+            if not done:  # jump towards the sample count the interval needs
+                p = (k + unk / 2) / n
+                need = (z * share) ** 2 * max(p * (1 - p), 1.0 / n) / self.halfwidth ** 2
+                self.chunk = int(np.clip(need - n, self.chunk, 500_000))
         return StatisticalEstimate(
             unfair=falsified + share * (k + unk / 2) / n,
             ci_low=falsified + share * lo_p, ci_high=falsified + share * hi_p,

@@ -8,6 +8,7 @@ label is surely positive / surely negative.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -184,10 +185,14 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     from .prob_interp import INTERVAL, Interpreter
     from .probability_bounds import BoxEvaluator, stack_events
 
+    from ..population.discrete import DiscretePopulation
+
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
     names = _feature_names(model)
     prot = _protected_list(protected)
+    if isinstance(population, DiscretePopulation):
+        return _discrete_setup(model, population, names, prot)
     if isinstance(population, ProductPopulation):
         missing = [n for n in names if n not in population.names]
         if missing and len(population.names) == len(names) and all(n.startswith("x") for n in names):
@@ -264,3 +269,108 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
                           prot or [label])
     raise PropertyError(f"unsupported population {type(population).__name__}; give a ProductPopulation, "
                         "a ProgramPopulation or a population program (.fr path or text)")
+
+
+class _CodeInput:
+    """One variable of a discrete Bayesian network as a CDF coordinate: breaks at every table row's
+    cumulative probabilities, so boxes split exactly between states."""
+
+    def __init__(self, cum: np.ndarray) -> None:
+        inner = cum[:, 1:-1].ravel()
+        self.breaks = np.unique(inner[(inner > 0) & (inner < 1)])
+
+
+def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> ModelSetup:
+    """Any model under a discrete population (independent or Bayesian network) by box refinement:
+    a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
+    its possible states; a box is decided once the model's label and the groups are."""
+    from .probability_bounds import BoxEvaluator, stack_events
+
+    order = pop.order()
+    index = {n: j for j, n in enumerate(order)}
+    missing = [n for n in names if n not in pop.variables]
+    if missing:
+        raise PropertyError(f"the population has no variable for model input(s) {missing}; it has: {', '.join(order)}")
+    prot = prot or list(pop.protected)
+    if not prot:
+        raise PropertyError("name the protected attribute(s) (protected=...)")
+    for p in prot:
+        if p not in pop.variables:
+            raise PropertyError(f"unknown protected attribute {p!r}; the population has: {', '.join(order)}")
+    tables, values, masks = [], [], []
+    for n in order:
+        v = pop.variables[n]
+        rows = v.cpt.reshape(-1, v.card)
+        cum = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(rows, axis=1)], axis=1)
+        cum = cum / cum[:, -1:]
+        cum[:, -1] = 1.0
+        configs = np.array(list(np.ndindex(*v.cpt.shape[:-1])) or [()], dtype=np.int64).reshape(len(rows), -1)
+        tables.append((cum, configs, [index[p] for p in v.parents]))
+        if n in names:
+            try:
+                vals = np.array([float(x) for x in v.states])
+            except (TypeError, ValueError):
+                raise PropertyError(f"model input {n!r} has non-numeric states {v.states[:4]}; "
+                                    "a model reads numbers") from None
+            lo_t = np.array([[vals[a:b + 1].min() if b >= a else np.nan for b in range(v.card)] for a in range(v.card)])
+            hi_t = np.array([[vals[a:b + 1].max() if b >= a else np.nan for b in range(v.card)] for a in range(v.card)])
+            values.append((lo_t, hi_t))
+        else:
+            values.append(None)
+        bit = 1 << index[n] if len(order) <= 64 else 0
+        masks.append(bit | (0 if not v.parents else int(np.bitwise_or.reduce([masks[index[p]] for p in v.parents]))))
+    inputs = [_CodeInput(t[0]) for t in tables]
+    groups = pop.groups() if tuple(prot) == tuple(pop.protected) else [
+        dict(zip(prot, combo)) for combo in itertools.product(*[range(pop.variables[p].card) for p in prot])]
+    label_mask = int(np.bitwise_or.reduce([masks[index[n]] for n in names])) if names else 0
+    track = len(order) <= 64
+
+    def codes(lo: np.ndarray, hi: np.ndarray) -> tuple[list, list]:
+        klo, khi = [], []
+        for j, (cum, configs, parents) in enumerate(tables):
+            ul, uh = lo[:, j], hi[:, j]
+            cl = np.full(len(ul), np.iinfo(np.int64).max)
+            ch = np.full(len(ul), -1)
+            for r in range(len(cum)):
+                ok = np.ones(len(ul), dtype=bool)
+                for c, pj in enumerate(parents):
+                    ok &= (klo[pj] <= configs[r, c]) & (configs[r, c] <= khi[pj])
+                if not ok.any():
+                    continue
+                card = cum.shape[1] - 1
+                a = np.clip(np.searchsorted(cum[r], ul, side="right") - 1, 0, card - 1)
+                b = np.clip(np.searchsorted(cum[r], uh, side="left") - 1, 0, card - 1)
+                cl = np.where(ok, np.minimum(cl, a), cl)
+                ch = np.where(ok, np.maximum(ch, b), ch)
+            klo.append(cl)
+            khi.append(ch)
+        return klo, khi
+
+    def evaluate(lo: np.ndarray, hi: np.ndarray):
+        n = len(lo)
+        klo, khi = codes(lo, hi)
+        feats = {}
+        for name in names:
+            j = index[name]
+            lo_t, hi_t = values[j]
+            z = np.zeros(n, dtype=bool)
+            feats[name] = iv.Iv(lo_t[klo[j], khi[j]], hi_t[klo[j], khi[j]], z, z, None)
+        pos_t, pos_f, width = _label(model, names, feats, n)
+        positive = iv.Bv(pos_t, pos_f, np.uint64(label_mask) if track else None, width)
+        events = []
+        for g in groups:
+            sure = np.ones(n, dtype=bool)
+            maybe = np.ones(n, dtype=bool)
+            gmask = 0
+            for p, state in g.items():
+                j = index[p]
+                sure &= (klo[j] == state) & (khi[j] == state)
+                maybe &= (klo[j] <= state) & (state <= khi[j])
+                gmask |= masks[j]
+            member = iv.Bv(maybe, ~sure, np.uint64(gmask) if track else None, 1.0)
+            events += [iv.and_(member, positive), iv.and_(member, iv.not_(positive))]
+        return stack_events(events, n)
+
+    named = [pop.group_name(g) if hasattr(pop, "group_name") else g for g in groups]
+    return ModelSetup(inputs, evaluate, named, pop.describe() if hasattr(pop, "describe") else str(pop),
+                      _model_name(model), prot)

@@ -35,6 +35,7 @@ from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
+from .trees_groups import make_groups
 from .trees_union import covered
 
 MAX_SLICES = 100_000
@@ -102,7 +103,7 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
 
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None) -> Quantification:
+             progress: Callable[[dict], None] | None = None, group_size: int = 3) -> Quantification:
     """Run both phases within the time limit; any-time bounds are in the returned object."""
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
@@ -111,10 +112,11 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     eps = _epsilon(prop, discrete)
     _, c, tol = ir.margin_view(prop.kappa)
     nt = normalise(ir, domain)
+    groups = make_groups(nt, group_size)
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     slo, shi = _slices(prop, dlo, dhi)
-    part = partition(nt, slo, shi, c, tol, deadline)
+    part = partition(groups, slo, shi, c, tol, deadline)
     part = _resolve_ties(ir, prop, part)
     size = part.size
     certain = ~part.tie

@@ -185,7 +185,7 @@ class Partition:
         return np.prod(self.hi - self.lo, axis=1)
 
 
-def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
+def partition(nt, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
               deadline: float = np.inf, chunk: int = 2048, on_boxes=None) -> Partition:
     """Split the start boxes until label (and confidence) are constant on every box.
 
@@ -204,7 +204,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
             continue
-        vmin, vmax = tree_bounds(nt, lo, hi)
+        vmin, vmax, reach = nt.bounds(lo, hi)
         mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
         pos = mlo > tol
         neg = mhi < -tol
@@ -231,8 +231,8 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         if not keep.any():
             continue
         lo, hi, st = lo[keep], hi[keep], st[keep]
-        tree = np.argmax(spread[keep], axis=1)
-        f, b = split_choice(nt, lo, hi, tree)
+        group = np.argmax(spread[keep], axis=1)
+        f, b = nt.cut(lo, hi, reach[keep], group)
         rows = np.arange(len(lo))
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
