@@ -110,3 +110,28 @@ def test_group_api_accepts_a_population_program(tmp_path):
         (flag,) = g.group.values()
         assert g.low <= exact[flag] <= g.high
     assert r.verdict == "unfair" and r.engine == "probability-bounds"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_network_under_a_discrete_bayesian_network_matches_enumeration(seed):
+    import itertools
+
+    from faircert.population.discrete import DiscretePopulation, Variable
+
+    rng = np.random.default_rng(seed)
+    s = Variable("s", (0, 1), ("f", "m"), (), np.array([0.3, 0.7]))
+    a = Variable("a", (1.0, 2.0, 3.0), (), ("s",), rng.dirichlet(np.ones(3), size=2))
+    b = Variable("b", (-1.0, 0.5), (), ("a", "s"), rng.dirichlet(np.ones(2), size=(3, 2)))
+    pop = DiscretePopulation({"s": s, "a": a, "b": b}, protected=("s",))
+    net = ReluNetwork([rng.normal(size=(5, 3)), rng.normal(size=(1, 5))], [rng.normal(size=5), np.array([0.5])],
+                      input_names=["a", "s", "b"])
+    r = group_bounds(net, pop, time_limit=10, threshold=None, target_width=1e-9)
+    for g in r.groups:
+        sv = 0 if g.group["s"] == "f" else 1
+        num = den = 0.0
+        for ai, bi in itertools.product(range(3), range(2)):
+            p = s.cpt[sv] * a.cpt[sv, ai] * b.cpt[ai, sv, bi]
+            num += p * net.predict(np.array([[a.states[ai], sv, b.states[bi]]]))[0]
+            den += p
+        assert g.low - 1e-9 <= num / den <= g.high + 1e-9
+        assert g.high - g.low <= 1e-6
