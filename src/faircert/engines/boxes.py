@@ -30,6 +30,7 @@ from .boxes_sampling import Sampler, random_points, twin_split
 
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
+EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per free feature (+1)
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
 GROW_SHARE = 0.1             # at most this share of the time goes into growing unfair boxes
 GROW_BATCH = 64
@@ -77,7 +78,7 @@ class Refinement:
         self.cex_found = 0
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
-        self.exact_limit = 8 * (pb.d + 1)
+        self.exact_limit = EXACT_PER_INPUT * (pb.d + 1)
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
                           rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
@@ -86,7 +87,8 @@ class Refinement:
         self.point_cost = 0.0
 
     # ----- the loop ---------------------------------------------------------------------------
-    def refine(self, time_limit: float | None, target: float) -> None:
+    def refine(self, time_limit: float | None, target: float, max_rounds: int | None = None) -> None:
+        """Refine until the time limit, the undecided target, or (for tests) a number of rounds."""
         pb = self.pb
         end = None if time_limit is None else self.t0 + time_limit * 0.97
         lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
@@ -102,6 +104,8 @@ class Refinement:
             if not pend_lo.shape[0] and (len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target):
                 break
             if end is not None and time.perf_counter() > end - self._sampling_time():
+                break
+            if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break
             # cut pieces of the last round join the children of the heaviest pool boxes
             k = int(np.clip(len(self.pool) // 8, self.chunk // 2, 4 * self.chunk))

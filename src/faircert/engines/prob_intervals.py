@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import prob_affine as A
+
 _INF = np.inf
 _MAXF = np.finfo(np.float64).max
 
@@ -33,6 +35,8 @@ class Iv:
     dep: np.ndarray | None
     #: width of the undecided conditions this value was merged over (a guide for splitting only)
     ws: np.ndarray | float = 0.0
+    #: the same value as an affine form over the inputs (None: intervals only)
+    form: A.Affine | None = None
 
 
 @dataclass
@@ -54,7 +58,24 @@ class Bv:
 
 def const(value: float) -> Iv:
     v = np.float64(value)
-    return Iv(v, v, np.bool_(False), np.bool_(False), np.uint64(0))
+    return Iv(v, v, np.bool_(False), np.bool_(False), np.uint64(0), 0.0, A.constant(v))
+
+
+def _tighten(x: Iv) -> Iv:
+    """Intersect the interval with the range of the affine form (where the form is tighter)."""
+    if x.form is None:
+        return x
+    flo, fhi = A.bounds(x.form)
+    up, down = flo > x.lo, fhi < x.hi
+    if not (np.any(up) or np.any(down)):
+        return x
+    return Iv(np.where(up, flo, x.lo), np.where(down, fhi, x.hi), np.where(up, False, x.lo_open),
+              np.where(down, False, x.hi_open), x.dep, x.ws, x.form)
+
+
+def _fresh(x: Iv) -> Iv:
+    x.form = A.from_interval(np.asarray(x.lo), np.asarray(x.hi))
+    return x
 
 
 def _down(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
@@ -86,12 +107,13 @@ def add(a: Iv, b: Iv) -> Iv:
     # an infinite end is exact as it stands; otherwise keep s only when TwoSum says it is exact
     lo = _down(sl, (el >= 0) | np.isinf(sl) & (sl < 0))
     hi = _up(sh, (eh <= 0) | np.isinf(sh) & (sh > 0))
-    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0), _or(a.dep, b.dep),
-              a.ws + b.ws)
+    form = A.add(a.form, b.form) if a.form is not None and b.form is not None else None
+    return _tighten(Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0),
+                       _or(a.dep, b.dep), a.ws + b.ws, form))
 
 
 def neg(a: Iv) -> Iv:
-    return Iv(-a.hi, -a.lo, a.hi_open, a.lo_open, a.dep, a.ws)
+    return Iv(-a.hi, -a.lo, a.hi_open, a.lo_open, a.dep, a.ws, None if a.form is None else A.neg(a.form))
 
 
 def sub(a: Iv, b: Iv) -> Iv:
@@ -114,14 +136,14 @@ def _prod(x, y):
 def _scale(a: Iv, c: float, dep) -> Iv:
     """a * c for an exact constant c (the common case: weights, unit changes)."""
     if c == 0:
-        return Iv(np.float64(0.0), np.float64(0.0), np.bool_(False), np.bool_(False), dep, a.ws)
+        return Iv(np.float64(0.0), np.float64(0.0), np.bool_(False), np.bool_(False), dep, a.ws, A.constant(0.0))
     lo, hi, lo_open, hi_open = (a.lo, a.hi, a.lo_open, a.hi_open) if c > 0 else (a.hi, a.lo, a.hi_open, a.lo_open)
     d, _, ed = _prod(lo, np.float64(c))
     _, u, eu = _prod(hi, np.float64(c))
     d = np.where(d == _INF, _MAXF, d)
     u = np.where(u == -_INF, -_MAXF, u)
     # exact ends keep their openness; rounded ends are never reached
-    return Iv(d, u, lo_open | ~ed, hi_open | ~eu, dep, a.ws)
+    return Iv(d, u, lo_open | ~ed, hi_open | ~eu, dep, a.ws, None if a.form is None else A.scale(a.form, c))
 
 
 def _constant(x: Iv) -> float | None:
@@ -147,7 +169,7 @@ def mul(a: Iv, b: Iv) -> Iv:
         hi_closed |= exact & (up == hi)
     lo = np.where(lo == _INF, _MAXF, lo)
     hi = np.where(hi == -_INF, -_MAXF, hi)
-    return Iv(lo, hi, ~lo_closed, ~hi_closed, _or(a.dep, b.dep), a.ws + b.ws)
+    return _fresh(Iv(lo, hi, ~lo_closed, ~hi_closed, _or(a.dep, b.dep), a.ws + b.ws))
 
 
 def _div_const(a: Iv, c: float) -> Iv:
@@ -161,7 +183,8 @@ def _div_const(a: Iv, c: float) -> Iv:
         u = np.where(eh, qh, np.nextafter(qh, _INF))
     d = np.where(d == _INF, _MAXF, d)
     u = np.where(u == -_INF, -_MAXF, u)
-    return Iv(d, u, lo_open | ~el, hi_open | ~eh, a.dep, a.ws)
+    return Iv(d, u, lo_open | ~el, hi_open | ~eh, a.dep, a.ws,
+              None if a.form is None else A.scale(a.form, 1.0 / c, inexact=True))
 
 
 def div(a: Iv, b: Iv) -> Iv:
@@ -176,7 +199,7 @@ def div(a: Iv, b: Iv) -> Iv:
     q = mul(a, inv)
     lo = np.where(has_zero, -_INF, q.lo)
     hi = np.where(has_zero, _INF, q.hi)
-    return Iv(lo, hi, q.lo_open | has_zero, q.hi_open | has_zero, q.dep, q.ws)
+    return _fresh(Iv(lo, hi, q.lo_open | has_zero, q.hi_open | has_zero, q.dep, q.ws))
 
 
 def hull(a: Iv, b: Iv, dep=None) -> Iv:
@@ -194,10 +217,13 @@ def select(c: Bv, a: Iv, b: Iv) -> Iv:
     dep = None
     if a.dep is not None and b.dep is not None and c.dep is not None:
         dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
-    return Iv(np.where(t, a.lo, np.where(f, b.lo, h.lo)), np.where(t, a.hi, np.where(f, b.hi, h.hi)),
-              np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
+    lo, hi = np.where(t, a.lo, np.where(f, b.lo, h.lo)), np.where(t, a.hi, np.where(f, b.hi, h.hi))
+    form = None
+    if a.form is not None and b.form is not None:
+        form = A.select(t, f, a.form, b.form, np.broadcast_to(lo, np.shape(t)), np.broadcast_to(hi, np.shape(t)))
+    return Iv(lo, hi, np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
               np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)), dep,
-              np.where(t, a.ws, np.where(f, b.ws, a.ws + b.ws + c.w)))
+              np.where(t, a.ws, np.where(f, b.ws, a.ws + b.ws + c.w)), form)
 
 
 def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
@@ -238,6 +264,13 @@ def compare(op: str, a: Iv, b: Iv) -> Bv:
         gt_sure, _ = _lt(b, a)
         point = (a.lo == a.hi) & (b.lo == b.hi) & (a.lo == b.lo) & ~a.lo_open & ~a.hi_open & ~b.lo_open & ~b.hi_open
         sure, never = (point, lt_sure | gt_sure) if op == "==" else (lt_sure | gt_sure, point)
+    if a.form is not None and b.form is not None:
+        # the difference's affine form keeps the correlation between a and b
+        dlo, dhi = A.bounds(A.add(a.form, b.form, -1.0))
+        extra = {"<": (dhi < 0, dlo >= 0), "<=": (dhi <= 0, dlo > 0), ">": (dlo > 0, dhi <= 0),
+                 ">=": (dlo >= 0, dhi < 0), "==": (False, (dlo > 0) | (dhi < 0)),
+                 "!=": ((dlo > 0) | (dhi < 0), False)}[op]
+        sure, never = sure | extra[0], never | extra[1]
     with np.errstate(invalid="ignore"):
         w = (a.hi - a.lo) + (b.hi - b.lo) + a.ws + b.ws
     return Bv(~never, ~sure, _or(a.dep, b.dep), np.where(sure | never, 0.0, w))
@@ -262,7 +295,7 @@ def to_number(b: Bv) -> Iv:
     lo = np.where(b.may_false, 0.0, 1.0)
     hi = np.where(b.may_true, 1.0, 0.0)
     z = np.zeros(np.shape(lo), dtype=bool)
-    return Iv(lo, hi, z, z.copy(), b.dep, b.w)
+    return _fresh(Iv(lo, hi, z, z.copy(), b.dep, b.w))
 
 
 def to_bool(x: Iv) -> Bv:

@@ -37,8 +37,18 @@ def marginal_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[
 
 def as_intervals(raw: list[tuple]) -> list[iv.Iv]:
     track = len(raw) <= 64
-    return [iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None)
+    return [iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None, 0.0, affine_form(vlo, vhi, j))
             for j, (vlo, vhi, olo, ohi) in enumerate(raw)]
+
+
+#: track affine forms beside intervals (correlations between derived values)
+AFFINE = True
+
+
+def affine_form(lo, hi, j: int):
+    from . import prob_affine
+
+    return prob_affine.from_interval(np.asarray(lo), np.asarray(hi), symbol=j) if AFFINE else None
 
 
 class BoxEvaluator:

@@ -35,7 +35,6 @@ from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
-from .trees_groups import make_groups
 from .trees_union import covered
 
 MAX_SLICES = 100_000
@@ -103,7 +102,7 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
 
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, group_size: int = 3) -> Quantification:
+             progress: Callable[[dict], None] | None = None) -> Quantification:
     """Run both phases within the time limit; any-time bounds are in the returned object."""
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
@@ -112,11 +111,10 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     eps = _epsilon(prop, discrete)
     _, c, tol = ir.margin_view(prop.kappa)
     nt = normalise(ir, domain)
-    groups = make_groups(nt, group_size)
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     slo, shi = _slices(prop, dlo, dhi)
-    part = partition(groups, slo, shi, c, tol, deadline)
+    part = partition(nt, slo, shi, c, tol, deadline)
     part = _resolve_ties(ir, prop, part)
     size = part.size
     certain = ~part.tie
@@ -156,8 +154,11 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
                 if len(t_idx):
                     both = np.concatenate([u_idx, t_idx])
                     res_t = covered(lo_y[a_idx], hi_y[a_idx], dil_lo[both], dil_hi[both], deadline, keep_pieces=False)
-                    extra += max(0.0, res_t.covered - res.covered)
-                    complete &= res_t.complete
+                    if res_t.complete and res.complete:
+                        extra += max(0.0, res_t.covered - res.covered)
+                    else:  # unknown twins could make every settled input unfair
+                        extra += res.settled - res.covered
+                        complete = False
             report(settled, unfair, extra, len(size))
     n = len(dlo)
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
@@ -173,7 +174,7 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
 def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition, limit: int = 2_000_000) -> Partition:
     """Decide near-tie boxes on integer grids point by point with the model's own arithmetic."""
     tie = np.nonzero(part.tie)[0]
-    if len(tie) == 0 or not prop.domain.discrete_mask.all():
+    if len(tie) == 0 or not part.complete or not prop.domain.discrete_mask.all():
         return part
     sizes = part.size[tie]
     if sizes.sum() > limit:
@@ -204,15 +205,10 @@ def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _reporter(progress, total: float, nonconf: float, t0: float):
-    last = [0.0]
-
     def report(settled: float, unfair: float, extra: float, boxes: int) -> None:
         if progress is None:
             return
         now = time.monotonic()
-        if now - last[0] < 0.05:
-            return
-        last[0] = now
         den = total - nonconf
         lo = (settled - unfair - extra) / den if den > 0 else 1.0
         hi = (den - unfair) / den if den > 0 else 1.0

@@ -74,6 +74,13 @@ class NormalisedTrees:
     def n_trees(self) -> int:
         return len(self.leaf_val)
 
+    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+        vmin, vmax = tree_bounds(self, lo, hi)
+        return vmin, vmax, None
+
+    def cut(self, lo: np.ndarray, hi: np.ndarray, reach: None, tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return split_choice(self, lo, hi, tree)
+
 
 def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
     n = ens.n_features
@@ -176,16 +183,16 @@ class Partition:
     start: np.ndarray      # index of the start box (slice) each box lies in
     label: np.ndarray      # NEG / POS
     confident: np.ndarray  # bool
-    tie: np.ndarray        # bool: margin within tolerance of a decision threshold (label/status unknown)
+    tie: np.ndarray        # bool: label/status unknown (margin within tolerance of a threshold, or unexplored)
     complete: bool         # False if the time limit stopped the enumeration
-    pending_size: float    # size of boxes left unexplored when stopped
+    pending_size: float    # size of the unexplored boxes (flagged `tie`) when stopped
 
     @property
     def size(self) -> np.ndarray:
         return np.prod(self.hi - self.lo, axis=1)
 
 
-def partition(nt, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
+def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
               deadline: float = np.inf, chunk: int = 2048, on_boxes=None) -> Partition:
     """Split the start boxes until label (and confidence) are constant on every box.
 
@@ -200,11 +207,14 @@ def partition(nt, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
     complete, pending = True, 0.0
     while stack:
         lo, hi, st = stack.pop()
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline:  # unexplored: kept as boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
+            out_lo.append(lo); out_hi.append(hi); out_start.append(st)
+            out_label.append(np.zeros(len(lo), dtype=np.int64)); out_conf.append(np.zeros(len(lo), dtype=bool))
+            out_tie.append(np.ones(len(lo), dtype=bool))
             continue
-        vmin, vmax, reach = nt.bounds(lo, hi)
+        vmin, vmax, _ = nt.bounds(lo, hi)
         mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
         pos = mlo > tol
         neg = mhi < -tol
@@ -231,8 +241,7 @@ def partition(nt, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
         if not keep.any():
             continue
         lo, hi, st = lo[keep], hi[keep], st[keep]
-        group = np.argmax(spread[keep], axis=1)
-        f, b = nt.cut(lo, hi, reach[keep], group)
+        f, b = nt.cut(lo, hi, None, np.argmax(spread[keep], axis=1))
         rows = np.arange(len(lo))
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
