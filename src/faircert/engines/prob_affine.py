@@ -63,6 +63,8 @@ def scale(a: Affine, q: float, inexact: bool = False) -> Affine:
     """a * q; `inexact` when q itself is a rounded value (1 / c)."""
     if q == 0:
         return constant(0.0)
+    if not np.isfinite(q):  # 1 / (a subnormal) overflows: no information
+        return Affine(np.float64(0.0), {}, np.float64(np.inf))
     k = {s: v * q for s, v in a.k.items()}
     out = Affine(a.c * q, k, a.r * abs(q))
     err = (2 if inexact else 1) * _EPS * _mag(out)

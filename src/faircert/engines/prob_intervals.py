@@ -61,18 +61,6 @@ def const(value: float) -> Iv:
     return Iv(v, v, np.bool_(False), np.bool_(False), np.uint64(0), 0.0, A.constant(v))
 
 
-def _tighten(x: Iv) -> Iv:
-    """Intersect the interval with the range of the affine form (where the form is tighter)."""
-    if x.form is None:
-        return x
-    flo, fhi = A.bounds(x.form)
-    up, down = flo > x.lo, fhi < x.hi
-    if not (np.any(up) or np.any(down)):
-        return x
-    return Iv(np.where(up, flo, x.lo), np.where(down, fhi, x.hi), np.where(up, False, x.lo_open),
-              np.where(down, False, x.hi_open), x.dep, x.ws, x.form)
-
-
 def _fresh(x: Iv) -> Iv:
     x.form = A.from_interval(np.asarray(x.lo), np.asarray(x.hi))
     return x
@@ -108,8 +96,8 @@ def add(a: Iv, b: Iv) -> Iv:
     lo = _down(sl, (el >= 0) | np.isinf(sl) & (sl < 0))
     hi = _up(sh, (eh <= 0) | np.isinf(sh) & (sh > 0))
     form = A.add(a.form, b.form) if a.form is not None and b.form is not None else None
-    return _tighten(Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0),
-                       _or(a.dep, b.dep), a.ws + b.ws, form))
+    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0),
+              _or(a.dep, b.dep), a.ws + b.ws, form)
 
 
 def neg(a: Iv) -> Iv:
