@@ -1,0 +1,130 @@
+"""ONNX `ai.onnx.ml` TreeEnsembleClassifier graphs (binary) -> TreeEnsemble.
+
+Inputs are float32 and thresholds float32. BRANCH_LEQ / BRANCH_GT map to the split rule "<=",
+BRANCH_LT / BRANCH_GTE to "<" (GT and GTE swap the branches). With weights on one class column,
+the summed score s is the positive class's: P = s (post_transform NONE) or sigmoid(s) (LOGISTIC).
+With two columns and NONE, P[class 1] = s1 and the label is class 1 iff s1 > s0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from ...errors import ModelFormatError
+from ..trees import Tree, TreeEnsemble
+
+LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}   # mode -> swap branches
+LT_RULES = {"BRANCH_LT": False, "BRANCH_GTE": True}
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode() for x in v]
+        elif isinstance(v, bytes):
+            v = v.decode()
+        out[a.name] = v
+    return out
+
+
+def load_onnx_trees(proto: Any) -> TreeEnsemble:
+    nodes = [n for n in proto.graph.node if n.domain == "ai.onnx.ml" and n.op_type.startswith("TreeEnsemble")]
+    if len(nodes) != 1 or nodes[0].op_type != "TreeEnsembleClassifier":
+        kinds = ", ".join(n.op_type for n in nodes) or "none"
+        raise ModelFormatError(f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
+                               "(regressors and multi-node graphs are not supported)")
+    a = _attrs(nodes[0])
+    if "nodes_values" not in a and "nodes_values_as_tensor" in a:
+        from onnx import numpy_helper
+
+        a["nodes_values"] = numpy_helper.to_array(a["nodes_values_as_tensor"]).tolist()
+    if "class_weights" not in a and "class_weights_as_tensor" in a:
+        from onnx import numpy_helper
+
+        a["class_weights"] = numpy_helper.to_array(a["class_weights_as_tensor"]).tolist()
+    labels = a.get("classlabels_int64s") or a.get("classlabels_strings") or []
+    if len(labels) != 2:
+        raise ModelFormatError(f"only binary classifiers are supported; this model has {len(labels)} classes")
+    modes = list(a["nodes_modes"])
+    inner = [m for m in modes if m != "LEAF"]
+    if set(inner) - set(LEQ_RULES) - set(LT_RULES):
+        raise ModelFormatError(f"unsupported split modes {sorted(set(inner) - set(LEQ_RULES) - set(LT_RULES))}")
+    if inner and set(inner) <= set(LEQ_RULES):
+        split, swaps = "<=", LEQ_RULES
+    elif set(inner) <= set(LT_RULES):
+        split, swaps = "<", LT_RULES
+    else:
+        raise ModelFormatError("the ensemble mixes <= and < split modes, which is not supported")
+    post = a.get("post_transform", "NONE")
+    class_ids = np.asarray(a["class_ids"], dtype=np.int64)
+    weights = np.asarray(a["class_weights"], dtype=np.float32).astype(np.float64)
+    columns = sorted(set(class_ids.tolist()))
+    base = list(np.asarray(a.get("base_values", []), dtype=np.float32).astype(np.float64))
+    if len(columns) == 1:
+        sign = np.ones(len(weights))
+        offset = base[columns[0]] if len(base) > columns[0] else (base[0] if base else 0.0)
+        if post == "LOGISTIC":
+            link = "sigmoid"
+        elif post == "NONE":
+            link = "identity"
+        else:
+            raise ModelFormatError(f"post_transform {post!r} is not supported for binary tree ensembles")
+    elif columns == [0, 1] and post == "NONE":
+        sign = np.where(class_ids == 1, 0.5, -0.5)  # score = 0.5 + (s1 - s0) / 2: label iff s1 > s0
+        link = "identity"
+        b0, b1 = (base + [0.0, 0.0])[:2]
+        offset = 0.5 + (b1 - b0) / 2
+    else:
+        raise ModelFormatError(f"unsupported class weights (columns {columns}, post_transform {post!r})")
+    leaf_value: dict[tuple[int, int], float] = defaultdict(float)
+    for t, nd, w, s in zip(a["class_treeids"], a["class_nodeids"], weights, sign):
+        leaf_value[(int(t), int(nd))] += float(w * s)
+    by_tree: dict[int, list[int]] = defaultdict(list)
+    for k, t in enumerate(a["nodes_treeids"]):
+        by_tree[int(t)].append(k)
+    trees = []
+    n_features = 0
+    for t in sorted(by_tree):
+        rows = by_tree[t]
+        ids = [int(a["nodes_nodeids"][k]) for k in rows]
+        pos = {nid: i for i, nid in enumerate(ids)}
+        if 0 not in pos or pos[0] != 0:
+            rows = sorted(rows, key=lambda k: int(a["nodes_nodeids"][k]) != 0)
+            ids = [int(a["nodes_nodeids"][k]) for k in rows]
+            pos = {nid: i for i, nid in enumerate(ids)}
+        n = len(rows)
+        feat, thr = np.zeros(n, np.int64), np.zeros(n)
+        left, right, value = np.full(n, -1), np.full(n, -1), np.zeros(n)
+        for i, k in enumerate(rows):
+            mode = modes[k]
+            if mode == "LEAF":
+                value[i] = leaf_value.get((t, ids[i]), 0.0)
+                continue
+            try:
+                tn, fn = pos[int(a["nodes_truenodeids"][k])], pos[int(a["nodes_falsenodeids"][k])]
+            except KeyError:
+                raise ModelFormatError(f"tree {t}: a branch points to a missing node") from None
+            left[i], right[i] = (fn, tn) if swaps[mode] else (tn, fn)
+            feat[i] = int(a["nodes_featureids"][k])
+            thr[i] = float(np.float32(a["nodes_values"][k]))
+            n_features = max(n_features, feat[i] + 1)
+        trees.append(Tree(feat, thr, left, right, value))
+    width = _input_width(proto)
+    return TreeEnsemble(trees, max(width or 0, n_features), split=split, input_float32=True,
+                        base_score=float(offset), scale=1.0, link=link, source="onnx",
+                        meta={"framework": "onnx", "post_transform": post})
+
+
+def _input_width(proto: Any) -> int | None:
+    try:
+        dims = proto.graph.input[0].type.tensor_type.shape.dim
+        return int(dims[-1].dim_value) or None
+    except (IndexError, AttributeError):
+        return None
