@@ -70,6 +70,8 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
             raise PropertyError(f"epsilon rate must be >= 0, got {epsilon_rate}")
         for i, f in enumerate(domain.features):
             width = f.max - f.min
+            if f.kind == "categorical":  # codes have no distance: categorical tolerances stay 0
+                continue
             eps[i] = np.floor(epsilon_rate * width) if f.is_discrete else epsilon_rate * width
     if isinstance(epsilon, (int, float)):
         eps[:] = float(epsilon)

@@ -1,0 +1,68 @@
+"""The CLI on tree-ensemble model files: verify and sample-counterexamples."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircert import cli
+from faircert.domain import Domain, Feature
+
+
+@pytest.fixture(scope="module")
+def xgb_model(tmp_path_factory):
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = np.stack([rng.integers(0, 2, 800), rng.integers(0, 20, 800), rng.integers(0, 10, 800)], axis=1).astype(float)
+    y = ((X[:, 1] + 4 * X[:, 0] - X[:, 2] + rng.normal(0, 3, 800)) > 10).astype(int)
+    folder = tmp_path_factory.mktemp("trees")
+    clf = xgb.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
+    clf.save_model(folder / "m.json")
+    dom = Domain((Feature("sex", "binary", 0, 1), Feature("score", "integer", 0, 19), Feature("age", "integer", 0, 9)))
+    dom.save(folder / "d.yaml")
+    return folder, clf
+
+
+def test_verify_json_reports_exact_measure(xgb_model, capsys):
+    folder, clf = xgb_model
+    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
+                     "--epsilon", "score=1", "--kappa", "0.6", "--json", "-", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "trees" and out["measure_lower"] == out["measure_upper"]
+    grid = np.array(np.meshgrid(np.arange(2), np.arange(20), np.arange(10), indexing="ij")).reshape(3, -1).T.astype(float)
+    proba = clf.predict_proba(grid)[:, 1]
+    assert out["confident_size"] == np.sum(np.maximum(proba, 1 - proba) > 0.6)
+    assert code == (1 if out["unfair_size"] else 0)
+    assert out["falsified"] == pytest.approx(out["unfair_size"] / out["confident_size"])
+
+
+def test_sample_counterexamples_writes_rechecked_pairs(xgb_model, tmp_path, capsys):
+    folder, clf = xgb_model
+    out_csv = tmp_path / "idi.csv"
+    code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
+                     "--protected", "sex", "--epsilon-rate", "0.1", "-n", "500", "--out", str(out_csv), "--json", "-"])
+    summary = json.loads(capsys.readouterr().out)
+    frame = pd.read_csv(out_csv)
+    if summary["unfair_size"] == 0:
+        assert code == 0 and len(frame) == 0
+        return
+    assert code == 1 and len(frame) == 500 == summary["written"]
+    x = frame[["sex", "score", "age"]].to_numpy(float)
+    xp = frame[["sex_prime", "score_prime", "age_prime"]].to_numpy(float)
+    assert np.all(clf.predict(x) != clf.predict(xp)) and np.all(x[:, 0] != xp[:, 0])
+    assert np.all(np.abs(x[:, 1:] - xp[:, 1:]) <= np.array([1, 0]))  # floor(0.1 * 19) = 1, floor(0.9) = 0
+
+
+def test_bad_inputs_exit_3(xgb_model, tmp_path):
+    folder, _ = xgb_model
+    assert cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "nope",
+                     "--quiet"]) == 3
+    narrow = Domain((Feature("sex", "binary", 0, 1), Feature("score", "integer", 0, 19)))
+    narrow.save(tmp_path / "n.yaml")
+    assert cli.main(["verify", str(folder / "m.json"), "--domain", str(tmp_path / "n.yaml"), "--protected", "sex",
+                     "--quiet"]) == 3
+    assert cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
+                     "--protected", "sex", "-n", "-1", "--out", str(tmp_path / "x.csv")]) == 3
