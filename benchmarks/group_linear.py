@@ -247,7 +247,8 @@ def markdown(results: dict) -> str:
                  f"learned from {s['population_rows']} rows, {s['bins']} {s['binning']} bins; SVM = {s['svm']}. "
                  "Error = |DI - exact DI| per instance, so it includes the sampling error of the learned population. "
                  "Within-bin bounds hold for any distribution inside the bins with the learned bin probabilities; "
-                 "they miss the exact DI only through that sampling error (mostly at n = 2, one feature)."),
+                 "they can miss the exact DI through that sampling error and the Gaussian tails beyond the data range "
+                 "(mostly at n = 2, one feature)."),
                 "", ("| n | model | instances | mean exact DI | mean faircert DI | mean abs error | max abs error | "
                      "mean abs error at default 10 bins | exact DI inside within-bin bounds | engine s | FVGM (paper) |"),
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
