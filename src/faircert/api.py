@@ -135,8 +135,6 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
                           bin_bounds=bin_bounds)
     from .engines.probability_bounds import group_bounds
 
-    if isinstance(pop, DiscretePopulation):
-        pop = gl.to_product_population(pop)
     return group_bounds(ir, pop, protected=protected or None, label=label, metrics=metrics, threshold=threshold,
                         time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}))
 

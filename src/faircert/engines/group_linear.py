@@ -242,18 +242,3 @@ def _with_protected(pop: DiscretePopulation, protected: list[str]) -> DiscretePo
         raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
     return pop
 
-
-def to_product_population(pop: DiscretePopulation) -> Any:
-    """An independent discrete population as the bounds engine's product of discrete marginals
-    (each binned column keeps its bin values: the same population the exact engine uses)."""
-    from ..population.continuous import Discrete, ProductPopulation
-
-    if pop.kind != "independent" or pop.edges:
-        raise PropertyError("a Bayesian-network population is supported for linear models only; "
-                            "use population='independent' (or a population program) for this model")
-    marginals = {}
-    for name, var in pop.variables.items():
-        if not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in var.states):
-            raise DataError(f"column {name!r} holds text categories; this model needs numeric inputs")
-        marginals[name] = Discrete(tuple(float(s) for s in var.states), tuple(float(p) for p in var.cpt), name)
-    return ProductPopulation(list(marginals), list(marginals.values()))
