@@ -217,3 +217,31 @@ def test_affine_forms_keep_correlations_soundly():
     assert hi == 1.0 and lo > 1 - 1e-9
     lo, hi = probability(src, "d > 0.5", tolerance=1e-6, time_limit=10)
     assert lo <= 0.5 <= hi  # P[y > 0.5] = 1.5 / 3
+
+
+def _random_rich_program(rng: np.random.Generator) -> tuple[str, str]:
+    """Nested ifs, products and quotients of variables, abs/min/max, chained comparisons."""
+    lines = ["a = gaussian(%.3f, %.3f)" % (rng.normal(), rng.uniform(0.3, 3)),
+             "b = uniform(%.3f, %.3f)" % (-1 - rng.random(), 1 + rng.random()),
+             "c = step([(0, 1, 0.2), (1, 3, 0.5), (4, 5, 0.3)])"]
+    e1 = rng.choice(["a * b", "a / (c + 1)", "abs(a) - b", "max(a, b) * 0.5", "min(a, c) + b * b"])
+    lines.append(f"x = {e1}")
+    lines.append("if c < 1:\n    y = x + a\nelif 0 < b < 0.5:\n    if a > 0:\n        y = x - 2 * b\n"
+                 "    else:\n        y = -x\nelse:\n    y = x * 0.5 + c")
+    lines.append("z = y - x + (1 if a > b else -1)")
+    query = rng.choice([f"z > {rng.normal():.3f}", f"y < x or c > 3", f"not (z <= {rng.normal():.3f}) and b > -0.5"])
+    return "\n".join(lines) + "\n", str(query)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rich_random_programs_bracket_monte_carlo(seed):
+    rng = np.random.default_rng(100 + seed)
+    source, query = _random_rich_program(rng)
+    lo, hi = probability(source, query, tolerance=0.01, time_limit=3)
+    prog = parse_program(source)
+    n = 400_000
+    draws = [m.sample(rng, n) for m in site_marginals(prog)]
+    _, (hits,), _ = Interpreter(POINT).run(prog, draws, [parse_expression(query)])
+    p = float(np.mean(np.broadcast_to(hits, (n,))))
+    se = max(np.sqrt(p * (1 - p) / n), 1 / n)
+    assert lo - 5 * se <= p <= hi + 5 * se, (source, query, lo, hi, p)
