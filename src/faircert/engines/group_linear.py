@@ -149,11 +149,7 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
 
 # ----- inputs: model, data and population ------------------------------------------------------------
 def load_linear_or_any(model: Any, trust_pickle: bool = False) -> Any:
-    """The IR of `model`; scikit-learn Pipelines ending in a linear classifier become LinearModels."""
-    if type(model).__name__ == "Pipeline" and (type(model).__module__ or "").startswith("sklearn"):
-        from ..models.io.sklearn_linear import load_sklearn_linear
-
-        return load_sklearn_linear(model)
+    """The IR of `model` (scikit-learn Pipelines ending in a linear classifier become LinearModels)."""
     from ..models.io import load_model
 
     return load_model(model, trust_pickle=trust_pickle)

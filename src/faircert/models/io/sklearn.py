@@ -13,6 +13,13 @@ LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
 
 def load_sklearn(estimator: Any) -> Any:
     name = type(estimator).__name__
+    if name == "Pipeline":
+        final = type(estimator.steps[-1][1]).__name__
+        if final not in LINEAR_CLASSES:
+            raise ModelFormatError(f"a scikit-learn Pipeline is supported when it ends in a linear classifier "
+                                   f"({', '.join(sorted(LINEAR_CLASSES))}); this one ends in {final}. "
+                                   f"Pass the fitted final estimator itself with data already encoded.")
+        name = final
     if name in TREE_CLASSES:
         from .sklearn_trees import load_sklearn_trees
 
