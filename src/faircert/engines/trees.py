@@ -242,8 +242,13 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     close = np.all(np.abs(x - xp)[:, free] <= q.eps[free] * (1 + 1e-12), axis=1)
     if not q.robustness:
         close &= np.any(x[:, list(q.protected)] != xp[:, list(q.protected)], axis=1)
-    label, label_p = ir.predict(x), ir.predict(xp)
-    conf = ir.confidence(x) > q.kappa if q.kappa is not None else np.ones(len(x), dtype=bool)
+    score, score_p = ir.score(x), ir.score(xp)
+    label, label_p = ir.label_from_score(score), ir.label_from_score(score_p)
+    if q.kappa is not None:
+        p = ir.proba_from_score(score)
+        conf = np.maximum(p, 1.0 - p) > q.kappa
+    else:
+        conf = np.ones(len(x), dtype=bool)
     return close & conf & (label != label_p)
 
 

@@ -132,23 +132,6 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
                            np.concatenate(nl), np.concatenate(nr), np.array(roots), depth)
 
 
-def suffix_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sound min / max of the sum of trees first.. over each box (per tree: its reachable leaves)."""
-    n_box = len(lo)
-    if first >= nt.n_trees or n_box == 0:
-        return np.zeros(n_box), np.zeros(n_box)
-    s = nt.start[first]
-    feat, bound, upper = nt.c_feat[s:], nt.c_bound[s:], nt.c_upper[s:]
-    glo = lo[:, feat]  # boxes x leaves x depth
-    ghi = hi[:, feat]
-    ok = np.where(upper, glo < bound, ghi > bound).all(axis=2)
-    val = nt.val[s:]
-    seg = nt.start[first:-1] - s
-    vmin = np.minimum.reduceat(np.where(ok, val, np.inf), seg, axis=1).sum(axis=1)
-    vmax = np.maximum.reduceat(np.where(ok, val, -np.inf), seg, axis=1).sum(axis=1)
-    return vmin, vmax
-
-
 def tree_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Min and max leaf value of every tree reachable from each box (boxes x trees)."""
     ok = np.where(nt.c_upper, lo[:, nt.c_feat] < nt.c_bound, hi[:, nt.c_feat] > nt.c_bound).all(axis=2)

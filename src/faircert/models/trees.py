@@ -107,21 +107,48 @@ class TreeEnsemble:
             raise ModelFormatError(f"the model takes {self.n_features} inputs, got {X.shape[1]}")
         return X.astype(np.float32).astype(np.float64) if self.input_float32 else X
 
-    def leaf_values(self, X: np.ndarray) -> np.ndarray:
+    def _flat(self) -> tuple[np.ndarray, ...]:
+        """All trees in global arrays, renumbered so that a right child follows its left sibling;
+        leaves point to themselves with threshold +inf, so traversal is branch-free."""
+        if getattr(self, "_flat_cache", None) is None:
+            feat, thr, child, value, roots = [], [], [], [], []
+            for t in self.trees:
+                base = len(feat)
+                roots.append(base)
+                order, new_id, queue = [0], {0: base}, [0]
+                while queue:
+                    node = queue.pop(0)
+                    if t.left[node] >= 0:
+                        for kid in (int(t.left[node]), int(t.right[node])):
+                            new_id[kid] = base + len(order)
+                            order.append(kid)
+                            queue.append(kid)
+                for node in order:
+                    leaf = t.left[node] < 0
+                    feat.append(0 if leaf else int(t.feature[node]))
+                    thr.append(np.inf if leaf else float(t.threshold[node]))
+                    child.append(new_id[node] if leaf else new_id[int(t.left[node])])
+                    value.append(float(t.value[node]))
+            self._flat_cache = (np.array(roots, dtype=np.intp), np.array(feat, dtype=np.intp), np.array(thr),
+                                np.array(child, dtype=np.intp), np.array(value), max(t.depth for t in self.trees))
+        return self._flat_cache
+
+    def leaf_values(self, X: np.ndarray, chunk: int = 32768) -> np.ndarray:
         """Leaf value of every tree for every row (rows x trees)."""
         X = self._inputs(X)
+        roots, feat, thr, child, value, depth = self._flat()
         out = np.empty((len(X), len(self.trees)))
-        for j, t in enumerate(self.trees):
-            node = np.zeros(len(X), dtype=np.int64)
-            active = ~t.is_leaf[node]
-            while active.any():
-                idx = np.nonzero(active)[0]
-                nd = node[idx]
-                x = X[idx, t.feature[nd]]
-                go_left = x < t.threshold[nd] if self.split == "<" else x <= t.threshold[nd]
-                node[idx] = np.where(go_left, t.left[nd], t.right[nd])
-                active[idx] = ~t.is_leaf[node[idx]]
-            out[:, j] = t.value[node]
+        strict = self.split == "<"
+        d = X.shape[1]
+        for s in range(0, len(X), chunk):
+            xs = np.ascontiguousarray(X[s:s + chunk]).ravel()
+            offs = (np.arange(len(xs) // d, dtype=np.intp) * d)[:, None]
+            node = np.repeat(roots[None], len(xs) // d, axis=0)
+            for _ in range(depth):
+                x = np.take(xs, offs + np.take(feat, node))
+                t = np.take(thr, node)
+                node = np.take(child, node) + ((x >= t) if strict else (x > t))
+            out[s:s + chunk] = np.take(value, node)
         return out
 
     def score(self, X: np.ndarray) -> np.ndarray:
@@ -135,15 +162,19 @@ class TreeEnsemble:
             return s.astype(np.float64) * self.scale
         return self.base_score + self.scale * leaves.sum(axis=1)
 
+    def proba_from_score(self, s: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-s)) if self.link == "sigmoid" else s
+
+    def label_from_score(self, s: np.ndarray) -> np.ndarray:
+        return (s > 0).astype(np.int64) if self.link == "sigmoid" else (s > 0.5).astype(np.int64)
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """P[y = 1] for every row."""
-        s = self.score(X)
-        return 1.0 / (1.0 + np.exp(-s)) if self.link == "sigmoid" else s
+        return self.proba_from_score(self.score(X))
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Labels 0/1 (1 iff P[y=1] > 1/2)."""
-        s = self.score(X)
-        return (s > 0).astype(np.int64) if self.link == "sigmoid" else (s > 0.5).astype(np.int64)
+        return self.label_from_score(self.score(X))
 
     def confidence(self, X: np.ndarray) -> np.ndarray:
         p = self.predict_proba(X)
