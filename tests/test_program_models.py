@@ -135,3 +135,18 @@ def test_network_under_a_discrete_bayesian_network_matches_enumeration(seed):
             den += p
         assert g.low - 1e-9 <= num / den <= g.high + 1e-9
         assert g.high - g.low <= 1e-6
+
+
+def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
+    rng = np.random.default_rng(11)
+    net = ReluNetwork([rng.normal(size=(8, 3)), rng.normal(size=(6, 8)), rng.normal(size=(1, 6))],
+                      [rng.normal(size=8), rng.normal(size=6), np.array([0.3])], input_names=["a", "s", "b"])
+    r = group_bounds(net, POP, protected="s", time_limit=8, threshold=None, target_width=5e-3)
+    X = POP.sample(rng, 1_000_000)
+    y = net.predict(np.stack([X["a"], X["s"], X["b"]], axis=1))
+    for g in r.groups:
+        mask = X["s"] == g.group["s"]
+        p = y[mask].mean()
+        se = np.sqrt(max(p * (1 - p), 1e-6) / mask.sum())
+        assert g.low - 5 * se <= p <= g.high + 5 * se
+        assert g.high - g.low < 0.05

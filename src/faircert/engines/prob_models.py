@@ -44,13 +44,35 @@ def _affine(W: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray):
 
 
 def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(may be positive, may be negative, logit width) of a ReluNetwork (positive iff logit > 0)."""
+    """(may be positive, may be negative, logit width) of a ReluNetwork (positive iff logit > 0).
+
+    Interval arithmetic layer by layer, intersected on bounded boxes with the project's symbolic
+    (ReluVal forward + CROWN backward) bounds, padded far beyond their float64 rounding error."""
+    x_lo, x_hi = lo, hi
     last = len(net.weights) - 1
+    mag = np.zeros(len(lo))
     for k, (W, b) in enumerate(zip(net.weights, net.biases)):
         lo, hi = _affine(W, b, lo, hi)
+        with np.errstate(invalid="ignore"):
+            mag = np.maximum(mag, np.max(np.maximum(np.abs(lo), np.abs(hi)), axis=1))
         if k < last:
             lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
     lo, hi = lo[:, 0], hi[:, 0]
+    finite = np.all(np.isfinite(x_lo) & np.isfinite(x_hi), axis=1) & np.isfinite(mag)
+    if finite.any() and len(net.weights) > 1:
+        try:
+            from .bounds_symbolic import TwinNet, bound_twins
+        except ImportError:  # the symbolic engine is optional here
+            bound_twins = None
+        if bound_twins is not None:
+            twin = TwinNet.build(net, list(range(net.n_inputs)), [], np.zeros((1, 0)))
+            tb = bound_twins(twin, x_lo[finite], x_hi[finite])
+            n_ops = sum(W.shape[1] for W in net.weights) + 8
+            pad = 1e-9 * n_ops * (1.0 + mag[finite])
+            lo = lo.copy()
+            hi = hi.copy()
+            lo[finite] = np.maximum(lo[finite], tb.lower[:, 0] - pad)
+            hi[finite] = np.minimum(hi[finite], tb.upper[:, 0] + pad)
     return hi > 0, lo <= 0, hi - lo
 
 
