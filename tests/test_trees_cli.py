@@ -66,3 +66,24 @@ def test_bad_inputs_exit_3(xgb_model, tmp_path):
                      "--quiet"]) == 3
     assert cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
                      "--protected", "sex", "-n", "-1", "--out", str(tmp_path / "x.csv")]) == 3
+
+
+def test_python_api_accepts_fitted_models():
+    pytest.importorskip("sklearn"); pytest.importorskip("lightgbm")
+    import lightgbm as lgb
+    from sklearn.ensemble import RandomForestClassifier
+
+    import faircert
+
+    rng = np.random.default_rng(1)
+    X = np.stack([rng.integers(0, 3, 500), rng.integers(0, 12, 500), rng.integers(0, 6, 500)], axis=1).astype(float)
+    y = ((X[:, 1] - X[:, 2] + 2 * X[:, 0] + rng.normal(0, 2, 500)) > 5).astype(int)
+    dom = Domain((Feature("group", "categorical", 0, 2), Feature("a", "integer", 0, 11), Feature("b", "integer", 0, 5)))
+    rf = RandomForestClassifier(6, max_depth=4, random_state=0).fit(X, y)
+    res = faircert.verify(rf, dom, robustness=True, epsilon={"a": 1, "b": 1}, kappa=0.6)
+    assert res.engine == "trees" and res.stats["converged"] and res.protected == []
+    booster = lgb.LGBMClassifier(n_estimators=10, num_leaves=5, verbose=-1).fit(X, y).booster_
+    res = faircert.verify(booster, dom, sensitive_features="group", epsilon_rate=0.2)
+    assert res.measure_lower == res.measure_upper and res.epsilon == {"a": 2.0, "b": 1.0}
+    for c in res.counterexamples:
+        assert c.x[0] != c.x_prime[0] and (c.output > 0.5) != (c.output_prime > 0.5)
