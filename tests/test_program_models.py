@@ -150,3 +150,18 @@ def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
         se = np.sqrt(max(p * (1 - p), 1e-6) / mask.sum())
         assert g.low - 5 * se <= p <= g.high + 5 * se
         assert g.high - g.low < 0.05
+
+
+def test_sampled_rates_under_a_discrete_bayesian_network():
+    from faircert.engines.sequential import group_sampled
+    from faircert.population.discrete import DiscretePopulation, Variable
+
+    s = Variable("s", (0, 1), ("f", "m"), (), np.array([0.3, 0.7]))
+    a = Variable("a", (1.0, 2.0, 3.0), (), ("s",), np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]]))
+    pop = DiscretePopulation({"s": s, "a": a}, protected=("s",))
+    model = LinearModel.plain([1.0, 0.0], -2.5, ["a", "s"])  # positive iff a = 3
+    r = group_sampled(model, pop, delta=1e-6, time_limit=20)
+    exact = {"f": 0.1, "m": 0.6}
+    for g in r.groups:
+        assert g.low <= exact[g.group["s"]] <= g.high
+    assert r.verdict == "unfair"

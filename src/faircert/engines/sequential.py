@@ -138,7 +138,10 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
     """Per-group positive rates and DI/SP of any model under a product or program population, decided
     by the sequential test: a GroupResult whose verdict is wrong with probability <= delta."""
     from ..models.program import Program, parse_expression
+    import itertools
+
     from ..population.continuous import Discrete, ProductPopulation, Step
+    from ..population.discrete import DiscretePopulation
     from ..population.program import ProgramPopulation
     from ..results import GroupProbability, GroupResult
     from .prob_interp import POINT, Interpreter
@@ -166,8 +169,6 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
                 cats.append([(f"[{a:g},{b:g})", lambda x, a=a, b=b: (x >= a) & (x < b)) for a, b in zip(m._a, m._b)])
             else:
                 raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
-        import itertools
-
         combos = list(itertools.product(*cats))
         groups = [{p: v for p, (v, _) in zip(prot, c)} for c in combos]
 
@@ -197,6 +198,44 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
             g = np.broadcast_to(results[0] if cond is not None else notes["sensitiveAttribute"], (n,))
             pos = _point_label(model, names, {k: np.broadcast_to(v, (n,)) for k, v in env.items()})
             return np.stack([g & pos, g & ~pos, ~g & pos, ~g & ~pos], axis=1)
+    elif isinstance(population, DiscretePopulation):
+        order = population.order()
+        prot = prot or list(population.protected)
+        if not prot:
+            raise PropertyError("name the protected attribute(s) (protected=...)")
+        missing = [n for n in names + prot if n not in population.variables]
+        if missing:
+            raise PropertyError(f"the population has no variable(s) {missing}; it has: {', '.join(order)}")
+        states = [dict(zip(prot, combo)) for combo in itertools.product(
+            *[range(population.variables[p].card) for p in prot])]
+        groups = [population.group_name(g) for g in states]
+
+        def sample(rng, n):
+            codes: dict[str, np.ndarray] = {}
+            for name in order:  # ancestral sampling, parents first
+                v = population.variables[name]
+                rows = v.cpt.reshape(-1, v.card)
+                row = np.zeros(n, dtype=np.int64)
+                for p in v.parents:
+                    row = row * population.variables[p].card + codes[p]
+                cum = np.cumsum(rows, axis=1)
+                u = rng.random(n)[:, None] * cum[row, -1:]
+                codes[name] = np.minimum((u >= cum[row]).sum(axis=1), v.card - 1)
+            values = {}
+            for name in names:
+                try:
+                    vals = np.array([float(x) for x in population.variables[name].states])
+                except (TypeError, ValueError):
+                    raise PropertyError(f"model input {name!r} has non-numeric states") from None
+                values[name] = vals[codes[name]]
+            pos = _point_label(model, names, values)
+            cols = []
+            for st in states:
+                g = np.ones(n, dtype=bool)
+                for p, code in st.items():
+                    g &= codes[p] == code
+                cols += [g & pos, g & ~pos]
+            return np.stack(cols, axis=1)
     else:
         raise PropertyError(f"unsupported population {type(population).__name__}")
 
