@@ -75,8 +75,7 @@ class Refiner:
         self.m = n_events
         self.breaks = [np.asarray(getattr(mg, "breaks", np.empty(0)), dtype=np.float64) for mg in marginals]
         #: inputs with unbounded support: their tails are carved off in thin slices first
-        self.unbounded = np.array([not hasattr(mg, "breaks") or getattr(mg, "unbounded", False)
-                                   or type(mg).__name__ == "Gaussian" for mg in marginals], dtype=bool)
+        self.unbounded = np.array([bool(getattr(mg, "unbounded", False)) for mg in marginals], dtype=bool)
         self.acc_true = [Fraction(0)] * n_events
         self.acc_false = [Fraction(0)] * n_events
         self.evaluations = 0

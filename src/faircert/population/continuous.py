@@ -42,6 +42,8 @@ class Gaussian:
     mean: float
     variance: float
     name: str = ""
+    #: values reach +-inf: refinement carves thin tails off first
+    unbounded = True
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mean) and np.isfinite(self.variance) and self.variance > 0):
@@ -81,6 +83,7 @@ class Step:
 
     bars: tuple[tuple[float, float, float], ...]
     name: str = ""
+    unbounded = False
     _a: np.ndarray = field(init=False, repr=False, compare=False)
     _b: np.ndarray = field(init=False, repr=False, compare=False)
     _cum: np.ndarray = field(init=False, repr=False, compare=False)
@@ -148,6 +151,7 @@ class Discrete:
     values: tuple[float, ...]
     probs: tuple[float, ...]
     name: str = ""
+    unbounded = False
     _v: np.ndarray = field(init=False, repr=False, compare=False)
     _cum: np.ndarray = field(init=False, repr=False, compare=False)
 
