@@ -34,6 +34,7 @@ EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
 GROW_SHARE = 0.1             # at most this share of the time goes into growing unfair boxes
 GROW_BATCH = 64
+SAMPLE_HALFWIDTH = 0.0009    # target half-width of the estimate's interval (share units)
 PROBES = 4                   # random points tried per undecided box
 HOPELESS = 0.125           # priority factor of boxes known to hold a counterexample
 
@@ -84,6 +85,7 @@ class Refinement:
                           rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
         self._last_report = 0.0
         self.probes = self.probe_hits = 0
+        self.started = False
         self.point_cost = 0.0
 
     # ----- the loop ---------------------------------------------------------------------------
@@ -91,12 +93,15 @@ class Refinement:
         """Refine until the time limit, the undecided target, or (for tests) a number of rounds."""
         pb = self.pb
         end = None if time_limit is None else self.t0 + time_limit * 0.97
-        lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
-        if exact_ok(pb, lo, hi, EXACT_POINTS).all():
-            self._exact(lo, hi)
-            lo = hi = None
-        pend_lo = pend_hi = np.empty((0, pb.d))
+        lo = hi = None
+        if not self.started:  # a later call resumes from the pool
+            self.started = True
+            lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
+            if exact_ok(pb, lo, hi, EXACT_POINTS).all():
+                self._exact(lo, hi)
+                lo = hi = None
         while True:
+            pend_lo = pend_hi = np.empty((0, pb.d))
             if lo is not None and lo.shape[0]:
                 pend_lo, pend_hi = self._process(lo, hi)
             self.stats["rounds"] += 1
@@ -127,7 +132,7 @@ class Refinement:
             return 0.0
         und = self.undecided_mass() / self.pb.domain_size
         p = min(0.5, max(self.probe_hits / self.probes, 0.01))
-        need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / Sampler.halfwidth ** 2)
+        need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / SAMPLE_HALFWIDTH ** 2)
         return 1.3 * need * self.point_cost
 
     def undecided_mass(self) -> float:
@@ -358,7 +363,7 @@ class Refinement:
         t_refine = time.perf_counter() - self.t0
         lo, hi, mass = self._undecided_boxes()
         deadline = None if time_limit is None else self.t0 + time_limit
-        est = Sampler(pb, self.rng, confidence).estimate(lo, hi, mass, fal, deadline, self.chunk)
+        est = Sampler(pb, self.rng, confidence, SAMPLE_HALFWIDTH).estimate(lo, hi, mass, fal, deadline, self.chunk)
         cexs = self.counterexamples(max_counterexamples)
         if und == 0 and fal == 0 and not cexs:
             verdict = "fair"

@@ -101,10 +101,8 @@ def _witness(pb: Problem, x: np.ndarray):
 def exact_ok(pb: Problem, lo: np.ndarray, hi: np.ndarray, limit: int) -> np.ndarray:
     """Boxes whose (window-enlarged) grid is small enough to enumerate."""
     grid = np.all(pb.discrete | ((hi == lo) & (pb.eps == 0)), axis=1)
+    count = np.prod(hi - lo + 1, axis=1)
     if pb.has_eps:
         elo, ehi = pb.enlarge(lo, hi)
-        count = np.prod(ehi - elo + 1, axis=1)
-    else:
-        count = np.prod(hi - lo + 1, axis=1)
+        return grid & (count <= limit) & (np.prod(ehi - elo + 1, axis=1) <= 64 * limit)
     return grid & (count <= limit)
-

@@ -78,6 +78,7 @@ class Sampler:
     halfwidth: float = 0.0009     # target half-width of the interval (share units)
     min_samples: int = 20_000
     max_samples: int = 4_000_000
+    max_samples_eps: int = 200_000
     chunk: int = 50_000
 
     def estimate(self, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, falsified: float,
@@ -98,10 +99,13 @@ class Sampler:
             unk += int(unknown.sum())
             lo_p, _ = wilson(k, n, z)
             _, hi_p = wilson(k + unk, n, z)
-            done = share * (hi_p - lo_p) / 2 <= self.halfwidth
+            s_lo, s_hi = wilson(k + unk / 2, n, z)
+            # points whose window could not be decided widen the interval; more samples cannot help there
+            done = share * (s_hi - s_lo) / 2 <= self.halfwidth
             # sampling is cheap without epsilon: finish the interval even past the deadline
             late = self.pb.has_eps and deadline is not None and time.perf_counter() > deadline
-            if n >= self.max_samples or (n >= self.min_samples and (done or late)):
+            cap = self.max_samples_eps if self.pb.has_eps else self.max_samples
+            if n >= cap or (n >= self.min_samples and (done or late)):
                 break
             if not done:  # jump towards the sample count the interval needs
                 p = (k + unk / 2) / n

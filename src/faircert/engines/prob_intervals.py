@@ -46,6 +46,8 @@ class Bv:
     dep: np.ndarray | None
     #: how far from decided (widths of the undecided comparisons; 0 when decided); guides splitting
     w: np.ndarray | float = 0.0
+    #: |coefficient| of each symbol in the undecided comparisons' affine forms (guides splitting)
+    sens: dict | None = None
 
     @property
     def true(self) -> np.ndarray:
@@ -221,7 +223,7 @@ def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
         dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
     return Bv(np.where(t, a.may_true, np.where(f, b.may_true, a.may_true | b.may_true)),
               np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)), dep,
-              np.where(t, a.w, np.where(f, b.w, a.w + b.w + c.w)))
+              np.where(t, a.w, np.where(f, b.w, a.w + b.w + c.w)), _sens_sum(a.sens, b.sens, c.sens))
 
 
 def _lt(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
@@ -254,28 +256,46 @@ def compare(op: str, a: Iv, b: Iv) -> Bv:
         sure, never = (point, lt_sure | gt_sure) if op == "==" else (lt_sure | gt_sure, point)
     if a.form is not None and b.form is not None:
         # the difference's affine form keeps the correlation between a and b
-        dlo, dhi = A.bounds(A.add(a.form, b.form, -1.0))
+        diff = A.add(a.form, b.form, -1.0)
+        dlo, dhi = A.bounds(diff)
         extra = {"<": (dhi < 0, dlo >= 0), "<=": (dhi <= 0, dlo > 0), ">": (dlo > 0, dhi <= 0),
                  ">=": (dlo >= 0, dhi < 0), "==": (False, (dlo > 0) | (dhi < 0)),
                  "!=": ((dlo > 0) | (dhi < 0), False)}[op]
         sure, never = sure | extra[0], never | extra[1]
     with np.errstate(invalid="ignore"):
         w = (a.hi - a.lo) + (b.hi - b.lo) + a.ws + b.ws
-    return Bv(~never, ~sure, _or(a.dep, b.dep), np.where(sure | never, 0.0, w))
+    undecided = ~(sure | never)
+    sens = None
+    if a.form is not None and b.form is not None:
+        sens = {k: np.where(undecided, np.abs(v), 0.0) for k, v in diff.k.items()}
+    return Bv(~never, ~sure, _or(a.dep, b.dep), np.where(undecided, w, 0.0), sens)
+
+
+def _sens_sum(*parts, mask=None):
+    """Sum of sensitivity dicts (None: unknown, absorbing), zeroed where `mask` is False."""
+    if any(p is None for p in parts):
+        return None
+    out: dict = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out[k] + v if k in out else v
+    if mask is not None:
+        out = {k: np.where(mask, v, 0.0) for k, v in out.items()}
+    return out
 
 
 def and_(a: Bv, b: Bv) -> Bv:
     mt, mf = a.may_true & b.may_true, a.may_false | b.may_false
-    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0))
+    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0), _sens_sum(a.sens, b.sens, mask=mt & mf))
 
 
 def or_(a: Bv, b: Bv) -> Bv:
     mt, mf = a.may_true | b.may_true, a.may_false & b.may_false
-    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0))
+    return Bv(mt, mf, _or(a.dep, b.dep), np.where(mt & mf, a.w + b.w, 0.0), _sens_sum(a.sens, b.sens, mask=mt & mf))
 
 
 def not_(a: Bv) -> Bv:
-    return Bv(a.may_false, a.may_true, a.dep, a.w)
+    return Bv(a.may_false, a.may_true, a.dep, a.w, a.sens)
 
 
 def to_number(b: Bv) -> Iv:

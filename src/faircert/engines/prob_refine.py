@@ -25,8 +25,9 @@ _U = 2.0 ** -53
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
 TIGHT = 1e-13
 
-#: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None, width (N, m)):
-#: width says how far each undecided event is from decided (interval widths; only guides splitting).
+#: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None, width (N, m),
+#: sensitivities {symbol: (N,)} or None): width says how far each undecided event is from decided,
+#: sensitivities how much each input's symbol weighs in its affine form (both only guide splitting).
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]]
 
 
@@ -80,9 +81,22 @@ class Refiner:
         self.acc_false = [Fraction(0)] * n_events
         self.evaluations = 0
         lo, hi = np.zeros((1, self.d)), np.ones((1, self.d))
-        mt, mf, dep, w = self._eval(lo, hi)
+        mt, mf, dep, w, sens = self._eval(lo, hi)
         self.L, self.H, self.mt, self.mf, self.dep, self.w = lo, hi, mt, mf, dep, w
+        self.S = self._dense(sens, 1)
         self._retire()
+
+    def _dense(self, sens: dict | None, n: int) -> np.ndarray:
+        """(n, d + 1): each input's |coefficient| in the undecided forms, then all computed symbols'
+        (NaN row: no affine information)."""
+        out = np.zeros((n, self.d + 1))
+        if sens is None:
+            out[:] = np.nan
+            return out
+        for k, v in sens.items():
+            col = k if k < self.d else self.d
+            out[:, col] += np.broadcast_to(v, (n,))
+        return out
 
     def _eval(self, lo: np.ndarray, hi: np.ndarray):
         self.evaluations += len(lo)
@@ -105,6 +119,7 @@ class Refiner:
         keep = ~done
         self.L, self.H, self.mt, self.mf = self.L[keep], self.H[keep], self.mt[keep], self.mf[keep]
         self.w = self.w[keep]
+        self.S = self.S[keep]
         self.dep = None if self.dep is None else self.dep[keep]
 
     def bounds(self) -> tuple[list[Fraction], list[Fraction]]:
@@ -152,6 +167,17 @@ class Refiner:
         best_dim = np.zeros(b, dtype=np.int64)
         # a relevant unbounded input whose box reaches an infinite end: cut a thin tail (2^-20 of the
         # box's mass on that side) before anything else, so the rest of the box has finite values
+        # where the undecided conditions are (nearly) affine in the inputs, only the two inputs with
+        # the largest coefficients are worth a trial split
+        S = self.S[pick]
+        affine = np.isfinite(S[:, -1]) & (S[:, -1] <= 0.1 * np.nansum(S, axis=1)) & (S[:, :-1].max(axis=1, initial=0) > 0)
+        if affine.any() and self.d > 2:
+            top = np.argsort(-S[:, :-1], axis=1)[:, :2]
+            keep = np.zeros_like(relevant)
+            np.put_along_axis(keep, top, True, axis=1)
+            relevant = np.where(affine[:, None], relevant & keep, relevant)
+            relevant[~relevant.any(axis=1)] = True
+            relevant &= width > 0
         tail = relevant & self.unbounded[None, :] & ((L == 0) | (H == 1))
         carve = tail.any(axis=1)
         carve_dim = np.argmax(tail, axis=1)
@@ -177,9 +203,10 @@ class Refiner:
                 raw = [tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k]) if k != j else
                        self.marginals[j].interval(clo[:, j], chi[:, j]) for k in range(self.d)]
                 self.evaluations += len(clo)
-                mt, mf, dep, w = self.evaluate.events(raw, len(clo))
+                mt, mf, dep, w, sens = self.evaluate.events(raw, len(clo))
             else:
-                mt, mf, dep, w = self._eval(clo, chi)
+                mt, mf, dep, w, sens = self._eval(clo, chi)
+            S = self._dense(sens, len(clo))
             cmass = np.prod(chi - clo, axis=1)
             cscore = cmass * ((mt & mf) * weights).sum(axis=1)
             score = cscore[:rows.size] + cscore[rows.size:]
@@ -192,21 +219,22 @@ class Refiner:
             better = key < best_score[rows]
             best_score[rows[better]] = key[better]
             best_dim[rows[better]] = j
-            trials[j] = (rows, clo, chi, mt, mf, dep, w)
+            trials[j] = (rows, clo, chi, mt, mf, dep, w, S)
         parts = [(self.L[rest], self.H[rest], self.mt[rest], self.mf[rest],
-                  None if self.dep is None else self.dep[rest], self.w[rest])]
-        for j, (rows, clo, chi, mt, mf, dep, w) in trials.items():
+                  None if self.dep is None else self.dep[rest], self.w[rest], self.S[rest])]
+        for j, (rows, clo, chi, mt, mf, dep, w, S) in trials.items():
             chosen = best_dim[rows] == j
             if not chosen.any():
                 continue
             sel = np.concatenate([chosen, chosen])
-            parts.append((clo[sel], chi[sel], mt[sel], mf[sel], None if dep is None else dep[sel], w[sel]))
+            parts.append((clo[sel], chi[sel], mt[sel], mf[sel], None if dep is None else dep[sel], w[sel], S[sel]))
         self.L = np.concatenate([p[0] for p in parts])
         self.H = np.concatenate([p[1] for p in parts])
         self.mt = np.concatenate([p[2] for p in parts])
         self.mf = np.concatenate([p[3] for p in parts])
         self.dep = None if any(p[4] is None for p in parts) else np.concatenate([p[4] for p in parts])
         self.w = np.concatenate([p[5] for p in parts])
+        self.S = np.concatenate([p[6] for p in parts])
         self._retire()
 
 

@@ -70,17 +70,18 @@ class BoxEvaluator:
 
 
 def stack_events(events: list[iv.Bv], n: int):
-    """(may_true, may_false, dep of the undecided events, width) arrays from three-valued events."""
+    """(may_true, may_false, dep of the undecided events, width, symbol sensitivities) from events."""
     mt = np.stack([np.broadcast_to(e.may_true, (n,)) for e in events], axis=1)
     mf = np.stack([np.broadcast_to(e.may_false, (n,)) for e in events], axis=1)
     w = np.stack([np.broadcast_to(np.asarray(e.w, dtype=np.float64), (n,)) for e in events], axis=1)
     w = np.where(mt & mf, np.nan_to_num(w, nan=1e200, posinf=1e200), 0.0)
+    sens = iv._sens_sum(*[e.sens for e in events])
     if any(e.dep is None for e in events):
-        return mt, mf, None, w
+        return mt, mf, None, w, sens
     dep = np.zeros(n, dtype=np.uint64)
     for k, e in enumerate(events):
         dep |= np.where(mt[:, k] & mf[:, k], np.broadcast_to(e.dep, (n,)), np.uint64(0))
-    return mt, mf, dep, w
+    return mt, mf, dep, w, sens
 
 
 def program_evaluator(program: Program, make_events: Callable[[dict, list], list], queries: Sequence[Expr] = ()):

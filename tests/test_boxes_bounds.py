@@ -1,0 +1,54 @@
+"""The twin bound function: soundness on random networks and FairQuant's worked example."""
+
+import numpy as np
+import pytest
+
+from faircert.engines.bounds_symbolic import TwinNet, bound_twins
+from faircert.models.io.nnet import load_nnet
+
+from boxes_oracle import random_network
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_contain_sampled_logits_and_forms_are_valid(seed):
+    rng = np.random.default_rng(seed)
+    n_in = int(rng.integers(2, 6))
+    net = random_network(rng, n_in, list(rng.integers(1, 9, size=rng.integers(0, 4))))
+    protected = [0]
+    free = list(range(1, n_in))
+    combos = np.array([[0.0], [1.0], [2.5]])
+    tn = TwinNet.build(net, free, protected, combos)
+    lo = rng.uniform(-2, 1, size=(40, len(free)))
+    hi = lo + rng.uniform(0, 2, size=lo.shape) * (rng.random(lo.shape) < 0.8)
+    bd = bound_twins(tn, lo, hi)
+    for j in range(lo.shape[0]):
+        x = rng.uniform(lo[j], hi[j], size=(300, len(free)))
+        full = np.repeat(x, 3, axis=0)
+        full = np.column_stack([np.tile(combos[:, 0], 300), full])
+        z = net.logit(full).reshape(300, 3)
+        assert np.all(z >= bd.lower[j] - 1e-9) and np.all(z <= bd.upper[j] + 1e-9)
+        # the linear forms bound the logit from below and above over the whole box
+        low = x @ bd.form_a[0, j].T + bd.form_c[0, j]
+        up = -(x @ bd.form_a[1, j].T + bd.form_c[1, j])
+        assert np.all(z >= low - 1e-9) and np.all(z <= up + 1e-9)
+
+
+def test_toy_network_matches_fairquant_worked_example(shared_benchmarks):
+    net = load_nnet(shared_benchmarks / "models" / "example.nnet")
+    tn = TwinNet.build(net, [0, 2], [1], np.array([[0.0], [1.0]]))
+
+    def bounds(lo, hi):
+        bd = bound_twins(tn, np.array([lo], float), np.array([hi], float))
+        x = np.array([[a, c] for a in range(lo[0], hi[0] + 1) for c in range(lo[1], hi[1] + 1)], float)
+        return bd.lower[0], bd.upper[0], tn.logits(x)
+
+    # root: O = [-0.2, 2.643], O' = [-0.8, 2.368] (paper section 2.7): undecided
+    low, up, z = bounds([1, 0], [5, 5])
+    assert np.all(low >= np.array([-0.2, -0.8]) - 1e-9) and np.all(up <= np.array([2.6429, 2.3679]) + 1e-4)
+    assert np.all(low <= z.min(axis=0) + 1e-12) and np.all(up >= z.max(axis=0) - 1e-12)
+    assert low[0] < 0 < up[0]
+    # x1 in {4, 5}: O = [1.491, 2.655], O' = [1.0, 2.359] -> both positive: certified (12/30 = 40%)
+    low, up, z = bounds([4, 0], [5, 5])
+    assert np.all(low >= np.array([1.4909, 1.0]) - 1e-4) and np.all(up <= np.array([2.6546, 2.3591]) + 1e-4)
+    assert np.all(low <= z.min(axis=0) + 1e-12) and np.all(up >= z.max(axis=0) - 1e-12)
+    assert np.all(low > 0)

@@ -1,0 +1,107 @@
+"""The box-refinement engine against brute force on small integer domains."""
+
+import numpy as np
+import pytest
+
+from faircert.domain import Domain, Feature
+from faircert.engines import boxes
+from faircert.engines.boxes import Refinement, verify_network
+from faircert.engines.boxes_grow import carve
+from faircert.properties import individual_fairness
+
+from boxes_oracle import random_network, unfair_points
+
+# domain: three free integer features and two protected ones (3 values and 2 values)
+FEATURES = (Feature("a", "integer", 0, 9), Feature("p", "integer", 0, 2), Feature("b", "integer", -3, 5),
+            Feature("c", "integer", 0, 6), Feature("q", "binary"))
+PROTECTED = [1, 4]
+
+
+@pytest.fixture
+def no_root_enumeration(monkeypatch):
+    """Force the bounding path: no whole-domain enumeration, only tiny boxes enumerated."""
+    monkeypatch.setattr(boxes, "EXACT_POINTS", 0)
+    monkeypatch.setattr(boxes, "EXACT_PER_INPUT", 1)
+
+
+def case(seed: int, eps: dict | None = None):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, 5, [8, 6], scale=0.6)
+    net.weights[0][:, 1] *= 0.3  # a mild protected effect: mostly fair, some unfair points
+    dom = Domain(FEATURES)
+    prop = individual_fairness(dom, ["p", "q"], epsilon=eps)
+    eps_idx = {dom.index(k): int(v) for k, v in (eps or {}).items()}
+    return net, dom, prop, unfair_points(net, dom, PROTECTED, eps_idx)
+
+
+def check_counterexamples(res, dom, eps):
+    lo, hi = dom.lower, dom.upper
+    for c in res.counterexamples:
+        x, xp = np.array(c.x), np.array(c.x_prime)
+        assert (c.output > 0) != (c.output_prime > 0)
+        assert np.all((x >= lo) & (x <= hi) & (xp >= lo) & (xp <= hi))
+        free = [0, 2, 3]
+        tol = np.array([eps.get(dom.features[i].name, 0) for i in free])
+        assert np.all(np.abs(x[free] - xp[free]) <= tol)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_complete_run_equals_brute_force(seed, no_root_enumeration):
+    net, dom, prop, truth = case(seed)
+    res = verify_network(net, prop, time_limit=None)
+    size = 10 * 9 * 7
+    assert res.domain_size == size
+    assert res.undecided == 0
+    assert round(res.falsified * size) == truth
+    assert res.certified == pytest.approx(1 - truth / size, abs=1e-12)
+    assert res.verdict == ("unfair" if truth else "fair")
+    check_counterexamples(res, dom, {})
+    assert (len(res.counterexamples) > 0) == (truth > 0)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_complete_run_with_epsilon_equals_brute_force(seed, no_root_enumeration):
+    eps = {"a": 1, "c": 2}
+    net, dom, prop, truth = case(seed, eps)
+    res = verify_network(net, prop, time_limit=None)
+    assert res.undecided == 0
+    assert round(res.falsified * res.domain_size) == truth
+    check_counterexamples(res, dom, eps)
+
+
+def test_whole_domain_enumeration_equals_brute_force():
+    net, dom, prop, truth = case(4, {"b": 1})
+    res = verify_network(net, prop, time_limit=None)
+    assert res.undecided == 0 and round(res.falsified * res.domain_size) == truth
+    assert res.statistical.samples == 0 and res.statistical.unfair == res.falsified
+
+
+@pytest.mark.parametrize("seed,eps", [(0, None), (1, None), (2, {"a": 1})])
+def test_partial_runs_are_sound_and_estimate_covers_truth(seed, eps, no_root_enumeration, monkeypatch):
+    monkeypatch.setattr(boxes, "SAMPLE_HALFWIDTH", 0.01)
+    net, dom, prop, truth = case(seed, eps)
+    size = 630
+    for rounds in (1, 2, 4):
+        run = Refinement(net, prop, seed, None)
+        run.refine(None, 0.0, max_rounds=rounds)
+        cert, fal, und = run.shares()
+        assert cert * size <= size - truth + 1e-9
+        assert fal * size <= truth + 1e-9
+        assert cert + fal + und == pytest.approx(1.0)
+        res = run.result(None, 0.99, 100)
+        st = res.statistical
+        assert st.ci_low - 1e-12 <= truth / size <= st.ci_high + 1e-12
+        check_counterexamples(res, dom, eps or {})
+
+
+def test_carve_partitions_the_box():
+    rng = np.random.default_rng(0)
+    hi = np.array([9.0, 4.0, 6.0])
+    pts = np.array(np.meshgrid(range(10), range(5), range(7), indexing="ij")).reshape(3, -1).T
+    for _ in range(10):
+        a, b = np.floor(rng.uniform(0, hi + 1)), np.floor(rng.uniform(0, hi + 1))
+        glo, ghi = np.minimum(a, b)[None], np.maximum(a, b)[None]
+        plo, phi = carve(np.zeros((1, 3)), hi[None], glo, ghi, np.ones(3, bool))
+        boxes_lo, boxes_hi = np.concatenate([plo, glo]), np.concatenate([phi, ghi])
+        inside = np.all((pts[:, None] >= boxes_lo) & (pts[:, None] <= boxes_hi), axis=2)
+        assert np.all(inside.sum(axis=1) == 1)  # every grid point in exactly one piece
