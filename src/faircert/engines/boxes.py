@@ -79,7 +79,7 @@ class Refinement:
         self.cex_found = 0
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
-        self.exact_limit = EXACT_PER_INPUT * (pb.d + 1)
+        self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
                           rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)

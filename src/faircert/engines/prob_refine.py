@@ -167,20 +167,21 @@ class Refiner:
         best_dim = np.zeros(b, dtype=np.int64)
         # a relevant unbounded input whose box reaches an infinite end: cut a thin tail (2^-20 of the
         # box's mass on that side) before anything else, so the rest of the box has finite values
-        # where the undecided conditions are (nearly) affine in the inputs, only the two inputs with
-        # the largest coefficients are worth a trial split
-        S = self.S[pick]
-        affine = np.isfinite(S[:, -1]) & (S[:, -1] <= 0.1 * np.nansum(S, axis=1)) & (S[:, :-1].max(axis=1, initial=0) > 0)
-        if affine.any() and self.d > 2:
-            top = np.argsort(-S[:, :-1], axis=1)[:, :2]
-            keep = np.zeros_like(relevant)
-            np.put_along_axis(keep, top, True, axis=1)
-            relevant = np.where(affine[:, None], relevant & keep, relevant)
-            relevant[~relevant.any(axis=1)] = True
-            relevant &= width > 0
         tail = relevant & self.unbounded[None, :] & ((L == 0) | (H == 1))
         carve = tail.any(axis=1)
         carve_dim = np.argmax(tail, axis=1)
+        # where the undecided conditions are (nearly) affine in the inputs, only the two inputs with
+        # the largest coefficients are worth a trial split
+        S = self.S[pick]
+        affine = (~carve & np.isfinite(S[:, -1]) & (S[:, -1] <= 0.1 * np.nansum(S, axis=1))
+                  & (np.nan_to_num(S[:, :-1]).max(axis=1, initial=0) > 0))
+        if affine.any() and self.d > 2:
+            top = np.argsort(-np.nan_to_num(S[:, :-1]), axis=1)[:, :2]
+            keep = np.zeros_like(relevant)
+            np.put_along_axis(keep, top, True, axis=1)
+            narrowed = relevant & keep
+            ok = affine & narrowed.any(axis=1)
+            relevant = np.where(ok[:, None], narrowed, relevant)
         trials = {}
         # inputs' intervals of the picked boxes, reused by every trial that splits another input
         split_draws = hasattr(self.evaluate, "draws")
