@@ -94,7 +94,10 @@ class Refinement:
         pb = self.pb
         end = None if time_limit is None else self.t0 + time_limit * 0.97
         lo = hi = None
-        if not self.started:  # a later call resumes from the pool
+        if self.stuck_lo:  # resume: unbounded or unsplittable boxes first
+            lo, hi = np.concatenate(self.stuck_lo), np.concatenate(self.stuck_hi)
+            self.stuck_lo, self.stuck_hi = [], []
+        if not self.started:
             self.started = True
             lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
             if exact_ok(pb, lo, hi, EXACT_POINTS).all():
@@ -121,9 +124,9 @@ class Refinement:
                 plo, phi, _, split = self.pool.pop_heaviest(k)
                 clo, chi = self._split(plo, phi, split)
                 lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
-        if pend_lo.shape[0]:  # unbounded pieces stay undecided
-            m = pb.mass(pend_lo, pend_hi)
-            self._push(pend_lo, pend_hi, m, np.zeros_like(pend_lo), m)
+        # pieces not bounded yet stay undecided; a later call starts with them
+        self.stuck_lo.append(pend_lo)
+        self.stuck_hi.append(pend_hi)
         self._report(force=True)
 
     def _sampling_time(self) -> float:
