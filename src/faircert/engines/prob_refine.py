@@ -24,6 +24,8 @@ import numpy as np
 _U = 2.0 ** -53
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
 TIGHT = 1e-13
+#: restrict trial splits to the two inputs weighing most in (nearly) affine undecided conditions
+NARROW = True
 
 #: evaluate(lo, hi) -> (may_true (N, m), may_false (N, m), dep (N,) uint64 or None, width (N, m),
 #: sensitivities {symbol: (N,)} or None): width says how far each undecided event is from decided,
@@ -175,7 +177,7 @@ class Refiner:
         S = self.S[pick]
         affine = (~carve & np.isfinite(S[:, -1]) & (S[:, -1] <= 0.1 * np.nansum(S, axis=1))
                   & (np.nan_to_num(S[:, :-1]).max(axis=1, initial=0) > 0))
-        if affine.any() and self.d > 2:
+        if affine.any() and self.d > 2 and NARROW:
             top = np.argsort(-np.nan_to_num(S[:, :-1]), axis=1)[:, :2]
             keep = np.zeros_like(relevant)
             np.put_along_axis(keep, top, True, axis=1)
