@@ -38,6 +38,7 @@ from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
 from .trees_union import covered
 
 MAX_SLICES = 100_000
+SMALL_DOMAIN = 1e7  # grid points (or volume) below which the domain is not split into regions
 
 
 @dataclass
@@ -101,9 +102,42 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
     return slo, shi
 
 
+def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndarray,
+             count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Split the domain into about `count` boxes at median split boundaries (largest region first),
+    only along measured features wide enough that a region's epsilon-margin stays small."""
+    inner = nt.node_left >= 0
+    out = [(lo.copy(), hi.copy())]
+    while len(out) < count:
+        out.sort(key=lambda r: -float(np.prod(r[1] - r[0])))
+        for k, (rlo, rhi) in enumerate(out):
+            best, cut = -1, None
+            for i in ydims:
+                if rhi[i] - rlo[i] <= 4 * eps[i] + 1:
+                    continue
+                b = np.unique(nt.node_bound[inner & (nt.node_feat == i)])
+                b = b[(b > rlo[i]) & (b < rhi[i])]
+                if len(b) > best:
+                    best, cut = len(b), (i, b[len(b) // 2]) if len(b) else None
+            if cut is not None:
+                i, v = cut
+                left_hi, right_lo = rhi.copy(), rlo.copy()
+                left_hi[i], right_lo[i] = v, v
+                out[k:k + 1] = [(rlo, left_hi), (right_lo, rhi)]
+                break
+        else:
+            break
+    return out
+
+
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None) -> Quantification:
-    """Run both phases within the time limit; any-time bounds are in the returned object."""
+             progress: Callable[[dict], None] | None = None, regions: int = 16) -> Quantification:
+    """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
+
+    Each finished region adds its confident size to `conf_settled` and its non-confident size to
+    `nonconf`, so the bounds tighten monotonically; regions left when time runs out count as
+    undecided.
+    """
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -113,62 +147,96 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     nt = normalise(ir, domain)
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
-    slo, shi = _slices(prop, dlo, dhi)
-    part = partition(nt, slo, shi, c, tol, deadline)
-    part = _resolve_ties(ir, prop, part)
-    size = part.size
-    certain = ~part.tie
-    nonconf = float(size[certain & ~part.confident].sum())
-    report = _reporter(progress, total, nonconf, t0)
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    lo_y, hi_y = part.lo[:, ydims], part.hi[:, ydims]
-    dil_lo, dil_hi = lo_y - eps[ydims], hi_y + eps[ydims]
-    n_slices = len(slo)
-    settled = unfair = extra = 0.0
-    complete = part.complete
-    pieces_lo, pieces_hi, twins = [], [], []
-    n_terms = regions = 0
-    for v in range(n_slices):
-        for label in (POS, NEG):
-            a_mask = (part.start == v) & part.confident & certain & (part.label == label)
-            if not a_mask.any():
-                continue
-            other = np.ones(len(size), dtype=bool) if prop.robustness else part.start != v
-            u_mask = other & certain & (part.label != label)
-            a_idx = np.nonzero(a_mask)[0]
-            u_idx = _dedupe(np.nonzero(u_mask)[0], dil_lo, dil_hi)
-            res = covered(lo_y[a_idx], hi_y[a_idx], dil_lo[u_idx], dil_hi[u_idx], deadline)
-            n_terms += 1
-            regions += res.regions
-            settled += res.settled
-            unfair += res.covered
-            complete &= res.complete
-            if res.piece_lo:
-                plo_y, phi_y = np.concatenate(res.piece_lo), np.concatenate(res.piece_hi)
-                pa = a_idx[np.concatenate(res.piece_a)]
-                plo = part.lo[pa].copy(); phi = part.hi[pa].copy()
-                plo[:, ydims], phi[:, ydims] = plo_y, phi_y
-                pieces_lo.append(plo); pieces_hi.append(phi); twins.append(u_idx[np.concatenate(res.piece_u)])
-            if part.tie.any():
-                t_idx = np.nonzero(other & part.tie)[0]
-                if len(t_idx):
-                    both = np.concatenate([u_idx, t_idx])
-                    res_t = covered(lo_y[a_idx], hi_y[a_idx], dil_lo[both], dil_hi[both], deadline, keep_pieces=False)
-                    if res_t.complete and res.complete:
-                        extra += max(0.0, res_t.covered - res.covered)
-                    else:  # unknown twins could make every settled input unfair
-                        extra += res.settled - res.covered
-                        complete = False
-            report(settled, unfair, extra, len(size))
+    acc = dict(nonconf=0.0, settled=0.0, unfair=0.0, extra=0.0, kd=0, terms=0, boxes=0, tie_size=0.0)
+    parts, pieces_lo, pieces_hi, twins = [], [], [], []
+    complete, offset = True, 0
+    report = _reporter(progress, total, t0)
+    count = regions if total > SMALL_DOMAIN else 1  # small grids: one pass has the least overhead
+    for rlo, rhi in _regions(nt, dlo, dhi, ydims, eps, count):
+        if time.monotonic() > deadline:
+            complete = False
+            break
+        plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
+        slo, shi = _slices(prop, plo, phi)
+        part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline))
+        done = _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, offset,
+                               pieces_lo, pieces_hi, twins)
+        complete &= done and part.complete and not part.tie.any()
+        parts.append(part)
+        offset += len(part.lo)
+        report(acc)
     n = len(dlo)
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
-    q = Quantification(total, nonconf, settled, unfair, extra, complete and not part.tie.any(), part,
+    part = Partition(cat([p.lo for p in parts], (0, n), float), cat([p.hi for p in parts], (0, n), float),
+                     cat([p.start for p in parts], (0,), np.int64), cat([p.label for p in parts], (0,), np.int64),
+                     cat([p.confident for p in parts], (0,), bool), cat([p.tie for p in parts], (0,), bool),
+                     complete, 0.0)
+    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], acc["extra"], complete, part,
                        cat(pieces_lo, (0, n), float), cat(pieces_hi, (0, n), float), cat(twins, (0,), np.int64),
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": int(n_slices), "boxes": int(len(size)), "pieces": int(len(q.piece_lo)),
-               "regions": int(regions), "terms": int(n_terms), "near_tie_size": float(size[part.tie].sum()),
-               "partition_complete": bool(part.complete)}
+    q.stats = {"slices": int(len(_slices(prop, dlo, dhi)[0])), "boxes": int(acc["boxes"]),
+               "pieces": int(len(q.piece_lo)), "regions": len(parts), "kd_nodes": int(acc["kd"]),
+               "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"])}
     return q
+
+
+def _clip(lo, hi, rlo, rhi):
+    clo, chi = np.maximum(lo, rlo), np.minimum(hi, rhi)
+    keep = np.all(clo < chi, axis=1)
+    return keep, clo, chi
+
+
+def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, offset,
+                    pieces_lo, pieces_hi, twins) -> bool:
+    """Add region [rlo, rhi)'s sizes and unfair part to `acc`; False if it could not be finished."""
+    certain = ~part.tie
+    inside, clo, chi = _clip(part.lo, part.hi, rlo, rhi)
+    csize = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
+    acc["boxes"] += int(len(part.lo))
+    acc["tie_size"] += float(csize[part.tie].sum())
+    nonconf = float(csize[certain & ~part.confident].sum())
+    lo_y, hi_y = part.lo[:, ydims], part.hi[:, ydims]
+    dil_lo, dil_hi = lo_y - eps[ydims], hi_y + eps[ydims]
+    r_lo, r_hi = rlo[ydims], rhi[ydims]
+    settled = unfair = extra = 0.0
+    complete = part.complete
+    for v in range(int(part.start.max()) + 1 if len(part.start) else 0):
+        for label in (POS, NEG):
+            a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside)[0]
+            if not len(a_idx) or time.monotonic() > deadline:
+                complete &= not len(a_idx)
+                continue
+            other = np.ones(len(part.lo), dtype=bool) if prop.robustness else part.start != v
+            u_idx = _dedupe(np.nonzero(other & certain & (part.label != label))[0], dil_lo, dil_hi)
+            a_lo, a_hi = np.maximum(lo_y[a_idx], r_lo), np.minimum(hi_y[a_idx], r_hi)
+            res = covered(a_lo, a_hi, dil_lo[u_idx], dil_hi[u_idx], deadline)
+            acc["terms"] += 1
+            acc["kd"] += res.regions
+            complete &= res.complete
+            settled += res.settled
+            unfair += res.covered
+            if res.piece_lo:
+                pa = a_idx[np.concatenate(res.piece_a)]
+                plo, phi = part.lo[pa].copy(), part.hi[pa].copy()
+                plo[:, ydims], phi[:, ydims] = np.concatenate(res.piece_lo), np.concatenate(res.piece_hi)
+                pieces_lo.append(plo); pieces_hi.append(phi); twins.append(offset + u_idx[np.concatenate(res.piece_u)])
+            t_idx = np.nonzero(other & part.tie)[0]
+            if len(t_idx):
+                both = np.concatenate([u_idx, t_idx])
+                res_t = covered(a_lo, a_hi, dil_lo[both], dil_hi[both], deadline, keep_pieces=False)
+                if res_t.complete and res.complete:
+                    extra += max(0.0, res_t.covered - res.covered)
+                else:  # unknown twins could make every settled input unfair
+                    extra += res.settled - res.covered
+                    complete = False
+    if not complete:
+        return False  # partial sums of an unfinished region are not used: its size stays undecided
+    acc["nonconf"] += nonconf
+    acc["settled"] += settled
+    acc["unfair"] += unfair
+    acc["extra"] += extra
+    return True
 
 
 def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition, limit: int = 2_000_000) -> Partition:
@@ -204,16 +272,16 @@ def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-def _reporter(progress, total: float, nonconf: float, t0: float):
-    def report(settled: float, unfair: float, extra: float, boxes: int) -> None:
+def _reporter(progress, total: float, t0: float):
+    def report(acc: dict) -> None:
         if progress is None:
             return
-        now = time.monotonic()
-        den = total - nonconf
-        lo = (settled - unfair - extra) / den if den > 0 else 1.0
-        hi = (den - unfair) / den if den > 0 else 1.0
-        progress({"certified": max(lo, 0.0), "falsified": unfair / den if den > 0 else 0.0,
-                  "measure_lower": max(lo, 0.0), "measure_upper": hi, "boxes": boxes, "elapsed_s": now - t0})
+        den = total - acc["nonconf"]
+        lo = (acc["settled"] - acc["unfair"] - acc["extra"]) / den if den > 0 else 1.0
+        hi = (den - acc["unfair"]) / den if den > 0 else 1.0
+        progress({"certified": max(lo, 0.0), "falsified": acc["unfair"] / den if den > 0 else 0.0,
+                  "measure_lower": max(lo, 0.0), "measure_upper": hi, "boxes": acc["boxes"],
+                  "elapsed_s": time.monotonic() - t0})
 
     return report
 
@@ -242,7 +310,7 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     close = np.all(np.abs(x - xp)[:, free] <= q.eps[free] * (1 + 1e-12), axis=1)
     if not q.robustness:
         close &= np.any(x[:, list(q.protected)] != xp[:, list(q.protected)], axis=1)
-    score, score_p = ir.score(x), ir.score(xp)
+    score, score_p = _scores(ir, q, np.vstack([x, xp])).reshape(2, -1)
     label, label_p = ir.label_from_score(score), ir.label_from_score(score_p)
     if q.kappa is not None:
         p = ir.proba_from_score(score)
@@ -250,6 +318,22 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     else:
         conf = np.ones(len(x), dtype=bool)
     return close & conf & (label != label_p)
+
+
+def _scores(ir: TreeEnsemble, q: Quantification, x: np.ndarray) -> np.ndarray:
+    """Model scores of the rows; on integer grids each distinct row is evaluated once."""
+    lo = q.part.lo.min(axis=0) if len(q.part.lo) else None
+    if lo is None or not q.discrete.all() or len(x) < 1000:
+        return ir.score(x)
+    width = q.part.hi.max(axis=0) - lo
+    if np.sum(np.log2(np.maximum(width, 1))) > 62 or np.any(x < lo):
+        return ir.score(x)
+    stride = np.cumprod(np.concatenate([[1], width[:-1]])).astype(np.int64)
+    keys = (x - lo).astype(np.int64) @ stride
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if len(uniq) > 0.5 * len(x):
+        return ir.score(x)
+    return ir.score(x[first])[inverse]
 
 
 def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
