@@ -77,8 +77,12 @@ def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray,
     return centre - spread, centre + spread
 
 
-def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> TwinBounds:
-    """Sound lower/upper bounds of every twin's logit over each box [lo, hi] (B, d)."""
+def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = False) -> TwinBounds:
+    """Sound lower/upper bounds of every twin's logit over each box [lo, hi] (B, d).
+
+    `tight` also tightens every hidden layer's pre-activation bounds by back-substitution
+    (full CROWN) before the final backward pass; worth it on deep, narrow networks.
+    """
     B, d = lo.shape
     T = net.n_twins
     mid = (lo + hi) * 0.5
@@ -121,6 +125,8 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> TwinBounds:
                 up, low = _relax(up, low, l, u, lu, ul)
     else:
         f_low, f_up = l[:, 0], u[:, 0]
+    if tight and len(pre) > 1:
+        tighten(net, pre, midm, radm)
     b_low, b_up, coef, const = _backward(net, pre, midm, radm)
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
@@ -167,31 +173,68 @@ def _backward(net: TwinNet, pre, midm, radm):
         spread = radm @ np.abs(net.w1[0])
         return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0),
                 np.concatenate([const, -const]))
-    # rows 0..M-1 bound the logit from below, rows M..2M-1 bound -logit from below
-    lam = np.concatenate([np.broadcast_to(net.weights[-1][0], (M, net.weights[-1].shape[1])),
-                          np.broadcast_to(-net.weights[-1][0], (M, net.weights[-1].shape[1]))])
-    const = np.concatenate([np.full(M, net.biases[-1][0]), np.full(M, -net.biases[-1][0])])
+    w_out, b_out = net.weights[-1], net.biases[-1]
+    lam = np.concatenate([np.broadcast_to(w_out, (M, 1, w_out.shape[1])),
+                          np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))])
+    const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
+    val, lam, const = _crown(net, pre, len(pre) - 1, lam, const, midm, radm)
+    return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0]
+
+
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm):
+    """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
+
+    lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
+    the negated functions (so their lower bound is minus an upper bound). Returns the lower bounds
+    (2M, K) and the final linear forms in the free inputs.
+    """
+    M = midm.shape[0]
+    T = net.n_twins
     layers = [(None, None)] + list(zip(net.weights[:-1], net.biases[:-1]))
-    for k in range(len(pre) - 1, -1, -1):
+    for k in range(top, -1, -1):
         l, u = pre[k]
         active = l >= 0
         unstable = (l < 0) & (u > 0)
         s = active.astype(np.float64)
         np.divide(u, u - l, out=s, where=unstable)
-        a_low = np.where(unstable, u > -l, active).astype(np.float64)
-        icpt = np.where(unstable, -s * l, 0.0)
-        lam2 = lam.reshape(2, M, -1)
+        a_low = np.where(unstable, u > -l, active).astype(np.float64)[:, None, :]
+        icpt = np.where(unstable, -s * l, 0.0)[:, None, :]
+        s = s[:, None, :]
+        K = lam.shape[1]
+        lam2 = lam.reshape(2, M, K, -1)
         neg = lam2 < 0
-        const = const + (np.where(neg, lam2 * icpt, 0.0)).sum(axis=2).reshape(-1)
-        lam = np.where(neg, lam2 * s, lam2 * a_low).reshape(2 * M, -1)
+        const = const + np.where(neg, lam2 * icpt, 0.0).sum(axis=3).reshape(2 * M, K)
+        lam = np.where(neg, lam2 * s, lam2 * a_low).reshape(2 * M, K, -1)
         if k == 0:
-            const = const + np.einsum("mn,mn->m", lam, np.tile(net.b1, (2 * M // T, 1)))
+            const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
             lam = lam @ net.w1
         else:
             w, b = layers[k]
             const = const + lam @ b
             lam = lam @ w
-    mid2 = np.concatenate([midm, midm])
-    rad2 = np.concatenate([radm, radm])
-    val = np.einsum("md,md->m", lam, mid2) - np.einsum("md,md->m", np.abs(lam), rad2) + const
-    return val[:M], -val[M:], lam, const
+    mid2 = np.concatenate([midm, midm])[:, None, :]
+    rad2 = np.concatenate([radm, radm])[:, None, :]
+    val = (lam * mid2).sum(axis=2) - (np.abs(lam) * rad2).sum(axis=2) + const
+    return val, lam, const
+
+
+def tighten(net: TwinNet, pre, midm, radm) -> None:
+    """Replace each hidden layer's pre-activation bounds by their intersection with CROWN's."""
+    M = midm.shape[0]
+    for k in range(1, len(pre)):
+        w, b = net.weights[k - 1], net.biases[k - 1]
+        lam = np.concatenate([np.broadcast_to(w, (M,) + w.shape), np.broadcast_to(-w, (M,) + w.shape)])
+        const = np.concatenate([np.broadcast_to(b, (M, b.shape[0])), np.broadcast_to(-b, (M, b.shape[0]))])
+        val, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm)
+        l, u = pre[k]
+        pre[k] = (np.maximum(l, val[:M]), np.minimum(u, -val[M:]))
+
+
+def crown_cost_ratio(net: TwinNet, d: int) -> float:
+    """Cost of tightening intermediate bounds relative to the forward pass (multiply-adds)."""
+    widths = net.widths
+    forward = sum(widths[k] * widths[k - 1] for k in range(1, len(widths))) * (d + 1)
+    back = 0
+    for k in range(1, len(widths) - 1):
+        back += widths[k] * (sum(widths[j] * widths[j - 1] for j in range(1, k + 1)) + widths[0] * d)
+    return back / max(forward, 1)

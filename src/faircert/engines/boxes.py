@@ -20,7 +20,7 @@ import numpy as np
 from ..models.network import ReluNetwork
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
-from .bounds_symbolic import bound_twins
+from .bounds_symbolic import bound_twins, crown_cost_ratio
 from .boxes_exact import exact_boxes, exact_ok
 from .boxes_cuts import cut_boxes
 from .boxes_grow import carve, grow
@@ -34,6 +34,8 @@ EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
 GROW_SHARE = 0.1             # at most this share of the time goes into growing unfair boxes
 GROW_BATCH = 64
+TIGHT_MAX_RATIO = 4.0        # full CROWN when it costs at most this many forward passes
+TIGHT_MAX_DEPTH = 6          # ... and the network has at most this many layers
 SAMPLE_HALFWIDTH = 0.0009    # target half-width of the estimate's interval (share units)
 PROBES = 4                   # random points tried per undecided box
 HOPELESS = 0.125           # priority factor of boxes known to hold a counterexample
@@ -79,6 +81,8 @@ class Refinement:
         self.cex_found = 0
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
+        # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
+        self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
@@ -174,10 +178,10 @@ class Refinement:
         t = time.perf_counter()
         if pb.has_eps:
             elo, ehi = pb.enlarge(lo, hi)
-            bd = bound_twins(pb.twin, elo, ehi)
-            own = bound_twins(pb.twin, lo, hi)
+            bd = bound_twins(pb.twin, elo, ehi, self.tight)
+            own = bound_twins(pb.twin, lo, hi, self.tight)
         else:
-            bd = own = bound_twins(pb.twin, lo, hi)
+            bd = own = bound_twins(pb.twin, lo, hi, self.tight)
         self.stats["t_bound"] += time.perf_counter() - t
         self.stats["boxes_bounded"] += lo.shape[0]
         mass = pb.mass(lo, hi)
@@ -380,7 +384,7 @@ class Refinement:
                   twins=pb.n_twins, counterexamples_found=self.cex_found,
                   boxes_per_s=st["boxes_bounded"] / max(t_refine, 1e-9),
                   twin_boxes_per_s=st["boxes_bounded"] * pb.n_twins / max(t_refine, 1e-9),
-                  tolerance=pb.tol)
+                  tolerance=pb.tol, full_crown=self.tight)
         dom = self.prop.domain
         return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
                       domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,
