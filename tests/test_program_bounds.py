@@ -229,7 +229,7 @@ def _random_rich_program(rng: np.random.Generator) -> tuple[str, str]:
     lines.append("if c < 1:\n    y = x + a\nelif 0 < b < 0.5:\n    if a > 0:\n        y = x - 2 * b\n"
                  "    else:\n        y = -x\nelse:\n    y = x * 0.5 + c")
     lines.append("z = y - x + (1 if a > b else -1)")
-    query = rng.choice([f"z > {rng.normal():.3f}", f"y < x or c > 3", f"not (z <= {rng.normal():.3f}) and b > -0.5"])
+    query = rng.choice([f"z > {rng.normal():.3f}", "y < x or c > 3", f"not (z <= {rng.normal():.3f}) and b > -0.5"])
     return "\n".join(lines) + "\n", str(query)
 
 

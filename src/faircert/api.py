@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .domain import Domain, Feature
 from .errors import DomainError, PropertyError
 from .properties import check_time_limit, individual_fairness
-from .results import GroupResult, Result
+from .results import GroupResult, ProgramResult, Result
 
 Progress = Callable[[dict], None]
 
@@ -150,7 +150,7 @@ def _names(names: str | Iterable[str] | None) -> list[str]:
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   progress: Progress | None = None) -> "ProgramResult":
+                   progress: Progress | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -161,8 +161,6 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
     P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
     """
-    from .results import ProgramResult  # noqa: F401  (the return type)
-
     time_limit = check_time_limit(time_limit)
     if query is not None:
         if method != "sound":

@@ -306,7 +306,7 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
     """Any model under a discrete population (independent or Bayesian network) by box refinement:
     a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
     its possible states; a box is decided once the model's label and the groups are."""
-    from .probability_bounds import BoxEvaluator, stack_events
+    from .probability_bounds import stack_events
 
     order = pop.order()
     index = {n: j for j, n in enumerate(order)}
