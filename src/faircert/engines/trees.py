@@ -131,7 +131,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, regions: int = 16) -> Quantification:
+             progress: Callable[[dict], None] | None = None, regions: int = 256) -> Quantification:
     """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
 
     Each finished region adds its confident size to `conf_settled` and its non-confident size to
@@ -153,18 +153,24 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     complete, offset = True, 0
     report = _reporter(progress, total, t0)
     count = regions if total > SMALL_DOMAIN else 1  # small grids: one pass has the least overhead
-    for rlo, rhi in _regions(nt, dlo, dhi, ydims, eps, count):
+    boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, count), key=lambda r: -float(np.prod(r[1] - r[0])))
+    for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
         if time.monotonic() > deadline:
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
         slo, shi = _slices(prop, plo, phi)
         part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline))
-        done = _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, offset,
-                               pieces_lo, pieces_hi, twins)
+        n_twins = len(twins)
+        done = _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo, pieces_hi, twins)
         complete &= done and part.complete and not part.tie.any()
-        parts.append(part)
-        offset += len(part.lo)
+        # keep only the twin boxes that pieces refer to (the partition itself can be large)
+        used = np.unique(np.concatenate(twins[n_twins:])) if len(twins) > n_twins else np.zeros(0, np.int64)
+        for k in range(n_twins, len(twins)):
+            twins[k] = offset + np.searchsorted(used, twins[k])
+        parts.append(Partition(part.lo[used], part.hi[used], part.start[used], part.label[used],
+                               part.confident[used], part.tie[used], part.complete, 0.0))
+        offset += len(used)
         report(acc)
     n = len(dlo)
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
@@ -322,11 +328,11 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
 
 def _scores(ir: TreeEnsemble, q: Quantification, x: np.ndarray) -> np.ndarray:
     """Model scores of the rows; on integer grids each distinct row is evaluated once."""
-    lo = q.part.lo.min(axis=0) if len(q.part.lo) else None
-    if lo is None or not q.discrete.all() or len(x) < 1000:
+    if not q.discrete.all() or len(x) < 1000:
         return ir.score(x)
-    width = q.part.hi.max(axis=0) - lo
-    if np.sum(np.log2(np.maximum(width, 1))) > 62 or np.any(x < lo):
+    lo = x.min(axis=0)
+    width = x.max(axis=0) - lo + 1
+    if np.sum(np.log2(width)) > 62:
         return ir.score(x)
     stride = np.cumprod(np.concatenate([[1], width[:-1]])).astype(np.int64)
     keys = (x - lo).astype(np.int64) @ stride
