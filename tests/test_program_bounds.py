@@ -245,3 +245,10 @@ def test_rich_random_programs_bracket_monte_carlo(seed):
     p = float(np.mean(np.broadcast_to(hits, (n,))))
     se = max(np.sqrt(p * (1 - p) / n), 1 / n)
     assert lo - 5 * se <= p <= hi + 5 * se, (source, query, lo, hi, p)
+
+
+def test_ratio_width_keeps_refining_after_the_verdict():
+    source = EX.read_text() if EX.is_file() else EX_SOURCE
+    r = program_fairness(source, epsilon=0.1, time_limit=30, ratio_width=0.01)
+    assert r.verdict == "unfair" and r.ratio_high - r.ratio_low <= 0.01
+    assert r.ratio_low <= _ex_ratio(1.0) <= r.ratio_high

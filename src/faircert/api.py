@@ -150,7 +150,7 @@ def _names(names: str | Iterable[str] | None) -> list[str]:
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   progress: Progress | None = None) -> ProgramResult:
+                   ratio_width: float | None = None, progress: Progress | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -158,6 +158,7 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     |P[target | sensitive] - P[target | not sensitive]| < epsilon ("difference").
     `method="sound"` refines sound probability bounds until decided or `time_limit`;
     `method="sampling"` runs a sequential test whose verdict is wrong with probability <= `delta`.
+    `ratio_width` (sound) keeps refining after the verdict until the ratio's bounds are that tight.
     With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
     P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
     """
@@ -171,7 +172,8 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     if method == "sound":
         from .engines.probability_bounds import program_fairness
 
-        return program_fairness(program, epsilon=epsilon, kind=kind, time_limit=time_limit, progress=progress)
+        return program_fairness(program, epsilon=epsilon, kind=kind, time_limit=time_limit,
+                                ratio_width=ratio_width, progress=progress)
     if method == "sampling":
         from .engines.sequential import program_fairness_sampled
 

@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bound", choices=("binomial", "hoeffding"), default="binomial",
                    help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)")
     p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
+    p.add_argument("--ratio-width", type=positive_float, metavar="W",
+                   help="sound: after the verdict, keep refining until the ratio's bounds are at most W apart")
     p.add_argument("--probability", metavar="EXPR",
                    help="instead of fairness, bound P[EXPR] at the end of the program (e.g. 'x1 + x2 >= 0')")
     p.add_argument("--above", type=float, metavar="C",
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         raise FaircertError("--above needs --probability EXPR")
     result = verify_program(args.file, epsilon=args.epsilon, time_limit=args.time_limit, method=args.method,
                             kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed,
-                            query=args.probability, above=args.above, tolerance=args.tolerance)
+                            query=args.probability, above=args.above, tolerance=args.tolerance,
+                            ratio_width=args.ratio_width)
     if args.json == "-":
         print(result.to_json())
     elif args.json:

@@ -95,14 +95,25 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
 
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
-                     time_limit: float | None = 60.0, progress=None) -> ProgramResult:
-    """Sound bounds on the group-fairness ratio of an annotated program, refined until decided."""
+                     time_limit: float | None = 60.0, ratio_width: float | None = None,
+                     progress=None) -> ProgramResult:
+    """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
+    (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
     prog.require("sensitiveAttribute", "fairnessTarget")
     spec = FairnessSpec(epsilon, kind)
+    if ratio_width is not None and not ratio_width > 0:
+        raise PropertyError(f"the ratio width must be > 0, got {ratio_width}")
     marginals, evaluate = program_evaluator(prog, lambda notes, _: fairness_events(INTERVAL, notes))
-    b = refine(marginals, evaluate, 6, lambda lo, hi: decide(spec, lo, hi), weights, time_limit=time_limit,
-               progress=progress)
+
+    def stop(lo, hi):
+        verdict = decide(spec, lo, hi)
+        if verdict is None or ratio_width is None:
+            return verdict
+        r_lo, r_hi = ratio_interval(*conditionals(lo, hi))
+        return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
+
+    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress)
     return _program_result(prog, spec, b)
 
 
