@@ -23,7 +23,7 @@ from ..results import Counterexample, Result
 from .bounds_symbolic import bound_twins, crown_cost_ratio
 from .boxes_exact import exact_boxes, exact_ok
 from .boxes_cuts import cut_boxes
-from .boxes_grow import carve, grow
+from .boxes_grow import RADII, carve, grow
 from .boxes_pool import Pool
 from .boxes_problem import Problem
 from .boxes_sampling import Sampler, random_points, twin_split
@@ -32,6 +32,7 @@ ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding ca
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
 EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per free feature (+1)
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
+POOL_BYTES = 600_000_000     # stop refining when the undecided boxes would take more memory
 GROW_SHARE = 0.1             # at most this share of the time goes into growing unfair boxes
 GROW_BATCH = 64
 TIGHT_MAX_RATIO = 4.0        # full CROWN when it costs at most this many forward passes
@@ -85,7 +86,7 @@ class Refinement:
         self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
-        self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0,
+        self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0, boxes_bounded_grow=0,
                           rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
         self._last_report = 0.0
         self.probes = self.probe_hits = 0
@@ -118,6 +119,9 @@ class Refinement:
             if end is not None and time.perf_counter() > end - self._sampling_time():
                 break
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
+                break
+            if len(self.pool) * (16 * pb.d + 32) > POOL_BYTES:
+                self.stats["memory_cap_reached"] = True
                 break
             # cut pieces of the last round join the children of the heaviest pool boxes
             k = int(np.clip(len(self.pool) // 8, self.chunk // 2, 4 * self.chunk))
@@ -269,6 +273,7 @@ class Refinement:
         r = idx[m]
         t = time.perf_counter()
         glo, ghi, ok = grow(pb, x[m], a[m], b[m], lo[r], hi[r], self.chunk)
+        self.stats["boxes_bounded_grow"] += int(m.size) * (1 + pb.d * RADII)
         gm = pb.mass(glo, ghi)
         use = ok & (gm > 1)
         self.stats["grow_calls"] += 1
@@ -382,8 +387,8 @@ class Refinement:
         st = dict(self.stats)
         st.update(elapsed_refine_s=t_refine, peak_pool=self.pool.peak, pool=len(self.pool),
                   twins=pb.n_twins, counterexamples_found=self.cex_found,
-                  boxes_per_s=st["boxes_bounded"] / max(t_refine, 1e-9),
-                  twin_boxes_per_s=st["boxes_bounded"] * pb.n_twins / max(t_refine, 1e-9),
+                  boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
+                  twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
                   tolerance=pb.tol, full_crown=self.tight)
         dom = self.prop.domain
         return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,

@@ -104,34 +104,40 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
 
 def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndarray,
              count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Split the domain into about `count` boxes at median split boundaries (largest region first),
-    only along measured features wide enough that a region's epsilon-margin stays small."""
+    """Split the domain into about `count` boxes, most complex first (most split cells), at the
+    median boundary of the feature with most boundaries inside, only along measured features wide
+    enough that a region's epsilon-margin stays small."""
+    import heapq
+
     inner = nt.node_left >= 0
-    out = [(lo.copy(), hi.copy())]
-    while len(out) < count:
-        out.sort(key=lambda r: -float(np.prod(r[1] - r[0])))
-        for k, (rlo, rhi) in enumerate(out):
-            best, cut = -1, None
-            for i in ydims:
-                if rhi[i] - rlo[i] <= 4 * eps[i] + 1:
-                    continue
-                b = np.unique(nt.node_bound[inner & (nt.node_feat == i)])
-                b = b[(b > rlo[i]) & (b < rhi[i])]
-                if len(b) > best:
-                    best, cut = len(b), (i, b[len(b) // 2]) if len(b) else None
-            if cut is not None:
-                i, v = cut
-                left_hi, right_lo = rhi.copy(), rlo.copy()
-                left_hi[i], right_lo[i] = v, v
-                out[k:k + 1] = [(rlo, left_hi), (right_lo, rhi)]
-                break
-        else:
-            break
-    return out
+    bounds = {int(i): np.unique(nt.node_bound[inner & (nt.node_feat == i)]) for i in ydims}
+
+    def entry(rlo, rhi):
+        best, cut, cells = 0, None, 0.0
+        for i, b in bounds.items():
+            b = b[(b > rlo[i]) & (b < rhi[i])]
+            cells += float(np.log1p(len(b)))
+            if len(b) > best and rhi[i] - rlo[i] > 4 * eps[i] + 1:
+                best, cut = len(b), (i, b[len(b) // 2])
+        return (-cells, id(rlo), rlo, rhi, cut)
+
+    heap = [entry(lo.copy(), hi.copy())]
+    done = []
+    while heap and len(heap) + len(done) < count:
+        _, _, rlo, rhi, cut = heapq.heappop(heap)
+        if cut is None:
+            done.append((rlo, rhi))
+            continue
+        i, v = cut
+        left_hi, right_lo = rhi.copy(), rlo.copy()
+        left_hi[i], right_lo[i] = v, v
+        heapq.heappush(heap, entry(rlo, left_hi))
+        heapq.heappush(heap, entry(right_lo, rhi))
+    return done + [(e[2], e[3]) for e in heap]
 
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, regions: int = 256) -> Quantification:
+             progress: Callable[[dict], None] | None = None, regions: int = 64) -> Quantification:
     """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
 
     Each finished region adds its confident size to `conf_settled` and its non-confident size to
