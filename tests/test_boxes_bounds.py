@@ -9,18 +9,19 @@ from faircert.models.io.nnet import load_nnet
 from boxes_oracle import random_network
 
 
+@pytest.mark.parametrize("tight", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_bounds_contain_sampled_logits_and_forms_are_valid(seed):
+def test_bounds_contain_sampled_logits_and_forms_are_valid(seed, tight):
     rng = np.random.default_rng(seed)
     n_in = int(rng.integers(2, 6))
-    net = random_network(rng, n_in, list(rng.integers(1, 9, size=rng.integers(0, 4))))
+    net = random_network(rng, n_in, list(rng.integers(1, 9, size=rng.integers(0, 5))))
     protected = [0]
     free = list(range(1, n_in))
     combos = np.array([[0.0], [1.0], [2.5]])
     tn = TwinNet.build(net, free, protected, combos)
     lo = rng.uniform(-2, 1, size=(40, len(free)))
     hi = lo + rng.uniform(0, 2, size=lo.shape) * (rng.random(lo.shape) < 0.8)
-    bd = bound_twins(tn, lo, hi)
+    bd = bound_twins(tn, lo, hi, tight=tight)
     for j in range(lo.shape[0]):
         x = rng.uniform(lo[j], hi[j], size=(300, len(free)))
         full = np.repeat(x, 3, axis=0)
@@ -52,3 +53,25 @@ def test_toy_network_matches_fairquant_worked_example(shared_benchmarks):
     assert np.all(low >= np.array([1.4909, 1.0]) - 1e-4) and np.all(up <= np.array([2.6546, 2.3591]) + 1e-4)
     assert np.all(low <= z.min(axis=0) + 1e-12) and np.all(up >= z.max(axis=0) - 1e-12)
     assert np.all(low > 0)
+
+
+def test_bounds_at_least_as_tight_as_fairquant_forward_pass():
+    """Final bounds are the intersection with FairQuant's symbolic intervals, so never looser."""
+    rng = np.random.default_rng(7)
+    net = random_network(rng, 4, [6, 5, 4])
+    tn = TwinNet.build(net, [1, 2, 3], [0], np.array([[0.0], [1.0]]))
+    lo = rng.uniform(-1, 0, size=(200, 3))
+    hi = lo + rng.uniform(0, 1.5, size=lo.shape)
+    from faircert.engines import bounds_symbolic as bs
+
+    plain = bs.bound_twins(tn, lo, hi)
+    # FairQuant's forward pass alone: disable the backward pass by making it return -inf/+inf
+    orig = bs._backward
+    try:
+        bs._backward = lambda *a: (np.full(lo.shape[0] * 2, -np.inf), np.full(lo.shape[0] * 2, np.inf),
+                                   np.zeros((4 * lo.shape[0], 3)), np.zeros(4 * lo.shape[0]))
+        fq = bs.bound_twins(tn, lo, hi)
+    finally:
+        bs._backward = orig
+    assert np.all(plain.lower >= fq.lower) and np.all(plain.upper <= fq.upper)
+    assert np.mean(plain.upper - plain.lower) < np.mean(fq.upper - fq.lower)
