@@ -44,7 +44,7 @@ def test_xgboost_booster_json_and_ubj(tmp_path):
     for src in (clf, clf.get_booster()):
         ir = load_model(src)
         P = _probes(ir)
-        _agree(ir, clf.predict, lambda Z: clf.predict_proba(Z)[:, 1], P)
+        _agree(ir, clf.predict, lambda Z, c=clf: c.predict_proba(Z)[:, 1], P)
         margin = clf.get_booster().predict(xgb.DMatrix(P), output_margin=True)
         # float32 summation in tree order: bit-exact for most rows, within a few ulps for all
         assert np.mean(ir.score(P).astype(np.float32) == margin) > 0.8
@@ -53,12 +53,12 @@ def test_xgboost_booster_json_and_ubj(tmp_path):
     clf.save_model(tmp_path / "m.ubj")
     for path in (tmp_path / "m.json", tmp_path / "m.ubj"):
         ir = load_model(path)
-        _agree(ir, clf.predict, lambda Z: clf.predict_proba(Z)[:, 1], _probes(ir))
+        _agree(ir, clf.predict, lambda Z, c=clf: c.predict_proba(Z)[:, 1], _probes(ir))
 
 
 def test_xgboost_rejects_multiclass_and_regression(tmp_path):
     xgb = pytest.importorskip("xgboost")
-    X, y = _data()
+    X, _ = _data()
     multi = xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(X, (X[:, 0] % 3).astype(int))
     with pytest.raises(ModelFormatError, match="classes|multi"):
         load_model(multi)
@@ -76,12 +76,12 @@ def test_lightgbm_booster_and_text_file(tmp_path):
         clf.booster_.save_model(str(tmp_path / "m.txt"))
         for src in (clf, clf.booster_, tmp_path / "m.txt"):
             ir = load_model(src)
-            _agree(ir, clf.predict, lambda Z: clf.predict_proba(Z)[:, 1], _probes(ir))
+            _agree(ir, clf.predict, lambda Z, c=clf: c.predict_proba(Z)[:, 1], _probes(ir))
 
 
 def test_lightgbm_rejects_multiclass_and_regression():
     lgb = pytest.importorskip("lightgbm")
-    X, y = _data()
+    X, _ = _data()
     with pytest.raises(ModelFormatError):
         load_model(lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(X, (X[:, 0] % 3).astype(int)))
     with pytest.raises(ModelFormatError, match="not binary classification"):
@@ -90,7 +90,11 @@ def test_lightgbm_rejects_multiclass_and_regression():
 
 def test_sklearn_tree_models():
     pytest.importorskip("sklearn")
-    from sklearn.ensemble import ExtraTreesClassifier, GradientBoostingClassifier, RandomForestClassifier
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        GradientBoostingClassifier,
+        RandomForestClassifier,
+    )
     from sklearn.tree import DecisionTreeClassifier
 
     X, y = _data()
@@ -101,7 +105,7 @@ def test_sklearn_tree_models():
     for clf in models:
         clf.fit(X, y)
         ir = load_model(clf)
-        _agree(ir, clf.predict, lambda Z: clf.predict_proba(Z)[:, 1], _probes(ir))
+        _agree(ir, clf.predict, lambda Z, c=clf: c.predict_proba(Z)[:, 1], _probes(ir))
     with pytest.raises(ModelFormatError, match="binary"):
         load_model(DecisionTreeClassifier(max_depth=2).fit(X, (X[:, 0] % 3).astype(int)))
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     sample_s = time.monotonic() - t0
     _write_csv(args.out, domain.names, x, xp, ir.predict_proba(x), ir.predict_proba(xp))
     lower, upper = q.bounds
-    summary = {"written": int(len(x)), "rejected": rejected, "distinct": int(len({tuple(r) for r in x.tolist()})),
+    summary = {"written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
                "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair,
                "confident_size": q.measured_upper, "region_complete": q.complete,
                "quantify_s": q.elapsed, "sample_s": sample_s}

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -154,7 +154,7 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    acc = dict(nonconf=0.0, settled=0.0, unfair=0.0, extra=0.0, kd=0, terms=0, boxes=0, tie_size=0.0)
+    acc = {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0, "tie_size": 0.0}
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
     report = _reporter(progress, total, t0)
@@ -187,8 +187,8 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], acc["extra"], complete, part,
                        cat(pieces_lo, (0, n), float), cat(pieces_hi, (0, n), float), cat(twins, (0,), np.int64),
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": int(len(_slices(prop, dlo, dhi)[0])), "boxes": int(acc["boxes"]),
-               "pieces": int(len(q.piece_lo)), "regions": len(parts), "kd_nodes": int(acc["kd"]),
+    q.stats = {"slices": len(_slices(prop, dlo, dhi)[0]), "boxes": int(acc["boxes"]),
+               "pieces": len(q.piece_lo), "regions": len(parts), "kd_nodes": int(acc["kd"]),
                "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"])}
     return q
 
@@ -205,7 +205,7 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     certain = ~part.tie
     inside, clo, chi = _clip(part.lo, part.hi, rlo, rhi)
     csize = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
-    acc["boxes"] += int(len(part.lo))
+    acc["boxes"] += len(part.lo)
     acc["tie_size"] += float(csize[part.tie].sum())
     nonconf = float(csize[certain & ~part.confident].sum())
     lo_y, hi_y = part.lo[:, ydims], part.hi[:, ydims]

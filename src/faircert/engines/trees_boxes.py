@@ -83,7 +83,6 @@ class NormalisedTrees:
 
 
 def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
-    n = ens.n_features
     dlo, dhi = domain_box(domain)
     leaf_lo, leaf_hi, leaf_val, cons = [], [], [], []
     nf, nb, nl, nr, roots, base = [], [], [], [], [], 0

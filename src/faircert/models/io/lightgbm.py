@@ -26,7 +26,7 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
         path = Path(model)
         try:
             booster = lgb.Booster(model_file=str(path))
-        except Exception as exc:  # LightGBMError for anything that is not a model file
+        except Exception as exc:  # noqa: BLE001 - LightGBMError for anything that is not a model file
             raise ModelFormatError(f"{path}: not a readable LightGBM model file: {exc}") from None
         source = str(path)
     else:

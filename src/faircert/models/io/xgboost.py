@@ -47,7 +47,7 @@ def _read_ubj(path: Path) -> dict:
         raise ModelFormatError("reading .ubj models needs the xgboost package (pip install xgboost)") from None
     try:
         booster = xgb.Booster(model_file=str(path))
-    except Exception as exc:  # xgboost raises its own XGBoostError for any unreadable file
+    except Exception as exc:  # noqa: BLE001 - xgboost raises its own XGBoostError for any unreadable file
         raise ModelFormatError(f"{path}: not a readable XGBoost model: {exc}") from None
     return json.loads(booster.save_raw("json"))
 
