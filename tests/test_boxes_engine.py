@@ -105,3 +105,20 @@ def test_carve_partitions_the_box():
         boxes_lo, boxes_hi = np.concatenate([plo, glo]), np.concatenate([phi, ghi])
         inside = np.all((pts[:, None] >= boxes_lo) & (pts[:, None] <= boxes_hi), axis=2)
         assert np.all(inside.sum(axis=1) == 1)  # every grid point in exactly one piece
+
+
+def test_real_features_are_measured_by_volume():
+    # f = x - 0.5 + 0.2 p - 0.1 k with x real in [0, 1], k integer in {0, 1, 2}, p protected binary:
+    # for each k the unfair x form an interval of length 0.2, so the unfair share is exactly 0.2
+    from faircert.models.network import ReluNetwork
+
+    net = ReluNetwork([np.array([[1.0, 0.2, -0.1]])], [np.array([-0.5])])
+    dom = Domain((Feature("x", "real", 0.0, 1.0), Feature("p", "binary"), Feature("k", "integer", 0, 2)))
+    prop = individual_fairness(dom, ["p"])
+    res = verify_network(net, prop, time_limit=1.0)
+    assert res.domain_size == 3.0
+    assert res.certified <= 0.8 + 1e-9 and res.falsified <= 0.2 + 1e-9
+    assert res.undecided < 1e-3
+    assert res.statistical.ci_low <= 0.2 <= res.statistical.ci_high
+    for c in res.counterexamples:
+        assert (c.output > 0) != (c.output_prime > 0) and c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2]

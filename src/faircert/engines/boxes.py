@@ -116,7 +116,7 @@ class Refinement:
             self._report()
             if not pend_lo.shape[0] and (len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target):
                 break
-            if end is not None and time.perf_counter() > end - self._sampling_time():
+            if end is not None and time.perf_counter() > end - self._sampling_time(time_limit):
                 break
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break
@@ -137,14 +137,19 @@ class Refinement:
         self.stuck_hi.append(pend_hi)
         self._report(force=True)
 
-    def _sampling_time(self) -> float:
-        """Expected time of the final estimate: samples its interval needs x cost per sample."""
-        if not self.probes:
-            return 0.0
+    def _sampling_time(self, time_limit: float) -> float:
+        """Expected time of the final estimate (samples its interval needs x cost per sample),
+        at most 30% of the time limit."""
+        if not self.point_cost:  # calibrate once on a batch of the size the sampler uses
+            x = random_points(self.rng, np.tile(self.pb.lo, (4096, 1)), np.tile(self.pb.hi, (4096, 1)),
+                              self.pb.discrete)
+            t = time.perf_counter()
+            twin_split(self.pb, x)
+            self.point_cost = (time.perf_counter() - t) / 4096 * (20 if self.pb.has_eps else 1)
         und = self.undecided_mass() / self.pb.domain_size
-        p = min(0.5, max(self.probe_hits / self.probes, 0.01))
+        p = min(0.5, max(self.probe_hits / self.probes, 0.01)) if self.probes >= 1000 else 0.25
         need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / SAMPLE_HALFWIDTH ** 2)
-        return 1.3 * need * self.point_cost
+        return min(1.3 * need * self.point_cost, 0.3 * time_limit)
 
     def undecided_mass(self) -> float:
         stuck = sum(float(self.pb.mass(a, b).sum()) for a, b in zip(self.stuck_lo, self.stuck_hi))
@@ -245,10 +250,8 @@ class Refinement:
         """
         pb = self.pb
         n = lo.shape[0]
-        t = time.perf_counter()
         x = random_points(self.rng, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)), pb.discrete)
         z, bad, a, b = twin_split(pb, x)
-        self.point_cost = (time.perf_counter() - t) / x.shape[0]
         self.probes += x.shape[0]
         self.probe_hits += int(bad.sum())
         has = bad.reshape(PROBES, n).any(axis=0)
