@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     except FaircertError as exc:
         print(f"faircert: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # e.g. `faircert verify ... --json - | head`: the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("faircert: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
