@@ -199,6 +199,25 @@ class TreeEnsemble:
         rel = 1e-6 if (self.sum_float32 or self.input_float32) else 1e-12
         return offset, c, rel * max(total, 1.0)
 
+    def check_against(self, predict, what: str, n: int = 512, seed: int = 0) -> None:
+        """Compare labels with the framework's `predict(X) -> labels` on random and on-threshold inputs.
+
+        A disagreement (outside a 1e-6 band around the decision margin, where summation order may
+        decide) means the import is wrong: raise instead of verifying a different model.
+        """
+        rng = np.random.default_rng(seed)
+        ths = np.concatenate([t.threshold[~t.is_leaf] for t in self.trees] + [np.zeros(1)])
+        lo, hi = ths.min() - 1.0, ths.max() + 1.0
+        X = np.vstack([rng.uniform(lo, hi, (n, self.n_features)), rng.choice(ths, (n, self.n_features)),
+                       np.round(rng.uniform(lo, hi, (n, self.n_features)))])
+        ours = self.predict(X)
+        theirs = np.asarray(predict(X)).astype(np.int64).ravel()
+        s = self.score(X) - (0.5 if self.link == "identity" else 0.0)
+        bad = (ours != theirs) & (np.abs(s) > 1e-6 * max(1.0, float(np.max(np.abs(s)))))
+        if bad.any():
+            raise ModelFormatError(f"{what}: the imported trees disagree with the framework's own predictions on "
+                                   f"{int(bad.sum())} of {len(X)} sample inputs; this model variant is not supported")
+
     @property
     def max_depth(self) -> int:
         return max(t.depth for t in self.trees)

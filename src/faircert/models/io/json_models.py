@@ -16,9 +16,9 @@ def load_json_model(path: str | Path) -> Any:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFormatError(f"{path}: not a readable JSON file: {exc}") from None
     if isinstance(data, dict) and "learner" in data:
-        from .xgboost import xgboost_from_dict
+        from .xgboost import load_xgboost
 
-        return xgboost_from_dict(data, source=str(path))
+        return load_xgboost(path)
     if isinstance(data, dict) and "weights" in data and "intercept" in data:
         from .linear_json import load_linear_json
 

@@ -36,7 +36,9 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
             raise ModelFormatError(f"only binary classifiers are supported; this model has {classes} classes")
     if not hasattr(booster, "dump_model"):
         raise ModelFormatError(f"not a LightGBM model: {type(model).__name__}")
-    return lightgbm_from_dict(booster.dump_model(), source)
+    ir = lightgbm_from_dict(booster.dump_model(), source)
+    ir.check_against(lambda X: booster.predict(X, raw_score=True) > 0, source)
+    return ir
 
 
 def _objective(text: str, source: str) -> float:

@@ -43,6 +43,13 @@ def _check_binary(est: Any) -> None:
 
 
 def load_sklearn_trees(est: Any) -> TreeEnsemble:
+    ir = _load(est)
+    classes = est.classes_
+    ir.check_against(lambda X: est.predict(X) == classes[1], type(est).__name__)
+    return ir
+
+
+def _load(est: Any) -> TreeEnsemble:
     name = type(est).__name__
     _check_binary(est)
     n = int(est.n_features_in_)

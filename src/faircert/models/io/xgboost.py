@@ -30,14 +30,28 @@ def load_xgboost(model: Any) -> TreeEnsemble:
                 data = json.loads(path.read_text())
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ModelFormatError(f"{path}: not a readable XGBoost JSON model: {exc}") from None
-        return xgboost_from_dict(data, source=str(path))
+        ir = xgboost_from_dict(data, source=str(path))
+        try:
+            import xgboost as xgb
+        except ImportError:  # the IR does not need xgboost; only the cross-check does
+            return ir
+        _check(ir, xgb.Booster(model_file=str(path)))
+        return ir
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     if not hasattr(booster, "save_raw"):
         raise ModelFormatError(f"not an XGBoost model: {type(model).__name__}")
     classes = getattr(model, "n_classes_", 2)
     if classes != 2:
         raise ModelFormatError(f"only binary classifiers are supported; this model has {classes} classes")
-    return xgboost_from_dict(json.loads(booster.save_raw("json")), source=type(model).__name__)
+    ir = xgboost_from_dict(json.loads(booster.save_raw("json")), source=type(model).__name__)
+    _check(ir, booster)
+    return ir
+
+
+def _check(ir: TreeEnsemble, booster: Any) -> None:
+    import xgboost as xgb
+
+    ir.check_against(lambda X: booster.predict(xgb.DMatrix(X), output_margin=True) > 0, ir.source)
 
 
 def _read_ubj(path: Path) -> dict:
