@@ -160,3 +160,22 @@ def test_sampling_is_uniform_over_the_exact_region():
     # every sample is a distinct-checkable IDI; the region holds 10525 points, so we see most of them
     assert len({tuple(r) for r in x}) > 8000
     assert np.all(ens.predict(x) != ens.predict(xp))
+
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_region_by_region_matches_single_pass(robust):
+    xgb = pytest.importorskip("xgboost")
+    from faircert.models.io import load_model
+
+    X, y, dom = _small_problem(5, n_features=4)
+    ir = load_model(xgb.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1).fit(X, y))
+    if robust:
+        prop = individual_fairness(dom, None, epsilon=1.0, kappa=0.6, robustness=True)
+    else:
+        prop = individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 2}, kappa=0.6)
+    conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, robust)
+    q = quantify(ir, prop, regions=6)
+    assert q.stats["regions"] > 1 and q.complete
+    assert q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
+    x, xp, rejected = sample_unfair(ir, q, 2000, seed=0)
+    assert rejected == 0 and (len(x) == 2000 or unfair == 0)

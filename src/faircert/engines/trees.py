@@ -38,7 +38,6 @@ from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
 from .trees_union import covered
 
 MAX_SLICES = 100_000
-SMALL_DOMAIN = 1e7  # grid points (or volume) below which the domain is not split into regions
 
 
 @dataclass
@@ -137,7 +136,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, regions: int = 64) -> Quantification:
+             progress: Callable[[dict], None] | None = None, regions: int = 1) -> Quantification:
     """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
 
     Each finished region adds its confident size to `conf_settled` and its non-confident size to
@@ -158,15 +157,15 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
     report = _reporter(progress, total, t0)
-    count = regions if total > SMALL_DOMAIN else 1  # small grids: one pass has the least overhead
-    boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, count), key=lambda r: -float(np.prod(r[1] - r[0])))
+    boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
         if time.monotonic() > deadline:
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
         slo, shi = _slices(prop, plo, phi)
-        part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline))
+        early = _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report)
+        part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
         n_twins = len(twins)
         done = _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo, pieces_hi, twins)
         complete &= done and part.complete and not part.tie.any()
@@ -193,6 +192,49 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     return q
 
 
+def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report):
+    """Callback for `partition`: as boxes are settled, count their part inside the region right away
+    when they are non-confident, or confident with every twin provably of the same label (the
+    margin bounds of every other slice over the box's epsilon-neighbourhood decide that label)."""
+
+    def on_done(lo, hi, st, label, conf, tie) -> np.ndarray:
+        inside, clo, chi = _clip(lo, hi, rlo, rhi)
+        size = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
+        certain = ~tie
+        nonconf = certain & ~conf
+        acc["nonconf"] += float(size[nonconf].sum())
+        cand = np.nonzero(certain & conf & inside)[0]
+        fair = np.zeros(len(lo), dtype=bool)
+        if len(cand):
+            nlo, nhi = lo[cand].copy(), hi[cand].copy()
+            nlo[:, ydims] = np.maximum(dlo[ydims], nlo[:, ydims] - eps[ydims])
+            nhi[:, ydims] = np.minimum(dhi[ydims], nhi[:, ydims] + eps[ydims])
+            same = np.ones(len(cand), dtype=bool)
+            for v in range(len(slo)):
+                rows = np.arange(len(cand)) if prop.robustness else np.nonzero(st[cand] != v)[0]
+                if not len(rows):
+                    continue
+                blo, bhi = nlo[rows], nhi[rows]
+                if not prop.robustness:
+                    blo[:, list(prop.protected)] = slo[v, list(prop.protected)]
+                    bhi[:, list(prop.protected)] = shi_of(slo, v, prop)
+                vmin, vmax = nt.bounds(blo, bhi)[:2]
+                mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+                ok = np.where(label[cand][rows] == POS, mlo > tol, mhi < -tol)
+                same[rows] &= ok
+            fair[cand[same]] = True
+            acc["settled"] += float(size[cand[same]].sum())
+        if nonconf.any() or fair.any():
+            report(acc)
+        return fair | nonconf
+
+    return on_done
+
+
+def shi_of(slo, v, prop):
+    return slo[v, list(prop.protected)] + 1.0
+
+
 def _clip(lo, hi, rlo, rhi):
     clo, chi = np.maximum(lo, rlo), np.minimum(hi, rhi)
     keep = np.all(clo < chi, axis=1)
@@ -207,7 +249,7 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     csize = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
     acc["boxes"] += len(part.lo)
     acc["tie_size"] += float(csize[part.tie].sum())
-    nonconf = float(csize[certain & ~part.confident].sum())
+    nonconf = float(csize[certain & ~part.confident & ~part.early].sum())
     lo_y, hi_y = part.lo[:, ydims], part.hi[:, ydims]
     dil_lo, dil_hi = lo_y - eps[ydims], hi_y + eps[ydims]
     r_lo, r_hi = rlo[ydims], rhi[ydims]
@@ -215,7 +257,8 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     complete = part.complete
     for v in range(int(part.start.max()) + 1 if len(part.start) else 0):
         for label in (POS, NEG):
-            a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside)[0]
+            a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside
+                               & ~part.early)[0]
             if not len(a_idx) or time.monotonic() > deadline:
                 complete &= not len(a_idx)
                 continue
@@ -273,7 +316,8 @@ def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition, l
                      np.concatenate([part.start[keep], np.concatenate(starts)]),
                      np.concatenate([part.label[keep], np.where(label == 1, POS, NEG)]),
                      np.concatenate([part.confident[keep], conf]), np.zeros(keep.sum() + len(x), dtype=bool),
-                     part.complete, part.pending_size)
+                     part.complete, part.pending_size,
+                     np.concatenate([part.early[keep], np.zeros(len(x), dtype=bool)]))
 
 
 def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

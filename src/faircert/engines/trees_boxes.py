@@ -9,6 +9,7 @@ use [min, max] whose length is the volume. The size of a box is prod(hi - lo).
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 
@@ -168,6 +169,7 @@ class Partition:
     tie: np.ndarray        # bool: label/status unknown (margin within tolerance of a threshold, or unexplored)
     complete: bool         # False if the time limit stopped the enumeration
     pending_size: float    # size of the unexplored boxes (flagged `tie`) when stopped
+    early: np.ndarray = None  # bool: already accounted for by the `on_done` callback
 
     @property
     def size(self) -> np.ndarray:
@@ -175,7 +177,7 @@ class Partition:
 
 
 def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
-              deadline: float = np.inf, chunk: int = 2048, on_boxes=None) -> Partition:
+              deadline: float = np.inf, chunk: int = 2048, on_boxes=None, on_done=None) -> Partition:
     """Split the start boxes until label (and confidence) are constant on every box.
 
     A box is settled as soon as the sum over trees of the reachable leaf range decides the label
@@ -184,17 +186,20 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     boxes are refined only where the decision is still open. Boxes whose exact margin is within
     `tol` of a threshold are flagged `tie`.
     """
-    out_lo, out_hi, out_start, out_label, out_conf, out_tie = [], [], [], [], [], []
-    stack = [(lo0.copy(), hi0.copy(), np.arange(len(lo0)))]
+    out_lo, out_hi, out_start, out_label, out_conf, out_tie, out_early = [], [], [], [], [], [], []
+    # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest
+    heap = [(0.0, 0, lo0.copy(), hi0.copy(), np.arange(len(lo0)))]
+    tick = 1
     complete, pending = True, 0.0
-    while stack:
-        lo, hi, st = stack.pop()
+    while heap:
+        _, _, lo, hi, st = heapq.heappop(heap)
         if time.monotonic() > deadline:  # unexplored: kept as boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
             out_lo.append(lo); out_hi.append(hi); out_start.append(st)
             out_label.append(np.zeros(len(lo), dtype=np.int64)); out_conf.append(np.zeros(len(lo), dtype=bool))
             out_tie.append(np.ones(len(lo), dtype=bool))
+            out_early.append(np.zeros(len(lo), dtype=bool))
             continue
         vmin, vmax, _ = nt.bounds(lo, hi)
         mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
@@ -217,6 +222,9 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
             out_label.append(np.where(pos[d], POS, NEG)); out_conf.append(conf[d])
             out_tie.append(~decided[d])
+            label = np.where(pos[d], POS, NEG)
+            early = on_done(lo[d], hi[d], st[d], label, conf[d], ~decided[d]) if on_done is not None else None
+            out_early.append(early if early is not None else np.zeros(int(d.sum()), dtype=bool))
             if on_boxes is not None:
                 on_boxes(int(d.sum()))
         keep = ~done
@@ -228,11 +236,14 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
         nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi]); nst = np.concatenate([st, st])
-        for k in range(0, len(nlo), chunk)[::-1]:
+        order = np.argsort(-np.prod(nhi - nlo, axis=1), kind="stable")
+        nlo, nhi, nst = nlo[order], nhi[order], nst[order]
+        for k in range(0, len(nlo), chunk):
             sl = slice(k, k + chunk)
-            stack.append((nlo[sl], nhi[sl], nst[sl]))
+            heapq.heappush(heap, (-float(np.prod(nhi[k] - nlo[k])), tick, nlo[sl], nhi[sl], nst[sl]))
+            tick += 1
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
     n = lo0.shape[1]
     return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),
                      cat(out_label, (0,), np.int64), cat(out_conf, (0,), bool), cat(out_tie, (0,), bool),
-                     complete, pending)
+                     complete, pending, cat(out_early, (0,), bool))
