@@ -179,3 +179,4 @@ def test_region_by_region_matches_single_pass(robust):
     assert q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
     x, xp, rejected = sample_unfair(ir, q, 2000, seed=0)
     assert rejected == 0 and (len(x) == 2000 or unfair == 0)
+    assert np.all(ir.predict(x) != ir.predict(xp))

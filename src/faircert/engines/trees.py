@@ -217,7 +217,7 @@ def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, r
                 blo, bhi = nlo[rows], nhi[rows]
                 if not prop.robustness:
                     blo[:, list(prop.protected)] = slo[v, list(prop.protected)]
-                    bhi[:, list(prop.protected)] = shi_of(slo, v, prop)
+                    bhi[:, list(prop.protected)] = slo[v, list(prop.protected)] + 1.0
                 vmin, vmax = nt.bounds(blo, bhi)[:2]
                 mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
                 ok = np.where(label[cand][rows] == POS, mlo > tol, mhi < -tol)
@@ -229,10 +229,6 @@ def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, r
         return fair | nonconf
 
     return on_done
-
-
-def shi_of(slo, v, prop):
-    return slo[v, list(prop.protected)] + 1.0
 
 
 def _clip(lo, hi, rlo, rhi):
