@@ -153,7 +153,8 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    acc = {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0, "tie_size": 0.0}
+    acc = {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0, "tie_size": 0.0,
+           "early_pieces": []}
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
     report = _reporter(progress, total, t0)
@@ -178,6 +179,13 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
         offset += len(used)
         report(acc)
     n = len(dlo)
+    if acc["early_pieces"]:  # pieces proven unfair during the partition, with their twin boxes
+        plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*acc["early_pieces"]))
+        pieces_lo.append(plo); pieces_hi.append(phi)
+        twins.append(offset + np.arange(len(tlo)))
+        m = len(tlo)
+        parts.append(Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
+                               np.zeros(m, bool), True, 0.0, np.zeros(m, bool)))
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
     part = Partition(cat([p.lo for p in parts], (0, n), float), cat([p.hi for p in parts], (0, n), float),
                      cat([p.start for p in parts], (0,), np.int64), cat([p.label for p in parts], (0,), np.int64),
@@ -194,8 +202,19 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
 
 def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report):
     """Callback for `partition`: as boxes are settled, count their part inside the region right away
-    when they are non-confident, or confident with every twin provably of the same label (the
-    margin bounds of every other slice over the box's epsilon-neighbourhood decide that label)."""
+    when they are non-confident, confident with every twin provably of the same label (margin
+    bounds of every other slice over the box's epsilon-neighbourhood decide that label), or, for
+    fairness, confident with the same box in another slice provably of the other label (then every
+    input of the box is unfair; the box becomes a piece of the unfair region)."""
+    prot = list(prop.protected)
+
+    def bounds_in_slice(lo, hi, v):
+        if not prop.robustness:
+            lo, hi = lo.copy(), hi.copy()
+            lo[:, prot] = slo[v, prot]
+            hi[:, prot] = slo[v, prot] + 1.0
+        vmin, vmax = nt.bounds(lo, hi)[:2]
+        return nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
 
     def on_done(lo, hi, st, label, conf, tie) -> np.ndarray:
         inside, clo, chi = _clip(lo, hi, rlo, rhi)
@@ -205,28 +224,37 @@ def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, r
         acc["nonconf"] += float(size[nonconf].sum())
         cand = np.nonzero(certain & conf & inside)[0]
         fair = np.zeros(len(lo), dtype=bool)
+        unfair = np.zeros(len(lo), dtype=bool)
         if len(cand):
             nlo, nhi = lo[cand].copy(), hi[cand].copy()
             nlo[:, ydims] = np.maximum(dlo[ydims], nlo[:, ydims] - eps[ydims])
             nhi[:, ydims] = np.minimum(dhi[ydims], nhi[:, ydims] + eps[ydims])
             same = np.ones(len(cand), dtype=bool)
+            lab = label[cand]
             for v in range(len(slo)):
                 rows = np.arange(len(cand)) if prop.robustness else np.nonzero(st[cand] != v)[0]
                 if not len(rows):
                     continue
-                blo, bhi = nlo[rows], nhi[rows]
-                if not prop.robustness:
-                    blo[:, list(prop.protected)] = slo[v, list(prop.protected)]
-                    bhi[:, list(prop.protected)] = slo[v, list(prop.protected)] + 1.0
-                vmin, vmax = nt.bounds(blo, bhi)[:2]
-                mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
-                ok = np.where(label[cand][rows] == POS, mlo > tol, mhi < -tol)
-                same[rows] &= ok
+                mlo, mhi = bounds_in_slice(nlo[rows], nhi[rows], v)
+                same[rows] &= np.where(lab[rows] == POS, mlo > tol, mhi < -tol)
+                if prop.robustness:
+                    continue
+                if np.any(eps[ydims] > 0):
+                    mlo, mhi = bounds_in_slice(lo[cand][rows], hi[cand][rows], v)
+                flip = np.where(lab[rows] == POS, mhi < -tol, mlo > tol) & ~unfair[cand[rows]]
+                if flip.any():
+                    k = cand[rows[flip]]
+                    unfair[k] = True
+                    twin_lo, twin_hi = lo[k].copy(), hi[k].copy()
+                    twin_lo[:, prot] = slo[v, prot]
+                    twin_hi[:, prot] = slo[v, prot] + 1.0
+                    acc["early_pieces"].append((clo[k], chi[k], twin_lo, twin_hi))
             fair[cand[same]] = True
-            acc["settled"] += float(size[cand[same]].sum())
-        if nonconf.any() or fair.any():
+            acc["settled"] += float(size[fair].sum() + size[unfair].sum())
+            acc["unfair"] += float(size[unfair].sum())
+        if nonconf.any() or fair.any() or unfair.any():
             report(acc)
-        return fair | nonconf
+        return fair | nonconf | unfair
 
     return on_done
 
