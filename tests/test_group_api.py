@@ -284,3 +284,15 @@ def test_cli_pickled_pipeline_needs_trust(tmp_path, frame, pipeline):
     want = faircert.group(pipeline, frame, protected="sex")
     assert out["by_group"] == pytest.approx(want.by_group, abs=1e-12)
     assert code == want.exit_code
+
+
+def test_sampling_method_agrees_with_the_exact_engine(pipeline, frame):
+    exact = faircert.group(pipeline, frame, protected="sex", population="independent")
+    sampled = faircert.group(pipeline, frame, protected="sex", population="independent", method="sampling",
+                             delta=1e-3, time_limit=20)
+    assert sampled.verdict == exact.verdict
+    assert "1e-03" in json.dumps(sampled.to_dict()) or "0.001" in json.dumps(sampled.to_dict())
+    for name, p in exact.by_group.items():
+        assert sampled.by_group[name] == pytest.approx(p, abs=0.05)
+    with pytest.raises(PropertyError, match="unknown method"):
+        faircert.group(pipeline, frame, protected="sex", method="guess")

@@ -92,7 +92,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
-          save_population: str | Path | None = None, bin_bounds: bool = False) -> GroupResult:
+          save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
+          delta: float = 1e-6) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -106,6 +107,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
     `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets);
     `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
+    `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
+    <= `delta` (for models or populations too large for the sound engines).
     """
     from .engines import group_linear as gl
 
@@ -117,6 +120,10 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     time_limit = check_time_limit(time_limit)
     if not 0.0 < threshold <= 1.0:
         raise PropertyError(f"the DI threshold must lie in (0, 1], got {threshold}")
+    if method not in ("sound", "sampling"):
+        raise PropertyError(f"unknown method {method!r}; choose 'sound' or 'sampling'")
+    if not 0.0 < delta < 1.0:
+        raise PropertyError(f"delta must lie strictly between 0 and 1, got {delta}")
     ir = gl.load_linear_or_any(model, trust_pickle)
     ir, pop, frame, learning_s = gl.resolve_population(population, data, ir, protected, label, bins=bins,
                                                        max_bins=max_bins, method=binning, bin_value=bin_value,
@@ -126,6 +133,12 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     from .models.linear import LinearModel
     from .population.discrete import DiscretePopulation
 
+    if method == "sampling":
+        from .engines.sequential import group_sampled
+
+        return group_sampled(ir, pop, protected=protected or None, threshold=threshold, delta=delta,
+                             time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}),
+                             label=label)
     if isinstance(ir, LinearModel) and isinstance(pop, DiscretePopulation):
         ir = gl.bind_columns(ir, pop)
         subsets = influence if isinstance(influence, bool) else [_names(s) for s in influence]

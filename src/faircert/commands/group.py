@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
     p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S",
                    help="seconds for bound refinement (non-linear models)")
+    p.add_argument("--method", choices=("sound", "sampling"), default="sound",
+                   help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta")
+    p.add_argument("--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
@@ -81,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
                    influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
                    bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
                    time_limit=args.time_limit, seed=args.seed, trust_pickle=args.trust_pickle,
-                   save_population=args.save_population, bin_bounds=args.bin_bounds)
+                   save_population=args.save_population, bin_bounds=args.bin_bounds, method=args.method,
+                   delta=args.delta)
     if args.json == "-":
         print(result.to_json())
     elif args.json:

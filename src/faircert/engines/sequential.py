@@ -137,8 +137,10 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
                   gap_thresholds: dict | None = None, label: str | None = None):
     """Per-group positive rates and DI/SP of any model under a product or program population, decided
     by the sequential test: a GroupResult whose verdict is wrong with probability <= delta."""
-    from ..models.program import Program, parse_expression
     import itertools
+
+    from ..models.linear import LinearModel
+    from ..models.program import Program, parse_expression
 
     from ..population.continuous import Discrete, ProductPopulation, Step
     from ..population.discrete import DiscretePopulation
@@ -223,10 +225,13 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
                 codes[name] = np.minimum((u >= cum[row]).sum(axis=1), v.card - 1)
             values = {}
             for name in names:
+                states_of = population.variables[name].states
                 try:
-                    vals = np.array([float(x) for x in population.variables[name].states])
+                    vals = np.array([float(x) for x in states_of])
                 except (TypeError, ValueError):
-                    raise PropertyError(f"model input {name!r} has non-numeric states") from None
+                    if not isinstance(model, LinearModel):  # only linear models carry a category encoding
+                        raise PropertyError(f"model input {name!r} has non-numeric states") from None
+                    vals = np.array(states_of, dtype=object)
                 values[name] = vals[codes[name]]
             pos = _point_label(model, names, values)
             cols = []
