@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon", action="append", metavar="NAME=VAL",
                    help="tolerance of a non-protected feature (repeatable, or comma-separated)")
     p.add_argument("--epsilon-rate", type=share, metavar="R",
-                   help="tolerance of every non-protected feature as a share R of its range (trees)")
+                   help="tolerance of every non-protected, non-categorical feature as a share R of its range "
+                        "(rounded down for integer features; categorical codes keep 0)")
     p.add_argument("--kappa", type=share, help="only measure inputs whose own confidence exceeds K (trees)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness (trees)")
     p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
