@@ -19,6 +19,24 @@ VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
 EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
 
 
+class Verdict:
+    """What every result type shares: a checked verdict, its exit code and its VNN-COMP word."""
+
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def vnncomp(self) -> str:
+        return VNNCOMP_WORDS[self.verdict]
+
+
 @dataclass
 class Counterexample:
     """A pair of inputs that the real model labels differently; both outputs are re-computed."""
@@ -48,7 +66,7 @@ class StatisticalEstimate:
 
 
 @dataclass
-class Result:
+class Result(Verdict):
     """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
 
     verdict: str
@@ -71,18 +89,6 @@ class Result:
     #: Engine-specific figures (boxes processed, throughput, ...), for benchmarks and curious users.
     stats: dict[str, Any] = field(default_factory=dict)
     feature_names: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
-
-    @property
-    def vnncomp(self) -> str:
-        return VNNCOMP_WORDS[self.verdict]
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -231,7 +237,7 @@ class Influence:
 
 
 @dataclass
-class GroupResult:
+class GroupResult(Verdict):
     """Group fairness of a classifier under a population: per-group probabilities and metrics."""
 
     verdict: str
@@ -253,18 +259,6 @@ class GroupResult:
     influence: list[Influence] = field(default_factory=list)
     #: Engine-specific figures (states explored, population learning time, bins used, ...).
     stats: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
-
-    @property
-    def vnncomp(self) -> str:
-        return VNNCOMP_WORDS[self.verdict]
 
     @property
     def exact(self) -> bool:
@@ -421,7 +415,7 @@ def _gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -
 
 # ----- programs (FairSquare-style group fairness of probabilistic programs) -----------------------
 @dataclass
-class ProgramResult:
+class ProgramResult(Verdict):
     """Group fairness of a decision program under a population: probability and ratio intervals.
 
     `guarantee` is "sound" (the intervals are mathematical bounds) or, for the sampling method,
@@ -442,18 +436,6 @@ class ProgramResult:
     #: Why the engine stopped without a verdict ("time limit", "box budget", ...), else "".
     stopped: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
-
-    @property
-    def vnncomp(self) -> str:
-        return VNNCOMP_WORDS[self.verdict]
 
     @property
     def ratio(self) -> tuple[float, float]:

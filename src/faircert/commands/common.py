@@ -50,3 +50,11 @@ def write_text(path: str | Path, text: str) -> None:
         Path(path).write_text(text)
     except OSError as exc:
         raise FaircertError(f"cannot write {path}: {exc}") from None
+
+
+def emit_json(text: str, destination: str | None) -> None:
+    """Write JSON to a file, to stdout for '-', or nowhere when no destination was asked for."""
+    if destination == "-":
+        print(text)
+    elif destination:
+        write_text(destination, text + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import positive_float, share, write_text
+from .common import emit_json, positive_float, share
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,10 +86,7 @@ def run(args: argparse.Namespace) -> int:
                    time_limit=args.time_limit, seed=args.seed, trust_pickle=args.trust_pickle,
                    save_population=args.save_population, bin_bounds=args.bin_bounds, method=args.method,
                    delta=args.delta)
-    if args.json == "-":
-        print(result.to_json())
-    elif args.json:
-        write_text(args.json, result.to_json() + "\n")
+    emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_group(result)
     return result.exit_code

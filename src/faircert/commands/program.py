@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import positive_float, write_text
+from .common import emit_json, positive_float
 
 
 def _epsilon(text: str) -> float:
@@ -61,10 +61,7 @@ def run(args: argparse.Namespace) -> int:
                             kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed,
                             query=args.probability, above=args.above, tolerance=args.tolerance,
                             ratio_width=args.ratio_width)
-    if args.json == "-":
-        print(result.to_json())
-    elif args.json:
-        write_text(args.json, result.to_json() + "\n")
+    emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_program_result(result)
     if args.probability is not None and args.above is None:  # nothing to decide: did the bounds get tight?

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from .common import name_values, positive_float, share, write_text
+from .common import emit_json, name_values, positive_float, share
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,10 +62,7 @@ def run(args: argparse.Namespace) -> int:
                "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair,
                "confident_size": q.measured_upper, "region_complete": q.complete,
                "quantify_s": q.elapsed, "sample_s": sample_s}
-    if args.json == "-":
-        print(json.dumps(summary, indent=2))
-    elif args.json:
-        write_text(args.json, json.dumps(summary, indent=2) + "\n")
+    emit_json(json.dumps(summary, indent=2), args.json)
     print(f"wrote {len(x):,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to {args.out}; "
           f"measure in [{lower:.6f}, {upper:.6f}]", file=sys.stderr)
     if len(x):

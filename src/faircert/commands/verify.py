@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import name_values, positive_float, share, write_text
+from .common import emit_json, name_values, positive_float, share
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,10 +50,7 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit, target_undecided=args.target_undecided, confidence=args.confidence,
             seed=args.seed, max_counterexamples=args.max_counterexamples, trust_pickle=args.trust_pickle,
             progress=progress)
-    if args.json == "-":
-        print(result.to_json())
-    elif args.json:
-        write_text(args.json, result.to_json() + "\n")
+    emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)
     if args.html:
