@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
+from boxes_oracle import random_network
 
 from faircert.engines.bounds_symbolic import TwinNet, bound_twins
 from faircert.models.io.nnet import load_nnet
-
-from boxes_oracle import random_network
 
 
 @pytest.mark.parametrize("tight", [False, True])

@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from boxes_oracle import random_network, unfair_points
 
 from faircert.domain import Domain, Feature
 from faircert.engines import boxes
 from faircert.engines.boxes import Refinement, verify_network
 from faircert.engines.boxes_grow import carve
 from faircert.properties import individual_fairness
-
-from boxes_oracle import random_network, unfair_points
 
 # domain: three free integer features and two protected ones (3 values and 2 values)
 FEATURES = (Feature("a", "integer", 0, 9), Feature("p", "integer", 0, 2), Feature("b", "integer", -3, 5),
@@ -70,7 +69,7 @@ def test_complete_run_with_epsilon_equals_brute_force(seed, no_root_enumeration)
 
 
 def test_whole_domain_enumeration_equals_brute_force():
-    net, dom, prop, truth = case(4, {"b": 1})
+    net, _, prop, truth = case(4, {"b": 1})
     res = verify_network(net, prop, time_limit=None)
     assert res.undecided == 0 and round(res.falsified * res.domain_size) == truth
     assert res.statistical.samples == 0 and res.statistical.unfair == res.falsified

@@ -41,7 +41,7 @@ def test_compas_by_bounding_and_splitting(shared_benchmarks, monkeypatch):
 def test_toy_network_shares(shared_benchmarks, monkeypatch):
     # 30 (x1, x3) pairs; enumeration: 5 of them are unfair (e.g. x1 = 1, x3 = 3 from the paper)
     net, prop = header_case(shared_benchmarks / "models" / "example.nnet", 1)
-    x = np.array([[a, p, c] for a in range(1, 6) for c in range(0, 6) for p in (0, 1)], float)
+    x = np.array([[a, p, c] for a in range(1, 6) for c in range(6) for p in (0, 1)], float)
     lab = (net.logit(x) > 0).reshape(30, 2)
     truth = int((lab[:, 0] != lab[:, 1]).sum())
     res = verify_network(net, prop, time_limit=None)

@@ -32,7 +32,7 @@ class TwinNet:
     biases: list[np.ndarray]
 
     @classmethod
-    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> "TwinNet":
+    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> TwinNet:
         w = network.weights[0]
         b1 = network.biases[0][None, :] + combos @ w[:, protected].T if protected else network.biases[0][None, :]
         return cls(np.ascontiguousarray(w[:, free]), np.ascontiguousarray(b1),

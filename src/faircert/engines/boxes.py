@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from ..models.network import ReluNetwork
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .bounds_symbolic import bound_twins, crown_cost_ratio
-from .boxes_exact import exact_boxes, exact_ok
 from .boxes_cuts import cut_boxes
+from .boxes_exact import exact_boxes, exact_ok
 from .boxes_grow import RADII, carve, grow
 from .boxes_pool import Pool
 from .boxes_problem import Problem
@@ -83,11 +83,12 @@ class Refinement:
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
-        self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
+        self.tight = (crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO
+                      and len(pb.twin.widths) <= TIGHT_MAX_DEPTH)
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
-        self.stats = dict(boxes_bounded=0, boxes_exact=0, points_exact=0, boxes_grown=0, grow_calls=0, cuts=0, boxes_bounded_grow=0,
-                          rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
+        self.stats = dict(boxes_bounded=0, boxes_bounded_grow=0, boxes_exact=0, points_exact=0, boxes_grown=0,
+                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
         self._last_report = 0.0
         self.probes = self.probe_hits = 0
         self.started = False

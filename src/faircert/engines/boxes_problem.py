@@ -33,7 +33,7 @@ class Problem:
     tol: float = 0.0
 
     @classmethod
-    def build(cls, network: ReluNetwork, prop: IndividualFairness) -> "Problem":
+    def build(cls, network: ReluNetwork, prop: IndividualFairness) -> Problem:
         dom = prop.domain
         protected = list(prop.protected)
         free = prop.free

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from statistics import NormalDist
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
