@@ -62,9 +62,12 @@ def result_table(result: Result) -> Table:
         table.add_row("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]")
     if result.statistical is not None:
         s = result.statistical
-        table.add_row("unfair share (statistical)",
-                      f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}] "
-                      f"at {100 * s.confidence:g}%, {s.samples:,} samples")
+        if s.samples == 0 and s.ci_low == s.ci_high:
+            table.add_row("unfair share", f"{100 * s.unfair:.4f} % (exact: nothing undecided to sample)")
+        else:
+            table.add_row("unfair share (statistical)",
+                          f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}] "
+                          f"at {100 * s.confidence:g}%, {s.samples:,} samples")
     table.add_row("counterexamples (re-checked)", f"{len(result.counterexamples):,}")
     table.add_row("engine / time", f"{result.engine} / {result.elapsed_s:.2f} s")
     return table
