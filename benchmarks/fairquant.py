@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
+import os
 import platform
 import resource
 import sys
@@ -163,11 +164,12 @@ def evaluate(rows: list[dict], full: bool) -> list[tuple[str, bool, str]]:
 
 def write(rows: list[dict], args, measured: str | None = None) -> None:
     full = args.full_budget
+    load = max((r.get("load_avg", 0.0) for r in rows), default=0.0)
     measured = measured or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = ["# Quantified individual fairness: faircert `boxes` vs FairQuant", "",
              f"Measured {measured} on {platform.machine()} "
-             f"(2 shared CPU cores; other jobs ran on the machine at the same time, so times and "
-             f"throughput are conservative), scale {args.scale}, seed {args.seed}. "
+             f"(2 CPU cores; highest 1-minute load average seen before a model: {load:.1f}), "
+             f"scale {args.scale}, seed {args.seed}. "
              "Percentages are shares of the domain (grid points, protected feature excluded). "
              "Ours: sound certified / falsified / undecided; `cex` = distinct counterexamples found "
              "(every reported one re-checked on the model); `estimate [99% CI]` = stratified statistical "
@@ -228,8 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         fq = FAIRQUANT[name]
         budget = max(10.0, fq[3]) * args.scale
         target = 0.0 if args.full_budget or variant == "fixed" else fq[2] / 200.0
+        load_avg = os.getloadavg()[0]
         with cf.ProcessPoolExecutor(max_workers=1) as ex:
             r = ex.submit(run_one, name, variant, budget, target, args.seed).result()
+        r["load_avg"] = load_avg
         rows.append(r)
         print(f"{name:9s} {variant:6s} cert {pct(r['certified']):>6} fal {small(r['falsified']):>7} "
               f"und {pct(r['undecided']):>6} (FQ {fq[2]:.2f}) t {r['time_s']:6.1f} "
