@@ -61,3 +61,20 @@ def test_domain_infer_writes_yaml(tmp_path, capsys):
     assert dom.names == ["age", "sex"] and dom.protected_names == ["sex"]
     assert main(["domain", "infer", str(csv), "--protected", "gender"]) == 3
     assert "unknown column 'gender'" in capsys.readouterr().err
+
+
+def test_domain_show_checks_the_model_width(tmp_path, capsys):
+    from faircert import Domain, Feature, ReluNetwork
+    from faircert.models.io.nnet import save_nnet
+
+    dom = Domain((Feature("a", "integer", 0, 9), Feature("s", "binary", 0, 1, protected=True)))
+    dom.save(tmp_path / "d.yaml")
+    net = ReluNetwork([np.ones((2, 2)), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    save_nnet(net, tmp_path / "two.nnet")
+    assert main(["domain", "show", str(tmp_path / "d.yaml"), "--model", str(tmp_path / "two.nnet")]) == 0
+    out = capsys.readouterr().out
+    assert "size of the non-protected part: 10" in out
+    wide = ReluNetwork([np.ones((2, 3)), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    save_nnet(wide, tmp_path / "three.nnet")
+    assert main(["domain", "show", str(tmp_path / "d.yaml"), "--model", str(tmp_path / "three.nnet")]) == 3
+    assert "takes 3 inputs" in capsys.readouterr().err

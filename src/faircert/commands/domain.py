@@ -7,7 +7,7 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("domain", help="create and inspect domain files",
+    p = sub.add_parser("domain", help="create and check domain files",
                        description="Create and inspect domain files (YAML or JSON).")
     inner = p.add_subparsers(dest="domain_command", metavar="ACTION", parser_class=type(p))
     infer = inner.add_parser("infer", help="infer a domain from a CSV file",
@@ -20,6 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     infer.add_argument("--label", help="label column to leave out")
     infer.add_argument("-o", "--output", help="domain file to write (.yaml or .json); default: print YAML")
     infer.set_defaults(handler=run_infer)
+    show = inner.add_parser("show", help="check a domain file and print its features",
+                            description="Load and check a domain file, print its features, bounds and sizes; "
+                                        "with --model, also check that it fits the model's inputs.")
+    show.add_argument("domain", help="domain file (YAML or JSON)")
+    show.add_argument("--model", help="a model file whose inputs the domain must match")
+    show.set_defaults(handler=run_show)
     p.set_defaults(handler=lambda args: (p.print_help(sys.stderr), 3)[1])
 
 
@@ -36,4 +42,30 @@ def run_infer(args: argparse.Namespace) -> int:
               file=sys.stderr)
     else:
         print(yaml.safe_dump(domain.to_dict(), sort_keys=False, default_flow_style=None), end="")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..domain import Domain
+    from ..report.console import console
+
+    domain = Domain.load(args.domain)
+    if args.model:
+        from ..api import load_model
+
+        model = load_model(args.model)
+        width = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
+        if width is not None:
+            domain.check_width(int(width), f"the model {args.model}")
+    table = Table(title=f"domain {args.domain}", header_style="bold")
+    for column in ("feature", "kind", "min", "max", "size", "protected"):
+        table.add_column(column, justify="left" if column in ("feature", "kind") else "right")
+    for f in domain.features:
+        table.add_row(f.name, f.kind, f"{f.min:g}", f"{f.max:g}", f"{f.size:g}", "yes" if f.protected else "")
+    out = console(stderr=False)
+    out.print(table)
+    protected = [i for i, f in enumerate(domain.features) if f.protected]
+    out.print(f"{len(domain)} features; size of the non-protected part: {domain.measure(exclude=protected):.6g}")
     return 0
