@@ -220,7 +220,7 @@ def applications(quick: bool) -> dict:
                    "delta": delta, "paper_delta": dict(zip(("di", "pcf", "sp", "eo"), paper))})
         print(rw[-1], file=sys.stderr)
     fif = []
-    for name, feature_hint in (("compas", "age"), ("adult", "capital-gain")):
+    for name in ("compas", "adult"):
         df, label, bins = DATASETS[name][0]()
         features = [c for c in df.columns if c != label]
         pipe = train_lr(df, label, features)

@@ -1,11 +1,10 @@
 """The command line: exit codes, help on every subcommand, bad input -> 3."""
 
-import json
 
 import numpy as np
 import pytest
 
-from faircert.cli import COMMANDS, build_parser, main
+from faircert.cli import build_parser, main
 
 
 def subcommands():
