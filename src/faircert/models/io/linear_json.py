@@ -40,9 +40,11 @@ def is_linear_json(data: Any) -> bool:
 def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
     if not is_linear_json(data):
         raise ModelFormatError(f"{source}: expected an object with 'weights' and 'intercept'")
-    unknown = set(data) - {"format", "weights", "intercept", "features", "positive_if", "encoding", "classes"}
+    allowed = {"format", "weights", "intercept", "features", "positive_if", "encoding", "classes"}
+    unknown = set(data) - allowed
     if unknown:
-        raise ModelFormatError(f"{source}: unknown keys {sorted(unknown)}")
+        raise ModelFormatError(f"{source}: unknown keys {sorted(unknown)} (allowed: {', '.join(sorted(allowed))}; "
+                               f"feature names go in 'features')")
     weights = data["weights"]
     if not isinstance(weights, list) or not all(_number(w) for w in weights):
         raise ModelFormatError(f"{source}: 'weights' must be a list of numbers")
