@@ -35,6 +35,7 @@ from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
+from .trees_joint import joint_quantify
 from .trees_union import covered
 
 MAX_SLICES = 100_000
@@ -158,6 +159,8 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
     report = _reporter(progress, total, t0)
+    if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
+        return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0)
     boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
         if time.monotonic() > deadline:
@@ -197,6 +200,18 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     q.stats = {"slices": len(_slices(prop, dlo, dhi)[0]), "boxes": int(acc["boxes"]),
                "pieces": len(q.piece_lo), "regions": len(parts), "kd_nodes": int(acc["kd"]),
                "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"])}
+    return q
+
+
+def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0) -> Quantification:
+    """Epsilon 0 fairness: one joint partition of the non-protected features (trees_joint)."""
+    slo, _ = _slices(prop, dlo, dhi)
+    complete, part, plo, phi, twin = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol,
+                                                    dlo, dhi, deadline, acc, report)
+    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
+                       eps, discrete, tuple(prop.protected), False, prop.kappa, time.monotonic() - t0)
+    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
+               "terms": 0, "near_tie_size": 0.0}
     return q
 
 

@@ -1,0 +1,163 @@
+"""Exact epsilon = 0 fairness of tree ensembles by one joint partition of the non-protected features.
+
+With epsilon 0 the twins of x are the same non-protected values under every other protected
+combination (slice), so there is no need for one label-constant partition per slice and a union
+step: a box B of the non-protected features is settled as soon as, for every slice v, the margin
+bounds over B (protected fixed to v) decide v's confidence and, for every confident slice, either
+some other slice's label is decided opposite (all of B is unfair in v) or every other slice's label
+is decided equal (all of B is fair in v). Open boxes are cut at the first cutting node of the
+widest tree of the widest open slice. A (box, slice) whose margin is constant (every tree at one
+leaf) but near a threshold is decided by the model's own arithmetic at one point of the box.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from ..models.trees import TreeEnsemble
+from .trees_boxes import NormalisedTrees, Partition
+
+
+def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
+                   kappa: float | None,
+                   tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
+                   report, chunk: int = 1024) -> tuple[bool, Partition, np.ndarray, np.ndarray, np.ndarray]:
+    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin)."""
+    n_sl = len(slo)
+    free = np.ones(len(dlo), dtype=bool)
+    free[prot] = False
+    pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
+    heap = [(0.0, 0, dlo[None].copy(), dhi[None].copy())]
+    tick, complete = 1, True
+    sb = _SliceBounds(nt, prot, slo)
+    while heap:
+        if time.monotonic() > deadline:
+            complete = False
+            break
+        _, _, lo, hi = heapq.heappop(heap)
+        n = len(lo)
+        label = np.zeros((n, n_sl), dtype=np.int8)   # +1 POS, -1 NEG, 0 unknown
+        conf = np.zeros((n, n_sl), dtype=np.int8)    # +1 confident, -1 not, 0 unknown
+        spread_sum = np.zeros((n, n_sl))
+        widest = np.zeros((n, n_sl), dtype=np.int64)
+        bounds = sb.bounds(lo, hi)
+        for v in range(n_sl):
+            vlo, vhi = _in_slice(lo, hi, slo[v], prot)
+            vmin, vmax = next(bounds)
+            mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+            label[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
+            if c is None:
+                conf[:, v] = 1
+            else:
+                conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
+                                      np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
+            spread = vmax - vmin
+            spread_sum[:, v] = spread.sum(axis=1)
+            widest[:, v] = np.argmax(spread, axis=1)
+            exact = spread_sum[:, v] <= 0
+            tie = exact & ((label[:, v] == 0) | (conf[:, v] == 0))
+            if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
+                x = vlo[tie]
+                label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
+                conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
+        has_pos = (label == 1).any(axis=1)
+        has_neg = (label == -1).any(axis=1)
+        unknown = (label == 0).sum(axis=1)
+        # a confident slice is unfair if another slice is decided opposite, fair if all others agree
+        unfair_v = (conf == 1) & (((label == 1) & has_neg[:, None]) | ((label == -1) & has_pos[:, None]))
+        fair_v = (conf == 1) & (unknown == 0)[:, None] & ~unfair_v
+        open_v = (conf == 0) | ((conf == 1) & ~unfair_v & ~fair_v)
+        done = ~open_v.any(axis=1)
+        if done.any():
+            size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
+            acc["nonconf"] += float((size * (conf[done] == -1).sum(axis=1)).sum())
+            acc["settled"] += float((size * (conf[done] == 1).sum(axis=1)).sum())
+            acc["unfair"] += float((size * unfair_v[done].sum(axis=1)).sum())
+            acc["boxes"] += int(done.sum())
+            rows, vs = np.nonzero(unfair_v[done])
+            if len(rows):
+                blo, bhi, lab = lo[done][rows], hi[done][rows], label[done][rows]
+                # twin slice: the first slice whose label is decided opposite
+                tw = np.argmax(lab == -label[done][rows, vs][:, None], axis=1)
+                plo, phi = _in_slice(blo, bhi, slo[vs], prot)
+                tlo, thi = _in_slice(blo, bhi, slo[tw], prot)
+                pieces_lo.append(plo); pieces_hi.append(phi); twin_lo.append(tlo); twin_hi.append(thi)
+            report(acc)
+        keep = ~done
+        if not keep.any():
+            continue
+        lo, hi = lo[keep], hi[keep]
+        label, conf, open_v, spread_sum, widest = label[keep], conf[keep], open_v[keep], spread_sum[keep], widest[keep]
+        # refine the slices whose status is open, or whose unknown label keeps a confident slice open
+        need = (conf == 0) | ((label == 0) & (open_v & (conf == 1)).any(axis=1)[:, None])
+        need &= spread_sum > 0
+        v = np.argmax(np.where(need, spread_sum, -1.0), axis=1)
+        rows = np.arange(len(lo))
+        vlo, vhi = _in_slice(lo, hi, slo[v], prot)
+        f, b = nt.cut(vlo, vhi, None, widest[rows, v])
+        left_hi = hi.copy(); left_hi[rows, f] = b
+        right_lo = lo.copy(); right_lo[rows, f] = b
+        nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi])
+        order = np.argsort(-np.prod(np.where(free, nhi - nlo, 1.0), axis=1), kind="stable")
+        nlo, nhi = nlo[order], nhi[order]
+        for k in range(0, len(nlo), chunk):
+            heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
+                                  nlo[k:k + chunk], nhi[k:k + chunk]))
+            tick += 1
+    width = len(dlo)
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros((0, width)))
+    tlo, thi = cat(twin_lo), cat(twin_hi)
+    m = len(tlo)
+    part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
+                     complete, 0.0, np.zeros(m, bool))
+    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m)
+
+
+def _in_slice(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, prot: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes with their protected features fixed to slice values s (one row, or one per box)."""
+    lo, hi = lo.copy(), hi.copy()
+    sv = np.broadcast_to(s, lo.shape)[:, prot]
+    lo[:, prot] = sv
+    hi[:, prot] = sv + 1.0
+    return lo, hi
+
+
+
+class _SliceBounds:
+    """Reachable leaf ranges of every tree in every slice; the path constraints on non-protected
+    features are checked once per box, those on protected features once per slice."""
+
+    def __init__(self, nt: NormalisedTrees, prot: list[int], slo: np.ndarray) -> None:
+        self.nt = nt
+        is_prot = np.isin(nt.c_feat, prot) & np.isfinite(nt.c_bound)
+        self.is_prot = is_prot
+        self.seg = nt.start[:-1]
+        sval = slo[:, nt.c_feat]  # slices x leaves x depth
+        sat = np.where(nt.c_upper, sval < nt.c_bound, sval + 1.0 > nt.c_bound)
+        self.prot_ok = np.where(is_prot, sat, True).all(axis=2)  # slices x leaves
+        leaf_tree = np.repeat(np.arange(nt.n_trees), np.diff(nt.start))
+        self.reads = np.zeros(nt.n_trees, dtype=bool)
+        self.reads[leaf_tree[is_prot.any(axis=1)]] = True
+        self.p_leaves = np.isin(leaf_tree, np.nonzero(self.reads)[0])
+        self.p_seg = np.concatenate([[0], np.cumsum(np.diff(nt.start)[self.reads])])[:-1]
+
+    def bounds(self, lo: np.ndarray, hi: np.ndarray):
+        """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
+        nt = self.nt
+        ok = (np.where(nt.c_upper, lo[:, nt.c_feat] < nt.c_bound, hi[:, nt.c_feat] > nt.c_bound) | self.is_prot).all(axis=2)
+        vmin = np.minimum.reduceat(np.where(ok, nt.val, np.inf), self.seg, axis=1)
+        vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), self.seg, axis=1)
+        if not self.reads.any():
+            for _ in range(len(self.prot_ok)):
+                yield vmin, vmax
+            return
+        okp, valp = ok[:, self.p_leaves], nt.val[self.p_leaves]
+        for v in range(len(self.prot_ok)):
+            okv = okp & self.prot_ok[v, self.p_leaves]
+            vmin_v, vmax_v = vmin.copy(), vmax.copy()
+            vmin_v[:, self.reads] = np.minimum.reduceat(np.where(okv, valp, np.inf), self.p_seg, axis=1)
+            vmax_v[:, self.reads] = np.maximum.reduceat(np.where(okv, valp, -np.inf), self.p_seg, axis=1)
+            yield vmin_v, vmax_v
