@@ -143,11 +143,21 @@ class _SliceBounds:
         self.reads[leaf_tree[is_prot.any(axis=1)]] = True
         self.p_leaves = np.isin(leaf_tree, np.nonzero(self.reads)[0])
         self.p_seg = np.concatenate([[0], np.cumsum(np.diff(nt.start)[self.reads])])[:-1]
+        # each distinct (feature, boundary) is compared once per box; leaves gather the booleans
+        real = np.isfinite(nt.c_bound) & ~is_prot
+        pairs, inv = np.unique(np.stack([nt.c_feat[real], nt.c_bound[real]], axis=1), axis=0, return_inverse=True)
+        self.u_feat, self.u_bound = pairs[:, 0].astype(np.int64), pairs[:, 1]
+        n_u = len(pairs)
+        cidx = np.full(nt.c_feat.shape, 2 * n_u, dtype=np.int64)  # the always-true column
+        cidx[real] = np.where(nt.c_upper[real], inv.ravel(), n_u + inv.ravel())
+        self.cidx = cidx
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray):
         """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
         nt = self.nt
-        ok = (np.where(nt.c_upper, lo[:, nt.c_feat] < nt.c_bound, hi[:, nt.c_feat] > nt.c_bound) | self.is_prot).all(axis=2)
+        sat = np.concatenate([lo[:, self.u_feat] < self.u_bound, hi[:, self.u_feat] > self.u_bound,
+                              np.ones((len(lo), 1), dtype=bool)], axis=1)
+        ok = sat[:, self.cidx].all(axis=2)
         vmin = np.minimum.reduceat(np.where(ok, nt.val, np.inf), self.seg, axis=1)
         vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), self.seg, axis=1)
         if not self.reads.any():
