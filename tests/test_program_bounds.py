@@ -12,28 +12,10 @@ from faircert.engines import prob_intervals as iv
 from faircert.engines.probability_bounds import probability, program_fairness
 from faircert.engines.prob_interp import POINT, Interpreter, site_marginals
 from faircert.models.program import parse_expression, parse_program
+from program_examples import FIG1
 
 EX = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare" / "ex.fr"
 
-EX_SOURCE = """
-def popModel():
-    ethnicity = gaussian(0,100)
-    colRank = gaussian(25,100)
-    yExp = gaussian(10,25)
-    if ethnicity > 10:
-        colRank = colRank + 5
-    sensitiveAttribute(ethnicity > 10)
-
-def F():
-    expRank = yExp - colRank
-    if colRank <= 5:
-        hire = 1
-    elif expRank > -5:
-        hire = 1
-    else:
-        hire = 0
-    fairnessTarget(hire > 0.5)
-"""
 
 
 def _ex_ratio(factor: float) -> float:
@@ -68,7 +50,7 @@ def test_step_bars_are_split_exactly():
 
 
 def test_fig1_original_is_unfair_and_fixed_is_fair():
-    source = EX.read_text() if EX.is_file() else EX_SOURCE
+    source = EX.read_text() if EX.is_file() else FIG1
     bad = program_fairness(source, epsilon=0.1, time_limit=30)
     assert bad.verdict == "unfair"
     assert bad.ratio_low <= _ex_ratio(1.0) <= bad.ratio_high < 0.9
@@ -248,7 +230,7 @@ def test_rich_random_programs_bracket_monte_carlo(seed):
 
 
 def test_ratio_width_keeps_refining_after_the_verdict():
-    source = EX.read_text() if EX.is_file() else EX_SOURCE
+    source = EX.read_text() if EX.is_file() else FIG1
     r = program_fairness(source, epsilon=0.1, time_limit=30, ratio_width=0.01)
     assert r.verdict == "unfair" and r.ratio_high - r.ratio_low <= 0.01
     assert r.ratio_low <= _ex_ratio(1.0) <= r.ratio_high

@@ -3,33 +3,15 @@
 import json
 
 from faircert.cli import main
+from program_examples import FIG1, FIG1_FIXED
 
-SOURCE = """
-def popModel():
-    ethnicity = gaussian(0,100)
-    colRank = gaussian(25,100)
-    yExp = gaussian(10,25)
-    if ethnicity > 10:
-        colRank = colRank + 5
-    sensitiveAttribute(ethnicity > 10)
-
-def F():
-    expRank = yExp - colRank
-    if colRank <= 5:
-        hire = 1
-    elif expRank > -5:
-        hire = 1
-    else:
-        hire = 0
-    fairnessTarget(hire > 0.5)
-"""
 
 
 def test_exit_codes_and_json(tmp_path, capsys):
     bad = tmp_path / "ex.fr"
-    bad.write_text(SOURCE)
+    bad.write_text(FIG1)
     good = tmp_path / "fixed.fr"
-    good.write_text(SOURCE.replace("yExp - colRank", "5*yExp - colRank"))
+    good.write_text(FIG1_FIXED)
     out = tmp_path / "r.json"
     assert main(["program", str(bad), "--epsilon", "0.1", "--json", str(out), "--quiet"]) == 1
     data = json.loads(out.read_text())

@@ -32,18 +32,23 @@ def test_linear_model_under_gaussians_brackets_the_exact_rates():
     assert r.verdict == ("fair" if di >= 0.8 else "unfair")
 
 
+def _assert_groups_bracket_monte_carlo(net, result, rng):
+    """Each group's interval holds its Monte-Carlo rate (1e6 samples), within 5 standard errors."""
+    X = POP.sample(rng, 1_000_000)
+    y = net.predict(np.stack([X["a"], X["s"], X["b"]], axis=1))
+    for g in result.groups:
+        mask = X["s"] == g.group["s"]
+        p = y[mask].mean()
+        se = np.sqrt(max(p * (1 - p), 1e-6) / mask.sum())
+        assert g.low - 5 * se <= p <= g.high + 5 * se
+
+
 def test_relu_network_brackets_monte_carlo():
     rng = np.random.default_rng(3)
     net = ReluNetwork([rng.normal(size=(6, 3)), rng.normal(size=(1, 6))], [rng.normal(size=6), np.array([0.2])],
                       input_names=["a", "s", "b"])
     r = group_bounds(net, POP, protected="s", time_limit=5, target_width=2e-3)
-    X = POP.sample(rng, 1_000_000)
-    y = net.predict(np.stack([X["a"], X["s"], X["b"]], axis=1))
-    for g in r.groups:
-        mask = X["s"] == g.group["s"]
-        p = y[mask].mean()
-        se = np.sqrt(max(p * (1 - p), 1e-6) / mask.sum())
-        assert g.low - 5 * se <= p <= g.high + 5 * se
+    _assert_groups_bracket_monte_carlo(net, r, rng)
 
 
 def test_tree_ensemble_exact_leaf_probabilities():
@@ -142,13 +147,8 @@ def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
     net = ReluNetwork([rng.normal(size=(8, 3)), rng.normal(size=(6, 8)), rng.normal(size=(1, 6))],
                       [rng.normal(size=8), rng.normal(size=6), np.array([0.3])], input_names=["a", "s", "b"])
     r = group_bounds(net, POP, protected="s", time_limit=8, threshold=None, target_width=5e-3)
-    X = POP.sample(rng, 1_000_000)
-    y = net.predict(np.stack([X["a"], X["s"], X["b"]], axis=1))
+    _assert_groups_bracket_monte_carlo(net, r, rng)
     for g in r.groups:
-        mask = X["s"] == g.group["s"]
-        p = y[mask].mean()
-        se = np.sqrt(max(p * (1 - p), 1e-6) / mask.sum())
-        assert g.low - 5 * se <= p <= g.high + 5 * se
         assert g.high - g.low < 0.05
 
 

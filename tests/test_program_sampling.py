@@ -6,32 +6,17 @@ import pytest
 from faircert import verify_program
 from faircert.engines.sequential import _hoeffding, sequential_test
 from faircert.errors import PropertyError
+from program_examples import FIG1, FIG1_FIXED
 
-EX = """
-ethnicity = gaussian(0,100)
-colRank = gaussian(25,100)
-yExp = gaussian(10,25)
-if ethnicity > 10:
-    colRank = colRank + 5
-sensitiveAttribute(ethnicity > 10)
-expRank = yExp - colRank
-if colRank <= 5:
-    hire = 1
-elif expRank > -5:
-    hire = 1
-else:
-    hire = 0
-fairnessTarget(hire > 0.5)
-"""
 
 
 @pytest.mark.parametrize("bound", ["binomial", "hoeffding"])
 def test_sampling_decides_the_fig1_examples(bound):
-    bad = verify_program(EX, epsilon=0.1, method="sampling", bound=bound, time_limit=20)
+    bad = verify_program(FIG1, epsilon=0.1, method="sampling", bound=bound, time_limit=20)
     assert bad.verdict == "unfair" and bad.method == "sampling"
     assert bad.ratio_low <= 0.484 <= bad.ratio_high < 0.9
     assert "1e-06" in bad.guarantee and bad.samples > 0
-    good = verify_program(EX.replace("yExp - colRank", "5*yExp - colRank"), epsilon=0.1, method="sampling",
+    good = verify_program(FIG1_FIXED, epsilon=0.1, method="sampling",
                           bound=bound, time_limit=20)
     assert good.verdict == "fair" and 0.9 < good.ratio_low <= 0.949 <= good.ratio_high
     data = good.to_dict()
@@ -56,4 +41,4 @@ def test_adaptive_hoeffding_radius_shrinks_and_bad_options_are_rejected():
     with pytest.raises(PropertyError):
         sequential_test(lambda rng, n: np.zeros((n, 1)), 1, lambda lo, hi: None, delta=2.0)
     with pytest.raises(PropertyError):
-        verify_program(EX, method="magic")
+        verify_program(FIG1, method="magic")
