@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .domain import Domain, Feature
 from .errors import DomainError, PropertyError
-from .properties import check_time_limit, individual_fairness
+from .properties import check_time_limit, individual_fairness, split_names
 from .results import GroupResult, ProgramResult, Result
 
 Progress = Callable[[dict], None]
@@ -153,11 +153,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
-    if names is None:
-        return []
-    if isinstance(names, str):
-        return [n.strip() for n in names.split(",") if n.strip()]
-    return [str(n) for n in names]
+    return [str(n) for n in split_names(names)]
 
 
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,

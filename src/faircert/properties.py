@@ -40,7 +40,8 @@ class IndividualFairness:
         return [i for i in range(len(self.domain)) if i not in self.protected]
 
 
-def _split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
+def split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
+    """Names given as "a,b", an iterable, or None (no names)."""
     if names is None:
         return []
     if isinstance(names, str):
@@ -52,10 +53,10 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
                         epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
                         kappa: float | None = None, robustness: bool = False) -> IndividualFairness:
     """Validate the user's choices against the domain and build the property."""
-    names = _split_names(protected) or domain.protected_names
+    names = split_names(protected) or domain.protected_names
     if not names and not robustness:
         raise PropertyError("no protected feature given (use --protected NAME or mark one in the domain)")
-    if robustness and _split_names(protected):
+    if robustness and split_names(protected):
         raise PropertyError("robustness treats every feature alike; do not name protected features with it")
     idx = tuple(sorted({domain.index(n) for n in names})) if not robustness else ()
     for i in idx:

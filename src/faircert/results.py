@@ -20,7 +20,7 @@ EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
 
 
 class Verdict:
-    """What every result type shares: a checked verdict, its exit code and its VNN-COMP word."""
+    """What every result type shares: a checked verdict, its exit code, its VNN-COMP word, JSON."""
 
     verdict: str
 
@@ -35,6 +35,9 @@ class Verdict:
     @property
     def vnncomp(self) -> str:
         return VNNCOMP_WORDS[self.verdict]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
 
 
 @dataclass
@@ -119,9 +122,6 @@ class Result(Verdict):
             out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
                        confident_size=self.confident_size, unfair_size=self.unfair_size)
         return out
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
 
     def __str__(self) -> str:
         lines = [
@@ -359,9 +359,6 @@ class GroupResult(Verdict):
             "stats": self.stats,
         }
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
-
     def __str__(self) -> str:
         def interval(lo: float, hi: float) -> str:
             return f"{lo:.6f}" if lo == hi else f"[{lo:.6f}, {hi:.6f}]"
@@ -459,9 +456,6 @@ class ProgramResult(Verdict):
         if self.samples is not None:
             out["samples"] = self.samples
         return out
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
 
     def __str__(self) -> str:
         lines = [f"verdict: {self.verdict} ({self.method}, {self.guarantee}, {self.elapsed_s:.2f} s)",

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import PropertyError
+from ..properties import split_names
 from . import prob_intervals as iv
 
 _U = 2.0 ** -53
@@ -191,14 +192,6 @@ def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
                         "give a ReluNetwork, TreeEnsemble or LinearModel")
 
 
-def _protected_list(protected: str | Sequence[str] | None) -> list[str]:
-    if protected is None:
-        return []
-    if isinstance(protected, str):
-        return [p.strip() for p in protected.split(",") if p.strip()]
-    return list(protected)
-
-
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
     from ..models.program import Program, parse_expression
@@ -212,7 +205,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
     names = _feature_names(model)
-    prot = _protected_list(protected)
+    prot = split_names(protected)
     if isinstance(population, DiscretePopulation):
         return _discrete_setup(model, population, names, prot)
     if isinstance(population, ProductPopulation):

@@ -147,13 +147,14 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
     from ..population.program import ProgramPopulation
     from ..results import GroupProbability, GroupResult
     from .prob_interp import POINT, Interpreter
-    from .prob_models import _feature_names, _model_name, _protected_list
+    from ..properties import split_names
+    from .prob_models import _feature_names, _model_name
 
     start = time.perf_counter()
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
     names = _feature_names(model)
-    prot = _protected_list(protected)
+    prot = split_names(protected)
     gap_thresholds = dict(gap_thresholds or {})
     if isinstance(population, ProductPopulation):
         if any(n not in population.names for n in names) and len(names) == len(population.names):
