@@ -124,7 +124,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         raise PropertyError(f"unknown method {method!r}; choose 'sound' or 'sampling'")
     if not 0.0 < delta < 1.0:
         raise PropertyError(f"delta must lie strictly between 0 and 1, got {delta}")
-    ir = gl.load_linear_or_any(model, trust_pickle)
+    ir = load_model(model, trust_pickle=trust_pickle)
     ir, pop, frame, learning_s = gl.resolve_population(population, data, ir, protected, label, bins=bins,
                                                        max_bins=max_bins, method=binning, bin_value=bin_value,
                                                        score=score, max_indegree=max_indegree)

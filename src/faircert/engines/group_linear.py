@@ -148,13 +148,6 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
 
 
 # ----- inputs: model, data and population ------------------------------------------------------------
-def load_linear_or_any(model: Any, trust_pickle: bool = False) -> Any:
-    """The IR of `model` (scikit-learn Pipelines ending in a linear classifier become LinearModels)."""
-    from ..models.io import load_model
-
-    return load_model(model, trust_pickle=trust_pickle)
-
-
 def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearModel:
     """The model with its columns named as in the data (a model without names reads them in order)."""
     have = [str(c) for c in frame.columns]
