@@ -77,3 +77,21 @@ def test_domain_show_checks_the_model_width(tmp_path, capsys):
     save_nnet(wide, tmp_path / "three.nnet")
     assert main(["domain", "show", str(tmp_path / "d.yaml"), "--model", str(tmp_path / "three.nnet")]) == 3
     assert "takes 3 inputs" in capsys.readouterr().err
+
+
+def test_pickled_models_need_explicit_trust(tmp_path, capsys):
+    joblib = pytest.importorskip("joblib")
+    tree = pytest.importorskip("sklearn.tree")
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 5, 200), rng.integers(0, 2, 200)]).astype(float)
+    model = tree.DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, (X[:, 0] + 2 * X[:, 1] > 4).astype(int))
+    joblib.dump(model, tmp_path / "m.joblib")
+    (tmp_path / "d.yaml").write_text("features:\n  - {name: a, kind: integer, min: 0, max: 4}\n"
+                                     "  - {name: s, kind: binary, protected: true}\n")
+    args = ["verify", str(tmp_path / "m.joblib"), "--domain", str(tmp_path / "d.yaml"), "--quiet"]
+    assert main(args) == 3
+    assert "--trust-pickle" in capsys.readouterr().err
+    assert main(args + ["--trust-pickle"]) == 1  # the label depends on s: counterexamples exist
+    (tmp_path / "junk.pkl").write_bytes(b"not a pickle")
+    assert main(["verify", str(tmp_path / "junk.pkl"), "--domain", str(tmp_path / "d.yaml"), "--trust-pickle"]) == 3
+    assert "cannot unpickle" in capsys.readouterr().err

@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
-    model = _load(args.model, args.trust_pickle)
-    result = group(model, args.data, protected=args.protected, label=args.label, population=args.population,
+    result = group(args.model, args.data, protected=args.protected, label=args.label, population=args.population,
                    metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
                    influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
                    bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
@@ -90,21 +89,3 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_group(result)
     return result.exit_code
-
-
-def _load(path: str, trust_pickle: bool):
-    """A pickled scikit-learn estimator (only with --trust-pickle) or a model path for the importers."""
-    if path.lower().endswith((".pkl", ".pickle", ".joblib")):
-        if not trust_pickle:
-            raise FaircertError(f"{path}: loading a pickle runs code from the file; pass --trust-pickle if you trust it")
-        try:
-            import joblib
-        except ImportError:
-            raise FaircertError("reading a pickled scikit-learn model needs scikit-learn (pip install 'faircert[sklearn]')") from None
-        try:
-            return joblib.load(path)
-        except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
-            raise FaircertError(f"{path}: cannot unpickle: {exc}") from None
-    return path
-
-

@@ -22,6 +22,9 @@ SUFFIXES = {
     ".txt": "lightgbm",
     ".pt": "torch",
     ".pth": "torch",
+    ".pkl": "pickle",
+    ".pickle": "pickle",
+    ".joblib": "pickle",
 }
 
 
@@ -62,6 +65,8 @@ def _load_path(path: Path, trust_pickle: bool) -> Any:
         from .torch import load_torch_file
 
         return load_torch_file(path, trust_pickle=trust_pickle)
+    if kind == "pickle":
+        return _load_object(_unpickle(path, trust_pickle))
     if kind == "json":
         from .json_models import load_json_model
 
@@ -75,6 +80,21 @@ def _load_path(path: Path, trust_pickle: bool) -> Any:
 
         return load_lightgbm(path)
     raise AssertionError(kind)
+
+
+def _unpickle(path: Path, trust_pickle: bool) -> Any:
+    """A pickled (joblib) estimator: only with explicit trust, since unpickling runs code."""
+    if not trust_pickle:
+        raise ModelFormatError(f"{path}: loading a pickle runs code from the file; pass --trust-pickle "
+                               f"(trust_pickle=True) if you trust it")
+    try:
+        import joblib
+    except ImportError:
+        raise ModelFormatError("reading a pickled model needs joblib (pip install 'faircert[sklearn]')") from None
+    try:
+        return joblib.load(path)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
+        raise ModelFormatError(f"{path}: cannot unpickle: {exc}") from None
 
 
 def _load_object(obj: Any) -> Any:
