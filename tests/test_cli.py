@@ -1,5 +1,6 @@
 """The command line: exit codes, help on every subcommand, bad input -> 3."""
 
+import json
 
 import numpy as np
 import pytest
@@ -95,3 +96,34 @@ def test_pickled_models_need_explicit_trust(tmp_path, capsys):
     (tmp_path / "junk.pkl").write_bytes(b"not a pickle")
     assert main(["verify", str(tmp_path / "junk.pkl"), "--domain", str(tmp_path / "d.yaml"), "--trust-pickle"]) == 3
     assert "cannot unpickle" in capsys.readouterr().err
+
+
+def test_verify_infers_the_domain_from_a_csv_and_reports_bad_outputs(tmp_path, capsys):
+    from faircert import ReluNetwork
+    from faircert.models.io.nnet import save_nnet
+
+    # label = a - 2 + 3 s > 0: with s = 1 always positive, with s = 0 only for a > 2: unfair for a in {0, 1, 2}
+    save_nnet(ReluNetwork([np.array([[1.0, 3.0]])], [np.array([-2.0])]), tmp_path / "m.nnet")
+    (tmp_path / "data.csv").write_text("a,s\n0,0\n4,1\n2,0\n")
+    out = tmp_path / "r.json"
+    assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "data.csv"), "--protected", "s",
+                 "--quiet", "--json", str(out)]) == 1
+    result = json.loads(out.read_text())
+    assert result["feature_names"] == ["a", "s"] and result["falsified"] == pytest.approx(3 / 5)
+    (tmp_path / "wide.csv").write_text("a,s,y\n0,0,1\n4,1,0\n")
+    assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "wide.csv"), "--protected", "s"]) == 3
+    assert "--label NAME" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "data.csv"), "--protected", "s",
+                 "--quiet", "--html", str(tmp_path / "no" / "such" / "dir.html")]) == 3
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_domain_show_missing_file_and_group_bad_delta(tmp_path, capsys):
+    assert main(["domain", "show", str(tmp_path / "none.yaml")]) == 3
+    assert "domain file not found" in capsys.readouterr().err
+    model = tmp_path / "lin.json"
+    model.write_text(json.dumps({"weights": [1.0], "intercept": 0.0, "features": ["a"]}))
+    (tmp_path / "d.csv").write_text("a,s\n1,0\n2,1\n")
+    assert main(["group", str(model), "--data", str(tmp_path / "d.csv"), "--protected", "s",
+                 "--method", "sampling", "--delta", "2"]) == 3
+    assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err

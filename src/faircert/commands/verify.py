@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Certify, falsify and quantify individual fairness of MODEL over a domain. "
                     "Exit code: 0 certified fair on the whole domain, 1 counterexample found, "
                     "2 undecided remains, 3 bad input.")
-    p.add_argument("model", help="model file (.nnet, .h5/.keras, .onnx, XGBoost .json/.ubj, LightGBM .txt)")
+    p.add_argument("model", help="model file (.nnet, .h5/.keras, .onnx, XGBoost .json/.ubj, LightGBM .txt, "
+                                 "pickled scikit-learn .pkl/.joblib with --trust-pickle)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges")
     p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
     p.add_argument("--epsilon", action="append", metavar="NAME=VAL",
