@@ -35,6 +35,7 @@ from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
+from .trees_dilated import dilated_quantify
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -161,6 +162,8 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     report = _reporter(progress, total, t0)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0)
+    if discrete.all() and regions == 1:
+        return _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0)
     boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
         if time.monotonic() > deadline:
@@ -210,6 +213,19 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
                                                     dlo, dhi, deadline, acc, report)
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
                        eps, discrete, tuple(prop.protected), False, prop.kappa, time.monotonic() - t0)
+    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
+               "terms": 0, "near_tie_size": 0.0}
+    return q
+
+
+def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
+    """Epsilon > 0 or robustness on an integer grid: one box refinement (trees_dilated)."""
+    prot = [] if prop.robustness else list(prop.protected)
+    slo, _ = _slices(prop, dlo, dhi)
+    complete, part, plo, phi, twin = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps,
+                                                      dlo, dhi, deadline, acc, report)
+    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
+                       eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
                "terms": 0, "near_tie_size": 0.0}
     return q

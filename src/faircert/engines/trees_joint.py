@@ -152,22 +152,40 @@ class _SliceBounds:
         cidx[real] = np.where(nt.c_upper[real], inv.ravel(), n_u + inv.ravel())
         self.cidx = cidx
 
-    def bounds(self, lo: np.ndarray, hi: np.ndarray):
-        """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
+    def _ok(self, lo: np.ndarray, hi: np.ndarray):
+        """Reachable leaves (boxes x leaves) on the non-protected path constraints, and the ranges."""
         nt = self.nt
         sat = np.concatenate([lo[:, self.u_feat] < self.u_bound, hi[:, self.u_feat] > self.u_bound,
                               np.ones((len(lo), 1), dtype=bool)], axis=1)
         ok = sat[:, self.cidx].all(axis=2)
         vmin = np.minimum.reduceat(np.where(ok, nt.val, np.inf), self.seg, axis=1)
         vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), self.seg, axis=1)
-        if not self.reads.any():
-            for _ in range(len(self.prot_ok)):
-                yield vmin, vmax
-            return
-        okp, valp = ok[:, self.p_leaves], nt.val[self.p_leaves]
+        return ok, vmin, vmax
+
+    def _in_slice(self, ok, vmin, vmax, v: int):
+        okv = ok[:, self.p_leaves] & self.prot_ok[v, self.p_leaves]
+        valp = self.nt.val[self.p_leaves]
+        vmin[:, self.reads] = np.minimum.reduceat(np.where(okv, valp, np.inf), self.p_seg, axis=1)
+        vmax[:, self.reads] = np.maximum.reduceat(np.where(okv, valp, -np.inf), self.p_seg, axis=1)
+
+    def bounds(self, lo: np.ndarray, hi: np.ndarray):
+        """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
+        ok, vmin, vmax = self._ok(lo, hi)
         for v in range(len(self.prot_ok)):
-            okv = okp & self.prot_ok[v, self.p_leaves]
+            if not self.reads.any():
+                yield vmin, vmax
+                continue
             vmin_v, vmax_v = vmin.copy(), vmax.copy()
-            vmin_v[:, self.reads] = np.minimum.reduceat(np.where(okv, valp, np.inf), self.p_seg, axis=1)
-            vmax_v[:, self.reads] = np.maximum.reduceat(np.where(okv, valp, -np.inf), self.p_seg, axis=1)
+            self._in_slice(ok, vmin_v, vmax_v, v)
             yield vmin_v, vmax_v
+
+    def bounds_at(self, lo: np.ndarray, hi: np.ndarray, slices: np.ndarray):
+        """(vmin, vmax) (boxes x trees) of each box in its own slice."""
+        ok, vmin, vmax = self._ok(lo, hi)
+        if self.reads.any():
+            for v in np.unique(slices):
+                r = slices == v
+                a, b = vmin[r], vmax[r]
+                self._in_slice(ok[r], a, b, int(v))
+                vmin[r], vmax[r] = a, b
+        return vmin, vmax

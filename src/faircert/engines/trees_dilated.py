@@ -1,0 +1,345 @@
+"""Exact epsilon > 0 fairness and robustness of tree ensembles on integer grids, by one box refinement.
+
+Boxes B of the measured features are refined until every slice v (protected combination; one
+slice for robustness) of B is settled, and each settled (B, v) is counted at once, so the bounds
+tighten from the first second:
+
+* not confident: the margin bounds over B in v decide |margin| <= c;
+* fair: B is confident with label l in v and the bounds over the epsilon-neighbourhood D(B) decide
+  label l in every twin slice (the other slices; v itself for robustness);
+* unfair: some twin slice has label -l over B itself (x keeps its other features), or, for
+  robustness, over the core of B (the points within epsilon of every point of B);
+* otherwise B is cut: at the widest tree's cutting node while its own label is open, else at a
+  boundary b +- epsilon inside B (the median of the feature with most), which is where the
+  neighbourhoods of its points start or stop reaching b.
+When no b +- epsilon lies inside B, every point of B reaches the same cells of the ensemble's
+partition, so a search of D(B) for a point of label -l decides all of B at once: that search is
+exact (it refines D(B) down to single cells when needed) and the cell it finds is the twin box.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from ..models.trees import TreeEnsemble
+from .trees_boxes import NEG, POS, NormalisedTrees, Partition
+from .trees_joint import _in_slice, _SliceBounds
+
+
+def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
+                     c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
+                     dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512):
+    """Fill `acc` (nonconf, settled, unfair, boxes); return (complete, twin boxes, pieces lo, hi, twin)."""
+    n_sl = len(slo)
+    free = np.ones(len(dlo), dtype=bool)
+    free[prot] = False
+    sb = _SliceBounds(nt, prot, slo)
+    cand = _candidates(nt, eps, free)
+    out = _Pieces(len(dlo))
+    heap = [(0.0, 0, dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))]
+    tick, complete = 1, True
+    while heap:
+        if time.monotonic() > deadline:
+            complete = False
+            break
+        lo, hi, settled = _pop_batch(heap, chunk)
+        label, conf, spread, widest = _status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
+        dlo_b, dhi_b = np.maximum(dlo, lo - eps), np.minimum(dhi, hi + eps)
+        dlabel, dwide = _labels(nt, sb, dlo_b, dhi_b, tol, widest=True)
+        size = np.prod(np.where(free, hi - lo, 1.0), axis=1)
+        own = (conf == 1) & (label != 0)
+        if robustness:
+            twin_fair = dlabel == label
+            klo, khi = np.maximum(dlo, hi - 1.0 - eps), np.minimum(dhi, lo + eps + 1.0)
+            core = np.all(klo < khi, axis=1)
+            klabel = np.zeros_like(label)
+            if core.any():
+                klabel[core] = _labels(nt, sb, klo[core], khi[core], tol)
+            twin_unfair = own & (klabel == -label)
+            twin_of = np.zeros(label.shape, dtype=np.int64)
+        else:
+            # fair: every other slice decided l over D(B); unfair: some other slice -l over B itself
+            twin_fair = np.ones_like(own)
+            twin_unfair = np.zeros_like(own)
+            twin_of = np.zeros(label.shape, dtype=np.int64)
+            for v in range(n_sl):
+                others = np.arange(n_sl) != v
+                twin_fair[:, v] = (dlabel[:, others] == label[:, v, None]).all(axis=1)
+                opp = (label == -label[:, v, None]) & others
+                twin_unfair[:, v] = own[:, v] & opp.any(axis=1)
+                twin_of[:, v] = np.argmax(opp, axis=1)
+        new = ~settled
+        fair = new & own & twin_fair & ~twin_unfair
+        unfair = new & twin_unfair
+        nonconf = new & (conf == -1)
+        if not robustness and unfair.any():
+            rows, vs = np.nonzero(unfair)
+            tw = twin_of[rows, vs]
+            out.add(*_in_slice(lo[rows], hi[rows], slo[vs], prot), *_in_slice(lo[rows], hi[rows], slo[tw], prot))
+        if robustness and unfair.any():
+            rows = np.nonzero(unfair[:, 0])[0]
+            out.add(lo[rows], hi[rows], klo[rows], khi[rows])
+        # (B, v) decided own but open twins, with no b +- eps inside B: search D(B) exactly
+        open_twins = new & own & ~fair & ~unfair
+        inside = _count_inside(cand, lo, hi)
+        finest = open_twins & (inside.sum(axis=1) == 0)[:, None]
+        if finest.any():
+            f_fair, f_unfair = _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b,
+                                              finest, tol, deadline, out)
+            fair |= f_fair
+            unfair |= f_unfair
+        acc["nonconf"] += float((size[:, None] * nonconf).sum())
+        acc["settled"] += float((size[:, None] * (fair | unfair)).sum())
+        acc["unfair"] += float((size[:, None] * unfair).sum())
+        settled = settled | fair | unfair | nonconf
+        done = settled.all(axis=1)
+        acc["boxes"] += int(done.sum())
+        if (fair | unfair | nonconf).any():
+            report(acc)
+        keep = ~done
+        if not keep.any():
+            continue
+        lo, hi, settled = lo[keep], hi[keep], settled[keep]
+        label, conf, spread, widest, inside = label[keep], conf[keep], spread[keep], widest[keep], inside[keep]
+        f, b = _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside)
+        _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b[keep], dhi_b[keep], dlabel[keep], dwide[keep], settled, label,
+                  conf, spread, f, b)
+        rows = np.arange(len(lo))
+        cut = b > lo[rows, f]  # no cut only after an interrupted search: the box goes back whole
+        left_hi = hi.copy(); left_hi[rows, f] = b
+        right_lo = lo.copy(); right_lo[rows, f] = b
+        nlo = np.concatenate([lo[~cut], lo[cut], right_lo[cut]])
+        nhi = np.concatenate([hi[~cut], left_hi[cut], hi[cut]])
+        nst = np.concatenate([settled[~cut], settled[cut], settled[cut]])
+        order = np.argsort(-np.prod(np.where(free, nhi - nlo, 1.0), axis=1), kind="stable")
+        nlo, nhi, nst = nlo[order], nhi[order], nst[order]
+        for k in range(0, len(nlo), chunk):
+            heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
+                                  nlo[k:k + chunk], nhi[k:k + chunk], nst[k:k + chunk]))
+            tick += 1
+    return (complete,) + out.result()
+
+
+def _pop_batch(heap: list, size: int):
+    """The largest boxes: whole chunks off the heap until about `size` boxes (small chunks merge)."""
+    parts = [heapq.heappop(heap)]
+    count = len(parts[0][2])
+    while heap and count + len(heap[0][2]) <= size:
+        parts.append(heapq.heappop(heap))
+        count += len(parts[-1][2])
+    if len(parts) == 1:
+        return parts[0][2], parts[0][3], parts[0][4]
+    return tuple(np.concatenate([p[k] for p in parts]) for k in (2, 3, 4))
+
+
+def _status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
+    """Own label (+1/-1/0) and confidence (+1/-1/0) of every (box, slice), with the spread data to cut."""
+    n, n_sl = len(lo), len(slo)
+    label = np.zeros((n, n_sl), dtype=np.int8)
+    conf = np.zeros((n, n_sl), dtype=np.int8)
+    spread = np.zeros((n, n_sl))
+    widest = np.zeros((n, n_sl), dtype=np.int64)
+    bounds = sb.bounds(lo, hi)
+    for v in range(n_sl):
+        vmin, vmax = next(bounds)
+        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+        label[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
+        if c is None:
+            conf[:, v] = 1
+        else:
+            conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
+                                  np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
+        width = vmax - vmin
+        spread[:, v] = width.sum(axis=1)
+        widest[:, v] = np.argmax(width, axis=1)
+        tie = (spread[:, v] <= 0) & ((label[:, v] == 0) | (conf[:, v] == 0))
+        if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
+            x = _in_slice(lo[tie], hi[tie], slo[v], prot)[0]
+            label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
+            conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
+    return label, conf, spread, widest
+
+
+def _labels(nt, sb, lo, hi, tol, widest: bool = False):
+    """+1 / -1 where the bounds over the boxes decide the label in each slice, else 0 (and the
+    tree with the widest range in each slice)."""
+    out = np.zeros((len(lo), len(sb.prot_ok)), dtype=np.int8)
+    wide = np.zeros((len(lo), len(sb.prot_ok)), dtype=np.int64)
+    for v, (vmin, vmax) in enumerate(sb.bounds(lo, hi)):
+        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+        out[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
+        wide[:, v] = np.argmax(vmax - vmin, axis=1)
+    return (out, wide) if widest else out
+
+
+def _candidates(nt: NormalisedTrees, eps: np.ndarray, free: np.ndarray) -> list[np.ndarray]:
+    """Per feature, the sorted positions b - eps and b + eps of every split boundary b (none if not free)."""
+    inner = nt.node_left >= 0
+    out = []
+    for f in range(len(eps)):
+        b = np.unique(nt.node_bound[inner & (nt.node_feat == f)]) if free[f] else np.zeros(0)
+        out.append(np.unique(np.concatenate([b - eps[f], b + eps[f]])))
+    return out
+
+
+def _count_inside(cand, lo, hi) -> np.ndarray:
+    """Number of candidate positions strictly inside each box, per feature."""
+    out = np.zeros(lo.shape, dtype=np.int64)
+    for f, cf in enumerate(cand):
+        if len(cf):
+            out[:, f] = np.searchsorted(cf, hi[:, f], "left") - np.searchsorted(cf, lo[:, f], "right")
+    return out
+
+
+def _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside):
+    """Cut at the widest tree's node where an open slice's own status is unknown, else at the
+    median candidate of the feature with most candidates inside (boxes with neither stay whole)."""
+    f = np.argmax(inside, axis=1)
+    b = np.where(inside.max(axis=1) > 0, np.nan, lo[np.arange(len(lo)), f])
+    for g in np.unique(f[np.isnan(b)]):
+        r = np.nonzero(np.isnan(b) & (f == g))[0]
+        i0 = np.searchsorted(cand[g], lo[r, g], "right")
+        b[r] = cand[g][i0 + (inside[r, g] - 1) // 2]
+    own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
+    need = own_open.any(axis=1)
+    if need.any():
+        r = np.nonzero(need)[0]
+        v = np.argmax(np.where(own_open[r], spread[r], -1.0), axis=1)
+        vlo, vhi = _in_slice(lo[r], hi[r], slo[v], prot)
+        f[r], b[r] = nt.cut(vlo, vhi, None, widest[r, v])
+    return f, b
+
+
+def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, label, conf, spread, f, b):
+    """For boxes whose open slices only wait on twins: cut where the neighbourhoods start or stop
+    reaching the first cutting node of the widest tree over D(B) in an undecided twin slice."""
+    own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
+    twin_open = (dlabel == 0)
+    r = np.nonzero(~own_open.any(axis=1) & twin_open.any(axis=1))[0]
+    if not len(r):
+        return
+    w = np.argmax(twin_open[r], axis=1)
+    vlo, vhi = _in_slice(dlo_b[r], dhi_b[r], slo[w], prot)
+    g, c = nt.cut(vlo, vhi, None, dwide[r, w])
+    for sign in (-1.0, 1.0):
+        s = c + sign * eps[g]
+        ok = (s > lo[r, g]) & (s < hi[r, g])
+        f[r[ok]], b[r[ok]] = g[ok], s[ok]
+        r, g, c = r[~ok], g[~ok], c[~ok]
+
+
+def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b, finest, tol, deadline, out):
+    """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has a
+    point of the other label in D(B) (exact search), else unfair with that point's cell as twin."""
+    n, n_sl = label.shape
+    fair = np.zeros((n, n_sl), dtype=bool)
+    unfair = np.zeros((n, n_sl), dtype=bool)
+    # one search per distinct (box, twin slice, wanted label)
+    want = np.zeros((n, n_sl, 2), dtype=bool)  # [..., 0]: a -1 point wanted, [..., 1]: a +1 point
+    for v in range(n_sl):
+        rows = np.nonzero(finest[:, v])[0]
+        side = (label[rows, v] < 0).astype(np.int64)  # label +1 wants -1 (index 0), -1 wants +1
+        for w in ([v] if robustness else [w for w in range(n_sl) if w != v]):
+            want[rows, w, side] = True
+    qr, qw, qs = np.nonzero(want)
+    q_lo, q_hi = _in_slice(dlo_b[qr], dhi_b[qr], slo[qw], prot)
+    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline)
+    found = np.zeros((n, n_sl, 2), dtype=bool)
+    unknown = np.zeros((n, n_sl, 2), dtype=bool)
+    where = np.full((n, n_sl, 2), -1)
+    found[qr, qw, qs] = np.isfinite(point[:, 0])
+    unknown[qr, qw, qs] = ~resolved
+    where[qr, qw, qs] = np.arange(len(qr))
+    for v in range(n_sl):
+        rows = np.nonzero(finest[:, v])[0]
+        side = (label[rows, v] < 0).astype(np.int64)
+        twins = [v] if robustness else [w for w in range(n_sl) if w != v]
+        f = found[rows][:, twins, :][np.arange(len(rows)), :, side]      # (rows, twins)
+        u = unknown[rows][:, twins, :][np.arange(len(rows)), :, side]
+        hit = f.any(axis=1)
+        clear = ~hit & ~u.any(axis=1)
+        fair[rows[clear], v] = True
+        unfair[rows[hit], v] = True
+        if hit.any():
+            r = rows[hit]
+            tw = np.array(twins)[np.argmax(f[hit], axis=1)]
+            clo, chi = _in_slice(*cell_of(nt, point[where[r, tw, side[hit]]]), slo[tw], prot)
+            out.add(*_in_slice(lo[r], hi[r], slo[np.full(len(r), v)], prot), clo, chi)
+    return fair, unfair
+
+
+def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray,
+               slices: np.ndarray, want: np.ndarray, tol: float,
+               deadline: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """A point of label `want` (+1/-1) in each box (in its slice), or a row of NaN if none, and
+    whether each query was answered before the deadline. Boxes are cut at the widest tree's node
+    until their bounds decide; single cells are decided by the model."""
+    point = np.full(lo.shape, np.nan)
+    resolved = np.ones(len(lo), dtype=bool)
+    qid = np.arange(len(lo))
+    while len(qid):
+        if time.monotonic() > deadline:
+            resolved[qid] = ~np.isnan(point[qid, 0])
+            break
+        vmin, vmax = sb.bounds_at(lo, hi, slices)
+        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+        lab = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
+        width = vmax - vmin
+        exact = (width.sum(axis=1) <= 0) & (lab == 0)
+        if exact.any():
+            lab[exact] = np.where(ir.predict(lo[exact]) == 1, 1, -1)
+        hit = (lab == want) & np.isnan(point[qid, 0])
+        for k in np.nonzero(hit)[0]:  # first hit per query
+            if np.isnan(point[qid[k], 0]):
+                point[qid[k]] = lo[k]
+        live = (lab == 0) & np.isnan(point[qid, 0])
+        if not live.any():
+            break
+        lo, hi, want, qid, slices, width = lo[live], hi[live], want[live], qid[live], slices[live], width[live]
+        f, b = nt.cut(lo, hi, None, np.argmax(width, axis=1))
+        rows = np.arange(len(lo))
+        left_hi = hi.copy(); left_hi[rows, f] = b
+        right_lo = lo.copy(); right_lo[rows, f] = b
+        lo, hi = np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+        want, qid, slices = (np.concatenate([a, a]) for a in (want, qid, slices))
+    return point, resolved
+
+
+def cell_of(nt: NormalisedTrees, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cell of the ensemble's partition (intersection of one leaf box per tree) holding each point."""
+    lo = np.full(x.shape, -np.inf)
+    hi = np.full(x.shape, np.inf)
+    for llo, lhi in zip(nt.leaf_lo, nt.leaf_hi):
+        inside = np.all((llo[None] <= x[:, None]) & (x[:, None] < lhi[None]), axis=2)
+        leaf = np.argmax(inside, axis=1)
+        lo = np.maximum(lo, llo[leaf])
+        hi = np.minimum(hi, lhi[leaf])
+    return lo, hi
+
+
+class _Pieces:
+    """Unfair boxes (own slice fixed) and the twin box each point of a piece has a twin in."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, plo, phi, tlo, thi) -> None:
+        if len(plo):
+            self.parts.append((plo, phi, tlo, thi))
+
+    def result(self):
+        if self.parts:
+            plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*self.parts))
+        else:
+            plo = phi = tlo = thi = np.zeros((0, self.width))
+        m = len(tlo)
+        part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
+                         np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
+        return part, plo, phi, np.arange(m)
+
+
+__all__ = ["dilated_quantify", "find_label", "cell_of", "NEG", "POS"]
