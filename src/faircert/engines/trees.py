@@ -6,13 +6,19 @@ X_kappa is unfair when some twin x' (fairness: any other combination of protecte
 other feature within epsilon; robustness: every feature within epsilon) gets the other label.
 M = 1 - |X_unfair| / |X_kappa|, sizes by grid counts (integer features) and volume (real ones).
 
-How (no grid enumeration, no solver):
-1. For every protected combination v, split the domain slice tree by tree into boxes on which the
-   label and the confidence status are constant, pruning as soon as the partial margin plus the
-   reachable range of the remaining trees decides both (trees_boxes.partition).
-2. For each slice v and label l, the unfair part of the confident l-boxes of v is their
-   intersection with the union of the epsilon-dilated (1-l)-boxes of the other slices; its exact
-   size and the region itself (disjoint boxes) come from a k-d recursion (trees_union.covered).
+How (no grid enumeration, no solver), by box refinement with margin bounds (the partial sum of
+the trees' reachable leaf ranges):
+1. Epsilon 0 fairness: one refinement of the non-protected features; a box is settled once every
+   protected combination's label and confidence are decided on it (trees_joint).
+2. Epsilon > 0 or robustness on integer grids: one refinement in which each (box, protected
+   combination) is settled as soon as its own verdict and its twins' (over the box's epsilon-
+   neighbourhood) are decided; boxes whose points all reach the same cells are decided by an exact
+   search of the neighbourhood (trees_dilated).
+3. Otherwise (real features), region by region: for every protected combination v, split the
+   region tree by tree into boxes on which the label and the confidence status are constant
+   (trees_boxes.partition); the unfair part of the confident l-boxes of v is their intersection
+   with the union of the epsilon-dilated (1-l)-boxes of the other slices, sized exactly by a k-d
+   recursion (trees_union.covered).
 
 Result fields: `certified` = proven share of X_kappa with no counterexample (= measure_lower),
 `falsified` = proven share of X_kappa that is unfair, `undecided` = the rest; the shares are of
