@@ -458,8 +458,17 @@ def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator |
     lo, hi = q.piece_lo[rows], q.piece_hi[rows]
     if rng is None:
         return np.where(q.discrete, lo + np.floor((hi - lo - 1) / 2), (lo + hi) / 2)
-    u = rng.random(lo.shape)
-    return np.where(q.discrete, np.minimum(lo + np.floor(u * (hi - lo)), hi - 1), lo + u * (hi - lo))
+    x = rng.random(lo.shape)  # in place: this runs on a million rows in testing mode
+    x *= hi - lo
+    disc = q.discrete
+    if disc.all():
+        np.floor(x, out=x)
+    elif disc.any():
+        x[:, disc] = np.floor(x[:, disc])
+    x += lo
+    if disc.any():
+        x[:, disc] = np.minimum(x[:, disc], hi[:, disc] - 1)
+    return x
 
 
 def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
