@@ -162,9 +162,8 @@ def markdown(out) -> str:
              "(`benchmarks/trees_data.py`); domains are the data ranges (integer grids). Our models are not the "
              "paper's (it publishes none), so measures differ; the paper's BoxQTE column is its own run "
              "(17 parallel workers, 600 s limit; it converged everywhere). 'converged' means lower = upper bound "
-             "(exact); 'boxes' = boxes settled (r_eps 0 fairness: boxes of the non-protected features on which "
-             "every protected value's label and confidence are settled; otherwise label-constant boxes per "
-             "protected value).", "",
+             "(exact); 'boxes' = boxes of the measured features (the non-protected ones for fairness) on which "
+             "every protected value's verdict is settled.", "",
              "| model | features | grid points | train acc. |", "|---|---|---|---|"]
     for name, m in out["models"].items():
         lines.append(f"| {NAMES[name]} | {m['features']} | {m['grid_size']:.3g} | {m['train_accuracy']:.3f} |")

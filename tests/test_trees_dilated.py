@@ -6,6 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from test_trees_engine import TOY_DOMAIN, _small_problem, brute_force, toy_ensemble
+from test_trees_joint import _xgb
 
 from faircert.domain import Domain, Feature
 from faircert.engines.trees import quantify, sample_unfair
@@ -13,8 +15,6 @@ from faircert.engines.trees_boxes import domain_box, normalise
 from faircert.engines.trees_dilated import cell_of, find_label
 from faircert.engines.trees_joint import _SliceBounds
 from faircert.properties import individual_fairness
-from test_trees_engine import TOY_DOMAIN, _small_problem, brute_force, toy_ensemble
-from test_trees_joint import _xgb
 
 
 def _grid(lo, hi):

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import NEG, POS, NormalisedTrees, Partition
+from .trees_boxes import NormalisedTrees, Partition
 from .trees_joint import _in_slice, _SliceBounds
 
 
@@ -341,5 +341,3 @@ class _Pieces:
                          np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
         return part, plo, phi, np.arange(m)
 
-
-__all__ = ["dilated_quantify", "find_label", "cell_of", "NEG", "POS"]
