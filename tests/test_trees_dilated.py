@@ -53,7 +53,7 @@ def test_two_protected_features_with_epsilon(kappa):
     prop = individual_fairness(dom, ["p", "q"], epsilon={"f2": 1, "f3": 2, "f4": 1}, kappa=kappa)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, False)
     seen = []
-    q = quantify(ir, prop, progress=seen.append)
+    q = quantify(ir, prop, progress=seen.append, method="refinement")
     assert q.complete and q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
     truth = 1 - unfair / conf
     for s in seen:  # every step brackets the truth, and the bounds only tighten
@@ -73,7 +73,7 @@ def test_robustness_time_limited_bounds_are_sound():
     truth = 1 - unfair / conf
     widths = []
     for limit in (1e-6, 1e-3, 1e-2, None):
-        lo, hi = quantify(ir, prop, time_limit=limit).bounds
+        lo, hi = quantify(ir, prop, time_limit=limit, method="refinement").bounds
         assert lo - 1e-12 <= truth <= hi + 1e-12
         widths.append(hi - lo)
     assert widths[-1] == pytest.approx(0.0, abs=1e-12)

@@ -112,8 +112,9 @@ def _models(X, y, seed):
     yield load_model(GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=seed).fit(X, y))
 
 
+@pytest.mark.parametrize("method", ["regions", "refinement"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_random_ensembles_match_brute_force(seed):
+def test_random_ensembles_match_brute_force(seed, method):
     pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
     X, y, dom = _small_problem(seed)
     for ir in _models(X, y, seed):
@@ -124,7 +125,7 @@ def test_random_ensembles_match_brute_force(seed):
                 prop = individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=kappa)
             conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, robust)
             seen = []
-            res = verify_trees(ir, prop, progress=seen.append)
+            res = verify_trees(ir, prop, progress=seen.append, method=method)
             truth = 1.0 - unfair / conf if conf else 1.0
             assert res.confident_size == conf and res.unfair_size == unfair, (type(ir), eps, kappa, robust)
             assert res.measure_lower == pytest.approx(truth, abs=1e-12) and res.stats["converged"]
@@ -147,8 +148,31 @@ def test_time_limited_bounds_are_sound():
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, False)
     truth = 1 - unfair / conf
     for limit in (1e-6, 1e-3, 3e-3, 1e-2, 3e-2):
-        lo, hi = quantify(ir, prop, time_limit=limit).bounds
-        assert lo - 1e-12 <= truth <= hi + 1e-12
+        for method in ("auto", "regions", "refinement"):
+            lo, hi = quantify(ir, prop, time_limit=limit, method=method).bounds
+            assert lo - 1e-12 <= truth <= hi + 1e-12
+
+
+def test_auto_method_keeps_the_first_phase_bounds():
+    """Method auto: the region path for a third of the time, then the refinement; progress never loosens."""
+    X, y, dom = _small_problem(3, n_features=5)
+    import xgboost as xgb
+
+    from faircert.models.io import load_model
+
+    ir = load_model(xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y))
+    prop = individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 1}, kappa=0.6)
+    conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, False)
+    truth = 1 - unfair / conf
+    seen = []
+    q = quantify(ir, prop, time_limit=0.05, progress=seen.append)
+    lows, highs = [s["measure_lower"] for s in seen], [s["measure_upper"] for s in seen]
+    assert lows == sorted(lows) and highs == sorted(highs, reverse=True)
+    assert all(lo - 1e-12 <= truth <= hi + 1e-12 for lo, hi in zip(lows, highs))
+    lo, hi = q.bounds
+    assert q.known[0] <= lo <= truth <= hi <= q.known[1]
+    with pytest.raises(ValueError):
+        quantify(ir, prop, method="fastest")
 
 
 def test_sampling_is_uniform_over_the_exact_region():

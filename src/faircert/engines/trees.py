@@ -69,6 +69,7 @@ class Quantification:
     kappa: float | None
     elapsed: float
     stats: dict = field(default_factory=dict)
+    known: tuple[float, float] = (0.0, 1.0)  # bounds proven by an earlier phase (see `quantify`)
 
     @property
     def measured_upper(self) -> float:
@@ -82,7 +83,7 @@ class Quantification:
             return 1.0, 1.0
         lo = (self.conf_settled - self.unfair - self.unfair_upper_extra) / den
         hi = (den - self.unfair) / den
-        return max(0.0, lo), min(1.0, hi)
+        return max(0.0, lo, self.known[0]), min(1.0, hi, self.known[1])
 
 
 def _epsilon(prop: IndividualFairness, discrete: np.ndarray) -> np.ndarray:
@@ -143,13 +144,19 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
     return done + [(e[2], e[3]) for e in heap]
 
 
-def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, regions: int = 1) -> Quantification:
-    """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
+REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
-    Each finished region adds its confident size to `conf_settled` and its non-confident size to
-    `nonconf`, so the bounds tighten monotonically; regions left when time runs out count as
-    undecided.
+
+def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
+             progress: Callable[[dict], None] | None = None, regions: int = 1,
+             method: str = "auto") -> Quantification:
+    """Quantify by one of the three paths of the module docstring.
+
+    Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
+    region path: fastest to converge where it converges), "refinement" (integer grids: bounds
+    tighten from the start even where nothing converges) or "auto": on integer grids with a time
+    limit, the region path for a third of the time, then, if it has not finished, the refinement
+    for the rest, keeping the better of the two phases' bounds; the region path otherwise.
     """
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
@@ -161,15 +168,44 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    acc = {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0, "tie_size": 0.0,
-           "early_pieces": []}
+    if method not in ("auto", "regions", "refinement"):
+        raise ValueError(f"unknown method {method!r}")
+    if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
+        return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
+                               _reporter(progress, total, t0), t0)
+    args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
+    if method == "refinement" or (method == "auto" and discrete.all() and time_limit):
+        if method == "auto":
+            first = _quantify_regions(*args, ydims, min(deadline, t0 + REGIONS_SHARE * time_limit), _acc(),
+                                      _reporter(progress, total, t0), t0, regions)
+            if first.complete:
+                return first
+            known = first.bounds
+        else:
+            known = (0.0, 1.0)
+        if not discrete.all():
+            raise PropertyError("the refinement method needs integer features; use method 'regions'")
+        q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0)
+        q.known = known
+        return q
+    return _quantify_regions(*args, ydims, deadline, _acc(), _reporter(progress, total, t0), t0, regions)
+
+
+def _acc() -> dict:
+    return {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0,
+            "tie_size": 0.0, "early_pieces": []}
+
+
+def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydims, deadline, acc, report, t0,
+                      regions) -> Quantification:
+    """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
+
+    Each finished region adds its confident size to `conf_settled` and its non-confident size to
+    `nonconf`, so the bounds tighten monotonically; regions left when time runs out count as
+    undecided.
+    """
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
-    report = _reporter(progress, total, t0)
-    if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
-        return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0)
-    if discrete.all() and regions == 1:
-        return _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0)
     boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
         if time.monotonic() > deadline:
@@ -389,15 +425,16 @@ def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-def _reporter(progress, total: float, t0: float):
+def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0.0, 1.0)):
     def report(acc: dict) -> None:
         if progress is None:
             return
         den = total - acc["nonconf"]
         lo = (acc["settled"] - acc["unfair"] - acc["extra"]) / den if den > 0 else 1.0
         hi = (den - acc["unfair"]) / den if den > 0 else 1.0
-        progress({"certified": max(lo, 0.0), "falsified": acc["unfair"] / den if den > 0 else 0.0,
-                  "measure_lower": max(lo, 0.0), "measure_upper": hi, "boxes": acc["boxes"],
+        lo, hi = max(lo, 0.0, known[0]), min(hi, known[1])
+        progress({"certified": lo, "falsified": acc["unfair"] / den if den > 0 else 0.0,
+                  "measure_lower": lo, "measure_upper": hi, "boxes": acc["boxes"],
                   "elapsed_s": time.monotonic() - t0})
 
     return report
@@ -486,9 +523,10 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
 
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
-                 max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None) -> Result:
+                 max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
+                 method: str = "auto") -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean."""
-    q = quantify(ir, prop, time_limit, progress)
+    q = quantify(ir, prop, time_limit, progress, method=method)
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
