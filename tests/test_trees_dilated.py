@@ -7,9 +7,8 @@ import itertools
 import numpy as np
 import pytest
 from test_trees_engine import TOY_DOMAIN, _small_problem, brute_force, toy_ensemble
-from test_trees_joint import _xgb
+from test_trees_joint import _xgb, two_protected_problem
 
-from faircert.domain import Domain, Feature
 from faircert.engines.trees import quantify, sample_unfair
 from faircert.engines.trees_boxes import domain_box, normalise
 from faircert.engines.trees_dilated import cell_of, find_label
@@ -45,11 +44,7 @@ def test_find_label_finds_a_point_exactly_when_one_exists(box):
 
 @pytest.mark.parametrize("kappa", [None, 0.6])
 def test_two_protected_features_with_epsilon(kappa):
-    X, y, dom = _small_problem(7, n_features=5)
-    feats = list(dom.features)
-    feats[1] = Feature("q", "categorical", feats[1].min, feats[1].max)
-    dom = Domain(tuple(feats))
-    ir = _xgb(X, y, 7, n=20, depth=3)
+    ir, dom = two_protected_problem(n=20, depth=3)
     prop = individual_fairness(dom, ["p", "q"], epsilon={"f2": 1, "f3": 2, "f4": 1}, kappa=kappa)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, False)
     seen = []

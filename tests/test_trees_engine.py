@@ -137,16 +137,20 @@ def test_random_ensembles_match_brute_force(seed, method):
                 assert res.verdict == "unfair" and res.counterexamples
 
 
-def test_time_limited_bounds_are_sound():
-    X, y, dom = _small_problem(3, n_features=5)
-    import xgboost as xgb
-
+def _time_limited_case():
+    """A 30-tree ensemble that takes a few tens of milliseconds, with its exact measure."""
+    xgb = pytest.importorskip("xgboost")
     from faircert.models.io import load_model
 
+    X, y, dom = _small_problem(3, n_features=5)
     ir = load_model(xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y))
     prop = individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 1}, kappa=0.6)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, False)
-    truth = 1 - unfair / conf
+    return ir, prop, 1 - unfair / conf
+
+
+def test_time_limited_bounds_are_sound():
+    ir, prop, truth = _time_limited_case()
     for limit in (1e-6, 1e-3, 3e-3, 1e-2, 3e-2):
         for method in ("auto", "regions", "refinement"):
             lo, hi = quantify(ir, prop, time_limit=limit, method=method).bounds
@@ -155,15 +159,7 @@ def test_time_limited_bounds_are_sound():
 
 def test_auto_method_keeps_the_first_phase_bounds():
     """Method auto: the region path for a third of the time, then the refinement; progress never loosens."""
-    X, y, dom = _small_problem(3, n_features=5)
-    import xgboost as xgb
-
-    from faircert.models.io import load_model
-
-    ir = load_model(xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y))
-    prop = individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 1}, kappa=0.6)
-    conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, False)
-    truth = 1 - unfair / conf
+    ir, prop, truth = _time_limited_case()
     seen = []
     q = quantify(ir, prop, time_limit=0.05, progress=seen.append)
     lows, highs = [s["measure_lower"] for s in seen], [s["measure_upper"] for s in seen]

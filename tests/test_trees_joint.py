@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_trees_engine import _small_problem, brute_force
 
 from faircert.domain import Domain, Feature
 from faircert.engines.trees import quantify, sample_unfair, verify_trees
 from faircert.properties import individual_fairness
-from test_trees_engine import _small_problem, brute_force
 
 
 def _xgb(X, y, seed, n=20, depth=3):
@@ -16,6 +16,14 @@ def _xgb(X, y, seed, n=20, depth=3):
     from faircert.models.io import load_model
 
     return load_model(xgb.XGBClassifier(n_estimators=n, max_depth=depth, random_state=seed, n_jobs=1).fit(X, y))
+
+
+def two_protected_problem(n: int, depth: int):
+    """An ensemble over 5 features whose first two (p, q) are categorical, to protect both."""
+    X, y, dom = _small_problem(7, n_features=5)
+    feats = list(dom.features)
+    feats[1] = Feature("q", "categorical", feats[1].min, feats[1].max)
+    return _xgb(X, y, 7, n=n, depth=depth), Domain(tuple(feats))
 
 
 @pytest.mark.parametrize("seed", [0, 2, 4])
@@ -38,11 +46,7 @@ def test_joint_partition_matches_brute_force(seed, kappa):
 
 @pytest.mark.parametrize("kappa", [0.5, 0.7])
 def test_joint_partition_two_protected_features(kappa):
-    X, y, dom = _small_problem(7, n_features=5)
-    feats = list(dom.features)
-    feats[1] = Feature("q", "categorical", feats[1].min, feats[1].max)
-    dom = Domain(tuple(feats))
-    ir = _xgb(X, y, 7, n=25, depth=4)
+    ir, dom = two_protected_problem(n=25, depth=4)
     prop = individual_fairness(dom, ["p", "q"], kappa=kappa)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, False)
     q = quantify(ir, prop)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..models.trees import TreeEnsemble
 from .trees_boxes import NormalisedTrees, Partition
-from .trees_joint import _in_slice, _SliceBounds
+from .trees_joint import _in_slice, _SliceBounds, slice_status
 
 
 def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
@@ -46,7 +46,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
             complete = False
             break
         lo, hi, settled = _pop_batch(heap, chunk)
-        label, conf, spread, widest = _status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
+        label, conf, spread, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
         dlo_b, dhi_b = np.maximum(dlo, lo - eps), np.minimum(dhi, hi + eps)
         dlabel, dwide = _labels(nt, sb, dlo_b, dhi_b, tol, widest=True)
         size = np.prod(np.where(free, hi - lo, 1.0), axis=1)
@@ -133,34 +133,6 @@ def _pop_batch(heap: list, size: int):
     if len(parts) == 1:
         return parts[0][2], parts[0][3], parts[0][4]
     return tuple(np.concatenate([p[k] for p in parts]) for k in (2, 3, 4))
-
-
-def _status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
-    """Own label (+1/-1/0) and confidence (+1/-1/0) of every (box, slice), with the spread data to cut."""
-    n, n_sl = len(lo), len(slo)
-    label = np.zeros((n, n_sl), dtype=np.int8)
-    conf = np.zeros((n, n_sl), dtype=np.int8)
-    spread = np.zeros((n, n_sl))
-    widest = np.zeros((n, n_sl), dtype=np.int64)
-    bounds = sb.bounds(lo, hi)
-    for v in range(n_sl):
-        vmin, vmax = next(bounds)
-        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
-        label[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
-        if c is None:
-            conf[:, v] = 1
-        else:
-            conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
-                                  np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
-        width = vmax - vmin
-        spread[:, v] = width.sum(axis=1)
-        widest[:, v] = np.argmax(width, axis=1)
-        tie = (spread[:, v] <= 0) & ((label[:, v] == 0) | (conf[:, v] == 0))
-        if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
-            x = _in_slice(lo[tie], hi[tie], slo[v], prot)[0]
-            label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
-            conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
-    return label, conf, spread, widest
 
 
 def _labels(nt, sb, lo, hi, tol, widest: bool = False):

@@ -26,7 +26,6 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
                    report, chunk: int = 1024) -> tuple[bool, Partition, np.ndarray, np.ndarray, np.ndarray]:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin)."""
-    n_sl = len(slo)
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
@@ -38,31 +37,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
             complete = False
             break
         _, _, lo, hi = heapq.heappop(heap)
-        n = len(lo)
-        label = np.zeros((n, n_sl), dtype=np.int8)   # +1 POS, -1 NEG, 0 unknown
-        conf = np.zeros((n, n_sl), dtype=np.int8)    # +1 confident, -1 not, 0 unknown
-        spread_sum = np.zeros((n, n_sl))
-        widest = np.zeros((n, n_sl), dtype=np.int64)
-        bounds = sb.bounds(lo, hi)
-        for v in range(n_sl):
-            vlo, vhi = _in_slice(lo, hi, slo[v], prot)
-            vmin, vmax = next(bounds)
-            mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
-            label[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
-            if c is None:
-                conf[:, v] = 1
-            else:
-                conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
-                                      np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
-            spread = vmax - vmin
-            spread_sum[:, v] = spread.sum(axis=1)
-            widest[:, v] = np.argmax(spread, axis=1)
-            exact = spread_sum[:, v] <= 0
-            tie = exact & ((label[:, v] == 0) | (conf[:, v] == 0))
-            if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
-                x = vlo[tie]
-                label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
-                conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
+        label, conf, spread_sum, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
         has_pos = (label == 1).any(axis=1)
         has_neg = (label == -1).any(axis=1)
         unknown = (label == 0).sum(axis=1)
@@ -116,6 +91,35 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m)
 
 
+def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
+    """Label (+1/-1/0: unknown) and confidence (+1/-1/0) of every (box, slice) from the margin bounds,
+    with each slice's total spread and widest tree (where to cut)."""
+    n, n_sl = len(lo), len(slo)
+    label = np.zeros((n, n_sl), dtype=np.int8)
+    conf = np.zeros((n, n_sl), dtype=np.int8)
+    spread = np.zeros((n, n_sl))
+    widest = np.zeros((n, n_sl), dtype=np.int64)
+    bounds = sb.bounds(lo, hi)
+    for v in range(n_sl):
+        vmin, vmax = next(bounds)
+        mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
+        label[:, v] = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
+        if c is None:
+            conf[:, v] = 1
+        else:
+            conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
+                                  np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
+        width = vmax - vmin
+        spread[:, v] = width.sum(axis=1)
+        widest[:, v] = np.argmax(width, axis=1)
+        tie = (spread[:, v] <= 0) & ((label[:, v] == 0) | (conf[:, v] == 0))
+        if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
+            x = _in_slice(lo[tie], hi[tie], slo[v], prot)[0]
+            label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
+            conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
+    return label, conf, spread, widest
+
+
 def _in_slice(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, prot: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The boxes with their protected features fixed to slice values s (one row, or one per box)."""
     lo, hi = lo.copy(), hi.copy()
@@ -162,7 +166,8 @@ class _SliceBounds:
         vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), self.seg, axis=1)
         return ok, vmin, vmax
 
-    def _in_slice(self, ok, vmin, vmax, v: int):
+    def _fill_slice(self, ok, vmin, vmax, v: int):
+        """Overwrite the ranges of the trees that read protected features with slice v's."""
         okv = ok[:, self.p_leaves] & self.prot_ok[v, self.p_leaves]
         valp = self.nt.val[self.p_leaves]
         vmin[:, self.reads] = np.minimum.reduceat(np.where(okv, valp, np.inf), self.p_seg, axis=1)
@@ -176,7 +181,7 @@ class _SliceBounds:
                 yield vmin, vmax
                 continue
             vmin_v, vmax_v = vmin.copy(), vmax.copy()
-            self._in_slice(ok, vmin_v, vmax_v, v)
+            self._fill_slice(ok, vmin_v, vmax_v, v)
             yield vmin_v, vmax_v
 
     def bounds_at(self, lo: np.ndarray, hi: np.ndarray, slices: np.ndarray):
@@ -186,6 +191,6 @@ class _SliceBounds:
             for v in np.unique(slices):
                 r = slices == v
                 a, b = vmin[r], vmax[r]
-                self._in_slice(ok[r], a, b, int(v))
+                self._fill_slice(ok[r], a, b, int(v))
                 vmin[r], vmax[r] = a, b
         return vmin, vmax
