@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trees_data import DATA, DATASETS  # noqa: E402
+from trees_data import DATA, DATASETS
 
-from faircert.engines.trees import quantify, sample_unfair, verify_trees  # noqa: E402
-from faircert.models.io import load_model  # noqa: E402
-from faircert.properties import individual_fairness  # noqa: E402
+from faircert.engines.trees import quantify, sample_unfair, verify_trees
+from faircert.models.io import load_model
+from faircert.properties import individual_fairness
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAMES = {"adult": "Adult", "bank": "Bank", "compas": "COMPAS", "german": "Credit (German)"}
@@ -81,7 +81,7 @@ def testing(ir, dom, attr, limit, samples):
     distinct = len(np.unique(x, axis=0)) if len(x) else 0
     lo, hi = q.bounds
     return {"measure_lower": lo, "measure_upper": hi, "complete": q.complete, "quant_s": q.elapsed, "sample_s": samp,
-            "samples": int(len(x)), "distinct_idis": int(distinct), "rejected": rejected, "unfair_size": q.unfair}
+            "samples": len(x), "distinct_idis": int(distinct), "rejected": rejected, "unfair_size": q.unfair}
 
 
 def fmt_attr(a):

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from program_examples import FIG1
 from scipy import integrate
 from scipy.stats import norm
 
 from faircert.engines import prob_intervals as iv
-from faircert.engines.probability_bounds import probability, program_fairness
 from faircert.engines.prob_interp import POINT, Interpreter, site_marginals
+from faircert.engines.probability_bounds import probability, program_fairness
 from faircert.models.program import parse_expression, parse_program
-from program_examples import FIG1
 
 EX = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare" / "ex.fr"
 

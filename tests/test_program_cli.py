@@ -2,9 +2,9 @@
 
 import json
 
-from faircert.cli import main
 from program_examples import FIG1, FIG1_FIXED
 
+from faircert.cli import main
 
 
 def test_exit_codes_and_json(tmp_path, capsys):

@@ -4,8 +4,16 @@ from pathlib import Path
 
 import pytest
 
-from faircert.models.program import (Draw, Gaussian, If, ProgramError, Step, load_program, parse_expression,
-                                     parse_program)
+from faircert.models.program import (
+    Draw,
+    Gaussian,
+    If,
+    ProgramError,
+    Step,
+    load_program,
+    parse_expression,
+    parse_program,
+)
 
 FAIRSQUARE = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare"
 

@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from program_examples import FIG1, FIG1_FIXED
 
 from faircert import verify_program
 from faircert.engines.sequential import _hoeffding, sequential_test
 from faircert.errors import PropertyError
-from program_examples import FIG1, FIG1_FIXED
-
 
 
 @pytest.mark.parametrize("bound", ["binomial", "hoeffding"])

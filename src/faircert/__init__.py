@@ -9,6 +9,21 @@ from .results import Counterexample, GroupResult, ProgramResult, Result, Statist
 __version__ = "0.1.0"
 
 __all__ = [
-    "verify", "group", "verify_program", "ProgramResult", "load_model", "Domain", "Feature", "ReluNetwork", "Result", "Counterexample",
-    "StatisticalEstimate", "GroupResult", "FaircertError", "ModelFormatError", "DomainError", "PropertyError", "DataError",
+    "Counterexample",
+    "DataError",
+    "Domain",
+    "DomainError",
+    "FaircertError",
+    "Feature",
+    "GroupResult",
+    "ModelFormatError",
+    "ProgramResult",
+    "PropertyError",
+    "ReluNetwork",
+    "Result",
+    "StatisticalEstimate",
+    "group",
+    "load_model",
+    "verify",
+    "verify_program",
 ]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class Domain:
                 return i
         raise DomainError(f"unknown feature {name!r}; the domain has: {', '.join(self.names)}")
 
-    def with_protected(self, names: Iterable[str | int]) -> "Domain":
+    def with_protected(self, names: Iterable[str | int]) -> Domain:
         """A copy in which exactly `names` are marked protected."""
         wanted = {self.index(n) for n in names}
         return Domain(tuple(
@@ -179,7 +180,7 @@ class Domain:
             path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "domain") -> "Domain":
+    def from_dict(cls, data: Any, source: str = "domain") -> Domain:
         if not isinstance(data, dict) or not isinstance(data.get("features"), list):
             raise DomainError(f"{source}: expected a mapping with a 'features' list")
         features = []
@@ -202,7 +203,7 @@ class Domain:
         return cls(tuple(features))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Domain":
+    def load(cls, path: str | Path) -> Domain:
         path = Path(path)
         if not path.is_file():
             raise DomainError(f"domain file not found: {path}")
@@ -220,14 +221,14 @@ class Domain:
 
     @classmethod
     def from_bounds(cls, lower: Sequence[float], upper: Sequence[float], names: Sequence[str] | None = None,
-                    kind: str = "integer") -> "Domain":
+                    kind: str = "integer") -> Domain:
         names = list(names) if names is not None else [f"x{i}" for i in range(len(lower))]
         if not (len(lower) == len(upper) == len(names)):
             raise DomainError("bounds and names must have the same length")
         return cls(tuple(Feature(n, kind, lo, hi) for n, lo, hi in zip(names, lower, upper)))
 
     @classmethod
-    def infer(cls, data: Any, protected: Iterable[str] = (), label: str | None = None) -> "Domain":
+    def infer(cls, data: Any, protected: Iterable[str] = (), label: str | None = None) -> Domain:
         """Guess kinds and bounds from a DataFrame, a CSV path or an array (columns x0..)."""
         from .data import infer_domain
 

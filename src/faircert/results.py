@@ -289,7 +289,7 @@ class GroupResult(Verdict):
               conditional: dict[str, list[GroupProbability]] | None = None,
               approximations: list[str] | None = None, elapsed_s: float = 0.0, model: str = "",
               protected: list[str] | None = None, label: str | None = None,
-              stats: dict[str, Any] | None = None) -> "GroupResult":
+              stats: dict[str, Any] | None = None) -> GroupResult:
         """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
 
         DI and SP come from `groups`; EO from the two `conditional["Y=<label value>"]` lists; PCF

@@ -6,13 +6,32 @@ code stays vectorised; a branch that no row can take is skipped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..models.program import (Annotate, Assign, BinOp, BoolOp, BOOLEAN_NODES, Call, Compare, Draw, Expr,
-                              Gaussian, If, IfExp, Neg, Not, Num, Program, Var, _fold)
+from ..models.program import (
+    BOOLEAN_NODES,
+    Annotate,
+    Assign,
+    BinOp,
+    BoolOp,
+    Call,
+    Compare,
+    Draw,
+    Expr,
+    Gaussian,
+    If,
+    IfExp,
+    Neg,
+    Not,
+    Num,
+    Program,
+    Var,
+    _fold,
+)
 from . import prob_intervals as iv
 
 
@@ -126,7 +145,8 @@ class Interpreter:
 def site_marginals(program: Program) -> list:
     """The independent marginal of each random site (gaussian means that are not constant are 0:
     the interpreter adds them)."""
-    from ..population.continuous import Gaussian as G, Step, Uniform
+    from ..population.continuous import Gaussian as G
+    from ..population.continuous import Step, Uniform
 
     out = []
     for d in program.sites:

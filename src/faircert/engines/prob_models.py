@@ -9,8 +9,9 @@ label is surely positive / surely negative.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -196,11 +197,10 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
     from ..models.program import Program, parse_expression
     from ..population.continuous import Discrete, ProductPopulation, Step
+    from ..population.discrete import DiscretePopulation
     from ..population.program import ProgramPopulation
     from .prob_interp import INTERVAL, Interpreter
     from .probability_bounds import BoxEvaluator, stack_events
-
-    from ..population.discrete import DiscretePopulation
 
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)

@@ -15,9 +15,9 @@ Fractions, so bounds stay sound in float64.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class Refiner:
             out[:] = np.nan
             return out
         for k, v in sens.items():
-            col = k if k < self.d else self.d
+            col = min(self.d, k)
             out[:, col] += np.broadcast_to(v, (n,))
         return out
 

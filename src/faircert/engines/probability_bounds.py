@@ -9,8 +9,9 @@ population program, returned as a `GroupResult`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,16 @@ from ..errors import PropertyError
 from ..models.program import Expr, Program, load_program, parse_expression
 from ..results import ProgramResult
 from . import prob_intervals as iv
-from .prob_fairness import FairnessSpec, conditionals, decide, fairness_events, outward, ratio_interval, summary, weights
+from .prob_fairness import (
+    FairnessSpec,
+    conditionals,
+    decide,
+    fairness_events,
+    outward,
+    ratio_interval,
+    summary,
+    weights,
+)
 from .prob_interp import INTERVAL, Interpreter, site_marginals
 from .prob_refine import Bounds, refine
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.stats import beta
@@ -100,7 +100,15 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
     from ..models.program import load_program
     from ..results import ProgramResult
-    from .prob_fairness import FairnessSpec, conditionals, decide, fairness_events, outward, ratio_interval, summary
+    from .prob_fairness import (
+        FairnessSpec,
+        conditionals,
+        decide,
+        fairness_events,
+        outward,
+        ratio_interval,
+        summary,
+    )
     from .prob_interp import POINT, Interpreter, site_marginals
 
     prog = load_program(program)
@@ -141,13 +149,12 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
 
     from ..models.linear import LinearModel
     from ..models.program import Program, parse_expression
-
     from ..population.continuous import Discrete, ProductPopulation, Step
     from ..population.discrete import DiscretePopulation
     from ..population.program import ProgramPopulation
+    from ..properties import split_names
     from ..results import GroupProbability, GroupResult
     from .prob_interp import POINT, Interpreter
-    from ..properties import split_names
     from .prob_models import _feature_names, _model_name
 
     start = time.perf_counter()

@@ -46,44 +46,44 @@ class Var:
 @dataclass(frozen=True)
 class BinOp:
     op: str  # + - * /
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 @dataclass(frozen=True)
 class Neg:
-    operand: "Expr"
+    operand: Expr
 
 
 @dataclass(frozen=True)
 class Call:
     fn: str  # abs, min, max
-    args: tuple["Expr", ...]
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class Compare:
     op: str  # < <= > >= == !=
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 @dataclass(frozen=True)
 class BoolOp:
     op: str  # and, or
-    values: tuple["Expr", ...]
+    values: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class Not:
-    operand: "Expr"
+    operand: Expr
 
 
 @dataclass(frozen=True)
 class IfExp:
-    test: "Expr"
-    body: "Expr"
-    orelse: "Expr"
+    test: Expr
+    body: Expr
+    orelse: Expr
 
 
 Expr = Union[Num, Var, BinOp, Neg, Call, Compare, BoolOp, Not, IfExp]
@@ -134,8 +134,8 @@ class Draw:
 @dataclass
 class If:
     test: Expr
-    body: list["Stmt"]
-    orelse: list["Stmt"]
+    body: list[Stmt]
+    orelse: list[Stmt]
     line: int
 
 

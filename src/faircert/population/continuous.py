@@ -13,8 +13,9 @@ to end at 1): a change below 1e-15 of the written masses.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Union
+from typing import Union
 
 import numpy as np
 from scipy.special import ndtri
@@ -226,7 +227,7 @@ class ProductPopulation:
             raise PropertyError("a product population names each feature once")
 
     @classmethod
-    def of(cls, features: Mapping[str, Marginal | Mapping]) -> "ProductPopulation":
+    def of(cls, features: Mapping[str, Marginal | Mapping]) -> ProductPopulation:
         return cls(list(features), [marginal(m, n) for n, m in features.items()])
 
     def feature_intervals(self, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple]:

@@ -23,7 +23,7 @@ class ProgramPopulation:
     program: Program
 
     @classmethod
-    def load(cls, source: str | Path | Program) -> "ProgramPopulation":
+    def load(cls, source: str | Path | Program) -> ProgramPopulation:
         return cls(load_program(source))
 
     @property

@@ -97,7 +97,7 @@ def save_nnet(network: ReluNetwork, path: str | Path) -> None:
     sizes = network.layer_sizes
     lower = network.input_lower if network.input_lower is not None else np.zeros(network.n_inputs)
     upper = network.input_upper if network.input_upper is not None else np.ones(network.n_inputs)
-    fmt = lambda vals: ",".join(repr(float(v)) for v in vals) + ","  # noqa: E731
+    fmt = lambda vals: ",".join(repr(float(v)) for v in vals) + ","
     out = ["// written by faircert", f"{len(network.weights)},{sizes[0]},{sizes[-1]},{max(sizes)},",
            ",".join(map(str, sizes)) + ",", "0,", fmt(lower), fmt(upper),
            fmt(np.zeros(sizes[0] + 1)), fmt(np.ones(sizes[0] + 1))]
