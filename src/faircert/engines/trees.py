@@ -144,6 +144,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
     return done + [(e[2], e[3]) for e in heap]
 
 
+SAMPLE_CHUNK = 1 << 17  # rows drawn and re-checked at a time in testing mode
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
 
@@ -516,10 +517,15 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     rng = np.random.default_rng(seed)
     size = np.prod(q.piece_hi - q.piece_lo, axis=1)
     rows = rng.choice(len(size), size=n, p=size / size.sum())
-    x = piece_points(q, rows, rng)
-    xp = twins_of(q, x, q.piece_twin[rows])
-    ok = recheck(ir, q, x, xp)
-    return x[ok], xp[ok], int((~ok).sum())
+    xs, xps, rejected = [], [], 0
+    for s in range(0, n, SAMPLE_CHUNK):  # chunks: memory is reused instead of faulted in afresh
+        r = rows[s:s + SAMPLE_CHUNK]
+        x = piece_points(q, r, rng)
+        xp = twins_of(q, x, q.piece_twin[r])
+        ok = recheck(ir, q, x, xp)
+        xs.append(x[ok]); xps.append(xp[ok])
+        rejected += int((~ok).sum())
+    return np.concatenate(xs), np.concatenate(xps), rejected
 
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
