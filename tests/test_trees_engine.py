@@ -9,6 +9,7 @@ import pytest
 from scipy.ndimage import maximum_filter
 
 from faircert.domain import Domain, Feature
+from faircert.errors import PropertyError
 from faircert.engines.trees import quantify, sample_unfair, verify_trees
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import individual_fairness
@@ -167,8 +168,19 @@ def test_auto_method_keeps_the_first_phase_bounds():
     assert all(lo - 1e-12 <= truth <= hi + 1e-12 for lo, hi in zip(lows, highs))
     lo, hi = q.bounds
     assert q.known[0] <= lo <= truth <= hi <= q.known[1]
-    with pytest.raises(ValueError):
+    with pytest.raises(PropertyError, match="unknown method 'fastest'"):
         quantify(ir, prop, method="fastest")
+
+
+def test_refinement_needs_integer_features():
+    ens = toy_ensemble()
+    real = Domain((Feature("income", "real", 0, 1000), Feature("race", "categorical", 0, 4),
+                   Feature("age", "integer", 0, 100)))
+    prop = individual_fairness(real, "race", epsilon={"income": 5.0, "age": 5}, kappa=0.5)
+    with pytest.raises(PropertyError, match="needs integer features"):
+        quantify(ens, prop, method="refinement")
+    q = quantify(ens, prop, time_limit=5.0)  # auto takes the region path on real features, exactly
+    assert q.complete and q.bounds[0] == q.bounds[1] and 0.6 < q.bounds[0] < 0.7
 
 
 def test_sampling_is_uniform_over_the_exact_region():

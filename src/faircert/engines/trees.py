@@ -170,7 +170,7 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if method not in ("auto", "regions", "refinement"):
-        raise ValueError(f"unknown method {method!r}")
+        raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
                                _reporter(progress, total, t0), t0)
