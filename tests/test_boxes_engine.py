@@ -121,3 +121,28 @@ def test_real_features_are_measured_by_volume():
     assert res.statistical.ci_low <= 0.2 <= res.statistical.ci_high
     for c in res.counterexamples:
         assert (c.output > 0) != (c.output_prime > 0) and c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_credited_shares_of_open_boxes_stay_below_the_truth(seed, no_root_enumeration):
+    # six free features 0..7 and a binary protected one: open boxes with enough features for
+    # their Chernoff shares to count, and a grid small enough to enumerate
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, 7, [12, 6], scale=0.5)
+    net.weights[0][:, 6] *= 0.2
+    dom = Domain(tuple(Feature(f"x{i}", "integer", 0, 7) for i in range(6)) + (Feature("p", "binary"),))
+    prop = individual_fairness(dom, ["p"])
+    grid = np.array(np.meshgrid(*[np.arange(8.0)] * 6, indexing="ij")).reshape(6, -1).T
+    labels = [net.logit(np.column_stack([grid, np.full(len(grid), v)])) > 0 for v in (0.0, 1.0)]
+    unfair = float(np.mean(labels[0] != labels[1]))
+    credited = 0.0
+    for rounds in (4, 8, 16):
+        run = Refinement(net, prop, seed, None)
+        run.refine(None, 0.0, max_rounds=rounds)
+        cert, fal, und = run.shares()
+        assert cert <= 1 - unfair + 1e-12 and fal <= unfair + 1e-12
+        assert cert + fal + und == pytest.approx(1.0)
+        credited = max(credited, run.pool.credited()[0] / run.pb.domain_size)
+        st = run.result(None, 0.99, 10).statistical
+        assert fal <= st.ci_low <= st.ci_high <= fal + und + 1e-12
+    assert credited > 0.005  # the open boxes carried a proven-fair share

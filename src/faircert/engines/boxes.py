@@ -5,13 +5,15 @@ boxes for all twins at once; a box is certified when every twin is provably on t
 of 0 over it (over its epsilon-enlargement), falsified when some twin is provably positive and
 another provably non-positive everywhere in it. Boxes with few grid points are enumerated
 exactly. Undecided boxes are searched for counterexamples, the heaviest are split further, and
-proven-unfair boxes are grown around counterexamples. The shares are sound at every moment;
-a stratified sample over the undecided boxes estimates the rest.
+proven-unfair boxes are grown around counterexamples; inside each undecided box, Chernoff bounds
+on its linear forms prove a share of its points fair or unfair without locating them. The shares
+are sound at every moment; a stratified sample over the undecided boxes estimates the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -27,6 +29,7 @@ from .boxes_grow import RADII, carve, grow
 from .boxes_pool import Pool
 from .boxes_problem import Problem
 from .boxes_sampling import Sampler, random_points, twin_split
+from .boxes_tail import decided_shares
 
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
@@ -88,7 +91,7 @@ class Refinement:
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.stats = dict(boxes_bounded=0, boxes_bounded_grow=0, boxes_exact=0, points_exact=0, boxes_grown=0,
-                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0)
+                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0, t_credit=0.0)
         self._last_report = 0.0
         self.probes = self.probe_hits = 0
         self.started = False
@@ -147,12 +150,17 @@ class Refinement:
             t = time.perf_counter()
             twin_split(self.pb, x)
             self.point_cost = (time.perf_counter() - t) / 4096 * (20 if self.pb.has_eps else 1)
-        und = self.undecided_mass() / self.pb.domain_size
+        und = self._open_mass() / self.pb.domain_size
         p = min(0.5, max(self.probe_hits / self.probes, 0.01)) if self.probes >= 1000 else 0.25
         need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / SAMPLE_HALFWIDTH ** 2)
         return min(1.3 * need * self.point_cost, 0.3 * time_limit)
 
     def undecided_mass(self) -> float:
+        """Mass not proven fair or unfair."""
+        return self._open_mass() - sum(self.pool.credited())
+
+    def _open_mass(self) -> float:
+        """Mass of the boxes not decided whole (the pool and the stuck boxes)."""
         stuck = sum(float(self.pb.mass(a, b).sum()) for a, b in zip(self.stuck_lo, self.stuck_hi))
         return self.pool.total() + stuck
 
@@ -204,6 +212,7 @@ class Refinement:
             return []
         lo, hi, mass = lo[rows], hi[rows], mass[rows]
         score = own.sens[rows] * (hi - lo)
+        src = rows  # each remaining box's row in the bounds
         pending = []
         if not pb.has_eps:
             cuts = cut_boxes(own, rows, lo, hi, pb.discrete, pb.tol)
@@ -215,18 +224,35 @@ class Refinement:
                 rest = ~(cuts.fair | cuts.unfair)
                 pending.append((cuts.lo[rest], cuts.hi[rest]))
                 keep = ~cuts.cut
-                lo, hi, mass, score = lo[keep], hi[keep], mass[keep], score[keep]
+                lo, hi, mass, score, src = lo[keep], hi[keep], mass[keep], score[keep], src[keep]
         if lo.shape[0]:
             has_cex, carved = self._search(lo, hi, mass)
             if carved is not None:
                 keep, plo, phi = carved
                 lo, hi, mass, score, has_cex = lo[keep], hi[keep], mass[keep], score[keep], has_cex[keep]
+                src = src[keep]
                 pending.append((plo, phi))
+            fair, unfair = self._credit(bd, own, src, lo, hi)
+            fair, unfair = fair * mass, unfair * mass
             # boxes holding a counterexample can never be certified whole: refine them later
-            self._push(lo, hi, mass, score, np.where(has_cex, HOPELESS * mass, mass))
+            open_ = mass - fair - unfair
+            self._push(lo, hi, mass, score, np.where(has_cex, HOPELESS * open_, open_), fair, unfair)
         return [p for p in pending if p[0].shape[0]]
 
-    def _push(self, lo, hi, mass, score, prio) -> None:
+    def _credit(self, bd, own, src, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+        """Shares of the boxes (rows `src` of the bounds) proven fair and unfair by their forms."""
+        pb = self.pb
+        t = time.perf_counter()
+        fair_forms = None
+        if pb.has_eps:
+            # a point is fair when its whole epsilon-window is: the forms' worst case over it
+            a = bd.form_a[:, src]
+            fair_forms = (a, bd.form_c[:, src] - (np.abs(a) * pb.eps).sum(axis=3))
+        shares = decided_shares(own.form_a[:, src], own.form_c[:, src], lo, hi, pb.discrete, pb.tol, fair_forms)
+        self.stats["t_credit"] += time.perf_counter() - t
+        return shares
+
+    def _push(self, lo, hi, mass, score, prio, fair, unfair) -> None:
         pb = self.pb
         width = hi - lo
         can = np.where(pb.discrete, width > 0, width > self.min_real)
@@ -237,7 +263,7 @@ class Refinement:
         flat = score[r, best] <= 0
         best[flat] = np.argmax(fallback[flat], axis=1)
         ok = can.any(axis=1)
-        self.pool.push(lo[ok], hi[ok], mass[ok], best[ok], prio[ok])
+        self.pool.push(lo[ok], hi[ok], mass[ok], best[ok], prio[ok], fair[ok], unfair[ok])
         if (~ok).any():
             self.stuck_lo.append(lo[~ok])
             self.stuck_hi.append(hi[~ok])
@@ -340,11 +366,10 @@ class Refinement:
     # ----- reporting ---------------------------------------------------------------------------
     def shares(self) -> tuple[float, float, float]:
         size = self.pb.domain_size
-        und_mass = self.undecided_mass()
-        if und_mass == 0:
-            fal = self.fal / size
-            return (1.0, 0.0, 0.0) if self.fal == 0 else (1.0 - fal, fal, 0.0)
-        cert, fal = self.cert / size, self.fal / size
+        fair, unfair = self.pool.credited()
+        cert, fal = (self.cert + fair) / size, (self.fal + unfair) / size
+        if self._open_mass() == 0:  # everything decided: the certified share is the exact rest
+            return 1.0 - fal, fal, 0.0
         return cert, fal, max(0.0, 1.0 - cert - fal)
 
     def _report(self, force: bool = False) -> None:
@@ -379,7 +404,13 @@ class Refinement:
         t_refine = time.perf_counter() - self.t0
         lo, hi, mass = self._undecided_boxes()
         deadline = None if time_limit is None else self.t0 + time_limit
-        est = Sampler(pb, self.rng, confidence, SAMPLE_HALFWIDTH).estimate(lo, hi, mass, fal, deadline, self.chunk)
+        # the samples cover the undecided boxes whole, credits included: start from the boxes
+        # decided whole, then keep the interval inside the sound one (which holds the truth surely)
+        est = Sampler(pb, self.rng, confidence, SAMPLE_HALFWIDTH).estimate(
+            lo, hi, mass, self.fal / pb.domain_size, deadline, self.chunk)
+        est = dataclasses.replace(est, unfair=float(np.clip(est.unfair, fal, fal + und)),
+                                  ci_low=float(np.clip(est.ci_low, fal, fal + und)),
+                                  ci_high=float(np.clip(est.ci_high, fal, fal + und)))
         cexs = self.counterexamples(max_counterexamples)
         if und == 0 and fal == 0 and not cexs:
             verdict = "fair"
@@ -393,7 +424,9 @@ class Refinement:
                   twins=pb.n_twins, counterexamples_found=self.cex_found,
                   boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
                   twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
-                  tolerance=pb.tol, full_crown=self.tight)
+                  tolerance=pb.tol, full_crown=self.tight,
+                  credited_fair=self.pool.credited()[0] / pb.domain_size,
+                  credited_unfair=self.pool.credited()[1] / pb.domain_size)
         dom = self.prop.domain
         return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
                       domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,
