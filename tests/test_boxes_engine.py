@@ -68,6 +68,15 @@ def test_complete_run_with_epsilon_equals_brute_force(seed, no_root_enumeration)
     check_counterexamples(res, dom, eps)
 
 
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_run_stops_once_undecided_reaches_the_target(seed, no_root_enumeration):
+    net, dom, prop, truth = case(seed)
+    for target in (0.5, 0.2, 0.05):
+        res = verify_network(net, prop, time_limit=None, target_undecided=target)
+        assert 0 < res.undecided <= target
+        assert res.falsified * 630 <= truth + 1e-9 and res.certified * 630 <= 630 - truth + 1e-9
+
+
 def test_whole_domain_enumeration_equals_brute_force():
     net, _, prop, truth = case(4, {"b": 1})
     res = verify_network(net, prop, time_limit=None)

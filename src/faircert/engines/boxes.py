@@ -118,7 +118,8 @@ class Refinement:
                 pend_lo, pend_hi = self._process(lo, hi)
             self.stats["rounds"] += 1
             self._report()
-            if not pend_lo.shape[0] and (len(self.pool) == 0 or self.undecided_mass() / pb.domain_size <= target):
+            und = self.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
+            if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(self.pool) == 0):
                 break
             if end is not None and time.perf_counter() > end - self._sampling_time(time_limit):
                 break
