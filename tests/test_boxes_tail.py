@@ -100,3 +100,20 @@ def test_twins_apart_give_an_unfair_share():
     truth = np.mean(x.sum(axis=1) > 3)
     assert fair[0] == 0.0
     assert 0.4 < unfair[0] <= truth
+
+
+def test_log_mgf_matches_direct_sums_and_never_falls_below_them():
+    from faircert.engines.boxes_tail import _log_mgf
+
+    for n in (1, 2, 7, 100, 5000):
+        k = np.arange(n) - (n - 1) / 2
+        for u in (1e-9, 1e-6, 3e-4, 0.01, 0.3, 2.0, 40.0):
+            direct = np.log(np.mean(np.exp(u * k - u * k.max()))) + u * k.max()  # stable log-mean-exp
+            got = _log_mgf(np.array([u]), np.array([float(n)]), np.array([True]))[0]
+            assert got >= direct - 1e-12 * max(1.0, abs(direct))
+            assert got == pytest.approx(direct, rel=1e-6, abs=1e-12)
+    # an interval of width w: log(sinh(u w/2) / (u w/2))
+    for w, u in ((1.0, 1e-7), (2.0, 0.5), (10.0, 3.0)):
+        z = u * w / 2
+        got = _log_mgf(np.array([u]), np.array([w]), np.array([False]))[0]
+        assert got == pytest.approx(np.log(np.sinh(z) / z), rel=1e-6, abs=1e-15)
