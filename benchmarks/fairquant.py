@@ -197,8 +197,12 @@ def write(rows: list[dict], args, measured: str | None = None) -> None:
               "early at the undecided target.",
               "", "Throughput = boxes bounded per second of refinement (each box bounds all twins at once; "
               "FairQuant's subproblem is one box with its two twins). Falsified shares are tiny for Adult, "
-              "Bank and German because their domains hold 1e10-1e15 points; they come from whole boxes "
-              "proven unfair, not from single points."]
+              "Bank and German because their domains hold 1e10-1e15 points; they come from boxes proven "
+              "unfair whole and from Chernoff shares of open boxes, not from single points.",
+              "", "Monte-Carlo column: a 1e6-sample estimate rounded to 2 digits, not the truth. Where our run "
+              "is exact (undecided 0, as on COMPAS: 17, 15, 12 and 14 unfair points of 624) its interval has "
+              "width 0 and can only contain that column when the column happens to be exact; the second "
+              "interval row allows for the column's own sampling error and rounding."]
     OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
     OUT.with_suffix(".json").write_text(json.dumps(dict(scale=args.scale, seed=args.seed, full_budget=full,
                                                         measured=measured, rows=rows), indent=1) + "\n")

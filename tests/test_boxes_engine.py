@@ -70,7 +70,7 @@ def test_complete_run_with_epsilon_equals_brute_force(seed, no_root_enumeration)
 
 @pytest.mark.parametrize("seed", [0, 2, 3])
 def test_run_stops_once_undecided_reaches_the_target(seed, no_root_enumeration):
-    net, dom, prop, truth = case(seed)
+    net, _, prop, truth = case(seed)
     for target in (0.5, 0.2, 0.05):
         res = verify_network(net, prop, time_limit=None, target_undecided=target)
         assert 0 < res.undecided <= target
