@@ -421,13 +421,13 @@ class Refinement:
             verdict = "unknown"
         elapsed = time.perf_counter() - self.t0
         st = dict(self.stats)
+        credited_fair, credited_unfair = self.pool.credited()
         st.update(elapsed_refine_s=t_refine, peak_pool=self.pool.peak, pool=len(self.pool),
                   twins=pb.n_twins, counterexamples_found=self.cex_found,
                   boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
                   twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
                   tolerance=pb.tol, full_crown=self.tight,
-                  credited_fair=self.pool.credited()[0] / pb.domain_size,
-                  credited_unfair=self.pool.credited()[1] / pb.domain_size)
+                  credited_fair=credited_fair / pb.domain_size, credited_unfair=credited_unfair / pb.domain_size)
         dom = self.prop.domain
         return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
                       domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,

@@ -88,11 +88,16 @@ def decided_shares(form_a: np.ndarray, form_c: np.ndarray, lo: np.ndarray, hi: n
         return np.zeros(0), np.zeros(0)
     size = np.where(discrete, hi - lo + 1.0, hi - lo)[None, :, None, :]
     mid = ((lo + hi) * 0.5)[None, :, None, :]
-    p_own = failure_bound(form_a, form_c + (form_a * mid).sum(axis=3) - tol, size, discrete)
-    fa, fc = (form_a, form_c) if fair_forms is None else fair_forms
-    p_fair = p_own if fair_forms is None else failure_bound(fa, fc + (fa * mid).sum(axis=3) - tol, size, discrete)
+    own_centre = form_c + (form_a * mid).sum(axis=3)                     # (2, B, T) means over the box
+    p_own = failure_bound(form_a, own_centre - tol, size, discrete)
+    if fair_forms is None:
+        fa, fc, centre, p_fair = form_a, form_c, own_centre, p_own
+    else:
+        fa, fc = fair_forms
+        centre = fc + (fa * mid).sum(axis=3)
+        p_fair = failure_bound(fa, centre - tol, size, discrete)
     T = form_a.shape[2]
-    all_side = np.maximum(1.0 - p_fair.sum(axis=2), _min_form_share(fa, fc, lo, hi, mid, size, discrete, tol))
+    all_side = np.maximum(1.0 - p_fair.sum(axis=2), _min_form_share(fa, fc, centre, lo, hi, size, discrete, tol))
     fair = np.clip(all_side, 0.0, None).sum(axis=0)                      # all positive + all negative
     if T < 2:
         return fair, np.zeros_like(fair)
@@ -103,10 +108,10 @@ def decided_shares(form_a: np.ndarray, form_c: np.ndarray, lo: np.ndarray, hi: n
     return fair, unfair
 
 
-def _min_form_share(a, c, lo, hi, mid, size, discrete, tol) -> np.ndarray:
+def _min_form_share(a, c, centre, lo, hi, size, discrete, tol) -> np.ndarray:
     """Lower bound on P(every twin's form > tol) from one form: the twins' forms differ little,
-    so min_k f_k >= f_j + min(0, min over the box of f_k - f_j) for the twin j of highest mean."""
-    centre = c + (a * mid).sum(axis=3)                                 # (2, B, T)
+    so min_k f_k >= f_j + min(0, min over the box of f_k - f_j) for the twin j of highest mean
+    (`centre`, (2, B, T): the forms' means over the box)."""
     j = np.argmax(centre, axis=2)[..., None]
     a_j = np.take_along_axis(a, j[..., None], axis=2)                  # (2, B, 1, d)
     c_j = np.take_along_axis(c, j, axis=2)                             # (2, B, 1)

@@ -174,6 +174,8 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
                                _reporter(progress, total, t0), t0)
+    if method == "refinement" and not discrete.all():
+        raise PropertyError("the refinement method needs integer features; use method 'regions'")
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     if method == "refinement" or (method == "auto" and discrete.all() and time_limit):
         if method == "auto":
@@ -184,8 +186,6 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
             known = first.bounds
         else:
             known = (0.0, 1.0)
-        if not discrete.all():
-            raise PropertyError("the refinement method needs integer features; use method 'regions'")
         q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0)
         q.known = known
         return q
@@ -252,24 +252,25 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (trees_joint)."""
     slo, _ = _slices(prop, dlo, dhi)
-    complete, part, plo, phi, twin = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol,
-                                                    dlo, dhi, deadline, acc, report)
-    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
-                       eps, discrete, tuple(prop.protected), False, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
-               "terms": 0, "near_tie_size": 0.0}
-    return q
+    found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report)
+    return _refined(found, prop, total, eps, discrete, len(slo), acc, t0)
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
     """Epsilon > 0 or robustness on an integer grid: one box refinement (trees_dilated)."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
-    complete, part, plo, phi, twin = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps,
-                                                      dlo, dhi, deadline, acc, report)
+    found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
+                             acc, report)
+    return _refined(found, prop, total, eps, discrete, len(slo), acc, t0)
+
+
+def _refined(found, prop, total, eps, discrete, slices, acc, t0) -> Quantification:
+    """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins)."""
+    complete, part, plo, phi, twin = found
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
+    q.stats = {"slices": slices, "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
                "terms": 0, "near_tie_size": 0.0}
     return q
 
@@ -523,7 +524,8 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         x = piece_points(q, r, rng)
         xp = twins_of(q, x, q.piece_twin[r])
         ok = recheck(ir, q, x, xp)
-        xs.append(x[ok]); xps.append(xp[ok])
+        xs.append(x[ok])
+        xps.append(xp[ok])
         rejected += int((~ok).sum())
     return np.concatenate(xs), np.concatenate(xps), rejected
 
