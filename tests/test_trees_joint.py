@@ -65,3 +65,24 @@ def test_joint_partition_time_limited_bounds_are_sound():
     for limit in (1e-6, 1e-3, 3e-3, 1e-2, 3e-2):
         lo, hi = quantify(ir, prop, time_limit=limit).bounds
         assert lo - 1e-12 <= truth <= hi + 1e-12
+
+
+def test_leaf_ranges_match_masked_min_and_max():
+    """The dense sorted layout gives each tree's min and max over its reachable leaves, for ragged
+    trees (1 to 8 leaves, ties in value included) and for a subset of the trees."""
+    from faircert.engines.trees_boxes import LeafRanges
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 9, size=12)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    val = np.round(rng.normal(size=start[-1]), 1)  # rounding makes equal leaf values
+    ok = rng.random((300, start[-1])) < 0.4
+    ok[np.arange(300)[:, None], start[:-1][None, :] + rng.integers(0, sizes)] = True  # a box reaches a leaf of every tree
+    want_min = np.array([[val[a:b][ok[r, a:b]].min() for a, b in zip(start[:-1], start[1:])] for r in range(300)])
+    want_max = np.array([[val[a:b][ok[r, a:b]].max() for a, b in zip(start[:-1], start[1:])] for r in range(300)])
+    ranges = LeafRanges.of_trees(start, val)
+    vmin, vmax = ranges(ok)
+    assert np.array_equal(vmin, want_min) and np.array_equal(vmax, want_max)
+    some = np.array([1, 4, 5, 11])
+    smin, smax = ranges.subset(some).reduce(ranges.gather(ok)[:, ranges.columns(some)])
+    assert np.array_equal(smin, want_min[:, some]) and np.array_equal(smax, want_max[:, some])

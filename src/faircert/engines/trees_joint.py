@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition
+from .trees_boxes import LeafRanges, NormalisedTrees, Partition
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
@@ -138,15 +138,17 @@ class _SliceBounds:
         self.nt = nt
         is_prot = np.isin(nt.c_feat, prot) & np.isfinite(nt.c_bound)
         self.is_prot = is_prot
-        self.seg = nt.start[:-1]
         sval = slo[:, nt.c_feat]  # slices x leaves x depth
         sat = np.where(nt.c_upper, sval < nt.c_bound, sval + 1.0 > nt.c_bound)
         self.prot_ok = np.where(is_prot, sat, True).all(axis=2)  # slices x leaves
         leaf_tree = np.repeat(np.arange(nt.n_trees), np.diff(nt.start))
         self.reads = np.zeros(nt.n_trees, dtype=bool)
         self.reads[leaf_tree[is_prot.any(axis=1)]] = True
-        self.p_leaves = np.isin(leaf_tree, np.nonzero(self.reads)[0])
-        self.p_seg = np.concatenate([[0], np.cumsum(np.diff(nt.start)[self.reads])])[:-1]
+        # reachable leaves are computed straight in the dense layout of nt.ranges
+        p_trees = np.nonzero(self.reads)[0]
+        self.p_cols = nt.ranges.columns(p_trees)
+        self.p_ranges = nt.ranges.subset(p_trees)
+        self.prot_ok_dense = self.prot_ok[:, self.p_ranges.idx]  # slices x dense protected-tree leaves
         # each distinct (feature, boundary) is compared once per box; leaves gather the booleans
         real = np.isfinite(nt.c_bound) & ~is_prot
         pairs, inv = np.unique(np.stack([nt.c_feat[real], nt.c_bound[real]], axis=1), axis=0, return_inverse=True)
@@ -154,43 +156,40 @@ class _SliceBounds:
         n_u = len(pairs)
         cidx = np.full(nt.c_feat.shape, 2 * n_u, dtype=np.int64)  # the always-true column
         cidx[real] = np.where(nt.c_upper[real], inv.ravel(), n_u + inv.ravel())
-        self.cidx = cidx
+        self.cidx = cidx[nt.ranges.idx]
 
     def _ok(self, lo: np.ndarray, hi: np.ndarray):
-        """Reachable leaves (boxes x leaves) on the non-protected path constraints, and the ranges."""
-        nt = self.nt
+        """The protected-reading trees' leaves reachable on the non-protected path constraints (in
+        the dense layout of `p_ranges`), and every tree's range on those constraints alone."""
         sat = np.concatenate([lo[:, self.u_feat] < self.u_bound, hi[:, self.u_feat] > self.u_bound,
                               np.ones((len(lo), 1), dtype=bool)], axis=1)
         ok = sat[:, self.cidx].all(axis=2)
-        vmin = np.minimum.reduceat(np.where(ok, nt.val, np.inf), self.seg, axis=1)
-        vmax = np.maximum.reduceat(np.where(ok, nt.val, -np.inf), self.seg, axis=1)
-        return ok, vmin, vmax
+        vmin, vmax = self.nt.ranges.reduce(ok)
+        return ok[:, self.p_cols], vmin, vmax
 
-    def _fill_slice(self, ok, vmin, vmax, v: int):
-        """Overwrite the ranges of the trees that read protected features with slice v's."""
-        okv = ok[:, self.p_leaves] & self.prot_ok[v, self.p_leaves]
-        valp = self.nt.val[self.p_leaves]
-        vmin[:, self.reads] = np.minimum.reduceat(np.where(okv, valp, np.inf), self.p_seg, axis=1)
-        vmax[:, self.reads] = np.maximum.reduceat(np.where(okv, valp, -np.inf), self.p_seg, axis=1)
+    def _fill_slice(self, okp, vmin, vmax, v: int):
+        """Overwrite the ranges of the trees that read protected features with slice v's
+        (`okp`: their reachable leaves in the dense layout of `p_ranges`)."""
+        vmin[:, self.reads], vmax[:, self.reads] = self.p_ranges.reduce(okp & self.prot_ok_dense[v])
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray):
         """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
-        ok, vmin, vmax = self._ok(lo, hi)
+        okp, vmin, vmax = self._ok(lo, hi)
         for v in range(len(self.prot_ok)):
             if not self.reads.any():
                 yield vmin, vmax
                 continue
             vmin_v, vmax_v = vmin.copy(), vmax.copy()
-            self._fill_slice(ok, vmin_v, vmax_v, v)
+            self._fill_slice(okp, vmin_v, vmax_v, v)
             yield vmin_v, vmax_v
 
     def bounds_at(self, lo: np.ndarray, hi: np.ndarray, slices: np.ndarray):
         """(vmin, vmax) (boxes x trees) of each box in its own slice."""
-        ok, vmin, vmax = self._ok(lo, hi)
+        okp, vmin, vmax = self._ok(lo, hi)
         if self.reads.any():
             for v in np.unique(slices):
                 r = slices == v
                 a, b = vmin[r], vmax[r]
-                self._fill_slice(ok[r], a, b, int(v))
+                self._fill_slice(okp[r], a, b, int(v))
                 vmin[r], vmax[r] = a, b
         return vmin, vmax
