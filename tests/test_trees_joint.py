@@ -67,13 +67,16 @@ def test_joint_partition_time_limited_bounds_are_sound():
         assert lo - 1e-12 <= truth <= hi + 1e-12
 
 
-def test_leaf_ranges_match_masked_min_and_max():
+@pytest.mark.parametrize("most_leaves", [8, 20])
+def test_leaf_ranges_match_masked_min_and_max(most_leaves):
     """The dense sorted layout gives each tree's min and max over its reachable leaves, for ragged
-    trees (1 to 8 leaves, ties in value included) and for a subset of the trees."""
+    trees (ties in value included; up to 8 leaves: the bit-table path, more: argmax) and for a
+    subset of the trees."""
     from faircert.engines.trees_boxes import LeafRanges
 
     rng = np.random.default_rng(3)
-    sizes = rng.integers(1, 9, size=12)
+    sizes = rng.integers(1, most_leaves + 1, size=12)
+    sizes[0] = most_leaves
     start = np.concatenate([[0], np.cumsum(sizes)])
     val = np.round(rng.normal(size=start[-1]), 1)  # rounding makes equal leaf values
     ok = rng.random((300, start[-1])) < 0.4

@@ -146,9 +146,10 @@ class LeafRanges:
 
     `groups[t]` are the indices (into the mask's columns and `val`) of the leaves of tree t that
     count. They are gathered into a dense (trees x largest group) block, each tree's leaves in
-    increasing value, so the min is the first reachable slot and the max the last: two `argmax`
-    over a contiguous boolean axis (measured 6x faster than masked `reduceat` over the ragged
-    layout). A box reaches at least one leaf of every tree.
+    increasing value, so the min is the first reachable slot and the max the last (for trees of at
+    most 8 leaves, the lowest and highest set bit of one byte per tree, by table; measured several
+    times faster than masked `reduceat` over the ragged layout). A box reaches at least one leaf of
+    every tree.
     """
 
     def __init__(self, groups: list[np.ndarray], val: np.ndarray) -> None:
@@ -191,9 +192,18 @@ class LeafRanges:
     def reduce(self, okp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vmin, vmax) (boxes x trees) of a mask in the dense layout."""
         dense = okp.reshape(len(okp), self.n_trees, self.width)
-        first = dense.argmax(axis=2)
-        last = self.width - 1 - dense[:, :, ::-1].argmax(axis=2)
+        if self.width <= 8:  # trees of depth <= 3: one byte per tree, first and last bit by table
+            byte = dense.view(np.uint8) @ _BIT_WEIGHTS[:self.width]
+            first, last = _LOWEST_BIT[byte], _HIGHEST_BIT[byte]
+        else:
+            first = dense.argmax(axis=2)
+            last = self.width - 1 - dense[:, :, ::-1].argmax(axis=2)
         return self.sorted_val[self.base + first], self.sorted_val[self.base + last]
+
+
+_BIT_WEIGHTS = (1 << np.arange(8)).astype(np.uint8)
+_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 0 for b in range(256)], dtype=np.int64)
+_HIGHEST_BIT = np.array([b.bit_length() - 1 if b else 0 for b in range(256)], dtype=np.int64)
 
 
 def split_choice(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
