@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from test_trees_engine import _small_problem, brute_force
@@ -81,8 +83,8 @@ def test_leaf_ranges_match_masked_min_and_max(most_leaves):
     val = np.round(rng.normal(size=start[-1]), 1)  # rounding makes equal leaf values
     ok = rng.random((300, start[-1])) < 0.4
     ok[np.arange(300)[:, None], start[:-1][None, :] + rng.integers(0, sizes)] = True  # a box reaches a leaf of every tree
-    want_min = np.array([[val[a:b][ok[r, a:b]].min() for a, b in zip(start[:-1], start[1:])] for r in range(300)])
-    want_max = np.array([[val[a:b][ok[r, a:b]].max() for a, b in zip(start[:-1], start[1:])] for r in range(300)])
+    want_min = np.array([[val[a:b][ok[r, a:b]].min() for a, b in itertools.pairwise(start)] for r in range(300)])
+    want_max = np.array([[val[a:b][ok[r, a:b]].max() for a, b in itertools.pairwise(start)] for r in range(300)])
     ranges = LeafRanges.of_trees(start, val)
     vmin, vmax = ranges(ok)
     assert np.array_equal(vmin, want_min) and np.array_equal(vmax, want_max)

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import LeafRanges, NormalisedTrees, Partition
+from .trees_boxes import NormalisedTrees, Partition
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
