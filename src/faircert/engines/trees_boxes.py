@@ -74,6 +74,7 @@ class NormalisedTrees:
 
     def __post_init__(self) -> None:
         self.ranges = LeafRanges.of_trees(self.start, self.val)
+        self.reach = PathChecks(self)
 
     @property
     def n_trees(self) -> int:
@@ -138,8 +139,30 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
 
 def tree_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Min and max leaf value of every tree reachable from each box (boxes x trees)."""
-    ok = np.where(nt.c_upper, lo[:, nt.c_feat] < nt.c_bound, hi[:, nt.c_feat] > nt.c_bound).all(axis=2)
-    return nt.ranges(ok)
+    return nt.ranges.reduce(nt.reach(lo, hi))
+
+
+class PathChecks:
+    """The leaves each box can reach (boxes x leaves, in the dense layout of `nt.ranges`).
+
+    Each distinct (feature, boundary) of the trees is compared once per box and every leaf gathers
+    its path's comparisons; constraints on the `ignored` features count as met (the caller applies
+    them separately, e.g. once per protected slice).
+    """
+
+    def __init__(self, nt: NormalisedTrees, ignored: list[int] | tuple[int, ...] = ()) -> None:
+        real = np.isfinite(nt.c_bound) & ~np.isin(nt.c_feat, list(ignored))
+        pairs, inv = np.unique(np.stack([nt.c_feat[real], nt.c_bound[real]], axis=1), axis=0, return_inverse=True)
+        self.feat, self.bound = pairs[:, 0].astype(np.int64), pairs[:, 1]
+        n = len(pairs)
+        cidx = np.full(nt.c_feat.shape, 2 * n, dtype=np.int64)  # the always-true column
+        cidx[real] = np.where(nt.c_upper[real], inv.ravel(), n + inv.ravel())
+        self.cidx = cidx[nt.ranges.idx]
+
+    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        sat = np.concatenate([lo[:, self.feat] < self.bound, hi[:, self.feat] > self.bound,
+                              np.ones((len(lo), 1), dtype=bool)], axis=1)
+        return sat[:, self.cidx].all(axis=2)
 
 
 class LeafRanges:

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition
+from .trees_boxes import NormalisedTrees, Partition, PathChecks
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
@@ -137,33 +137,22 @@ class _SliceBounds:
     def __init__(self, nt: NormalisedTrees, prot: list[int], slo: np.ndarray) -> None:
         self.nt = nt
         is_prot = np.isin(nt.c_feat, prot) & np.isfinite(nt.c_bound)
-        self.is_prot = is_prot
         sval = slo[:, nt.c_feat]  # slices x leaves x depth
         sat = np.where(nt.c_upper, sval < nt.c_bound, sval + 1.0 > nt.c_bound)
         self.prot_ok = np.where(is_prot, sat, True).all(axis=2)  # slices x leaves
         leaf_tree = np.repeat(np.arange(nt.n_trees), np.diff(nt.start))
         self.reads = np.zeros(nt.n_trees, dtype=bool)
         self.reads[leaf_tree[is_prot.any(axis=1)]] = True
-        # reachable leaves are computed straight in the dense layout of nt.ranges
         p_trees = np.nonzero(self.reads)[0]
         self.p_cols = nt.ranges.columns(p_trees)
         self.p_ranges = nt.ranges.subset(p_trees)
         self.prot_ok_dense = self.prot_ok[:, self.p_ranges.idx]  # slices x dense protected-tree leaves
-        # each distinct (feature, boundary) is compared once per box; leaves gather the booleans
-        real = np.isfinite(nt.c_bound) & ~is_prot
-        pairs, inv = np.unique(np.stack([nt.c_feat[real], nt.c_bound[real]], axis=1), axis=0, return_inverse=True)
-        self.u_feat, self.u_bound = pairs[:, 0].astype(np.int64), pairs[:, 1]
-        n_u = len(pairs)
-        cidx = np.full(nt.c_feat.shape, 2 * n_u, dtype=np.int64)  # the always-true column
-        cidx[real] = np.where(nt.c_upper[real], inv.ravel(), n_u + inv.ravel())
-        self.cidx = cidx[nt.ranges.idx]
+        self.reach = PathChecks(nt, prot)
 
     def _ok(self, lo: np.ndarray, hi: np.ndarray):
         """The protected-reading trees' leaves reachable on the non-protected path constraints (in
         the dense layout of `p_ranges`), and every tree's range on those constraints alone."""
-        sat = np.concatenate([lo[:, self.u_feat] < self.u_bound, hi[:, self.u_feat] > self.u_bound,
-                              np.ones((len(lo), 1), dtype=bool)], axis=1)
-        ok = sat[:, self.cidx].all(axis=2)
+        ok = self.reach(lo, hi)
         vmin, vmax = self.nt.ranges.reduce(ok)
         return ok[:, self.p_cols], vmin, vmax
 
