@@ -151,7 +151,7 @@ class PathChecks:
     """
 
     def __init__(self, nt: NormalisedTrees, ignored: list[int] | tuple[int, ...] = ()) -> None:
-        real = np.isfinite(nt.c_bound) & ~np.isin(nt.c_feat, list(ignored))
+        real = ~np.isin(nt.c_feat, list(ignored))  # path padding (x < inf) compares as always true
         pairs, inv = np.unique(np.stack([nt.c_feat[real], nt.c_bound[real]], axis=1), axis=0, return_inverse=True)
         self.feat, self.bound = pairs[:, 0].astype(np.int64), pairs[:, 1]
         n = len(pairs)
