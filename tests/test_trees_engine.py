@@ -212,3 +212,20 @@ def test_region_by_region_matches_single_pass(robust):
     x, xp, rejected = sample_unfair(ir, q, 2000, seed=0)
     assert rejected == 0 and (len(x) == 2000 or unfair == 0)
     assert np.all(ir.predict(x) != ir.predict(xp))
+
+
+@pytest.mark.parametrize("kappa,confident,unfair", [(None, 6_000_000, 3_000_001), (0.5, 3_000_000, 1_500_001)])
+def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa, confident, unfair):
+    """Two trees whose margins cancel (exactly 0, P = 0.5: class 0, not confident) on half of a
+    6,000,000-point grid: every tie box has one margin, so one point decides it and the run
+    converges to the hand-counted values (x0 = 1,499,999 with p = 1 is the one unfair input below
+    the split: its twin x0 + 1 with p = 0 is class 1)."""
+    half = 1_500_000
+    t1 = _tree([(0, half, 1, 2, 0), (0, 0, L, L, -0.25), (0, 0, L, L, 0.25)])
+    t2 = _tree([(1, 1, 1, 2, 0), (0, 0, L, L, 0.25), (0, 0, L, L, -0.25)])
+    ir = TreeEnsemble([t1, t2], 2, split="<", input_float32=False)
+    dom = Domain((Feature("x0", "integer", 0, 2 * half - 1), Feature("p", "categorical", 0, 1)))
+    prop = individual_fairness(dom, "p", epsilon={"x0": 1}, kappa=kappa)
+    res = verify_trees(ir, prop, method="regions")
+    assert res.stats["converged"]
+    assert res.confident_size == confident and res.unfair_size == unfair

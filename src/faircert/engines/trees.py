@@ -393,30 +393,22 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     return True
 
 
-def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition, limit: int = 2_000_000) -> Partition:
-    """Decide near-tie boxes on integer grids point by point with the model's own arithmetic."""
+def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition) -> Partition:
+    """Decide near-tie boxes with the model's own arithmetic.
+
+    Once the partition is complete, a tie box is one where every tree's reachable leaves share one
+    value, so the model computes the same margin at each of its points: one point decides it.
+    """
     tie = np.nonzero(part.tie)[0]
-    if len(tie) == 0 or not part.complete or not prop.domain.discrete_mask.all():
+    if len(tie) == 0 or not part.complete:
         return part
-    sizes = part.size[tie]
-    if sizes.sum() > limit:
-        return part
-    pts, starts = [], []
-    for b in tie:
-        axes = [np.arange(lo, hi) for lo, hi in zip(part.lo[b], part.hi[b])]
-        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
-        pts.append(grid)
-        starts.append(np.full(len(grid), part.start[b]))
-    x = np.concatenate(pts)
-    label = ir.predict(x)
-    conf = ir.confidence(x) > prop.kappa if prop.kappa is not None else np.ones(len(x), dtype=bool)
-    keep = ~part.tie
-    return Partition(np.concatenate([part.lo[keep], x]), np.concatenate([part.hi[keep], x + 1.0]),
-                     np.concatenate([part.start[keep], np.concatenate(starts)]),
-                     np.concatenate([part.label[keep], np.where(label == 1, POS, NEG)]),
-                     np.concatenate([part.confident[keep], conf]), np.zeros(keep.sum() + len(x), dtype=bool),
-                     part.complete, part.pending_size,
-                     np.concatenate([part.early[keep], np.zeros(len(x), dtype=bool)]))
+    lo, hi = part.lo[tie], part.hi[tie]
+    x = np.where(prop.domain.discrete_mask, lo, (lo + hi) / 2)  # a point inside each box
+    label, confident = part.label.copy(), part.confident.copy()
+    label[tie] = np.where(ir.predict(x) == 1, POS, NEG)
+    confident[tie] = ir.confidence(x) > prop.kappa if prop.kappa is not None else True
+    return Partition(part.lo, part.hi, part.start, label, confident, np.zeros(len(part.lo), dtype=bool),
+                     part.complete, part.pending_size, part.early)
 
 
 def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
