@@ -23,8 +23,10 @@ the trees' reachable leaf ranges):
 Result fields: `certified` = proven share of X_kappa with no counterexample (= measure_lower),
 `falsified` = proven share of X_kappa that is unfair, `undecided` = the rest; the shares are of
 the best known upper bound of |X_kappa|, so each is a sound lower bound and all three are exact
-once the bounds meet. Margins within a small tolerance of a decision threshold (framework
-rounding could decide them either way) are never counted as decided.
+once the bounds meet. Margin bounds within a small tolerance of a decision threshold (framework
+rounding could decide them either way) never decide a box; a box on which the margin is one
+number (every tree's reachable leaves share a value) is decided by the model's own arithmetic at
+one of its points.
 """
 
 from __future__ import annotations
