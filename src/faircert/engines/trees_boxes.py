@@ -166,7 +166,7 @@ class PathChecks:
 
 
 class LeafRanges:
-    """Per tree, the min and max value of its reachable leaves, from a (boxes x all leaves) mask.
+    """Per tree, the min and max value of its reachable leaves, from a reachable-leaf mask.
 
     The leaves are gathered into a dense (trees x most leaves) block, each tree's leaves in
     increasing value, so the min is the first reachable slot and the max the last (for trees of at
@@ -202,15 +202,8 @@ class LeafRanges:
         """The dense-layout columns of the given trees."""
         return (np.asarray(trees, dtype=np.int64)[:, None] * self.width + np.arange(self.width)).ravel()
 
-    def __call__(self, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.reduce(self.gather(ok))
-
-    def gather(self, ok: np.ndarray) -> np.ndarray:
-        """The mask in the dense layout (boxes x trees * width)."""
-        return ok[:, self.idx]
-
     def reduce(self, okp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(vmin, vmax) (boxes x trees) of a mask in the dense layout."""
+        """(vmin, vmax) (boxes x trees) of a mask in the dense layout (column k is leaf `idx[k]`)."""
         dense = okp.reshape(len(okp), self.n_trees, self.width)
         if self.width <= 8:  # trees of depth <= 3: one byte per tree, first and last bit by table
             byte = dense.view(np.uint8) @ _BIT_WEIGHTS[:self.width]
