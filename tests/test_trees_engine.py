@@ -20,6 +20,13 @@ L = -1
 def brute_force(ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None,
                 robustness: bool) -> tuple[float, float]:
     """(|X_kappa|, |X_unfair|) by enumerating every grid point and dilating label masks."""
+    _, conf, unfair = brute_force_masks(ir, domain, protected, eps, kappa, robustness)
+    return float(conf.sum()), float(unfair.sum())
+
+
+def brute_force_masks(ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None,
+                      robustness: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid points, confident mask, unfair mask) over the whole grid (masks in grid-point order)."""
     axes = [np.arange(f.min, f.max + 1) for f in domain.features]
     shape = tuple(len(a) for a in axes)
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes)).astype(float)
@@ -51,7 +58,7 @@ def brute_force(ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray,
                         other |= reach[w]
                 unfair[idx] |= (label[idx] == lab) & other
     unfair &= conf
-    return float(conf.sum()), float(unfair.sum())
+    return grid, conf.ravel(), unfair.ravel()
 
 
 def _tree(nodes):

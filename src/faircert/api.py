@@ -82,7 +82,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
         from .engines.trees import verify_trees
 
         return verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
-                            progress=progress)
+                            progress=progress, confidence=confidence)
     raise PropertyError(f"individual-fairness verification does not support models of type {type(ir).__name__}")
 
 

@@ -44,6 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
 from .trees_dilated import dilated_quantify
+from .trees_estimate import estimate_unfair_share
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -72,6 +73,11 @@ class Quantification:
     elapsed: float
     stats: dict = field(default_factory=dict)
     known: tuple[float, float] = (0.0, 1.0)  # bounds proven by an earlier phase (see `quantify`)
+    # the undecided part of an unfinished refinement: boxes and, per box, its open slices
+    open_lo: np.ndarray | None = None
+    open_hi: np.ndarray | None = None
+    open_slices: np.ndarray | None = None
+    slices: np.ndarray | None = None  # the slices' start boxes (protected values)
 
     @property
     def measured_upper(self) -> float:
@@ -146,6 +152,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
     return done + [(e[2], e[3]) for e in heap]
 
 
+ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
 SAMPLE_CHUNK = 1 << 17  # rows drawn and re-checked at a time in testing mode
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
@@ -255,7 +262,7 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
     """Epsilon 0 fairness: one joint partition of the non-protected features (trees_joint)."""
     slo, _ = _slices(prop, dlo, dhi)
     found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report)
-    return _refined(found, prop, total, eps, discrete, len(slo), acc, t0)
+    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
@@ -264,15 +271,16 @@ def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, dead
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
                              acc, report)
-    return _refined(found, prop, total, eps, discrete, len(slo), acc, t0)
+    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
-def _refined(found, prop, total, eps, discrete, slices, acc, t0) -> Quantification:
-    """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins)."""
-    complete, part, plo, phi, twin = found
+def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
+    """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins, open boxes)."""
+    complete, part, plo, phi, twin, open_lo, open_hi, open_slices = found
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
-                       eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": slices, "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
+                       eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
+                       open_lo=open_lo, open_hi=open_hi, open_slices=open_slices, slices=slo)
+    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
                "terms": 0, "near_tie_size": 0.0}
     return q
 
@@ -526,8 +534,14 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
                  max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
-                 method: str = "auto") -> Result:
-    """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean."""
+                 method: str = "auto", confidence: float = 0.99) -> Result:
+    """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
+
+    When the bounds have not met by the time limit, a statistical estimate of the unfair share (at
+    the given `confidence`) is added from samples of the undecided part (trees_estimate), for at most
+    a tenth of the time limit more (between 1 and 10 s).
+    """
+    t0 = time.monotonic()
     q = quantify(ir, prop, time_limit, progress, method=method)
     lower, upper = q.bounds
     den = q.measured_upper
@@ -552,10 +566,16 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     else:
         verdict = "unknown"
     names = prop.domain.names
-    stats = dict(q.stats, converged=bool(q.complete and upper - lower <= 1e-12), gap=upper - lower,
+    converged = bool(q.complete and upper - lower <= 1e-12)
+    estimate = None
+    if not converged:
+        budget = float(np.clip(ESTIMATE_SHARE * time_limit, 1.0, 10.0)) if time_limit else 10.0
+        estimate = estimate_unfair_share(ir, normalise(ir, prop.domain), q, prop, confidence, budget, seed)
+    stats = dict(q.stats, converged=converged, gap=upper - lower, quantify_s=q.elapsed,
                  rejected_counterexamples=rejected, near_tie_unfair_upper=q.unfair_upper_extra)
     return Result(verdict=verdict, certified=certified, falsified=falsified, undecided=undecided,
-                  domain_size=q.total, counterexamples=cexs, elapsed_s=q.elapsed, engine="trees",
+                  domain_size=q.total, counterexamples=cexs, statistical=estimate,
+                  elapsed_s=time.monotonic() - t0, engine="trees",
                   model=ir.source or repr(ir), protected=prop.protected_names,
                   epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
                   measure_lower=lower, measure_upper=upper, confident_size=den, unfair_size=q.unfair,

@@ -32,7 +32,8 @@ from .trees_joint import _in_slice, _SliceBounds, slice_status
 def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
                      c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
                      dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512):
-    """Fill `acc` (nonconf, settled, unfair, boxes); return (complete, twin boxes, pieces lo, hi, twin)."""
+    """Fill `acc` (nonconf, settled, unfair, boxes); return (complete, twin boxes, pieces lo, hi, twin,
+    open boxes lo, hi, open slices)."""
     n_sl = len(slo)
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
@@ -120,7 +121,11 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
             heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
                                   nlo[k:k + chunk], nhi[k:k + chunk], nst[k:k + chunk]))
             tick += 1
-    return (complete,) + out.result()
+    width = len(dlo)
+    open_lo = np.concatenate([e[2] for e in heap]) if heap else np.zeros((0, width))
+    open_hi = np.concatenate([e[3] for e in heap]) if heap else np.zeros((0, width))
+    open_sl = np.concatenate([~e[4] for e in heap]) if heap else np.zeros((0, n_sl), dtype=bool)
+    return (complete,) + out.result() + (open_lo, open_hi, open_sl)
 
 
 def _pop_batch(heap: list, size: int):

@@ -24,8 +24,9 @@ from .trees_boxes import NormalisedTrees, Partition, PathChecks
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 1024) -> tuple[bool, Partition, np.ndarray, np.ndarray, np.ndarray]:
-    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin)."""
+                   report, chunk: int = 1024) -> tuple:
+    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
+    open boxes lo, hi, open slices): the open boxes are undecided in every slice."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
@@ -88,7 +89,9 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     m = len(tlo)
     part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
                      complete, 0.0, np.zeros(m, bool))
-    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m)
+    open_lo, open_hi = cat([e[2] for e in heap]), cat([e[3] for e in heap])
+    return (complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), open_lo, open_hi,
+            np.ones((len(open_lo), len(slo)), dtype=bool))
 
 
 def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):

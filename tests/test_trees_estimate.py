@@ -1,0 +1,103 @@
+"""The statistical estimate of tree ensembles' unfair share where the exact bounds have not met."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from faircert.engines.trees import quantify, verify_trees
+from faircert.engines.trees_boxes import normalise
+from faircert.engines.trees_estimate import _Checker, estimate_unfair_share
+from faircert.properties import individual_fairness
+
+from test_trees_engine import _small_problem, brute_force_masks
+
+CASES = [(0, None, False), (0, 0.7, False), (1, 0.5, False), (2, 0.7, False), (1, None, True), (1, 0.8, True)]
+
+
+def _problem(seed: int = 0):
+    xgb = pytest.importorskip("xgboost")
+    from faircert.models.io import load_model
+
+    X, y, dom = _small_problem(seed)
+    ir = load_model(xgb.XGBClassifier(n_estimators=12, max_depth=3, random_state=seed, n_jobs=1).fit(X, y))
+    return ir, dom
+
+
+def _prop(dom, eps, kappa, robust):
+    if robust:
+        return individual_fairness(dom, None, epsilon=float(eps), kappa=kappa, robustness=True)
+    return individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=kappa)
+
+
+def _unstarted(ir, prop):
+    """A quantification stopped before its first step: the whole domain is open."""
+    q = quantify(ir, prop, time_limit=1e-12, method="refinement")
+    assert not q.complete and q.conf_settled == 0 and q.open_slices.all()
+    return q
+
+
+@pytest.mark.parametrize("eps,kappa,robust", CASES)
+def test_every_input_is_classified_exactly(eps, kappa, robust):
+    """The per-input verdicts (confident, unfair) equal brute force on every grid point."""
+    ir, dom = _problem()
+    prop = _prop(dom, eps, kappa, robust)
+    grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
+    q = _unstarted(ir, prop)
+    check = _Checker(ir, normalise(ir, dom), q, prop)
+    slice_of = np.zeros(len(grid), dtype=np.int64) if robust else (grid[:, 0] - dom.features[0].min).astype(np.int64)
+    got_conf, got_unfair, unknown = check(grid, slice_of, np.inf)
+    assert not unknown.any()
+    assert np.array_equal(got_conf, conf) and np.array_equal(got_unfair, unfair)
+    assert unfair.any()  # the comparison covers unfair inputs
+
+
+@pytest.mark.parametrize("eps,kappa,robust", CASES)
+def test_estimate_of_an_open_domain_brackets_the_truth(eps, kappa, robust):
+    ir, dom = _problem(1)
+    prop = _prop(dom, eps, kappa, robust)
+    _, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
+    truth = unfair.sum() / conf.sum()
+    q = _unstarted(ir, prop)
+    est = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.999, budget_s=5.0, seed=3)
+    assert est.samples >= 20_000 and est.confidence == 0.999
+    assert est.ci_low <= truth <= est.ci_high
+    assert est.ci_low <= est.unfair <= est.ci_high
+    assert est.ci_high - est.ci_low < 0.05 and abs(est.unfair - truth) < 0.02
+
+
+def test_settled_part_is_exact_and_narrows_the_interval():
+    """Half of the domain settled exactly (sizes by brute force): the estimate samples only the open
+    half, brackets the truth and is narrower than sampling the whole domain."""
+    ir, dom = _problem(0)
+    prop = _prop(dom, 1, 0.7, False)
+    grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, 0.7, False)
+    truth = unfair.sum() / conf.sum()
+    q = _unstarted(ir, prop)
+    whole = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.99, budget_s=5.0, seed=0)
+    cut = dom.features[1].min + (dom.features[1].max - dom.features[1].min + 1) // 2
+    settled = grid[:, 1] >= cut
+    open_hi = q.open_hi.copy()
+    open_hi[:, 1] = cut
+    half = dataclasses.replace(q, open_hi=open_hi, nonconf=float((settled & ~conf).sum()),
+                               conf_settled=float((settled & conf).sum()), unfair=float((settled & unfair).sum()))
+    est = estimate_unfair_share(ir, normalise(ir, dom), half, prop, 0.99, budget_s=5.0, seed=0)
+    assert est.ci_low <= truth <= est.ci_high
+    assert est.ci_high - est.ci_low < whole.ci_high - whole.ci_low
+    lo, hi = half.bounds  # clipped to the sound range
+    assert 1 - hi <= est.ci_low and est.ci_high <= 1 - lo
+
+
+def test_verify_adds_an_estimate_only_while_bounds_are_open():
+    ir, dom = _problem(0)
+    prop = _prop(dom, 1, 0.5, False)
+    exact = verify_trees(ir, prop, time_limit=60)
+    assert exact.stats["converged"] and exact.statistical is None
+    early = verify_trees(ir, prop, time_limit=1e-12, method="refinement", confidence=0.95)
+    est = early.statistical
+    assert not early.stats["converged"] and est is not None and est.confidence == 0.95
+    assert est.ci_low <= exact.falsified <= est.ci_high
+    assert 1 - early.measure_upper <= est.ci_low <= est.ci_high <= 1 - early.measure_lower
+    assert early.to_dict()["statistical"]["samples"] == est.samples
