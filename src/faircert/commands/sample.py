@@ -1,7 +1,10 @@
 """`faircert sample-counterexamples`: draw individual discriminatory instances from a tree ensemble.
 
-The engine first computes the exact counterexample region (disjoint boxes), then draws N inputs
-uniformly from it, builds a twin for each and re-checks every pair on the model before writing it.
+The engine first computes the counterexample region (disjoint boxes), then draws N inputs uniformly
+from it, builds a twin for each and re-checks every pair on the model before writing it. If the
+time limit ends the computation early, with epsilon 0 the undecided boxes are drawn from too and a
+draw is kept only when another protected value gets the other label, so the draws stay uniform
+over the exact region; otherwise they come from its proven part only (`region_exact` false).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_model, resolve_domain
-    from ..engines.trees import quantify, sample_unfair
+    from ..engines.trees import quantify, region_is_exact, sample_unfair
     from ..errors import PropertyError
     from ..models.trees import TreeEnsemble
     from ..properties import check_time_limit, individual_fairness
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     lower, upper = q.bounds
     summary = {"written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
                "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair,
-               "confident_size": q.measured_upper, "region_complete": q.complete,
+               "confident_size": q.measured_upper, "region_complete": q.complete, "region_exact": region_is_exact(q),
                "quantify_s": q.elapsed, "sample_s": sample_s}
     emit_json(json.dumps(summary, indent=2), args.json)
     print(f"wrote {len(x):,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to {args.out}; "

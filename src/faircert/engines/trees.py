@@ -44,7 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_estimate import estimate_unfair_share
+from .trees_open import OpenBoxes, estimate_unfair_share, verdicts
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -73,11 +73,21 @@ class Quantification:
     elapsed: float
     stats: dict = field(default_factory=dict)
     known: tuple[float, float] = (0.0, 1.0)  # bounds proven by an earlier phase (see `quantify`)
-    # the undecided part of an unfinished refinement: boxes and, per box, its open slices
-    open_lo: np.ndarray | None = None
-    open_hi: np.ndarray | None = None
-    open_slices: np.ndarray | None = None
+    # the undecided part of an unfinished refinement: chunks of boxes (lo, hi) with, per box, its
+    # open slices (None: all open); see `open_boxes`
+    open_parts: list | None = None
     slices: np.ndarray | None = None  # the slices' start boxes (protected values)
+
+    def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The open boxes as arrays (lo, hi, open slices: boxes x slices)."""
+        n, n_sl = len(self.eps), len(self.slices)
+        parts = self.open_parts or []
+        if not parts:
+            return np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n_sl), dtype=bool)
+        lo = np.concatenate([p[0] for p in parts])
+        hi = np.concatenate([p[1] for p in parts])
+        sl = np.concatenate([np.ones((len(p[0]), n_sl), dtype=bool) if p[2] is None else p[2] for p in parts])
+        return lo, hi, sl
 
     @property
     def measured_upper(self) -> float:
@@ -154,6 +164,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
 SAMPLE_CHUNK = 1 << 17  # rows drawn and re-checked at a time in testing mode
+MAX_DRAWS_PER_SAMPLE = 50  # testing mode gives up on an open part that is almost never unfair
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
 
@@ -276,10 +287,10 @@ def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, dead
 
 def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
     """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins, open boxes)."""
-    complete, part, plo, phi, twin, open_lo, open_hi, open_slices = found
+    complete, part, plo, phi, twin, open_parts = found
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
-                       open_lo=open_lo, open_hi=open_hi, open_slices=open_slices, slices=slo)
+                       open_parts=open_parts, slices=slo)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
                "terms": 0, "near_tie_size": 0.0}
     return q
@@ -513,23 +524,51 @@ def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator |
 
 
 def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected)."""
-    if len(q.piece_lo) == 0 or n <= 0:
-        w = q.piece_lo.shape[1]
-        return np.zeros((0, w)), np.zeros((0, w)), 0
+    """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected).
+
+    The region is the proven pieces and, where an epsilon-0 fairness quantification stopped early, the
+    unfair inputs of its open boxes: inputs are drawn from both by size, and one drawn from an open box
+    is kept only if the model gives another protected value the other label, so the kept inputs are
+    uniform over the exact region. `rejected` counts pairs that failed the final re-check.
+    """
+    width = q.piece_lo.shape[1]
+    piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1)
+    opened = OpenBoxes(q) if region_is_exact(q) and not q.complete else None
+    open_size = opened.size if opened is not None else 0.0
+    total = float(piece_size.sum()) + open_size
+    if n <= 0 or total <= 0:
+        return np.zeros((0, width)), np.zeros((0, width)), 0
     rng = np.random.default_rng(seed)
-    size = np.prod(q.piece_hi - q.piece_lo, axis=1)
-    rows = rng.choice(len(size), size=n, p=size / size.sum())
-    xs, xps, rejected = [], [], 0
-    for s in range(0, n, SAMPLE_CHUNK):  # chunks: memory is reused instead of faulted in afresh
-        r = rows[s:s + SAMPLE_CHUNK]
-        x = piece_points(q, r, rng)
+    p_piece = piece_size / piece_size.sum() if len(piece_size) else piece_size
+    xs, xps, rejected, kept, drawn = [], [], 0, 0, 0
+    while kept < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
+        rate = kept / drawn if drawn else 1.0
+        m = int(min(SAMPLE_CHUNK, (n - kept) / max(rate, 0.01) + 1024))
+        n_open = int(rng.binomial(m, open_size / total))
+        r = rng.choice(len(piece_size), size=m - n_open, p=p_piece) if len(piece_size) else np.zeros(0, np.int64)
+        x = piece_points(q, r, rng)  # chunks: memory is reused instead of faulted in afresh
         xp = twins_of(q, x, q.piece_twin[r])
+        if n_open:
+            xo, slice_of = opened.draw(rng, n_open)
+            _, _, unfair, twin = verdicts(ir, q, xo, slice_of)
+            x, xp = np.concatenate([x, xo[unfair]]), np.concatenate([xp, twin[unfair]])
         ok = recheck(ir, q, x, xp)
         xs.append(x[ok])
         xps.append(xp[ok])
         rejected += int((~ok).sum())
-    return np.concatenate(xs), np.concatenate(xps), rejected
+        kept += int(ok.sum())
+        drawn += m
+    x, xp = np.concatenate(xs), np.concatenate(xps)
+    if len(x) > n:  # a uniform subset of uniform draws (the last chunk overshoots)
+        keep = np.sort(rng.choice(len(x), size=n, replace=False))
+        x, xp = x[keep], xp[keep]
+    return x, xp, rejected
+
+
+def region_is_exact(q: Quantification) -> bool:
+    """Whether `sample_unfair` draws from the exact unfair region (else only from its proven part)."""
+    exact_check = not q.robustness and not np.any(q.eps > 0)
+    return q.complete or (exact_check and q.open_parts is not None)
 
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
@@ -538,7 +577,7 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met by the time limit, a statistical estimate of the unfair share (at
-    the given `confidence`) is added from samples of the undecided part (trees_estimate), for at most
+    the given `confidence`) is added from samples of the undecided part (trees_open), for at most
     a tenth of the time limit more (between 1 and 10 s).
     """
     t0 = time.monotonic()

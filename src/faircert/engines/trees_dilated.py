@@ -33,7 +33,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
                      c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
                      dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512):
     """Fill `acc` (nonconf, settled, unfair, boxes); return (complete, twin boxes, pieces lo, hi, twin,
-    open boxes lo, hi, open slices)."""
+    open boxes): the open boxes as a list of (lo, hi, open slices) chunks."""
     n_sl = len(slo)
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
@@ -121,11 +121,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
             heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
                                   nlo[k:k + chunk], nhi[k:k + chunk], nst[k:k + chunk]))
             tick += 1
-    width = len(dlo)
-    open_lo = np.concatenate([e[2] for e in heap]) if heap else np.zeros((0, width))
-    open_hi = np.concatenate([e[3] for e in heap]) if heap else np.zeros((0, width))
-    open_sl = np.concatenate([~e[4] for e in heap]) if heap else np.zeros((0, n_sl), dtype=bool)
-    return (complete,) + out.result() + (open_lo, open_hi, open_sl)
+    return (complete,) + out.result() + ([(e[2], e[3], ~e[4]) for e in heap],)
 
 
 def _pop_batch(heap: list, size: int):

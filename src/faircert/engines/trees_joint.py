@@ -26,7 +26,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
                    report, chunk: int = 1024) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
-    open boxes lo, hi, open slices): the open boxes are undecided in every slice."""
+    open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
@@ -89,9 +89,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     m = len(tlo)
     part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
                      complete, 0.0, np.zeros(m, bool))
-    open_lo, open_hi = cat([e[2] for e in heap]), cat([e[3] for e in heap])
-    return (complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), open_lo, open_hi,
-            np.ones((len(open_lo), len(slo)), dtype=bool))
+    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(e[2], e[3], None) for e in heap]
 
 
 def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):

@@ -31,35 +31,64 @@ from .trees_boxes import NormalisedTrees, domain_box
 from .trees_dilated import find_label
 from .trees_joint import _SliceBounds
 
+EVAL_CHUNK = 4096   # samples per step with epsilon 0
+SEARCH_CHUNK = 256  # samples per step with epsilon > 0
 METHOD = ("stratified: settled boxes exact, uniform samples over the open boxes classified exactly on the "
           "model, Wilson intervals")
 
 
+class OpenBoxes:
+    """Uniform draws of inputs from the open part: a box by its size times its open slices, then one
+    of its open slices, then a point of the box with the slice's protected values."""
+
+    def __init__(self, q) -> None:
+        self.q = q
+        self.lo, self.hi, open_slices = q.open_boxes()
+        self.open_slices = open_slices
+        self.n_open = open_slices.sum(axis=1)
+        size = np.prod(np.where(_measured(q), self.hi - self.lo, 1.0), axis=1) * self.n_open
+        self.size = float(size.sum())
+        self.cdf = np.cumsum(size) / self.size if self.size > 0 else size
+
+    def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """m inputs and the index of each one's slice."""
+        box = np.minimum(np.searchsorted(self.cdf, rng.random(m), side="right"), len(self.cdf) - 1)
+        k = np.floor(rng.random(m) * self.n_open[box])  # the k-th open slice of the box
+        slice_of = np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
+        x = _uniform_points(rng, self.lo[box], self.hi[box], self.q.discrete)
+        if not self.q.robustness:
+            prot = list(self.q.protected)
+            x[:, prot] = self.q.slices[slice_of][:, prot]
+        return x, slice_of
+
+
 def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: IndividualFairness, confidence: float,
-                          budget_s: float, seed: int = 0, min_samples: int = 20_000, max_samples: int = 200_000,
-                          chunk: int = 4096) -> StatisticalEstimate | None:
-    """Estimate of 1 - M (the unfair share of X_kappa) from quantification `q`; None if nothing is open."""
-    if q.open_lo is None or not q.open_slices.any():
+                          budget_s: float, seed: int = 0, max_samples: int = 200_000) -> StatisticalEstimate | None:
+    """Estimate of 1 - M (the unfair share of X_kappa) from quantification `q`; None if nothing is open.
+
+    Samples are drawn in chunks until the time budget is spent (at least one chunk; with epsilon 0,
+    where a sample costs a few model evaluations, at least 20,000 samples).
+    """
+    if not q.open_parts:
         return None
     t_end = time.monotonic() + budget_s
     rng = np.random.default_rng(seed)
-    free = _measured(prop, len(q.eps))
-    rows, slices = np.nonzero(q.open_slices)
-    size = np.prod(np.where(free, q.open_hi[rows] - q.open_lo[rows], 1.0), axis=1)
-    open_size = float(size.sum())
-    cdf = np.cumsum(size) / open_size
-    checker = _Checker(ir, nt, q, prop)
+    box = OpenBoxes(q)
+    if box.size <= 0:
+        return None
+    checker = _Checker(ir, nt, q, prop.domain)
+    # neighbourhood searches are costly: small chunks, so that the budget ends few of them early
+    chunk, min_samples = (SEARCH_CHUNK, SEARCH_CHUNK) if checker.has_eps else (EVAL_CHUNK, 20_000)
     n = n_conf = n_unfair = n_unknown = 0
     while n < min_samples or (n < max_samples and time.monotonic() < t_end):
-        pick = np.minimum(np.searchsorted(cdf, rng.random(chunk), side="right"), len(size) - 1)
-        x = _uniform_points(rng, q.open_lo[rows[pick]], q.open_hi[rows[pick]], q.discrete)
-        conf, unfair, unknown = checker(x, slices[pick], t_end)
+        x, slice_of = box.draw(rng, chunk)
+        conf, unfair, unknown = checker(x, slice_of, t_end)
         n += chunk
         n_conf += int(conf.sum())
         n_unfair += int(unfair.sum())
         n_unknown += int(unknown.sum())
     alpha = 1.0 - confidence
-    exact_conf = prop.kappa is None  # then every input is confident: p_confident = 1 exactly
+    exact_conf = q.kappa is None  # then every input is confident: p_confident = 1 exactly
     z = NormalDist().inv_cdf(1.0 - (alpha / 2 if exact_conf else alpha / 4))
     pc_lo, pc_hi = (1.0, 1.0) if exact_conf else wilson(n_conf, n, z)
     pu_lo = wilson(n_unfair, n, z)[0]
@@ -67,8 +96,8 @@ def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: Indivi
     pu, pc = (n_unfair + n_unknown / 2) / n, n_conf / n
 
     def share(p_unfair: float, p_conf: float) -> float:
-        den = q.conf_settled + open_size * p_conf
-        return min(1.0, (q.unfair + open_size * p_unfair) / den) if den > 0 else 0.0
+        den = q.conf_settled + box.size * p_conf
+        return min(1.0, (q.unfair + box.size * p_unfair) / den) if den > 0 else 0.0
 
     m_lo, m_hi = q.bounds
     lo_s, hi_s = 1.0 - m_hi, 1.0 - m_lo  # the sound range of the unfair share
@@ -80,11 +109,11 @@ def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: Indivi
                                                 "time count as either verdict" if n_unknown else ""))
 
 
-def _measured(prop: IndividualFairness, width: int) -> np.ndarray:
+def _measured(q) -> np.ndarray:
     """The measured features: the non-protected ones for fairness, all for robustness."""
-    free = np.ones(width, dtype=bool)
-    if not prop.robustness:
-        free[list(prop.protected)] = False
+    free = np.ones(len(q.eps), dtype=bool)
+    if not q.robustness:
+        free[list(q.protected)] = False
     return free
 
 
@@ -93,37 +122,44 @@ def _uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, di
     return np.where(discrete, np.minimum(np.floor(x), hi - 1.0), x)
 
 
+def verdicts(ir: TreeEnsemble, q, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(label, confident, unfair by another protected value at the same other features, that twin)."""
+    score = ir.score(x)
+    label = ir.label_from_score(score)
+    if q.kappa is None:
+        conf = np.ones(len(x), dtype=bool)
+    else:
+        p = ir.proba_from_score(score)
+        conf = np.maximum(p, 1.0 - p) > q.kappa
+    unfair = np.zeros(len(x), dtype=bool)
+    twin = x.copy()
+    if not q.robustness:
+        prot = list(q.protected)
+        for u in range(len(q.slices)):
+            xu = x.copy()
+            xu[:, prot] = q.slices[u][prot]
+            flip = (slice_of != u) & (ir.predict(xu) != label) & ~unfair
+            twin[flip] = xu[flip]
+            unfair |= flip
+    return label, conf, unfair & conf, twin
+
+
 class _Checker:
     """Exact per-input verdicts: (confident, unfair, unknown) for inputs of given slices."""
 
-    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, q, prop: IndividualFairness) -> None:
-        self.ir, self.nt, self.q, self.prop = ir, nt, q, prop
-        self.prot = [] if prop.robustness else list(prop.protected)
-        self.dlo, self.dhi = domain_box(prop.domain)
-        self.free = _measured(prop, len(q.eps))
+    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, q, domain) -> None:
+        self.ir, self.nt, self.q = ir, nt, q
+        self.prot = [] if q.robustness else list(q.protected)
+        self.dlo, self.dhi = domain_box(domain)
+        self.free = _measured(q)
         self.has_eps = bool(np.any(q.eps[self.free] > 0))
         self.sb = _SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
-        self.tol = ir.margin_view(prop.kappa)[2]
+        self.tol = ir.margin_view(q.kappa)[2]
 
     def __call__(self, x: np.ndarray, slice_of: np.ndarray, t_end: float):
         ir, q, prot = self.ir, self.q, self.prot
-        x = x.copy()
-        x[:, prot] = q.slices[slice_of][:, prot]
-        score = ir.score(x)
-        label = ir.label_from_score(score)
-        if q.kappa is None:
-            conf = np.ones(len(x), dtype=bool)
-        else:
-            p = ir.proba_from_score(score)
-            conf = np.maximum(p, 1.0 - p) > q.kappa
-        unfair = np.zeros(len(x), dtype=bool)
+        label, conf, unfair, _ = verdicts(ir, q, x, slice_of)
         n_sl = len(q.slices)
-        twins = [] if self.prop.robustness else range(n_sl)
-        for u in twins:  # the same other features under every other protected combination
-            xu = x.copy()
-            xu[:, prot] = q.slices[u][prot]
-            unfair |= (slice_of != u) & (ir.predict(xu) != label)
-        unfair &= conf
         unknown = np.zeros(len(x), dtype=bool)
         if not self.has_eps:
             return conf, unfair, unknown
@@ -133,7 +169,7 @@ class _Checker:
         disc = q.discrete
         lo = np.where(self.free, np.maximum(self.dlo, x[ask] - q.eps), x[ask])
         hi = np.where(self.free, np.minimum(self.dhi, x[ask] + q.eps + disc), x[ask] + disc)
-        if self.prop.robustness:
+        if q.robustness:
             qi, sl = np.arange(len(ask)), np.zeros(len(ask), dtype=np.int64)
         else:
             qi, sl = np.nonzero(np.arange(n_sl)[None] != slice_of[ask][:, None])

@@ -9,7 +9,7 @@ import pytest
 
 from faircert.engines.trees import quantify, verify_trees
 from faircert.engines.trees_boxes import normalise
-from faircert.engines.trees_estimate import _Checker, estimate_unfair_share
+from faircert.engines.trees_open import _Checker, estimate_unfair_share
 from faircert.properties import individual_fairness
 
 from test_trees_engine import _small_problem, brute_force_masks
@@ -35,7 +35,8 @@ def _prop(dom, eps, kappa, robust):
 def _unstarted(ir, prop):
     """A quantification stopped before its first step: the whole domain is open."""
     q = quantify(ir, prop, time_limit=1e-12, method="refinement")
-    assert not q.complete and q.conf_settled == 0 and q.open_slices.all()
+    lo, hi, open_slices = q.open_boxes()
+    assert not q.complete and q.conf_settled == 0 and open_slices.all() and len(lo) == 1
     return q
 
 
@@ -46,7 +47,7 @@ def test_every_input_is_classified_exactly(eps, kappa, robust):
     prop = _prop(dom, eps, kappa, robust)
     grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
     q = _unstarted(ir, prop)
-    check = _Checker(ir, normalise(ir, dom), q, prop)
+    check = _Checker(ir, normalise(ir, dom), q, dom)
     slice_of = np.zeros(len(grid), dtype=np.int64) if robust else (grid[:, 0] - dom.features[0].min).astype(np.int64)
     got_conf, got_unfair, unknown = check(grid, slice_of, np.inf)
     assert not unknown.any()
@@ -62,7 +63,7 @@ def test_estimate_of_an_open_domain_brackets_the_truth(eps, kappa, robust):
     truth = unfair.sum() / conf.sum()
     q = _unstarted(ir, prop)
     est = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.999, budget_s=5.0, seed=3)
-    assert est.samples >= 20_000 and est.confidence == 0.999
+    assert est.samples >= (2_000 if eps else 20_000) and est.confidence == 0.999
     assert est.ci_low <= truth <= est.ci_high
     assert est.ci_low <= est.unfair <= est.ci_high
     assert est.ci_high - est.ci_low < 0.05 and abs(est.unfair - truth) < 0.02
@@ -79,9 +80,9 @@ def test_settled_part_is_exact_and_narrows_the_interval():
     whole = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.99, budget_s=5.0, seed=0)
     cut = dom.features[1].min + (dom.features[1].max - dom.features[1].min + 1) // 2
     settled = grid[:, 1] >= cut
-    open_hi = q.open_hi.copy()
-    open_hi[:, 1] = cut
-    half = dataclasses.replace(q, open_hi=open_hi, nonconf=float((settled & ~conf).sum()),
+    lo, hi, _ = q.open_boxes()
+    hi[:, 1] = cut
+    half = dataclasses.replace(q, open_parts=[(lo, hi, None)], nonconf=float((settled & ~conf).sum()),
                                conf_settled=float((settled & conf).sum()), unfair=float((settled & unfair).sum()))
     est = estimate_unfair_share(ir, normalise(ir, dom), half, prop, 0.99, budget_s=5.0, seed=0)
     assert est.ci_low <= truth <= est.ci_high
@@ -101,3 +102,54 @@ def test_verify_adds_an_estimate_only_while_bounds_are_open():
     assert est.ci_low <= exact.falsified <= est.ci_high
     assert 1 - early.measure_upper <= est.ci_low <= est.ci_high <= 1 - early.measure_lower
     assert early.to_dict()["statistical"]["samples"] == est.samples
+
+
+def _unfair_set(ir, dom, prop):
+    grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, prop.kappa, False)
+    return {tuple(r) for r in grid[unfair].tolist()}, grid[unfair]
+
+
+@pytest.mark.parametrize("kappa", [None, 0.7])
+def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(kappa):
+    """Epsilon 0, nothing settled: every draw is unfair and the draws spread evenly over the region."""
+    from faircert.engines.trees import region_is_exact, sample_unfair
+
+    ir, dom = _problem(0)
+    prop = _prop(dom, 0, kappa, False)
+    region, points = _unfair_set(ir, dom, prop)
+    q = _unstarted(ir, prop)
+    assert region_is_exact(q) and len(q.piece_lo) == 0
+    x, xp, rejected = sample_unfair(ir, q, 30_000, seed=2)
+    assert len(x) == 30_000 and rejected == 0
+    assert {tuple(r) for r in x.tolist()} <= region
+    assert np.all(ir.predict(x) != ir.predict(xp)) and np.all(x[:, 0] != xp[:, 0])
+    assert np.array_equal(x[:, 1:], xp[:, 1:])
+    # uniform: each region point is drawn 30,000 / |region| times on average; compare per protected value
+    for v in np.unique(points[:, 0]):
+        share = np.mean(points[:, 0] == v)
+        assert abs(np.mean(x[:, 0] == v) - share) < 4 * np.sqrt(share * (1 - share) / 30_000) + 1e-9
+
+
+def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():
+    """Half the region proven (pieces), half open: the draws fall in each half as often as its size."""
+    from faircert.engines.trees import region_is_exact, sample_unfair
+
+    ir, dom = _problem(1)
+    prop = _prop(dom, 0, 0.5, False)
+    region, points = _unfair_set(ir, dom, prop)
+    q = quantify(ir, prop, time_limit=60)
+    assert q.complete
+    cut = dom.features[1].min + (dom.features[1].max - dom.features[1].min + 1) // 2
+    piece_lo = q.piece_lo.copy()
+    piece_lo[:, 1] = np.maximum(piece_lo[:, 1], cut)  # the proven half: pieces clipped to f1 >= cut
+    keep = piece_lo[:, 1] < q.piece_hi[:, 1]
+    lo, hi = np.array([f.min for f in dom.features], float), np.array([f.max + 1 for f in dom.features], float)
+    hi[1] = cut
+    half = dataclasses.replace(q, complete=False, piece_lo=piece_lo[keep], piece_hi=q.piece_hi[keep],
+                               piece_twin=q.piece_twin[keep], open_parts=[(lo[None], hi[None], None)])
+    assert region_is_exact(half)
+    x, _, rejected = sample_unfair(ir, half, 20_000, seed=5)
+    assert len(x) == 20_000 and rejected == 0 and {tuple(r) for r in x.tolist()} <= region
+    share = np.mean(points[:, 1] < cut)
+    assert 0 < share < 1
+    assert abs(np.mean(x[:, 1] < cut) - share) < 4 * np.sqrt(share * (1 - share) / 20_000)
