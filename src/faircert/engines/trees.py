@@ -44,7 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_open import OpenBoxes, estimate_unfair_share, verdicts
+from .trees_open import OpenBoxes, Verdicts, estimate_unfair_share
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -534,6 +534,7 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     width = q.piece_lo.shape[1]
     piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1)
     opened = OpenBoxes(q) if region_is_exact(q) and not q.complete else None
+    verdicts = Verdicts(ir, q) if opened is not None else None
     open_size = opened.size if opened is not None else 0.0
     total = float(piece_size.sum()) + open_size
     if n <= 0 or total <= 0:
@@ -550,7 +551,7 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         xp = twins_of(q, x, q.piece_twin[r])
         if n_open:
             xo, slice_of = opened.draw(rng, n_open)
-            _, _, unfair, twin = verdicts(ir, q, xo, slice_of)
+            _, _, unfair, twin = verdicts(xo, slice_of)
             x, xp = np.concatenate([x, xo[unfair]]), np.concatenate([xp, twin[unfair]])
         ok = recheck(ir, q, x, xp)
         xs.append(x[ok])

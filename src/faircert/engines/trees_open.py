@@ -1,4 +1,5 @@
-"""A statistical estimate of a tree ensemble's unfair share where the exact refinement stopped early.
+"""The undecided part of a tree-ensemble quantification that stopped early: uniform draws from it,
+exact verdicts of single inputs, and a statistical estimate of the unfair share.
 
 The refinement has settled part of the measured space exactly (sizes of confident inputs and of
 unfair ones) and left open boxes, each with its open slices (protected combinations). The estimate
@@ -14,6 +15,9 @@ an exact search of its epsilon-neighbourhood for the other label (`find_label`).
 by the time budget leaves the input "unknown", which widens the interval. The interval is a Wilson
 interval for each share (Bonferroni over the two when kappa is given), clipped to the sound bounds:
 a statistical statement, reported beside the sound figures, never instead of them.
+
+Testing mode (`trees.sample_unfair`) uses the same draws and, with epsilon 0, the same exact
+verdicts to keep its samples uniform over the exact unfair region.
 """
 
 from __future__ import annotations
@@ -122,26 +126,41 @@ def _uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, di
     return np.where(discrete, np.minimum(np.floor(x), hi - 1.0), x)
 
 
-def verdicts(ir: TreeEnsemble, q, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(label, confident, unfair by another protected value at the same other features, that twin)."""
-    score = ir.score(x)
-    label = ir.label_from_score(score)
-    if q.kappa is None:
-        conf = np.ones(len(x), dtype=bool)
-    else:
-        p = ir.proba_from_score(score)
-        conf = np.maximum(p, 1.0 - p) > q.kappa
-    unfair = np.zeros(len(x), dtype=bool)
-    twin = x.copy()
-    if not q.robustness:
-        prot = list(q.protected)
+class Verdicts:
+    """(label, confident, unfair by another protected value at the same other features, that twin) of
+    inputs, by the model's own arithmetic. Only the trees that read a protected feature are evaluated
+    again under the other protected values; the others keep their leaves."""
+
+    def __init__(self, ir: TreeEnsemble, q) -> None:
+        self.ir, self.q = ir, q
+        self.prot = [] if q.robustness else list(q.protected)
+        self.reading = ir.trees_reading(self.prot)
+        self.sub = ir.sub_ensemble(self.reading) if len(self.reading) else None
+
+    def __call__(self, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
+        ir, q, prot = self.ir, self.q, self.prot
+        leaves = ir.leaf_values(x)
+        score = ir.score_of_leaves(leaves)
+        label = ir.label_from_score(score)
+        if q.kappa is None:
+            conf = np.ones(len(x), dtype=bool)
+        else:
+            p = ir.proba_from_score(score)
+            conf = np.maximum(p, 1.0 - p) > q.kappa
+        unfair = np.zeros(len(x), dtype=bool)
+        twin = x.copy()
+        if self.sub is None:
+            return label, conf, unfair, twin
         for u in range(len(q.slices)):
-            xu = x.copy()
+            rows = np.nonzero((slice_of != u) & ~unfair)[0]
+            xu = x[rows]
             xu[:, prot] = q.slices[u][prot]
-            flip = (slice_of != u) & (ir.predict(xu) != label) & ~unfair
-            twin[flip] = xu[flip]
-            unfair |= flip
-    return label, conf, unfair & conf, twin
+            leaves_u = leaves[rows]
+            leaves_u[:, self.reading] = self.sub.leaf_values(xu)
+            flip = ir.label_from_score(ir.score_of_leaves(leaves_u)) != label[rows]
+            twin[rows[flip]] = xu[flip]
+            unfair[rows[flip]] = True
+        return label, conf, unfair & conf, twin
 
 
 class _Checker:
@@ -155,10 +174,11 @@ class _Checker:
         self.has_eps = bool(np.any(q.eps[self.free] > 0))
         self.sb = _SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
         self.tol = ir.margin_view(q.kappa)[2]
+        self.verdicts = Verdicts(ir, q)
 
     def __call__(self, x: np.ndarray, slice_of: np.ndarray, t_end: float):
         ir, q, prot = self.ir, self.q, self.prot
-        label, conf, unfair, _ = verdicts(ir, q, x, slice_of)
+        label, conf, unfair, _ = self.verdicts(x, slice_of)
         n_sl = len(q.slices)
         unknown = np.zeros(len(x), dtype=bool)
         if not self.has_eps:
@@ -166,9 +186,11 @@ class _Checker:
         ask = np.nonzero(conf & ~unfair)[0]
         if not len(ask):
             return conf, unfair, unknown
-        disc = q.discrete
+        # the closed neighbourhood as a half-open box: [x - e, x + e + 1) on integers, up to the next
+        # float above x + e on reals
+        top = np.where(q.discrete, x[ask] + q.eps + 1.0, np.nextafter(x[ask] + q.eps, np.inf))
         lo = np.where(self.free, np.maximum(self.dlo, x[ask] - q.eps), x[ask])
-        hi = np.where(self.free, np.minimum(self.dhi, x[ask] + q.eps + disc), x[ask] + disc)
+        hi = np.where(self.free, np.minimum(self.dhi, top), top)
         if q.robustness:
             qi, sl = np.arange(len(ask)), np.zeros(len(ask), dtype=np.int64)
         else:

@@ -153,7 +153,10 @@ class TreeEnsemble:
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
-        leaves = self.leaf_values(X)
+        return self.score_of_leaves(self.leaf_values(X))
+
+    def score_of_leaves(self, leaves: np.ndarray) -> np.ndarray:
+        """The score from every tree's leaf value (rows x trees), summed as the framework sums."""
         if self.sum_float32:  # XGBoost: base margin, then one float32 addition per tree, in order
             leaves = leaves.astype(np.float32)
             s = np.full(len(leaves), np.float32(self.base_score), dtype=np.float32)
@@ -217,6 +220,17 @@ class TreeEnsemble:
         if bad.any():
             raise ModelFormatError(f"{what}: the imported trees disagree with the framework's own predictions on "
                                    f"{int(bad.sum())} of {len(X)} sample inputs; this model variant is not supported")
+
+    def sub_ensemble(self, trees: np.ndarray) -> TreeEnsemble:
+        """The chosen trees alone (for their leaf values; scores need every tree)."""
+        return TreeEnsemble([self.trees[int(j)] for j in trees], self.n_features, self.split, self.input_float32,
+                            self.base_score, self.scale, self.link, self.feature_names, self.source,
+                            self.sum_float32)
+
+    def trees_reading(self, features: list[int]) -> np.ndarray:
+        """Indices of the trees that split on any of `features`."""
+        return np.array([j for j, t in enumerate(self.trees) if np.isin(t.feature[~t.is_leaf], features).any()],
+                        dtype=np.int64)
 
     @property
     def max_depth(self) -> int:
