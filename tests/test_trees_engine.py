@@ -236,3 +236,24 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
     res = verify_trees(ir, prop, method="regions")
     assert res.stats["converged"]
     assert res.confident_size == confident and res.unfair_size == unfair
+
+
+@pytest.mark.parametrize("eps,robust", [(0, False), (1, False), (1, True)])
+def test_refinement_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust):
+    pytest.importorskip("xgboost")
+    from faircert.engines import trees_frontier
+
+    X, y, dom = _small_problem(0)
+    ir = next(_models(X, y, 0))
+    if robust:
+        prop = individual_fairness(dom, None, epsilon=float(eps), kappa=0.5, robustness=True)
+    else:
+        prop = individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=0.5)
+    conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, robust)
+    truth = 1 - unfair / conf
+    full = verify_trees(ir, prop, method="refinement")
+    assert full.stats["converged"] and not full.stats["memory_limited"]
+    monkeypatch.setattr(trees_frontier, "MAX_STORED_BOXES", 3)
+    cut = verify_trees(ir, prop, method="refinement")
+    assert cut.stats["memory_limited"] and not cut.stats["converged"]
+    assert cut.measure_lower <= truth <= cut.measure_upper and cut.measure_upper - cut.measure_lower > 0

@@ -292,7 +292,7 @@ def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
                        open_parts=open_parts, slices=slo)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
-               "terms": 0, "near_tie_size": 0.0}
+               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False))}
     return q
 
 

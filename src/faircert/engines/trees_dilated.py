@@ -19,13 +19,13 @@ exact (it refines D(B) down to single cells when needed) and the cell it finds i
 
 from __future__ import annotations
 
-import heapq
 import time
 
 import numpy as np
 
 from ..models.trees import TreeEnsemble
 from .trees_boxes import NormalisedTrees, Partition
+from .trees_frontier import Frontier, over_memory
 from .trees_joint import _in_slice, _SliceBounds, slice_status
 
 
@@ -40,13 +40,14 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     sb = _SliceBounds(nt, prot, slo)
     cand = _candidates(nt, eps, free)
     out = _Pieces(len(dlo))
-    heap = [(0.0, 0, dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))]
-    tick, complete = 1, True
-    while heap:
-        if time.monotonic() > deadline:
+    frontier = Frontier(free, chunk)
+    frontier.push(dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))
+    complete = True
+    while frontier:
+        if time.monotonic() > deadline or over_memory(frontier, out.count, acc):
             complete = False
             break
-        lo, hi, settled = _pop_batch(heap, chunk)
+        lo, hi, settled = frontier.pop()
         label, conf, spread, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
         dlo_b, dhi_b = np.maximum(dlo, lo - eps), np.minimum(dhi, hi + eps)
         dlabel, dwide = _labels(nt, sb, dlo_b, dhi_b, tol, widest=True)
@@ -115,25 +116,8 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         nlo = np.concatenate([lo[~cut], lo[cut], right_lo[cut]])
         nhi = np.concatenate([hi[~cut], left_hi[cut], hi[cut]])
         nst = np.concatenate([settled[~cut], settled[cut], settled[cut]])
-        order = np.argsort(-np.prod(np.where(free, nhi - nlo, 1.0), axis=1), kind="stable")
-        nlo, nhi, nst = nlo[order], nhi[order], nst[order]
-        for k in range(0, len(nlo), chunk):
-            heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
-                                  nlo[k:k + chunk], nhi[k:k + chunk], nst[k:k + chunk]))
-            tick += 1
-    return (complete,) + out.result() + ([(e[2], e[3], ~e[4]) for e in heap],)
-
-
-def _pop_batch(heap: list, size: int):
-    """The largest boxes: whole chunks off the heap until about `size` boxes (small chunks merge)."""
-    parts = [heapq.heappop(heap)]
-    count = len(parts[0][2])
-    while heap and count + len(heap[0][2]) <= size:
-        parts.append(heapq.heappop(heap))
-        count += len(parts[-1][2])
-    if len(parts) == 1:
-        return parts[0][2], parts[0][3], parts[0][4]
-    return tuple(np.concatenate([p[k] for p in parts]) for k in (2, 3, 4))
+        frontier.push(nlo, nhi, nst)
+    return (complete,) + out.result() + ([(lo, hi, ~st) for lo, hi, st in frontier.parts()],)
 
 
 def _labels(nt, sb, lo, hi, tol, widest: bool = False):
@@ -299,10 +283,12 @@ class _Pieces:
     def __init__(self, width: int) -> None:
         self.width = width
         self.parts: list[tuple[np.ndarray, ...]] = []
+        self.count = 0
 
     def add(self, plo, phi, tlo, thi) -> None:
         if len(plo):
             self.parts.append((plo, phi, tlo, thi))
+            self.count += len(plo)
 
     def result(self):
         if self.parts:

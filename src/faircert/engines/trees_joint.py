@@ -12,13 +12,13 @@ leaf) but near a threshold is decided by the model's own arithmetic at one point
 
 from __future__ import annotations
 
-import heapq
 import time
 
 import numpy as np
 
 from ..models.trees import TreeEnsemble
 from .trees_boxes import NormalisedTrees, Partition, PathChecks
+from .trees_frontier import Frontier, over_memory
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
@@ -30,14 +30,16 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
-    heap = [(0.0, 0, dlo[None].copy(), dhi[None].copy())]
-    tick, complete = 1, True
+    frontier = Frontier(free, chunk)
+    frontier.push(dlo[None].copy(), dhi[None].copy())
+    complete = True
     sb = _SliceBounds(nt, prot, slo)
-    while heap:
-        if time.monotonic() > deadline:
+    n_pieces = 0
+    while frontier:
+        if time.monotonic() > deadline or over_memory(frontier, n_pieces, acc):
             complete = False
             break
-        _, _, lo, hi = heapq.heappop(heap)
+        lo, hi = frontier.pop()
         label, conf, spread_sum, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
         has_pos = (label == 1).any(axis=1)
         has_neg = (label == -1).any(axis=1)
@@ -61,6 +63,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                 plo, phi = _in_slice(blo, bhi, slo[vs], prot)
                 tlo, thi = _in_slice(blo, bhi, slo[tw], prot)
                 pieces_lo.append(plo); pieces_hi.append(phi); twin_lo.append(tlo); twin_hi.append(thi)
+                n_pieces += len(plo)
             report(acc)
         keep = ~done
         if not keep.any():
@@ -76,20 +79,14 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
         f, b = nt.cut(vlo, vhi, None, widest[rows, v])
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
-        nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi])
-        order = np.argsort(-np.prod(np.where(free, nhi - nlo, 1.0), axis=1), kind="stable")
-        nlo, nhi = nlo[order], nhi[order]
-        for k in range(0, len(nlo), chunk):
-            heapq.heappush(heap, (-float(np.prod(np.where(free, nhi[k] - nlo[k], 1.0))), tick,
-                                  nlo[k:k + chunk], nhi[k:k + chunk]))
-            tick += 1
+        frontier.push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]))
     width = len(dlo)
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros((0, width)))
     tlo, thi = cat(twin_lo), cat(twin_hi)
     m = len(tlo)
     part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
                      complete, 0.0, np.zeros(m, bool))
-    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(e[2], e[3], None) for e in heap]
+    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(lo, hi, None) for lo, hi in frontier.parts()]
 
 
 def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
