@@ -172,3 +172,27 @@ def test_json_sniffing_and_bad_files(tmp_path):
     txt.write_text("hello")
     with pytest.raises(ModelFormatError, match="LightGBM"):
         load_model(txt)
+
+
+@pytest.mark.parametrize("kind", ["xgboost", "lightgbm", "sklearn"])
+def test_table_evaluation_equals_traversal(kind):
+    """Trees of at most 15 splits are evaluated by table; the leaves equal plain traversal, also on
+    thresholds and between float32 neighbours of them."""
+    X, y = _data(seed=3)
+    if kind == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        ir = load_model(xgb.XGBClassifier(n_estimators=20, max_depth=4, random_state=0, n_jobs=1).fit(X, y))
+    elif kind == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        ir = load_model(lgb.LGBMClassifier(n_estimators=20, num_leaves=12, verbose=-1, random_state=0).fit(X, y))
+    else:
+        ensemble = pytest.importorskip("sklearn.ensemble")
+        ir = load_model(ensemble.GradientBoostingClassifier(n_estimators=15, max_depth=3, random_state=0).fit(X, y))
+    assert ir._tables() is not None
+    ths = np.concatenate([t.threshold[~t.is_leaf] for t in ir.trees])
+    rng = np.random.default_rng(0)
+    near = rng.choice(ths, (600, X.shape[1]))
+    Z = np.vstack([rng.normal(size=(600, X.shape[1])), near, np.nextafter(near, np.inf), np.nextafter(near, -np.inf)])
+    by_table = ir.leaf_values(Z)
+    ir._tables_cache = ()  # no table: traversal
+    assert np.array_equal(by_table, ir.leaf_values(Z))

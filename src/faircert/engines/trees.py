@@ -549,21 +549,23 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         r = rng.choice(len(piece_size), size=m - n_open, p=p_piece) if len(piece_size) else np.zeros(0, np.int64)
         x = piece_points(q, r, rng)  # chunks: memory is reused instead of faulted in afresh
         xp = twins_of(q, x, q.piece_twin[r])
-        if n_open:
-            xo, slice_of = opened.draw(rng, n_open)
-            _, _, unfair, twin = verdicts(xo, slice_of)
-            x, xp = np.concatenate([x, xo[unfair]]), np.concatenate([xp, twin[unfair]])
         ok = recheck(ir, q, x, xp)
         xs.append(x[ok])
         xps.append(xp[ok])
         rejected += int((~ok).sum())
         kept += int(ok.sum())
+        if n_open:  # the verdicts are the re-check: both labels by the model's own arithmetic
+            xo, slice_of = opened.draw(rng, n_open)
+            _, _, unfair, twin = verdicts(xo, slice_of)
+            xs.append(xo[unfair])
+            xps.append(twin[unfair])
+            kept += int(unfair.sum())
         drawn += m
     x, xp = np.concatenate(xs), np.concatenate(xps)
-    if len(x) > n:  # a uniform subset of uniform draws (the last chunk overshoots)
-        keep = np.sort(rng.choice(len(x), size=n, replace=False))
-        x, xp = x[keep], xp[keep]
-    return x, xp, rejected
+    # a uniform subset of the draws (the last chunk overshoots), in random order: draws come grouped
+    # by source and box, and any prefix of the output should be a uniform sample too
+    keep = rng.permutation(len(x))[:n]
+    return x[keep], xp[keep], rejected
 
 
 def region_is_exact(q: Quantification) -> bool:

@@ -56,7 +56,8 @@ class OpenBoxes:
 
     def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
         """m inputs and the index of each one's slice."""
-        box = np.minimum(np.searchsorted(self.cdf, rng.random(m), side="right"), len(self.cdf) - 1)
+        u = np.sort(rng.random(m))  # sorted: the search walks the cdf in order (draws are exchangeable)
+        box = np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1)
         k = np.floor(rng.random(m) * self.n_open[box])  # the k-th open slice of the box
         slice_of = np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
         x = _uniform_points(rng, self.lo[box], self.hi[box], self.q.discrete)

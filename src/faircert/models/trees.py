@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import ModelFormatError
 
 LINKS = ("sigmoid", "identity")
+TABLE_SPLITS = 15  # trees with at most this many splits are evaluated by table (2**splits entries)
 SPLITS = ("<", "<=")
 
 
@@ -133,9 +134,49 @@ class TreeEnsemble:
                                 np.array(child, dtype=np.intp), np.array(value), max(t.depth for t in self.trees))
         return self._flat_cache
 
+    def _tables(self) -> tuple[np.ndarray, ...] | None:
+        """Evaluation by table, for ensembles whose trees have at most TABLE_SPLITS splits each.
+
+        Every distinct (feature, threshold) is compared once per row; the k-th split of tree j
+        adds 2**k to the tree's code (a product with a weight matrix, exact in float32), and the
+        tree's table maps each code (every pattern of split outcomes) to the leaf it reaches.
+        Returns (pair features, pair thresholds, weights pairs x trees, tables trees x 2**m) or None.
+        """
+        if getattr(self, "_tables_cache", None) is None:
+            splits = [int((~t.is_leaf).sum()) for t in self.trees]
+            if max(splits) > TABLE_SPLITS:
+                self._tables_cache = ()
+                return None
+            pairs: dict[tuple[int, float], int] = {}
+            cols: list[tuple[int, int, int]] = []  # (pair, tree, k)
+            width = 1 << max(splits)
+            table = np.zeros((len(self.trees), width))
+            for j, t in enumerate(self.trees):
+                inner = np.nonzero(~t.is_leaf)[0]
+                pos = np.zeros(len(t.feature), dtype=np.int64)
+                pos[inner] = np.arange(len(inner))
+                for k, node in enumerate(inner):
+                    key = (int(t.feature[node]), float(t.threshold[node]))
+                    cols.append((pairs.setdefault(key, len(pairs)), j, k))
+                codes = np.arange(width)
+                node = np.zeros(width, dtype=np.int64)
+                for _ in range(t.depth):
+                    right = (codes >> pos[node]) & 1
+                    node = np.where(t.left[node] >= 0, np.where(right == 1, t.right[node], t.left[node]), node)
+                table[j] = t.value[node]
+            weights = np.zeros((len(pairs), len(self.trees)), dtype=np.float32)
+            for u, j, k in cols:
+                weights[u, j] += np.float32(1 << k)
+            keys = np.array(list(pairs), dtype=np.float64).reshape(-1, 2)
+            self._tables_cache = (keys[:, 0].astype(np.intp), keys[:, 1], weights, table.ravel(), width)
+        return self._tables_cache or None
+
     def leaf_values(self, X: np.ndarray, chunk: int = 32768) -> np.ndarray:
         """Leaf value of every tree for every row (rows x trees)."""
         X = self._inputs(X)
+        tables = self._tables()
+        if tables is not None:
+            return self._leaf_values_by_table(X, *tables)
         roots, feat, thr, child, value, depth = self._flat()
         out = np.empty((len(X), len(self.trees)))
         strict = self.split == "<"
@@ -149,6 +190,17 @@ class TreeEnsemble:
                 t = np.take(thr, node)
                 node = np.take(child, node) + ((x >= t) if strict else (x > t))
             out[s:s + chunk] = np.take(value, node)
+        return out
+
+    def _leaf_values_by_table(self, X, pair_feat, pair_thr, weights, table, width) -> np.ndarray:
+        out = np.empty((len(X), len(self.trees)))
+        base = (np.arange(len(self.trees)) * width)[None, :]
+        rows = max(1024, (1 << 22) // max(1, len(pair_feat)))
+        for s in range(0, len(X), rows):
+            x = X[s:s + rows][:, pair_feat]
+            right = (x >= pair_thr) if self.split == "<" else (x > pair_thr)  # the split sends x right
+            codes = right.astype(np.float32) @ weights
+            out[s:s + rows] = np.take(table, base + codes.astype(np.intp))
         return out
 
     def score(self, X: np.ndarray) -> np.ndarray:
