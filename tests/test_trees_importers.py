@@ -196,3 +196,20 @@ def test_table_evaluation_equals_traversal(kind):
     by_table = ir.leaf_values(Z)
     ir._tables_cache = ()  # no table: traversal
     assert np.array_equal(by_table, ir.leaf_values(Z))
+
+
+@pytest.mark.parametrize("by_table", [True, False])
+def test_leaves_with_a_feature_fixed_equal_direct_evaluation(by_table):
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(seed=4)
+    ir = load_model(xgb.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1).fit(X, y))
+    if not by_table:
+        ir._tables_cache = ()
+    Z = _probes(ir)
+    rows = np.arange(0, len(Z), 3)
+    under = ir.leaves_with(Z, [0, 2])
+    ths = np.concatenate([t.threshold[~t.is_leaf] for t in ir.trees])
+    for values in ([0.0, 5.0], [ths[0], ths[-1]], [np.nextafter(ths[1], np.inf), 11.0]):
+        direct = Z[rows].copy()
+        direct[:, [0, 2]] = values
+        assert np.array_equal(under(np.array(values), rows), ir.leaf_values(direct))

@@ -153,3 +153,23 @@ def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():
     share = np.mean(points[:, 1] < cut)
     assert 0 < share < 1
     assert abs(np.mean(x[:, 1] < cut) - share) < 4 * np.sqrt(share * (1 - share) / 20_000)
+
+
+def test_twin_labels_near_the_threshold_follow_the_frameworks_float32_sum():
+    """Margins 1 + 2**-25 - 1 and 1 - 2**-25 - 1: float64 gives them opposite signs, XGBoost's
+    float32 running sum gives 0 to both (class 0), so no input is unfair."""
+    from types import SimpleNamespace
+
+    from faircert.engines.trees_open import Verdicts
+    from faircert.models.trees import Tree, TreeEnsemble
+
+    leaf = -1
+    one = Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, 1.0, 1.0])
+    tiny = Tree([1, 0, 0], [1.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, 2.0 ** -25, -(2.0 ** -25)])
+    minus = Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, -1.0, -1.0])
+    ir = TreeEnsemble([one, tiny, minus], 2, split="<", input_float32=True, sum_float32=True)
+    x = np.array([[3.0, 0.0], [3.0, 1.0]])
+    assert list(ir.predict(x)) == [0, 0]
+    q = SimpleNamespace(robustness=False, protected=(1,), kappa=None, slices=np.array([[0.0, 0.0], [0.0, 1.0]]))
+    label, conf, unfair, _ = Verdicts(ir, q)(x, np.array([0, 1]))
+    assert list(label) == [0, 0] and not unfair.any()

@@ -129,14 +129,25 @@ def _uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, di
 
 class Verdicts:
     """(label, confident, unfair by another protected value at the same other features, that twin) of
-    inputs, by the model's own arithmetic. Only the trees that read a protected feature are evaluated
-    again under the other protected values; the others keep their leaves."""
+    inputs, by the model's own arithmetic.
+
+    Only the trees that read a protected feature are evaluated again under the other protected
+    values. A twin's margin is first summed in float64; where it lies farther from the decision
+    threshold than the framework's rounding of its own sum could move it, that decides the label;
+    the rest are summed as the framework sums.
+    """
 
     def __init__(self, ir: TreeEnsemble, q) -> None:
         self.ir, self.q = ir, q
         self.prot = [] if q.robustness else list(q.protected)
         self.reading = ir.trees_reading(self.prot)
         self.sub = ir.sub_ensemble(self.reading) if len(self.reading) else None
+        self.offset = ir.base_score - (0.5 if ir.link == "identity" else 0.0)
+        # how far the framework's own sum may be from a float64 one (margin units): a bound of the
+        # rounding of every partial sum, each at most |base| + the trees' largest |leaf| values
+        unit = (2.0 ** -23 if (ir.sum_float32 or ir.input_float32) else 2.0 ** -51) * len(ir.trees)
+        magnitude = abs(ir.base_score) + sum(float(np.abs(t.value).max()) for t in ir.trees)
+        self.slack = unit * ir.scale * magnitude
 
     def __call__(self, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
         ir, q, prot = self.ir, self.q, self.prot
@@ -152,13 +163,21 @@ class Verdicts:
         twin = x.copy()
         if self.sub is None:
             return label, conf, unfair, twin
+        shared = leaves.sum(axis=1) - leaves[:, self.reading].sum(axis=1)  # the other trees' sum
+        reading_under = self.sub.leaves_with(x, prot)
         for u in range(len(q.slices)):
             rows = np.nonzero((slice_of != u) & ~unfair)[0]
             xu = x[rows]
             xu[:, prot] = q.slices[u][prot]
-            leaves_u = leaves[rows]
-            leaves_u[:, self.reading] = self.sub.leaf_values(xu)
-            flip = ir.label_from_score(ir.score_of_leaves(leaves_u)) != label[rows]
+            reading = reading_under(q.slices[u][prot], rows)
+            margin = self.offset + ir.scale * (shared[rows] + reading.sum(axis=1))
+            label_u = (margin > 0).astype(label.dtype)
+            near = np.nonzero(np.abs(margin) <= self.slack)[0]
+            if len(near):  # too close to call: the framework's own sum decides
+                full = leaves[rows[near]]
+                full[:, self.reading] = reading[near]
+                label_u[near] = ir.label_from_score(ir.score_of_leaves(full))
+            flip = label_u != label[rows]
             twin[rows[flip]] = xu[flip]
             unfair[rows[flip]] = True
         return label, conf, unfair & conf, twin

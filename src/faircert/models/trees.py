@@ -15,6 +15,7 @@ Confidence is max(P, 1 - P).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -197,11 +198,35 @@ class TreeEnsemble:
         base = (np.arange(len(self.trees)) * width)[None, :]
         rows = max(1024, (1 << 22) // max(1, len(pair_feat)))
         for s in range(0, len(X), rows):
-            x = X[s:s + rows][:, pair_feat]
-            right = (x >= pair_thr) if self.split == "<" else (x > pair_thr)  # the split sends x right
-            codes = right.astype(np.float32) @ weights
+            codes = self._goes_right(X[s:s + rows][:, pair_feat], pair_thr).astype(np.float32) @ weights
             out[s:s + rows] = np.take(table, base + codes.astype(np.intp))
         return out
+
+    def _goes_right(self, x: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+        return (x >= threshold) if self.split == "<" else (x > threshold)
+
+    def leaves_with(self, X: np.ndarray, features: list[int]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """A function (values, rows) -> leaf values (rows x trees) of X[rows] with `features` set to
+        `values`. By table, the comparisons on the other features are made once for all calls."""
+        tables = self._tables()
+        if tables is None:
+            def by_traversal(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+                x = X[rows].copy()
+                x[:, features] = values
+                return self.leaf_values(x)
+            return by_traversal
+        pair_feat, pair_thr, weights, table, width = tables
+        fixed = np.isin(pair_feat, features)
+        codes = self._goes_right(self._inputs(X)[:, pair_feat[~fixed]], pair_thr[~fixed]).astype(np.float32) \
+            @ weights[~fixed]
+        base = np.arange(len(self.trees)) * width
+
+        def by_table(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+            z = np.zeros((1, self.n_features))
+            z[0, features] = values
+            own = self._goes_right(self._inputs(z)[0, pair_feat[fixed]], pair_thr[fixed]).astype(np.float32)
+            return np.take(table, base + (codes[rows] + own @ weights[fixed]).astype(np.intp))
+        return by_table
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
