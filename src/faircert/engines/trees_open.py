@@ -143,9 +143,11 @@ class Verdicts:
         self.reading = ir.trees_reading(self.prot)
         self.sub = ir.sub_ensemble(self.reading) if len(self.reading) else None
         self.offset = ir.base_score - (0.5 if ir.link == "identity" else 0.0)
-        # how far the framework's own sum may be from a float64 one (margin units): a bound of the
-        # rounding of every partial sum, each at most |base| + the trees' largest |leaf| values
-        unit = (2.0 ** -23 if (ir.sum_float32 or ir.input_float32) else 2.0 ** -51) * len(ir.trees)
+        # how far the framework's own sum and the float64 one here may both be from the exact sum
+        # (margin units): the rounding of the base, the leaves and every partial sum, each at most
+        # |base| + the trees' largest |leaf| values, at half an ulp of float32 (running sum) or
+        # float64, doubled for the sum here
+        unit = (2.0 ** -23 if ir.sum_float32 else 2.0 ** -51) * (len(ir.trees) + 2)
         magnitude = abs(ir.base_score) + sum(float(np.abs(t.value).max()) for t in ir.trees)
         self.slack = unit * ir.scale * magnitude
 
