@@ -4,7 +4,8 @@ Trains XGBoost (50 trees, depth 3, seed 0) on integer encodings of Adult, Bank, 
 (benchmarks/trees_data.py; domains = data ranges), runs RQ1 (r_eps in {0, 0.1}, kappa 0.5; fairness
 per protected attribute and robustness) and RQ2 (r_eps 0.1, kappa 0.7) with a time limit, the
 testing mode (1,000,000 re-checked samples from the exact unfair region, r_eps 0, kappa 0.5), and
-scaling runs (more trees, deeper trees, a random forest). Writes benchmarks/results/trees.{md,json}
+scaling runs (more trees, deeper trees, a random forest), the speed of tree evaluation by table and
+by traversal, and the peak memory of one long run. Writes benchmarks/results/trees.{md,json}
 with the paper's BoxQTE figures alongside.
 
     python benchmarks/trees.py [--limit S] [--samples N] [--datasets adult,bank,compas,german]
@@ -68,7 +69,7 @@ def run(ir, dom, attr, rate, kappa, limit):
     wall = time.perf_counter() - t0
     est = res.statistical
     estimate = None if est is None else {"measure": 1 - est.unfair, "ci": [1 - est.ci_high, 1 - est.ci_low],
-                                         "samples": est.samples, "time_s": wall - res.stats["quantify_s"]}
+                                         "samples": est.samples, "time_s": res.stats["estimate_s"]}
     return {"converged": bool(res.stats["converged"]), "gap": res.measure_upper - res.measure_lower,
             "time_s": res.stats["quantify_s"], "wall_s": wall, "estimate": estimate,
             "measure_lower": res.measure_lower, "measure_upper": res.measure_upper,
@@ -89,6 +90,47 @@ def testing(ir, dom, attr, limit, samples):
             "samples": len(x), "distinct_idis": int(distinct), "rejected": rejected, "unfair_size": q.unfair}
 
 
+def evaluation(ir, dom, rows: int = 131_072, repeat: int = 8) -> dict:
+    """Leaf values of random grid inputs per second, by table and by traversal (the same numbers)."""
+    import copy
+
+    rng = np.random.default_rng(0)
+    X = rng.integers([f.min for f in dom.features], [f.max + 1 for f in dom.features], (rows, ir.n_features))
+    X = X.astype(float)
+    walk = copy.deepcopy(ir)
+    walk._tables_cache = ()  # no table: traversal
+    out = {"rows": rows * repeat, "trees": len(ir.trees)}
+    for key, model in (("table", ir), ("traversal", walk)):
+        model.leaf_values(X[:1000])
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            leaves = model.leaf_values(X)
+        out[f"{key}_s"] = time.perf_counter() - t0
+        out[key] = leaves
+    assert np.array_equal(out.pop("table"), out.pop("traversal"))
+    return out
+
+
+def memory_probe(name: str, attr: str, limit: float) -> None:
+    """One long epsilon-0 run; prints its outcome and peak memory (run in a child process)."""
+    import resource
+
+    ir, dom, _ = train(name)
+    q = quantify(ir, individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5), time_limit=limit)
+    lo, hi = q.bounds
+    print(json.dumps({"dataset": name, "attr": attr, "limit_s": limit, "elapsed_s": q.elapsed,
+                      "memory_limited": q.stats["memory_limited"], "measure_lower": lo, "measure_upper": hi,
+                      "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
+
+
+def long_run(name: str, attr: str, limit: float) -> dict:
+    import subprocess
+
+    done = subprocess.run([sys.executable, __file__, "--memory-probe", f"{name},{attr},{limit}"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def fmt_attr(a):
     return "-" if a is None else ATTR.get(a, a)
 
@@ -100,13 +142,25 @@ def main() -> None:
     ap.add_argument("--datasets", default="adult,bank,compas,german")
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--scale-limit", type=float, default=30.0, help="time limit of the scaling runs (s)")
+    ap.add_argument("--long-limit", type=float, default=120.0, help="time limit of the long (memory) run (s)")
+    ap.add_argument("--memory-probe", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not DATA.is_dir():
         sys.exit(f"shared benchmark data not found at {DATA}")
+    if args.memory_probe:
+        name, attr, limit = args.memory_probe.split(",")
+        memory_probe(name, attr, float(limit))
+        return
     names = [n for n in args.datasets.split(",") if n]
     out = {"machine": platform.processor() or platform.machine(), "limit_s": args.limit,
            "scale_limit_s": args.scale_limit, "models": {}, "rq1": [],
            "rq2": [], "rq3": [], "scaling": []}
+    if "adult" in names:
+        ir, dom, _ = train("adult")
+        out["evaluation"] = evaluation(ir, dom)
+        print("EVAL", out["evaluation"], flush=True)
+        out["long_run"] = long_run("adult", "sex", args.long_limit)
+        print("LONG", out["long_run"], flush=True)
     for name in names:
         ir, dom, acc = train(name)
         out["models"][name] = {"trees": len(ir.trees), "features": ir.n_features, "train_accuracy": acc,
@@ -205,6 +259,16 @@ def markdown(out) -> str:
         lines.append(f"| {NAMES[r['dataset']]} | {fmt_attr(r['attr'])} | {meas} | {'yes' if r['exact_region'] else 'partial'} | "
                      f"{r['quant_s']:.2f} | {r['sample_s']:.2f} | {r['samples']:,} | {r['distinct_idis']:,} | {r['rejected']} | "
                      f"{r['paper_measure']} | {r['paper_idis']:,} | {r['paper_sample_s']} |")
+    if "evaluation" in out:
+        e, g = out["evaluation"], out["long_run"]
+        lines += ["", "## Tree evaluation and memory (Adult model)", "",
+                  f"Leaf values of {e['rows']:,} random grid inputs x {e['trees']} trees, in batches of "
+                  f"{e['rows'] // 8:,} rows: by table {e['table_s']:.2f} s, by traversal {e['traversal_s']:.2f} s "
+                  "(the same leaves).", "",
+                  f"A long epsilon-0 run (gender, kappa 0.5, limit {g['limit_s']:g} s): stopped at "
+                  f"{g['elapsed_s']:.1f} s, memory limit reached: {'yes' if g['memory_limited'] else 'no'}, "
+                  f"peak memory {g['peak_rss_gb']:.2f} GB, measure in [{g['measure_lower']:.4f}, "
+                  f"{g['measure_upper']:.4f}]."]
     if out["scaling"]:
         lines += ["", f"## Scaling (kappa 0.5; fairness r_eps 0 and robustness r_eps 0.1; limit {out['scale_limit_s']:g} s)", "",
                   "| model | dataset | property | converged | gap | time (s) | boxes |", "|---|---|---|---|---|---|---|"]

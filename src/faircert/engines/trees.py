@@ -42,7 +42,7 @@ from ..errors import PropertyError
 from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
-from .trees_boxes import NEG, POS, Partition, domain_box, normalise, partition
+from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, normalise, partition
 from .trees_dilated import dilated_quantify
 from .trees_open import OpenBoxes, Verdicts, estimate_unfair_share
 from .trees_joint import joint_quantify
@@ -77,6 +77,7 @@ class Quantification:
     # open slices (None: all open); see `open_boxes`
     open_parts: list | None = None
     slices: np.ndarray | None = None  # the slices' start boxes (protected values)
+    nt: NormalisedTrees | None = None  # the trees the quantification ran on
 
     def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The open boxes as arrays (lo, hi, open slices: boxes x slices)."""
@@ -179,18 +180,24 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     limit, the region path for a third of the time, then, if it has not finished, the refinement
     for the rest, keeping the better of the two phases' bounds; the region path otherwise.
     """
+    if method not in ("auto", "regions", "refinement"):
+        raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
+    nt = normalise(ir, prop.domain)
+    q = _quantify(ir, nt, prop, time_limit, progress, regions, method)
+    q.nt = nt
+    return q
+
+
+def _quantify(ir, nt, prop, time_limit, progress, regions, method) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
     discrete = domain.discrete_mask
     eps = _epsilon(prop, discrete)
     _, c, tol = ir.margin_view(prop.kappa)
-    nt = normalise(ir, domain)
     dlo, dhi = domain_box(domain)
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    if method not in ("auto", "regions", "refinement"):
-        raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
                                _reporter(progress, total, t0), t0)
@@ -609,11 +616,12 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
         verdict = "unknown"
     names = prop.domain.names
     converged = bool(q.complete and upper - lower <= 1e-12)
-    estimate = None
+    estimate, t_estimate = None, time.monotonic()
     if not converged:
         budget = float(np.clip(ESTIMATE_SHARE * time_limit, 1.0, 10.0)) if time_limit else 10.0
-        estimate = estimate_unfair_share(ir, normalise(ir, prop.domain), q, prop, confidence, budget, seed)
+        estimate = estimate_unfair_share(ir, q.nt, q, prop, confidence, budget, seed)
     stats = dict(q.stats, converged=converged, gap=upper - lower, quantify_s=q.elapsed,
+                 estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,
                  rejected_counterexamples=rejected, near_tie_unfair_upper=q.unfair_upper_extra)
     return Result(verdict=verdict, certified=certified, falsified=falsified, undecided=undecided,
                   domain_size=q.total, counterexamples=cexs, statistical=estimate,

@@ -35,12 +35,12 @@ class Frontier:
         """Add boxes (arrays[0] = lo, arrays[1] = hi, then per-box data with the same rows)."""
         if not len(arrays[0]):
             return
-        order = np.argsort(-self.size(arrays[0], arrays[1]), kind="stable")
-        arrays = tuple(a[order] for a in arrays)
-        self.count += len(arrays[0])
-        for k in range(0, len(arrays[0]), self.chunk):
-            key = -float(self.size(arrays[0][k:k + 1], arrays[1][k:k + 1])[0])
-            heapq.heappush(self.heap, (key, self.tick, tuple(a[k:k + self.chunk] for a in arrays)))
+        size = self.size(arrays[0], arrays[1])
+        order = np.argsort(-size, kind="stable")
+        arrays, size = tuple(a[order] for a in arrays), size[order]
+        self.count += len(size)
+        for k in range(0, len(size), self.chunk):  # a chunk is keyed by its largest box
+            heapq.heappush(self.heap, (-float(size[k]), self.tick, tuple(a[k:k + self.chunk] for a in arrays)))
             self.tick += 1
 
     def pop(self) -> tuple[np.ndarray, ...]:

@@ -169,8 +169,6 @@ class Verdicts:
         reading_under = self.sub.leaves_with(x, prot)
         for u in range(len(q.slices)):
             rows = np.nonzero((slice_of != u) & ~unfair)[0]
-            xu = x[rows]
-            xu[:, prot] = q.slices[u][prot]
             reading = reading_under(q.slices[u][prot], rows)
             margin = self.offset + ir.scale * (shared[rows] + reading.sum(axis=1))
             label_u = (margin > 0).astype(label.dtype)
@@ -179,9 +177,9 @@ class Verdicts:
                 full = leaves[rows[near]]
                 full[:, self.reading] = reading[near]
                 label_u[near] = ir.label_from_score(ir.score_of_leaves(full))
-            flip = label_u != label[rows]
-            twin[rows[flip]] = xu[flip]
-            unfair[rows[flip]] = True
+            flipped = rows[label_u != label[rows]]
+            twin[np.ix_(flipped, prot)] = q.slices[u][prot]
+            unfair[flipped] = True
         return label, conf, unfair & conf, twin
 
 
