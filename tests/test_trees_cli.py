@@ -46,6 +46,7 @@ def test_sample_counterexamples_writes_rechecked_pairs(xgb_model, tmp_path, caps
                      "--protected", "sex", "--epsilon-rate", "0.1", "-n", "500", "--out", str(out_csv), "--json", "-"])
     summary = json.loads(capsys.readouterr().out)
     frame = pd.read_csv(out_csv)
+    assert summary["region_complete"] and summary["region_exact"]
     if summary["unfair_size"] == 0:
         assert code == 0 and len(frame) == 0
         return
@@ -87,3 +88,11 @@ def test_python_api_accepts_fitted_models():
     assert res.measure_lower == res.measure_upper and res.epsilon == {"a": 2.0, "b": 1.0}
     for c in res.counterexamples:
         assert c.x[0] != c.x_prime[0] and (c.output > 0.5) != (c.output_prime > 0.5)
+
+
+@pytest.mark.parametrize("level", ["1", "0", "1.5"])
+def test_confidence_of_the_estimate_outside_0_1_exits_3(xgb_model, capsys, level):
+    folder, _ = xgb_model
+    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
+                     "--confidence", level, "--quiet"])
+    assert code == 3 and "confidence" in capsys.readouterr().err

@@ -12,7 +12,7 @@ import heapq
 
 import numpy as np
 
-#: Open boxes plus unfair pieces a refinement may hold (measured: about 4 GB on 13 features).
+#: Open boxes plus unfair pieces a refinement may hold (peak memory: benchmarks/results/trees.md).
 MAX_STORED_BOXES = 5_000_000
 
 
