@@ -179,15 +179,16 @@ def test_auto_method_keeps_the_first_phase_bounds():
         quantify(ir, prop, method="fastest")
 
 
-def test_refinement_needs_integer_features():
+def test_toy_ensemble_on_a_real_income_agrees_across_methods():
     ens = toy_ensemble()
     real = Domain((Feature("income", "real", 0, 1000), Feature("race", "categorical", 0, 4),
                    Feature("age", "integer", 0, 100)))
     prop = individual_fairness(real, "race", epsilon={"income": 5.0, "age": 5}, kappa=0.5)
-    with pytest.raises(PropertyError, match="needs integer features"):
-        quantify(ens, prop, method="refinement")
-    q = quantify(ens, prop, time_limit=5.0)  # auto takes the region path on real features, exactly
-    assert q.complete and q.bounds[0] == q.bounds[1] and 0.6 < q.bounds[0] < 0.7
+    qs = [quantify(ens, prop, method=m, time_limit=30.0) for m in ("regions", "refinement", "auto")]
+    assert all(q.complete for q in qs)
+    measures = [q.bounds[0] for q in qs]
+    assert all(q.bounds[0] == pytest.approx(q.bounds[1], abs=1e-12) for q in qs)
+    assert measures == pytest.approx([measures[0]] * 3, abs=1e-12) and 0.6 < measures[0] < 0.7
 
 
 def test_sampling_is_uniform_over_the_exact_region():
@@ -238,8 +239,9 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
     assert res.confident_size == confident and res.unfair_size == unfair
 
 
+@pytest.mark.parametrize("method", ["refinement", "regions"])
 @pytest.mark.parametrize("eps,robust", [(0, False), (1, False), (1, True)])
-def test_refinement_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust):
+def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust, method):
     pytest.importorskip("xgboost")
     from faircert.engines import trees_frontier
 
@@ -251,9 +253,14 @@ def test_refinement_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch,
         prop = individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=0.5)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, robust)
     truth = 1 - unfair / conf
-    full = verify_trees(ir, prop, method="refinement")
-    assert full.stats["converged"] and not full.stats["memory_limited"]
+    full = verify_trees(ir, prop, method=method)
+    assert full.stats["converged"] and not full.stats["memory_limited"] and full.statistical is None
     monkeypatch.setattr(trees_frontier, "MAX_STORED_BOXES", 3)
-    cut = verify_trees(ir, prop, method="refinement")
+    cut = verify_trees(ir, prop, method=method)
     assert cut.stats["memory_limited"] and not cut.stats["converged"]
     assert cut.measure_lower <= truth <= cut.measure_upper and cut.measure_upper - cut.measure_lower > 0
+    # the estimate of what is left open (the whole space on the region path) is inside the bounds
+    est = cut.statistical
+    assert est is not None and est.samples >= 256
+    assert cut.measure_lower <= 1 - est.ci_high <= 1 - est.unfair <= 1 - est.ci_low <= cut.measure_upper
+    assert est.ci_low - 0.02 <= 1 - truth <= est.ci_high + 0.02

@@ -10,11 +10,11 @@ How (no grid enumeration, no solver), by box refinement with margin bounds (the 
 the trees' reachable leaf ranges):
 1. Epsilon 0 fairness: one refinement of the non-protected features; a box is settled once every
    protected combination's label and confidence are decided on it (trees_joint).
-2. Epsilon > 0 or robustness on integer grids: one refinement in which each (box, protected
+2. Epsilon > 0 or robustness: one refinement in which each (box, protected
    combination) is settled as soon as its own verdict and its twins' (over the box's epsilon-
    neighbourhood) are decided; boxes whose points all reach the same cells are decided by an exact
    search of the neighbourhood (trees_dilated).
-3. Otherwise (real features), region by region: for every protected combination v, split the
+3. The region path, region by region: for every protected combination v, split the
    region tree by tree into boxes on which the label and the confidence status are constant
    (trees_boxes.partition); the unfair part of the confident l-boxes of v is their intersection
    with the union of the epsilon-dilated (1-l)-boxes of the other slices, sized exactly by a k-d
@@ -77,6 +77,8 @@ class Quantification:
     # open slices (None: all open); see `open_boxes`
     open_parts: list | None = None
     slices: np.ndarray | None = None  # the slices' start boxes (protected values)
+    # (confident, unfair) sizes settled outside the open boxes; None: conf_settled and unfair
+    open_settled: tuple[float, float] | None = None
     nt: NormalisedTrees | None = None  # the trees the quantification ran on
 
     def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,7 +100,8 @@ class Quantification:
     @property
     def bounds(self) -> tuple[float, float]:
         den = self.measured_upper
-        if den <= 0:
+        # volumes (real features) are float sums: a residue of their rounding is no confident input
+        if den <= (0.0 if self.discrete.all() else 1e-12 * self.total):
             return 1.0, 1.0
         lo = (self.conf_settled - self.unfair - self.unfair_upper_extra) / den
         hi = (den - self.unfair) / den
@@ -175,10 +178,10 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
-    region path: fastest to converge where it converges), "refinement" (integer grids: bounds
-    tighten from the start even where nothing converges) or "auto": on integer grids with a time
-    limit, the region path for a third of the time, then, if it has not finished, the refinement
-    for the rest, keeping the better of the two phases' bounds; the region path otherwise.
+    region path: fastest to converge where it converges), "refinement" (bounds tighten from the
+    start even where nothing converges) or "auto": with a time limit, the region path for a third
+    of the time, then, if it has not finished, the refinement for the rest, keeping the better of
+    the two phases' bounds; the region path otherwise.
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
@@ -201,10 +204,8 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method) -> Quantifica
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
                                _reporter(progress, total, t0), t0)
-    if method == "refinement" and not discrete.all():
-        raise PropertyError("the refinement method needs integer features; use method 'regions'")
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
-    if method == "refinement" or (method == "auto" and discrete.all() and time_limit):
+    if method == "refinement" or (method == "auto" and time_limit):
         if method == "auto":
             first = _quantify_regions(*args, ydims, min(deadline, t0 + REGIONS_SHARE * time_limit), _acc(),
                                       _reporter(progress, total, t0), t0, regions)
@@ -244,8 +245,10 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
         early = _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report)
         part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
         n_twins = len(twins)
-        done = _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo, pieces_hi, twins)
-        complete &= done and part.complete and not part.tie.any()
+        # an unfinished partition adds nothing more than what `early` counted as it went
+        done = part.complete and _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo,
+                                                 pieces_hi, twins)
+        complete &= done and not part.tie.any()
         # keep only the twin boxes that pieces refer to (the partition itself can be large)
         used = np.unique(np.concatenate(twins[n_twins:])) if len(twins) > n_twins else np.zeros(0, np.int64)
         for k in range(n_twins, len(twins)):
@@ -254,6 +257,9 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
                                part.confident[used], part.tie[used], part.complete, 0.0))
         offset += len(used)
         report(acc)
+        if part.memory_limited:
+            acc["memory_limited"] = True
+            break
     n = len(dlo)
     if acc["early_pieces"]:  # pieces proven unfair during the partition, with their twin boxes
         plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*acc["early_pieces"]))
@@ -272,7 +278,12 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
     q.stats = {"slices": len(_slices(prop, dlo, dhi)[0]), "boxes": int(acc["boxes"]),
                "pieces": len(q.piece_lo), "regions": len(parts), "kd_nodes": int(acc["kd"]),
-               "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"])}
+               "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"]),
+               "memory_limited": bool(acc.get("memory_limited", False))}
+    if not complete:  # no record of which boxes are settled: the estimate samples the whole space
+        q.slices = _slices(prop, dlo, dhi)[0]
+        q.open_parts = [(dlo[None].copy(), dhi[None].copy(), None)]
+        q.open_settled = (0.0, 0.0)
     return q
 
 
@@ -284,7 +295,7 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
-    """Epsilon > 0 or robustness on an integer grid: one box refinement (trees_dilated)."""
+    """Epsilon > 0 or robustness: one box refinement (trees_dilated)."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
@@ -483,7 +494,9 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     free = np.ones(x.shape[1], dtype=bool)
     if not q.robustness:
         free[list(q.protected)] = False
-    close = np.all(np.abs(x - xp)[:, free] <= q.eps[free] * (1 + 1e-12), axis=1)
+    # within epsilon up to a few floats of rounding on real features (twins come from x +- epsilon)
+    slack = 8 * np.spacing(np.abs(x) + q.eps)
+    close = np.all((np.abs(x - xp) <= q.eps + slack)[:, free], axis=1)
     if not q.robustness:
         close &= np.any(x[:, list(q.protected)] != xp[:, list(q.protected)], axis=1)
     score, score_p = _scores(ir, q, np.vstack([x, xp])).reshape(2, -1)
@@ -578,7 +591,8 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
 def region_is_exact(q: Quantification) -> bool:
     """Whether `sample_unfair` draws from the exact unfair region (else only from its proven part)."""
     exact_check = not q.robustness and not np.any(q.eps > 0)
-    return q.complete or (exact_check and q.open_parts is not None)
+    # (open boxes that stand for the whole space, open_settled, would overlap the pieces)
+    return q.complete or (exact_check and q.open_parts is not None and q.open_settled is None)
 
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..models.trees import TreeEnsemble
+from . import trees_frontier
 
 # Labels and statuses of partition boxes.
 NEG, POS = 0, 1
@@ -71,6 +72,7 @@ class NormalisedTrees:
     node_right: np.ndarray
     roots: np.ndarray              # global index of each tree's root
     depth: int
+    discrete: np.ndarray           # per feature: integer grid (else real)
 
     def __post_init__(self) -> None:
         self.ranges = LeafRanges.of_trees(self.start, self.val)
@@ -134,7 +136,13 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
     offset = ens.margin_view(None)[0]
     return NormalisedTrees(leaf_lo, leaf_hi, leaf_val, start, c_feat, c_bound, c_upper,
                            np.concatenate(leaf_val), offset, np.concatenate(nf), np.concatenate(nb),
-                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth)
+                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth, domain.discrete_mask)
+
+
+def inner_points(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """A point strictly inside each box on real features (its lowest corner may be a boundary the
+    framework's float32 rounding sends to the other side), the lowest grid point on integer ones."""
+    return np.where(nt.discrete, lo, (lo + hi) / 2)
 
 
 def tree_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,6 +256,7 @@ class Partition:
     complete: bool         # False if the time limit stopped the enumeration
     pending_size: float    # size of the unexplored boxes (flagged `tie`) when stopped
     early: np.ndarray = None  # bool: already accounted for by the `on_done` callback
+    memory_limited: bool = False  # stopped (incomplete) at the box limit of trees_frontier
 
     @property
     def size(self) -> np.ndarray:
@@ -262,16 +271,21 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     (margin > 0 or <= 0) and the confidence (|margin| > c or not), with `tol` of slack. Otherwise
     it is cut in two at the first cutting node of the tree with the widest reachable range, so
     boxes are refined only where the decision is still open. Boxes whose exact margin is within
-    `tol` of a threshold are flagged `tie`.
+    `tol` of a threshold are flagged `tie`. Like the refinements, it stops as at the deadline once
+    it holds more than `MAX_STORED_BOXES` boxes (settled and open).
     """
     out_lo, out_hi, out_start, out_label, out_conf, out_tie, out_early = [], [], [], [], [], [], []
+    stored, open_count, memory_limited = 0, len(lo0), False
     # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest
     heap = [(0.0, 0, lo0.copy(), hi0.copy(), np.arange(len(lo0)))]
     tick = 1
     complete, pending = True, 0.0
     while heap:
         _, _, lo, hi, st = heapq.heappop(heap)
-        if time.monotonic() > deadline:  # unexplored: kept as boxes of unknown label and status
+        open_count -= len(lo)
+        if not memory_limited and stored + open_count > trees_frontier.MAX_STORED_BOXES:
+            memory_limited = True
+        if memory_limited or time.monotonic() > deadline:  # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
             out_lo.append(lo); out_hi.append(hi); out_start.append(st)
@@ -301,6 +315,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             out_label.append(np.where(pos[d], POS, NEG)); out_conf.append(conf[d])
             out_tie.append(~decided[d])
             label = np.where(pos[d], POS, NEG)
+            stored += int(d.sum())
             early = on_done(lo[d], hi[d], st[d], label, conf[d], ~decided[d]) if on_done is not None else None
             out_early.append(early if early is not None else np.zeros(int(d.sum()), dtype=bool))
             if on_boxes is not None:
@@ -316,6 +331,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi]); nst = np.concatenate([st, st])
         order = np.argsort(-np.prod(nhi - nlo, axis=1), kind="stable")
         nlo, nhi, nst = nlo[order], nhi[order], nst[order]
+        open_count += len(nlo)
         for k in range(0, len(nlo), chunk):
             sl = slice(k, k + chunk)
             heapq.heappush(heap, (-float(np.prod(nhi[k] - nlo[k])), tick, nlo[sl], nhi[sl], nst[sl]))
@@ -324,4 +340,4 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     n = lo0.shape[1]
     return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),
                      cat(out_label, (0,), np.int64), cat(out_conf, (0,), bool), cat(out_tie, (0,), bool),
-                     complete, pending, cat(out_early, (0,), bool))
+                     complete, pending, cat(out_early, (0,), bool), memory_limited)

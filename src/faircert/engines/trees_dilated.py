@@ -1,4 +1,4 @@
-"""Exact epsilon > 0 fairness and robustness of tree ensembles on integer grids, by one box refinement.
+"""Exact epsilon > 0 fairness and robustness of tree ensembles, by one box refinement.
 
 Boxes B of the measured features are refined until every slice v (protected combination; one
 slice for robustness) of B is settled, and each settled (B, v) is counted at once, so the bounds
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition
+from .trees_boxes import NormalisedTrees, Partition, inner_points
 from .trees_frontier import Frontier, over_memory
 from .trees_joint import _in_slice, _SliceBounds, slice_status
 
@@ -55,7 +55,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         own = (conf == 1) & (label != 0)
         if robustness:
             twin_fair = dlabel == label
-            klo, khi = np.maximum(dlo, hi - 1.0 - eps), np.minimum(dhi, lo + eps + 1.0)
+            klo, khi = _core(nt, lo, hi, eps, dlo, dhi)
             core = np.all(klo < khi, axis=1)
             klabel = np.zeros_like(label)
             if core.any():
@@ -88,9 +88,11 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         open_twins = new & own & ~fair & ~unfair
         inside = _count_inside(cand, lo, hi)
         finest = open_twins & (inside.sum(axis=1) == 0)[:, None]
+        recut_f, recut_b = np.zeros(len(lo), dtype=np.int64), np.full(len(lo), np.nan)
         if finest.any():
-            f_fair, f_unfair = _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b,
-                                              finest, tol, deadline, out)
+            f_fair, f_unfair, recut_f, recut_b = _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi,
+                                                                dlo_b, dhi_b, finest, tol, deadline, out, eps,
+                                                                dlo, dhi)
             fair |= f_fair
             unfair |= f_unfair
         acc["nonconf"] += float((size[:, None] * nonconf).sum())
@@ -109,6 +111,8 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         f, b = _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside)
         _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b[keep], dhi_b[keep], dlabel[keep], dwide[keep], settled, label,
                   conf, spread, f, b)
+        recut = np.isfinite(recut_b[keep])  # a found cell out of some points' reach (rounding, reals)
+        f[recut], b[recut] = recut_f[keep][recut], recut_b[keep][recut]
         rows = np.arange(len(lo))
         cut = b > lo[rows, f]  # no cut only after an interrupted search: the box goes back whole
         left_hi = hi.copy(); left_hi[rows, f] = b
@@ -118,6 +122,14 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         nst = np.concatenate([settled[~cut], settled[cut], settled[cut]])
         frontier.push(nlo, nhi, nst)
     return (complete,) + out.result() + ([(lo, hi, ~st) for lo, hi, st in frontier.parts()],)
+
+
+def _core(nt, lo, hi, eps, dlo, dhi):
+    """The points within epsilon of every point of each box (as half-open boxes; empty where lo >= hi):
+    [hi - 1 - e, lo + e] on integers, [hi - e, lo + e) on reals."""
+    klo = np.where(nt.discrete, hi - 1.0 - eps, hi - eps)
+    khi = np.where(nt.discrete, lo + eps + 1.0, lo + eps)
+    return np.maximum(dlo, klo), np.minimum(dhi, khi)
 
 
 def _labels(nt, sb, lo, hi, tol, widest: bool = False):
@@ -188,12 +200,20 @@ def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, 
         r, g, c = r[~ok], g[~ok], c[~ok]
 
 
-def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b, finest, tol, deadline, out):
+def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b, finest, tol, deadline, out,
+                   eps, dlo, dhi):
     """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has a
-    point of the other label in D(B) (exact search), else unfair with that point's cell as twin."""
+    point of the other label in D(B) (exact search), else unfair with that point's cell as twin.
+
+    On real features "all reach the same cells" holds up to the rounding of b +- epsilon: a cell the
+    search finds is checked to be within epsilon of every point of B (`_reached`); where it is not,
+    the pair stays open and the box gets a cut where its points stop reaching that cell. Returns
+    (fair, unfair, cut feature, cut position; NaN where none).
+    """
     n, n_sl = label.shape
     fair = np.zeros((n, n_sl), dtype=bool)
     unfair = np.zeros((n, n_sl), dtype=bool)
+    cut_f, cut_b = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
     # one search per distinct (box, twin slice, wanted label)
     want = np.zeros((n, n_sl, 2), dtype=bool)  # [..., 0]: a -1 point wanted, [..., 1]: a +1 point
     for v in range(n_sl):
@@ -202,13 +222,21 @@ def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_
         for w in ([v] if robustness else [w for w in range(n_sl) if w != v]):
             want[rows, w, side] = True
     qr, qw, qs = np.nonzero(want)
-    q_lo, q_hi = _in_slice(dlo_b[qr], dhi_b[qr], slo[qw], prot)
+    q_lo, q_hi = _in_slice(*_inward(nt, eps, dlo_b[qr], dhi_b[qr], dlo, dhi), slo[qw], prot)
     point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline)
+    hit_q = np.isfinite(point[:, 0])
+    clo, chi = np.full(point.shape, np.nan), np.full(point.shape, np.nan)
+    if hit_q.any():
+        clo[hit_q], chi[hit_q] = _in_slice(*cell_of(nt, point[hit_q]), slo[qw[hit_q]], prot)
+        ok, f, b = _reached(nt, eps, lo[qr[hit_q]], hi[qr[hit_q]], clo[hit_q], chi[hit_q], prot)
+        far = np.nonzero(hit_q)[0][~ok]
+        cut_f[qr[far]], cut_b[qr[far]] = f[~ok], b[~ok]
+        hit_q[far] = False
     found = np.zeros((n, n_sl, 2), dtype=bool)
     unknown = np.zeros((n, n_sl, 2), dtype=bool)
     where = np.full((n, n_sl, 2), -1)
-    found[qr, qw, qs] = np.isfinite(point[:, 0])
-    unknown[qr, qw, qs] = ~resolved
+    found[qr, qw, qs] = hit_q
+    unknown[qr, qw, qs] = ~resolved | (np.isfinite(point[:, 0]) & ~hit_q)
     where[qr, qw, qs] = np.arange(len(qr))
     for v in range(n_sl):
         rows = np.nonzero(finest[:, v])[0]
@@ -222,10 +250,38 @@ def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_
         unfair[rows[hit], v] = True
         if hit.any():
             r = rows[hit]
-            tw = np.array(twins)[np.argmax(f[hit], axis=1)]
-            clo, chi = _in_slice(*cell_of(nt, point[where[r, tw, side[hit]]]), slo[tw], prot)
-            out.add(*_in_slice(lo[r], hi[r], slo[np.full(len(r), v)], prot), clo, chi)
-    return fair, unfair
+            k = where[r, np.array(twins)[np.argmax(f[hit], axis=1)], side[hit]]
+            out.add(*_in_slice(lo[r], hi[r], slo[np.full(len(r), v)], prot), clo[k], chi[k])
+    return fair, unfair, cut_f, cut_b
+
+
+def _inward(nt, eps, lo, hi, dlo, dhi):
+    """Neighbourhoods [lo - e, hi + e) whose ends were rounded (real features, inside the domain)
+    moved one float inwards, so that they hold no point beyond the exact neighbourhood."""
+    rounded = ~nt.discrete & (eps > 0)
+    lo = np.where(rounded & (lo > dlo), np.nextafter(lo, np.inf), lo)
+    hi = np.where(rounded & (hi < dhi), np.nextafter(hi, -np.inf), hi)
+    return lo, hi
+
+
+def _reached(nt, eps, lo, hi, clo, chi, prot):
+    """Whether every point of each box [lo, hi) is within epsilon of the cell [clo, chi) on the
+    non-protected features (up to a few floats for the rounding of b +- epsilon on real features),
+    and otherwise a cut (feature, position) of the box where its points start or stop
+    reaching the cell."""
+    slack = np.where(nt.discrete, 0.0, 8 * np.spacing(np.maximum(np.abs(lo), np.abs(hi)) + eps))
+    low = clo > lo + eps + slack    # points near lo do not reach up to the cell
+    high = chi < hi - eps - slack   # points near hi do not reach down to it
+    bad = low | high
+    bad[:, prot] = False
+    ok = ~bad.any(axis=1)
+    f = np.argmax(bad, axis=1)
+    rows = np.arange(len(lo))
+    b = np.where(low[rows, f], clo[rows, f] - eps[f], chi[rows, f] + eps[f])
+    lo_f, hi_f = lo[rows, f], hi[rows, f]
+    # a position rounded onto the box's edge: cut one float inside it instead
+    b = np.where(b <= lo_f, np.nextafter(lo_f, np.inf), np.where(b >= hi_f, np.nextafter(hi_f, -np.inf), b))
+    return ok, f, b
 
 
 def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray,
@@ -245,14 +301,18 @@ def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.n
         mlo, mhi = nt.offset + vmin.sum(axis=1), nt.offset + vmax.sum(axis=1)
         lab = np.where(mlo > tol, 1, np.where(mhi < -tol, -1, 0))
         width = vmax - vmin
-        exact = (width.sum(axis=1) <= 0) & (lab == 0)
+        mid = inner_points(nt, lo, hi)
+        # a box with no float strictly inside on a real feature may hold only a boundary, which the
+        # framework's rounding can send either way: no point is taken from it (it has no volume)
+        thin = np.any(~nt.discrete & ((mid <= lo) | (mid >= hi)), axis=1)
+        exact = (width.sum(axis=1) <= 0) & (lab == 0) & ~thin
         if exact.any():
-            lab[exact] = np.where(ir.predict(lo[exact]) == 1, 1, -1)
-        hit = (lab == want) & np.isnan(point[qid, 0])
+            lab[exact] = np.where(ir.predict(mid[exact]) == 1, 1, -1)
+        hit = (lab == want) & np.isnan(point[qid, 0]) & ~thin
         for k in np.nonzero(hit)[0]:  # first hit per query
             if np.isnan(point[qid[k], 0]):
-                point[qid[k]] = lo[k]
-        live = (lab == 0) & np.isnan(point[qid, 0])
+                point[qid[k]] = mid[k]
+        live = (lab == 0) & np.isnan(point[qid, 0]) & ~(thin & (width.sum(axis=1) <= 0))
         if not live.any():
             break
         lo, hi, want, qid, slices, width = lo[live], hi[live], want[live], qid[live], slices[live], width[live]

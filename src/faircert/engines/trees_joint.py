@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition, PathChecks
+from .trees_boxes import NormalisedTrees, Partition, PathChecks, inner_points
 from .trees_frontier import Frontier, over_memory
 
 
@@ -112,7 +112,7 @@ def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
         widest[:, v] = np.argmax(width, axis=1)
         tie = (spread[:, v] <= 0) & ((label[:, v] == 0) | (conf[:, v] == 0))
         if tie.any():  # constant margin near a threshold: the model's own arithmetic decides
-            x = _in_slice(lo[tie], hi[tie], slo[v], prot)[0]
+            x = inner_points(nt, *_in_slice(lo[tie], hi[tie], slo[v], prot))
             label[tie, v] = np.where(ir.predict(x) == 1, 1, -1)
             conf[tie, v] = 1 if c is None else np.where(ir.confidence(x) > kappa, 1, -1)
     return label, conf, spread, widest

@@ -100,9 +100,11 @@ def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: Indivi
     pu_hi = wilson(n_unfair + n_unknown, n, z)[1]
     pu, pc = (n_unfair + n_unknown / 2) / n, n_conf / n
 
+    conf_settled, unfair_settled = q.open_settled or (q.conf_settled, q.unfair)
+
     def share(p_unfair: float, p_conf: float) -> float:
-        den = q.conf_settled + box.size * p_conf
-        return min(1.0, (q.unfair + box.size * p_unfair) / den) if den > 0 else 0.0
+        den = conf_settled + box.size * p_conf
+        return min(1.0, (unfair_settled + box.size * p_unfair) / den) if den > 0 else 0.0
 
     m_lo, m_hi = q.bounds
     lo_s, hi_s = 1.0 - m_hi, 1.0 - m_lo  # the sound range of the unfair share
