@@ -9,7 +9,7 @@ import pytest
 
 from faircert.engines.trees import quantify, verify_trees
 from faircert.engines.trees_boxes import normalise
-from faircert.engines.trees_open import _Checker, estimate_unfair_share
+from faircert.engines.trees_open import Checker, estimate_unfair_share
 from faircert.properties import individual_fairness
 
 from test_trees_engine import _small_problem, brute_force_masks
@@ -47,12 +47,19 @@ def test_every_input_is_classified_exactly(eps, kappa, robust):
     prop = _prop(dom, eps, kappa, robust)
     grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
     q = _unstarted(ir, prop)
-    check = _Checker(ir, normalise(ir, dom), q, dom)
+    check = Checker(ir, normalise(ir, dom), q)
     slice_of = np.zeros(len(grid), dtype=np.int64) if robust else (grid[:, 0] - dom.features[0].min).astype(np.int64)
-    got_conf, got_unfair, unknown = check(grid, slice_of, np.inf)
+    got_conf, got_unfair, unknown, twin = check(grid, slice_of, np.inf)
     assert not unknown.any()
     assert np.array_equal(got_conf, conf) and np.array_equal(got_unfair, unfair)
     assert unfair.any()  # the comparison covers unfair inputs
+    # each unfair input's twin is a genuine counterexample
+    x, xp = grid[unfair], twin[unfair]
+    assert np.all(ir.predict(x) != ir.predict(xp))
+    free = slice(None) if robust else slice(1, None)
+    assert np.all(np.abs(x - xp)[:, free] <= eps)
+    if not robust:
+        assert np.all(x[:, 0] != xp[:, 0])
 
 
 @pytest.mark.parametrize("eps,kappa,robust", CASES)
@@ -128,6 +135,29 @@ def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(kappa):
     for v in np.unique(points[:, 0]):
         share = np.mean(points[:, 0] == v)
         assert abs(np.mean(x[:, 0] == v) - share) < 4 * np.sqrt(share * (1 - share) / 30_000) + 1e-9
+
+
+@pytest.mark.parametrize("eps,kappa,robust", [(1, 0.5, False), (2, None, False), (1, 0.8, True)])
+def test_sampling_an_unfinished_region_with_tolerance_is_uniform_over_the_exact_region(eps, kappa, robust):
+    """Epsilon > 0, nothing settled: each draw's neighbourhood is searched; the kept draws are the
+    exact region's points, spread evenly, each with a genuine twin."""
+    from faircert.engines.trees import region_is_exact, sample_unfair
+
+    ir, dom = _problem(0)
+    prop = _prop(dom, eps, kappa, robust)
+    grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
+    region = {tuple(r) for r in grid[unfair].tolist()}
+    q = _unstarted(ir, prop)
+    assert region_is_exact(q)
+    x, xp, rejected = sample_unfair(ir, q, 20_000, seed=3)
+    assert len(x) == 20_000 and rejected == 0 and {tuple(r) for r in x.tolist()} <= region
+    assert np.all(ir.predict(x) != ir.predict(xp))
+    free = slice(None) if robust else slice(1, None)
+    assert np.all(np.abs(x - xp)[:, free] <= eps)
+    f1 = grid[unfair][:, 1]
+    for v in np.unique(f1)[:3]:  # uniform: the share of each f1 value matches the region's (4 sigma)
+        share = np.mean(f1 == v)
+        assert abs(np.mean(x[:, 1] == v) - share) < 4 * np.sqrt(share * (1 - share) / 20_000) + 1e-9
 
 
 def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():

@@ -44,7 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_open import OpenBoxes, Verdicts, estimate_unfair_share
+from .trees_open import Checker, OpenBoxes, estimate_unfair_share
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -546,21 +546,26 @@ def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator |
 def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
     """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected).
 
-    The region is the proven pieces and, where an epsilon-0 fairness quantification stopped early, the
-    unfair inputs of its open boxes: inputs are drawn from both by size, and one drawn from an open box
-    is kept only if the model gives another protected value the other label, so the kept inputs are
-    uniform over the exact region. `rejected` counts pairs that failed the final re-check.
+    The region is the proven pieces and, where the quantification stopped early, the unfair inputs of
+    its open boxes: inputs are drawn from both by size, and one drawn from an open box is kept only
+    if it is unfair on the model (exact verdict: the other protected values evaluated, or with
+    epsilon > 0 its neighbourhood searched, which is slower), so the kept inputs are uniform over the
+    exact region. `rejected` counts pairs that failed the final re-check.
     """
     width = q.piece_lo.shape[1]
-    piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1)
-    opened = OpenBoxes(q) if region_is_exact(q) and not q.complete else None
-    verdicts = Verdicts(ir, q) if opened is not None else None
+    opened = OpenBoxes(q) if not q.complete and q.open_parts else None
+    check = Checker(ir, q.nt, q) if opened is not None else None
     open_size = opened.size if opened is not None else 0.0
+    # open boxes that stand for the whole space (the region path) already hold the pieces
+    pieces = q.open_settled is None
+    piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1) if pieces else np.zeros(0)
     total = float(piece_size.sum()) + open_size
     if n <= 0 or total <= 0:
         return np.zeros((0, width)), np.zeros((0, width)), 0
     rng = np.random.default_rng(seed)
     p_piece = piece_size / piece_size.sum() if len(piece_size) else piece_size
+    # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
+    open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else 4096
     xs, xps, rejected, kept, drawn = [], [], 0, 0, 0
     while kept < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
         rate = kept / drawn if drawn else 1.0
@@ -574,9 +579,9 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         xps.append(xp[ok])
         rejected += int((~ok).sum())
         kept += int(ok.sum())
-        if n_open:  # the verdicts are the re-check: both labels by the model's own arithmetic
-            xo, slice_of = opened.draw(rng, n_open)
-            _, _, unfair, twin = verdicts(xo, slice_of)
+        for k in range(0, n_open, open_chunk):  # the verdicts are the re-check, by the model's own arithmetic
+            xo, slice_of = opened.draw(rng, min(open_chunk, n_open - k))
+            _, unfair, _, twin = check(xo, slice_of, np.inf)
             xs.append(xo[unfair])
             xps.append(twin[unfair])
             kept += int(unfair.sum())
@@ -590,9 +595,7 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
 
 def region_is_exact(q: Quantification) -> bool:
     """Whether `sample_unfair` draws from the exact unfair region (else only from its proven part)."""
-    exact_check = not q.robustness and not np.any(q.eps > 0)
-    # (open boxes that stand for the whole space, open_settled, would overlap the pieces)
-    return q.complete or (exact_check and q.open_parts is not None and q.open_settled is None)
+    return q.complete or q.open_parts is not None
 
 
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,

@@ -73,6 +73,8 @@ class NormalisedTrees:
     roots: np.ndarray              # global index of each tree's root
     depth: int
     discrete: np.ndarray           # per feature: integer grid (else real)
+    dlo: np.ndarray                # the domain as a box (`domain_box`)
+    dhi: np.ndarray
 
     def __post_init__(self) -> None:
         self.ranges = LeafRanges.of_trees(self.start, self.val)
@@ -136,7 +138,8 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
     offset = ens.margin_view(None)[0]
     return NormalisedTrees(leaf_lo, leaf_hi, leaf_val, start, c_feat, c_bound, c_upper,
                            np.concatenate(leaf_val), offset, np.concatenate(nf), np.concatenate(nb),
-                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth, domain.discrete_mask)
+                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth, domain.discrete_mask,
+                           dlo, dhi)
 
 
 def inner_points(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -16,8 +16,8 @@ by the time budget leaves the input "unknown", which widens the interval. The in
 interval for each share (Bonferroni over the two when kappa is given), clipped to the sound bounds:
 a statistical statement, reported beside the sound figures, never instead of them.
 
-Testing mode (`trees.sample_unfair`) uses the same draws and, with epsilon 0, the same exact
-verdicts to keep its samples uniform over the exact unfair region.
+Testing mode (`trees.sample_unfair`) uses the same draws and the same exact verdicts (with the twin
+each one found) to keep its samples uniform over the exact unfair region.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import StatisticalEstimate
 from .boxes_sampling import wilson
-from .trees_boxes import NormalisedTrees, domain_box
+from .trees_boxes import NormalisedTrees
 from .trees_dilated import find_label
 from .trees_joint import _SliceBounds
 
@@ -81,13 +81,13 @@ def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: Indivi
     box = OpenBoxes(q)
     if box.size <= 0:
         return None
-    checker = _Checker(ir, nt, q, prop.domain)
+    checker = Checker(ir, nt, q)
     # neighbourhood searches are costly: small chunks, so that the budget ends few of them early
     chunk, min_samples = (SEARCH_CHUNK, SEARCH_CHUNK) if checker.has_eps else (EVAL_CHUNK, 20_000)
     n = n_conf = n_unfair = n_unknown = 0
     while n < min_samples or (n < max_samples and time.monotonic() < t_end):
         x, slice_of = box.draw(rng, chunk)
-        conf, unfair, unknown = checker(x, slice_of, t_end)
+        conf, unfair, unknown, _ = checker(x, slice_of, t_end)
         n += chunk
         n_conf += int(conf.sum())
         n_unfair += int(unfair.sum())
@@ -185,13 +185,14 @@ class Verdicts:
         return label, conf, unfair & conf, twin
 
 
-class _Checker:
-    """Exact per-input verdicts: (confident, unfair, unknown) for inputs of given slices."""
+class Checker:
+    """Exact per-input verdicts: (confident, unfair, unknown, a twin of each unfair input) for inputs
+    of given slices; "unknown" only where a neighbourhood search ran past `t_end`."""
 
-    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, q, domain) -> None:
+    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, q) -> None:
         self.ir, self.nt, self.q = ir, nt, q
         self.prot = [] if q.robustness else list(q.protected)
-        self.dlo, self.dhi = domain_box(domain)
+        self.dlo, self.dhi = nt.dlo, nt.dhi
         self.free = _measured(q)
         self.has_eps = bool(np.any(q.eps[self.free] > 0))
         self.sb = _SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
@@ -200,14 +201,14 @@ class _Checker:
 
     def __call__(self, x: np.ndarray, slice_of: np.ndarray, t_end: float):
         ir, q, prot = self.ir, self.q, self.prot
-        label, conf, unfair, _ = self.verdicts(x, slice_of)
+        label, conf, unfair, twin = self.verdicts(x, slice_of)
         n_sl = len(q.slices)
         unknown = np.zeros(len(x), dtype=bool)
         if not self.has_eps:
-            return conf, unfair, unknown
+            return conf, unfair, unknown, twin
         ask = np.nonzero(conf & ~unfair)[0]
         if not len(ask):
-            return conf, unfair, unknown
+            return conf, unfair, unknown, twin
         # the closed neighbourhood as a half-open box: [x - e, x + e + 1) on integers, up to the next
         # float above x + e on reals
         top = np.where(q.discrete, x[ask] + q.eps + 1.0, np.nextafter(x[ask] + q.eps, np.inf))
@@ -227,6 +228,7 @@ class _Checker:
         np.logical_or.at(hit, qi, found)
         missing = np.zeros(len(ask), dtype=bool)
         np.logical_or.at(missing, qi, ~resolved)
+        twin[ask[qi[found]]] = point[found]  # (any one found point of an input will do)
         unfair[ask[hit]] = True
         unknown[ask[~hit & missing]] = True
-        return conf, unfair, unknown
+        return conf, unfair, unknown, twin
