@@ -42,7 +42,7 @@ from ..errors import PropertyError
 from ..models.trees import TreeEnsemble
 from ..properties import IndividualFairness
 from ..results import Counterexample, Result
-from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, normalise, partition
+from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
 from .trees_dilated import dilated_quantify
 from .trees_open import Checker, OpenBoxes, estimate_unfair_share
 from .trees_joint import joint_quantify
@@ -243,11 +243,13 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
         slo, shi = _slices(prop, plo, phi)
         early = _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report)
-        part = _resolve_ties(ir, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
+        part = _resolve_ties(ir, nt, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
         n_twins = len(twins)
         # an unfinished partition adds nothing more than what `early` counted as it went
         done = part.complete and _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo,
                                                  pieces_hi, twins)
+        if not part.complete:
+            acc["boxes"] += len(part.lo)
         complete &= done and not part.tie.any()
         # keep only the twin boxes that pieces refer to (the partition itself can be large)
         used = np.unique(np.concatenate(twins[n_twins:])) if len(twins) > n_twins else np.zeros(0, np.int64)
@@ -432,7 +434,7 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     return True
 
 
-def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition) -> Partition:
+def _resolve_ties(ir: TreeEnsemble, nt: NormalisedTrees, prop: IndividualFairness, part: Partition) -> Partition:
     """Decide near-tie boxes with the model's own arithmetic.
 
     Once the partition is complete, a tie box is one where every tree's reachable leaves share one
@@ -442,7 +444,7 @@ def _resolve_ties(ir: TreeEnsemble, prop: IndividualFairness, part: Partition) -
     if len(tie) == 0 or not part.complete:
         return part
     lo, hi = part.lo[tie], part.hi[tie]
-    x = np.where(prop.domain.discrete_mask, lo, (lo + hi) / 2)  # a point inside each box
+    x = inner_points(nt, lo, hi)
     label, confident = part.label.copy(), part.confident.copy()
     label[tie] = np.where(ir.predict(x) == 1, POS, NEG)
     confident[tie] = ir.confidence(x) > prop.kappa if prop.kappa is not None else True

@@ -43,24 +43,65 @@ METHOD = ("stratified: settled boxes exact, uniform samples over the open boxes 
 
 class OpenBoxes:
     """Uniform draws of inputs from the open part: a box by its size times its open slices, then one
-    of its open slices, then a point of the box with the slice's protected values."""
+    of its open slices, then a point of the box with the slice's protected values.
+
+    The boxes stay in the refinement's chunks until a large draw (testing mode) makes joining them
+    into one array worth its cost (about a second for a million boxes: more than the estimate's
+    whole budget on a short run).
+    """
+
+    JOIN_AT = 16384  # draws of at least this many inputs join the chunks first
 
     def __init__(self, q) -> None:
         self.q = q
-        self.lo, self.hi, open_slices = q.open_boxes()
-        self.open_slices = open_slices
-        self.n_open = open_slices.sum(axis=1)
-        size = np.prod(np.where(_measured(q), self.hi - self.lo, 1.0), axis=1) * self.n_open
+        self.parts = q.open_parts or []
+        free = np.nonzero(_measured(q))[0]
+        n_sl = len(q.slices)
+        sizes, self.n_open = [], []
+        for lo, hi, open_slices in self.parts:
+            n_open = np.full(len(lo), n_sl) if open_slices is None else open_slices.sum(axis=1)
+            self.n_open.append(n_open)
+            sizes.append(np.prod(hi[:, free] - lo[:, free], axis=1) * n_open)
+        size = np.concatenate(sizes) if sizes else np.zeros(0)
+        self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
         self.size = float(size.sum())
         self.cdf = np.cumsum(size) / self.size if self.size > 0 else size
+        self.joined = None
+
+    def _join(self) -> tuple[np.ndarray, ...]:
+        if self.joined is None:
+            lo, hi, open_slices = self.q.open_boxes()
+            self.joined = (lo, hi, open_slices, np.concatenate(self.n_open))
+        return self.joined
+
+    def _rows(self, box: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(lo, hi, open slices, number open) of the given boxes (sorted indices)."""
+        if self.joined is not None or len(box) >= self.JOIN_AT:
+            lo, hi, open_slices, n_open = self._join()
+            return lo[box], hi[box], open_slices[box], n_open[box]
+        m, width, n_sl = len(box), len(self.q.eps), len(self.q.slices)
+        lo, hi = np.empty((m, width)), np.empty((m, width))
+        open_slices = np.ones((m, n_sl), dtype=bool)
+        n_open = np.empty(m)
+        part = np.searchsorted(self.start, box, side="right") - 1
+        edges = np.flatnonzero(np.diff(part)) + 1
+        for a, b in zip(np.concatenate([[0], edges]), np.concatenate([edges, [m]])):
+            p = part[a]
+            rows = box[a:b] - self.start[p]
+            plo, phi, psl = self.parts[p]
+            lo[a:b], hi[a:b], n_open[a:b] = plo[rows], phi[rows], self.n_open[p][rows]
+            if psl is not None:
+                open_slices[a:b] = psl[rows]
+        return lo, hi, open_slices, n_open
 
     def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
         """m inputs and the index of each one's slice."""
-        u = np.sort(rng.random(m))  # sorted: the search walks the cdf in order (draws are exchangeable)
+        u = np.sort(rng.random(m))  # sorted: boxes come in chunk order (draws are exchangeable)
         box = np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1)
-        k = np.floor(rng.random(m) * self.n_open[box])  # the k-th open slice of the box
-        slice_of = np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
-        x = _uniform_points(rng, self.lo[box], self.hi[box], self.q.discrete)
+        lo, hi, open_slices, n_open = self._rows(box)
+        k = np.floor(rng.random(m) * n_open)  # the k-th open slice of the box
+        slice_of = np.argmax(np.cumsum(open_slices, axis=1) > k[:, None], axis=1)
+        x = _uniform_points(rng, lo, hi, self.q.discrete)
         if not self.q.robustness:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[slice_of][:, prot]
