@@ -250,6 +250,12 @@ def _estimate(r):
     return f"{e['measure']:.4f} [{e['ci'][0]:.4f}, {e['ci'][1]:.4f}], {e['samples']:,} in {e['time_s']:.1f} s"
 
 
+def _testing_row(r) -> str:
+    meas = f"{r['measure_lower']:.4f}" if r["complete"] else f"[{r['measure_lower']:.4f}, {r['measure_upper']:.4f}]"
+    return (f"| {NAMES[r['dataset']]} | {fmt_attr(r['attr'])} | {meas} | {'yes' if r['exact_region'] else 'partial'} | "
+            f"{r['quant_s']:.2f} | {r['sample_s']:.2f} | {r['samples']:,} | {r['distinct_idis']:,} | {r['rejected']} |")
+
+
 def markdown(out) -> str:
     lim = out["limit_s"]
     lines = ["# Tree ensembles: exact epsilon-kappa fairness and robustness (BoxQTE grid)", "",
@@ -284,10 +290,7 @@ def markdown(out) -> str:
               "| dataset | attr. | measure | exact region? | quant. (s) | sampling + re-check (s) | re-checked IDIs | distinct | "
               "rejected | paper measure | paper #IDIs | paper sampling (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in out["rq3"]:
-        meas = f"{r['measure_lower']:.4f}" if r["complete"] else f"[{r['measure_lower']:.4f}, {r['measure_upper']:.4f}]"
-        lines.append(f"| {NAMES[r['dataset']]} | {fmt_attr(r['attr'])} | {meas} | {'yes' if r['exact_region'] else 'partial'} | "
-                     f"{r['quant_s']:.2f} | {r['sample_s']:.2f} | {r['samples']:,} | {r['distinct_idis']:,} | {r['rejected']} | "
-                     f"{r['paper_measure']} | {r['paper_idis']:,} | {r['paper_sample_s']} |")
+        lines.append(_testing_row(r) + f" {r['paper_measure']} | {r['paper_idis']:,} | {r['paper_sample_s']} |")
     if out.get("rq3_eps"):
         lines += ["", "## Testing mode with tolerance (r_eps 0.1, kappa 0.5; attr. '-' = robustness)", "",
                   "Samples from the exact unfair region also where the bounds have not met: an input drawn from an "
@@ -295,11 +298,7 @@ def markdown(out) -> str:
                   "(the twin it finds is written with it). No paper figure: its testing mode has no tolerance.", "",
                   "| dataset | attr. | measure | exact region? | quant. (s) | sampling + re-check (s) | re-checked samples "
                   "| distinct | rejected |", "|---|---|---|---|---|---|---|---|---|"]
-        for r in out["rq3_eps"]:
-            meas = f"{r['measure_lower']:.4f}" if r["complete"] else f"[{r['measure_lower']:.4f}, {r['measure_upper']:.4f}]"
-            lines.append(f"| {NAMES[r['dataset']]} | {fmt_attr(r['attr'])} | {meas} | "
-                         f"{'yes' if r['exact_region'] else 'partial'} | {r['quant_s']:.2f} | {r['sample_s']:.2f} | "
-                         f"{r['samples']:,} | {r['distinct_idis']:,} | {r['rejected']} |")
+        lines += [_testing_row(r) for r in out["rq3_eps"]]
     if "evaluation" in out:
         e, g = out["evaluation"], out["long_run"]
         lines += ["", "## Tree evaluation and memory (Adult model)", "",

@@ -69,7 +69,7 @@ def test_estimate_of_an_open_domain_brackets_the_truth(eps, kappa, robust):
     _, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, kappa, robust)
     truth = unfair.sum() / conf.sum()
     q = _unstarted(ir, prop)
-    est = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.999, budget_s=5.0, seed=3)
+    est = estimate_unfair_share(ir, q, 0.999, budget_s=5.0, seed=3)
     assert est.samples >= (2_000 if eps else 20_000) and est.confidence == 0.999
     assert est.ci_low <= truth <= est.ci_high
     assert est.ci_low <= est.unfair <= est.ci_high
@@ -84,14 +84,14 @@ def test_settled_part_is_exact_and_narrows_the_interval():
     grid, conf, unfair = brute_force_masks(ir, dom, prop.protected, prop.epsilon, 0.7, False)
     truth = unfair.sum() / conf.sum()
     q = _unstarted(ir, prop)
-    whole = estimate_unfair_share(ir, normalise(ir, dom), q, prop, 0.99, budget_s=5.0, seed=0)
+    whole = estimate_unfair_share(ir, q, 0.99, budget_s=5.0, seed=0)
     cut = dom.features[1].min + (dom.features[1].max - dom.features[1].min + 1) // 2
     settled = grid[:, 1] >= cut
     lo, hi, _ = q.open_boxes()
     hi[:, 1] = cut
     half = dataclasses.replace(q, open_parts=[(lo, hi, None)], nonconf=float((settled & ~conf).sum()),
                                conf_settled=float((settled & conf).sum()), unfair=float((settled & unfair).sum()))
-    est = estimate_unfair_share(ir, normalise(ir, dom), half, prop, 0.99, budget_s=5.0, seed=0)
+    est = estimate_unfair_share(ir, half, 0.99, budget_s=5.0, seed=0)
     assert est.ci_low <= truth <= est.ci_high
     assert est.ci_high - est.ci_low < whole.ci_high - whole.ci_low
     lo, hi = half.bounds  # clipped to the sound range

@@ -638,7 +638,7 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     estimate, t_estimate = None, time.monotonic()
     if not converged:
         budget = float(np.clip(ESTIMATE_SHARE * time_limit, 1.0, 10.0)) if time_limit else 10.0
-        estimate = estimate_unfair_share(ir, q.nt, q, prop, confidence, budget, seed)
+        estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
     stats = dict(q.stats, converged=converged, gap=upper - lower, quantify_s=q.elapsed,
                  estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,
                  rejected_counterexamples=rejected, near_tie_unfair_upper=q.unfair_upper_extra)

@@ -28,7 +28,6 @@ from statistics import NormalDist
 import numpy as np
 
 from ..models.trees import TreeEnsemble
-from ..properties import IndividualFairness
 from ..results import StatisticalEstimate
 from .boxes_sampling import wilson
 from .trees_boxes import NormalisedTrees
@@ -108,8 +107,8 @@ class OpenBoxes:
         return x, slice_of
 
 
-def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: IndividualFairness, confidence: float,
-                          budget_s: float, seed: int = 0, max_samples: int = 200_000) -> StatisticalEstimate | None:
+def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: float, seed: int = 0,
+                          max_samples: int = 200_000) -> StatisticalEstimate | None:
     """Estimate of 1 - M (the unfair share of X_kappa) from quantification `q`; None if nothing is open.
 
     Samples are drawn in chunks until the time budget is spent (at least one chunk; with epsilon 0,
@@ -122,7 +121,7 @@ def estimate_unfair_share(ir: TreeEnsemble, nt: NormalisedTrees, q, prop: Indivi
     box = OpenBoxes(q)
     if box.size <= 0:
         return None
-    checker = Checker(ir, nt, q)
+    checker = Checker(ir, q.nt, q)
     # neighbourhood searches are costly: small chunks, so that the budget ends few of them early
     chunk, min_samples = (SEARCH_CHUNK, SEARCH_CHUNK) if checker.has_eps else (EVAL_CHUNK, 20_000)
     n = n_conf = n_unfair = n_unknown = 0
