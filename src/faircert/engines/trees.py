@@ -105,7 +105,8 @@ class Quantification:
             return 1.0, 1.0
         lo = (self.conf_settled - self.unfair - self.unfair_upper_extra) / den
         hi = (den - self.unfair) / den
-        return max(0.0, lo, self.known[0]), min(1.0, hi, self.known[1])
+        hi = min(1.0, hi, self.known[1])
+        return min(max(0.0, lo, self.known[0]), hi), hi  # (lo > hi only by rounding of volume sums)
 
 
 def _epsilon(prop: IndividualFairness, discrete: np.ndarray) -> np.ndarray:
