@@ -2,9 +2,10 @@
 
 The engine first computes the counterexample region (disjoint boxes), then draws N inputs uniformly
 from it, builds a twin for each and re-checks every pair on the model before writing it. If the
-time limit ends the computation early, with epsilon 0 the undecided boxes are drawn from too and a
-draw is kept only when another protected value gets the other label, so the draws stay uniform
-over the exact region; otherwise they come from its proven part only (`region_exact` false).
+time limit ends the computation early, the undecided boxes are drawn from too and a draw is kept
+only when it is unfair on the model (another protected value gets the other label, or with
+epsilon > 0 an exact search of its neighbourhood finds one, the twin written with it), so the
+draws stay uniform over the exact region.
 """
 
 from __future__ import annotations

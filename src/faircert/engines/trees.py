@@ -44,7 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_open import Checker, OpenBoxes, estimate_unfair_share
+from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, uniform_points
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -169,6 +169,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
 SAMPLE_CHUNK = 1 << 17  # rows drawn and re-checked at a time in testing mode
+SEARCH_SAMPLE_CHUNK = 4096  # open draws searched at a time in testing mode with epsilon > 0
 MAX_DRAWS_PER_SAMPLE = 50  # testing mode gives up on an open part that is almost never unfair
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
@@ -279,12 +280,12 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
     q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], acc["extra"], complete, part,
                        cat(pieces_lo, (0, n), float), cat(pieces_hi, (0, n), float), cat(twins, (0,), np.int64),
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
-    q.stats = {"slices": len(_slices(prop, dlo, dhi)[0]), "boxes": int(acc["boxes"]),
+    q.slices = _slices(prop, dlo, dhi)[0]
+    q.stats = {"slices": len(q.slices), "boxes": int(acc["boxes"]),
                "pieces": len(q.piece_lo), "regions": len(parts), "kd_nodes": int(acc["kd"]),
                "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"]),
                "memory_limited": bool(acc.get("memory_limited", False))}
     if not complete:  # no record of which boxes are settled: the estimate samples the whole space
-        q.slices = _slices(prop, dlo, dhi)[0]
         q.open_parts = [(dlo[None].copy(), dhi[None].copy(), None)]
         q.open_settled = (0.0, 0.0)
     return q
@@ -494,9 +495,7 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     ok = q.part.lo.shape[1] == x.shape[1]
     if not ok:
         return np.zeros(len(x), dtype=bool)
-    free = np.ones(x.shape[1], dtype=bool)
-    if not q.robustness:
-        free[list(q.protected)] = False
+    free = measured(q)
     # within epsilon up to a few floats of rounding on real features (twins come from x +- epsilon)
     slack = 8 * np.spacing(np.abs(x) + q.eps)
     close = np.all((np.abs(x - xp) <= q.eps + slack)[:, free], axis=1)
@@ -533,17 +532,7 @@ def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator |
     lo, hi = q.piece_lo[rows], q.piece_hi[rows]
     if rng is None:
         return np.where(q.discrete, lo + np.floor((hi - lo - 1) / 2), (lo + hi) / 2)
-    x = rng.random(lo.shape)  # in place: this runs on a million rows in testing mode
-    x *= hi - lo
-    disc = q.discrete
-    if disc.all():
-        np.floor(x, out=x)
-    elif disc.any():
-        x[:, disc] = np.floor(x[:, disc])
-    x += lo
-    if disc.any():
-        x[:, disc] = np.minimum(x[:, disc], hi[:, disc] - 1)
-    return x
+    return uniform_points(rng, lo, hi, q.discrete)
 
 
 def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
@@ -568,7 +557,7 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     rng = np.random.default_rng(seed)
     p_piece = piece_size / piece_size.sum() if len(piece_size) else piece_size
     # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
-    open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else 4096
+    open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else SEARCH_SAMPLE_CHUNK
     xs, xps, rejected, kept, drawn = [], [], 0, 0, 0
     while kept < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
         rate = kept / drawn if drawn else 1.0

@@ -9,7 +9,6 @@ use [min, max] whose length is the volume. The size of a box is prod(hi - lo).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..models.trees import TreeEnsemble
-from . import trees_frontier
+from .trees_frontier import Frontier, over_memory
 
 # Labels and statuses of partition boxes.
 NEG, POS = 0, 1
@@ -278,17 +277,15 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     it holds more than `MAX_STORED_BOXES` boxes (settled and open).
     """
     out_lo, out_hi, out_start, out_label, out_conf, out_tie, out_early = [], [], [], [], [], [], []
-    stored, open_count, memory_limited = 0, len(lo0), False
     # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest
-    heap = [(0.0, 0, lo0.copy(), hi0.copy(), np.arange(len(lo0)))]
-    tick = 1
+    frontier = Frontier(np.ones(lo0.shape[1], dtype=bool), chunk)
+    frontier.push(lo0.copy(), hi0.copy(), np.arange(len(lo0)))
+    stored, stop = 0, {}
     complete, pending = True, 0.0
-    while heap:
-        _, _, lo, hi, st = heapq.heappop(heap)
-        open_count -= len(lo)
-        if not memory_limited and stored + open_count > trees_frontier.MAX_STORED_BOXES:
-            memory_limited = True
-        if memory_limited or time.monotonic() > deadline:  # unexplored: boxes of unknown label and status
+    while frontier:
+        lo, hi, st = frontier.pop()
+        if stop or time.monotonic() > deadline or over_memory(frontier, stored + len(lo), stop):
+            # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
             out_lo.append(lo); out_hi.append(hi); out_start.append(st)
@@ -314,10 +311,10 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         done = decided | exact
         if done.any():
             d = done
-            out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
-            out_label.append(np.where(pos[d], POS, NEG)); out_conf.append(conf[d])
-            out_tie.append(~decided[d])
             label = np.where(pos[d], POS, NEG)
+            out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
+            out_label.append(label); out_conf.append(conf[d])
+            out_tie.append(~decided[d])
             stored += int(d.sum())
             early = on_done(lo[d], hi[d], st[d], label, conf[d], ~decided[d]) if on_done is not None else None
             out_early.append(early if early is not None else np.zeros(int(d.sum()), dtype=bool))
@@ -331,16 +328,9 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         rows = np.arange(len(lo))
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
-        nlo = np.concatenate([lo, right_lo]); nhi = np.concatenate([left_hi, hi]); nst = np.concatenate([st, st])
-        order = np.argsort(-np.prod(nhi - nlo, axis=1), kind="stable")
-        nlo, nhi, nst = nlo[order], nhi[order], nst[order]
-        open_count += len(nlo)
-        for k in range(0, len(nlo), chunk):
-            sl = slice(k, k + chunk)
-            heapq.heappush(heap, (-float(np.prod(nhi[k] - nlo[k])), tick, nlo[sl], nhi[sl], nst[sl]))
-            tick += 1
+        frontier.push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]), np.concatenate([st, st]))
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
     n = lo0.shape[1]
     return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),
                      cat(out_label, (0,), np.int64), cat(out_conf, (0,), bool), cat(out_tie, (0,), bool),
-                     complete, pending, cat(out_early, (0,), bool), memory_limited)
+                     complete, pending, cat(out_early, (0,), bool), bool(stop))

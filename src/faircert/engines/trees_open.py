@@ -32,7 +32,7 @@ from ..results import StatisticalEstimate
 from .boxes_sampling import wilson
 from .trees_boxes import NormalisedTrees
 from .trees_dilated import find_label
-from .trees_joint import _SliceBounds
+from .trees_joint import _in_slice, _SliceBounds
 
 EVAL_CHUNK = 4096   # samples per step with epsilon 0
 SEARCH_CHUNK = 256  # samples per step with epsilon > 0
@@ -54,7 +54,7 @@ class OpenBoxes:
     def __init__(self, q) -> None:
         self.q = q
         self.parts = q.open_parts or []
-        free = np.nonzero(_measured(q))[0]
+        free = np.nonzero(measured(q))[0]
         n_sl = len(q.slices)
         sizes, self.n_open = [], []
         for lo, hi, open_slices in self.parts:
@@ -100,7 +100,7 @@ class OpenBoxes:
         lo, hi, open_slices, n_open = self._rows(box)
         k = np.floor(rng.random(m) * n_open)  # the k-th open slice of the box
         slice_of = np.argmax(np.cumsum(open_slices, axis=1) > k[:, None], axis=1)
-        x = _uniform_points(rng, lo, hi, self.q.discrete)
+        x = uniform_points(rng, lo, hi, self.q.discrete)
         if not self.q.robustness:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[slice_of][:, prot]
@@ -156,7 +156,7 @@ def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: floa
                                                 "time count as either verdict" if n_unknown else ""))
 
 
-def _measured(q) -> np.ndarray:
+def measured(q) -> np.ndarray:
     """The measured features: the non-protected ones for fairness, all for robustness."""
     free = np.ones(len(q.eps), dtype=bool)
     if not q.robustness:
@@ -164,9 +164,18 @@ def _measured(q) -> np.ndarray:
     return free
 
 
-def _uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
-    x = lo + rng.random(lo.shape) * (hi - lo)
-    return np.where(discrete, np.minimum(np.floor(x), hi - 1.0), x)
+def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+    """A point drawn uniformly from each box [lo, hi) (grid points on integer features)."""
+    x = rng.random(lo.shape)  # in place: this runs on a million rows in testing mode
+    x *= hi - lo
+    if discrete.all():
+        np.floor(x, out=x)
+    elif discrete.any():
+        x[:, discrete] = np.floor(x[:, discrete])
+    x += lo
+    if discrete.any():
+        x[:, discrete] = np.minimum(x[:, discrete], hi[:, discrete] - 1)
+    return x
 
 
 class Verdicts:
@@ -184,7 +193,7 @@ class Verdicts:
         self.prot = [] if q.robustness else list(q.protected)
         self.reading = ir.trees_reading(self.prot)
         self.sub = ir.sub_ensemble(self.reading) if len(self.reading) else None
-        self.offset = ir.base_score - (0.5 if ir.link == "identity" else 0.0)
+        self.offset = ir.margin_view(None)[0]
         # how far the framework's own sum and the float64 one here may both be from the exact sum
         # (margin units): the rounding of the base, the leaves and every partial sum, each at most
         # |base| + the trees' largest |leaf| values, at half an ulp of float32 (running sum) or
@@ -232,8 +241,7 @@ class Checker:
     def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, q) -> None:
         self.ir, self.nt, self.q = ir, nt, q
         self.prot = [] if q.robustness else list(q.protected)
-        self.dlo, self.dhi = nt.dlo, nt.dhi
-        self.free = _measured(q)
+        self.free = measured(q)
         self.has_eps = bool(np.any(q.eps[self.free] > 0))
         self.sb = _SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
         self.tol = ir.margin_view(q.kappa)[2]
@@ -252,15 +260,13 @@ class Checker:
         # the closed neighbourhood as a half-open box: [x - e, x + e + 1) on integers, up to the next
         # float above x + e on reals
         top = np.where(q.discrete, x[ask] + q.eps + 1.0, np.nextafter(x[ask] + q.eps, np.inf))
-        lo = np.where(self.free, np.maximum(self.dlo, x[ask] - q.eps), x[ask])
-        hi = np.where(self.free, np.minimum(self.dhi, top), top)
+        lo = np.where(self.free, np.maximum(self.nt.dlo, x[ask] - q.eps), x[ask])
+        hi = np.where(self.free, np.minimum(self.nt.dhi, top), top)
         if q.robustness:
             qi, sl = np.arange(len(ask)), np.zeros(len(ask), dtype=np.int64)
         else:
             qi, sl = np.nonzero(np.arange(n_sl)[None] != slice_of[ask][:, None])
-        qlo, qhi = lo[qi].copy(), hi[qi].copy()
-        qlo[:, prot] = q.slices[sl][:, prot]
-        qhi[:, prot] = q.slices[sl][:, prot] + 1.0
+        qlo, qhi = _in_slice(lo[qi], hi[qi], q.slices[sl], prot)
         want = np.where(label[ask][qi] == 1, -1, 1)
         point, resolved = find_label(ir, self.nt, self.sb, qlo, qhi, sl, want, self.tol, t_end)
         found = ~np.isnan(point[:, 0])
