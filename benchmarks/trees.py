@@ -5,8 +5,8 @@ Trains XGBoost (50 trees, depth 3, seed 0) on integer encodings of Adult, Bank, 
 per protected attribute and robustness) and RQ2 (r_eps 0.1, kappa 0.7) with a time limit, the
 testing mode (1,000,000 re-checked samples from the exact unfair region, r_eps 0, kappa 0.5; and
 100,000 with r_eps 0.1), and
-scaling runs (more trees, deeper trees, a random forest), the speed of tree evaluation by table and
-by traversal, the peak memory of one long run, and the Adult model on real-valued features (region
+scaling runs (more trees, deeper trees, a random forest), the speed of tree evaluation by table, by
+traversal and compiled, the peak memory of one long run, and the Adult model on real-valued features (region
 path alone vs with the refinement, and one long region-path run). Writes benchmarks/results/trees.{md,json}
 with the paper's BoxQTE figures alongside.
 
@@ -95,23 +95,35 @@ def testing(ir, dom, attr, limit, samples, rate=0.0):
 
 
 def evaluation(ir, dom, rows: int = 131_072, repeat: int = 8) -> dict:
-    """Leaf values of random grid inputs per second, by table and by traversal (the same numbers)."""
+    """Leaf values of random grid inputs per second, by table and by traversal (the same numbers), and
+    scores by numpy (table) and by the compiled kernel (the same numbers)."""
     import copy
+
+    from faircert import compiled
 
     rng = np.random.default_rng(0)
     X = rng.integers([f.min for f in dom.features], [f.max + 1 for f in dom.features], (rows, ir.n_features))
-    X = X.astype(float)
+    X = ir._inputs(X.astype(float))
     walk = copy.deepcopy(ir)
     walk._tables_cache = ()  # no table: traversal
-    out = {"rows": rows * repeat, "trees": len(ir.trees)}
-    for key, model in (("table", ir), ("traversal", walk)):
-        model.leaf_values(X[:1000])
+    out = {"rows": rows * repeat, "trees": len(ir.trees), "compiled": compiled.available()}
+    timed = {"table": lambda: ir.leaf_values(X), "traversal": lambda: walk.leaf_values(X),
+             "numpy_scores": lambda: ir.score_of_leaves(ir.leaf_values(X))}
+    if compiled.available():
+        from faircert.models import trees_compiled
+
+        timed["compiled_scores"] = lambda: trees_compiled.scores(ir, X)
+    for key, f in timed.items():
+        f()
         t0 = time.perf_counter()
         for _ in range(repeat):
-            leaves = model.leaf_values(X)
+            value = f()
         out[f"{key}_s"] = time.perf_counter() - t0
-        out[key] = leaves
+        out[key] = value
     assert np.array_equal(out.pop("table"), out.pop("traversal"))
+    numpy_scores = out.pop("numpy_scores")
+    if compiled.available():
+        assert np.array_equal(out.pop("compiled_scores"), numpy_scores)
     return out
 
 
@@ -167,7 +179,9 @@ def main() -> None:
         memory_probe(name, attr, float(limit), real == "1")
         return
     names = [n for n in args.datasets.split(",") if n]
-    out = {"machine": platform.processor() or platform.machine(), "limit_s": args.limit,
+    from faircert import compiled
+
+    out = {"machine": platform.processor() or platform.machine(), "compiled": compiled.available(), "limit_s": args.limit,
            "scale_limit_s": args.scale_limit, "models": {}, "rq1": [],
            "rq2": [], "rq3": [], "rq3_eps": [], "scaling": []}
     if "adult" in names:
@@ -267,7 +281,9 @@ def markdown(out) -> str:
              "(exact); 'boxes' = boxes of the measured features (the non-protected ones for fairness) on which "
              "every protected value's verdict is settled; 'time' is the time to the bounds. Where the bounds have "
              "not met, 'estimate' is the statistical estimate of the measure with its 99% interval: settled boxes "
-             "exact, uniform samples of the open boxes classified exactly on the model (not a guarantee).", "",
+             "exact, uniform samples of the open boxes classified exactly on the model (not a guarantee). Inputs "
+             "sampled for estimates and testing mode are evaluated by " + ("the compiled kernels (numba, the `fast` "
+             "extra)." if out.get("compiled") else "numpy (numba not installed)."), "",
              "| model | features | grid points | train acc. |", "|---|---|---|---|"]
     for name, m in out["models"].items():
         lines.append(f"| {NAMES[name]} | {m['features']} | {m['grid_size']:.3g} | {m['train_accuracy']:.3f} |")
@@ -304,7 +320,9 @@ def markdown(out) -> str:
         lines += ["", "## Tree evaluation and memory (Adult model)", "",
                   f"Leaf values of {e['rows']:,} random grid inputs x {e['trees']} trees, in batches of "
                   f"{e['rows'] // 8:,} rows: by table {e['table_s']:.2f} s, by traversal {e['traversal_s']:.2f} s "
-                  "(the same leaves).", "",
+                  "(the same leaves). Scores (leaves summed as XGBoost sums them): by numpy "
+                  f"{e['numpy_scores_s']:.2f} s, " + (f"compiled {e['compiled_scores_s']:.2f} s (the same scores; "
+                  "numba, both cores)." if e["compiled"] else "compiled: numba not installed."), "",
                   f"A long epsilon-0 run (gender, kappa 0.5, limit {g['limit_s']:g} s): stopped at "
                   f"{g['elapsed_s']:.1f} s, memory limit reached: {'yes' if g['memory_limited'] else 'no'}, "
                   f"peak memory {g['peak_rss_gb']:.2f} GB, measure in [{g['measure_lower']:.4f}, "

@@ -116,11 +116,14 @@ def _unfair_set(ir, dom, prop):
     return {tuple(r) for r in grid[unfair].tolist()}, grid[unfair]
 
 
-@pytest.mark.parametrize("kappa", [None, 0.7])
-def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(kappa):
-    """Epsilon 0, nothing settled: every draw is unfair and the draws spread evenly over the region."""
+@pytest.mark.parametrize("kappa,compiled", [(None, True), (0.7, True), (0.7, False)])
+def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(monkeypatch, kappa, compiled):
+    """Epsilon 0, nothing settled: every draw is unfair and the draws spread evenly over the region
+    (with the compiled kernels where numba is installed, and by numpy)."""
     from faircert.engines.trees import region_is_exact, sample_unfair
 
+    if not compiled:
+        monkeypatch.setenv("FAIRCERT_NO_COMPILE", "1")
     ir, dom = _problem(0)
     prop = _prop(dom, 0, kappa, False)
     region, points = _unfair_set(ir, dom, prop)

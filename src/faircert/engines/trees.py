@@ -44,7 +44,7 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, uniform_points
+from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
 from .trees_joint import joint_quantify
 from .trees_union import covered
 
@@ -168,7 +168,8 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
-SAMPLE_CHUNK = 1 << 17  # rows drawn and re-checked at a time in testing mode
+SAMPLE_CHUNK = 1 << 16  # rows drawn and re-checked at a time in testing mode
+SAMPLE_ROUND = 1 << 24  # at most this many draws per round of testing mode (their row indices are kept)
 SEARCH_SAMPLE_CHUNK = 4096  # open draws searched at a time in testing mode with epsilon > 0
 MAX_DRAWS_PER_SAMPLE = 50  # testing mode gives up on an open part that is almost never unfair
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
@@ -555,34 +556,46 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     if n <= 0 or total <= 0:
         return np.zeros((0, width)), np.zeros((0, width)), 0
     rng = np.random.default_rng(seed)
-    p_piece = piece_size / piece_size.sum() if len(piece_size) else piece_size
     # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
     open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else SEARCH_SAMPLE_CHUNK
-    xs, xps, rejected, kept, drawn = [], [], 0, 0, 0
-    while kept < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
-        rate = kept / drawn if drawn else 1.0
-        m = int(min(SAMPLE_CHUNK, (n - kept) / max(rate, 0.01) + 1024))
+    out, rejected, drawn = _Pairs(int(1.1 * n) + SAMPLE_CHUNK, width), 0, 0
+    while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
+        # rounds: the first (one step at most) measures the share of draws kept, the next ones draw
+        # what that share says the rest needs, and a little more
+        rate = out.n / drawn if drawn else 1.0
+        m = (n - out.n) / max(rate, 1.0 / MAX_DRAWS_PER_SAMPLE) * (1.05 if drawn else 1.0) + 1024
+        m = int(min(m, SAMPLE_CHUNK if not drawn else SAMPLE_ROUND))
         n_open = int(rng.binomial(m, open_size / total))
-        r = rng.choice(len(piece_size), size=m - n_open, p=p_piece) if len(piece_size) else np.zeros(0, np.int64)
-        x = piece_points(q, r, rng)  # chunks: memory is reused instead of faulted in afresh
-        xp = twins_of(q, x, q.piece_twin[r])
-        ok = recheck(ir, q, x, xp)
-        xs.append(x[ok])
-        xps.append(xp[ok])
-        rejected += int((~ok).sum())
-        kept += int(ok.sum())
-        for k in range(0, n_open, open_chunk):  # the verdicts are the re-check, by the model's own arithmetic
-            xo, slice_of = opened.draw(rng, min(open_chunk, n_open - k))
-            _, unfair, _, twin = check(xo, slice_of, np.inf)
-            xs.append(xo[unfair])
-            xps.append(twin[unfair])
-            kept += int(unfair.sum())
+        for rows in multinomial_rows(rng, m - n_open, piece_size, SAMPLE_CHUNK) if m > n_open else ():
+            x = piece_points(q, rows, rng)
+            xp = twins_of(q, x, q.piece_twin[rows])
+            ok = recheck(ir, q, x, xp)
+            out.add(x[ok], xp[ok])
+            rejected += int((~ok).sum())
+        for xo, slice_of in opened.draws(rng, n_open, open_chunk) if n_open else ():
+            _, unfair, _, twin = check(xo, slice_of, np.inf)  # the verdicts are the re-check, by the model
+            out.add(xo[unfair], twin[unfair])
         drawn += m
-    x, xp = np.concatenate(xs), np.concatenate(xps)
-    # a uniform subset of the draws (the last chunk overshoots), in random order: draws come grouped
+    # a uniform subset of the draws (the last round overshoots), in random order: draws come grouped
     # by source and box, and any prefix of the output should be a uniform sample too
-    keep = rng.permutation(len(x))[:n]
-    return x[keep], xp[keep], rejected
+    keep = rng.permutation(out.n)[:n]
+    return np.take(out.x, keep, axis=0), np.take(out.xp, keep, axis=0), rejected
+
+
+class _Pairs:
+    """Kept pairs (x, x'), written into arrays allocated once: a million rows of fresh memory cost
+    more than the copy itself, so the pairs are not gathered in pieces and joined."""
+
+    def __init__(self, capacity: int, width: int) -> None:
+        self.x, self.xp, self.n = np.empty((capacity, width)), np.empty((capacity, width)), 0
+
+    def add(self, x: np.ndarray, xp: np.ndarray) -> None:
+        end = self.n + len(x)
+        if end > len(self.x):  # the rounds overshot more than foreseen
+            grow = np.empty((max(end, 2 * len(self.x)) - len(self.x), self.x.shape[1]))
+            self.x, self.xp = np.concatenate([self.x, grow]), np.concatenate([self.xp, grow])
+        self.x[self.n:end], self.xp[self.n:end] = x, xp
+        self.n = end
 
 
 def region_is_exact(q: Quantification) -> bool:

@@ -22,11 +22,14 @@ each one found) to keep its samples uniform over the exact unfair region.
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterator
 from statistics import NormalDist
 
 import numpy as np
 
+from .. import compiled
 from ..models.trees import TreeEnsemble
 from ..results import StatisticalEstimate
 from .boxes_sampling import wilson
@@ -44,12 +47,12 @@ class OpenBoxes:
     """Uniform draws of inputs from the open part: a box by its size times its open slices, then one
     of its open slices, then a point of the box with the slice's protected values.
 
-    The boxes stay in the refinement's chunks until a large draw (testing mode) makes joining them
-    into one array worth its cost (about a second for a million boxes: more than the estimate's
-    whole budget on a short run).
+    `draw` picks each input's box by a search of the cumulative sizes (the estimate's small steps);
+    `draws` picks how many inputs every box gets at once (multinomial) and yields them box after box
+    (testing mode's millions). Either way the inputs are independent and uniform; only their order
+    differs. The boxes stay in the refinement's chunks ("parts"): joining millions of them into one
+    array costs seconds and gigabytes.
     """
-
-    JOIN_AT = 16384  # draws of at least this many inputs join the chunks first
 
     def __init__(self, q) -> None:
         self.q = q
@@ -61,25 +64,26 @@ class OpenBoxes:
             n_open = np.full(len(lo), n_sl) if open_slices is None else open_slices.sum(axis=1)
             self.n_open.append(n_open)
             sizes.append(np.prod(hi[:, free] - lo[:, free], axis=1) * n_open)
-        size = np.concatenate(sizes) if sizes else np.zeros(0)
+        self.box_size = np.concatenate(sizes) if sizes else np.zeros(0)
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
-        self.size = float(size.sum())
-        self.cdf = np.cumsum(size) / self.size if self.size > 0 else size
-        self.joined = None
+        self.size = float(self.box_size.sum())
+        self.cdf = np.cumsum(self.box_size) / self.size if self.size > 0 else self.box_size
 
-    def _join(self) -> tuple[np.ndarray, ...]:
-        if self.joined is None:
-            lo, hi, open_slices = self.q.open_boxes()
-            self.joined = (lo, hi, open_slices, np.concatenate(self.n_open))
-        return self.joined
+    def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """m inputs and the index of each one's slice."""
+        u = np.sort(rng.random(m))  # sorted: boxes come in chunk order (draws are exchangeable)
+        return self._draw_in(rng, np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1))
 
-    def _rows(self, box: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(lo, hi, open slices, number open) of the given boxes (sorted indices)."""
-        if self.joined is not None or len(box) >= self.JOIN_AT:
-            lo, hi, open_slices, n_open = self._join()
-            return lo[box], hi[box], open_slices[box], n_open[box]
+    def draws(self, rng: np.random.Generator, m: int, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """m inputs (with their slices) in steps of at most `chunk`, grouped by box."""
+        for box in multinomial_rows(rng, m, self.box_size, chunk):
+            yield self._draw_in(rng, box)
+
+    def _draw_in(self, rng: np.random.Generator, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """An input in each of the given boxes (sorted indices) and the index of its slice."""
         m, width, n_sl = len(box), len(self.q.eps), len(self.q.slices)
-        lo, hi = np.empty((m, width)), np.empty((m, width))
+        u = rng.random((m, width))
+        x = np.empty((m, width))
         open_slices = np.ones((m, n_sl), dtype=bool)
         n_open = np.empty(m)
         part = np.searchsorted(self.start, box, side="right") - 1
@@ -88,23 +92,30 @@ class OpenBoxes:
             p = part[a]
             rows = box[a:b] - self.start[p]
             plo, phi, psl = self.parts[p]
-            lo[a:b], hi[a:b], n_open[a:b] = plo[rows], phi[rows], self.n_open[p][rows]
+            x[a:b] = points_in(u[a:b], rows, plo, phi, self.q.discrete)
+            n_open[a:b] = self.n_open[p][rows]
             if psl is not None:
                 open_slices[a:b] = psl[rows]
-        return lo, hi, open_slices, n_open
-
-    def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """m inputs and the index of each one's slice."""
-        u = np.sort(rng.random(m))  # sorted: boxes come in chunk order (draws are exchangeable)
-        box = np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1)
-        lo, hi, open_slices, n_open = self._rows(box)
         k = np.floor(rng.random(m) * n_open)  # the k-th open slice of the box
         slice_of = np.argmax(np.cumsum(open_slices, axis=1) > k[:, None], axis=1)
-        x = uniform_points(rng, lo, hi, self.q.discrete)
         if not self.q.robustness:
             prot = list(self.q.protected)
-            x[:, prot] = self.q.slices[slice_of][:, prot]
+            x[:, prot] = self.q.slices[:, prot][slice_of]
         return x, slice_of
+
+
+def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
+    """m independent draws of rows with probability proportional to `weight`, as sorted row indices in
+    steps of at most `chunk` (one multinomial draw of every row's count: no search per draw)."""
+    p = weight / math.fsum(weight)  # sums to 1 within a few ulps, as the multinomial requires
+    counts = rng.multinomial(m, p)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    for s in range(0, m, chunk):  # draws s..e-1 belong to rows a..b
+        e = min(m, s + chunk)
+        a, b = np.searchsorted(ends, [s, e - 1], side="right")
+        within = np.minimum(ends[a:b + 1], e) - np.maximum(starts[a:b + 1], s)
+        yield np.repeat(np.arange(a, b + 1), within)
 
 
 def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: float, seed: int = 0,
@@ -166,16 +177,28 @@ def measured(q) -> np.ndarray:
 
 def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """A point drawn uniformly from each box [lo, hi) (grid points on integer features)."""
-    x = rng.random(lo.shape)  # in place: this runs on a million rows in testing mode
+    return _scaled(rng.random(lo.shape), lo, hi, discrete)
+
+
+def points_in(u: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+    """The points of boxes lo[rows], hi[rows] at uniforms u (as `uniform_points` from the same u)."""
+    if compiled.available():  # no gather of the boxes' rows: millions of them in testing mode
+        from .sampling_compiled import points_in_boxes
+        return points_in_boxes(u, rows, lo, hi, discrete)
+    return _scaled(u, lo[rows], hi[rows], discrete)
+
+
+def _scaled(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+    """lo + x * (hi - lo), floored on discrete features; in place on x (millions of rows)."""
     x *= hi - lo
     if discrete.all():
         np.floor(x, out=x)
-    elif discrete.any():
-        x[:, discrete] = np.floor(x[:, discrete])
+        x += lo
+        return np.minimum(x, hi - 1, out=x)  # u * width can round up to the width
+    whole = np.minimum(np.floor(x) + lo, hi - 1) if discrete.any() else None
     x += lo
-    if discrete.any():
-        x[:, discrete] = np.minimum(x[:, discrete], hi[:, discrete] - 1)
-    return x
+    np.minimum(x, np.nextafter(hi, -np.inf), out=x)  # lo + u * width can round up to hi
+    return np.where(discrete, whole, x) if whole is not None else x
 
 
 class Verdicts:
@@ -203,6 +226,8 @@ class Verdicts:
         self.slack = unit * ir.scale * magnitude
 
     def __call__(self, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
+        if compiled.available() and self.sub is not None:
+            return self._compiled(x, slice_of)
         ir, q, prot = self.ir, self.q, self.prot
         leaves = ir.leaf_values(x)
         score = ir.score_of_leaves(leaves)
@@ -231,6 +256,26 @@ class Verdicts:
             flipped = rows[label_u != label[rows]]
             twin[np.ix_(flipped, prot)] = q.slices[u][prot]
             unfair[flipped] = True
+        return label, conf, unfair & conf, twin
+
+    def _compiled(self, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The same verdicts from every protected combination's score, each summed exactly as the
+        framework sums (compiled: no float64 pre-check needed)."""
+        from ..models import trees_compiled
+        ir, q, prot = self.ir, self.q, self.prot
+        scores = trees_compiled.slice_scores(ir, ir._inputs(x), slice_of, prot, q.slices[:, prot], self.reading)
+        own = scores[np.arange(len(x)), slice_of]
+        label = ir.label_from_score(own)
+        if q.kappa is None:
+            conf = np.ones(len(x), dtype=bool)
+        else:
+            p = ir.proba_from_score(own)
+            conf = np.maximum(p, 1.0 - p) > q.kappa
+        differs = ir.label_from_score(scores) != label[:, None]
+        unfair = differs.any(axis=1)
+        twin = x.copy()
+        rows = np.nonzero(unfair)[0]
+        twin[np.ix_(rows, prot)] = q.slices[np.argmax(differs[rows], axis=1)][:, prot]
         return label, conf, unfair & conf, twin
 
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import compiled
 from ..errors import ModelFormatError
 
 LINKS = ("sigmoid", "identity")
 TABLE_SPLITS = 15  # trees with at most this many splits are evaluated by table (2**splits entries)
 SPLITS = ("<", "<=")
+COMPILED_FROM = 4096  # rows from which scores are compiled, where numba is installed (smaller: numpy)
 
 
 @dataclass
@@ -235,6 +237,10 @@ class TreeEnsemble:
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
+        X = self._inputs(X)
+        if len(X) >= COMPILED_FROM and compiled.available():
+            from . import trees_compiled
+            return trees_compiled.scores(self, X)
         return self.score_of_leaves(self.leaf_values(X))
 
     def score_of_leaves(self, leaves: np.ndarray) -> np.ndarray:
@@ -245,7 +251,8 @@ class TreeEnsemble:
             for j in range(leaves.shape[1]):
                 s = s + leaves[:, j]
             return s.astype(np.float64) * self.scale
-        return self.base_score + self.scale * leaves.sum(axis=1)
+        # in tree order, as the frameworks add tree outputs (and as the compiled path does)
+        return self.base_score + self.scale * np.cumsum(leaves, axis=1)[:, -1]
 
     def proba_from_score(self, s: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-s)) if self.link == "sigmoid" else s
