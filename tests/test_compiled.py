@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("numba")
 
-from faircert.engines.trees_open import Checker, OpenBoxes, _scaled, multinomial_rows  # noqa: E402
-from faircert.engines.trees_boxes import normalise  # noqa: E402
-from faircert.models import trees_compiled  # noqa: E402
-from faircert.models.trees import Tree, TreeEnsemble  # noqa: E402
+from test_trees_engine import _models, _small_problem
+from test_trees_open import _problem, _prop, _unstarted
 
-from test_trees_engine import _models, _small_problem  # noqa: E402
-from test_trees_open import _problem, _prop, _unstarted  # noqa: E402
+from faircert.engines.trees_boxes import normalise
+from faircert.engines.trees_open import Checker, OpenBoxes, _scaled, multinomial_rows
+from faircert.models import trees_compiled
+from faircert.models.trees import Tree, TreeEnsemble
 
 
 def _numpy_scores(ir, X):
@@ -21,12 +21,12 @@ def _numpy_scores(ir, X):
 
 
 def _inputs(ir, X, seed=0):
-    """Random inputs, half of their values set to split thresholds (where the split rule decides)."""
+    """Random inputs, half of their values on split thresholds (where the split rule decides) or one
+    float64 step beside them (where rounding the input to float32 decides)."""
     rng = np.random.default_rng(seed)
     ths = np.concatenate([t.threshold[~t.is_leaf] for t in ir.trees])
-    on = rng.random(X.shape) < 0.5
-    X = np.where(on, rng.choice(ths, X.shape), X + rng.normal(0, 0.7, X.shape))
-    return ir._inputs(X)
+    near = rng.choice(ths, X.shape) + rng.choice([-1.0, 0.0, 1.0], X.shape) * np.spacing(ths.max())
+    return np.where(rng.random(X.shape) < 0.5, near, X + rng.normal(0, 0.7, X.shape))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -63,7 +63,7 @@ def test_slice_scores_evaluate_every_protected_value():
     own = np.random.default_rng(0).integers(0, len(values), len(X))
     Z = X.copy()
     Z[:, 0] = values[own, 0]
-    got = trees_compiled.slice_scores(ir, ir._inputs(Z), own, [0], values, ir.trees_reading([0]))
+    got = trees_compiled.slice_scores(ir, Z, own, [0], values, ir.trees_reading([0]))
     for u, v in enumerate(values[:, 0]):
         W = Z.copy()
         W[:, 0] = v

@@ -29,6 +29,12 @@ def jit(f):
     return njit(cache=True, nogil=True)(f)
 
 
+def jit_inline(f):
+    """`f` compiled into every compiled function that calls it (for small helpers of hot loops)."""
+    from numba import njit
+    return njit(cache=True, nogil=True, inline="always")(f)
+
+
 def jit_parallel(f):
     """`f` compiled on its first call, its `prange` loops run on all cores."""
     from numba import njit

@@ -5,7 +5,6 @@ gathering the boxes' rows first (testing mode draws millions of points from mill
 from __future__ import annotations
 
 import numpy as np
-
 from numba import prange
 
 from ..compiled import jit_parallel

@@ -44,8 +44,8 @@ from ..properties import IndividualFairness
 from ..results import Counterexample, Result
 from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
 from .trees_dilated import dilated_quantify
-from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
 from .trees_joint import joint_quantify
+from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
 from .trees_union import covered
 
 MAX_SLICES = 100_000

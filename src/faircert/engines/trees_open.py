@@ -37,7 +37,7 @@ from .trees_boxes import NormalisedTrees
 from .trees_dilated import find_label
 from .trees_joint import _in_slice, _SliceBounds
 
-EVAL_CHUNK = 4096   # samples per step with epsilon 0
+EVAL_CHUNK = 16384  # samples per step with epsilon 0
 SEARCH_CHUNK = 256  # samples per step with epsilon > 0
 METHOD = ("stratified: settled boxes exact, uniform samples over the open boxes classified exactly on the "
           "model, Wilson intervals")
@@ -59,11 +59,15 @@ class OpenBoxes:
         self.parts = q.open_parts or []
         free = np.nonzero(measured(q))[0]
         n_sl = len(q.slices)
-        sizes, self.n_open = [], []
-        for lo, hi, open_slices in self.parts:
-            n_open = np.full(len(lo), n_sl) if open_slices is None else open_slices.sum(axis=1)
-            self.n_open.append(n_open)
-            sizes.append(np.prod(hi[:, free] - lo[:, free], axis=1) * n_open)
+        sizes, n_open, open_slices = [], [], []
+        for lo, hi, part_open in self.parts:
+            open_slices.append(np.ones((len(lo), n_sl), dtype=bool) if part_open is None else part_open)
+            n_open.append(open_slices[-1].sum(axis=1))
+            sizes.append(np.prod(hi[:, free] - lo[:, free], axis=1) * n_open[-1])
+        # per box over all parts (small arrays; the boxes' bounds stay in their parts)
+        self.open_slices = np.concatenate(open_slices) if open_slices else np.zeros((0, n_sl), dtype=bool)
+        self.n_open = np.concatenate(n_open) if n_open else np.zeros(0)
+        self.all_open = bool(self.open_slices.all())
         self.box_size = np.concatenate(sizes) if sizes else np.zeros(0)
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
         self.size = float(self.box_size.sum())
@@ -81,23 +85,16 @@ class OpenBoxes:
 
     def _draw_in(self, rng: np.random.Generator, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """An input in each of the given boxes (sorted indices) and the index of its slice."""
-        m, width, n_sl = len(box), len(self.q.eps), len(self.q.slices)
+        m, width = len(box), len(self.q.eps)
         u = rng.random((m, width))
         x = np.empty((m, width))
-        open_slices = np.ones((m, n_sl), dtype=bool)
-        n_open = np.empty(m)
         part = np.searchsorted(self.start, box, side="right") - 1
         edges = np.flatnonzero(np.diff(part)) + 1
         for a, b in zip(np.concatenate([[0], edges]), np.concatenate([edges, [m]])):
-            p = part[a]
-            rows = box[a:b] - self.start[p]
-            plo, phi, psl = self.parts[p]
-            x[a:b] = points_in(u[a:b], rows, plo, phi, self.q.discrete)
-            n_open[a:b] = self.n_open[p][rows]
-            if psl is not None:
-                open_slices[a:b] = psl[rows]
-        k = np.floor(rng.random(m) * n_open)  # the k-th open slice of the box
-        slice_of = np.argmax(np.cumsum(open_slices, axis=1) > k[:, None], axis=1)
+            plo, phi, _ = self.parts[part[a]]
+            x[a:b] = points_in(u[a:b], box[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
+        k = np.floor(rng.random(m) * self.n_open[box]).astype(np.int64)  # the k-th open slice of the box
+        slice_of = k if self.all_open else np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
         if not self.q.robustness:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[:, prot][slice_of]
@@ -263,7 +260,7 @@ class Verdicts:
         framework sums (compiled: no float64 pre-check needed)."""
         from ..models import trees_compiled
         ir, q, prot = self.ir, self.q, self.prot
-        scores = trees_compiled.slice_scores(ir, ir._inputs(x), slice_of, prot, q.slices[:, prot], self.reading)
+        scores = trees_compiled.slice_scores(ir, x, slice_of, prot, q.slices[:, prot], self.reading)
         own = scores[np.arange(len(x)), slice_of]
         label = ir.label_from_score(own)
         if q.kappa is None:

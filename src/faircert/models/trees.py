@@ -106,10 +106,15 @@ class TreeEnsemble:
 
     # ----- prediction (the reference semantics every engine result is re-checked against) ------
     def _inputs(self, X: np.ndarray) -> np.ndarray:
+        """The rows as the model reads them (rounded to float32 where it rounds)."""
+        X = self._checked(X)
+        return X.astype(np.float32).astype(np.float64) if self.input_float32 else X
+
+    def _checked(self, X: np.ndarray) -> np.ndarray:
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if X.shape[1] != self.n_features:
             raise ModelFormatError(f"the model takes {self.n_features} inputs, got {X.shape[1]}")
-        return X.astype(np.float32).astype(np.float64) if self.input_float32 else X
+        return X
 
     def _flat(self) -> tuple[np.ndarray, ...]:
         """All trees in global arrays, renumbered so that a right child follows its left sibling;
@@ -237,7 +242,7 @@ class TreeEnsemble:
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """base_score + scale * sum of leaf values (the margin for sigmoid, P[y=1] for identity)."""
-        X = self._inputs(X)
+        X = self._checked(X)
         if len(X) >= COMPILED_FROM and compiled.available():
             from . import trees_compiled
             return trees_compiled.scores(self, X)

@@ -3,8 +3,8 @@ estimates, re-checks); `faircert.compiled` says when it is used (else the numpy 
 
 The arithmetic is exactly `TreeEnsemble.score_of_leaves(leaf_values(X))`: every tree's leaf by the
 split rule, then base + scale * the leaves summed in tree order (a float32 running sum where the
-framework sums in float32), so both paths give bit-identical scores. Inputs come already rounded
-as the model rounds them (`TreeEnsemble._inputs`).
+framework sums in float32), so both paths give bit-identical scores. Inputs are rounded as the model
+rounds them (to float32 first, as in `TreeEnsemble._inputs`) inside the kernel.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ..compiled import jit, jit_parallel
+from ..compiled import jit_inline, jit_parallel
 
 BLOCK = 1024  # rows per parallel step
 
@@ -24,40 +24,38 @@ def slice_scores(ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np
     Only the trees in `reading` (those that split on `prot`) are evaluated again for the other
     columns. With no values, one column: the scores of X."""
     roots, feat, thr, child, value, depth = ir._flat()
+    step = (child.astype(np.int64) << 32) | feat  # one load per node for both (faster than two arrays)
+    if ir.split == "<=":  # right iff x > t, i.e. x >= the next float above t: one comparison for both rules
+        thr = np.nextafter(thr, np.inf)
     values = np.asarray(values, dtype=np.float64)  # (columns x len(prot))
-    if ir.input_float32:
-        values = values.astype(np.float32).astype(np.float64)
     return _kernel(np.ascontiguousarray(X, dtype=np.float64), np.asarray(own, dtype=np.intp),
-                   np.asarray(prot, dtype=np.intp), values, np.asarray(reading, dtype=np.intp), roots, feat, thr,
-                   child, value, depth, ir.split == "<", bool(ir.sum_float32), float(ir.base_score),
+                   np.asarray(prot, dtype=np.intp), values, np.asarray(reading, dtype=np.intp), roots, step, thr,
+                   value, depth, bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score),
                    float(ir.scale))
 
 
 def scores(ir, X: np.ndarray) -> np.ndarray:
-    """The scores of the rows of X (already rounded as the model rounds inputs)."""
+    """The scores of the rows of X."""
     return slice_scores(ir, X, np.zeros(len(X), dtype=np.intp), [], np.zeros((0, 0)), np.zeros(0))[:, 0]
 
 
-@jit
-def _descend(x, trees, all_trees, roots, feat, thr, child, value, depth, strict, node, leaf):
-    """leaf[t] = the leaf value x reaches in tree t, for t in `trees` (every tree if all_trees)."""
-    n_eval = len(roots) if all_trees else len(trees)
+@jit_inline
+def _descend(x, trees, roots, step, thr, value, depth, node, leaf):
+    """leaf[t] = the leaf value x reaches in tree t, for the trees t in `trees`."""
+    n_eval = len(trees)
     for j in range(n_eval):
-        node[j] = roots[j] if all_trees else roots[trees[j]]
+        node[j] = roots[trees[j]]
     # level by level over all trees: their loads are independent, so they overlap; leaves point to
     # themselves with threshold +inf, so every tree takes `depth` steps
     for _ in range(depth):
         for j in range(n_eval):
             n = node[j]
-            if strict:
-                node[j] = child[n] + np.intp(x[feat[n]] >= thr[n])
-            else:
-                node[j] = child[n] + np.intp(x[feat[n]] > thr[n])
+            node[j] = (step[n] >> 32) + np.intp(x[step[n] & 0xFFFFFFFF] >= thr[n])
     for j in range(n_eval):
-        leaf[j if all_trees else trees[j]] = value[node[j]]
+        leaf[trees[j]] = value[node[j]]
 
 
-@jit
+@jit_inline
 def _sum(leaf, sum_f32, base, scale):
     if sum_f32:
         s32 = np.float32(base)
@@ -71,9 +69,10 @@ def _sum(leaf, sum_f32, base, scale):
 
 
 @jit_parallel
-def _kernel(X, own, prot, values, reading, roots, feat, thr, child, value, depth, strict, sum_f32, base, scale):
+def _kernel(X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale):
     m, d = X.shape
     n_trees = len(roots)
+    every = np.arange(n_trees)
     out = np.empty((m, max(1, values.shape[0])))
     for block in prange((m + BLOCK - 1) // BLOCK):  # buffers once per block of rows
         own_leaf, leaf = np.empty(n_trees), np.empty(n_trees)
@@ -81,15 +80,15 @@ def _kernel(X, own, prot, values, reading, roots, feat, thr, child, value, depth
         x = np.empty(d)
         for i in range(block * BLOCK, min(m, (block + 1) * BLOCK)):
             for k in range(d):
-                x[k] = X[i, k]
-            _descend(x, reading, True, roots, feat, thr, child, value, depth, strict, node, own_leaf)
+                x[k] = np.float64(np.float32(X[i, k])) if in_f32 else X[i, k]
+            _descend(x, every, roots, step, thr, value, depth, node, own_leaf)
             out[i, own[i]] = _sum(own_leaf, sum_f32, base, scale)
             for u in range(values.shape[0]):
                 if u == own[i]:
                     continue
                 for k in range(len(prot)):
-                    x[prot[k]] = values[u, k]
+                    x[prot[k]] = np.float64(np.float32(values[u, k])) if in_f32 else values[u, k]
                 leaf[:] = own_leaf
-                _descend(x, reading, False, roots, feat, thr, child, value, depth, strict, node, leaf)
+                _descend(x, reading, roots, step, thr, value, depth, node, leaf)
                 out[i, u] = _sum(leaf, sum_f32, base, scale)
     return out
