@@ -203,9 +203,10 @@ class Verdicts:
     inputs, by the model's own arithmetic.
 
     Only the trees that read a protected feature are evaluated again under the other protected
-    values. A twin's margin is first summed in float64; where it lies farther from the decision
-    threshold than the framework's rounding of its own sum could move it, that decides the label;
-    the rest are summed as the framework sums.
+    values. Compiled (`faircert.compiled`), every margin is summed as the framework sums. By numpy,
+    a twin's margin is first summed in float64; where it lies farther from the decision threshold
+    than the framework's rounding of its own sum could move it, that decides the label; the rest are
+    summed as the framework sums.
     """
 
     def __init__(self, ir: TreeEnsemble, q) -> None:
@@ -227,13 +228,7 @@ class Verdicts:
             return self._compiled(x, slice_of)
         ir, q, prot = self.ir, self.q, self.prot
         leaves = ir.leaf_values(x)
-        score = ir.score_of_leaves(leaves)
-        label = ir.label_from_score(score)
-        if q.kappa is None:
-            conf = np.ones(len(x), dtype=bool)
-        else:
-            p = ir.proba_from_score(score)
-            conf = np.maximum(p, 1.0 - p) > q.kappa
+        label, conf = self._label_and_confident(ir.score_of_leaves(leaves))
         unfair = np.zeros(len(x), dtype=bool)
         twin = x.copy()
         if self.sub is None:
@@ -261,19 +256,20 @@ class Verdicts:
         from ..models import trees_compiled
         ir, q, prot = self.ir, self.q, self.prot
         scores = trees_compiled.slice_scores(ir, x, slice_of, prot, q.slices[:, prot], self.reading)
-        own = scores[np.arange(len(x)), slice_of]
-        label = ir.label_from_score(own)
-        if q.kappa is None:
-            conf = np.ones(len(x), dtype=bool)
-        else:
-            p = ir.proba_from_score(own)
-            conf = np.maximum(p, 1.0 - p) > q.kappa
+        label, conf = self._label_and_confident(scores[np.arange(len(x)), slice_of])
         differs = ir.label_from_score(scores) != label[:, None]
         unfair = differs.any(axis=1)
         twin = x.copy()
         rows = np.nonzero(unfair)[0]
         twin[np.ix_(rows, prot)] = q.slices[np.argmax(differs[rows], axis=1)][:, prot]
         return label, conf, unfair & conf, twin
+
+    def _label_and_confident(self, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        label = self.ir.label_from_score(score)
+        if self.q.kappa is None:
+            return label, np.ones(len(score), dtype=bool)
+        p = self.ir.proba_from_score(score)
+        return label, np.maximum(p, 1.0 - p) > self.q.kappa
 
 
 class Checker:
