@@ -38,9 +38,9 @@ def test_scores_equal_numpy_on_every_framework(seed):
     pytest.importorskip("sklearn")
     X, y, _ = _small_problem(seed)
     for ir in _models(X, y, seed):
-        Z = _inputs(ir, np.repeat(X, 10, axis=0), seed)
+        Z = _inputs(ir, np.repeat(X, 25, axis=0), seed)
         assert np.array_equal(trees_compiled.scores(ir, Z), _numpy_scores(ir, Z)), ir.source
-        assert np.array_equal(ir.score(Z), _numpy_scores(ir, Z))  # 4,000 rows: score() takes the compiled path
+        assert np.array_equal(ir.score(Z), _numpy_scores(ir, Z))  # 10,000 rows: compiled, split among cores
 
 
 def test_float32_running_sum_is_kept():
@@ -92,8 +92,8 @@ def test_points_in_boxes_equal_numpy():
     lo = np.floor(rng.normal(0, 50, (200, 5)))
     hi = lo + np.concatenate([rng.integers(1, 40, (200, 3)), rng.random((200, 2)) * 3 + 1e-9], axis=1)
     discrete = np.array([True, True, True, False, False])
-    rows = np.sort(rng.integers(0, 200, 5000))
-    u = rng.random((5000, 5))
+    rows = np.sort(rng.integers(0, 200, 20_000))  # split among cores
+    u = rng.random((20_000, 5))
     u[:7] = np.nextafter(1.0, 0.0)  # the largest uniform: floors stay inside the box
     got = points_in_boxes(u, rows, lo, hi, discrete)
     assert np.array_equal(got, _scaled(u.copy(), lo[rows], hi[rows], discrete))

@@ -5,13 +5,20 @@ FAIRCERT_NO_COMPILE=1, `available()` is False and every caller runs its numpy pa
 the same results (the tests compare the two). Modules of kernels are imported only once
 `available()` says so (numba takes a while to import); kernels compile on first use and are cached
 on disk.
+
+Large inputs are split among threads of our own (the kernels release the GIL) rather than numba's
+parallel loops: numba's OpenMP workers keep spinning after each call, which slowed the numpy work
+between calls several times over on two cores.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+
+SPLIT_FROM = 8192  # rows from which a kernel's rows are split among the cores
 
 
 def available() -> bool:
@@ -24,7 +31,7 @@ def _numba_installed() -> bool:
 
 
 def jit(f):
-    """`f` compiled on its first call (numba's no-Python mode, cached on disk)."""
+    """`f` compiled on its first call (numba's no-Python mode, releasing the GIL, cached on disk)."""
     from numba import njit
     return njit(cache=True, nogil=True)(f)
 
@@ -35,8 +42,20 @@ def jit_inline(f):
     return njit(cache=True, nogil=True, inline="always")(f)
 
 
-def jit_parallel(f):
-    """`f` compiled on its first call, its `prange` loops run on all cores."""
-    from numba import njit
-    return njit(cache=True, nogil=True, parallel=True)(f)
+def over_rows(kernel, n_rows: int, *args) -> None:
+    """kernel(*args, start, stop) for rows 0..n_rows, in one block per core (the calling thread
+    takes the first); small inputs run on the calling thread alone."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if n_rows < SPLIT_FROM or cores == 1:
+        kernel(*args, 0, n_rows)
+        return
+    edges = [n_rows * k // cores for k in range(cores + 1)]
+    futures = [_pool(cores - 1).submit(kernel, *args, a, b) for a, b in zip(edges[1:-1], edges[2:])]
+    kernel(*args, edges[0], edges[1])
+    for f in futures:
+        f.result()
 
+
+@cache
+def _pool(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="faircert-kernel")

@@ -5,23 +5,23 @@ gathering the boxes' rows first (testing mode draws millions of points from mill
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ..compiled import jit_parallel
+from ..compiled import jit
 
 
 def points_in_boxes(u: np.ndarray, box: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     discrete: np.ndarray) -> np.ndarray:
     """Row i: lo[box[i]] + u[i] * (hi - lo)[box[i]], floored on discrete features (grid points), below
     hi on real ones."""
-    return _points(u, np.asarray(box, dtype=np.intp), lo, hi, np.asarray(discrete, dtype=np.bool_))
+    x = np.empty(u.shape)
+    _points(u, np.asarray(box, dtype=np.intp), lo, hi, np.asarray(discrete, dtype=np.bool_), x, 0, len(u))
+    return x
 
 
-@jit_parallel
-def _points(u, box, lo, hi, discrete):
-    m, d = u.shape
-    x = np.empty((m, d))
-    for i in prange(m):
+@jit
+def _points(u, box, lo, hi, discrete, x, start, stop):
+    d = u.shape[1]
+    for i in range(start, stop):
         b = box[i]
         for k in range(d):
             width = hi[b, k] - lo[b, k]
@@ -30,4 +30,3 @@ def _points(u, box, lo, hi, discrete):
                 x[i, k] = lo[b, k] + min(np.floor(v), width - 1.0)  # u * width can round up to the width
             else:
                 x[i, k] = min(lo[b, k] + v, np.nextafter(hi[b, k], -np.inf))  # and lo + u * width to hi
-    return x

@@ -609,8 +609,8 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met by the time limit, a statistical estimate of the unfair share (at
-    the given `confidence`) is added from samples of the undecided part (trees_open), for at most
-    a tenth of the time limit more (between 1 and 10 s).
+    the given `confidence`) is added from samples of the undecided part (trees_open), sampled for
+    a tenth of the time limit more (between 1 and 10 s, after indexing the undecided boxes).
     """
     t0 = time.monotonic()
     q = quantify(ir, prop, time_limit, progress, method=method)

@@ -10,11 +10,8 @@ rounds them (to float32 first, as in `TreeEnsemble._inputs`) inside the kernel.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ..compiled import jit_inline, jit_parallel
-
-BLOCK = 1024  # rows per parallel step
+from ..compiled import jit, jit_inline, over_rows
 
 
 def slice_scores(ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np.ndarray,
@@ -28,10 +25,11 @@ def slice_scores(ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np
     if ir.split == "<=":  # right iff x > t, i.e. x >= the next float above t: one comparison for both rules
         thr = np.nextafter(thr, np.inf)
     values = np.asarray(values, dtype=np.float64)  # (columns x len(prot))
-    return _kernel(np.ascontiguousarray(X, dtype=np.float64), np.asarray(own, dtype=np.intp),
-                   np.asarray(prot, dtype=np.intp), values, np.asarray(reading, dtype=np.intp), roots, step, thr,
-                   value, depth, bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score),
-                   float(ir.scale))
+    out = np.empty((len(X), max(1, len(values))))
+    over_rows(_kernel, len(X), np.ascontiguousarray(X, dtype=np.float64), np.asarray(own, dtype=np.intp),
+              np.asarray(prot, dtype=np.intp), values, np.asarray(reading, dtype=np.intp), roots, step, thr, value,
+              depth, bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score), float(ir.scale), out)
+    return out
 
 
 def scores(ir, X: np.ndarray) -> np.ndarray:
@@ -68,27 +66,26 @@ def _sum(leaf, sum_f32, base, scale):
     return base + scale * s
 
 
-@jit_parallel
-def _kernel(X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale):
-    m, d = X.shape
+@jit
+def _kernel(X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale, out,
+            start, stop):
+    """out[i] for rows start..stop (see `slice_scores`)."""
+    d = X.shape[1]
     n_trees = len(roots)
     every = np.arange(n_trees)
-    out = np.empty((m, max(1, values.shape[0])))
-    for block in prange((m + BLOCK - 1) // BLOCK):  # buffers once per block of rows
-        own_leaf, leaf = np.empty(n_trees), np.empty(n_trees)
-        node = np.empty(n_trees, dtype=np.intp)
-        x = np.empty(d)
-        for i in range(block * BLOCK, min(m, (block + 1) * BLOCK)):
-            for k in range(d):
-                x[k] = np.float64(np.float32(X[i, k])) if in_f32 else X[i, k]
-            _descend(x, every, roots, step, thr, value, depth, node, own_leaf)
-            out[i, own[i]] = _sum(own_leaf, sum_f32, base, scale)
-            for u in range(values.shape[0]):
-                if u == own[i]:
-                    continue
-                for k in range(len(prot)):
-                    x[prot[k]] = np.float64(np.float32(values[u, k])) if in_f32 else values[u, k]
-                leaf[:] = own_leaf
-                _descend(x, reading, roots, step, thr, value, depth, node, leaf)
-                out[i, u] = _sum(leaf, sum_f32, base, scale)
-    return out
+    own_leaf, leaf = np.empty(n_trees), np.empty(n_trees)
+    node = np.empty(n_trees, dtype=np.intp)
+    x = np.empty(d)
+    for i in range(start, stop):
+        for k in range(d):
+            x[k] = np.float64(np.float32(X[i, k])) if in_f32 else X[i, k]
+        _descend(x, every, roots, step, thr, value, depth, node, own_leaf)
+        out[i, own[i]] = _sum(own_leaf, sum_f32, base, scale)
+        for u in range(values.shape[0]):
+            if u == own[i]:
+                continue
+            for k in range(len(prot)):
+                x[prot[k]] = np.float64(np.float32(values[u, k])) if in_f32 else values[u, k]
+            leaf[:] = own_leaf
+            _descend(x, reading, roots, step, thr, value, depth, node, leaf)
+            out[i, u] = _sum(leaf, sum_f32, base, scale)
