@@ -129,3 +129,25 @@ def test_testing_mode_draws_the_same_samples_as_numpy(monkeypatch):
     assert len(fast[0]) == 5000
     for a, b in zip(fast, slow):
         assert np.array_equal(a, b)
+
+
+def test_kernels_compile_without_a_writable_cache(monkeypatch):
+    """Where numba finds nowhere to cache (it raises RuntimeError), kernels compile uncached."""
+    import numba
+
+    from faircert import compiled
+
+    real = numba.njit
+
+    def no_cache(*args, cache=False, **options):
+        if cache:
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **options)
+
+    monkeypatch.setattr(numba, "njit", no_cache)
+
+    def twice(x):
+        return 2 * x
+
+    assert compiled.jit(twice)(21) == 42
+    assert compiled.jit_inline(twice)(4) == 8

@@ -17,6 +17,7 @@ import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from itertools import pairwise
 
 SPLIT_FROM = 8192  # rows from which a kernel's rows are split among the cores
 
@@ -32,14 +33,21 @@ def _numba_installed() -> bool:
 
 def jit(f):
     """`f` compiled on its first call (numba's no-Python mode, releasing the GIL, cached on disk)."""
-    from numba import njit
-    return njit(cache=True, nogil=True)(f)
+    return _njit(f)
 
 
 def jit_inline(f):
     """`f` compiled into every compiled function that calls it (for small helpers of hot loops)."""
-    from numba import njit
-    return njit(cache=True, nogil=True, inline="always")(f)
+    return _njit(f, inline="always")
+
+
+def _njit(f, **options):
+    import numba
+
+    try:
+        return numba.njit(cache=True, nogil=True, **options)(f)
+    except RuntimeError:  # nowhere writable to cache (read-only install and home): compile in each process
+        return numba.njit(nogil=True, **options)(f)
 
 
 def over_rows(kernel, n_rows: int, *args) -> None:
@@ -50,7 +58,7 @@ def over_rows(kernel, n_rows: int, *args) -> None:
         kernel(*args, 0, n_rows)
         return
     edges = [n_rows * k // cores for k in range(cores + 1)]
-    futures = [_pool(cores - 1).submit(kernel, *args, a, b) for a, b in zip(edges[1:-1], edges[2:])]
+    futures = [_pool(cores - 1).submit(kernel, *args, a, b) for a, b in pairwise(edges[1:])]
     kernel(*args, edges[0], edges[1])
     for f in futures:
         f.result()
