@@ -53,7 +53,7 @@ def _njit(f, **options):
 def over_rows(kernel, n_rows: int, *args) -> None:
     """kernel(*args, start, stop) for rows 0..n_rows, in one block per core (the calling thread
     takes the first); small inputs run on the calling thread alone."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _cores()
     if n_rows < SPLIT_FROM or cores == 1:
         kernel(*args, 0, n_rows)
         return
@@ -62,6 +62,11 @@ def over_rows(kernel, n_rows: int, *args) -> None:
     kernel(*args, edges[0], edges[1])
     for f in futures:
         f.result()
+
+
+@cache
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @cache

@@ -503,13 +503,8 @@ def recheck(ir: TreeEnsemble, q: Quantification, x: np.ndarray, xp: np.ndarray) 
     if not q.robustness:
         close &= np.any(x[:, list(q.protected)] != xp[:, list(q.protected)], axis=1)
     score, score_p = _scores(ir, q, np.vstack([x, xp])).reshape(2, -1)
-    label, label_p = ir.label_from_score(score), ir.label_from_score(score_p)
-    if q.kappa is not None:
-        p = ir.proba_from_score(score)
-        conf = np.maximum(p, 1.0 - p) > q.kappa
-    else:
-        conf = np.ones(len(x), dtype=bool)
-    return close & conf & (label != label_p)
+    label, conf = ir.label_and_confident(score, q.kappa)
+    return close & conf & (label != ir.label_from_score(score_p))
 
 
 def _scores(ir: TreeEnsemble, q: Quantification, x: np.ndarray) -> np.ndarray:

@@ -231,7 +231,7 @@ class Verdicts:
             return self._compiled(x, slice_of)
         ir, q, prot = self.ir, self.q, self.prot
         leaves = ir.leaf_values(x)
-        label, conf = self._label_and_confident(ir.score_of_leaves(leaves))
+        label, conf = ir.label_and_confident(ir.score_of_leaves(leaves), q.kappa)
         unfair = np.zeros(len(x), dtype=bool)
         twin = x.copy()
         if self.sub is None:
@@ -259,20 +259,13 @@ class Verdicts:
         from ..models import trees_compiled
         ir, q, prot = self.ir, self.q, self.prot
         scores = trees_compiled.slice_scores(ir, x, slice_of, prot, q.slices[:, prot], self.reading)
-        label, conf = self._label_and_confident(scores[np.arange(len(x)), slice_of])
+        label, conf = ir.label_and_confident(scores[np.arange(len(x)), slice_of], q.kappa)
         differs = ir.label_from_score(scores) != label[:, None]
         unfair = differs.any(axis=1)
         twin = x.copy()
         rows = np.nonzero(unfair)[0]
         twin[np.ix_(rows, prot)] = q.slices[np.argmax(differs[rows], axis=1)][:, prot]
         return label, conf, unfair & conf, twin
-
-    def _label_and_confident(self, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        label = self.ir.label_from_score(score)
-        if self.q.kappa is None:
-            return label, np.ones(len(score), dtype=bool)
-        p = self.ir.proba_from_score(score)
-        return label, np.maximum(p, 1.0 - p) > self.q.kappa
 
 
 class Checker:

@@ -265,6 +265,13 @@ class TreeEnsemble:
     def label_from_score(self, s: np.ndarray) -> np.ndarray:
         return (s > 0).astype(np.int64) if self.link == "sigmoid" else (s > 0.5).astype(np.int64)
 
+    def label_and_confident(self, s: np.ndarray, kappa: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Labels of these scores, and whether each prediction's confidence exceeds kappa (None: all)."""
+        if kappa is None:
+            return self.label_from_score(s), np.ones(len(s), dtype=bool)
+        p = self.proba_from_score(s)
+        return self.label_from_score(s), np.maximum(p, 1.0 - p) > kappa
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """P[y = 1] for every row."""
         return self.proba_from_score(self.score(X))
