@@ -9,8 +9,8 @@ import pytest
 from scipy.ndimage import maximum_filter
 
 from faircert.domain import Domain, Feature
-from faircert.errors import PropertyError
 from faircert.engines.trees import quantify, sample_unfair, verify_trees
+from faircert.errors import PropertyError
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import individual_fairness
 

@@ -6,13 +6,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_trees_engine import _small_problem, brute_force_masks
 
 from faircert.engines.trees import quantify, verify_trees
 from faircert.engines.trees_boxes import normalise
 from faircert.engines.trees_open import Checker, estimate_unfair_share
 from faircert.properties import individual_fairness
-
-from test_trees_engine import _small_problem, brute_force_masks
 
 CASES = [(0, None, False), (0, 0.7, False), (1, 0.5, False), (2, 0.7, False), (1, None, True), (1, 0.8, True)]
 

@@ -113,7 +113,7 @@ def _real_models(X, y, seed):
     yield load_model(RandomForestClassifier(4, max_depth=3, random_state=seed).fit(X, y))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _case(robust: bool, eps: float, kappa: float | None):
     """The models of the real problem with each one's property and oracle (shared by both methods)."""
     X, y, dom = _real_problem(0, robust)
