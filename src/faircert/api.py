@@ -67,7 +67,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     from .models.network import ReluNetwork
 
     if isinstance(ir, ReluNetwork):
-        dom.check_width(ir.n_inputs)
+        dom.check_model(ir)
         if kappa is not None or robustness:
             raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
         from .engines.boxes import verify_network
@@ -78,11 +78,13 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     from .models.trees import TreeEnsemble
 
     if isinstance(ir, TreeEnsemble):
-        dom.check_width(ir.n_features)
-        from .engines.trees import verify_trees
+        dom.check_model(ir)
+        from .engines.trees import check_not_vacuous, verify_trees
 
-        return verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
-                            progress=progress, confidence=confidence)
+        result = verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
+                              progress=progress, confidence=confidence)
+        check_not_vacuous(result.confident_size, result.stats["converged"], prop)
+        return result
     raise PropertyError(f"individual-fairness verification does not support models of type {type(ir).__name__}")
 
 

@@ -7,6 +7,7 @@ features are measured by length (volume). A domain is written as YAML/JSON or in
 from __future__ import annotations
 
 import json
+import re
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,26 @@ class Domain:
             Feature(f.name, f.kind, f.min, f.max, i in wanted, f.categories) for i, f in enumerate(self.features)
         ))
 
+    def check_model(self, model: Any, what: str = "the model") -> None:
+        """The domain must list the model's inputs: as many, and, where the model stores the names
+        it was trained with, those names in that order (features are matched by position)."""
+        width = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
+        if width is not None:
+            self.check_width(int(width), what)
+        names = getattr(model, "feature_names", None) or getattr(model, "input_names", None)
+        if not names or len(names) != len(self.features) or _generic_names(names) or _generic_names(self.names):
+            return
+        names = [str(n) for n in names]
+        if names == self.names:
+            return
+        unknown = [n for n in self.names if n not in names]
+        if unknown:
+            raise DomainError(f"{what} has no input named {', '.join(map(repr, unknown))}; its inputs are, in order: "
+                              f"{', '.join(names)}")
+        first = next(i for i, (a, b) in enumerate(zip(self.names, names)) if a != b)
+        raise DomainError(f"the domain lists {self.names[first]!r} as feature {first}, but input {first} of {what} is "
+                          f"{names[first]!r}; list the features in the model's order: {', '.join(names)}")
+
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):
             raise DomainError(
@@ -237,3 +258,12 @@ class Domain:
     def __str__(self) -> str:
         rows = [f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features]
         return "Domain(\n  " + "\n  ".join(rows) + "\n)"
+
+
+_GENERIC_NAME = re.compile(r"(f|x|Column_|feature_|input_?)\d+")
+
+
+def _generic_names(names: Sequence[Any]) -> bool:
+    """Names a framework makes up for unnamed inputs (XGBoost f0, LightGBM Column_0, ...): they say
+    nothing about the order, so they are not compared with the domain."""
+    return all(_GENERIC_NAME.fullmatch(str(n)) for n in names)

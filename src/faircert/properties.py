@@ -67,8 +67,8 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
             raise PropertyError(f"protected feature {f.name!r} has one value ({f.min}); it cannot change")
     eps = np.zeros(len(domain))
     if epsilon_rate is not None:
-        if not np.isfinite(epsilon_rate) or epsilon_rate < 0:
-            raise PropertyError(f"epsilon rate must be >= 0, got {epsilon_rate}")
+        if not np.isfinite(epsilon_rate) or not 0 <= epsilon_rate <= 1:
+            raise PropertyError(f"epsilon rate must lie in [0, 1] (a share of each feature's range), got {epsilon_rate}")
         for i, f in enumerate(domain.features):
             width = f.max - f.min
             if f.kind == "categorical":  # codes have no distance: categorical tolerances stay 0
@@ -84,10 +84,17 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
                 raise PropertyError(f"epsilon for {name!r} must be a finite number >= 0, got {value}")
             if i in idx:
                 raise PropertyError(f"epsilon on protected feature {name!r}: protected features vary freely already")
+            if value > 0 and domain.features[i].kind == "categorical":
+                raise PropertyError(f"epsilon on categorical feature {name!r}: its codes have no distance (a "
+                                    "tolerance would treat them as numbers); give it no epsilon")
             eps[i] = value
     eps[list(idx)] = 0.0
-    if kappa is not None and not 0.0 <= kappa < 1.0:
-        raise PropertyError(f"kappa must lie in [0, 1), got {kappa}")
+    if kappa is not None and not (np.isfinite(kappa) and 0.5 <= kappa < 1.0):
+        raise PropertyError(f"kappa must lie in [0.5, 1) (a binary prediction's confidence is at least 0.5; 0.5 "
+                            f"measures every input), got {kappa}")
+    if robustness and not np.any(eps > 0):
+        raise PropertyError("robustness with epsilon 0 on every feature holds trivially; give --epsilon NAME=VAL or "
+                            "an --epsilon-rate whose tolerances do not all round down to 0")
     return IndividualFairness(domain, idx, eps, kappa, robustness)
 
 

@@ -56,9 +56,7 @@ def run_show(args: argparse.Namespace) -> int:
         from ..api import load_model
 
         model = load_model(args.model)
-        width = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
-        if width is not None:
-            domain.check_width(int(width), f"the model {args.model}")
+        domain.check_model(model, f"the model {args.model}")
     table = Table(title=f"domain {args.domain}", header_style="bold")
     for column in ("feature", "kind", "min", "max", "size", "protected"):
         table.add_column(column, justify="left" if column in ("feature", "kind") else "right")

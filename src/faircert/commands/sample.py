@@ -25,38 +25,43 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "LightGBM text, ONNX tree ensembles) and write N inputs drawn uniformly from it, each with "
                     "a twin that the model labels differently (both re-checked), as CSV. Exit code: 1 if any "
                     "was written, 0 if the region is proven empty, 2 if undecided, 3 bad input.")
-    p.add_argument("model", help="tree-ensemble model file (.json/.ubj XGBoost, .txt LightGBM, .onnx)")
+    p.add_argument("model", help="tree-ensemble model file (.json/.ubj XGBoost, .txt LightGBM, .onnx, pickled "
+                                 "scikit-learn trees .pkl/.joblib with --trust-pickle)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from")
     p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
     p.add_argument("--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)")
-    p.add_argument("--epsilon-rate", type=share, metavar="R", help="tolerance of every non-categorical feature as a share of its range")
-    p.add_argument("--kappa", type=share, help="only inputs whose own confidence exceeds K")
+    p.add_argument("--epsilon-rate", type=share, metavar="R",
+                   help="tolerance of every non-protected, non-categorical feature as a share R of its range "
+                        "(rounded down for integer features; categorical codes keep 0)")
+    p.add_argument("--kappa", type=float, metavar="K", help="only inputs whose own confidence exceeds K, in [0.5, 1)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness")
-    p.add_argument("-n", "--count", type=int, default=1000, metavar="N", help="number of counterexamples (default 1000)")
+    p.add_argument("-n", "--count", type=int, default=1000, metavar="N", help="number of counterexamples, >= 1 (default 1000)")
     p.add_argument("--out", required=True, metavar="OUT.csv", help="CSV file to write ('-' for stdout)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
     p.add_argument("--time-limit", type=positive_float, default=600.0, metavar="S", help="seconds for the region (default 600)")
     p.add_argument("--json", metavar="OUT", help="write a JSON summary here ('-' for stdout)")
+    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_model, resolve_domain
-    from ..engines.trees import quantify, region_is_exact, sample_unfair
+    from ..engines.trees import check_not_vacuous, quantify, region_is_exact, sample_unfair
     from ..errors import PropertyError
     from ..models.trees import TreeEnsemble
     from ..properties import check_time_limit, individual_fairness
 
-    if args.count < 0:
-        raise PropertyError(f"--count must be >= 0, got {args.count}")
-    ir = load_model(args.model)
+    if args.count < 1:
+        raise PropertyError(f"--count must be >= 1, got {args.count}")
+    ir = load_model(args.model, trust_pickle=args.trust_pickle)
     if not isinstance(ir, TreeEnsemble):
         raise PropertyError(f"sample-counterexamples needs a tree ensemble; {args.model} holds a {type(ir).__name__}")
     domain = resolve_domain(args.domain, ir)
-    domain.check_width(ir.n_features)
+    domain.check_model(ir, f"the model {args.model}")
     prop = individual_fairness(domain, args.protected, epsilon=name_values(args.epsilon) or None,
                                epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness)
     q = quantify(ir, prop, check_time_limit(args.time_limit))
+    check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()
     x, xp, rejected = sample_unfair(ir, q, args.count, seed=args.seed)
     sample_s = time.monotonic() - t0

@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon-rate", type=share, metavar="R",
                    help="tolerance of every non-protected, non-categorical feature as a share R of its range "
                         "(rounded down for integer features; categorical codes keep 0)")
-    p.add_argument("--kappa", type=share, help="only measure inputs whose own confidence exceeds K (trees)")
+    p.add_argument("--kappa", type=float, metavar="K",
+                   help="only measure inputs whose own confidence exceeds K, in [0.5, 1) (trees)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness (trees)")
     p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
     p.add_argument("--target-undecided", type=share, default=0.0, metavar="F",

@@ -168,6 +168,7 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
+MIN_ESTIMATE_S = 0.5  # the estimate's least budget (its first draws take longer in a fresh process)
 SAMPLE_CHUNK = 1 << 16  # rows drawn and re-checked at a time in testing mode
 SAMPLE_ROUND = 1 << 24  # at most this many draws per round of testing mode (their row indices are kept)
 SEARCH_SAMPLE_CHUNK = 4096  # open draws searched at a time in testing mode with epsilon > 0
@@ -598,17 +599,27 @@ def region_is_exact(q: Quantification) -> bool:
     return q.complete or q.open_parts is not None
 
 
+def check_not_vacuous(confident_size: float, complete: bool, prop: IndividualFairness) -> None:
+    """A measure over no input certifies nothing: for users, say so instead of reporting it fair."""
+    if complete and confident_size <= 0:
+        raise PropertyError(f"no input of the domain is confident at kappa {prop.kappa:g} (the model's confidence "
+                            "never exceeds it), so the measure says nothing; choose a lower kappa")
+
+
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
                  max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
                  method: str = "auto", confidence: float = 0.99) -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
-    When the bounds have not met by the time limit, a statistical estimate of the unfair share (at
-    the given `confidence`) is added from samples of the undecided part (trees_open), sampled for
-    a tenth of the time limit more (between 1 and 10 s, after indexing the undecided boxes).
+    When the bounds have not met, a statistical estimate of the unfair share (at the given
+    `confidence`) is added from samples of the undecided part (trees_open) in the last tenth of the
+    time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
+    bounds get the rest.
     """
     t0 = time.monotonic()
-    q = quantify(ir, prop, time_limit, progress, method=method)
+    reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
+    q = quantify(ir, prop, max(time_limit - reserve, 0.1 * time_limit) if time_limit else None, progress,
+                 method=method)
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
@@ -625,6 +636,12 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
         px, ppx = ir.predict_proba(x[ok]), ir.predict_proba(xp[ok])
         cexs = [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
                 for a, b, o, p in zip(x[ok], xp[ok], px, ppx)]
+    if not cexs and not q.complete and max_counterexamples > 0:
+        # nothing proven unfair yet: unfair inputs drawn from the undecided part (each verdict by the
+        # model itself) are counterexamples all the same
+        x, xp, _ = sample_unfair(ir, q, max_counterexamples, seed)
+        cexs = [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
+                for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))]
     if cexs:
         verdict = "unfair"
     elif q.complete and q.unfair == 0 and lower >= 1.0:
@@ -635,7 +652,7 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     converged = bool(q.complete and upper - lower <= 1e-12)
     estimate, t_estimate = None, time.monotonic()
     if not converged:
-        budget = float(np.clip(ESTIMATE_SHARE * time_limit, 1.0, 10.0)) if time_limit else 10.0
+        budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0
         estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
     stats = dict(q.stats, converged=converged, gap=upper - lower, quantify_s=q.elapsed,
                  estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,

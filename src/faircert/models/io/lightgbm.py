@@ -24,6 +24,7 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     source = type(model).__name__
     if isinstance(model, (str, Path)):
         path = Path(model)
+        _check_text(path)
         try:
             booster = lgb.Booster(model_file=str(path))
         except Exception as exc:  # noqa: BLE001 - LightGBMError for anything that is not a model file
@@ -39,6 +40,24 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     ir = lightgbm_from_dict(booster.dump_model(), source)
     ir.check_against(lambda X: booster.predict(X, raw_score=True) > 0, source)
     return ir
+
+
+def _check_text(path: Path) -> None:
+    """A complete LightGBM model text, checked before LightGBM reads it: on a truncated file its
+    parser can abort the whole process instead of raising."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read the model file: {exc.strerror}") from None
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "tree":
+        raise ModelFormatError(f"{path}: not a LightGBM model text file (it should start with a line 'tree')")
+    sizes = next((ln.split("=", 1)[1].split() for ln in lines if ln.startswith("tree_sizes=")), None)
+    trees = sum(ln.startswith("Tree=") for ln in lines)
+    if "end of trees" not in text:
+        raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of trees' line")
+    if sizes is not None and len(sizes) != trees:
+        raise ModelFormatError(f"{path}: the LightGBM model text is incomplete: {trees} of {len(sizes)} trees")
 
 
 def _objective(text: str, source: str) -> float:

@@ -51,7 +51,7 @@ def load_xgboost(model: Any) -> TreeEnsemble:
 def _check(ir: TreeEnsemble, booster: Any) -> None:
     import xgboost as xgb
 
-    ir.check_against(lambda X: booster.predict(xgb.DMatrix(X), output_margin=True) > 0, ir.source)
+    ir.check_against(lambda X: booster.predict(xgb.DMatrix(X), output_margin=True, validate_features=False) > 0, ir.source)
 
 
 def _read_ubj(path: Path) -> dict:
@@ -62,7 +62,9 @@ def _read_ubj(path: Path) -> dict:
     try:
         booster = xgb.Booster(model_file=str(path))
     except Exception as exc:  # noqa: BLE001 - xgboost raises its own XGBoostError for any unreadable file
-        raise ModelFormatError(f"{path}: not a readable XGBoost model: {exc}") from None
+        # xgboost's message: "[time] source:line: reason", then its native stack trace
+        reason = str(exc).split("\nStack trace", 1)[0].strip().split(": ", 1)[-1]
+        raise ModelFormatError(f"{path}: not a readable XGBoost model: {reason}") from None
     return json.loads(booster.save_raw("json"))
 
 
