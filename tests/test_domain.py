@@ -41,6 +41,8 @@ def test_yaml_domain_round_trip(tmp_path):
     ("features:\n  - {name: a, kind: real, min: 0}", "needs 'min' and 'max'"),
     ("features:\n  - {name: a, kind: real, min: 0, max: 1, colour: red}", "unknown keys"),
     ("features:\n  - {name: a, kind: real, min: 0, max: 1}\n  - {name: a, kind: real, min: 0, max: 1}", "appears twice"),
+    ("features:\n  - {name: a, min: 0, max: 9}", "needs a 'kind'"),
+    ("features:\n  - {name: a, kind: binary, min: 0, max: 2}", "binary features take values in"),
     ("- just a list", "expected a mapping"),
     ("features: [", "cannot parse"),
 ])

@@ -37,6 +37,19 @@ def test_verify_json_reports_exact_measure(xgb_model, capsys):
     assert out["confident_size"] == np.sum(np.maximum(proba, 1 - proba) > 0.6)
     assert code == (1 if out["unfair_size"] else 0)
     assert out["falsified"] == pytest.approx(out["unfair_size"] / out["confident_size"])
+    assert out["undecided"] == 0.0  # exact once converged, not a rounding residue
+
+
+def test_verify_table_shows_the_measured_and_unfair_counts(xgb_model, capsys):
+    folder, clf = xgb_model
+    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
+                     "--kappa", "0.6", "--json", str(folder / "r.json")])
+    out = json.loads((folder / "r.json").read_text())
+    captured = capsys.readouterr()
+    table = captured.out + captured.err
+    assert code in (0, 1)
+    assert f"measured inputs (confident) │ {out['confident_size']:g}".replace(" ", "") in table.replace(" ", "")
+    assert f"unfair inputs (proven) │ {out['unfair_size']:g}".replace(" ", "") in table.replace(" ", "")
 
 
 def test_sample_counterexamples_writes_rechecked_pairs(xgb_model, tmp_path, capsys):

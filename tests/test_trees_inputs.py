@@ -145,7 +145,24 @@ def test_sample_command_reads_trusted_pickles_and_refuses_zero_samples(tmp_path,
     base = ["sample-counterexamples", str(tmp_path / "rf.pkl"), "--domain", str(tmp_path / "d.yaml"),
             "--protected", "sex", "--out", str(tmp_path / "c.csv")]
     assert cli(base + ["-n", "0", "--trust-pickle"]) == 3
-    assert "--count must be >= 1" in capsys.readouterr().err
+    assert "number of counterexamples must be >= 1" in capsys.readouterr().err
     assert cli(base + ["-n", "10", "--trust-pickle"]) == 1
     rows = pd.read_csv(tmp_path / "c.csv")
     assert len(rows) == 10
+
+
+def test_python_testing_mode_returns_rechecked_pairs_uniform_over_the_region():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _frame()
+    clf = lgb.LGBMClassifier(n_estimators=20, num_leaves=8, random_state=0, verbose=-1).fit(X, y)
+    truth = _brute_unfair(lambda Z: clf.predict(pd.DataFrame(Z, columns=NAMES)), _domain())
+    frame = faircert.sample_counterexamples(clf, X, "sex", 3000, seed=1)
+    summary = frame.attrs["summary"]
+    assert list(frame.columns) == NAMES + [f"{n}_prime" for n in NAMES] + ["output", "output_prime"]
+    assert len(frame) == summary["written"] == 3000 and summary["region_exact"]
+    assert summary["unfair_size"] == truth
+    x = pd.DataFrame(frame[NAMES].to_numpy(), columns=NAMES)
+    xp = pd.DataFrame(frame[[f"{n}_prime" for n in NAMES]].to_numpy(), columns=NAMES)
+    assert np.all(clf.predict(x) != clf.predict(xp))
+    assert np.array_equal(x.drop(columns="sex").to_numpy(), xp.drop(columns="sex").to_numpy())
+    assert summary["distinct"] == len(x.drop_duplicates()) > 0.5 * summary["unfair_size"]

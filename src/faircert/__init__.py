@@ -1,6 +1,6 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
-from .api import group, load_model, verify, verify_program
+from .api import group, load_model, sample_counterexamples, verify, verify_program
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
@@ -24,6 +24,7 @@ __all__ = [
     "StatisticalEstimate",
     "group",
     "load_model",
+    "sample_counterexamples",
     "verify",
     "verify_program",
 ]

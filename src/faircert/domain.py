@@ -48,6 +48,9 @@ class Feature:
                 raise DomainError(f"feature {self.name!r}: {bound} must be finite, got {value!r}")
         if self.min > self.max:
             raise DomainError(f"feature {self.name!r}: min {self.min} > max {self.max}")
+        if self.kind == "binary" and not 0 <= self.min <= self.max <= 1:
+            raise DomainError(f"feature {self.name!r}: binary features take values in {{0, 1}}, got "
+                              f"[{self.min}, {self.max}] (use kind integer for more values)")
         if self.is_discrete:
             if float(self.min) != math.floor(self.min) or float(self.max) != math.floor(self.max):
                 raise DomainError(f"feature {self.name!r}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]")
@@ -212,7 +215,9 @@ class Domain:
             unknown = set(entry) - allowed
             if unknown:
                 raise DomainError(f"{source}: feature {entry['name']!r} has unknown keys {sorted(unknown)}")
-            kind = entry.get("kind", "real")
+            if "kind" not in entry:  # a forgotten kind would silently measure an integer feature by length
+                raise DomainError(f"{source}: feature {entry['name']!r} needs a 'kind' ({', '.join(KINDS)})")
+            kind = entry["kind"]
             if kind != "binary" and ("min" not in entry or "max" not in entry):
                 raise DomainError(f"{source}: feature {entry['name']!r} needs 'min' and 'max'")
             cats = entry.get("categories")

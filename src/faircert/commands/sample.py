@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 from .common import emit_json, name_values, positive_float, share
 
@@ -45,50 +44,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import load_model, resolve_domain
-    from ..engines.trees import check_not_vacuous, quantify, region_is_exact, sample_unfair
-    from ..errors import PropertyError
-    from ..models.trees import TreeEnsemble
-    from ..properties import check_time_limit, individual_fairness
+    from ..api import sample_counterexamples
 
-    if args.count < 1:
-        raise PropertyError(f"--count must be >= 1, got {args.count}")
-    ir = load_model(args.model, trust_pickle=args.trust_pickle)
-    if not isinstance(ir, TreeEnsemble):
-        raise PropertyError(f"sample-counterexamples needs a tree ensemble; {args.model} holds a {type(ir).__name__}")
-    domain = resolve_domain(args.domain, ir)
-    domain.check_model(ir, f"the model {args.model}")
-    prop = individual_fairness(domain, args.protected, epsilon=name_values(args.epsilon) or None,
-                               epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness)
-    q = quantify(ir, prop, check_time_limit(args.time_limit))
-    check_not_vacuous(q.measured_upper, q.complete, prop)
-    t0 = time.monotonic()
-    x, xp, rejected = sample_unfair(ir, q, args.count, seed=args.seed)
-    sample_s = time.monotonic() - t0
-    _write_csv(args.out, domain.names, x, xp, ir.predict_proba(x), ir.predict_proba(xp))
-    lower, upper = q.bounds
-    summary = {"written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
-               "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair,
-               "confident_size": q.measured_upper, "region_complete": q.complete, "region_exact": region_is_exact(q),
-               "quantify_s": q.elapsed, "sample_s": sample_s}
+    frame = sample_counterexamples(args.model, args.domain, args.protected, args.count,
+                                   epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
+                                   kappa=args.kappa, robustness=args.robustness, time_limit=args.time_limit,
+                                   seed=args.seed, trust_pickle=args.trust_pickle)
+    summary = frame.attrs.pop("summary")
+    _write_csv(args.out, frame)
     emit_json(json.dumps(summary, indent=2), args.json)
-    print(f"wrote {len(x):,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to {args.out}; "
-          f"measure in [{lower:.6f}, {upper:.6f}]", file=sys.stderr)
-    if len(x):
+    print(f"wrote {summary['written']:,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to "
+          f"{args.out}; measure in [{summary['measure_lower']:.6f}, {summary['measure_upper']:.6f}]", file=sys.stderr)
+    if summary["written"]:
         return 1
-    return 0 if q.complete and q.unfair == 0 else 2
+    return 0 if summary["region_complete"] and summary["unfair_size"] == 0 else 2
 
 
-def _write_csv(path: str, names: list[str], x, xp, out, out_p) -> None:
-    import numpy as np
-    import pandas as pd
-
-    def col(a):
-        return a.astype(np.int64) if len(a) and np.all(a == np.round(a)) else a
-
-    frame = pd.DataFrame({**{n: col(x[:, i]) for i, n in enumerate(names)},
-                          **{f"{n}_prime": col(xp[:, i]) for i, n in enumerate(names)},
-                          "output": out, "output_prime": out_p})
+def _write_csv(path: str, frame) -> None:
     if path == "-":
         frame.to_csv(sys.stdout, index=False)
         return

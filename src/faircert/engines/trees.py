@@ -624,7 +624,8 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
     certified = lower
-    undecided = max(0.0, 1.0 - certified - falsified)
+    converged = bool(q.complete and upper - lower <= 1e-12)
+    undecided = 0.0 if converged else max(0.0, 1.0 - certified - falsified)  # not a rounding residue
     cexs, rejected = [], 0
     if len(q.piece_lo) and max_counterexamples > 0:
         size = np.prod(q.piece_hi - q.piece_lo, axis=1)
@@ -649,7 +650,6 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     else:
         verdict = "unknown"
     names = prop.domain.names
-    converged = bool(q.complete and upper - lower <= 1e-12)
     estimate, t_estimate = None, time.monotonic()
     if not converged:
         budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0

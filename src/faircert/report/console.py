@@ -58,6 +58,9 @@ def result_table(result: Result) -> Table:
     table.add_row("proven unfair (sound)", f"{100 * result.falsified:.4f} %")
     table.add_row("undecided", f"{100 * result.undecided:.4f} %")
     table.add_row("domain size", f"{result.domain_size:.6g}")
+    if result.confident_size is not None:  # tree ensembles: the shares above are of these inputs
+        table.add_row("measured inputs (confident)", f"{result.confident_size:.6g}")
+        table.add_row("unfair inputs (proven)", f"{result.unfair_size:.6g}")
     if result.measure_lower is not None:
         table.add_row("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]")
     if result.statistical is not None:

@@ -8,6 +8,7 @@ gradient boosting adds learning_rate * leaf values to the initial log-odds (sigm
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,16 @@ def _check_binary(est: Any) -> None:
 def load_sklearn_trees(est: Any) -> TreeEnsemble:
     ir = _load(est)
     classes = est.classes_
-    ir.check_against(lambda X: est.predict(X) == classes[1], type(est).__name__)
+    ir.check_against(lambda X: _predict(est, X) == classes[1], type(est).__name__)
     return ir
+
+
+def _predict(est: Any, X: np.ndarray) -> np.ndarray:
+    """The estimator's labels of an unnamed matrix (the inputs are positional by contract; the domain's
+    names are checked against `feature_names_in_` elsewhere), without scikit-learn's warning about it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        return est.predict(X)
 
 
 def _load(est: Any) -> TreeEnsemble:
