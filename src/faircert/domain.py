@@ -7,8 +7,8 @@ features are measured by length (volume). A domain is written as YAML/JSON or in
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
