@@ -53,6 +53,18 @@ def test_bad_domain_files(tmp_path, text, message):
         Domain.load(path)
 
 
+def test_binary_or_malformed_domain_file_is_a_one_line_error(tmp_path):
+    binary = tmp_path / "model.onnx"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(DomainError, match="not a domain file"):
+        Domain.load(binary)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("features:\n  - {name: a, kind: real, min: 0, max: [1\n")
+    with pytest.raises(DomainError, match="cannot parse domain file") as err:
+        Domain.load(broken)
+    assert "\n" not in str(err.value)
+
+
 def test_missing_domain_file(tmp_path):
     with pytest.raises(DomainError, match="not found"):
         Domain.load(tmp_path / "nope.yaml")

@@ -40,6 +40,11 @@ def test_bad_input_exits_3_with_location(tmp_path, capsys):
     g.write_text("x = gaussian(0, 1)\n")
     assert main(["program", str(g)]) == 3
     assert "sensitiveAttribute" in capsys.readouterr().err
+    binary = tmp_path / "model.fr"
+    binary.write_bytes(bytes(range(256)))
+    assert main(["program", str(binary)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{binary}: not a program file (a binary file" in err
 
 
 def test_probability_query(tmp_path, capsys):

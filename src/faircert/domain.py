@@ -233,7 +233,11 @@ class Domain:
         path = Path(path)
         if not path.is_file():
             raise DomainError(f"domain file not found: {path}")
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise DomainError(f"{path}: not a domain file (a binary file; a domain is YAML or JSON text, or a "
+                              "CSV to infer it from)") from None
         try:
             if path.suffix.lower() == ".json":
                 data = json.loads(text)
@@ -242,7 +246,8 @@ class Domain:
 
                 data = yaml.safe_load(text)
         except Exception as exc:  # the parsers raise many types; all mean "not a domain file"
-            raise DomainError(f"{path}: cannot parse domain file: {exc}") from None
+            reason = " ".join(str(exc).split())  # pyyaml's message spans lines: one line here
+            raise DomainError(f"{path}: cannot parse domain file: {reason}") from None
         return cls.from_dict(data, source=str(path))
 
     @classmethod

@@ -459,5 +459,7 @@ def load_program(path_or_source: str | Path | Program) -> Program:
             source = path.read_text()
         except OSError as exc:
             raise ProgramError(f"cannot read program file {text}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ProgramError(f"{text}: not a program file (a binary file; programs are .fr text)") from None
         return parse_program(source, str(path))
     return parse_program(text)
