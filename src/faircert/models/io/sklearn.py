@@ -1,4 +1,5 @@
-"""scikit-learn estimators: tree models go to the tree importer, linear ones to the linear importer."""
+"""scikit-learn estimators: tree models go to the tree importer, linear ones to the linear importer,
+ReLU multi-layer perceptrons to the network importer."""
 
 from __future__ import annotations
 
@@ -28,5 +29,9 @@ def load_sklearn(estimator: Any) -> Any:
         from .sklearn_linear import load_sklearn_linear
 
         return load_sklearn_linear(estimator)
-    supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES))
+    if name == "MLPClassifier":
+        from .sklearn_mlp import load_sklearn_mlp
+
+        return load_sklearn_mlp(estimator)
+    supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES | {"MLPClassifier"}))
     raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
