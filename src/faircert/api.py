@@ -60,14 +60,10 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
         raise PropertyError(f"target undecided share must lie in [0, 1], got {target_undecided}")
     if not 0.0 < confidence < 1.0:
         raise PropertyError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    ir = load_model(model, trust_pickle=trust_pickle)
-    dom = resolve_domain(domain, ir)
-    prop = individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
-                               robustness=robustness)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     from .models.network import ReluNetwork
 
     if isinstance(ir, ReluNetwork):
-        dom.check_model(ir)
         if kappa is not None or robustness:
             raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
         from .engines.boxes import verify_network
@@ -78,7 +74,6 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     from .models.trees import TreeEnsemble
 
     if isinstance(ir, TreeEnsemble):
-        dom.check_model(ir)
         from .engines.trees import check_not_vacuous, verify_trees
 
         result = verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
@@ -86,6 +81,15 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
         check_not_vacuous(result.confident_size, result.stats["converged"], prop)
         return result
     raise PropertyError(f"individual-fairness verification does not support models of type {type(ir).__name__}")
+
+
+def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
+    """The model's IR and the property over a domain checked against the model's inputs."""
+    ir = load_model(model, trust_pickle=trust_pickle)
+    dom = resolve_domain(domain, ir)
+    dom.check_model(ir)
+    return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
+                                   robustness=robustness)
 
 
 def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
@@ -110,13 +114,10 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
 
     if n < 1:
         raise PropertyError(f"the number of counterexamples must be >= 1, got {n}")
-    ir = load_model(model, trust_pickle=trust_pickle)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     if not isinstance(ir, TreeEnsemble):
         raise PropertyError(f"counterexample sampling needs a tree ensemble; the model is a {type(ir).__name__}")
-    dom = resolve_domain(domain, ir)
-    dom.check_model(ir)
-    prop = individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
-                               robustness=robustness)
+    names = prop.domain.names
     q = quantify(ir, prop, check_time_limit(time_limit))
     check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()
@@ -126,8 +127,8 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     def column(a):
         return a.astype(np.int64) if len(a) and np.all(a == np.round(a)) else a
 
-    frame = pd.DataFrame({**{f: column(x[:, i]) for i, f in enumerate(dom.names)},
-                          **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(dom.names)},
+    frame = pd.DataFrame({**{f: column(x[:, i]) for i, f in enumerate(names)},
+                          **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(names)},
                           "output": ir.predict_proba(x), "output_prime": ir.predict_proba(xp)})
     lower, upper = q.bounds
     frame.attrs["summary"] = {

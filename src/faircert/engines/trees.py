@@ -599,6 +599,12 @@ def region_is_exact(q: Quantification) -> bool:
     return q.complete or q.open_parts is not None
 
 
+def _counterexamples(ir: TreeEnsemble, x: np.ndarray, xp: np.ndarray) -> list[Counterexample]:
+    """Re-checked pairs as results, with the model's outputs on both."""
+    return [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
+            for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))]
+
+
 def check_not_vacuous(confident_size: float, complete: bool, prop: IndividualFairness) -> None:
     """A measure over no input certifies nothing: for users, say so instead of reporting it fair."""
     if complete and confident_size <= 0:
@@ -634,15 +640,11 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
         xp = twins_of(q, x, q.piece_twin[rows])
         ok = recheck(ir, q, x, xp)
         rejected = int((~ok).sum())
-        px, ppx = ir.predict_proba(x[ok]), ir.predict_proba(xp[ok])
-        cexs = [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
-                for a, b, o, p in zip(x[ok], xp[ok], px, ppx)]
+        cexs = _counterexamples(ir, x[ok], xp[ok])
     if not cexs and not q.complete and max_counterexamples > 0:
         # nothing proven unfair yet: unfair inputs drawn from the undecided part (each verdict by the
         # model itself) are counterexamples all the same
-        x, xp, _ = sample_unfair(ir, q, max_counterexamples, seed)
-        cexs = [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
-                for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))]
+        cexs = _counterexamples(ir, *sample_unfair(ir, q, max_counterexamples, seed)[:2])
     if cexs:
         verdict = "unfair"
     elif q.complete and q.unfair == 0 and lower >= 1.0:

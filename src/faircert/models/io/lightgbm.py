@@ -24,9 +24,9 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     source = type(model).__name__
     if isinstance(model, (str, Path)):
         path = Path(model)
-        _check_text(path)
+        text = _checked_text(path)
         try:
-            booster = lgb.Booster(model_file=str(path))
+            booster = lgb.Booster(model_str=text)
         except Exception as exc:  # noqa: BLE001 - LightGBMError for anything that is not a model file
             raise ModelFormatError(f"{path}: not a readable LightGBM model file: {exc}") from None
         source = str(path)
@@ -42,9 +42,9 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     return ir
 
 
-def _check_text(path: Path) -> None:
-    """A complete LightGBM model text, checked before LightGBM reads it: on a truncated file its
-    parser can abort the whole process instead of raising."""
+def _checked_text(path: Path) -> str:
+    """The file's LightGBM model text, checked complete before LightGBM parses it: on a truncated
+    file its parser can abort the whole process instead of raising."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
@@ -58,6 +58,7 @@ def _check_text(path: Path) -> None:
         raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of trees' line")
     if sizes is not None and len(sizes) != trees:
         raise ModelFormatError(f"{path}: the LightGBM model text is incomplete: {trees} of {len(sizes)} trees")
+    return text
 
 
 def _objective(text: str, source: str) -> float:

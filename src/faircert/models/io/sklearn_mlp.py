@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...errors import ModelFormatError
 from ..network import ReluNetwork
 from .affine_chain import check_agreement, sample_inputs
+from .sklearn import on_matrix
 
 
 def load_sklearn_mlp(est: Any) -> ReluNetwork:
@@ -28,13 +27,5 @@ def load_sklearn_mlp(est: Any) -> ReluNetwork:
     network = ReluNetwork([w.T for w in est.coefs_], list(est.intercepts_), input_names=names, source=name,
                           output_semantics="softmax2", metadata={"format": "sklearn"})
     X = sample_inputs(network.n_inputs)
-    check_agreement(network, X, _proba(est, X), "scikit-learn")
+    check_agreement(network, X, on_matrix(est.predict_proba, X), "scikit-learn")
     return network
-
-
-def _proba(est: Any, X: np.ndarray) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():  # an unnamed matrix for a model fitted on a DataFrame: positional by contract
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        return est.predict_proba(X)

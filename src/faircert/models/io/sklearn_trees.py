@@ -8,13 +8,13 @@ gradient boosting adds learning_rate * leaf values to the initial log-odds (sigm
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from ...errors import ModelFormatError
 from ..trees import Tree, TreeEnsemble
+from .sklearn import on_matrix
 
 FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
 
@@ -46,16 +46,8 @@ def _check_binary(est: Any) -> None:
 def load_sklearn_trees(est: Any) -> TreeEnsemble:
     ir = _load(est)
     classes = est.classes_
-    ir.check_against(lambda X: _predict(est, X) == classes[1], type(est).__name__)
+    ir.check_against(lambda X: on_matrix(est.predict, X) == classes[1], type(est).__name__)
     return ir
-
-
-def _predict(est: Any, X: np.ndarray) -> np.ndarray:
-    """The estimator's labels of an unnamed matrix (the inputs are positional by contract; the domain's
-    names are checked against `feature_names_in_` elsewhere), without scikit-learn's warning about it."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        return est.predict(X)
 
 
 def _load(est: Any) -> TreeEnsemble:
