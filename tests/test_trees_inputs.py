@@ -166,3 +166,24 @@ def test_python_testing_mode_returns_rechecked_pairs_uniform_over_the_region():
     assert np.all(clf.predict(x) != clf.predict(xp))
     assert np.array_equal(x.drop(columns="sex").to_numpy(), xp.drop(columns="sex").to_numpy())
     assert summary["distinct"] == len(x.drop_duplicates()) > 0.5 * summary["unfair_size"]
+
+
+def test_damaged_ubj_file_is_a_one_line_error(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    X, y = _frame()
+    clf = xgb.XGBClassifier(n_estimators=5, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
+    clf.save_model(tmp_path / "m.ubj")
+    data = (tmp_path / "m.ubj").read_bytes()
+    for name, content in (("empty.ubj", b""), ("cut.ubj", data[:200])):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ModelFormatError, match="not a readable XGBoost model") as err:
+            load_model(tmp_path / name)
+        assert "\n" not in str(err.value) and "Stack trace" not in str(err.value)
+
+
+def test_testing_mode_needs_a_tree_ensemble():
+    from faircert.models.network import ReluNetwork
+
+    net = ReluNetwork([np.ones((1, 4))], [np.zeros(1)])
+    with pytest.raises(PropertyError, match="counterexample sampling needs a tree ensemble"):
+        faircert.sample_counterexamples(net, _domain(), "sex", 10)
