@@ -32,6 +32,7 @@ from trees_data import DATA, DATASETS
 from faircert.domain import Domain
 from faircert.engines.trees import quantify, region_is_exact, sample_unfair, verify_trees
 from faircert.engines.trees_boxes import domain_box, normalise
+from faircert.engines.trees_frontier import MAX_STORED_BOXES
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
 
@@ -413,7 +414,8 @@ def markdown(out) -> str:
         lines += ["", f"## Scaling (kappa 0.5; fairness r_eps 0 and robustness r_eps 0.1; limit {out['scale_limit_s']:g} s)", "",
                   "COMPAS: more trees, deeper trees, a random forest. Adult, Bank, German: how the work to converge "
                   "grows with the number of trees on their 13 to 20 features ('boxes': settled boxes; 'memory cap': "
-                  "stopped early at the 5,000,000 boxes, open boxes and unfair pieces, a refinement may hold).", "",
+                  f"stopped early at the {MAX_STORED_BOXES:,} boxes, open boxes and unfair pieces, a refinement may "
+                  "hold).", "",
                   "| model | dataset | property | converged | gap | time (s) | stopped by | boxes |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in out["scaling"]:
