@@ -91,7 +91,7 @@ def load_case(name: str, variant: str):
 
 def run_one(name: str, variant: str, budget: float, target: float, seed: int) -> dict:
     """Verify one model (in a worker process) and return its figures."""
-    from faircert.engines.boxes import verify_network
+    from faircert.engines.network.refine import verify_network
     from faircert.properties import individual_fairness
 
     net, dom, p = load_case(name, variant)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from boxes_oracle import random_network
 
-from faircert.engines.bounds_symbolic import TwinNet, bound_twins
+from faircert.engines.network.symbolic import TwinNet, bound_twins
 from faircert.models.io.nnet import load_nnet
 
 
@@ -61,7 +61,7 @@ def test_bounds_at_least_as_tight_as_fairquant_forward_pass():
     tn = TwinNet.build(net, [1, 2, 3], [0], np.array([[0.0], [1.0]]))
     lo = rng.uniform(-1, 0, size=(200, 3))
     hi = lo + rng.uniform(0, 1.5, size=lo.shape)
-    from faircert.engines import bounds_symbolic as bs
+    from faircert.engines.network import symbolic as bs
 
     plain = bs.bound_twins(tn, lo, hi)
     # FairQuant's forward pass alone: disable the backward pass by making it return -inf/+inf

@@ -5,9 +5,9 @@ import pytest
 from boxes_oracle import random_network, unfair_points
 
 from faircert.domain import Domain, Feature
-from faircert.engines import boxes
-from faircert.engines.boxes import Refinement, verify_network
-from faircert.engines.boxes_grow import carve
+from faircert.engines.network import refine as boxes
+from faircert.engines.network.refine import Refinement, verify_network
+from faircert.engines.network.grow import carve
 from faircert.properties import individual_fairness
 
 # domain: three free integer features and two protected ones (3 values and 2 values)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from faircert.domain import Domain
-from faircert.engines import boxes
-from faircert.engines.boxes import verify_network
+from faircert.engines.network import refine as boxes
+from faircert.engines.network.refine import verify_network
 from faircert.models.io.nnet import load_nnet
 from faircert.properties import individual_fairness
 

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from faircert.engines.boxes_tail import decided_shares, failure_bound
+from faircert.engines.network.tail import decided_shares, failure_bound
 
 
 def grid(lo, hi):
@@ -103,7 +103,7 @@ def test_twins_apart_give_an_unfair_share():
 
 
 def test_log_mgf_matches_direct_sums_and_never_falls_below_them():
-    from faircert.engines.boxes_tail import _log_mgf
+    from faircert.engines.network.tail import _log_mgf
 
     for n in (1, 2, 7, 100, 5000):
         k = np.arange(n) - (n - 1) / 2

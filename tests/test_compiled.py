@@ -10,8 +10,8 @@ pytest.importorskip("numba")
 from test_trees_engine import _models, _small_problem
 from test_trees_open import _problem, _prop, _unstarted
 
-from faircert.engines.trees_boxes import normalise
-from faircert.engines.trees_open import Checker, OpenBoxes, _scaled, multinomial_rows
+from faircert.engines.trees.boxes import normalise
+from faircert.engines.trees.open import Checker, OpenBoxes, _scaled, multinomial_rows
 from faircert.models import trees_compiled
 from faircert.models.trees import Tree, TreeEnsemble
 
@@ -86,7 +86,7 @@ def test_verdicts_equal_numpy(monkeypatch, eps, kappa, robust):
 
 
 def test_points_in_boxes_equal_numpy():
-    from faircert.engines.sampling_compiled import points_in_boxes
+    from faircert.engines.sampling.compiled import points_in_boxes
 
     rng = np.random.default_rng(0)
     lo = np.floor(rng.normal(0, 50, (200, 5)))
@@ -119,7 +119,7 @@ def test_multinomial_rows_draw_rows_by_weight(m, chunk):
 def test_testing_mode_draws_the_same_samples_as_numpy(monkeypatch):
     """The same seed gives the same samples and twins, compiled or not (an unfinished run: draws
     from the open part, kept by the verdicts)."""
-    from faircert.engines.trees import sample_unfair
+    from faircert.engines.trees.verify import sample_unfair
 
     ir, dom = _problem(0)
     q = _unstarted(ir, _prop(dom, 0, 0.7, False))

@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 import faircert
 from faircert.cli import main
-from faircert.engines.subset_sum import Engine, brute_force
+from faircert.engines.group.subset_sum import Engine, brute_force
 from faircert.errors import DataError, ModelFormatError, PropertyError
 from faircert.models.io.linear_json import load_linear_json
 from faircert.models.io.sklearn_linear import load_sklearn_linear

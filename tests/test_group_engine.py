@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from faircert.engines.subset_sum import Engine, brute_force
+from faircert.engines.group.subset_sum import Engine, brute_force
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.population import DiscretePopulation, Variable
 

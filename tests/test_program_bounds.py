@@ -9,9 +9,9 @@ from program_examples import FIG1
 from scipy import integrate
 from scipy.stats import norm
 
-from faircert.engines import prob_intervals as iv
-from faircert.engines.prob_interp import POINT, Interpreter, site_marginals
-from faircert.engines.probability_bounds import probability, program_fairness
+from faircert.engines.probability import intervals as iv
+from faircert.engines.probability.interp import POINT, Interpreter, site_marginals
+from faircert.engines.probability.bounds import probability, program_fairness
 from faircert.models.program import parse_expression, parse_program
 
 EX = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare" / "ex.fr"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from faircert.engines.probability_bounds import group_bounds
+from faircert.engines.probability.bounds import group_bounds
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
@@ -91,7 +91,7 @@ def test_bad_inputs_are_reported():
 
 
 def test_sampled_group_rates_agree_with_exact_values():
-    from faircert.engines.sequential import group_sampled
+    from faircert.engines.sampling.sequential import group_sampled
 
     model = LinearModel.plain([1.0, -0.6, 0.5], -0.4, ["a", "s", "b"])
     r = group_sampled(model, POP, protected="s", delta=1e-6, time_limit=20)
@@ -153,7 +153,7 @@ def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
 
 
 def test_sampled_rates_under_a_discrete_bayesian_network():
-    from faircert.engines.sequential import group_sampled
+    from faircert.engines.sampling.sequential import group_sampled
     from faircert.population.discrete import DiscretePopulation, Variable
 
     s = Variable("s", (0, 1), ("f", "m"), (), np.array([0.3, 0.7]))

@@ -5,7 +5,7 @@ import pytest
 from program_examples import FIG1, FIG1_FIXED
 
 from faircert import verify_program
-from faircert.engines.sequential import _hoeffding, sequential_test
+from faircert.engines.sampling.sequential import _hoeffding, sequential_test
 from faircert.errors import PropertyError
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.ndimage import maximum_filter
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees import quantify, sample_unfair, verify_trees
+from faircert.engines.trees.verify import quantify, sample_unfair, verify_trees
 from faircert.errors import PropertyError
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import individual_fairness
@@ -243,7 +243,7 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
 @pytest.mark.parametrize("eps,robust", [(0, False), (1, False), (1, True)])
 def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust, method):
     pytest.importorskip("xgboost")
-    from faircert.engines import trees_frontier
+    from faircert.engines.boxes import frontier as trees_frontier
 
     X, y, dom = _small_problem(0)
     ir = next(_models(X, y, 0))

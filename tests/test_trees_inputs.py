@@ -10,7 +10,7 @@ import pytest
 import faircert
 from faircert.cli import main as cli
 from faircert.domain import Domain, Feature
-from faircert.engines.trees import verify_trees
+from faircert.engines.trees.verify import verify_trees
 from faircert.errors import DomainError, ModelFormatError, PropertyError
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness

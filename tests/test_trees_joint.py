@@ -9,7 +9,7 @@ import pytest
 from test_trees_engine import _small_problem, brute_force
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees import quantify, sample_unfair, verify_trees
+from faircert.engines.trees.verify import quantify, sample_unfair, verify_trees
 from faircert.properties import individual_fairness
 
 
@@ -74,7 +74,7 @@ def test_leaf_ranges_match_masked_min_and_max(most_leaves):
     """The dense sorted layout gives each tree's min and max over its reachable leaves, for ragged
     trees (ties in value included; up to 8 leaves: the bit-table path, more: argmax) and for a
     subset of the trees."""
-    from faircert.engines.trees_boxes import LeafRanges
+    from faircert.engines.trees.boxes import LeafRanges
 
     rng = np.random.default_rng(3)
     sizes = rng.integers(1, most_leaves + 1, size=12)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees import quantify, sample_unfair, verify_trees
+from faircert.engines.trees.verify import quantify, sample_unfair, verify_trees
 from faircert.properties import individual_fairness
 
 

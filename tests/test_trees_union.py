@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from faircert.engines import trees_union
-from faircert.engines.trees_union import covered
+from faircert.engines.trees import union as trees_union
+from faircert.engines.trees.union import covered
 
 SIZE = 10
 

@@ -66,7 +66,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     if isinstance(ir, ReluNetwork):
         if kappa is not None or robustness:
             raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
-        from .engines.boxes import verify_network
+        from .engines.network.refine import verify_network
 
         return verify_network(ir, prop, time_limit=time_limit, target_undecided=target_undecided,
                               confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
@@ -74,7 +74,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     from .models.trees import TreeEnsemble
 
     if isinstance(ir, TreeEnsemble):
-        from .engines.trees import check_not_vacuous, verify_trees
+        from .engines.trees.verify import check_not_vacuous, verify_trees
 
         result = verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
                               progress=progress, confidence=confidence)
@@ -109,7 +109,7 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     import numpy as np
     import pandas as pd
 
-    from .engines.trees import check_not_vacuous, quantify, region_is_exact, sample_unfair
+    from .engines.trees.verify import check_not_vacuous, quantify, region_is_exact, sample_unfair
     from .models.trees import TreeEnsemble
 
     if n < 1:
@@ -156,7 +156,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `DiscretePopulation`, or a continuous/program population (.fr file or object), which goes to the
     sound probability-bounds engine. Linear models under discrete populations are answered exactly by
     the subset-sum engine; other models (networks, tree ensembles) by
-    `faircert.engines.probability_bounds.group_bounds(model, population, protected=..., label=...,
+    `faircert.engines.probability.bounds.group_bounds(model, population, protected=..., label=...,
     metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
     `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets);
@@ -164,7 +164,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
     <= `delta` (for models or populations too large for the sound engines).
     """
-    from .engines import group_linear as gl
+    from .engines.group import linear as gl
 
     if protected is not None and sensitive_features is not None:
         raise PropertyError("give either protected or sensitive_features, not both")
@@ -188,7 +188,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     from .population.discrete import DiscretePopulation
 
     if method == "sampling":
-        from .engines.sequential import group_sampled
+        from .engines.sampling.sequential import group_sampled
 
         return group_sampled(ir, pop, protected=protected or None, threshold=threshold, delta=delta,
                              time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}),
@@ -200,7 +200,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
                           gap_thresholds=dict(gap_thresholds or {}), influence=subsets, frame=frame,
                           model_name=getattr(ir, "source", "") or type(model).__name__, learning_s=learning_s,
                           bin_bounds=bin_bounds)
-    from .engines.probability_bounds import group_bounds
+    from .engines.probability.bounds import group_bounds
 
     return group_bounds(ir, pop, protected=protected or None, label=label, metrics=metrics, threshold=threshold,
                         time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}))
@@ -229,16 +229,16 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     if query is not None:
         if method != "sound":
             raise PropertyError("a probability query is answered by the sound method only")
-        from .engines.probability_bounds import probability_result
+        from .engines.probability.bounds import probability_result
 
         return probability_result(program, query, above=above, tolerance=tolerance, time_limit=time_limit)
     if method == "sound":
-        from .engines.probability_bounds import program_fairness
+        from .engines.probability.bounds import program_fairness
 
         return program_fairness(program, epsilon=epsilon, kind=kind, time_limit=time_limit,
                                 ratio_width=ratio_width, progress=progress)
     if method == "sampling":
-        from .engines.sequential import program_fairness_sampled
+        from .engines.sampling.sequential import program_fairness_sampled
 
         return program_fairness_sampled(program, epsilon=epsilon, kind=kind, delta=delta, bound=bound,
                                         time_limit=time_limit, seed=seed)

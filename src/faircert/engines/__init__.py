@@ -1,1 +1,3 @@
-"""Engines: how fairness questions are answered (each states the models and properties it accepts)."""
+"""Engines: how fairness questions are answered. One package per engine (`network`, `trees`,
+`probability`, `group`, `sampling`), each stating the models and properties it accepts; shared box
+machinery in `boxes`."""

@@ -28,7 +28,7 @@ class ProgramPopulation:
 
     @property
     def marginals(self) -> list:
-        from ..engines.prob_interp import site_marginals
+        from ..engines.probability.interp import site_marginals
 
         return site_marginals(self.program)
 
@@ -44,15 +44,15 @@ class ProgramPopulation:
 
     def intervals(self, lo: np.ndarray, hi: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
         """(final variables as interval values, annotation conditions) for CDF boxes (N, d)."""
-        from ..engines.prob_interp import INTERVAL, Interpreter
-        from ..engines.probability_bounds import draw_intervals
+        from ..engines.probability.interp import INTERVAL, Interpreter
+        from ..engines.probability.bounds import draw_intervals
 
         notes, _, env = Interpreter(INTERVAL).run(self.program, draw_intervals(self.marginals, lo, hi))
         return env, notes
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """(final variables, annotation conditions) of n independent runs."""
-        from ..engines.prob_interp import POINT, Interpreter
+        from ..engines.probability.interp import POINT, Interpreter
 
         draws = [m.sample(rng, n) for m in self.marginals]
         notes, _, env = Interpreter(POINT).run(self.program, draws)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from ..errors import PropertyError
+from ...errors import PropertyError
 
 BOUNDS = ("binomial", "hoeffding")
 
@@ -98,9 +98,9 @@ def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_
 def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio", delta: float = 1e-6,
                              bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0):
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
-    from ..models.program import load_program
-    from ..results import ProgramResult
-    from .prob_fairness import (
+    from ...models.program import load_program
+    from ...results import ProgramResult
+    from ..probability.fairness import (
         FairnessSpec,
         conditionals,
         decide,
@@ -109,7 +109,7 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
         ratio_interval,
         summary,
     )
-    from .prob_interp import POINT, Interpreter, site_marginals
+    from ..probability.interp import POINT, Interpreter, site_marginals
 
     prog = load_program(program)
     prog.require("sensitiveAttribute", "fairnessTarget")
@@ -132,7 +132,7 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
 
 
 def _point_label(model, names: list[str], values: dict) -> np.ndarray:
-    from ..models.linear import LinearModel
+    from ...models.linear import LinearModel
 
     if isinstance(model, LinearModel):
         return model.predict({n: values[n] for n in names}).astype(bool)
@@ -147,15 +147,15 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
     by the sequential test: a GroupResult whose verdict is wrong with probability <= delta."""
     import itertools
 
-    from ..models.linear import LinearModel
-    from ..models.program import Program, parse_expression
-    from ..population.continuous import Discrete, ProductPopulation, Step
-    from ..population.discrete import DiscretePopulation
-    from ..population.program import ProgramPopulation
-    from ..properties import split_names
-    from ..results import GroupProbability, GroupResult
-    from .prob_interp import POINT, Interpreter
-    from .prob_models import _feature_names, _model_name
+    from ...models.linear import LinearModel
+    from ...models.program import Program, parse_expression
+    from ...population.continuous import Discrete, ProductPopulation, Step
+    from ...population.discrete import DiscretePopulation
+    from ...population.program import ProgramPopulation
+    from ...properties import split_names
+    from ...results import GroupProbability, GroupResult
+    from ..probability.interp import POINT, Interpreter
+    from ..probability.models import _feature_names, _model_name
 
     start = time.perf_counter()
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
@@ -255,7 +255,7 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
     k = len(groups)
 
     def build(lo, hi, **extra):
-        from .prob_fairness import _cond
+        from ..probability.fairness import _cond
 
         out = []
         for i, name in enumerate(groups):

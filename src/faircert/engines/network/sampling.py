@@ -8,9 +8,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..results import StatisticalEstimate
-from .bounds_symbolic import bound_twins
-from .boxes_problem import Problem
+from ...results import StatisticalEstimate
+from .symbolic import bound_twins
+from .problem import Problem
 
 
 def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:

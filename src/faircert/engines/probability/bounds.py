@@ -1,5 +1,5 @@
 """Sound any-time bounds on program-outcome probabilities (FairSquare's question, answered by
-refinement in CDF coordinates with interval abstract interpretation; see `prob_refine`).
+refinement in CDF coordinates with interval abstract interpretation; see `refine`).
 
 Entry points: `program_fairness` (group fairness of a `.fr` program), `probability` (one P[phi]),
 and `group_bounds` (per-group positive rates of any model IR under a product population or a
@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..models.program import Expr, Program, load_program, parse_expression
-from ..results import ProgramResult
-from . import prob_intervals as iv
-from .prob_fairness import (
+from ...errors import PropertyError
+from ...models.program import Expr, Program, load_program, parse_expression
+from ...results import ProgramResult
+from . import intervals as iv
+from .fairness import (
     FairnessSpec,
     conditionals,
     decide,
@@ -29,8 +29,8 @@ from .prob_fairness import (
     summary,
     weights,
 )
-from .prob_interp import INTERVAL, Interpreter, site_marginals
-from .prob_refine import Bounds, refine
+from .interp import INTERVAL, Interpreter, site_marginals
+from .refine import Bounds, refine
 
 _INTERVAL_RUN = Interpreter(INTERVAL)
 
@@ -56,9 +56,9 @@ AFFINE = True
 
 
 def affine_form(lo, hi, j: int):
-    from . import prob_affine
+    from . import affine
 
-    return prob_affine.from_interval(np.asarray(lo), np.asarray(hi), symbol=j) if AFFINE else None
+    return affine.from_interval(np.asarray(lo), np.asarray(hi), symbol=j) if AFFINE else None
 
 
 class BoxEvaluator:
@@ -151,7 +151,7 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
     """Sound [low, high] of P[query] at the end of `program`, refined until high - low <= tolerance."""
     prog = load_program(program)
     expr = parse_expression(query) if isinstance(query, str) else query
-    from ..models.program import _uses
+    from ...models.program import _uses
 
     missing = [n for n in _uses(expr) if n not in prog.defined]
     if missing:
@@ -169,8 +169,8 @@ def probability_result(program: str | Program, query: str, above: float | None =
                        time_limit: float | None = 60.0) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
-    from ..models.program import _uses
-    from ..results import DECISION_TOLERANCE
+    from ...models.program import _uses
+    from ...results import DECISION_TOLERANCE
 
     prog = load_program(program)
     expr = parse_expression(query)
@@ -218,11 +218,11 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
     (and each checked gap against its threshold) or every group interval is narrower than
     `target_width`, or at the time limit. `label` names the model output (reports only).
     """
-    from .prob_models import model_events
+    from .models import model_events
 
     start = time.perf_counter()
     setup = model_events(model, population, protected)
-    from ..results import GroupProbability, GroupResult
+    from ...results import GroupProbability, GroupResult
 
     k = len(setup.groups)
     gap_thresholds = dict(gap_thresholds or {})
@@ -269,7 +269,7 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
 
 
 def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
-    from .prob_fairness import _cond, _frac
+    from .fairness import _cond, _frac
 
     p = _cond(_frac(lo_t), _frac(hi_t), _frac(lo_f), _frac(hi_f))
     return outward(p)

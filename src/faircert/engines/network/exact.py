@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .boxes_problem import Problem
+from .problem import Problem
 
 
 @dataclass

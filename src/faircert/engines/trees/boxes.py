@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..domain import Domain
-from ..models.trees import TreeEnsemble
-from .trees_frontier import Frontier, over_memory
+from ...domain import Domain
+from ...models.trees import TreeEnsemble
+from ..boxes.frontier import Frontier, over_memory
 
 # Labels and statuses of partition boxes.
 NEG, POS = 0, 1
@@ -258,7 +258,7 @@ class Partition:
     complete: bool         # False if the time limit stopped the enumeration
     pending_size: float    # size of the unexplored boxes (flagged `tie`) when stopped
     early: np.ndarray = None  # bool: already accounted for by the `on_done` callback
-    memory_limited: bool = False  # stopped (incomplete) at the box limit of trees_frontier
+    memory_limited: bool = False  # stopped (incomplete) at the box limit of `engines.boxes.frontier`
 
     @property
     def size(self) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import jit
+from ...compiled import jit
 
 
 def points_in_boxes(u: np.ndarray, box: np.ndarray, lo: np.ndarray, hi: np.ndarray,

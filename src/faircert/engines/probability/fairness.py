@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..results import DECISION_TOLERANCE
+from ...errors import PropertyError
+from ...results import DECISION_TOLERANCE
 
 KINDS = ("ratio", "parity", "difference")
 EVENT_NAMES = ("target_and_sensitive", "not_target_and_sensitive", "target_and_not_sensitive",
@@ -108,7 +108,7 @@ def fairness_events(ops, notes: dict):
 
 def summary(low: list, high: list) -> dict:
     """name -> (low, high) floats for the events and the two conditional probabilities."""
-    from .prob_refine import _down, _up
+    from .refine import _down, _up
 
     pm, pn = conditionals(low, high)
     out = {name: (_down(_frac(lo)), _up(_frac(hi))) for name, lo, hi in zip(EVENT_NAMES, low, high)}
@@ -119,7 +119,7 @@ def summary(low: list, high: list) -> dict:
 
 def outward(interval: tuple) -> tuple[float, float]:
     """A (Fraction or inf) interval as floats rounded outward."""
-    from .prob_refine import _down, _up
+    from .refine import _down, _up
 
     lo, hi = interval
     return (INF if lo == INF else _down(lo)), (INF if hi == INF else _up(hi))

@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition, inner_points
-from .trees_frontier import Frontier, over_memory
-from .trees_joint import _in_slice, _SliceBounds, slice_status
+from ...models.trees import TreeEnsemble
+from .boxes import NormalisedTrees, Partition, inner_points
+from ..boxes.frontier import Frontier, over_memory
+from .joint import _in_slice, _SliceBounds, slice_status
 
 
 def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,

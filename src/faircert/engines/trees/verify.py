@@ -9,16 +9,16 @@ M = 1 - |X_unfair| / |X_kappa|, sizes by grid counts (integer features) and volu
 How (no grid enumeration, no solver), by box refinement with margin bounds (the partial sum of
 the trees' reachable leaf ranges):
 1. Epsilon 0 fairness: one refinement of the non-protected features; a box is settled once every
-   protected combination's label and confidence are decided on it (trees_joint).
+   protected combination's label and confidence are decided on it (`joint`).
 2. Epsilon > 0 or robustness: one refinement in which each (box, protected
    combination) is settled as soon as its own verdict and its twins' (over the box's epsilon-
    neighbourhood) are decided; boxes whose points all reach the same cells are decided by an exact
-   search of the neighbourhood (trees_dilated).
+   search of the neighbourhood (`dilated`).
 3. The region path, region by region: for every protected combination v, split the
    region tree by tree into boxes on which the label and the confidence status are constant
-   (trees_boxes.partition); the unfair part of the confident l-boxes of v is their intersection
+   (`boxes.partition`); the unfair part of the confident l-boxes of v is their intersection
    with the union of the epsilon-dilated (1-l)-boxes of the other slices, sized exactly by a k-d
-   recursion (trees_union.covered).
+   recursion (`union.covered`).
 
 Result fields: `certified` = proven share of X_kappa with no counterexample (= measure_lower),
 `falsified` = proven share of X_kappa that is unfair, `undecided` = the rest; the shares are of
@@ -38,15 +38,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..models.trees import TreeEnsemble
-from ..properties import IndividualFairness
-from ..results import Counterexample, Result
-from .trees_boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
-from .trees_dilated import dilated_quantify
-from .trees_joint import joint_quantify
-from .trees_open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
-from .trees_union import covered
+from ...errors import PropertyError
+from ...models.trees import TreeEnsemble
+from ...properties import IndividualFairness
+from ...results import Counterexample, Result
+from .boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
+from .dilated import dilated_quantify
+from .joint import joint_quantify
+from .open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
+from .union import covered
 
 MAX_SLICES = 100_000
 
@@ -294,14 +294,14 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 
 
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0) -> Quantification:
-    """Epsilon 0 fairness: one joint partition of the non-protected features (trees_joint)."""
+    """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
     found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report)
     return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
-    """Epsilon > 0 or robustness: one box refinement (trees_dilated)."""
+    """Epsilon > 0 or robustness: one box refinement (`dilated`)."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
@@ -618,7 +618,7 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met, a statistical estimate of the unfair share (at the given
-    `confidence`) is added from samples of the undecided part (trees_open) in the last tenth of the
+    `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
     bounds get the rest.
     """

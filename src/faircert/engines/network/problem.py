@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..models.network import ReluNetwork
-from ..properties import IndividualFairness
-from .bounds_symbolic import TwinNet
+from ...errors import PropertyError
+from ...models.network import ReluNetwork
+from ...properties import IndividualFairness
+from .symbolic import TwinNet
 
 #: Relative tolerance: bounds this close to 0 (scaled by the logit magnitude) decide nothing.
 REL_TOL = 1e-9

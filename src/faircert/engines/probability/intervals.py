@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import prob_affine as A
+from . import affine as A
 
 _INF = np.inf
 _MAXF = np.finfo(np.float64).max

@@ -29,13 +29,13 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .. import compiled
-from ..models.trees import TreeEnsemble
-from ..results import StatisticalEstimate
-from .boxes_sampling import wilson
-from .trees_boxes import NormalisedTrees
-from .trees_dilated import find_label
-from .trees_joint import _in_slice, _SliceBounds
+from ... import compiled
+from ...models.trees import TreeEnsemble
+from ...results import StatisticalEstimate
+from ..network.sampling import wilson
+from .boxes import NormalisedTrees
+from .dilated import find_label
+from .joint import _in_slice, _SliceBounds
 
 EVAL_CHUNK = 16384  # samples per step with epsilon 0
 SEARCH_CHUNK = 256  # samples per step with epsilon > 0
@@ -183,7 +183,7 @@ def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, dis
 def points_in(u: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """The points of boxes lo[rows], hi[rows] at uniforms u (as `uniform_points` from the same u)."""
     if compiled.available():  # no gather of the boxes' rows: millions of them in testing mode
-        from .sampling_compiled import points_in_boxes
+        from ..sampling.compiled import points_in_boxes
         return points_in_boxes(u, rows, lo, hi, discrete)
     return _scaled(u, lo[rows], hi[rows], discrete)
 
@@ -256,7 +256,7 @@ class Verdicts:
     def _compiled(self, x: np.ndarray, slice_of: np.ndarray) -> tuple[np.ndarray, ...]:
         """The same verdicts from every protected combination's score, each summed exactly as the
         framework sums (compiled: no float64 pre-check needed)."""
-        from ..models import trees_compiled
+        from ...models import trees_compiled
         ir, q, prot = self.ir, self.q, self.prot
         scores = trees_compiled.slice_scores(ir, x, slice_of, prot, q.slices[:, prot], self.reading)
         label, conf = ir.label_and_confident(scores[np.arange(len(x)), slice_of], q.kappa)

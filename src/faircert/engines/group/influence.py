@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..population.discrete import DiscretePopulation
-from ..results import GroupProbability, Influence, _di_interval, _gap_interval
+from ...errors import PropertyError
+from ...population.discrete import DiscretePopulation
+from ...results import GroupProbability, Influence, _di_interval, _gap_interval
 
 GroupsOf = Callable[[DiscretePopulation], list[GroupProbability]]
 

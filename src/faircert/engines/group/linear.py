@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError, PropertyError
-from ..models.linear import ColumnEncoding, LinearModel
-from ..population.discrete import DiscretePopulation
-from ..results import GroupProbability, GroupResult, _di_interval, _gap_interval
+from ...errors import DataError, PropertyError
+from ...models.linear import ColumnEncoding, LinearModel
+from ...population.discrete import DiscretePopulation
+from ...results import GroupProbability, GroupResult, _di_interval, _gap_interval
 from .influence import default_subsets, influences
 from .subset_sum import Engine
 
@@ -182,8 +182,8 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
     without column names gets the data's."""
     from pathlib import Path
 
-    from ..data import read_table
-    from ..population.learn import learn_population
+    from ...data import read_table
+    from ...population.learn import learn_population
 
     frame = read_table(data) if data is not None else None
     if isinstance(population, DiscretePopulation):

@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from ..models.trees import TreeEnsemble
-from .trees_boxes import NormalisedTrees, Partition, PathChecks, inner_points
-from .trees_frontier import Frontier, over_memory
+from ...models.trees import TreeEnsemble
+from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
+from ..boxes.frontier import Frontier, over_memory
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,

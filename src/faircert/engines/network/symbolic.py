@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.network import ReluNetwork
+from ...models.network import ReluNetwork
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds_symbolic import bound_twins
-from .boxes_problem import Problem
+from .symbolic import bound_twins
+from .problem import Problem
 
 RADII = 6  # candidate radii per feature: width, width/4, width/16, ...
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..models.linear import LinearModel
-from ..population.discrete import DiscretePopulation
+from ...errors import DataError
+from ...models.linear import LinearModel
+from ...population.discrete import DiscretePopulation
 
 UNIT = 2.0 ** -53
 

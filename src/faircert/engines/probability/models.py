@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PropertyError
-from ..properties import split_names
-from . import prob_intervals as iv
+from ...errors import PropertyError
+from ...properties import split_names
+from . import intervals as iv
 
 _U = 2.0 ** -53
 
@@ -63,7 +63,7 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
     finite = np.all(np.isfinite(x_lo) & np.isfinite(x_hi), axis=1) & np.isfinite(mag)
     if finite.any() and len(net.weights) > 1:
         try:
-            from .bounds_symbolic import TwinNet, bound_twins
+            from ..network.symbolic import TwinNet, bound_twins
         except ImportError:  # the symbolic engine is optional here
             bound_twins = None
         if bound_twins is not None:
@@ -164,7 +164,7 @@ def _model_name(model: Any) -> str:
 
 
 def _feature_names(model: Any) -> list[str]:
-    from ..models.linear import LinearModel
+    from ...models.linear import LinearModel
 
     if isinstance(model, LinearModel):
         return model.columns
@@ -174,9 +174,9 @@ def _feature_names(model: Any) -> list[str]:
 
 
 def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
-    from ..models.linear import LinearModel
-    from ..models.network import ReluNetwork
-    from ..models.trees import TreeEnsemble
+    from ...models.linear import LinearModel
+    from ...models.network import ReluNetwork
+    from ...models.trees import TreeEnsemble
 
     if isinstance(model, LinearModel):
         return linear_label(model, values)
@@ -195,12 +195,12 @@ def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
 
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
-    from ..models.program import Program, parse_expression
-    from ..population.continuous import Discrete, ProductPopulation, Step
-    from ..population.discrete import DiscretePopulation
-    from ..population.program import ProgramPopulation
-    from .prob_interp import INTERVAL, Interpreter
-    from .probability_bounds import BoxEvaluator, stack_events
+    from ...models.program import Program, parse_expression
+    from ...population.continuous import Discrete, ProductPopulation, Step
+    from ...population.discrete import DiscretePopulation
+    from ...population.program import ProgramPopulation
+    from .interp import INTERVAL, Interpreter
+    from .bounds import BoxEvaluator, stack_events
 
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
@@ -299,7 +299,7 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
     """Any model under a discrete population (independent or Bayesian network) by box refinement:
     a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
     its possible states; a box is decided once the model's label and the groups are."""
-    from .probability_bounds import stack_events
+    from .bounds import stack_events
 
     order = pop.order()
     index = {n: j for j, n in enumerate(order)}

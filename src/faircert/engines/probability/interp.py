@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models.program import (
+from ...models.program import (
     BOOLEAN_NODES,
     Annotate,
     Assign,
@@ -32,7 +32,7 @@ from ..models.program import (
     Var,
     _fold,
 )
-from . import prob_intervals as iv
+from . import intervals as iv
 
 
 def _cmp(op: str, a, b):
@@ -145,8 +145,8 @@ class Interpreter:
 def site_marginals(program: Program) -> list:
     """The independent marginal of each random site (gaussian means that are not constant are 0:
     the interpreter adds them)."""
-    from ..population.continuous import Gaussian as G
-    from ..population.continuous import Step, Uniform
+    from ...population.continuous import Gaussian as G
+    from ...population.continuous import Step, Uniform
 
     out = []
     for d in program.sites:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bounds_symbolic import TwinBounds
+from .symbolic import TwinBounds
 
 MIN_GAIN = 0.02  # cut only when the forms decide at least this share of the box along the feature
 

@@ -19,17 +19,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..models.network import ReluNetwork
-from ..properties import IndividualFairness
-from ..results import Counterexample, Result
-from .bounds_symbolic import bound_twins, crown_cost_ratio
-from .boxes_cuts import cut_boxes
-from .boxes_exact import exact_boxes, exact_ok
-from .boxes_grow import RADII, carve, grow
-from .boxes_pool import Pool
-from .boxes_problem import Problem
-from .boxes_sampling import Sampler, random_points, twin_split
-from .boxes_tail import decided_shares
+from ...models.network import ReluNetwork
+from ...properties import IndividualFairness
+from ...results import Counterexample, Result
+from .symbolic import bound_twins, crown_cost_ratio
+from .cuts import cut_boxes
+from .exact import exact_boxes, exact_ok
+from .grow import RADII, carve, grow
+from ..boxes.pool import Pool
+from .problem import Problem
+from .sampling import Sampler, random_points, twin_split
+from .tail import decided_shares
 
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
