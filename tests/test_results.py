@@ -28,6 +28,21 @@ def test_json_schema_keys_and_values():
     assert "measure_lower" not in data
 
 
+def test_every_result_json_names_its_schema_and_faircert_version():
+    import faircert
+    from faircert.results import SCHEMA_VERSION, GroupResult, ProgramResult
+
+    group = GroupResult(verdict="fair", groups=[], metrics={}, most_favoured="", least_favoured="", threshold=0.8,
+                        engine="subset-sum", population="independent")
+    program = ProgramResult(verdict="unknown", ratio_low=0.5, ratio_high=float("inf"), probabilities={}, epsilon=0.1,
+                            method="sound", guarantee="sound", elapsed_s=0.0)
+    for result in (make_result(), group, program):
+        data = json.loads(result.to_json())
+        assert list(data)[:2] == ["schema_version", "faircert_version"]
+        assert (data["schema_version"], data["faircert_version"]) == (SCHEMA_VERSION, faircert.__version__)
+    assert json.loads(program.to_json())["ratio"]["high"] == "inf"
+
+
 def test_exit_codes_and_text():
     assert make_result(verdict="fair").exit_code == 0
     assert make_result().exit_code == 1

@@ -1,12 +1,12 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
+from ._version import __version__
 from .api import group, load_model, sample_counterexamples, verify, verify_program
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
 from .results import Counterexample, GroupResult, ProgramResult, Result, StatisticalEstimate
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Counterexample",

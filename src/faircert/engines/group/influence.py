@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...population.discrete import DiscretePopulation
-from ...results import GroupProbability, Influence, _di_interval, _gap_interval
+from ...results import GroupProbability, Influence, di_interval, gap_interval
 
 GroupsOf = Callable[[DiscretePopulation], list[GroupProbability]]
 
@@ -37,14 +37,14 @@ def uniform_over(population: DiscretePopulation, features: Sequence[str]) -> Dis
 def influences(population: DiscretePopulation, base: list[GroupProbability], groups_of: GroupsOf,
                subsets: Sequence[Sequence[str]]) -> list[Influence]:
     """FIFs of each feature set in `subsets` on every group's positive rate, DI and SP."""
-    base_di, base_sp = _point(_di_interval(base)), _point(_gap_interval("sp", base))
+    base_di, base_sp = _point(di_interval(base)), _point(gap_interval("sp", base))
     out = []
     for subset in subsets:
         perturbed = groups_of(uniform_over(population, subset))
         by_group = {b.name: b.value - p.value for b, p in zip(base, perturbed)}
         out.append(Influence(list(subset), by_group,
-                             di=base_di - _point(_di_interval(perturbed)),
-                             sp=base_sp - _point(_gap_interval("sp", perturbed)),
+                             di=base_di - _point(di_interval(perturbed)),
+                             sp=base_sp - _point(gap_interval("sp", perturbed)),
                              perturbed={p.name: p.value for p in perturbed}))
     return out
 

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import DataError, PropertyError
 from ...models.linear import ColumnEncoding, LinearModel
 from ...population.discrete import DiscretePopulation
-from ...results import GroupProbability, GroupResult, _di_interval, _gap_interval
+from ...results import GroupProbability, GroupResult, di_interval, gap_interval
 from .influence import default_subsets, influences
 from .subset_sum import Engine
 
@@ -104,7 +104,7 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats), subsets)
     if bin_bounds:
         spread = group_probabilities(model, pop, spread_bins=True)
-        di, sp = _di_interval(spread), _gap_interval("sp", spread)
+        di, sp = di_interval(spread), gap_interval("sp", spread)
         stats["within_bin_bounds"] = {"groups": {g.name: [g.low, g.high] for g in spread},
                                       "di": [di.low, di.high], "sp": [sp.low, sp.high]}
     if stats.get("bucketed"):

@@ -1,162 +1,16 @@
-"""Result objects: what engines return and reports present.
-
-`Result` answers an individual-fairness (or robustness) question. Its JSON form is a stable,
-documented schema (README, "JSON result schema"); add keys, never rename them.
-"""
+"""Results of group-fairness questions: per-group probability intervals and metrics."""
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
+from ..errors import PropertyError
+from .base import DECISION_TOLERANCE, Verdict
 
-VERDICTS = ("fair", "unfair", "unknown")
-#: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
-VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
-EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
-
-
-class Verdict:
-    """What every result type shares: a checked verdict, its exit code, its VNN-COMP word, JSON."""
-
-    verdict: str
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
-
-    @property
-    def vnncomp(self) -> str:
-        return VNNCOMP_WORDS[self.verdict]
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
-
-
-@dataclass
-class Counterexample:
-    """A pair of inputs that the real model labels differently; both outputs are re-computed."""
-
-    x: list[float]
-    x_prime: list[float]
-    output: float
-    output_prime: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class StatisticalEstimate:
-    """A sampled estimate of the unfair share with a confidence interval (never a guarantee)."""
-
-    unfair: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    samples: int
-    method: str = "stratified"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Result(Verdict):
-    """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
-
-    verdict: str
-    certified: float
-    falsified: float
-    undecided: float
-    domain_size: float
-    counterexamples: list[Counterexample] = field(default_factory=list)
-    statistical: StatisticalEstimate | None = None
-    elapsed_s: float = 0.0
-    engine: str = ""
-    model: str = ""
-    protected: list[str] = field(default_factory=list)
-    epsilon: dict[str, float] = field(default_factory=dict)
-    #: Tree engines: sound bounds on M_fair / M_robust and the sizes they are measured on.
-    measure_lower: float | None = None
-    measure_upper: float | None = None
-    confident_size: float | None = None
-    unfair_size: float | None = None
-    #: Engine-specific figures (boxes processed, throughput, ...), for benchmarks and curious users.
-    stats: dict[str, Any] = field(default_factory=dict)
-    feature_names: list[str] = field(default_factory=list)
-
-    def column_names(self) -> list[str]:
-        """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
-        if self.feature_names:
-            return list(self.feature_names)
-        width = len(self.counterexamples[0].x) if self.counterexamples else 0
-        return [f"x{i}" for i in range(width)]
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "verdict": self.verdict,
-            "vnncomp": self.vnncomp,
-            "certified": self.certified,
-            "falsified": self.falsified,
-            "undecided": self.undecided,
-            "domain_size": self.domain_size,
-            "counterexamples": [c.to_dict() for c in self.counterexamples],
-            "statistical": self.statistical.to_dict() if self.statistical else None,
-            "elapsed_s": self.elapsed_s,
-            "engine": self.engine,
-            "model": self.model,
-            "protected": list(self.protected),
-            "epsilon": dict(self.epsilon),
-            "feature_names": list(self.feature_names),
-            "stats": self.stats,
-        }
-        if self.measure_lower is not None:
-            out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
-                       confident_size=self.confident_size, unfair_size=self.unfair_size)
-        return out
-
-    def __str__(self) -> str:
-        lines = [
-            f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
-            f"model: {self.model}",
-            f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else ""),
-            f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
-            f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})",
-        ]
-        if self.measure_lower is not None:
-            lines.append(f"measure in [{self.measure_lower:.6f}, {self.measure_upper:.6f}]")
-        if self.statistical:
-            s = self.statistical
-            lines.append(f"statistical unfair share: {100 * s.unfair:.4f}% "
-                         f"({100 * s.confidence:g}% CI [{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples)")
-        lines.append(f"counterexamples: {len(self.counterexamples)}")
-        return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-# ----- group fairness ----------------------------------------------------------------------------
 #: Metrics of group fairness. DI is a ratio (min/max over groups, higher is fairer, checked as
 #: DI >= threshold); SP, EO and PCF are gaps (max - min, lower is fairer, checked as gap <= threshold).
 GROUP_METRICS = ("di", "sp", "eo", "pcf")
-#: Values within this distance of a threshold are undecided: floating point never decides a verdict.
-DECISION_TOLERANCE = 1e-9
 
 
 @dataclass
@@ -297,8 +151,6 @@ class GroupResult(Verdict):
         `gap_thresholds[name]` when given. The verdict is unfair if any checked metric is proven
         violated, fair if all are proven satisfied, unknown otherwise.
         """
-        from .errors import PropertyError
-
         conditional = dict(conditional or {})
         gap_thresholds = dict(gap_thresholds or {})
         if not groups:
@@ -308,10 +160,10 @@ class GroupResult(Verdict):
             raise PropertyError(f"unknown metric(s) {unknown}; choose from {', '.join(GROUP_METRICS)}")
         wanted = ["di", "sp"] + [m for m in metrics if m not in ("di", "sp")]
         out: dict[str, MetricInterval] = {}
-        out["di"] = _di_interval(groups)
-        out["sp"] = _gap_interval("sp", groups)
+        out["di"] = di_interval(groups)
+        out["sp"] = gap_interval("sp", groups)
         if "eo" in wanted:
-            parts = [_gap_interval("eo", v, prefix=f"{k}: ") for k, v in conditional.items() if k.startswith("Y=")]
+            parts = [gap_interval("eo", v, prefix=f"{k}: ") for k, v in conditional.items() if k.startswith("Y=")]
             if len(parts) != 2:
                 raise PropertyError("equalized odds needs the group probabilities given each of the two labels "
                                     "(conditional keys 'Y=<value>')")
@@ -321,7 +173,7 @@ class GroupResult(Verdict):
         if "pcf" in wanted:
             if "pcf" not in conditional:
                 raise PropertyError("path-specific causal fairness needs the group probabilities with mediators redistributed")
-            out["pcf"] = _gap_interval("pcf", conditional["pcf"])
+            out["pcf"] = gap_interval("pcf", conditional["pcf"])
         out["di"].threshold = threshold
         for name, t in gap_thresholds.items():
             if name in out and name != "di":
@@ -380,7 +232,7 @@ class GroupResult(Verdict):
         return "\n".join(lines)
 
 
-def _di_interval(groups: list[GroupProbability]) -> MetricInterval:
+def di_interval(groups: list[GroupProbability]) -> MetricInterval:
     """min_g p_g / max_g p_g as a sound interval; 1 when every group's probability is 0 (no disparity)."""
     min_lo = min(g.low for g in groups)
     min_hi = min(g.high for g in groups)
@@ -397,11 +249,9 @@ def _di_interval(groups: list[GroupProbability]) -> MetricInterval:
     return MetricInterval("di", low, high, detail=detail)
 
 
-def _gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -> MetricInterval:
+def gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -> MetricInterval:
     """max_g p_g - min_g p_g as a sound interval."""
     if not groups:
-        from .errors import PropertyError
-
         raise PropertyError(f"{name}: no group to compare")
     low = max(0.0, max(g.low for g in groups) - min(g.high for g in groups))
     high = max(g.high for g in groups) - min(g.low for g in groups)
@@ -410,67 +260,3 @@ def _gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -
     return MetricInterval(name, low, high, detail=f"{prefix}max {top.name} - min {bottom.name}")
 
 
-# ----- programs (FairSquare-style group fairness of probabilistic programs) -----------------------
-@dataclass
-class ProgramResult(Verdict):
-    """Group fairness of a decision program under a population: probability and ratio intervals.
-
-    `guarantee` is "sound" (the intervals are mathematical bounds) or, for the sampling method,
-    a statement of the error probability of the verdict (e.g. "P[wrong verdict] <= 1e-06").
-    """
-
-    verdict: str
-    ratio_low: float
-    ratio_high: float
-    probabilities: dict[str, tuple[float, float]]
-    epsilon: float
-    method: str
-    guarantee: str
-    elapsed_s: float
-    samples: int | None = None
-    kind: str = "ratio"
-    program: str = ""
-    #: Why the engine stopped without a verdict ("time limit", "box budget", ...), else "".
-    stopped: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ratio(self) -> tuple[float, float]:
-        return (self.ratio_low, self.ratio_high)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "verdict": self.verdict,
-            "vnncomp": self.vnncomp,
-            "ratio": {"low": _finite(self.ratio_low), "high": _finite(self.ratio_high)},
-            "probabilities": {k: {"low": lo, "high": hi} for k, (lo, hi) in self.probabilities.items()},
-            "epsilon": _finite(self.epsilon),
-            "kind": self.kind,
-            "method": self.method,
-            "guarantee": self.guarantee,
-            "elapsed_s": self.elapsed_s,
-            "program": self.program,
-            "stopped": self.stopped,
-            "stats": self.stats,
-        }
-        if self.samples is not None:
-            out["samples"] = self.samples
-        return out
-
-    def __str__(self) -> str:
-        lines = [f"verdict: {self.verdict} ({self.method}, {self.guarantee}, {self.elapsed_s:.2f} s)",
-                 f"program: {self.program}",
-                 f"ratio in [{self.ratio_low:.6f}, {self.ratio_high:.6f}]  (fair iff > {1 - self.epsilon:g}, {self.kind})"
-                 if not self.kind.startswith("probability") else f"property: {self.kind}"]
-        for name, (lo, hi) in self.probabilities.items():
-            lines.append(f"  P[{name}] in [{lo:.6f}, {hi:.6f}]")
-        if self.samples is not None:
-            lines.append(f"samples: {self.samples}")
-        if self.stopped:
-            lines.append(f"stopped: {self.stopped}")
-        return "\n".join(lines)
-
-
-def _finite(x: float) -> float | str:
-    """JSON has no infinity: an unbounded ratio end is written as the string "inf"."""
-    return x if math.isfinite(x) else str(x)

@@ -1,0 +1,63 @@
+"""What every result shares: the verdict words, exit codes, and the versioned JSON envelope.
+
+Every result's JSON carries `schema_version` (bumped when a key changes meaning or disappears;
+keys are added, never renamed) and `faircert_version` beside the result's own keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+
+#: Version of the JSON schemas of all results (README, "JSON result schema").
+SCHEMA_VERSION = "1.0"
+
+VERDICTS = ("fair", "unfair", "unknown")
+#: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
+VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
+EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
+
+
+class Verdict:
+    """What every result type shares: a checked verdict, its exit code, its VNN-COMP word, JSON."""
+
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def vnncomp(self) -> str:
+        return VNNCOMP_WORDS[self.verdict]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(versioned(self.to_dict()), indent=indent, default=jsonable)
+
+
+def versioned(payload: dict[str, Any]) -> dict[str, Any]:
+    """A result's JSON object with the schema and faircert versions first."""
+    return {"schema_version": SCHEMA_VERSION, "faircert_version": __version__, **payload}
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+#: Values within this distance of a threshold are undecided: floating point never decides a verdict.
+DECISION_TOLERANCE = 1e-9

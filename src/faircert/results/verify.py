@@ -1,0 +1,114 @@
+"""Results of individual-fairness questions: sound shares, counterexamples, a labelled estimate.
+
+`Result`'s JSON form is a stable, documented schema (README, "JSON result schema"); add keys,
+never rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .base import Verdict
+
+
+@dataclass
+class Counterexample:
+    """A pair of inputs that the real model labels differently; both outputs are re-computed."""
+
+    x: list[float]
+    x_prime: list[float]
+    output: float
+    output_prime: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StatisticalEstimate:
+    """A sampled estimate of the unfair share with a confidence interval (never a guarantee)."""
+
+    unfair: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    samples: int
+    method: str = "stratified"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Result(Verdict):
+    """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
+
+    verdict: str
+    certified: float
+    falsified: float
+    undecided: float
+    domain_size: float
+    counterexamples: list[Counterexample] = field(default_factory=list)
+    statistical: StatisticalEstimate | None = None
+    elapsed_s: float = 0.0
+    engine: str = ""
+    model: str = ""
+    protected: list[str] = field(default_factory=list)
+    epsilon: dict[str, float] = field(default_factory=dict)
+    #: Tree engines: sound bounds on M_fair / M_robust and the sizes they are measured on.
+    measure_lower: float | None = None
+    measure_upper: float | None = None
+    confident_size: float | None = None
+    unfair_size: float | None = None
+    #: Engine-specific figures (boxes processed, throughput, ...), for benchmarks and curious users.
+    stats: dict[str, Any] = field(default_factory=dict)
+    feature_names: list[str] = field(default_factory=list)
+
+    def column_names(self) -> list[str]:
+        """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
+        if self.feature_names:
+            return list(self.feature_names)
+        width = len(self.counterexamples[0].x) if self.counterexamples else 0
+        return [f"x{i}" for i in range(width)]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "verdict": self.verdict,
+            "vnncomp": self.vnncomp,
+            "certified": self.certified,
+            "falsified": self.falsified,
+            "undecided": self.undecided,
+            "domain_size": self.domain_size,
+            "counterexamples": [c.to_dict() for c in self.counterexamples],
+            "statistical": self.statistical.to_dict() if self.statistical else None,
+            "elapsed_s": self.elapsed_s,
+            "engine": self.engine,
+            "model": self.model,
+            "protected": list(self.protected),
+            "epsilon": dict(self.epsilon),
+            "feature_names": list(self.feature_names),
+            "stats": self.stats,
+        }
+        if self.measure_lower is not None:
+            out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
+                       confident_size=self.confident_size, unfair_size=self.unfair_size)
+        return out
+
+    def __str__(self) -> str:
+        lines = [
+            f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
+            f"model: {self.model}",
+            f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else ""),
+            f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
+            f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})",
+        ]
+        if self.measure_lower is not None:
+            lines.append(f"measure in [{self.measure_lower:.6f}, {self.measure_upper:.6f}]")
+        if self.statistical:
+            s = self.statistical
+            lines.append(f"statistical unfair share: {100 * s.unfair:.4f}% "
+                         f"({100 * s.confidence:g}% CI [{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples)")
+        lines.append(f"counterexamples: {len(self.counterexamples)}")
+        return "\n".join(lines)
+
