@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trees_data import DATA, DATASETS
 
 from faircert.domain import Domain
-from faircert.engines.trees.verify import quantify, region_is_exact, sample_unfair, verify_trees
-from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.boxes.frontier import MAX_STORED_BOXES
+from faircert.engines.trees.boxes import domain_box, normalise
+from faircert.engines.trees.verify import quantify, region_is_exact, sample_unfair, verify_trees
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
 

@@ -6,8 +6,8 @@ from boxes_oracle import random_network, unfair_points
 
 from faircert.domain import Domain, Feature
 from faircert.engines.network import refine as boxes
-from faircert.engines.network.refine import Refinement, verify_network
 from faircert.engines.network.grow import carve
+from faircert.engines.network.refine import Refinement, verify_network
 from faircert.properties import individual_fairness
 
 # domain: three free integer features and two protected ones (3 values and 2 values)

@@ -10,9 +10,10 @@ from scipy import integrate
 from scipy.stats import norm
 
 from faircert.engines.probability import intervals as iv
-from faircert.engines.probability.interp import POINT, Interpreter, site_marginals
 from faircert.engines.probability.bounds import probability, program_fairness
+from faircert.engines.probability.interp import POINT, Interpreter
 from faircert.models.program import parse_expression, parse_program
+from faircert.population.program import site_marginals
 
 EX = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare" / "ex.fr"
 

@@ -9,10 +9,10 @@ import pytest
 from test_trees_engine import TOY_DOMAIN, _small_problem, brute_force, toy_ensemble
 from test_trees_joint import _xgb, two_protected_problem
 
-from faircert.engines.trees.verify import quantify, sample_unfair
 from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.dilated import cell_of, find_label
 from faircert.engines.trees.joint import _SliceBounds
+from faircert.engines.trees.verify import quantify, sample_unfair
 from faircert.properties import individual_fairness
 
 

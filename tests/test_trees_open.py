@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_trees_engine import _small_problem, brute_force_masks
 
-from faircert.engines.trees.verify import quantify, verify_trees
 from faircert.engines.trees.boxes import normalise
 from faircert.engines.trees.open import Checker, estimate_unfair_share
+from faircert.engines.trees.verify import quantify, verify_trees
 from faircert.properties import individual_fairness
 
 CASES = [(0, None, False), (0, 0.7, False), (1, 0.5, False), (2, 0.7, False), (1, None, True), (1, 0.8, True)]

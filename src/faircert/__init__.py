@@ -7,8 +7,8 @@ from .errors import DataError, DomainError, FaircertError, ModelFormatError, Pro
 from .models.network import ReluNetwork
 from .results import Counterexample, GroupResult, ProgramResult, Result, StatisticalEstimate
 
-
 __all__ = [
+    "__version__",
     "Counterexample",
     "DataError",
     "Domain",

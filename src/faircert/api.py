@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .data import infer_domain
 from .domain import Domain, Feature
 from .errors import DomainError, PropertyError
 from .properties import check_time_limit, individual_fairness, split_names
@@ -27,10 +28,10 @@ def resolve_domain(domain: Any, model_ir: Any) -> Domain:
         return domain
     if isinstance(domain, (str, Path)):
         if Path(domain).suffix.lower() in (".csv", ".tsv"):
-            return Domain.infer(domain)
+            return infer_domain(domain)
         return Domain.load(domain)
     if domain is not None:
-        return Domain.infer(domain)
+        return infer_domain(domain)
     lower = getattr(model_ir, "input_lower", None)
     upper = getattr(model_ir, "input_upper", None)
     if lower is None or upper is None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .domain import Domain, Feature
 from .errors import DataError, DomainError
 
 
@@ -46,8 +47,6 @@ def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = N
     if named, is left out.
     """
     import pandas as pd
-
-    from .domain import Domain, Feature
 
     frame = read_table(data)
     protected = [p for p in protected]

@@ -258,13 +258,6 @@ class Domain:
             raise DomainError("bounds and names must have the same length")
         return cls(tuple(Feature(n, kind, lo, hi) for n, lo, hi in zip(names, lower, upper)))
 
-    @classmethod
-    def infer(cls, data: Any, protected: Iterable[str] = (), label: str | None = None) -> Domain:
-        """Guess kinds and bounds from a DataFrame, a CSV path or an array (columns x0..)."""
-        from .data import infer_domain
-
-        return infer_domain(data, protected=protected, label=label)
-
     def __str__(self) -> str:
         rows = [f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features]
         return "Domain(\n  " + "\n  ".join(rows) + "\n)"

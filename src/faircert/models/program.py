@@ -311,7 +311,7 @@ class _Parser:
     def constant(self, node: ast.expr, what: str) -> float:
         """A literal number, possibly built with unary minus and arithmetic on literals."""
         expr = self.expr(node)
-        value = _fold(expr)
+        value = constant_value(expr)
         if value is None:
             raise self.error(node, f"{what} must be a constant number")
         return value
@@ -368,15 +368,15 @@ class _Parser:
         raise self.error(node, f"unsupported expression `{type(node).__name__}`")
 
 
-def _fold(expr: Expr) -> float | None:
+def constant_value(expr: Expr) -> float | None:
     """The value of an expression made of literals only, else None."""
     if isinstance(expr, Num):
         return expr.value
     if isinstance(expr, Neg):
-        v = _fold(expr.operand)
+        v = constant_value(expr.operand)
         return None if v is None else -v
     if isinstance(expr, BinOp):
-        a, b = _fold(expr.left), _fold(expr.right)
+        a, b = constant_value(expr.left), constant_value(expr.right)
         if a is None or b is None or (expr.op == "/" and b == 0):
             return None
         return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else 0.0}[expr.op]
@@ -384,27 +384,27 @@ def _fold(expr: Expr) -> float | None:
 
 
 # ----- checks ------------------------------------------------------------------------------------
-def _uses(expr: Expr) -> list[str]:
+def variables_used(expr: Expr) -> list[str]:
     if isinstance(expr, Var):
         return [expr.name]
     if isinstance(expr, Num):
         return []
     if isinstance(expr, (BinOp, Compare)):
-        return _uses(expr.left) + _uses(expr.right)
+        return variables_used(expr.left) + variables_used(expr.right)
     if isinstance(expr, (Neg, Not)):
-        return _uses(expr.operand)
+        return variables_used(expr.operand)
     if isinstance(expr, (Call, BoolOp)):
         items = expr.args if isinstance(expr, Call) else expr.values
-        return [n for e in items for n in _uses(e)]
+        return [n for e in items for n in variables_used(e)]
     if isinstance(expr, IfExp):
-        return _uses(expr.test) + _uses(expr.body) + _uses(expr.orelse)
+        return variables_used(expr.test) + variables_used(expr.body) + variables_used(expr.orelse)
     raise TypeError(type(expr).__name__)
 
 
 def _check_defined(body: list[Stmt], defined: set[str], filename: str) -> set[str]:
     """Definite assignment: every variable read is assigned on every path before; returns the set after."""
     def need(expr: Expr, line: int) -> None:
-        for name in _uses(expr):
+        for name in variables_used(expr):
             if name not in defined:
                 raise ProgramError(f"{filename}:{line}: variable {name!r} is used before it is assigned "
                                    "(on some path); assign it first")

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from ..errors import PropertyError
-from ..models.program import Program, load_program
+from ..models.program import Gaussian, Program, constant_value, load_program
+from .continuous import Gaussian as G
+from .continuous import Step, Uniform
 
 
 @dataclass
@@ -28,8 +27,6 @@ class ProgramPopulation:
 
     @property
     def marginals(self) -> list:
-        from ..engines.probability.interp import site_marginals
-
         return site_marginals(self.program)
 
     @property
@@ -42,21 +39,21 @@ class ProgramPopulation:
             raise PropertyError(f"the population program {self.program.source} does not assign {missing} on "
                                 f"every path; it assigns: {', '.join(sorted(self.program.defined))}")
 
-    def intervals(self, lo: np.ndarray, hi: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(final variables as interval values, annotation conditions) for CDF boxes (N, d)."""
-        from ..engines.probability.interp import INTERVAL, Interpreter
-        from ..engines.probability.bounds import draw_intervals
-
-        notes, _, env = Interpreter(INTERVAL).run(self.program, draw_intervals(self.marginals, lo, hi))
-        return env, notes
-
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(final variables, annotation conditions) of n independent runs."""
-        from ..engines.probability.interp import POINT, Interpreter
-
-        draws = [m.sample(rng, n) for m in self.marginals]
-        notes, _, env = Interpreter(POINT).run(self.program, draws)
-        return {k: np.broadcast_to(v, (n,)) for k, v in env.items()}, notes
-
     def __str__(self) -> str:
         return f"program {self.program.source} ({self.program.n_sites} random draws)"
+
+
+def site_marginals(program: Program) -> list:
+    """The independent marginal of each random site (gaussian means that are not constant are 0:
+    the interpreter adds them)."""
+    out = []
+    for d in program.sites:
+        dist = d.dist
+        if isinstance(dist, Gaussian):
+            mean = constant_value(dist.mean)
+            out.append(G(0.0 if mean is None else mean, dist.variance, d.target))
+        elif hasattr(dist, "bars"):
+            out.append(Step(dist.bars, d.target))
+        else:
+            out.append(Uniform(dist.low, dist.high, d.target))
+    return out

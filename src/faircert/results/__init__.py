@@ -6,8 +6,24 @@
 - `base`: verdict words, exit codes and the versioned JSON envelope (`SCHEMA_VERSION`).
 """
 
-from .base import DECISION_TOLERANCE, EXIT_CODES, SCHEMA_VERSION, VERDICTS, VNNCOMP_WORDS, Verdict, jsonable
-from .group import GROUP_METRICS, GroupProbability, GroupResult, Influence, MetricInterval, di_interval, gap_interval
+from .base import (
+    DECISION_TOLERANCE,
+    EXIT_CODES,
+    SCHEMA_VERSION,
+    VERDICTS,
+    VNNCOMP_WORDS,
+    Verdict,
+    jsonable,
+)
+from .group import (
+    GROUP_METRICS,
+    GroupProbability,
+    GroupResult,
+    Influence,
+    MetricInterval,
+    di_interval,
+    gap_interval,
+)
 from .program import ProgramResult
 from .verify import Counterexample, Result, StatisticalEstimate
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .symbolic import bound_twins
 from .problem import Problem
+from .symbolic import bound_twins
 
 RADII = 6  # candidate radii per feature: width, width/4, width/16, ...
 

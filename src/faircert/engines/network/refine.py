@@ -22,13 +22,13 @@ import numpy as np
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
-from .symbolic import bound_twins, crown_cost_ratio
+from ..boxes.pool import Pool
 from .cuts import cut_boxes
 from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
-from ..boxes.pool import Pool
 from .problem import Problem
 from .sampling import Sampler, random_points, twin_split
+from .symbolic import bound_twins, crown_cost_ratio
 from .tail import decided_shares
 
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)

@@ -9,8 +9,8 @@ from statistics import NormalDist
 import numpy as np
 
 from ...results import StatisticalEstimate
-from .symbolic import bound_twins
 from .problem import Problem
+from .symbolic import bound_twins
 
 
 def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:

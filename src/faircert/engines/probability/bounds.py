@@ -17,8 +17,10 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.program import Expr, Program, load_program, parse_expression
+from ...population.program import site_marginals
 from ...results import ProgramResult
 from . import intervals as iv
+from .events import BoxEvaluator, stack_events
 from .fairness import (
     FairnessSpec,
     conditionals,
@@ -29,69 +31,10 @@ from .fairness import (
     summary,
     weights,
 )
-from .interp import INTERVAL, Interpreter, site_marginals
+from .interp import INTERVAL, Interpreter
 from .refine import Bounds, refine
 
 _INTERVAL_RUN = Interpreter(INTERVAL)
-
-
-def draw_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[iv.Iv]:
-    """Interval values of each random site for CDF boxes (N, d), with one dependency bit per site."""
-    return as_intervals(marginal_intervals(marginals, lo, hi))
-
-
-def marginal_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[tuple]:
-    """(lo, hi, lo_open, hi_open) of each input for CDF boxes (N, d)."""
-    return [m.interval(lo[:, j], hi[:, j]) for j, m in enumerate(marginals)]
-
-
-def as_intervals(raw: list[tuple]) -> list[iv.Iv]:
-    track = len(raw) <= 64
-    return [iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None, 0.0, affine_form(vlo, vhi, j))
-            for j, (vlo, vhi, olo, ohi) in enumerate(raw)]
-
-
-#: track affine forms beside intervals (correlations between derived values)
-AFFINE = True
-
-
-def affine_form(lo, hi, j: int):
-    from . import affine
-
-    return affine.from_interval(np.asarray(lo), np.asarray(hi), symbol=j) if AFFINE else None
-
-
-class BoxEvaluator:
-    """Events of CDF boxes: `draws` maps boxes to input intervals, `events` runs the rest, so a
-    refinement that changes one input of a box recomputes only that input's interval."""
-
-    def __init__(self, marginals: list, events: Callable[[list[iv.Iv], int], tuple]) -> None:
-        self.marginals = marginals
-        self._events = events
-
-    def draws(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple]:
-        return marginal_intervals(self.marginals, lo, hi)
-
-    def events(self, raw: list[tuple], n: int) -> tuple:
-        return self._events(as_intervals(raw), n)
-
-    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> tuple:
-        return self.events(self.draws(lo, hi), len(lo))
-
-
-def stack_events(events: list[iv.Bv], n: int):
-    """(may_true, may_false, dep of the undecided events, width, symbol sensitivities) from events."""
-    mt = np.stack([np.broadcast_to(e.may_true, (n,)) for e in events], axis=1)
-    mf = np.stack([np.broadcast_to(e.may_false, (n,)) for e in events], axis=1)
-    w = np.stack([np.broadcast_to(np.asarray(e.w, dtype=np.float64), (n,)) for e in events], axis=1)
-    w = np.where(mt & mf, np.nan_to_num(w, nan=1e200, posinf=1e200), 0.0)
-    sens = iv._sens_sum(*[e.sens for e in events])
-    if any(e.dep is None for e in events):
-        return mt, mf, None, w, sens
-    dep = np.zeros(n, dtype=np.uint64)
-    for k, e in enumerate(events):
-        dep |= np.where(mt[:, k] & mf[:, k], np.broadcast_to(e.dep, (n,)), np.uint64(0))
-    return mt, mf, dep, w, sens
 
 
 def program_evaluator(program: Program, make_events: Callable[[dict, list], list], queries: Sequence[Expr] = ()):
@@ -151,9 +94,9 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
     """Sound [low, high] of P[query] at the end of `program`, refined until high - low <= tolerance."""
     prog = load_program(program)
     expr = parse_expression(query) if isinstance(query, str) else query
-    from ...models.program import _uses
+    from ...models.program import variables_used
 
-    missing = [n for n in _uses(expr) if n not in prog.defined]
+    missing = [n for n in variables_used(expr) if n not in prog.defined]
     if missing:
         raise PropertyError(f"the query reads {missing}, which the program does not assign on every path")
     if not tolerance > 0:
@@ -169,12 +112,12 @@ def probability_result(program: str | Program, query: str, above: float | None =
                        time_limit: float | None = 60.0) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
-    from ...models.program import _uses
+    from ...models.program import variables_used
     from ...results import DECISION_TOLERANCE
 
     prog = load_program(program)
     expr = parse_expression(query)
-    missing = [n for n in _uses(expr) if n not in prog.defined]
+    missing = [n for n in variables_used(expr) if n not in prog.defined]
     if missing:
         raise PropertyError(f"the query reads {missing}, which the program does not assign on every path")
     if above is not None and not 0 <= above <= 1:

@@ -30,7 +30,7 @@ from ...models.program import (
     Num,
     Program,
     Var,
-    _fold,
+    constant_value,
 )
 from . import intervals as iv
 
@@ -109,7 +109,7 @@ class Interpreter:
                 env[s.target] = self.num(s.value, env)
             elif isinstance(s, Draw):
                 value = draws[s.site]
-                if isinstance(s.dist, Gaussian) and _fold(s.dist.mean) is None:
+                if isinstance(s.dist, Gaussian) and constant_value(s.dist.mean) is None:
                     value = o.add(value, self.num(s.dist.mean, env))
                 env[s.target] = value
             elif isinstance(s, Annotate):
@@ -140,22 +140,3 @@ class Interpreter:
             self.block(program.body, env, draws, notes)
             results = [self.cond(q, env) for q in queries]
         return notes, results, env
-
-
-def site_marginals(program: Program) -> list:
-    """The independent marginal of each random site (gaussian means that are not constant are 0:
-    the interpreter adds them)."""
-    from ...population.continuous import Gaussian as G
-    from ...population.continuous import Step, Uniform
-
-    out = []
-    for d in program.sites:
-        dist = d.dist
-        if isinstance(dist, Gaussian):
-            mean = _fold(dist.mean)
-            out.append(G(0.0 if mean is None else mean, dist.variance, d.target))
-        elif hasattr(dist, "bars"):
-            out.append(Step(dist.bars, d.target))
-        else:
-            out.append(Uniform(dist.low, dist.high, d.target))
-    return out

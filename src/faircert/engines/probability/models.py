@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...properties import split_names
 from . import intervals as iv
+from .events import BoxEvaluator, stack_events
 
 _U = 2.0 ** -53
 
@@ -200,7 +201,6 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from .interp import INTERVAL, Interpreter
-    from .bounds import BoxEvaluator, stack_events
 
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
@@ -299,7 +299,6 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
     """Any model under a discrete population (independent or Bayesian network) by box refinement:
     a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
     its possible states; a box is decided once the model's label and the groups are."""
-    from .bounds import stack_events
 
     order = pop.order()
     index = {n: j for j, n in enumerate(order)}

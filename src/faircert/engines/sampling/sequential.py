@@ -99,6 +99,7 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
                              bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0):
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
     from ...models.program import load_program
+    from ...population.program import site_marginals
     from ...results import ProgramResult
     from ..probability.fairness import (
         FairnessSpec,
@@ -109,7 +110,7 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
         ratio_interval,
         summary,
     )
-    from ..probability.interp import POINT, Interpreter, site_marginals
+    from ..probability.interp import POINT, Interpreter
 
     prog = load_program(program)
     prog.require("sensitiveAttribute", "fairnessTarget")

@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from ...models.trees import TreeEnsemble
-from .boxes import NormalisedTrees, Partition, inner_points
 from ..boxes.frontier import Frontier, over_memory
+from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import _in_slice, _SliceBounds, slice_status
 
 

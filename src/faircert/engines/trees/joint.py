@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 from ...models.trees import TreeEnsemble
-from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
 from ..boxes.frontier import Frontier, over_memory
+from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,

@@ -42,10 +42,26 @@ from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
-from .boxes import NEG, POS, NormalisedTrees, Partition, domain_box, inner_points, normalise, partition
+from .boxes import (
+    NEG,
+    POS,
+    NormalisedTrees,
+    Partition,
+    domain_box,
+    inner_points,
+    normalise,
+    partition,
+)
 from .dilated import dilated_quantify
 from .joint import joint_quantify
-from .open import Checker, OpenBoxes, estimate_unfair_share, measured, multinomial_rows, uniform_points
+from .open import (
+    Checker,
+    OpenBoxes,
+    estimate_unfair_share,
+    measured,
+    multinomial_rows,
+    uniform_points,
+)
 from .union import covered
 
 MAX_SLICES = 100_000

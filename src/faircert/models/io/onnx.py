@@ -123,7 +123,7 @@ class _Chain:
                 f"{self.source}: node #{index} ({op_type})"
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
-                self._fold(node, where)
+                self.constant_value(node, where)
                 continue
             if dynamic != [current]:
                 raise unsupported("a branching graph (this node does not continue the single input-to-output "
@@ -147,7 +147,7 @@ class _Chain:
                 todo += [i for i in nodes[k].input if i]
         return needed
 
-    def _fold(self, node: onnx.NodeProto, where: str) -> None:
+    def constant_value(self, node: onnx.NodeProto, where: str) -> None:
         """Evaluate a node of constants with the reference runtime."""
         try:
             feeds = {i: self.consts[i] for i in node.input if i}

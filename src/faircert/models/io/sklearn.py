@@ -3,24 +3,13 @@ ReLU multi-layer perceptrons to the network importer."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
-
-import numpy as np
 
 from ...errors import ModelFormatError
 
 TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
                 "GradientBoostingClassifier"}
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
-
-
-def on_matrix(method: Any, X: np.ndarray) -> np.ndarray:
-    """An estimator's `method` on an unnamed matrix (inputs are positional by contract; the domain's
-    names are checked against `feature_names_in_` elsewhere), without scikit-learn's warning about it."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        return method(X)
 
 
 def load_sklearn(estimator: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import ModelFormatError
 from ..network import ReluNetwork
 from .affine_chain import check_agreement, sample_inputs
-from .sklearn import on_matrix
+from .sklearn_common import on_matrix
 
 
 def load_sklearn_mlp(est: Any) -> ReluNetwork:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import ModelFormatError
 from ..trees import Tree, TreeEnsemble
-from .sklearn import on_matrix
+from .sklearn_common import on_matrix
 
 FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
 
