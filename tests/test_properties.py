@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from faircert import Domain, Feature, PropertyError
-from faircert.properties import check_time_limit, individual_fairness
+from faircert.options import check_time_limit
+from faircert.properties import individual_fairness
 
 DOM = Domain((
     Feature("age", "integer", 0, 10), Feature("sex", "binary", 0, 1),

@@ -8,8 +8,10 @@ from typing import Any
 
 from .data import infer_domain
 from .domain import Domain, Feature
+from .engines.registry import find_engine
 from .errors import DomainError, PropertyError
-from .properties import check_time_limit, individual_fairness, split_names
+from .options import GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
+from .properties import UnfairSamples, individual_fairness, split_names
 from .results import GroupResult, ProgramResult, Result
 
 Progress = Callable[[dict], None]
@@ -46,42 +48,25 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            kappa: float | None = None, robustness: bool = False, time_limit: float | None = 60.0,
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
            max_counterexamples: int = 100, trust_pickle: bool = False,
-           progress: Progress | None = None) -> Result:
+           progress: Progress | None = None, options: VerifyOptions | None = None) -> Result:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
     the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
-    `sensitive_features` is an alias of `protected`.
+    `sensitive_features` is an alias of `protected`. `options`, when given, replaces the budget
+    keywords (time_limit, target_undecided, confidence, seed, max_counterexamples).
     """
+    protected = _protected(protected, sensitive_features)
+    options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
+                                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
+    return find_engine(ir, prop).run(ir, prop, options, progress)
+
+
+def _protected(protected: Any, sensitive_features: Any) -> Any:
     if protected is not None and sensitive_features is not None:
         raise PropertyError("give either protected or sensitive_features, not both")
-    protected = protected if protected is not None else sensitive_features
-    time_limit = check_time_limit(time_limit)
-    if not 0.0 <= target_undecided <= 1.0:
-        raise PropertyError(f"target undecided share must lie in [0, 1], got {target_undecided}")
-    if not 0.0 < confidence < 1.0:
-        raise PropertyError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
-    from .models.network import ReluNetwork
-
-    if isinstance(ir, ReluNetwork):
-        if kappa is not None or robustness:
-            raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
-        from .engines.network.refine import verify_network
-
-        return verify_network(ir, prop, time_limit=time_limit, target_undecided=target_undecided,
-                              confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
-                              progress=progress)
-    from .models.trees import TreeEnsemble
-
-    if isinstance(ir, TreeEnsemble):
-        from .engines.trees.verify import check_not_vacuous, verify_trees
-
-        result = verify_trees(ir, prop, time_limit=time_limit, seed=seed, max_counterexamples=max_counterexamples,
-                              progress=progress, confidence=confidence)
-        check_not_vacuous(result.confident_size, result.stats["converged"], prop)
-        return result
-    raise PropertyError(f"individual-fairness verification does not support models of type {type(ir).__name__}")
+    return protected if protected is not None else sensitive_features
 
 
 def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
@@ -105,39 +90,10 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     holds the measure's bounds, the region's sizes, whether the draws are uniform over the exact
     region (`region_exact`) and the timings.
     """
-    import time
-
-    import numpy as np
-    import pandas as pd
-
-    from .engines.trees.verify import check_not_vacuous, quantify, region_is_exact, sample_unfair
-    from .models.trees import TreeEnsemble
-
-    if n < 1:
-        raise PropertyError(f"the number of counterexamples must be >= 1, got {n}")
+    options = VerifyOptions(time_limit=time_limit, seed=seed)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
-    if not isinstance(ir, TreeEnsemble):
-        raise PropertyError(f"counterexample sampling needs a tree ensemble; the model is a {type(ir).__name__}")
-    names = prop.domain.names
-    q = quantify(ir, prop, check_time_limit(time_limit))
-    check_not_vacuous(q.measured_upper, q.complete, prop)
-    t0 = time.monotonic()
-    x, xp, rejected = sample_unfair(ir, q, n, seed=seed)
-    sample_s = time.monotonic() - t0
-
-    def column(a):
-        return a.astype(np.int64) if len(a) and np.all(a == np.round(a)) else a
-
-    frame = pd.DataFrame({**{f: column(x[:, i]) for i, f in enumerate(names)},
-                          **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(names)},
-                          "output": ir.predict_proba(x), "output_prime": ir.predict_proba(xp)})
-    lower, upper = q.bounds
-    frame.attrs["summary"] = {
-        "written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
-        "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair, "confident_size": q.measured_upper,
-        "region_complete": q.complete, "region_exact": region_is_exact(q), "quantify_s": q.elapsed,
-        "sample_s": sample_s}
-    return frame
+    question = UnfairSamples(prop, n)
+    return find_engine(ir, question).run(ir, question, options, None)
 
 
 def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
@@ -148,7 +104,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
-          delta: float = 1e-6) -> GroupResult:
+          delta: float = 1e-6, progress: Progress | None = None, options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -165,46 +121,22 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
     <= `delta` (for models or populations too large for the sound engines).
     """
-    from .engines.group import linear as gl
+    from .engines.group.linear import resolve_population
 
-    if protected is not None and sensitive_features is not None:
-        raise PropertyError("give either protected or sensitive_features, not both")
-    protected = _names(protected if protected is not None else sensitive_features)
+    protected = _names(_protected(protected, sensitive_features))
     metrics = tuple(m.lower() for m in _names(metrics)) or ("di", "sp")
-    mediators = _names(mediators)
-    time_limit = check_time_limit(time_limit)
-    if not 0.0 < threshold <= 1.0:
-        raise PropertyError(f"the DI threshold must lie in (0, 1], got {threshold}")
-    if method not in ("sound", "sampling"):
-        raise PropertyError(f"unknown method {method!r}; choose 'sound' or 'sampling'")
-    if not 0.0 < delta < 1.0:
-        raise PropertyError(f"delta must lie strictly between 0 and 1, got {delta}")
+    options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta)
     ir = load_model(model, trust_pickle=trust_pickle)
-    ir, pop, frame, learning_s = gl.resolve_population(population, data, ir, protected, label, bins=bins,
-                                                       max_bins=max_bins, method=binning, bin_value=bin_value,
-                                                       score=score, max_indegree=max_indegree)
+    ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
+                                                    max_bins=max_bins, method=binning, bin_value=bin_value,
+                                                    score=score, max_indegree=max_indegree)
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
-    from .models.linear import LinearModel
-    from .population.discrete import DiscretePopulation
-
-    if method == "sampling":
-        from .engines.sampling.sequential import group_sampled
-
-        return group_sampled(ir, pop, protected=protected or None, threshold=threshold, delta=delta,
-                             time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}),
-                             label=label)
-    if isinstance(ir, LinearModel) and isinstance(pop, DiscretePopulation):
-        ir = gl.bind_columns(ir, pop)
-        subsets = influence if isinstance(influence, bool) else [_names(s) for s in influence]
-        return gl.analyse(ir, pop, metrics=metrics, mediators=mediators, threshold=threshold,
-                          gap_thresholds=dict(gap_thresholds or {}), influence=subsets, frame=frame,
-                          model_name=getattr(ir, "source", "") or type(model).__name__, learning_s=learning_s,
-                          bin_bounds=bin_bounds)
-    from .engines.probability.bounds import group_bounds
-
-    return group_bounds(ir, pop, protected=protected or None, label=label, metrics=metrics, threshold=threshold,
-                        time_limit=time_limit, seed=seed, gap_thresholds=dict(gap_thresholds or {}))
+    question = GroupQuestion(
+        pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
+        influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
+        frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
+    return find_engine(ir, question, options.method).run(ir, question, options, progress)
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
@@ -214,7 +146,8 @@ def _names(names: str | Iterable[str] | None) -> list[str]:
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   ratio_width: float | None = None, progress: Progress | None = None) -> ProgramResult:
+                   ratio_width: float | None = None, progress: Progress | None = None,
+                   options: ProgramOptions | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -226,21 +159,10 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
     P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
     """
-    time_limit = check_time_limit(time_limit)
-    if query is not None:
-        if method != "sound":
-            raise PropertyError("a probability query is answered by the sound method only")
-        from .engines.probability.bounds import probability_result
+    from .models.program import load_program
 
-        return probability_result(program, query, above=above, tolerance=tolerance, time_limit=time_limit)
-    if method == "sound":
-        from .engines.probability.bounds import program_fairness
-
-        return program_fairness(program, epsilon=epsilon, kind=kind, time_limit=time_limit,
-                                ratio_width=ratio_width, progress=progress)
-    if method == "sampling":
-        from .engines.sampling.sequential import program_fairness_sampled
-
-        return program_fairness_sampled(program, epsilon=epsilon, kind=kind, delta=delta, bound=bound,
-                                        time_limit=time_limit, seed=seed)
-    raise PropertyError(f"unknown method {method!r}; choose 'sound' or 'sampling'")
+    options = options or ProgramOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, bound=bound,
+                                        ratio_width=ratio_width, tolerance=tolerance)
+    question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
+    parsed = load_program(program)
+    return find_engine(parsed, question, options.method).run(parsed, question, options, progress)

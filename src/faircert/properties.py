@@ -40,6 +40,19 @@ class IndividualFairness:
         return [i for i in range(len(self.domain)) if i not in self.protected]
 
 
+@dataclass(frozen=True)
+class UnfairSamples:
+    """Testing mode: `n` inputs drawn uniformly from the exact region where `prop` fails, each with a
+    twin the model labels differently."""
+
+    prop: IndividualFairness
+    n: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or self.n < 1:
+            raise PropertyError(f"the number of counterexamples must be >= 1, got {self.n}")
+
+
 def split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
     """Names given as "a,b", an iterable, or None (no names)."""
     if names is None:
@@ -96,11 +109,3 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
         raise PropertyError("robustness with epsilon 0 on every feature holds trivially; give --epsilon NAME=VAL or "
                             "an --epsilon-rate whose tolerances do not all round down to 0")
     return IndividualFairness(domain, idx, eps, kappa, robustness)
-
-
-def check_time_limit(time_limit: float | None) -> float | None:
-    if time_limit is None:
-        return None
-    if not np.isfinite(time_limit) or time_limit <= 0:
-        raise PropertyError(f"time limit must be a positive number of seconds, got {time_limit}")
-    return float(time_limit)

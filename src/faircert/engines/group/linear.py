@@ -10,7 +10,9 @@ import numpy as np
 
 from ...errors import DataError, PropertyError
 from ...models.linear import ColumnEncoding, LinearModel
+from ...models.program import Program
 from ...population.discrete import DiscretePopulation
+from ...population.program import ProgramPopulation
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
 from .influence import default_subsets, influences
 from .subset_sum import Engine
@@ -213,9 +215,11 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if path.suffix.lower() == ".json":
             return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
         if path.suffix.lower() == ".fr" or not path.suffix:
-            return model, population, frame, 0.0
+            return model, ProgramPopulation.load(population), frame, 0.0
         raise DataError(f"unknown population {population!r}: use independent, bayesnet, a saved population (.json) "
                         "or a population program (.fr)")
+    if isinstance(population, Program):
+        return model, ProgramPopulation(population), frame, 0.0
     return model, population, frame, 0.0
 
 
@@ -231,3 +235,17 @@ def _with_protected(pop: DiscretePopulation, protected: list[str]) -> DiscretePo
         raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
     return pop
 
+
+
+def answer(model: LinearModel, question: Any, options: Any, progress: Any = None) -> GroupResult:
+    """Registry entry point: exact group fairness of a linear model under a discrete population."""
+    pop = question.population
+    result = analyse(bind_columns(model, pop), pop, metrics=question.metrics, mediators=question.mediators,
+                     threshold=question.threshold, gap_thresholds=dict(question.gap_thresholds),
+                     influence=question.influence if isinstance(question.influence, bool)
+                     else [list(s) for s in question.influence],
+                     frame=question.data, model_name=question.model_name, learning_s=question.learning_s,
+                     bin_bounds=question.bin_bounds)
+    if progress is not None:
+        progress({"elapsed_s": result.elapsed_s})
+    return result

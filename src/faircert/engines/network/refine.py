@@ -16,9 +16,11 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -442,3 +444,13 @@ class Refinement:
             lo, hi = np.concatenate([lo, slo]), np.concatenate([hi, shi])
             mass = np.concatenate([mass, self.pb.mass(slo, shi)])
         return lo, hi, mass
+
+
+def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
+           progress: Callable[[dict], None] | None = None) -> Result:
+    """Registry entry point: `verify_network` with the command's options."""
+    if prop.kappa is not None or prop.robustness:
+        raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
+    return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
+                          confidence=options.confidence, seed=options.seed,
+                          max_counterexamples=options.max_counterexamples, progress=progress)

@@ -216,3 +216,19 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 
     p = _cond(_frac(lo_t), _frac(hi_t), _frac(lo_f), _frac(hi_f))
     return outward(p)
+
+
+def answer_group(model: Any, question: Any, options: Any, progress=None):
+    """Registry entry point: sound per-group bounds of any classifier under a population."""
+    return group_bounds(model, question.population, protected=list(question.protected) or None, label=question.label,
+                        metrics=question.metrics, threshold=question.threshold, time_limit=options.time_limit,
+                        seed=options.seed, gap_thresholds=dict(question.gap_thresholds), progress=progress)
+
+
+def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
+    """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
+    if question.query is not None:
+        return probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
+                                  time_limit=options.time_limit)
+    return program_fairness(program, epsilon=question.epsilon, kind=question.kind, time_limit=options.time_limit,
+                            ratio_width=options.ratio_width, progress=progress)

@@ -19,6 +19,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import beta
@@ -275,3 +276,24 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
                 label=label, approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
                 stats={"samples": out.samples, "delta": delta, "bound": bound, "stopped": out.stopped})
     return res
+
+
+def answer_group(model: Any, question: Any, options: Any, progress=None):
+    """Registry entry point: group-fairness verdicts by a sequential test (wrong with probability <= delta)."""
+    result = group_sampled(model, question.population, protected=list(question.protected) or None,
+                           threshold=question.threshold, delta=options.delta, time_limit=options.time_limit,
+                           seed=options.seed, gap_thresholds=dict(question.gap_thresholds), label=question.label)
+    if progress is not None:
+        progress({"elapsed_s": result.elapsed_s})
+    return result
+
+
+def answer_program(program: Any, question: Any, options: Any, progress=None):
+    """Registry entry point: a program's fairness by a sequential test (wrong with probability <= delta)."""
+    if question.query is not None:
+        raise PropertyError("a probability query is answered by the sound method only")
+    result = program_fairness_sampled(program, epsilon=question.epsilon, kind=question.kind, delta=options.delta,
+                                      bound=options.bound, time_limit=options.time_limit, seed=options.seed)
+    if progress is not None:
+        progress({"elapsed_s": result.elapsed_s, "samples": result.samples})
+    return result

@@ -35,12 +35,13 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
-from ...properties import IndividualFairness
+from ...properties import IndividualFairness, UnfairSamples
 from ...results import Counterexample, Result
 from .boxes import (
     NEG,
@@ -682,3 +683,46 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
                   epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
                   measure_lower=lower, measure_upper=upper, confident_size=den, unfair_size=q.unfair,
                   stats=stats, feature_names=names)
+
+
+def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
+           ) -> Result:
+    """Registry entry point: `verify_trees` with the command's options."""
+    result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
+                          max_counterexamples=options.max_counterexamples, progress=progress,
+                          confidence=options.confidence)
+    check_not_vacuous(result.confident_size, result.stats["converged"], prop)
+    return result
+
+
+def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
+                   progress: Callable[[dict], None] | None = None):
+    """Registry entry point of testing mode: a DataFrame of `question.n` inputs drawn uniformly from
+    the exact unfair region with their twins (suffix `_prime`) and both positive-label probabilities;
+    `frame.attrs["summary"]` holds the measure's bounds, the region's sizes, whether the draws are
+    uniform over the exact region (`region_exact`) and the timings."""
+    import pandas as pd
+
+    prop = question.prop
+    q = quantify(ir, prop, options.time_limit)
+    check_not_vacuous(q.measured_upper, q.complete, prop)
+    t0 = time.monotonic()
+    x, xp, rejected = sample_unfair(ir, q, question.n, seed=options.seed)
+    sample_s = time.monotonic() - t0
+
+    def column(a):
+        return a.astype(np.int64) if len(a) and np.all(a == np.round(a)) else a
+
+    names = prop.domain.names
+    frame = pd.DataFrame({**{f: column(x[:, i]) for i, f in enumerate(names)},
+                          **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(names)},
+                          "output": ir.predict_proba(x), "output_prime": ir.predict_proba(xp)})
+    lower, upper = q.bounds
+    frame.attrs["summary"] = {
+        "written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
+        "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair, "confident_size": q.measured_upper,
+        "region_complete": q.complete, "region_exact": region_is_exact(q), "quantify_s": q.elapsed,
+        "sample_s": sample_s}
+    if progress is not None:
+        progress({"written": len(x), "elapsed_s": q.elapsed + sample_s})
+    return frame

@@ -1,0 +1,154 @@
+"""How a question is answered: the budget and knobs of each command, typed and checked once.
+
+The CLI and the Python API build the same frozen dataclass, so every value is validated here and
+nowhere else; engines read their settings from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .errors import PropertyError
+
+
+def check_time_limit(time_limit: float | None) -> float | None:
+    """Seconds as a positive finite float, or None for no limit."""
+    if time_limit is None:
+        return None
+    try:
+        value = float(time_limit)
+    except (TypeError, ValueError):
+        raise PropertyError(f"time limit must be a number of seconds, got {time_limit!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise PropertyError(f"time limit must be a positive number of seconds, got {time_limit}")
+    return value
+
+
+def _check_open_unit(name: str, value: float) -> None:
+    if not 0.0 < value < 1.0:
+        raise PropertyError(f"{name} must lie strictly between 0 and 1, got {value}")
+
+
+def _check_count(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PropertyError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """Budget and reporting knobs of `verify` (individual fairness or robustness)."""
+
+    time_limit: float | None = 60.0
+    #: stop once the undecided share is at most this
+    target_undecided: float = 0.0
+    #: level of the statistical interval
+    confidence: float = 0.99
+    seed: int = 0
+    max_counterexamples: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        if not 0.0 <= self.target_undecided <= 1.0:
+            raise PropertyError(f"target undecided share must lie in [0, 1], got {self.target_undecided}")
+        _check_open_unit("confidence", self.confidence)
+        _check_count("seed", self.seed, 0)
+        _check_count("max counterexamples", self.max_counterexamples, 0)
+
+
+METHODS = ("sound", "sampling")
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """Budget and method of `group` (group fairness under a population)."""
+
+    time_limit: float | None = 60.0
+    seed: int = 0
+    #: "sound" (exact or sound bounds) or "sampling" (a sequential test wrong with probability <= delta)
+    method: str = "sound"
+    delta: float = 1e-6
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        _check_count("seed", self.seed, 0)
+        if self.method not in METHODS:
+            raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
+        _check_open_unit("delta", self.delta)
+
+
+SAMPLING_BOUNDS = ("binomial", "hoeffding")
+
+
+@dataclass(frozen=True)
+class ProgramOptions:
+    """Budget and method of `program` (a decision program's fairness or a probability query)."""
+
+    time_limit: float | None = 60.0
+    seed: int = 0
+    method: str = "sound"
+    delta: float = 1e-6
+    #: sampling: the concentration bound of the sequential test
+    bound: str = "binomial"
+    #: sound: keep refining after the verdict until the ratio's bounds are this tight
+    ratio_width: float | None = None
+    #: sound probability queries: the bounds' target width when no threshold is given
+    tolerance: float = 1e-4
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        _check_count("seed", self.seed, 0)
+        if self.method not in METHODS:
+            raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
+        _check_open_unit("delta", self.delta)
+        if self.bound not in SAMPLING_BOUNDS:
+            raise PropertyError(f"unknown bound {self.bound!r}; choose one of {', '.join(SAMPLING_BOUNDS)}")
+        if self.ratio_width is not None and not (math.isfinite(self.ratio_width) and self.ratio_width > 0):
+            raise PropertyError(f"ratio width must be a positive number, got {self.ratio_width}")
+        if not (math.isfinite(self.tolerance) and self.tolerance > 0):
+            raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
+
+
+@dataclass(frozen=True)
+class GroupQuestion:
+    """What `group` asks: per-group positive rates of a model under `population`, and the metrics."""
+
+    population: Any
+    protected: tuple[str, ...]
+    label: str | None = None
+    metrics: tuple[str, ...] = ("di", "sp")
+    mediators: tuple[str, ...] = ()
+    #: DI threshold (four-fifths rule by default)
+    threshold: float = 0.8
+    gap_thresholds: Mapping[str, float] = field(default_factory=dict)
+    #: False, True (every feature) or feature subsets
+    influence: bool | tuple[tuple[str, ...], ...] = False
+    bin_bounds: bool = False
+    #: the data the population was learned from (exact engines encode it), and how long learning took
+    data: Any = None
+    learning_s: float = 0.0
+    model_name: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise PropertyError(f"the DI threshold must lie in (0, 1], got {self.threshold}")
+        object.__setattr__(self, "gap_thresholds", _frozen(self.gap_thresholds))
+
+
+@dataclass(frozen=True)
+class ProgramQuestion:
+    """What `program` asks: P[target | sensitive] / P[target | not sensitive] > 1 - epsilon (`kind`
+    ratio, both ways for parity, the gap for difference), or with `query`, bounds on P[query]
+    (decided against `above` when given)."""
+
+    epsilon: float = 0.15
+    kind: str = "ratio"
+    query: str | None = None
+    above: float | None = None
