@@ -32,7 +32,9 @@ from trees_data import DATA, DATASETS
 from faircert.domain import Domain
 from faircert.engines.boxes.frontier import MAX_STORED_BOXES
 from faircert.engines.trees.boxes import domain_box, normalise
-from faircert.engines.trees.verify import quantify, region_is_exact, sample_unfair, verify_trees
+from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.sampling import region_is_exact, sample_unfair
+from faircert.engines.trees.verify import verify_trees
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
 

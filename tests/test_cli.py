@@ -28,7 +28,7 @@ def test_usage_error_exits_3(capsys):
     assert main(["verify"]) == 3
     assert main(["no-such-command"]) == 3
     assert main(["verify", "m.nnet", "--time-limit", "-5"]) == 3
-    assert "must be > 0" in capsys.readouterr().err
+    assert "time limit must be a positive number of seconds" in capsys.readouterr().err
 
 
 def test_missing_model_file_exits_3(tmp_path, capsys):

@@ -119,7 +119,7 @@ def test_multinomial_rows_draw_rows_by_weight(m, chunk):
 def test_testing_mode_draws_the_same_samples_as_numpy(monkeypatch):
     """The same seed gives the same samples and twins, compiled or not (an unfinished run: draws
     from the open part, kept by the verdicts)."""
-    from faircert.engines.trees.verify import sample_unfair
+    from faircert.engines.trees.sampling import sample_unfair
 
     ir, dom = _problem(0)
     q = _unstarted(ir, _prop(dom, 0, 0.7, False))

@@ -12,7 +12,8 @@ from test_trees_joint import _xgb, two_protected_problem
 from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.dilated import cell_of, find_label
 from faircert.engines.trees.joint import _SliceBounds
-from faircert.engines.trees.verify import quantify, sample_unfair
+from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.sampling import sample_unfair
 from faircert.properties import individual_fairness
 
 

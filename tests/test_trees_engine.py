@@ -9,7 +9,9 @@ import pytest
 from scipy.ndimage import maximum_filter
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees.verify import quantify, sample_unfair, verify_trees
+from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.sampling import sample_unfair
+from faircert.engines.trees.verify import verify_trees
 from faircert.errors import PropertyError
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import individual_fairness

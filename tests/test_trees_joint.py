@@ -9,7 +9,9 @@ import pytest
 from test_trees_engine import _small_problem, brute_force
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees.verify import quantify, sample_unfair, verify_trees
+from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.sampling import sample_unfair
+from faircert.engines.trees.verify import verify_trees
 from faircert.properties import individual_fairness
 
 

@@ -10,7 +10,8 @@ from test_trees_engine import _small_problem, brute_force_masks
 
 from faircert.engines.trees.boxes import normalise
 from faircert.engines.trees.open import Checker, estimate_unfair_share
-from faircert.engines.trees.verify import quantify, verify_trees
+from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.verify import verify_trees
 from faircert.properties import individual_fairness
 
 CASES = [(0, None, False), (0, 0.7, False), (1, 0.5, False), (2, 0.7, False), (1, None, True), (1, 0.8, True)]
@@ -119,7 +120,7 @@ def _unfair_set(ir, dom, prop):
 def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(monkeypatch, kappa, compiled):
     """Epsilon 0, nothing settled: every draw is unfair and the draws spread evenly over the region
     (with the compiled kernels where numba is installed, and by numpy)."""
-    from faircert.engines.trees.verify import region_is_exact, sample_unfair
+    from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 
     if not compiled:
         monkeypatch.setenv("FAIRCERT_NO_COMPILE", "1")
@@ -143,7 +144,7 @@ def test_sampling_an_unfinished_region_is_uniform_over_the_exact_region(monkeypa
 def test_sampling_an_unfinished_region_with_tolerance_is_uniform_over_the_exact_region(eps, kappa, robust):
     """Epsilon > 0, nothing settled: each draw's neighbourhood is searched; the kept draws are the
     exact region's points, spread evenly, each with a genuine twin."""
-    from faircert.engines.trees.verify import region_is_exact, sample_unfair
+    from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 
     ir, dom = _problem(0)
     prop = _prop(dom, eps, kappa, robust)
@@ -164,7 +165,7 @@ def test_sampling_an_unfinished_region_with_tolerance_is_uniform_over_the_exact_
 
 def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():
     """Half the region proven (pieces), half open: the draws fall in each half as often as its size."""
-    from faircert.engines.trees.verify import region_is_exact, sample_unfair
+    from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 
     ir, dom = _problem(1)
     prop = _prop(dom, 0, 0.5, False)

@@ -81,16 +81,17 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
 def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
                            n: int = 1000, *, epsilon: Mapping[str, float] | float | None = None,
                            epsilon_rate: float | None = None, kappa: float | None = None, robustness: bool = False,
-                           time_limit: float | None = 600.0, seed: int = 0, trust_pickle: bool = False):
+                           time_limit: float | None = 600.0, seed: int = 0, trust_pickle: bool = False,
+                           options: VerifyOptions | None = None):
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
 
     Returns a DataFrame: the input's features, the twin's (suffix `_prime`), and the model's
     probability of the positive label for both (`output`, `output_prime`); `frame.attrs["summary"]`
     holds the measure's bounds, the region's sizes, whether the draws are uniform over the exact
-    region (`region_exact`) and the timings.
+    region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
     """
-    options = VerifyOptions(time_limit=time_limit, seed=seed)
+    options = options or VerifyOptions(time_limit=time_limit, seed=seed)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     question = UnfairSamples(prop, n)
     return find_engine(ir, question).run(ir, question, options, None)

@@ -139,6 +139,9 @@ class GroupQuestion:
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
             raise PropertyError(f"the DI threshold must lie in (0, 1], got {self.threshold}")
+        for metric, gap in (self.gap_thresholds or {}).items():
+            if not 0.0 <= gap <= 1.0:
+                raise PropertyError(f"the {metric.upper()} gap threshold must lie in [0, 1], got {gap}")
         object.__setattr__(self, "gap_thresholds", _frozen(self.gap_thresholds))
 
 
@@ -152,3 +155,7 @@ class ProgramQuestion:
     kind: str = "ratio"
     query: str | None = None
     above: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.above is not None and self.query is None:
+            raise PropertyError("a threshold (above / --above) needs a probability query (--probability EXPR)")

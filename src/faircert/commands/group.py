@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import emit_json, positive_float, share
+from .common import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,9 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="independent (default), bayesnet, a saved population .json, or a population program .fr")
     p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
-    p.add_argument("--threshold", type=share, default=0.8,
+    p.add_argument("--threshold", type=float, default=0.8,
                    help="DI threshold: fair iff DI = min/max >= T (default 0.8, the four-fifths rule)")
-    p.add_argument("--max-gap", type=share, metavar="G",
+    p.add_argument("--max-gap", type=float, metavar="G",
                    help="also require SP (and EO, PCF when computed) <= G")
     p.add_argument("--influence", action="store_true", help="fairness influence of every non-protected feature")
     p.add_argument("--influence-set", action="append", metavar="A,B",
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--score", choices=("k2", "bic", "bdeu"), default="k2", help="network structure score (default k2)")
     p.add_argument("--max-indegree", type=int, default=3, help="most parents of a network node (default 3)")
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
-    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S",
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for bound refinement (non-linear models)")
     p.add_argument("--method", choices=("sound", "sampling"), default="sound",
                    help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta")
@@ -71,6 +71,7 @@ def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import group
+    from ..options import GroupOptions
     from ..report.group import print_group
 
     metrics = [m.strip().lower() for m in args.metric.split(",") if m.strip()]
@@ -82,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
                    metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
                    influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
                    bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
-                   time_limit=args.time_limit, seed=args.seed, trust_pickle=args.trust_pickle,
-                   save_population=args.save_population, bin_bounds=args.bin_bounds, method=args.method,
-                   delta=args.delta)
+                   trust_pickle=args.trust_pickle, save_population=args.save_population, bin_bounds=args.bin_bounds,
+                   options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
+                                        delta=args.delta))
     emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_group(result)

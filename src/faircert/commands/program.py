@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, positive_float
-
-
-def _epsilon(text: str) -> float:
-    value = positive_float(text)
-    if not value < 1:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
-    return value
+from .common import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,24 +17,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "property is proven or refuted; 'sampling' runs a sequential statistical test with a "
                     "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.")
     p.add_argument("file", metavar="FILE.fr", help="the program")
-    p.add_argument("--epsilon", type=_epsilon, default=0.15, help="fair iff the ratio exceeds 1 - epsilon (default 0.15)")
+    p.add_argument("--epsilon", type=float, default=0.15, help="fair iff the ratio exceeds 1 - epsilon (default 0.15)")
     p.add_argument("--kind", choices=("ratio", "parity", "difference"), default="ratio",
                    help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)")
-    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
     p.add_argument("--method", choices=("sound", "sampling"), default="sound",
                    help="sound bounds (default) or a sequential statistical test")
-    p.add_argument("--delta", type=positive_float, default=1e-6,
+    p.add_argument("--delta", type=float, default=1e-6,
                    help="sampling: probability that the verdict is wrong (default 1e-6)")
     p.add_argument("--bound", choices=("binomial", "hoeffding"), default="binomial",
                    help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)")
     p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
-    p.add_argument("--ratio-width", type=positive_float, metavar="W",
+    p.add_argument("--ratio-width", type=float, metavar="W",
                    help="sound: after the verdict, keep refining until the ratio's bounds are at most W apart")
     p.add_argument("--probability", metavar="EXPR",
                    help="instead of fairness, bound P[EXPR] at the end of the program (e.g. 'x1 + x2 >= 0')")
     p.add_argument("--above", type=float, metavar="C",
                    help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)")
-    p.add_argument("--tolerance", type=positive_float, default=1e-4,
+    p.add_argument("--tolerance", type=float, default=1e-4,
                    help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")
@@ -50,17 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import verify_program
-    from ..errors import FaircertError
+    from ..options import ProgramOptions
     from ..report.program import print_program_result
 
-    if args.delta >= 1:
-        raise FaircertError(f"--delta must lie strictly between 0 and 1, got {args.delta}")
-    if args.above is not None and args.probability is None:
-        raise FaircertError("--above needs --probability EXPR")
-    result = verify_program(args.file, epsilon=args.epsilon, time_limit=args.time_limit, method=args.method,
-                            kind=args.kind, delta=args.delta, bound=args.bound, seed=args.seed,
-                            query=args.probability, above=args.above, tolerance=args.tolerance,
-                            ratio_width=args.ratio_width)
+    options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
+                             bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance)
+    result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
+                            above=args.above, options=options)
     emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_program_result(result)

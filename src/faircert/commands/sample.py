@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .common import emit_json, name_values, positive_float, share
+from .common import emit_json, name_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from")
     p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
     p.add_argument("--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)")
-    p.add_argument("--epsilon-rate", type=share, metavar="R",
+    p.add_argument("--epsilon-rate", type=float, metavar="R",
                    help="tolerance of every non-protected, non-categorical feature as a share R of its range "
                         "(rounded down for integer features; categorical codes keep 0)")
     p.add_argument("--kappa", type=float, metavar="K", help="only inputs whose own confidence exceeds K, in [0.5, 1)")
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--count", type=int, default=1000, metavar="N", help="number of counterexamples, >= 1 (default 1000)")
     p.add_argument("--out", required=True, metavar="OUT.csv", help="CSV file to write ('-' for stdout)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
-    p.add_argument("--time-limit", type=positive_float, default=600.0, metavar="S", help="seconds for the region (default 600)")
+    p.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="seconds for the region (default 600)")
     p.add_argument("--json", metavar="OUT", help="write a JSON summary here ('-' for stdout)")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.set_defaults(handler=run)
@@ -45,11 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import sample_counterexamples
+    from ..options import VerifyOptions
 
     frame = sample_counterexamples(args.model, args.domain, args.protected, args.count,
                                    epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
-                                   kappa=args.kappa, robustness=args.robustness, time_limit=args.time_limit,
-                                   seed=args.seed, trust_pickle=args.trust_pickle)
+                                   kappa=args.kappa, robustness=args.robustness, trust_pickle=args.trust_pickle,
+                                   options=VerifyOptions(time_limit=args.time_limit, seed=args.seed))
     summary = frame.attrs.pop("summary")
     _write_csv(args.out, frame)
     emit_json(json.dumps(summary, indent=2), args.json)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, name_values, positive_float, share
+from .common import emit_json, name_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,16 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
     p.add_argument("--epsilon", action="append", metavar="NAME=VAL",
                    help="tolerance of a non-protected feature (repeatable, or comma-separated)")
-    p.add_argument("--epsilon-rate", type=share, metavar="R",
+    p.add_argument("--epsilon-rate", type=float, metavar="R",
                    help="tolerance of every non-protected, non-categorical feature as a share R of its range "
                         "(rounded down for integer features; categorical codes keep 0)")
     p.add_argument("--kappa", type=float, metavar="K",
                    help="only measure inputs whose own confidence exceeds K, in [0.5, 1) (trees)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness (trees)")
-    p.add_argument("--time-limit", type=positive_float, default=60.0, metavar="S", help="seconds (default 60)")
-    p.add_argument("--target-undecided", type=share, default=0.0, metavar="F",
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument("--target-undecided", type=float, default=0.0, metavar="F",
                    help="stop once the undecided share is at most F (default 0)")
-    p.add_argument("--confidence", type=share, default=0.99, help="level of the statistical interval (default 0.99)")
+    p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
@@ -41,17 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import verify
+    from ..options import VerifyOptions
     from ..report.console import decided_progress, print_result
     from ..report.csv import write_counterexamples
     from ..report.html import write_html
 
-    with decided_progress(not args.quiet, args.time_limit) as progress:
+    options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
+                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples)
+    with decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
-            time_limit=args.time_limit, target_undecided=args.target_undecided, confidence=args.confidence,
-            seed=args.seed, max_counterexamples=args.max_counterexamples, trust_pickle=args.trust_pickle,
-            progress=progress)
+            trust_pickle=args.trust_pickle, progress=progress, options=options)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)

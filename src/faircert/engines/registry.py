@@ -67,7 +67,7 @@ ENGINES: tuple[EngineSpec, ...] = (
     EngineSpec("tree-boxes", "exact epsilon-kappa fairness / robustness measures of tree ensembles",
                (TreeEnsemble,), (IndividualFairness,), entry="faircert.engines.trees.verify:answer"),
     EngineSpec("tree-sampling", "uniform samples of a tree ensemble's exact unfair region, re-checked",
-               (TreeEnsemble,), (UnfairSamples,), entry="faircert.engines.trees.verify:answer_samples"),
+               (TreeEnsemble,), (UnfairSamples,), entry="faircert.engines.trees.sampling:answer_samples"),
     EngineSpec("subset-sum", "exact group fairness of linear classifiers under discrete populations",
                (LinearModel,), (GroupQuestion,), (DiscretePopulation,), entry="faircert.engines.group.linear:answer"),
     EngineSpec("probability-bounds", "sound bounds on per-group positive rates of any classifier",

@@ -1,8 +1,11 @@
 """Exact epsilon-kappa fairness and robustness of tree ensembles (`TreeEnsemble`).
 
 Answers `IndividualFairness` (with kappa, epsilon and robustness) with any-time sound bounds on the
-fair measure, the exact counterexample region and uniform samples from it. `boxes` partitions the
-domain by the trees' splits, `joint` and `dilated` refine it for epsilon = 0 and epsilon > 0,
-`union` measures unions of boxes, `open` estimates and samples what is left undecided. Entry points:
-`verify.verify_trees`, `verify.quantify`, `verify.sample_unfair`.
+fair measure, the exact counterexample region and uniform samples from it (`UnfairSamples`).
+`quantify` runs the refinement: `boxes` partitions the domain by the trees' splits, `joint` and
+`dilated` refine it for epsilon = 0 and epsilon > 0, `union` measures unions of boxes; `open`
+estimates and samples what is left undecided; `sampling` turns pieces into re-checked
+counterexamples and draws testing-mode samples; `verify` assembles the result. Entry points:
+`verify.verify_trees` (registry: `verify.answer`), `quantify.quantify`, `sampling.sample_unfair`
+(registry: `sampling.answer_samples`).
 """

@@ -1,0 +1,287 @@
+"""One contract over every registered engine (as scikit-learn's estimator checks do for estimators).
+
+Each engine in `faircert.engines.registry.ENGINES` has a case here: a model and a question small
+enough to answer by brute force (or in closed form), a budget, and an oracle. The contract:
+the registry finds that engine for the case; its answer agrees with the oracle (sound bounds
+contain the truth, exact answers equal it, decisive verdicts match it); it reports progress; it
+honours its time limit; and its JSON round-trips with the versioned envelope. A new engine
+without a case here fails `test_every_engine_has_a_contract_case`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from boxes_oracle import random_network, unfair_points
+from scipy.stats import norm
+
+from faircert import __version__
+from faircert.domain import Domain, Feature
+from faircert.engines.group.subset_sum import brute_force
+from faircert.engines.registry import ENGINES, find_engine
+from faircert.models.linear import LinearModel
+from faircert.models.program import load_program
+from faircert.models.trees import Tree, TreeEnsemble
+from faircert.options import (
+    GroupOptions,
+    GroupQuestion,
+    ProgramOptions,
+    ProgramQuestion,
+    VerifyOptions,
+)
+from faircert.population import DiscretePopulation, Variable
+from faircert.properties import UnfairSamples, individual_fairness
+from faircert.results.base import SCHEMA_VERSION, Verdict
+
+LEAF = -1
+
+
+@dataclass
+class Case:
+    model: Any
+    question: Any
+    options: Any
+    #: raises AssertionError when the engine's answer disagrees with brute force / closed form
+    check: Callable[[Any], None]
+    method: str = "sound"
+
+
+# --- individual fairness ------------------------------------------------------------------------
+
+DOM = Domain((Feature("a", "integer", 0, 5), Feature("s", "categorical", 0, 2), Feature("b", "integer", -3, 3)))
+
+
+def _network_case() -> Case:
+    net = random_network(np.random.default_rng(4), 3, [6, 5])
+    prop = individual_fairness(DOM, "s")
+    unfair = unfair_points(net, DOM, [1]) / (6 * 7)  # shares are over the non-protected features
+
+    def check(result):
+        assert result.falsified <= unfair + 1e-12 <= result.falsified + result.undecided + 2e-12
+        assert result.certified <= 1 - unfair + 1e-12
+        assert 0 < unfair < 1 and result.undecided == 0  # tiny: decided exactly
+        assert result.verdict == "unfair" and result.counterexamples
+        for c in result.counterexamples:  # re-checked pairs: same free features, labels differ
+            assert c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2]
+            assert (net.logit(np.array([c.x]))[0] > 0) != (net.logit(np.array([c.x_prime]))[0] > 0)
+
+    return Case(net, prop, VerifyOptions(time_limit=30), check)
+
+
+def _tree(nodes) -> Tree:
+    f, t, left, right, v = zip(*nodes)
+    return Tree(f, t, left, right, v)
+
+
+def _trees() -> TreeEnsemble:
+    t1 = _tree([(1, 1, 1, 2, 0), (0, 3, 3, 4, 0), (LEAF, 0, LEAF, LEAF, 0.9),
+                (LEAF, 0, LEAF, LEAF, -0.6), (LEAF, 0, LEAF, LEAF, 0.4)])
+    t2 = _tree([(2, 0, 1, 2, 0), (LEAF, 0, LEAF, LEAF, -0.5), (LEAF, 0, LEAF, LEAF, 0.3)])
+    return TreeEnsemble([t1, t2], 3, split="<", input_float32=False)
+
+
+def _tree_unfair_inputs(ir: TreeEnsemble) -> set[tuple[int, ...]]:
+    """Grid points whose label changes for some other protected value (brute force)."""
+    grid = np.array(list(itertools.product(*(f.values() for f in DOM.features))), dtype=float)
+    label = dict(zip(map(tuple, grid), ir.predict_proba(grid) > 0.5))
+    return {x for x in label if any(label[(x[0], s, x[2])] != label[x] for s in (0.0, 1.0, 2.0))}
+
+
+def _tree_case() -> Case:
+    ir = _trees()
+    prop = individual_fairness(DOM, "s")
+    unfair = len(_tree_unfair_inputs(ir)) / DOM.measure()
+
+    def check(result):
+        assert result.falsified == pytest.approx(unfair, abs=1e-12) and result.undecided == 0
+        assert result.certified == pytest.approx(1 - unfair, abs=1e-12)
+        assert 0 < unfair < 1 and result.verdict == "unfair"
+
+    return Case(ir, prop, VerifyOptions(time_limit=30), check)
+
+
+def _tree_sampling_case() -> Case:
+    ir = _trees()
+    unfair = _tree_unfair_inputs(ir)
+
+    def check(frame):
+        assert len(frame) == 50
+        for row in frame.itertuples(index=False):
+            x = (float(row.a), float(row.s), float(row.b))
+            assert x in unfair and (row.a, row.b) == (row.a_prime, row.b_prime) and row.s != row.s_prime
+            assert (row.output > 0.5) != (row.output_prime > 0.5)
+        assert frame.attrs["summary"]["region_exact"]
+
+    return Case(ir, UnfairSamples(individual_fairness(DOM, "s"), 50), VerifyOptions(time_limit=30), check)
+
+
+# --- group fairness -----------------------------------------------------------------------------
+
+def _bern(name: str, p: float, parents: tuple = (), table=None) -> Variable:
+    return Variable(name, (0, 1), ("0", "1"), parents, table if table is not None else [1 - p, p])
+
+
+def _population() -> DiscretePopulation:
+    q = _bern("Q", 0, parents=("P",), table=[[0.7, 0.3], [0.4, 0.6]])
+    return DiscretePopulation({"P": _bern("P", 0.5), "Q": q, "R": _bern("R", 0.5), "S": _bern("S", 0.3)}, ("P",))
+
+
+LINEAR = LinearModel.plain([1, 1, 1, -1], -2, ["P", "Q", "R", "S"], strict=False)  # P+Q+R-S >= 2
+
+
+def _by_group_truth(pop: DiscretePopulation) -> dict[int, float]:
+    return {v: brute_force(LINEAR, pop, {"P": v})[0] for v in (0, 1)}
+
+
+def _group_check(exact: bool) -> Callable[[Any], None]:
+    truth = _by_group_truth(_population())
+
+    def check(result):
+        for g in result.groups:
+            p = truth[int(g.group["P"])]
+            if exact:
+                assert g.low == pytest.approx(p, abs=1e-12) and g.high == pytest.approx(p, abs=1e-12)
+            else:
+                assert g.low - 1e-12 <= p <= g.high + 1e-12
+        assert result.verdict == ("fair" if min(truth.values()) / max(truth.values()) >= 0.8 else "unfair")
+
+    return check
+
+
+def _subset_sum_case() -> Case:
+    question = GroupQuestion(_population(), ("P",))
+    return Case(LINEAR, question, GroupOptions(time_limit=30), _group_check(exact=True))
+
+
+def _as_network(model: LinearModel):
+    """The same linear rule as a one-layer ReLU network (so the bounding engine, not subset-sum, answers)."""
+    from faircert.models.network import ReluNetwork
+
+    w = np.asarray(model.weights, dtype=float)[None, :]
+    return ReluNetwork([w], [np.array([model.intercept + 0.5])], input_names=["P", "Q", "R", "S"])  # >= 2 is > 1.5
+
+
+def _probability_bounds_case() -> Case:
+    question = GroupQuestion(_population(), ("P",))
+    return Case(_as_network(LINEAR), question, GroupOptions(time_limit=30), _group_check(exact=False))
+
+
+def _sequential_case() -> Case:
+    question = GroupQuestion(_population(), ("P",))
+    truth = _by_group_truth(_population())
+
+    def check(result):
+        assert result.verdict == ("fair" if min(truth.values()) / max(truth.values()) >= 0.8 else "unfair")
+
+    return Case(_as_network(LINEAR), question, GroupOptions(time_limit=30, method="sampling", delta=1e-3), check,
+                method="sampling")
+
+
+# --- decision programs --------------------------------------------------------------------------
+
+#: P[hire | x > 0] = P[y + 1 > 0] = Phi(1); P[hire | x <= 0] = 1/2; the ratio is (1/2) / Phi(1) = 0.594.
+PROGRAM = """
+def popModel():
+    x = gaussian(0, 1)
+    y = gaussian(0, 1)
+    if x > 0:
+        y = y + 1
+    sensitiveAttribute(x <= 0)
+
+def F():
+    if y > 0:
+        hire = 1
+    else:
+        hire = 0
+    fairnessTarget(hire > 0.5)
+"""
+RATIO = 0.5 / norm.cdf(1.0)
+
+
+def _program_check(result) -> None:
+    assert result.verdict == "unfair"  # 0.594 < 1 - 0.15
+    if result.method == "sound":
+        assert result.ratio_low - 1e-9 <= RATIO <= result.ratio_high + 1e-9
+
+
+def _program_case() -> Case:
+    return Case(load_program(PROGRAM), ProgramQuestion(epsilon=0.15), ProgramOptions(time_limit=30), _program_check)
+
+
+def _program_sequential_case() -> Case:
+    return Case(load_program(PROGRAM), ProgramQuestion(epsilon=0.15),
+                ProgramOptions(time_limit=30, method="sampling", delta=1e-3), _program_check, method="sampling")
+
+
+CASES: dict[str, Callable[[], Case]] = {
+    "network-boxes": _network_case,
+    "tree-boxes": _tree_case,
+    "tree-sampling": _tree_sampling_case,
+    "subset-sum": _subset_sum_case,
+    "probability-bounds": _probability_bounds_case,
+    "sequential-test": _sequential_case,
+    "program-bounds": _program_case,
+    "program-sequential-test": _program_sequential_case,
+}
+
+
+def test_every_engine_has_a_contract_case():
+    assert sorted(spec.name for spec in ENGINES) == sorted(CASES)
+
+
+def _json_payload(answer: Any) -> dict:
+    if isinstance(answer, Verdict):
+        return json.loads(answer.to_json())
+    return json.loads(json.dumps(answer.attrs["summary"]))  # testing mode: a DataFrame and its summary
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_engine_contract(name):
+    case = CASES[name]()
+    spec = find_engine(case.model, case.question, case.method)
+    assert spec.name == name
+    seen: list[dict] = []
+    t0 = time.monotonic()
+    answer = spec.run(case.model, case.question, case.options, seen.append)
+    elapsed = time.monotonic() - t0
+    case.check(answer)
+    assert seen and all(isinstance(update, dict) for update in seen)
+    assert elapsed <= case.options.time_limit + 5.0
+    payload = _json_payload(answer)
+    if isinstance(answer, Verdict):
+        assert payload["schema_version"] == SCHEMA_VERSION and payload["faircert_version"] == __version__
+        assert payload["verdict"] == answer.verdict
+        assert json.loads(json.dumps(payload)) == payload
+
+
+def _slow_network_case() -> Case:
+    """A domain far too large to decide in a second."""
+    net = random_network(np.random.default_rng(1), 6, [40, 40, 40])
+    dom = Domain(tuple(Feature(f"x{i}", "integer", 0, 1000) for i in range(5)) + (Feature("s", "binary", 0, 1),))
+    return Case(net, individual_fairness(dom, "s"), VerifyOptions(time_limit=1.0), lambda r: None)
+
+
+def _slow_program_case() -> Case:
+    return Case(load_program(PROGRAM), ProgramQuestion(epsilon=1 - RATIO), ProgramOptions(time_limit=1.0),
+                lambda r: None)  # the threshold sits on the true ratio: refinement never settles
+
+
+@pytest.mark.parametrize("make", [_slow_network_case, _slow_program_case], ids=["network", "program"])
+def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(make):
+    case = make()
+    spec = find_engine(case.model, case.question, case.method)
+    t0 = time.monotonic()
+    answer = spec.run(case.model, case.question, case.options, None)
+    assert time.monotonic() - t0 <= case.options.time_limit + 2.0
+    assert answer.verdict in ("unknown", "unfair")
+    if hasattr(answer, "ratio_low"):
+        assert answer.verdict == "unknown" and answer.ratio_low <= RATIO <= answer.ratio_high
+    else:
+        assert answer.undecided > 0
