@@ -43,23 +43,32 @@ def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
 
 
 @dataclass(frozen=True)
-class VerifyOptions:
-    """Budget and reporting knobs of `verify` (individual fairness or robustness)."""
+class Budget:
+    """What every command takes: a time limit (None: no limit) and the seed of its random draws."""
 
     time_limit: float | None = 60.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        _check_count("seed", self.seed, 0)
+
+
+@dataclass(frozen=True)
+class VerifyOptions(Budget):
+    """Budget and reporting knobs of `verify` (individual fairness or robustness)."""
+
     #: stop once the undecided share is at most this
     target_undecided: float = 0.0
     #: level of the statistical interval
     confidence: float = 0.99
-    seed: int = 0
     max_counterexamples: int = 100
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        super().__post_init__()
         if not 0.0 <= self.target_undecided <= 1.0:
             raise PropertyError(f"target undecided share must lie in [0, 1], got {self.target_undecided}")
         _check_open_unit("confidence", self.confidence)
-        _check_count("seed", self.seed, 0)
         _check_count("max counterexamples", self.max_counterexamples, 0)
 
 
@@ -67,34 +76,32 @@ METHODS = ("sound", "sampling")
 
 
 @dataclass(frozen=True)
-class GroupOptions:
-    """Budget and method of `group` (group fairness under a population)."""
+class MethodOptions(Budget):
+    """A budget and how to answer: "sound" (exact or sound bounds) or "sampling" (a sequential
+    test whose verdict is wrong with probability at most `delta`)."""
 
-    time_limit: float | None = 60.0
-    seed: int = 0
-    #: "sound" (exact or sound bounds) or "sampling" (a sequential test wrong with probability <= delta)
     method: str = "sound"
     delta: float = 1e-6
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
-        _check_count("seed", self.seed, 0)
+        super().__post_init__()
         if self.method not in METHODS:
             raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
         _check_open_unit("delta", self.delta)
+
+
+@dataclass(frozen=True)
+class GroupOptions(MethodOptions):
+    """Budget and method of `group` (group fairness under a population)."""
 
 
 SAMPLING_BOUNDS = ("binomial", "hoeffding")
 
 
 @dataclass(frozen=True)
-class ProgramOptions:
+class ProgramOptions(MethodOptions):
     """Budget and method of `program` (a decision program's fairness or a probability query)."""
 
-    time_limit: float | None = 60.0
-    seed: int = 0
-    method: str = "sound"
-    delta: float = 1e-6
     #: sampling: the concentration bound of the sequential test
     bound: str = "binomial"
     #: sound: keep refining after the verdict until the ratio's bounds are this tight
@@ -103,11 +110,7 @@ class ProgramOptions:
     tolerance: float = 1e-4
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
-        _check_count("seed", self.seed, 0)
-        if self.method not in METHODS:
-            raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
-        _check_open_unit("delta", self.delta)
+        super().__post_init__()
         if self.bound not in SAMPLING_BOUNDS:
             raise PropertyError(f"unknown bound {self.bound!r}; choose one of {', '.join(SAMPLING_BOUNDS)}")
         if self.ratio_width is not None and not (math.isfinite(self.ratio_width) and self.ratio_width > 0):

@@ -1,0 +1,63 @@
+"""Options are typed and checked once: the API and the CLI build the same frozen dataclasses and
+get the same one-line errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from faircert import PropertyError, verify
+from faircert.cli import main
+from faircert.options import GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
+
+BAD = [
+    (VerifyOptions, {"time_limit": 0}, "time limit must be a positive number of seconds"),
+    (VerifyOptions, {"time_limit": float("nan")}, "time limit must be a positive number of seconds"),
+    (VerifyOptions, {"target_undecided": 1.5}, "target undecided share must lie in [0, 1]"),
+    (VerifyOptions, {"confidence": 1.0}, "confidence must lie strictly between 0 and 1"),
+    (VerifyOptions, {"seed": -1}, "seed must be an integer >= 0"),
+    (VerifyOptions, {"max_counterexamples": 2.5}, "max counterexamples must be an integer >= 0"),
+    (GroupOptions, {"method": "exact"}, "unknown method 'exact'"),
+    (GroupOptions, {"delta": 0.0}, "delta must lie strictly between 0 and 1"),
+    (ProgramOptions, {"bound": "chernoff"}, "unknown bound 'chernoff'"),
+    (ProgramOptions, {"ratio_width": -1.0}, "ratio width must be a positive number"),
+    (ProgramOptions, {"tolerance": float("inf")}, "tolerance must be a positive number"),
+]
+
+
+@pytest.mark.parametrize("cls, kwargs, message", BAD)
+def test_bad_options_are_one_clear_error(cls, kwargs, message):
+    with pytest.raises(PropertyError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        cls(**kwargs)
+
+
+def test_options_are_frozen_and_normalised():
+    options = VerifyOptions(time_limit=5)
+    assert options.time_limit == 5.0 and isinstance(options.time_limit, float)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.seed = 3  # type: ignore[misc]
+    assert VerifyOptions(time_limit=None).time_limit is None
+
+
+def test_questions_check_their_own_values():
+    with pytest.raises(PropertyError, match="the DI threshold must lie in"):
+        GroupQuestion(population=None, protected=("sex",), threshold=1.2)
+    with pytest.raises(PropertyError, match="the SP gap threshold must lie in"):
+        GroupQuestion(population=None, protected=("sex",), gap_thresholds={"sp": -0.1})
+    with pytest.raises(PropertyError, match="needs a probability query"):
+        ProgramQuestion(above=0.5)
+
+
+def test_api_and_cli_share_one_validation_path(tmp_path, capsys):
+    """The same bad value gets the same message from Python and from the command line, before any
+    model is read (the model path does not exist)."""
+    missing = str(tmp_path / "no-such-model.nnet")
+    with pytest.raises(PropertyError) as api_error:
+        verify(missing, confidence=1.5)
+    assert main(["verify", missing, "--confidence", "1.5"]) == 3
+    assert f"faircert: error: {api_error.value}" in capsys.readouterr().err
+    assert main(["group", missing, "--method", "sampling", "--delta", "2"]) == 3
+    assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
+    assert main(["program", missing, "--above", "0.3"]) == 3
+    assert "needs a probability query" in capsys.readouterr().err
