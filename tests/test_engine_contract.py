@@ -285,3 +285,26 @@ def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(ma
         assert answer.verdict == "unknown" and answer.ratio_low <= RATIO <= answer.ratio_high
     else:
         assert answer.undecided > 0
+
+
+def test_registry_names_real_classes():
+    """Types are named by strings in the registry (cheap imports); each must name a real class."""
+    import importlib
+
+    for spec in ENGINES:
+        for name in spec.models + spec.questions + spec.populations:
+            module, _, cls = name.rpartition(".")
+            assert isinstance(getattr(importlib.import_module(module), cls), type), name
+        module, _, function = spec.entry.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), spec.entry
+
+
+def test_an_unsupported_pair_names_what_is_supported():
+    from faircert.errors import PropertyError
+
+    with pytest.raises(PropertyError, match="individual-fairness verification needs a ReLU network or tree ensemble; "
+                                            "the model is a LinearModel"):
+        find_engine(LINEAR, individual_fairness(DOM, "s"))
+    with pytest.raises(PropertyError, match="no engine answers program fairness of a Program with method 'exact'; "
+                                            "supported: program-bounds"):
+        find_engine(load_program(PROGRAM), ProgramQuestion(), "exact")

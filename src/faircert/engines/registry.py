@@ -15,17 +15,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PropertyError
-from ..models.linear import LinearModel
-from ..models.network import ReluNetwork
-from ..models.program import Program
-from ..models.trees import TreeEnsemble
-from ..options import GroupQuestion, ProgramQuestion
-from ..population.continuous import ProductPopulation
-from ..population.discrete import DiscretePopulation
-from ..population.program import ProgramPopulation
-from ..properties import IndividualFairness, UnfairSamples
 
 Progress = Callable[[dict], None]
+
+# Types are named, not imported: the registry is read on every command, and importing every model
+# and population module (scipy.special among them) would cost each command a quarter of a second.
+NETWORK = "faircert.models.network.ReluNetwork"
+TREES = "faircert.models.trees.TreeEnsemble"
+LINEAR = "faircert.models.linear.LinearModel"
+PROGRAM = "faircert.models.program.Program"
+INDIVIDUAL = "faircert.properties.IndividualFairness"
+SAMPLES = "faircert.properties.UnfairSamples"
+GROUP = "faircert.options.GroupQuestion"
+PROGRAM_QUESTION = "faircert.options.ProgramQuestion"
+DISCRETE = "faircert.population.discrete.DiscretePopulation"
+PRODUCT = "faircert.population.continuous.ProductPopulation"
+PROGRAM_POPULATION = "faircert.population.program.ProgramPopulation"
+
+
+def is_a(obj: Any, names: tuple[str, ...]) -> bool:
+    """isinstance by fully qualified class names (subclasses included)."""
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in type(obj).__mro__)
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
 
 
 @dataclass(frozen=True)
@@ -33,18 +47,19 @@ class EngineSpec:
     name: str
     #: one line: what the engine answers, for people choosing or reading errors
     answers: str
-    models: tuple[type, ...]
-    questions: tuple[type, ...]
+    #: fully qualified class names of the model IRs and questions accepted
+    models: tuple[str, ...]
+    questions: tuple[str, ...]
     #: population types accepted (group questions); empty when the question has none
-    populations: tuple[type, ...] = ()
+    populations: tuple[str, ...] = ()
     methods: tuple[str, ...] = ("sound",)
     #: "module:function" with the signature (model, question, options, progress) -> result
     entry: str = ""
 
     def accepts(self, model: Any, question: Any, method: str = "sound") -> bool:
-        if not isinstance(model, self.models) or not isinstance(question, self.questions):
+        if not is_a(model, self.models) or not is_a(question, self.questions):
             return False
-        if self.populations and not isinstance(getattr(question, "population", None), self.populations):
+        if self.populations and not is_a(getattr(question, "population", None), self.populations):
             return False
         return method in self.methods
 
@@ -53,42 +68,44 @@ class EngineSpec:
         return getattr(importlib.import_module(module), function)(model, question, options, progress)
 
     def describe(self) -> str:
-        pops = f" under {'/'.join(p.__name__ for p in self.populations)}" if self.populations else ""
-        return (f"{self.name}: {'/'.join(m.__name__ for m in self.models)} x "
-                f"{'/'.join(q.__name__ for q in self.questions)}{pops} ({', '.join(self.methods)})")
+        pops = f" under {'/'.join(map(_short, self.populations))}" if self.populations else ""
+        return (f"{self.name}: {'/'.join(map(_short, self.models))} x "
+                f"{'/'.join(map(_short, self.questions))}{pops} ({', '.join(self.methods)})")
 
 
-_ANY_CLASSIFIER = (ReluNetwork, TreeEnsemble, LinearModel)
-_ANY_POPULATION = (DiscretePopulation, ProductPopulation, ProgramPopulation)
+_ANY_CLASSIFIER = (NETWORK, TREES, LINEAR)
+_ANY_POPULATION = (DISCRETE, PRODUCT, PROGRAM_POPULATION)
 
 ENGINES: tuple[EngineSpec, ...] = (
     EngineSpec("network-boxes", "quantified individual fairness of ReLU networks by box refinement",
-               (ReluNetwork,), (IndividualFairness,), entry="faircert.engines.network.refine:answer"),
+               (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.network.refine:answer"),
     EngineSpec("tree-boxes", "exact epsilon-kappa fairness / robustness measures of tree ensembles",
-               (TreeEnsemble,), (IndividualFairness,), entry="faircert.engines.trees.verify:answer"),
+               (TREES,), (INDIVIDUAL,), entry="faircert.engines.trees.verify:answer"),
     EngineSpec("tree-sampling", "uniform samples of a tree ensemble's exact unfair region, re-checked",
-               (TreeEnsemble,), (UnfairSamples,), entry="faircert.engines.trees.sampling:answer_samples"),
+               (TREES,), (SAMPLES,), entry="faircert.engines.trees.sampling:answer_samples"),
     EngineSpec("subset-sum", "exact group fairness of linear classifiers under discrete populations",
-               (LinearModel,), (GroupQuestion,), (DiscretePopulation,), entry="faircert.engines.group.linear:answer"),
+               (LINEAR,), (GROUP,), (DISCRETE,), entry="faircert.engines.group.linear:answer"),
     EngineSpec("probability-bounds", "sound bounds on per-group positive rates of any classifier",
-               _ANY_CLASSIFIER, (GroupQuestion,), _ANY_POPULATION,
-               entry="faircert.engines.probability.bounds:answer_group"),
+               _ANY_CLASSIFIER, (GROUP,), _ANY_POPULATION, entry="faircert.engines.probability.bounds:answer_group"),
     EngineSpec("sequential-test", "group-fairness verdicts wrong with probability at most delta",
-               _ANY_CLASSIFIER, (GroupQuestion,), _ANY_POPULATION, methods=("sampling",),
+               _ANY_CLASSIFIER, (GROUP,), _ANY_POPULATION, methods=("sampling",),
                entry="faircert.engines.sampling.sequential:answer_group"),
     EngineSpec("program-bounds", "sound bounds on a decision program's fairness ratio or any probability",
-               (Program,), (ProgramQuestion,), entry="faircert.engines.probability.bounds:answer_program"),
+               (PROGRAM,), (PROGRAM_QUESTION,), entry="faircert.engines.probability.bounds:answer_program"),
     EngineSpec("program-sequential-test", "program-fairness verdicts wrong with probability at most delta",
-               (Program,), (ProgramQuestion,), methods=("sampling",),
+               (PROGRAM,), (PROGRAM_QUESTION,), methods=("sampling",),
                entry="faircert.engines.sampling.sequential:answer_program"),
 )
 
 
 #: Words for error messages.
-_MODEL_WORDS = {ReluNetwork: "ReLU network", TreeEnsemble: "tree ensemble", LinearModel: "linear model",
-                Program: "decision program"}
-_QUESTION_WORDS = {IndividualFairness: "individual-fairness verification", UnfairSamples: "counterexample sampling",
-                   GroupQuestion: "group fairness", ProgramQuestion: "program fairness"}
+_MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program"}
+_QUESTION_WORDS = {INDIVIDUAL: "individual-fairness verification", SAMPLES: "counterexample sampling",
+                   GROUP: "group fairness", PROGRAM_QUESTION: "program fairness"}
+
+
+def _question_word(question: Any) -> str:
+    return next((w for name, w in _QUESTION_WORDS.items() if is_a(question, (name,))), type(question).__name__)
 
 
 def find_engine(model: Any, question: Any, method: str = "sound") -> EngineSpec:
@@ -96,10 +113,10 @@ def find_engine(model: Any, question: Any, method: str = "sound") -> EngineSpec:
     for spec in ENGINES:
         if spec.accepts(model, question, method):
             return spec
-    what = _QUESTION_WORDS.get(type(question), type(question).__name__)
-    candidates = [s for s in ENGINES if isinstance(question, s.questions)]
-    if candidates and not any(isinstance(model, s.models) for s in candidates):
-        needs = " or ".join(dict.fromkeys(_MODEL_WORDS.get(m, m.__name__) for s in candidates for m in s.models))
+    what = _question_word(question)
+    candidates = [s for s in ENGINES if is_a(question, s.questions)]
+    if candidates and not any(is_a(model, s.models) for s in candidates):
+        needs = " or ".join(dict.fromkeys(_MODEL_WORDS.get(m, _short(m)) for s in candidates for m in s.models))
         raise PropertyError(f"{what} needs a {needs}; the model is a {type(model).__name__}")
     population = getattr(question, "population", None)
     under = f" under a {type(population).__name__}" if population is not None else ""
