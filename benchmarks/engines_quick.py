@@ -107,8 +107,8 @@ def run_once(src: Path, args: list[str], out: Path) -> dict:
     if proc.returncode not in (0, 1, 2):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     result = json.loads(out.read_text())
-    keep = ("verdict", "certified", "falsified", "undecided", "written", "measure_lower", "measure_upper",
-            "ratio_low", "ratio_high")
+    keep = ("verdict", "certified", "falsified", "undecided", "written", "measure_lower", "measure_upper", "ratio",
+            "metrics")
     return {"wall_s": wall, **{k: result[k] for k in keep if k in result}}
 
 
@@ -161,8 +161,11 @@ def _answer(last: dict) -> str:
         return f"{last['verdict']} {100 * last['certified']:.2f}% / {100 * last['undecided']:.2f}% und."
     if "written" in last:
         return f"{last['written']:,} written, measure [{last['measure_lower']:.4f}, {last['measure_upper']:.4f}]"
-    if "ratio_low" in last:
-        return f"{last['verdict']} ratio [{last['ratio_low']:.3f}, {last['ratio_high']:.3f}]"
+    if "ratio" in last:
+        return f"{last['verdict']} ratio [{float(last['ratio']['low']):.3f}, {float(last['ratio']['high']):.3f}]"
+    if "metrics" in last:
+        di = last["metrics"]["di"]
+        return f"{last['verdict']} DI [{di['low']:.3f}, {di['high']:.3f}]"
     return str(last.get("verdict", ""))
 
 

@@ -1,7 +1,8 @@
 """The `faircert` command.
 
-Exit codes (every verdict-producing command): 0 fair, 1 unfair, 2 undecided/timeout,
-3 bad input (including usage errors), 4 internal error.
+Exit codes (every verdict-producing command): 0 fair, 1 unfair, 2 undecided/timeout/interrupted,
+3 bad input (including usage errors), 4 internal error. SIGINT or SIGTERM during a run stops the
+engines; the command writes the sound partial result and exits with its verdict's code.
 Each subcommand lives in `faircert.commands.<name>` and exposes `register(subparsers)`, which adds
 its parser and sets `handler(args) -> int`.
 """
@@ -14,6 +15,7 @@ import sys
 
 from .errors import FaircertError
 
+EXIT_UNDECIDED = 2
 EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
 
@@ -65,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("faircert: interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
+    except KeyboardInterrupt:  # a second signal while a run was stopping, or one outside a run
+        print("faircert: aborted: no result written", file=sys.stderr)
+        return EXIT_UNDECIDED
     except Exception as exc:  # a bug: never let Python's exit 1 read as "unfair"
         import traceback
 

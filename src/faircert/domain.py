@@ -195,13 +195,14 @@ class Domain:
         return {"features": [f.to_dict() for f in self.features]}
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        if path.suffix.lower() == ".json":
-            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        from .files import write_text
+
+        if Path(path).suffix.lower() == ".json":
+            write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         else:
             import yaml
 
-            path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
+            write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "domain") -> Domain:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import emit_json
+from .common import emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,13 +79,17 @@ def run(args: argparse.Namespace) -> int:
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
-    result = group(args.model, args.data, protected=args.protected, label=args.label, population=args.population,
-                   metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
-                   influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
-                   bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
-                   trust_pickle=args.trust_pickle, save_population=args.save_population, bin_bounds=args.bin_bounds,
-                   options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
-                                        delta=args.delta))
+    with run_guard([args.json, args.save_population], args.quiet):
+        result = group(args.model, args.data, protected=args.protected, label=args.label,
+                       population=args.population,
+                       metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
+                       influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins,
+                       binning=args.binning, bin_value=args.bin_value, score=args.score,
+                       max_indegree=args.max_indegree, trust_pickle=args.trust_pickle,
+                       save_population=args.save_population, bin_bounds=args.bin_bounds,
+                       options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
+                                            delta=args.delta))
+    mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_group(result)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, name_values
+from .common import emit_json, mark_interrupted, name_values, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,11 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples)
-    with decided_progress(not args.quiet, options.time_limit) as progress:
+    with run_guard([args.json, args.counterexamples, args.html], args.quiet), \
+            decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
             trust_pickle=args.trust_pickle, progress=progress, options=options)
+    mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)

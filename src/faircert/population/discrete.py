@@ -239,7 +239,9 @@ class DiscretePopulation:
                    by_label, dict(data.get("info") or {}))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+        from ..files import write_text
+
+        write_text(path, json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> DiscretePopulation:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..errors import FaircertError
+from ..files import write_atomic
 from ..results import Result
 
 
 def write_counterexamples(result: Result, path: str | Path) -> int:
     names = result.column_names()
     header = list(names) + [f"{n}_prime" for n in names] + ["output", "output_prime"]
-    try:
-        with open(path, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            for c in result.counterexamples:
-                writer.writerow([_fmt(v) for v in c.x] + [_fmt(v) for v in c.x_prime] + [c.output, c.output_prime])
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+
+    def write(handle) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for c in result.counterexamples:
+            writer.writerow([_fmt(v) for v in c.x] + [_fmt(v) for v in c.x_prime] + [c.output, c.output_prime])
+
+    write_atomic(path, write, newline="")
     return len(result.counterexamples)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..errors import FaircertError
+from ..files import write_text
 from ..results import Result
 
 STYLE = """
@@ -59,7 +59,4 @@ def render(result: Result, max_examples: int = 200) -> str:
 
 
 def write_html(result: Result, path: str | Path) -> None:
-    try:
-        Path(path).write_text(render(result))
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    write_text(path, render(result))

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
 from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
@@ -36,7 +37,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     sb = _SliceBounds(nt, prot, slo)
     n_pieces = 0
     while frontier:
-        if time.monotonic() > deadline or over_memory(frontier, n_pieces, acc):
+        if time.monotonic() > deadline or stop_requested() or over_memory(frontier, n_pieces, acc):
             complete = False
             break
         lo, hi = frontier.pop()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import PropertyError
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from .boxes import (
@@ -234,7 +235,7 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
     complete, offset = True, 0
     boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stop_requested():
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
@@ -396,7 +397,7 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
         for label in (POS, NEG):
             a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside
                                & ~part.early)[0]
-            if not len(a_idx) or time.monotonic() > deadline:
+            if not len(a_idx) or time.monotonic() > deadline or stop_requested():
                 complete &= not len(a_idx)
                 continue
             other = np.ones(len(part.lo), dtype=bool) if prop.robustness else part.start != v
