@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes for the box work (tree ensembles at epsilon 0; default 1: this process)")
+    p.add_argument("--max-boxes", type=int, metavar="N",
+                   help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -47,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import write_html
 
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
-                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples)
+                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
+                            workers=args.workers, max_boxes=args.max_boxes)
     with run_guard([args.json, args.counterexamples, args.html], args.quiet), \
             decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
