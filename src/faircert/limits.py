@@ -141,7 +141,7 @@ def loads_json(text: str, source: str, error: type[FaircertError] = FaircertErro
     try:
         return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
-        raise error(f"{source}: not a readable JSON file: {str(exc)[:200]}") from None
+        raise error(f"{source}: not a readable JSON file (not valid JSON: {str(exc)[:200]})") from None
 
 
 def _bounded_int(digits: str) -> int:

@@ -10,8 +10,8 @@ softmax.
 
 from __future__ import annotations
 
+import contextlib
 import io
-import json
 import re
 import zipfile
 from collections.abc import Callable
@@ -22,6 +22,7 @@ import h5py
 import numpy as np
 
 from ...errors import ModelFormatError
+from ...limits import MAX_FILE_BYTES, MAX_TENSOR_VALUES, check_at_most, check_file_size, loads_json, quoted
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -45,19 +46,59 @@ WeightGetter = Callable[[dict, str], dict[str, np.ndarray]]
 def load_keras_h5(path: str | Path) -> ReluNetwork:
     """Read a Keras `.h5`/`.keras` file into a ReluNetwork."""
     path = Path(path)
+    check_file_size(path, ModelFormatError)
     if zipfile.is_zipfile(path):
         return _load_keras_zip(path)
-    try:
+    with _hdf5_errors(path):
         f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: not a readable HDF5/Keras file ({exc})") from None
-    with f:
+    with f, _hdf5_errors(path):
         if "model_config" not in f.attrs:
             raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
                                    "save the whole model with model.save('model.keras') or model.save('model.h5')")
         config = _json(f.attrs["model_config"], path)
-        group = f["model_weights"] if "model_weights" in f else f
+        group = _member(f, "model_weights", str(path)) if _has(f, "model_weights") else f
         return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
+
+
+@contextlib.contextmanager
+def _hdf5_errors(path: Path):
+    """HDF5's errors on a damaged file (h5py raises OSError, RuntimeError, KeyError, ...) as one line."""
+    try:
+        yield
+    except ModelFormatError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, AttributeError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise ModelFormatError(f"{path}: not a readable HDF5/Keras file ({type(exc).__name__}: {reason})") from None
+
+
+def _has(group: Any, name: str) -> bool:
+    """Whether the group has a member `name` (a single path component), without following links."""
+    return isinstance(group, h5py.Group) and "/" not in name and group.get(name, getlink=True) is not None
+
+
+def _member(group: h5py.Group, name: str, where: str) -> Any:
+    """group[name], refusing links to other files: HDF5 would open and read them."""
+    link = group.get(name, getlink=True)
+    if link is None:
+        raise ModelFormatError(f"{where}: {quoted(name)} is listed but missing in the file")
+    if isinstance(link, h5py.ExternalLink):
+        raise ModelFormatError(f"{where}: {quoted(name)} is a link to another file ({quoted(link.filename)}); "
+                               "faircert reads only the file it is given")
+    return group[name]
+
+
+def _array(dataset: Any, where: str) -> np.ndarray:
+    """A numeric dataset's values, refusing data stored in other files and sizes beyond the limits."""
+    if not isinstance(dataset, h5py.Dataset):
+        raise ModelFormatError(f"{where}: expected a weight array, found a {type(dataset).__name__}")
+    if dataset.external or dataset.is_virtual:
+        raise ModelFormatError(f"{where}: the weights are stored in other files (HDF5 external or virtual "
+                               "storage); faircert reads only the file it is given")
+    if dataset.dtype.kind not in "iuf":
+        raise ModelFormatError(f"{where}: weights of type {dataset.dtype} are not numbers")
+    check_at_most("the number of values in one weight array", int(dataset.size), MAX_TENSOR_VALUES, where)
+    return np.asarray(dataset[()], dtype=np.float64)
 
 
 def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> ReluNetwork:
@@ -91,6 +132,8 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
     """A Keras 3 `.keras` archive: config.json plus model.weights.h5 (vars numbered per layer)."""
     try:
         with zipfile.ZipFile(path) as z:
+            for name in ("config.json", "model.weights.h5"):
+                check_at_most(f"the unpacked size of {name}", z.getinfo(name).file_size, MAX_FILE_BYTES, str(path))
             config = _json(z.read("config.json"), path)
             weights_bytes = z.read("model.weights.h5")
     except KeyError as exc:
@@ -98,21 +141,21 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
                                "model.weights.h5 inside") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"{path}: unreadable .keras archive ({exc})") from None
-    try:
+    with _hdf5_errors(path):
         h5 = h5py.File(io.BytesIO(weights_bytes), "r")
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: model.weights.h5 is not readable HDF5 ({exc})") from None
-    with h5:
+    with h5, _hdf5_errors(path):
         groups = _zip_layer_groups(h5, config)
         return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
 
 
 def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
     """Map layer names to their `vars` groups in a Keras 3 weights file."""
-    stored = h5["layers"] if "layers" in h5 else {}
+    where = str(h5.filename)
+    stored = _member(h5, "layers", where) if _has(h5, "layers") else {}
     groups = {}
-    for g in stored.values():
-        if "vars" in g and "name" in g["vars"].attrs:
+    for key in stored:
+        g = _member(stored, key, where)
+        if isinstance(g, h5py.Group) and _has(g, "vars") and "name" in _member(g, "vars", where).attrs:
             groups[_text(g["vars"].attrs["name"])] = g["vars"]
     if groups:
         return groups
@@ -129,8 +172,8 @@ def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
         base = _snake(layer.get("class_name", ""))
         key = base if base not in counts else f"{base}_{counts[base] + 1}"
         counts[base] = counts.get(base, -1) + 1
-        if key in stored and "vars" in stored[key]:
-            groups[_layer_name(layer)] = stored[key]["vars"]
+        if _has(stored, key) and _has(_member(stored, key, where), "vars"):
+            groups[_layer_name(layer)] = _member(_member(stored, key, where), "vars", where)
     return groups
 
 
@@ -138,21 +181,23 @@ def _zip_weights(groups: dict[str, h5py.Group], layer: dict, where: str) -> dict
     group = groups.get(_layer_name(layer))
     if group is None:
         raise ModelFormatError(f"{where}: no weights stored for this layer in model.weights.h5")
-    arrays = [np.asarray(group[k]) for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
+    arrays = [_array(_member(group, k, where), f"{where}: weight {quoted(k)}")
+              for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
     return _named_weights(layer, arrays, where)
 
 
 def _legacy_weights(group: h5py.Group, layer: dict, where: str) -> dict[str, np.ndarray]:
     """Weights of one layer in an `.h5` save: `model_weights/<layer>/` with a `weight_names` list."""
     name = _layer_name(layer)
-    if name not in group:
+    if not _has(group, name):
         raise ModelFormatError(f"{where}: no weights stored for this layer in the file")
-    g = group[name]
+    g = _member(group, name, where)
     out = {}
     for full in (_text(n) for n in g.attrs.get("weight_names", [])):
-        if full not in g:
-            raise ModelFormatError(f"{where}: weight {full!r} listed but missing")
-        out[full.rsplit("/", 1)[-1].split(":")[0]] = np.asarray(g[full], dtype=np.float64)
+        node: Any = g
+        for part in full.split("/"):  # each step checked: a link anywhere on the path may lead out of the file
+            node = _member(node, part, where)
+        out[full.rsplit("/", 1)[-1].split(":")[0]] = _array(node, f"{where}: weight {quoted(full)}")
     return out
 
 
@@ -271,6 +316,8 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
         kernel = w["kernel"]
         if kernel.ndim != 2 or kernel.shape[1] != cfg.get("units", kernel.shape[1]):
             raise ModelFormatError(f"{where}: kernel of shape {kernel.shape} for {cfg.get('units')} units")
+        if cfg.get("use_bias", True) and "bias" not in w:  # a missing bias must not silently read as zeros
+            raise ModelFormatError(f"{where}: the layer uses a bias (use_bias) but the file stores none")
         return [affine(kernel.T, w.get("bias"), where)] + _activation(cfg.get("activation"), where)
     if cls == "Activation":
         return _activation(cfg.get("activation"), where)
@@ -331,9 +378,10 @@ def _text(value: Any) -> str:
 
 def _json(value: Any, path: Path) -> dict:
     try:
-        config = json.loads(_text(value))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelFormatError(f"{path}: the model configuration is not valid JSON ({exc})") from None
+        text = _text(value)
+    except UnicodeDecodeError:
+        raise ModelFormatError(f"{path}: the model configuration is not UTF-8 text") from None
+    config = loads_json(text, f"{path}: the model configuration", ModelFormatError)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: the model configuration is not a JSON object")
     return config
