@@ -54,6 +54,9 @@ def _checked_text(path: Path) -> str:
         raise ModelFormatError(f"{path}: not a LightGBM model text file (it should start with a line 'tree')")
     if "end of trees" not in text:
         raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of trees' line")
+    if "\nparameters:" in text and "end of parameters" not in text:  # LightGBM's parser aborts on this
+        raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of parameters' "
+                               "line")
     return text
 
 
