@@ -1,7 +1,8 @@
 """Keras models without TensorFlow: `.h5` (Keras 2 and Keras 3 legacy saves) and `.keras` zips.
 
 The architecture comes from the saved JSON configuration (never from code), the weights are read
-with h5py by the layer names in that configuration. Sequential and single-path functional models
+by the layer names in that configuration from the file's HDF5 tree (copied out of HDF5 by a child
+process, `hdf5_tree`, so that a damaged file cannot crash faircert). Sequential and single-path functional models
 of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax,
 BatchNormalization, Normalization and Rescaling layers (the last two fold input scaling into the
 network, so the domain stays in raw units); activations relu / linear, a final sigmoid or two-class
@@ -10,20 +11,18 @@ softmax.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_FILE_BYTES, MAX_TENSOR_VALUES, check_at_most, check_file_size, loads_json, quoted
+from ...limits import MAX_FILE_BYTES, check_at_most, check_file_size, loads_json, quoted
 from ..network import ReluNetwork
+from .hdf5_tree import H5Node, read_hdf5
 from .affine_chain import (
     Op,
     affine,
@@ -49,56 +48,21 @@ def load_keras_h5(path: str | Path) -> ReluNetwork:
     check_file_size(path, ModelFormatError)
     if zipfile.is_zipfile(path):
         return _load_keras_zip(path)
-    with _hdf5_errors(path):
-        f = h5py.File(path, "r")
-    with f, _hdf5_errors(path):
-        if "model_config" not in f.attrs:
-            raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
-                                   "save the whole model with model.save('model.keras') or model.save('model.h5')")
-        config = _json(f.attrs["model_config"], path)
-        group = _member(f, "model_weights", str(path)) if _has(f, "model_weights") else f
-        return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
+    f = read_hdf5(path, str(path))
+    if "model_config" not in f.attrs:
+        raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
+                               "save the whole model with model.save('model.keras') or model.save('model.h5')")
+    config = _json(f.attrs["model_config"], path)
+    group = f.child("model_weights", str(path)) if f.has("model_weights") else f
+    return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
 
 
-@contextlib.contextmanager
-def _hdf5_errors(path: Path):
-    """HDF5's errors on a damaged file (h5py raises OSError, RuntimeError, KeyError, ...) as one line."""
-    try:
-        yield
-    except ModelFormatError:
-        raise
-    except (OSError, RuntimeError, KeyError, ValueError, TypeError, AttributeError) as exc:
-        reason = " ".join(str(exc).split())[:200]
-        raise ModelFormatError(f"{path}: not a readable HDF5/Keras file ({type(exc).__name__}: {reason})") from None
-
-
-def _has(group: Any, name: str) -> bool:
-    """Whether the group has a member `name` (a single path component), without following links."""
-    return isinstance(group, h5py.Group) and "/" not in name and group.get(name, getlink=True) is not None
-
-
-def _member(group: h5py.Group, name: str, where: str) -> Any:
-    """group[name], refusing links to other files: HDF5 would open and read them."""
-    link = group.get(name, getlink=True)
-    if link is None:
-        raise ModelFormatError(f"{where}: {quoted(name)} is listed but missing in the file")
-    if isinstance(link, h5py.ExternalLink):
-        raise ModelFormatError(f"{where}: {quoted(name)} is a link to another file ({quoted(link.filename)}); "
-                               "faircert reads only the file it is given")
-    return group[name]
-
-
-def _array(dataset: Any, where: str) -> np.ndarray:
-    """A numeric dataset's values, refusing data stored in other files and sizes beyond the limits."""
-    if not isinstance(dataset, h5py.Dataset):
-        raise ModelFormatError(f"{where}: expected a weight array, found a {type(dataset).__name__}")
-    if dataset.external or dataset.is_virtual:
-        raise ModelFormatError(f"{where}: the weights are stored in other files (HDF5 external or virtual "
-                               "storage); faircert reads only the file it is given")
-    if dataset.dtype.kind not in "iuf":
-        raise ModelFormatError(f"{where}: weights of type {dataset.dtype} are not numbers")
-    check_at_most("the number of values in one weight array", int(dataset.size), MAX_TENSOR_VALUES, where)
-    return np.asarray(dataset[()], dtype=np.float64)
+def _array(node: H5Node, where: str) -> np.ndarray:
+    """A weight array (the child that read the file refused data stored in other files)."""
+    if node.is_group or node.array is None:
+        raise ModelFormatError(f"{where}: expected a numeric weight array, found "
+                               f"{'a group' if node.is_group else f'data of type {quoted(node.dtype)}'}")
+    return np.asarray(node.array, dtype=np.float64)
 
 
 def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> ReluNetwork:
@@ -141,27 +105,24 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
                                "model.weights.h5 inside") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"{path}: unreadable .keras archive ({exc})") from None
-    with _hdf5_errors(path):
-        h5 = h5py.File(io.BytesIO(weights_bytes), "r")
-    with h5, _hdf5_errors(path):
-        groups = _zip_layer_groups(h5, config)
-        return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
+    h5 = read_hdf5(weights_bytes, f"{path} (model.weights.h5)")
+    groups = _zip_layer_groups(h5, config, str(path))
+    return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
 
 
-def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
+def _zip_layer_groups(h5: H5Node, config: dict, where: str) -> dict[str, H5Node]:
     """Map layer names to their `vars` groups in a Keras 3 weights file."""
-    where = str(h5.filename)
-    stored = _member(h5, "layers", where) if _has(h5, "layers") else {}
+    stored = h5.child("layers", where) if h5.has("layers") else H5Node(children={})
     groups = {}
-    for key in stored:
-        g = _member(stored, key, where)
-        if isinstance(g, h5py.Group) and _has(g, "vars") and "name" in _member(g, "vars", where).attrs:
-            groups[_text(g["vars"].attrs["name"])] = g["vars"]
+    for key in stored.keys():
+        g = stored.child(key, where)
+        if g.has("vars") and "name" in g.child("vars", where).attrs:
+            groups[_text(g.child("vars", where).attrs["name"])] = g.child("vars", where)
     if groups:
         return groups
     # Older Keras 3 files do not record names: the paths are the snake-cased class names in layer order.
     try:
-        layers = _ordered_layers(config, str(h5.filename))
+        layers = _ordered_layers(config, where)
     except ModelFormatError:
         return groups
     counts: dict[str, int] = {}
@@ -172,32 +133,33 @@ def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
         base = _snake(layer.get("class_name", ""))
         key = base if base not in counts else f"{base}_{counts[base] + 1}"
         counts[base] = counts.get(base, -1) + 1
-        if _has(stored, key) and _has(_member(stored, key, where), "vars"):
-            groups[_layer_name(layer)] = _member(_member(stored, key, where), "vars", where)
+        if stored.has(key) and stored.child(key, where).has("vars"):
+            groups[_layer_name(layer)] = stored.child(key, where).child("vars", where)
     return groups
 
 
-def _zip_weights(groups: dict[str, h5py.Group], layer: dict, where: str) -> dict[str, np.ndarray]:
+def _zip_weights(groups: dict[str, H5Node], layer: dict, where: str) -> dict[str, np.ndarray]:
     group = groups.get(_layer_name(layer))
     if group is None:
         raise ModelFormatError(f"{where}: no weights stored for this layer in model.weights.h5")
-    arrays = [_array(_member(group, k, where), f"{where}: weight {quoted(k)}")
+    arrays = [_array(group.child(k, where), f"{where}: weight {quoted(k)}")
               for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
     return _named_weights(layer, arrays, where)
 
 
-def _legacy_weights(group: h5py.Group, layer: dict, where: str) -> dict[str, np.ndarray]:
+def _legacy_weights(group: H5Node, layer: dict, where: str) -> dict[str, np.ndarray]:
     """Weights of one layer in an `.h5` save: `model_weights/<layer>/` with a `weight_names` list."""
     name = _layer_name(layer)
-    if not _has(group, name):
+    if not isinstance(name, str) or not group.has(name):
         raise ModelFormatError(f"{where}: no weights stored for this layer in the file")
-    g = _member(group, name, where)
+    g = group.child(name, where)
+    names = g.attrs.get("weight_names", [])
     out = {}
-    for full in (_text(n) for n in g.attrs.get("weight_names", [])):
-        node: Any = g
-        for part in full.split("/"):  # each step checked: a link anywhere on the path may lead out of the file
-            node = _member(node, part, where)
-        out[full.rsplit("/", 1)[-1].split(":")[0]] = _array(node, f"{where}: weight {quoted(full)}")
+    for full in (names if isinstance(names, list) else [names]):
+        node = g
+        for part in str(full).split("/"):
+            node = node.child(part, where)
+        out[str(full).rsplit("/", 1)[-1].split(":")[0]] = _array(node, f"{where}: weight {quoted(full)}")
     return out
 
 
