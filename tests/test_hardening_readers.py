@@ -354,7 +354,7 @@ def test_keras_external_links_and_external_storage_are_refused(tmp_path):
     with h5py.File(path, "a") as f:
         del f["model_weights/d1/d1/kernel:0"]
         f.create_dataset("model_weights/d1/d1/kernel:0", shape=(4, 3), dtype="f4", external=[(str(raw), 0, 48)])
-    with pytest.raises(ModelFormatError, match="the weights are stored in other files"):
+    with pytest.raises(ModelFormatError, match=r"kernel:0: the data is stored in other files \(HDF5 external or virtual storage\)"):
         load_model(path)
 
 
