@@ -156,3 +156,63 @@ def mutate(data: bytes, ops: list[tuple[str, int, int]]) -> bytes:
 
 
 MUTATION_KINDS = ("flip", "truncate", "number", "delete_line", "duplicate_line")
+
+
+# ----- readers, by format ----------------------------------------------------------------------
+def _xgboost_parse(path: Path):
+    from faircert.models.io.xgboost import read_model_document, xgboost_from_dict
+
+    return xgboost_from_dict(read_model_document(path), str(path))
+
+
+def _lightgbm_parse(path: Path):
+    from faircert.models.io.lightgbm import _checked_text, lightgbm_from_text
+
+    return lightgbm_from_text(_checked_text(path), str(path))
+
+
+def _load_model(path: Path):
+    from faircert.models.io import load_model
+
+    return load_model(path)
+
+
+def _load_domain(path: Path):
+    from faircert.domain import Domain
+
+    return Domain.load(path)
+
+
+def _load_program(path: Path):
+    from faircert.models.program import load_program
+
+    return load_program(path)
+
+
+def _infer_domain(path: Path):
+    from faircert.data import infer_domain
+
+    return infer_domain(path, label="label")
+
+
+#: format -> (file name, builder(folder) -> path, reader(path)). The `_parse` readers stop before the
+#: framework's cross-check (pure Python); `load_model` runs everything, native parts in children.
+FORMATS = {
+    "nnet": ("m.nnet", nnet_file, _load_model),
+    "keras": ("m.h5", keras_file, _load_model),
+    "onnx": ("m.onnx", onnx_file, _load_model),
+    "xgboost_json": ("m.json", xgboost_file, _xgboost_parse),
+    "xgboost_ubj": ("m.ubj", lambda d: xgboost_file(d, ".ubj"), _xgboost_parse),
+    "lightgbm": ("m.txt", lightgbm_file, _lightgbm_parse),
+    "xgboost_full": ("m.json", xgboost_file, _load_model),
+    "xgboost_ubj_full": ("m.ubj", lambda d: xgboost_file(d, ".ubj"), _load_model),
+    "lightgbm_full": ("m.txt", lightgbm_file, _load_model),
+    "linear": ("lin.json", linear_file, _load_model),
+    "program": ("p.fr", lambda d: text_file(d, "p.fr", PROGRAM), _load_program),
+    "domain_yaml": ("d.yaml", lambda d: text_file(d, "d.yaml", DOMAIN_YAML), _load_domain),
+    "domain_json": ("d.json", lambda d: text_file(d, "d.json", json.dumps(
+        {"features": [{"name": "age", "kind": "integer", "min": 18, "max": 90},
+                      {"name": "sex", "kind": "binary", "protected": True},
+                      {"name": "income", "kind": "real", "min": 0.0, "max": 1.5}]})), _load_domain),
+    "csv": ("d.csv", lambda d: text_file(d, "d.csv", CSV), _infer_domain),
+}

@@ -16,7 +16,9 @@ import numpy as np
 
 def _limit_memory() -> None:
     limit = int(os.environ.get("FAIRCERT_CHILD_MEMORY", "0"))
-    if limit > 0:
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if limit > 0:  # never above a limit the parent already runs under
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 

@@ -74,7 +74,9 @@ def _walk(h5py, group, path: str, depth: int, state: dict) -> dict:
 
 def main() -> int:
     limit = int(os.environ.get("FAIRCERT_CHILD_MEMORY", "0"))
-    if limit > 0:
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if limit > 0:  # never above a limit the parent already runs under
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import h5py
 
