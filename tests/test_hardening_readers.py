@@ -400,3 +400,23 @@ def test_epsilon_on_a_single_valued_feature(shared_benchmarks, tmp_path, capsys)
                  "--time-limit", "5"])
     assert code in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+# ----- PyTorch ---------------------------------------------------------------------------------
+def test_torch_files_without_trust_are_never_given_to_torch(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    torch.save(model.state_dict(), tmp_path / "sd.pt")
+    torch.save(model, tmp_path / "full.pt")
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "full.pt").read_bytes()[:300])
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("torch.load on an untrusted file")
+
+    monkeypatch.setattr(torch, "load", refuse)
+    with pytest.raises(ModelFormatError, match="sd.pt: a state dict holds weights but not the architecture"):
+        load_model(tmp_path / "sd.pt")
+    with pytest.raises(ModelFormatError, match="full.pt: the file is a pickled Python object.*--trust-pickle"):
+        load_model(tmp_path / "full.pt")
+    with pytest.raises(ModelFormatError, match="cut.pt: not a readable PyTorch file"):
+        load_model(tmp_path / "cut.pt")
