@@ -327,7 +327,7 @@ def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
             names = json.loads(props["input_names"])
             if isinstance(names, list) and len(names) == network.n_inputs:
                 network.input_names = [str(n) for n in names]
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         pass  # metadata is advisory; the model itself is already checked
 
 

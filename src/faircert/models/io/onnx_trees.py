@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_TREE_NODES, check_at_most
+from ...limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
 from ..trees import TreeEnsemble
 from .tree_arrays import checked_tree
 
@@ -29,9 +29,9 @@ def _attrs(node: Any) -> dict[str, Any]:
     for a in node.attribute:
         v = helper.get_attribute_value(a)
         if isinstance(v, list) and v and isinstance(v[0], bytes):
-            v = [x.decode() for x in v]
+            v = [x.decode("utf-8", "replace") for x in v]
         elif isinstance(v, bytes):
-            v = v.decode()
+            v = v.decode("utf-8", "replace")
         out[a.name] = v
     return out
 
@@ -130,9 +130,12 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
 def _input_width(proto: Any) -> int | None:
     try:
         dims = proto.graph.input[0].type.tensor_type.shape.dim
-        return int(dims[-1].dim_value) or None
+        width = int(dims[-1].dim_value)
     except (IndexError, AttributeError):
         return None
+    if width < 0 or width > MAX_FEATURES:
+        raise ModelFormatError(f"the input width {width} is negative or above the limit {MAX_FEATURES:,}")
+    return width or None
 
 
 NODE_KEYS = ("nodes_treeids", "nodes_nodeids", "nodes_modes", "nodes_featureids", "nodes_values",
