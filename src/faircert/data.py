@@ -10,7 +10,7 @@ import numpy as np
 
 from .domain import Domain, Feature
 from .errors import DataError, DomainError
-from .limits import MAX_FEATURES, check_at_most, check_file_size, quoted
+from .limits import MAX_FEATURES, check_at_most, check_file_size, listed, quoted
 
 
 def read_table(data: Any):
@@ -75,7 +75,7 @@ def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = N
     columns = [str(c) for c in frame.columns]
     for name in protected + ([label] if label else []):
         if name not in columns:
-            raise DomainError(f"unknown column {name!r}; the data has: {', '.join(columns)}")
+            raise DomainError(f"unknown column {quoted(name)}; the data has: {listed(columns)}")
     features = []
     for column, name in zip(frame.columns, columns):
         if name == label:
@@ -107,7 +107,7 @@ def encode_table(frame, domain) -> np.ndarray:
     columns = [str(c) for c in frame.columns]
     missing = [n for n in domain.names if n not in columns]
     if missing:
-        raise DataError(f"the data lacks columns {missing}; it has: {', '.join(columns)}")
+        raise DataError(f"the data lacks columns {listed(missing, 5)}; it has: {listed(columns)}")
     out = np.empty((len(frame), len(domain)), dtype=np.float64)
     for j, feature in enumerate(domain.features):
         column = frame[frame.columns[columns.index(feature.name)]]

@@ -169,11 +169,11 @@ class Domain:
             return
         unknown = [n for n in self.names if n not in names]
         if unknown:
-            raise DomainError(f"{what} has no input named {', '.join(map(repr, unknown))}; its inputs are, in order: "
-                              f"{', '.join(names)}")
+            raise DomainError(f"{what} has no input named {', '.join(map(quoted, unknown[:5]))}; its inputs are, in "
+                              f"order: {listed(names)}")
         first = next(i for i, (a, b) in enumerate(zip(self.names, names)) if a != b)
-        raise DomainError(f"the domain lists {self.names[first]!r} as feature {first}, but input {first} of {what} is "
-                          f"{names[first]!r}; list the features in the model's order: {', '.join(names)}")
+        raise DomainError(f"the domain lists {quoted(self.names[first])} as feature {first}, but input {first} of {what} "
+                          f"is {quoted(names[first])}; list the features in the model's order: {listed(names)}")
 
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):

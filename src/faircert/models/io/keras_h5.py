@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_FILE_BYTES, check_at_most, check_file_size, loads_json, quoted
+from ...limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
 from ..network import ReluNetwork
 from .hdf5_tree import H5Node, read_hdf5
 from .affine_chain import (
@@ -188,7 +188,7 @@ def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
         ops: list[Op] = []
         for layer in layers:
             cls = layer.get("class_name")
-            where = f"{source}: layer {_layer_name(layer)!r} ({cls})"
+            where = f"{source}: layer {quoted(_layer_name(layer))} ({str(cls)[:MAX_QUOTED]})"
             if cls in MODEL_CLASSES:
                 raise unsupported("a nested model", where)
             if cls == "Flatten":
@@ -209,7 +209,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
     if cls == "Sequential":
         return list(cfg["layers"] if isinstance(cfg, dict) else cfg)
     if cls not in ("Functional", "Model"):
-        raise ModelFormatError(f"{source}: unsupported Keras model class {cls!r}; faircert reads Sequential and "
+        raise ModelFormatError(f"{source}: unsupported Keras model class {quoted(cls)}; faircert reads Sequential and "
                                "functional models of Dense layers")
     by_name = {_layer_name(layer): layer for layer in cfg["layers"]}
     inputs, outputs = _refs(cfg["input_layers"]), _refs(cfg["output_layers"])
@@ -225,7 +225,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
         parents = _inbound(layer, source)
         if len(parents) != 1 or len(chain) > len(by_name):
             raise unsupported(f"a layer with {len(parents)} inputs (only single-path models)",
-                              f"{source}: layer {name!r} ({layer.get('class_name')})")
+                              f"{source}: layer {quoted(name)} ({str(layer.get('class_name'))[:MAX_QUOTED]})")
         name = parents[0]
     return chain[::-1]
 
@@ -233,7 +233,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
 def _inbound(layer: dict, source: str) -> list[str]:
     nodes = layer.get("inbound_nodes") or []
     if len(nodes) > 1:
-        raise unsupported("a layer used more than once", f"{source}: layer {_layer_name(layer)!r}")
+        raise unsupported("a layer used more than once", f"{source}: layer {quoted(_layer_name(layer))}")
     if not nodes:
         return []
     if not isinstance(nodes[0], dict):  # Keras 2: [[name, node_index, tensor_index, kwargs], ...]
@@ -321,7 +321,7 @@ def _activation(act: Any, where: str) -> list[Op]:
         return []
     if name in ("relu", "sigmoid", "softmax"):
         return [Op(name, where)]
-    raise unsupported(f"activation {name!r}", where)
+    raise unsupported(f"activation {quoted(name)}", where)
 
 
 def _layer_name(layer: dict) -> str:

@@ -50,7 +50,7 @@ def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
         raise ModelFormatError(f"{source}: 'intercept' must be a number")
     rule = data.get("positive_if", ">")
     if rule not in (">", ">="):
-        raise ModelFormatError(f"{source}: 'positive_if' must be '>' or '>=', got {rule!r}")
+        raise ModelFormatError(f"{source}: 'positive_if' must be '>' or '>=', got {quoted(rule)}")
     if "encoding" in data and "features" in data:
         raise ModelFormatError(f"{source}: give 'features' or 'encoding', not both")
     classes = data.get("classes", [0, 1])

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from ...errors import ModelFormatError
-from ...limits import MAX_FIXED_BATCH, MAX_LAYER_WIDTH, MAX_TENSOR_VALUES, check_at_most, check_file_size, quoted
+from ...limits import MAX_FIXED_BATCH, MAX_LAYER_WIDTH, MAX_QUOTED, MAX_TENSOR_VALUES, check_at_most, check_file_size, quoted
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -121,8 +121,8 @@ class _Chain:
             if index not in needed:
                 continue
             op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-            where = f"{self.source}: node {node.name!r} ({op_type})" if node.name else \
-                f"{self.source}: node #{index} ({op_type})"
+            where = f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})" if node.name else \
+                f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
                 self.constant_value(node, where)
@@ -133,7 +133,8 @@ class _Chain:
             ops += self._ops(node, where)
             current = node.output[0]
         if current != self.output:
-            raise ModelFormatError(f"{self.source}: the graph output {self.output!r} is not computed from the input")
+            raise ModelFormatError(f"{self.source}: the graph output {quoted(self.output)} is not computed from the "
+                                   "input")
         n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
         return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
 
@@ -173,13 +174,15 @@ class _Chain:
         op, attrs = node.op_type, {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if op == "Cast":
             if attrs.get("to") not in FLOAT_TYPES:
-                raise unsupported(f"Cast to {TensorProto.DataType.Name(attrs.get('to', 0))} (rounding)", where)
+                to = attrs.get("to", 0)
+                name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else f"type {quoted(to)}"
+                raise unsupported(f"Cast to {name} (rounding)", where)
             return []
         if op in SHAPE_OPS:
             self._reshape(node, op, attrs, where)
             return []
         if node.domain not in ("", "ai.onnx") and not (node.domain == "ai.onnx.ml" and op == "Scaler"):
-            raise unsupported(f"operator {node.domain}.{op}", where)
+            raise unsupported(f"operator {node.domain[:MAX_QUOTED]}.{op[:MAX_QUOTED]}", where)
         if op in ("Relu", "Sigmoid", "Softmax"):
             rank = len(self.shape) if self.shape is not None else 1
             if op == "Softmax" and (rank > 1 and max(self.shape[:-1]) > 1 or attrs.get("axis", -1) not in (-1, rank)):
@@ -220,7 +223,7 @@ class _Chain:
             scale, shift, mean, var = (self._broadcast(self._const(node, k, where), where) for k in range(1, 5))
             s = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
             return [diagonal(s, shift - mean * s, where)]
-        raise unsupported(f"operator {op}", where)
+        raise unsupported(f"operator {op[:MAX_QUOTED]}", where)
 
     def _matrix(self, w: np.ndarray, c: Any, where: str) -> Op:
         """x @ w + c for w of shape in x out, on a tensor whose leading per-sample axes are all 1."""
