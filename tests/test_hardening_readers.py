@@ -310,6 +310,11 @@ def test_onnx_external_data_only_beside_the_model(tmp_path):
     _external(proto, "w.bin")
     onnx.save(proto, str(inner / "m.onnx"))
     assert np.allclose(load_model(inner / "m.onnx").weights[0], hf.W1)
+    # as onnx itself writes it: every tensor in one file, at offsets
+    onnx.save(onnx.load(str(hf.onnx_file(inner))), str(inner / "e.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="e.data", size_threshold=0)
+    network = load_model(inner / "e.onnx")
+    assert np.allclose(network.weights[0], hf.W1) and np.allclose(network.weights[1], hf.W2)
 
 
 def test_onnx_constant_expression_too_large_is_not_evaluated(tmp_path):
@@ -420,3 +425,11 @@ def test_torch_files_without_trust_are_never_given_to_torch(tmp_path, monkeypatc
         load_model(tmp_path / "full.pt")
     with pytest.raises(ModelFormatError, match="cut.pt: not a readable PyTorch file"):
         load_model(tmp_path / "cut.pt")
+
+
+def test_file_size_is_checked_before_reading(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_bytes(b"#" * (16 * 2**20 + 1))
+    with pytest.raises(LimitError, match=r"d.yaml: the file size in bytes is 16,777,217, more than faircert reads "
+                                         r"\(16,777,216; see faircert.limits\)"):
+        Domain.load(path)

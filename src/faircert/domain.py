@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DomainError
-from .limits import MAX_FEATURES, check_at_most, listed, loads_json, quoted, read_text
+from .limits import MAX_FEATURES, MAX_TEXT_BYTES, check_at_most, listed, loads_json, quoted, read_text
 
 KINDS = ("binary", "integer", "real", "categorical")
 #: Largest magnitude of a bound: integers up to it are exact in float64, which the engines use.
@@ -220,7 +220,7 @@ class Domain:
         path = Path(path)
         if not path.is_file():
             raise DomainError(f"domain file not found: {path}")
-        text = read_text(path, DomainError, "domain")
+        text = read_text(path, DomainError, "domain", MAX_TEXT_BYTES)
         if path.suffix.lower() == ".json":
             data = loads_json(text, str(path), DomainError)
         else:

@@ -15,8 +15,10 @@ from typing import Any
 
 from .errors import FaircertError
 
-#: Bytes of one model, domain, program or data file.
+#: Bytes of one model or data file.
 MAX_FILE_BYTES = 512 * 2**20
+#: Bytes of a domain file or a program (hand-written text; their parsers are slower per byte).
+MAX_TEXT_BYTES = 16 * 2**20
 #: Values in one weight tensor, initializer or dataset (float64: 800 MB).
 MAX_TENSOR_VALUES = 100_000_000
 #: Neurons in one layer (a width, also per-sample input width).
@@ -85,30 +87,31 @@ def check_at_most(what: str, value: int, limit: int, where: str = "") -> None:
         raise LimitError(f"{prefix}{what} is {value:,}, more than faircert reads ({limit:,}; see faircert.limits)")
 
 
-def check_file_size(path: Path, error: type[FaircertError] = FaircertError) -> int:
-    """The file's size in bytes, after checking it is a regular file within `MAX_FILE_BYTES`."""
+def check_file_size(path: Path, error: type[FaircertError] = FaircertError, limit: int = MAX_FILE_BYTES) -> int:
+    """The file's size in bytes, after checking it is a regular file within `limit`."""
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if not path.is_file():
         raise error(f"{path}: not a regular file")
-    check_at_most("the file size in bytes", size, MAX_FILE_BYTES, str(path))
+    check_at_most("the file size in bytes", size, limit, str(path))
     return size
 
 
-def read_bytes(path: Path, error: type[FaircertError] = FaircertError) -> bytes:
+def read_bytes(path: Path, error: type[FaircertError] = FaircertError, limit: int = MAX_FILE_BYTES) -> bytes:
     """The whole file, size-checked first."""
-    check_file_size(path, error)
+    check_file_size(path, error, limit)
     try:
         return path.read_bytes()
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_text(path: Path, error: type[FaircertError] = FaircertError, what: str = "text") -> str:
+def read_text(path: Path, error: type[FaircertError] = FaircertError, what: str = "text",
+              limit: int = MAX_FILE_BYTES) -> str:
     """The whole file as UTF-8 text, size-checked first."""
-    data = read_bytes(path, error)
+    data = read_bytes(path, error, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

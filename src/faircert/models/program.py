@@ -23,7 +23,7 @@ from typing import Union
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..limits import MAX_EXPRESSION_DEPTH, quoted, read_text
+from ..limits import MAX_EXPRESSION_DEPTH, MAX_TEXT_BYTES, quoted, read_text
 
 ANNOTATIONS = ("sensitiveAttribute", "qualified", "fairnessTarget")
 FUNCTIONS = {"abs": 1, "min": 2, "max": 2}
@@ -476,5 +476,5 @@ def load_program(path_or_source: str | Path | Program) -> Program:
         path = Path(text)
         if not path.exists():
             raise ProgramError(f"cannot read program file {quoted(text)}: no such file")
-        return parse_program(read_text(path, ProgramError, "program (.fr text)"), str(path))
+        return parse_program(read_text(path, ProgramError, "program (.fr text)", MAX_TEXT_BYTES), str(path))
     return parse_program(text)
