@@ -166,9 +166,9 @@ def _xgboost_parse(path: Path):
 
 
 def _lightgbm_parse(path: Path):
-    from faircert.models.io.lightgbm import _checked_text, lightgbm_from_text
+    from faircert.models.io.lightgbm import lightgbm_from_text, read_model_text
 
-    return lightgbm_from_text(_checked_text(path), str(path))
+    return lightgbm_from_text(read_model_text(path), str(path))
 
 
 def _load_model(path: Path):

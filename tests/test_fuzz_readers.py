@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+import hostile_files as hf
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hostile_files as hf
 from faircert.errors import FaircertError
 
 WORKER = Path(__file__).with_name("fuzz_worker.py")

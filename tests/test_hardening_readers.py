@@ -5,25 +5,20 @@ another file."""
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import h5py
+import hostile_files as hf
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import hostile_files as hf
 from faircert.cli import main
 from faircert.data import infer_domain
 from faircert.domain import Domain
 from faircert.errors import DataError, DomainError, FaircertError, ModelFormatError
 from faircert.limits import LimitError, quoted
-from faircert.models.io import load_model
-from faircert.models.io import isolated
+from faircert.models.io import isolated, load_model
 from faircert.models.program import ProgramError, load_program, parse_program
 
 

@@ -22,7 +22,6 @@ import numpy as np
 from ...errors import ModelFormatError
 from ...limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
 from ..network import ReluNetwork
-from .hdf5_tree import H5Node, read_hdf5
 from .affine_chain import (
     Op,
     affine,
@@ -32,6 +31,7 @@ from .affine_chain import (
     sample_inputs,
     unsupported,
 )
+from .hdf5_tree import H5Node, read_hdf5
 
 #: Layers that are the identity when a model predicts.
 IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",

@@ -30,7 +30,7 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     """Import a Booster, an LGBMClassifier or a model text file written by `save_model`."""
     if isinstance(model, (str, Path)):
         path = Path(model)
-        ir = lightgbm_from_text(_checked_text(path), str(path))
+        ir = lightgbm_from_text(read_model_text(path), str(path))
         if importlib.util.find_spec("lightgbm") is not None:  # the IR does not need lightgbm; only the check
             ir.check_against(lambda X: framework_outputs("lightgbm", path, X) > 0, ir.source)
         return ir
@@ -46,7 +46,7 @@ def load_lightgbm(model: Any) -> TreeEnsemble:
     return ir
 
 
-def _checked_text(path: Path) -> str:
+def read_model_text(path: Path) -> str:
     """The file's LightGBM model text, with its overall layout checked."""
     text = read_text(path, ModelFormatError, "LightGBM model text")
     lines = text.splitlines()

@@ -15,7 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_LAYER_WIDTH, MAX_LAYERS, MAX_TENSOR_VALUES, check_at_most, quoted, read_text
+from ...limits import (
+    MAX_LAYER_WIDTH,
+    MAX_LAYERS,
+    MAX_TENSOR_VALUES,
+    check_at_most,
+    quoted,
+    read_text,
+)
 from ..network import ReluNetwork
 
 

@@ -20,7 +20,15 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from ...errors import ModelFormatError
-from ...limits import MAX_FIXED_BATCH, MAX_LAYER_WIDTH, MAX_QUOTED, MAX_TENSOR_VALUES, check_at_most, check_file_size, quoted
+from ...limits import (
+    MAX_FIXED_BATCH,
+    MAX_LAYER_WIDTH,
+    MAX_QUOTED,
+    MAX_TENSOR_VALUES,
+    check_at_most,
+    check_file_size,
+    quoted,
+)
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,

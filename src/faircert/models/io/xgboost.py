@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_FEATURES, MAX_TREES, check_at_most, loads_json, quoted, read_bytes, read_text
+from ...limits import (
+    MAX_FEATURES,
+    MAX_TREES,
+    check_at_most,
+    loads_json,
+    quoted,
+    read_bytes,
+    read_text,
+)
 from ..trees import Tree, TreeEnsemble
 from .isolated import framework_outputs
 from .tree_arrays import checked_tree, float_array, int_array, whole_number
