@@ -358,6 +358,18 @@ def test_keras_external_links_and_external_storage_are_refused(tmp_path):
         load_model(path)
 
 
+def test_hdf5_looping_forever_on_a_damaged_file_is_stopped(tmp_path, monkeypatch):
+    """A model_config attribute made longer in place: HDF5 misreads what follows and never returns."""
+    from faircert.models.io import hdf5_tree
+
+    data = hf.keras_file(tmp_path).read_bytes()
+    (tmp_path / "loop.h5").write_bytes(data.replace(b'"units": 1,', b'"units": 2147483648,', 1))
+    monkeypatch.setattr(hdf5_tree, "HDF5_SECONDS", 2)
+    with pytest.raises(ModelFormatError, match=r"loop.h5: HDF5 did not read this file within 2 s; the file is "
+                                               "malformed"):
+        load_model(tmp_path / "loop.h5")
+
+
 def test_corrupted_hdf5_is_one_line_exit_3(tmp_path, capsys):
     data = bytearray(hf.keras_file(tmp_path).read_bytes())
     for start in range(600, len(data), 97):

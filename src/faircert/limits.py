@@ -43,9 +43,12 @@ MAX_GRAPH_NODES = 100_000
 MAX_FIXED_BATCH = 4_096
 #: Characters of file content quoted in an error message.
 MAX_QUOTED = 80
-#: Seconds and bytes of memory a child process gets to load a model with its framework library.
-CHILD_SECONDS = 120
+#: Seconds and bytes of memory a child process gets to load a model with its framework library
+#: and predict the import check's sample inputs.
+CHILD_SECONDS = 30
 CHILD_MEMORY_BYTES = 4 * 2**30
+#: Seconds a child process gets to copy an HDF5 file out (a damaged file can make HDF5 loop forever).
+HDF5_SECONDS = 10
 
 
 class LimitError(FaircertError):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import MAX_GRAPH_NODES, MAX_NESTING, MAX_TENSOR_VALUES, quoted
+from ...limits import HDF5_SECONDS, MAX_GRAPH_NODES, MAX_NESTING, MAX_TENSOR_VALUES, quoted
 from .isolated import run_isolated
 
 HDF5_CHILD = Path(__file__).with_name("_hdf5_child.py")
@@ -52,7 +52,8 @@ def read_hdf5(source: Path | bytes, label: str) -> H5Node:
     """The file's tree; `source` is a path or the bytes of an HDF5 file (a `.keras` archive member)."""
     arg, stdin = ("-", source) if isinstance(source, bytes) else (str(source), b"")
     limits = [str(MAX_GRAPH_NODES), str(MAX_TENSOR_VALUES), str(MAX_NESTING)]
-    stdout = run_isolated(HDF5_CHILD, [arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file")
+    stdout = run_isolated(HDF5_CHILD, [arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file",
+                          HDF5_SECONDS)
     try:
         with np.load(io.BytesIO(stdout), allow_pickle=False) as npz:
             manifest = json.loads(str(npz["manifest"]))

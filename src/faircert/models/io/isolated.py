@@ -41,7 +41,7 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
 
 
 def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, source: str,
-                 cannot_read: str = "") -> bytes:
+                 cannot_read: str = "", seconds: float = CHILD_SECONDS) -> bytes:
     """Run one of this folder's child scripts; its stdout, or a `ModelFormatError` if the library
     failed, crashed, or ran out of time or memory on the file."""
     env = dict(os.environ, OMP_NUM_THREADS="1", FAIRCERT_CHILD_MEMORY=str(CHILD_MEMORY_BYTES))
@@ -49,9 +49,10 @@ def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, sour
         # -P: this folder (the script's) must not come first on the path, or its xgboost.py would
         # shadow the library
         done = subprocess.run([sys.executable, "-P", str(script), *args], input=stdin, capture_output=True,
-                              timeout=CHILD_SECONDS, env=env, check=False)
+                              timeout=seconds, env=env, check=False)
     except subprocess.TimeoutExpired:
-        raise ModelFormatError(f"{source}: {library} did not read this file within {CHILD_SECONDS} s") from None
+        raise ModelFormatError(f"{source}: {library} did not read this file within {seconds:g} s; the file is "
+                               "malformed or too large (see faircert.limits)") from None
     if done.returncode < 0:
         signame = signal.Signals(-done.returncode).name if -done.returncode in signal.valid_signals() else "?"
         raise ModelFormatError(f"{source}: the {library} library crashed reading this file ({signame}); the file is "
