@@ -476,5 +476,5 @@ def load_program(path_or_source: str | Path | Program) -> Program:
         path = Path(text)
         if not path.exists():
             raise ProgramError(f"cannot read program file {quoted(text)}: no such file")
-        return parse_program(read_text(path, ProgramError, "program (.fr text)", MAX_TEXT_BYTES), str(path))
+        return parse_program(read_text(path, ProgramError, "program", MAX_TEXT_BYTES), str(path))
     return parse_program(text)
