@@ -227,17 +227,12 @@ def test_framework_crash_in_the_child_is_a_clean_error(tmp_path, monkeypatch):
         isolated.framework_outputs("lightgbm", tmp_path / "m.txt", np.zeros((2, 3)))
 
 
-def test_tree_models_still_agree_with_their_frameworks(tmp_path):
-    xgb = pytest.importorskip("xgboost")
+def test_lightgbm_text_read_by_faircert_scores_as_lightgbm(tmp_path):
     lgb = pytest.importorskip("lightgbm")
     X = np.random.default_rng(0).uniform(-1, 7, size=(500, 4))
-    for suffix in (".json", ".ubj"):
-        ir = load_model(hf.xgboost_file(tmp_path, suffix))
-        margins = xgb.Booster(model_file=str(tmp_path / f"m{suffix}")).predict(xgb.DMatrix(X), output_margin=True)
-        assert np.array_equal(ir.predict(X), (margins > 0).astype(int))
     ir = load_model(hf.lightgbm_file(tmp_path))
     raw = lgb.Booster(model_file=str(tmp_path / "m.txt")).predict(X, raw_score=True)
-    assert np.allclose(ir.score(X), raw, atol=1e-12)
+    assert np.allclose(ir.score(X), raw, rtol=0, atol=1e-12)
 
 
 # ----- ONNX ------------------------------------------------------------------------------------
@@ -409,7 +404,7 @@ def test_epsilon_on_a_single_valued_feature(shared_benchmarks, tmp_path, capsys)
     features[0].update(min=100, max=100)
     path = hf.text_file(tmp_path, "d.json", json.dumps({"features": features}))
     code = main(["verify", str(net), "--domain", str(path), "--protected", "x8", "--epsilon", "x0=5",
-                 "--time-limit", "5"])
+                 "--time-limit", "1"])
     assert code in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
 
