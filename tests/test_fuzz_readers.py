@@ -9,6 +9,7 @@ faircert's own. The default run is a fast slice; `-m slow` runs many more exampl
 """
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from faircert.errors import FaircertError
 
 WORKER = Path(__file__).with_name("fuzz_worker.py")
 WORKER_MEMORY = 3 * 2**30
+MEMORY_GROWTH = 2**30  # in-process readers: the most one small file may add to the peak
 SECONDS_PER_FILE = 20  # the issue's bound: every file settles well within it
 MESSAGE_CHARS = 2000  # a message never quotes unbounded input
 
@@ -59,13 +61,15 @@ def _check_in_process(fmt, seeds, ops, folder):
     name, _, read = hf.FORMATS[fmt]
     path = folder / name
     path.write_bytes(hf.mutate(seeds[fmt], ops))
-    start = time.monotonic()
+    start, peak = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
         read(path)
     except FaircertError as exc:
         message = str(exc)
         assert "\n" not in message.strip() and len(message) < MESSAGE_CHARS, message[:300]
     assert time.monotonic() - start < SECONDS_PER_FILE
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak  # the process's peak, in KiB on Linux
+    assert grown_kib * 1024 < MEMORY_GROWTH, f"reading one small file raised peak memory by {grown_kib} KiB"
 
 
 def _check_in_worker(fmt, seeds, batch, folder):
