@@ -152,3 +152,26 @@ def test_numba_that_cannot_load_leaves_the_numpy_path(monkeypatch):
         assert compiled.available() is False
     finally:
         compiled._numba_installed.cache_clear()
+
+
+def test_error_messages_are_capped(monkeypatch, capsys):
+    import faircert.api
+    from faircert.errors import DataError
+
+    def flood(*args, **kwargs):
+        raise DataError("x" * 100_000)
+
+    monkeypatch.setattr(faircert.api, "verify", flood)
+    assert main(["verify", "model.nnet"]) == 3
+    err = capsys.readouterr().err
+    assert len(err) < 2100 and err.rstrip().endswith("(98,000 more characters)")
+
+
+def test_a_deeply_nested_population_file_is_one_clear_error(tmp_path):
+    from faircert.errors import FaircertError
+    from faircert.population.discrete import DiscretePopulation
+
+    path = tmp_path / "pop.json"
+    path.write_text("[" * 20_000 + "]" * 20_000)
+    with pytest.raises(FaircertError, match="nested more than"):
+        DiscretePopulation.load(path)

@@ -18,6 +18,7 @@ from .errors import FaircertError
 EXIT_UNDECIDED = 2
 EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
+MAX_MESSAGE = 2000  # characters of an error message printed
 
 COMMANDS = ("verify", "domain", "demo", "group", "program", "sample")
 
@@ -60,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version exit 0 through argparse
         return int(exc.code or 0)
     except FaircertError as exc:
-        print(f"faircert: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if len(message) > MAX_MESSAGE:  # names and values from hostile files must not flood the terminal
+            message = message[:MAX_MESSAGE] + f"... ({len(message) - MAX_MESSAGE:,} more characters)"
+        print(f"faircert: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. `faircert verify ... --json - | head`: the reader left, not an error
         import os

@@ -248,11 +248,9 @@ class DiscretePopulation:
         path = Path(path)
         if not path.is_file():
             raise DataError(f"population file not found: {path}")
-        try:
-            data = json.loads(path.read_text())
-        except ValueError as exc:
-            raise DataError(f"{path}: not JSON: {exc}") from None
-        return cls.from_dict(data, str(path))
+        from ..limits import loads_json, read_text
+
+        return cls.from_dict(loads_json(read_text(path, DataError, "population"), str(path), DataError), str(path))
 
 
 def _jsonable(value: Any) -> Any:
