@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from faircert import PropertyError
-from faircert.engines.boxes.workers import Workers
+from faircert.engines.boxes.workers import Parallelism, Workers
 from faircert.options import VerifyOptions
 
 
@@ -64,8 +64,8 @@ def test_trees_give_the_same_shares_on_one_and_two_workers():
     ir, dom = _adult_like()
     prop = individual_fairness(dom, "s", kappa=0.5)
     for budget in (400, None):  # a box budget (stopped early), and to the end
-        one = quantify(ir, prop, 120, workers=1, max_boxes=budget)
-        two = quantify(ir, prop, 120, workers=2, max_boxes=budget)
+        one = quantify(ir, prop, 120, max_boxes=budget)
+        two = quantify(ir, prop, 120, parallel=Parallelism(workers=2), max_boxes=budget)
         assert one.bounds == two.bounds and one.unfair == two.unfair and one.complete == two.complete
         assert one.complete == (budget is None)
     assert one.bounds[0] == one.bounds[1] < 1.0

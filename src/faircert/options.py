@@ -65,6 +65,9 @@ class VerifyOptions(Budget):
     max_counterexamples: int = 100
     #: processes for the box work (tree refinement at epsilon 0); 1 runs in this process
     workers: int = 1
+    #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
+    #: RAY_ADDRESS) or an address
+    ray_address: str | None = None
     #: stop after examining this many boxes (a budget by work, the same for any worker count)
     max_boxes: int | None = None
 

@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="processes for the box work (tree ensembles at epsilon 0; default 1: this process)")
     p.add_argument("--max-boxes", type=int, metavar="N",
                    help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="run the box work on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
+                        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
-                            workers=args.workers, max_boxes=args.max_boxes)
+                            workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray)
     with run_guard([args.json, args.counterexamples, args.html], args.quiet), \
             decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(

@@ -20,7 +20,7 @@ import numpy as np
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
-from ..boxes.workers import Workers
+from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
 
 #: chunks per round: fixed, so that a run limited by boxes is the same whatever the worker count
@@ -30,12 +30,13 @@ ROUND_CHUNKS = 4
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 1024, workers: int = 1, max_boxes: int | None = None) -> tuple:
+                   report, chunk: int = 1024, parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
     open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice.
 
-    The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on `workers`
-    processes) and merged in order; `max_boxes` stops after the round that examines that many."""
+    The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on local
+    processes or a Ray cluster as `parallel` says) and merged in order; `max_boxes` stops after the round that
+    examines that many."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
@@ -44,7 +45,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     complete = True
     n_pieces = examined = 0
     job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free)
-    with Workers(job, workers) as pool:
+    with parallel.open(job) as pool:
         while frontier:
             if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, n_pieces, acc)
                     or (max_boxes is not None and examined >= max_boxes)):
