@@ -76,3 +76,13 @@ def test_worker_counts_and_box_budgets_are_checked():
         VerifyOptions(workers=0)
     with pytest.raises(PropertyError, match="max boxes must be an integer >= 1"):
         VerifyOptions(max_boxes=-3)
+
+
+def test_the_api_takes_workers_and_a_box_budget(tmp_path):
+    import faircert
+
+    ir, dom = _adult_like()
+    one = faircert.verify(ir, dom, "s", kappa=0.5, max_boxes=400, max_counterexamples=0)
+    two = faircert.verify(ir, dom, "s", kappa=0.5, max_boxes=400, max_counterexamples=0, workers=2)
+    assert (one.certified, one.falsified, one.undecided) == (two.certified, two.falsified, two.undecided)
+    assert one.undecided > 0 and one.verdict == "unknown"
