@@ -30,7 +30,7 @@ ROUND_CHUNKS = 4
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 1024, parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> tuple:
+                   report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
     open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice.
 
