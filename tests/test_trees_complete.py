@@ -126,3 +126,60 @@ def test_a_solver_time_out_is_unknown_never_a_proof(monkeypatch):
     ir = TreeEnsemble([_tree([(0, 5.0, 1, 2, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])], 2, input_float32=False)
     decision = decide_trees(ir, individual_fairness(dom, "p"))
     assert decision.verdict == "unknown" and "Time limit reached" in decision.reason
+
+
+def _options(**kw):
+    from types import SimpleNamespace
+
+    base = dict(time_limit=30.0, seed=0, max_counterexamples=10, confidence=0.99, partition_size=None)
+    return SimpleNamespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize("eps", [0, 1])
+def test_partitions_match_brute_force_per_partition(eps):
+    """Every partition's verdict: unfair iff some input of it has a counterexample (its twin may lie
+    in another partition); the run is unfair iff one is, with the sound shares kept."""
+    from test_trees_engine import brute_force_masks
+
+    from faircert.engines.trees.complete import answer
+
+    pytest.importorskip("xgboost")
+    X, y, dom = _small_problem(3)
+    ir = next(_models(X, y, 3))
+    prop = _prop(dom, eps, 0.5, False)
+    grid, _, unfair = brute_force_masks(ir, dom, prop.protected, np.asarray(prop.epsilon), prop.kappa, False)
+    result = answer(ir, prop, _options(partition_size=3))
+    assert len(result.partitions) == result.decision["regions"] > 1
+    for row in result.partitions:
+        inside = np.ones(len(grid), dtype=bool)
+        for name, low in row["lower"].items():
+            j = dom.names.index(name)
+            inside &= (grid[:, j] >= low) & (grid[:, j] <= row["upper"][name])
+        assert row["verdict"] == ("unfair" if unfair[inside].any() else "fair"), row
+    assert result.verdict == ("unfair" if unfair.any() else "fair")
+    assert result.decision["coverage"] == 1.0 and result.engine == "tree-complete"
+    assert result.falsified <= unfair.mean() + 1e-12 <= result.falsified + result.undecided + 1e-12
+
+
+def test_a_fair_ensemble_decided_whole_reports_exact_shares():
+    from faircert.engines.trees.complete import answer
+
+    rng = np.random.default_rng(5)
+    dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 6),
+                  Feature("q", "binary", 0, 1), Feature("c", "integer", -3, 3)))
+    ir = _fair_by_construction(rng, dom, {1, 3})
+    result = answer(ir, individual_fairness(dom, ["p", "q"]), _options())
+    assert (result.verdict, result.certified, result.undecided) == ("fair", 1.0, 0.0)
+    assert result.decision["evidence"] == "proof" and result.partitions is None
+
+
+def test_a_partition_grid_over_the_limit_is_one_clear_error(monkeypatch):
+    from faircert.engines.trees import complete
+    from faircert.errors import PropertyError
+
+    dom = Domain((Feature("a", "integer", 0, 999), Feature("p", "binary", 0, 1), Feature("b", "integer", 0, 999)))
+    monkeypatch.setattr(complete, "MAX_PARTITIONS", 1000)
+    with pytest.raises(PropertyError, match="cuts the domain into 10,000 partitions .* use a larger partition size"):
+        complete.partitions(individual_fairness(dom, "p"), 10)
+    with pytest.raises(PropertyError, match="partition size must be an integer >= 1"):
+        complete.partitions(individual_fairness(dom, "p"), 0)

@@ -28,6 +28,7 @@ model rejects) is `unknown`, never a proof.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -41,8 +42,10 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
+from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
+from ...results import Counterexample, Result
 
 #: HiGHS's feasibility and integrality tolerances are 1e-7 and 1e-6; proofs keep well clear of them.
 SOLVER_TOLERANCE = 1e-5
@@ -136,8 +139,10 @@ class _Copy:
 
 
 class _Encoder:
-    def __init__(self, ir: TreeEnsemble, prop: IndividualFairness) -> None:
+    def __init__(self, ir: TreeEnsemble, prop: IndividualFairness,
+                 region: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.ir, self.prop = ir, prop
+        self.region = region
         self.dom = prop.domain
         self.p = _Program()
         self.offset, conf, tol = ir.margin_view(prop.kappa)
@@ -157,6 +162,10 @@ class _Encoder:
             self.p.row({x.value[i]: 1.0, xp.value[i]: -1.0}, -eps[i], eps[i])
         if protected:
             self._another_combination(x, xp, sorted(protected))
+        if region is not None:  # x inside the region; its twin anywhere in the domain (within epsilon)
+            for i, var in x.value.items():
+                self.p.lb[var] = max(self.p.lb[var], float(region[0][i]))
+                self.p.ub[var] = min(self.p.ub[var], float(region[1][i]))
         self.x, self.xp = x, xp
         for copy in (x, xp):
             self._trees(copy)
@@ -344,8 +353,10 @@ def recheck_pair(ir: TreeEnsemble, prop: IndividualFairness, x: np.ndarray, xp: 
     return bool(confident[0] and label[0] != label[1])
 
 
-def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 10.0) -> TreeDecision:
-    """Is there any counterexample to `prop` on `ir` in the domain? See the module docstring.
+def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 10.0,
+                 region: tuple[np.ndarray, np.ndarray] | None = None) -> TreeDecision:
+    """Is there any counterexample to `prop` on `ir` in the domain (with x inside `region`, a box
+    (lo, hi) of inclusive bounds, when given)? See the module docstring.
 
     Per direction: is any pair separated by more than -tau? No: that direction is proven empty. Yes:
     the pair is re-checked on the model; if the model does not confirm it (its separation lies within
@@ -353,7 +364,7 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """
     t0 = time.monotonic()
     budget = 60.0 if time_limit is None else float(time_limit)
-    enc = _Encoder(ir, prop)
+    enc = _Encoder(ir, prop, region)
     stats = {"variables": len(enc.p.lb), "rows": len(enc.p.rows), "solves": 0}
     proven: dict[str, bool] = {}
     reasons = []
@@ -382,3 +393,98 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
         return TreeDecision("fair", tau=enc.tau, elapsed_s=time.monotonic() - t0, stats=stats)
     return TreeDecision("unknown", tau=enc.tau, elapsed_s=time.monotonic() - t0, reason="; ".join(reasons) or
                         "the solver's pairs are not confirmed by the model", stats=stats)
+
+
+MAX_PARTITIONS = 1_000_000
+DECISION_SHARE = 0.8  # of the time limit, for the decisions; the shares' quantification gets the rest
+
+
+def partitions(prop: IndividualFairness, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fairify's grid: every non-protected integer feature with more than `size` values cut into
+    chunks of `size` (inclusive bounds, one row per partition, the first feature varying slowest)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise PropertyError(f"partition size must be an integer >= 1, got {size!r}")
+    per_feature = []
+    for i, f in enumerate(prop.domain.features):
+        if f.is_discrete and i not in prop.protected and f.max - f.min + 1 > size:
+            per_feature.append([(s, min(s + size - 1, f.max)) for s in range(f.min, f.max + 1, size)])
+        else:
+            per_feature.append([(f.min, f.max)])
+    count = math.prod(len(c) for c in per_feature)
+    if count > MAX_PARTITIONS:
+        raise PropertyError(f"partition size {size} cuts the domain into {count:,} partitions (limit "
+                            f"{MAX_PARTITIONS:,}); use a larger partition size")
+    cells = np.array(list(itertools.product(*per_feature)), dtype=np.float64).reshape(count, len(per_feature), 2)
+    return cells[:, :, 0].copy(), cells[:, :, 1].copy()
+
+
+def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=None) -> Result:
+    """Registry entry point (method "complete"): decide the domain, or every partition of it.
+
+    The shares come from the quantifying engine run in what the decision left of the time limit
+    (a proof of fairness makes them exact: certified 1); the decision and its evidence, and with
+    `partition_size` one row per partition, are added."""
+    from .verify import verify_trees
+
+    t0 = time.monotonic()
+    budget = None if options.time_limit is None else DECISION_SHARE * options.time_limit
+    if options.partition_size is None:
+        lo, hi = prop.domain.lower[None], prop.domain.upper[None]
+    else:
+        lo, hi = partitions(prop, options.partition_size)
+    rows, pairs = [], []
+    for k in range(len(lo)):
+        left = None if budget is None else budget - (time.monotonic() - t0)
+        start = time.monotonic()
+        if left is not None and left <= 0:
+            d = TreeDecision("unknown", reason="time limit")
+        else:
+            d = decide_trees(ir, prop, left, (lo[k], hi[k]) if options.partition_size is not None else None)
+        if d.verdict == "unfair":
+            pairs.append(Counterexample(d.x, d.x_prime, *map(float, ir.predict_proba(np.array([d.x, d.x_prime])))))
+        rows.append(dict(id=k, verdict=d.verdict, seconds=time.monotonic() - start, evidence=_evidence(d),
+                         counterexample=pairs[-1].to_dict() if d.verdict == "unfair" else None,
+                         **_bounds_of_cut(prop, lo[k], hi[k])))
+        if progress is not None:
+            decided = sum(r["verdict"] != "unknown" for r in rows)
+            progress({"partitions": len(rows), "decided": decided, "elapsed_s": time.monotonic() - t0})
+    verdicts = [r["verdict"] for r in rows]
+    verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
+    elapsed = time.monotonic() - t0
+    left = None if options.time_limit is None else max(options.time_limit - elapsed, 0.5)
+    result = verify_trees(ir, prop, time_limit=left, seed=options.seed,
+                          max_counterexamples=options.max_counterexamples, progress=progress,
+                          confidence=options.confidence)
+    if result.counterexamples:  # re-checked pairs the quantification met decide an undecided question too
+        verdict = "unfair"
+    if verdict == "fair":  # proven: every confident input is fair
+        result.certified, result.falsified, result.undecided = 1.0, 0.0, 0.0
+        result.measure_lower = result.measure_upper = 1.0
+    result.verdict = verdict
+    result.counterexamples = (pairs + result.counterexamples)[:options.max_counterexamples]
+    decided = sum(v != "unknown" for v in verdicts)
+    result.decision = dict(verdict=result.verdict, evidence=("counterexample" if result.verdict == "unfair" else
+                                                            "proof" if result.verdict == "fair" else "budget exhausted"),
+                           regions=len(rows), fair=verdicts.count("fair"), unfair=verdicts.count("unfair"),
+                           unknown=verdicts.count("unknown"), coverage=decided / len(rows),
+                           partition_size=options.partition_size, partitions_per_s=decided / max(elapsed, 1e-9),
+                           decision_s=elapsed, solver="HiGHS (mixed-integer program of the twin query)")
+    result.partitions = rows if options.partition_size is not None else None
+    result.engine = "tree-complete"
+    result.elapsed_s = time.monotonic() - t0
+    return result
+
+
+def _evidence(d: TreeDecision) -> str | None:
+    return {"unfair": "counterexample", "fair": "proof"}.get(d.verdict, d.reason or None)
+
+
+def _bounds_of_cut(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> dict:
+    """The partition's bounds on the features the grid cuts (those narrower than the domain)."""
+    names = prop.domain.names
+    cut = [i for i in range(len(names)) if lo[i] != prop.domain.lower[i] or hi[i] != prop.domain.upper[i]]
+    return {"lower": {names[i]: _num(lo[i]) for i in cut}, "upper": {names[i]: _num(hi[i]) for i in cut}}
+
+
+def _num(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
