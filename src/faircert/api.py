@@ -71,8 +71,11 @@ def _protected(protected: Any, sensitive_features: Any) -> Any:
 
 def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
     """The model's IR and the property over a domain checked against the model's inputs."""
+    from .models.binding import bind_to_domain
+
     ir = load_model(model, trust_pickle=trust_pickle)
-    dom = resolve_domain(domain, ir)
+    # a pipeline (or a linear model) reads raw columns: compile it for this domain's features
+    ir, dom = bind_to_domain(ir, resolve_domain(domain, ir))
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
                                    robustness=robustness)
@@ -123,6 +126,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     <= `delta` (for models or populations too large for the sound engines).
     """
     from .engines.group.linear import resolve_population
+    from .models.binding import bind_to_population
 
     protected = _names(_protected(protected, sensitive_features))
     metrics = tuple(m.lower() for m in _names(metrics)) or ("di", "sp")
@@ -133,6 +137,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
                                                     score=score, max_indegree=max_indegree)
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
+    ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
     question = GroupQuestion(
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,

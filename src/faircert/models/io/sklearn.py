@@ -15,12 +15,7 @@ LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
 def load_sklearn(estimator: Any) -> Any:
     name = type(estimator).__name__
     if name == "Pipeline":
-        final = type(estimator.steps[-1][1]).__name__
-        if final not in LINEAR_CLASSES:
-            raise ModelFormatError(f"a scikit-learn Pipeline is supported when it ends in a linear classifier "
-                                   f"({', '.join(sorted(LINEAR_CLASSES))}); this one ends in {final}. "
-                                   f"Pass the fitted final estimator itself with data already encoded.")
-        name = final
+        return _load_pipeline(estimator)
     if name in TREE_CLASSES:
         from .sklearn_trees import load_sklearn_trees
 
@@ -33,5 +28,22 @@ def load_sklearn(estimator: Any) -> Any:
         from .sklearn_mlp import load_sklearn_mlp
 
         return load_sklearn_mlp(estimator)
+    if name == "ColumnTransformer":
+        raise ModelFormatError("a ColumnTransformer alone is not a classifier; pass the Pipeline that ends in one")
     supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES | {"MLPClassifier"}))
     raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
+
+
+def _load_pipeline(pipe: Any) -> Any:
+    """A Pipeline ending in a linear classifier whose preprocessing the linear IR expresses stays a
+    LinearModel (group fairness is then exact by subset sums); any other becomes a PipelineModel."""
+    from .sklearn_pipeline import load_sklearn_pipeline
+
+    if type(pipe.steps[-1][1]).__name__ in LINEAR_CLASSES:
+        from .sklearn_linear import load_sklearn_linear
+
+        try:
+            return load_sklearn_linear(pipe)
+        except ModelFormatError:
+            pass  # preprocessing beyond one-hot and scaling: the general pipeline IR below
+    return load_sklearn_pipeline(pipe, load_sklearn)
