@@ -6,11 +6,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
-from .errors import DomainError, PropertyError
-from .options import GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
+from .errors import DataError, DomainError, PropertyError
+from .options import (GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions,
+                      check_metric_inputs, group_metrics)
 from .properties import UnfairSamples, individual_fairness, split_names
 from .results import GroupResult, ProgramResult, Result
 
@@ -56,7 +59,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     `sensitive_features` is an alias of `protected`. `options`, when given, replaces the budget
     keywords (time_limit, target_undecided, confidence, seed, max_counterexamples).
     """
-    protected = _protected(protected, sensitive_features)
+    protected = _column_names(_protected(protected, sensitive_features))
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
@@ -69,13 +72,25 @@ def _protected(protected: Any, sensitive_features: Any) -> Any:
     return protected if protected is not None else sensitive_features
 
 
+def _column_names(protected: Any) -> Any:
+    """A pandas Series or DataFrame of sensitive features names its column(s)."""
+    if hasattr(protected, "to_frame") and hasattr(protected, "name"):  # a Series
+        return [protected.name]
+    if hasattr(protected, "columns") and hasattr(protected, "iloc"):  # a DataFrame
+        return [str(c) for c in protected.columns]
+    return protected
+
+
 def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
     """The model's IR and the property over a domain checked against the model's inputs."""
     from .models.binding import bind_to_domain
 
     ir = load_model(model, trust_pickle=trust_pickle)
+    dom = resolve_domain(domain, ir)
+    # features named by position refer to the domain as given, before it is fitted to the model
+    protected = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
     # a pipeline (or a linear model) reads raw columns: compile it for this domain's features
-    ir, dom = bind_to_domain(ir, resolve_domain(domain, ir))
+    ir, dom = bind_to_domain(ir, dom)
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
                                    robustness=robustness)
@@ -128,8 +143,9 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     from .engines.group.linear import resolve_population
     from .models.binding import bind_to_population
 
-    protected = _names(_protected(protected, sensitive_features))
-    metrics = tuple(m.lower() for m in _names(metrics)) or ("di", "sp")
+    protected, data = _sensitive(_protected(protected, sensitive_features), data)
+    metrics = group_metrics(metrics)
+    check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta)
     ir = load_model(model, trust_pickle=trust_pickle)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
@@ -147,6 +163,41 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
     return [str(n) for n in split_names(names)]
+
+
+#: Populations learned from the data (the data then holds the label column).
+LEARNED = ("independent", "bayesnet", "empirical")
+
+
+def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:
+    """Protected attribute names, fairlearn-style: column names, a pandas Series or a DataFrame of
+    several. A Series or DataFrame column that is not in the data (or differs from it) is added to
+    the data under its name, row by row, as fairlearn's `sensitive_features` are."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a core dependency
+        return _names(sensitive), data
+    if isinstance(sensitive, pd.Series):
+        sensitive = sensitive.to_frame(name=sensitive.name if sensitive.name is not None else "sensitive_feature")
+    if not isinstance(sensitive, pd.DataFrame):
+        return _names(sensitive), data
+    names = [str(c) for c in sensitive.columns]
+    if data is None:
+        raise DataError("sensitive features given as a Series or DataFrame need the data they describe (data=...)")
+    from .data import read_table
+
+    frame = read_table(data)
+    if len(sensitive) != len(frame):
+        raise DataError(f"the sensitive features have {len(sensitive)} rows but the data has {len(frame)}")
+    have = [str(c) for c in frame.columns]
+    added = {}
+    for name, column in zip(names, sensitive.columns):
+        values = sensitive[column].to_numpy()
+        if name not in have or not np.array_equal(frame[frame.columns[have.index(name)]].to_numpy(), values):
+            added[name] = values
+    if added:
+        frame = frame.assign(**added)
+    return names, frame
 
 
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,

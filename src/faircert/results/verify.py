@@ -72,6 +72,23 @@ class Result(Verdict):
         width = len(self.counterexamples[0].x) if self.counterexamples else 0
         return [f"x{i}" for i in range(width)]
 
+    def to_frame(self):
+        """The sound shares as a pandas DataFrame: rows certified, falsified, undecided; columns
+        share (of the domain) and size (share times the domain's size)."""
+        import pandas as pd
+
+        shares = {"certified": self.certified, "falsified": self.falsified, "undecided": self.undecided}
+        return pd.DataFrame({"share": shares, "size": {k: v * self.domain_size for k, v in shares.items()}})
+
+    def counterexamples_frame(self):
+        """One row per counterexample: the input's features, the twin's (suffix `_prime`), both outputs."""
+        import pandas as pd
+
+        names = self.column_names()
+        rows = [dict(zip(names, c.x)) | {f"{n}_prime": v for n, v in zip(names, c.x_prime)}
+                | {"output": c.output, "output_prime": c.output_prime} for c in self.counterexamples]
+        return pd.DataFrame(rows, columns=names + [f"{n}_prime" for n in names] + ["output", "output_prime"])
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "verdict": self.verdict,
