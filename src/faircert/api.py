@@ -158,7 +158,11 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
-    return find_engine(ir, question, options.method).run(ir, question, options, progress)
+    result = find_engine(ir, question, options.method).run(ir, question, options, progress)
+    dropped = getattr(pop, "info", {}).get("rows_dropped_missing", 0)
+    if dropped:
+        result.stats.setdefault("rows_dropped_missing", dropped)
+    return result
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "group", help="group fairness (DI, SP, EO, PCF) under a population model",
         description="Compute P[yhat = 1 | group] for every compound group of the protected attributes under a "
-                    "population model (independent marginals or a Bayesian network learned from --data, a saved "
+                    "population model (independent marginals or a Bayesian network learned from --data, the data's "
+                    "own rows (empirical), a saved "
                     "population .json, or a population program .fr), and the metrics DI = min/max over groups, "
                     "SP = max - min, EO (the worse of the Y=0 / Y=1 gaps), PCF. Exact for linear models under "
                     "discrete populations; sound bounds otherwise. Exit code: 0 fair at the thresholds, "
@@ -23,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
     p.add_argument("--label", help="true-label column (needed for --metric eo)")
     p.add_argument("--population", default="independent",
-                   help="independent (default), bayesnet, a saved population .json, or a population program .fr")
+                   help="independent (default), bayesnet, empirical (the data's rows, as fairlearn's MetricFrame), "
+                        "a saved population .json, or a population program .fr")
     p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
     p.add_argument("--threshold", type=float, default=0.8,

@@ -68,7 +68,10 @@ def print_group(result: GroupResult) -> None:
     out.print(metrics_table(result))
     if result.influence:
         out.print(influence_table(result))
-    out.print(f"population: {escape(result.population)}")
+    out.print(f"numbers under the population: {escape(result.population)}")
+    dropped = result.stats.get("rows_dropped_missing", 0)
+    if dropped:
+        out.print(f"[yellow]{dropped:,} rows with missing values were left out of the data[/]")
     out.print(f"engine: {result.engine}, {result.elapsed_s:.2f} s"
               + (f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
                  if "engine_s" in result.stats else ""))

@@ -190,7 +190,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
     frame = read_table(data) if data is not None else None
     if isinstance(population, DiscretePopulation):
         return model, _with_protected(population, protected), frame, 0.0
-    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet"):
+    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet", "empirical"):
         if frame is None:
             raise DataError(f"a {population} population is learned from data: pass data (CLI: --data DATA.csv)")
         if not protected:
@@ -208,6 +208,11 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if label and label in protected:
             raise PropertyError(f"{label!r} is both the label and a protected attribute")
         start = time.perf_counter()
+        if str(population) == "empirical":
+            from ...population.empirical import EmpiricalPopulation
+
+            pop = EmpiricalPopulation.from_data(frame, columns, protected, label)
+            return model, pop, frame, time.perf_counter() - start
         pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
         return model, pop, frame, time.perf_counter() - start
     if isinstance(population, (str, Path)):
@@ -216,7 +221,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
             return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
         if path.suffix.lower() == ".fr" or not path.suffix:
             return model, ProgramPopulation.load(population), frame, 0.0
-        raise DataError(f"unknown population {population!r}: use independent, bayesnet, a saved population (.json) "
+        raise DataError(f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
                         "or a population program (.fr)")
     if isinstance(population, Program):
         return model, ProgramPopulation(population), frame, 0.0
