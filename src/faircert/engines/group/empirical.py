@@ -126,7 +126,7 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     if progress is not None:
         progress({"elapsed_s": time.perf_counter() - start})
     stats = {"rows": len(frame), "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),
-             "rows_undecided": int(unsure.sum()), "stopped": "exact"}
+             "rows_undecided": int(unsure.sum()), "stopped": "converged"}
     return GroupResult.build(groups, engine="empirical (exact)", population=pop.describe(),
                              threshold=question.threshold, gap_thresholds=dict(question.gap_thresholds),
                              metrics=question.metrics, conditional=conditional,

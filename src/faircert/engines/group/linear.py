@@ -112,7 +112,8 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     if stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start
-    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info)
+    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info,
+                 stopped="row limit" if stats.get("bucketed") else "converged")
     result = GroupResult.build(groups, engine="subset-sum (exact)", population=pop.describe(), threshold=threshold,
                                gap_thresholds=gap_thresholds, metrics=metrics, conditional=conditional,
                                approximations=approximations, elapsed_s=engine_s + learning_s, model=model_name,

@@ -150,7 +150,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
 # ----- any model under a population ----------------------------------------------------------------
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
-                 seed: int = 0, gap_thresholds: dict | None = None, target_width: float = 1e-3,
+                 seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
                  progress=None):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
@@ -158,8 +158,9 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
     variables named like the model's inputs feed the model), or a `ProgramPopulation`. Groups are the
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
     the truth of its `sensitiveAttribute`. Refinement stops when DI is decided against `threshold`
-    (and each checked gap against its threshold) or every group interval is narrower than
-    `target_width`, or at the time limit. `label` names the model output (reports only).
+    (and each checked gap against its threshold), when every box is decided, when every group
+    interval is narrower than `target_width` (if given), or at the time limit; an undecided DI keeps
+    refining while the budget lasts. `stats["stopped"]` says which. `label` names the model output (reports only).
     """
     from .models import model_events
 
@@ -186,9 +187,9 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
                                 gap_thresholds=gap_thresholds, metrics=("di", "sp"))
         if res.verdict != "unknown":
             return res.verdict
-        if all(g.high - g.low <= target_width for g in groups):
+        if target_width is not None and all(g.high - g.low <= target_width for g in groups):
             return "unknown-tight"
-        return None
+        return None  # undecided at the threshold: keep refining while the budget lasts
 
     def wts(lo, hi):
         out = []
@@ -204,11 +205,27 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
                             elapsed_s=time.perf_counter() - start, model=setup.model, protected=setup.protected,
                             label=label, stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations,
-                                                "iterations": b.iterations, "stopped": b.exhausted})
+                                                "iterations": b.iterations, "stopped": stop_reason(b)})
     unsupported = [m for m in metrics if m not in ("di", "sp")]
     if unsupported:
         res.approximations.append(f"metrics {unsupported} need the true label or mediators; not computed here")
     return res
+
+
+#: Why a refinement stopped, in the words every group result uses (`stats["stopped"]`).
+STOP_WORDS = {"time limit": "budget", "box budget": "box limit", "tight": "converged"}
+
+
+def stop_reason(b: Bounds) -> str:
+    """converged (every box decided, or bounds as tight as floating point allows), threshold decided,
+    target width (bounds as tight as asked), budget (time limit) or box limit (memory)."""
+    if b.exhausted:
+        return STOP_WORDS.get(b.exhausted, b.exhausted)
+    if b.verdict == "unknown-tight":
+        return "target width"
+    if b.verdict is not None:
+        return "threshold decided"
+    return "converged"
 
 
 def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:

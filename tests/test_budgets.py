@@ -1,0 +1,58 @@
+"""Honest budgets: every group run says why it stopped, an undecided DI keeps refining while the
+budget lasts, and the time limit is honoured (population learning included)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import faircert
+from faircert.engines.probability.bounds import group_bounds
+from faircert.models.linear import ColumnEncoding, LinearModel
+from faircert.models.network import ReluNetwork
+from faircert.population.discrete import DiscretePopulation, Variable
+
+
+def _population() -> DiscretePopulation:
+    bern = [Variable(n, (0, 1), ("0", "1"), (), [1 - p, p]) for n, p in (("P", 0.5), ("Q", 0.4), ("R", 0.5))]
+    return DiscretePopulation({v.name: v for v in bern}, ("P",))
+
+
+#: positive iff P + Q + R > 1.5: P[yhat=1 | P=1] = 1 - 0.6*0.5 = 0.7, P[yhat=1 | P=0] = 0.4*0.5 = 0.2
+NETWORK = ReluNetwork([np.array([[1.0, 1.0, 1.0]])], [np.array([-1.5])], input_names=["P", "Q", "R"])
+TRUE_DI = 0.2 / 0.7
+
+
+def test_a_decided_run_says_so_and_an_undecided_one_refines_to_the_end():
+    decided = group_bounds(NETWORK, _population(), protected="P", threshold=0.8, time_limit=30)
+    assert decided.verdict == "unfair" and decided.stats["stopped"] == "threshold decided"
+    # the threshold on the true DI: refining cannot decide it, so it refines until every box is decided
+    # (it used to stop, undecided, once the groups' intervals were 1e-3 wide)
+    at = group_bounds(NETWORK, _population(), protected="P", threshold=TRUE_DI, time_limit=30)
+    assert at.verdict == "unknown" and at.stats["stopped"] == "converged"
+    assert at.metrics["di"].low == pytest.approx(TRUE_DI, abs=1e-12)
+    assert at.metrics["di"].high == pytest.approx(TRUE_DI, abs=1e-12)
+
+
+def test_a_run_out_of_time_says_budget_within_its_time_limit():
+    rng = np.random.default_rng(0)
+    names = [f"v{i}" for i in range(8)]
+    variables = {n: Variable(n, tuple(range(6)), (), (), rng.dirichlet(np.ones(6))) for n in names}
+    pop = DiscretePopulation(variables, ("v0",))
+    net = ReluNetwork([rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])],
+                      input_names=names)
+    start = time.monotonic()
+    r = group_bounds(net, pop, protected="v0", threshold=0.8, time_limit=1.0)
+    assert time.monotonic() - start < 3.0
+    assert r.stats["stopped"] == "budget" and r.verdict == "unknown"
+
+
+def test_exact_engines_say_converged():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 200), "age": rng.integers(0, 5, 200)})
+    model = LinearModel(np.array([1.0, 0.3]), -1.1, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age")))
+    for population in ("independent", "empirical"):
+        assert faircert.group(model, df, protected="sex", population=population).stats["stopped"] == "converged"
