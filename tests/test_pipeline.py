@@ -4,6 +4,7 @@ against brute force over the whole grid, and refused where no exact translation 
 from __future__ import annotations
 
 import itertools
+import json
 import warnings
 
 import numpy as np
@@ -204,3 +205,25 @@ def test_group_fairness_of_a_pipeline_matches_enumeration_of_the_population(name
         assert g.low - 1e-9 <= truths[-1] <= g.high + 1e-9
     di = min(truths) / max(truths)
     assert r.verdict == ("unfair" if di < 0.8 else "fair")
+
+
+def test_reports_show_counterexamples_once_with_category_names(capsys):
+    from faircert.report.console import print_result
+    from faircert.report.html import render
+    from faircert.results.verify import Counterexample
+
+    df = _people()
+    pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(df.drop(columns="income"), df.income)
+    r = faircert.verify(pipe, df, protected="sex", max_counterexamples=5)
+    assert r.categories["sex"] == ["Female", "Male"] and r.categories["race"] == ["A", "B", "C"]
+    c = r.counterexamples[0]
+    r.counterexamples = [c, Counterexample(c.x_prime, c.x, c.output_prime, c.output)]  # both directions
+    assert len(r.distinct_counterexamples()) == 1
+    page = render(r)
+    assert "Counterexamples (1 re-checked" in page
+    assert "Female &rarr; Male" in page or "Male &rarr; Female" in page
+    print_result(r)
+    err = capsys.readouterr().err
+    assert err.count("counterexample:") == 1 and ("sex: Female -> Male" in err or "sex: Male -> Female" in err)
+    assert set(r.counterexamples_frame()["sex"]) <= {"Female", "Male"}
+    assert json.loads(r.to_json())["categories"]["race"] == ["A", "B", "C"]

@@ -63,7 +63,9 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
-    return find_engine(ir, prop).run(ir, prop, options, progress)
+    result = find_engine(ir, prop).run(ir, prop, options, progress)
+    result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
+    return result
 
 
 def _protected(protected: Any, sensitive_features: Any) -> Any:

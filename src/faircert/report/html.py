@@ -12,7 +12,7 @@ STYLE = """
 body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
+.wide{overflow-x:auto}.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
 """
 COLOURS = {"certified": "#2da44e", "falsified": "#cf222e", "undecided": "#d4a72c"}
 
@@ -45,13 +45,21 @@ def render(result: Result, max_examples: int = 200) -> str:
     rows.append(("engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"))
     summary = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     names = result.column_names()
+
+    def shown(name: str, v: float) -> str:
+        value = result.value_name(name, v)
+        return e(value) if isinstance(value, str) else f"{value:g}"
+
+    distinct = result.distinct_counterexamples()
     cex_rows = []
-    for c in result.counterexamples[:max_examples]:
-        cells = [f"<td>{a:g}</td>" if a == b else f"<td><b>{a:g} &rarr; {b:g}</b></td>" for a, b in zip(c.x, c.x_prime)]
+    for c in distinct[:max_examples]:
+        cells = [f"<td>{shown(n, a)}</td>" if a == b else f"<td><b>{shown(n, a)} &rarr; {shown(n, b)}</b></td>"
+                 for n, a, b in zip(names, c.x, c.x_prime)]
         cex_rows.append(f"<tr>{''.join(cells)}<td>{c.output:+.4g}</td><td>{c.output_prime:+.4g}</td></tr>")
     header = "".join(f"<th>{e(n)}</th>" for n in names) + "<th>output</th><th>twin output</th>"
-    cex = (f"<h2>Counterexamples ({len(result.counterexamples)} re-checked on the model)</h2>"
-           f"<table><tr>{header}</tr>{''.join(cex_rows)}</table>") if cex_rows else "<p>No counterexample found.</p>"
+    cex = (f"<h2>Counterexamples ({len(distinct)} re-checked on the model)</h2>"
+           f"<div class='wide'><table><tr>{header}</tr>{''.join(cex_rows)}</table></div>") if cex_rows \
+        else "<p>No counterexample found.</p>"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"
             f"<style>{STYLE}</style></head><body><h1>faircert: individual fairness</h1>"
             f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
