@@ -56,3 +56,47 @@ def test_exact_engines_say_converged():
     model = LinearModel(np.array([1.0, 0.3]), -1.1, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age")))
     for population in ("independent", "empirical"):
         assert faircert.group(model, df, protected="sex", population=population).stats["stopped"] == "converged"
+
+
+def test_exact_subset_sums_past_the_time_limit_finish_quickly_with_sound_bounds():
+    """A chain of many-valued variables: exact sums take about a minute; with a 0.5 s limit the
+    tables are bucketed once the time is spent and the answer, still sound, comes in seconds."""
+    rng = np.random.default_rng(0)
+    names = [f"v{i}" for i in range(10)]
+    variables = {"s": Variable("s", (0, 1), (), (), [0.5, 0.5])}
+    previous = "s"
+    for n in names:
+        variables[n] = Variable(n, tuple(range(12)), (), (previous,),
+                                rng.dirichlet(np.ones(12), size=variables[previous].card))
+        previous = n
+    pop = DiscretePopulation(variables, ("s",))
+    model = LinearModel.plain(rng.normal(size=11), 0.1, ["s"] + names)
+    start = time.monotonic()
+    r = faircert.group(model, population=pop, protected="s", time_limit=0.5)
+    assert time.monotonic() - start < 20.0  # (a shared machine; unbounded, it takes a minute)
+    assert r.stats["stopped"] == "budget" and any("time limit" in a for a in r.approximations)
+    # bounds of the exact run (57 s): [0.9732, 0.9784] and [0.8992, 0.9129]
+    assert r.groups[0].low <= 0.9733 and r.groups[0].high >= 0.9784
+    assert r.groups[1].low <= 0.8992 and r.groups[1].high >= 0.9129
+
+
+def test_population_learning_counts_against_the_time_limit(monkeypatch):
+    """The engine gets the time limit less the learning time (both shown in the result)."""
+    import faircert.api as api
+
+    seen = {}
+    real = api._after
+
+    def spy(options, spent):
+        seen["spent"], seen["limit"] = spent, real(options, spent).time_limit
+        return real(options, spent)
+
+    monkeypatch.setattr(api, "_after", spy)
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "age": rng.integers(0, 5, 300)})
+    df["edu"] = (df.age + rng.integers(0, 2, 300)).astype(int)
+    model = LinearModel(np.array([1.0, 0.3, 0.2]), -1.1,
+                        (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age"), ColumnEncoding("edu")))
+    r = faircert.group(model, df, protected="sex", population="bayesnet", time_limit=30)
+    assert seen["spent"] > 0 and seen["limit"] == pytest.approx(30 - seen["spent"])
+    assert r.stats["learning_s"] == pytest.approx(seen["spent"])

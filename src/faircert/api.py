@@ -160,11 +160,26 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
-    result = find_engine(ir, question, options.method).run(ir, question, options, progress)
+    result = find_engine(ir, question, options.method).run(ir, question, _after(options, learning_s), progress)
+    result.stats.setdefault("learning_s", learning_s)
     dropped = getattr(pop, "info", {}).get("rows_dropped_missing", 0)
     if dropped:
         result.stats.setdefault("rows_dropped_missing", dropped)
     return result
+
+
+#: The least time an engine is given, even when learning the population spent the whole budget:
+#: enough for a first sound answer, which then says it stopped on the budget.
+MIN_ENGINE_S = 0.05
+
+
+def _after(options: GroupOptions, spent_s: float) -> GroupOptions:
+    """The options with the time limit less what learning the population already spent."""
+    from dataclasses import replace
+
+    if options.time_limit is None or spent_s <= 0:
+        return options
+    return replace(options, time_limit=max(options.time_limit - spent_s, MIN_ENGINE_S))
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:

@@ -20,6 +20,7 @@ sums are bucketed into [min, max] ranges: still sound bounds, stated as an appro
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,6 +32,10 @@ from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 
 UNIT = 2.0 ** -53
+#: Table rows kept once the time budget is spent (bucketing keeps the bounds sound).
+BUDGET_ROWS = 20_000
+#: A table is bucketed before a variable expands it beyond this many times the rows allowed.
+EXPANSION = 4
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Engine:
     population: DiscretePopulation
     max_rows: int = 2_000_000
     spread_bins: bool = False
+    #: time.monotonic() after which tables are bucketed down to `BUDGET_ROWS`: sound bounds, quickly
+    deadline: float | None = None
     scores: Scores = field(init=False)
     stats: dict[str, Any] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
@@ -98,7 +105,14 @@ class Engine:
                 self.scores.tol = max(self.scores.tol, 4.0 * n_terms * UNIT * total)
                 self.scores.exact = False
         self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
-                      "max_rows": 0, "components": 0, "bucketed": False}
+                      "max_rows": 0, "components": 0, "bucketed": False, "over_budget": False}
+
+    def rows_cap(self) -> int:
+        """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.stats["over_budget"] = True
+            return min(self.max_rows, BUDGET_ROWS)
+        return self.max_rows
 
     def probability(self, evidence: dict[str, int]) -> tuple[float, float, float]:
         """(lo, hi, P[evidence]) with lo <= P[yhat = 1 | evidence] <= hi."""
@@ -141,9 +155,13 @@ class Engine:
             var = pop.variables[name]
             table = var.cpt[tuple(fixed[p] if p in fixed else slice(None) for p in var.parents)]
             fparents = [p for p in var.parents if p not in fixed]
+            states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
+            cap = self.rows_cap()
+            if dist.size * len(states) > EXPANSION * cap:  # bucket first: the expanded table stays small
+                codes, dist = _bucket(codes, dist, max(1, EXPANSION * cap // len(states)))
+                self.stats["bucketed"] = True
             rows = table[tuple(codes[:, frontier.index(p)] for p in fparents)] if fparents else \
                 np.broadcast_to(table, (len(dist.p), var.card))
-            states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
             c = contrib[name][states]
             probs = (dist.p[:, None] * rows[:, states]).reshape(-1)
             if name in self.scores.spread:
@@ -167,8 +185,9 @@ class Engine:
             codes, dist = _merge(codes[nz], Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
                                  [pop.variables[f].card for f in frontier])
             self.stats["max_rows"] = max(self.stats["max_rows"], dist.size)
-            if dist.size > self.max_rows:
-                codes, dist = _bucket(codes, dist, self.max_rows // 4)
+            cap = self.rows_cap()
+            if dist.size > cap:
+                codes, dist = _bucket(codes, dist, cap // 4)
                 self.stats["bucketed"] = True
         return dist
 
@@ -177,8 +196,9 @@ class Engine:
         dists = sorted(dists, key=lambda d: d.size)
         while len(dists) > 2:
             a, b = dists[0], dists[1]
-            if a.size * b.size > self.max_rows:
-                side = max(2, int(np.sqrt(self.max_rows)))
+            cap = self.rows_cap()
+            if a.size * b.size > cap:
+                side = max(2, int(np.sqrt(cap)))
                 a, b = _bucket_dist(a, side), _bucket_dist(b, side)
                 self.stats["bucketed"] = True
             lo = (a.lo[:, None] + b.lo[None, :]).reshape(-1)
