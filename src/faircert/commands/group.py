@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.add_argument("--quiet", action="store_true", help="no tables")
     p.set_defaults(handler=run)
@@ -89,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
                    options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
                                         delta=args.delta))
     emit_json(result.to_json(), args.json)
+    if args.html:
+        from ..report.group_html import write_group_html
+
+        write_group_html(result, args.html)
     if not args.quiet:
         print_group(result)
     return result.exit_code

@@ -28,7 +28,12 @@ def _share_bar(result: Result, width: int = 900, height: int = 28) -> str:
     return f'<svg width="{width}" height="{height}" role="img" aria-label="shares">{"".join(parts)}</svg>'
 
 
-def render(result: Result, max_examples: int = 200) -> str:
+def fragment_style() -> str:
+    """The report's style without the page rule (for a notebook cell, which is not a page)."""
+    return "\n".join(line for line in STYLE.splitlines() if not line.startswith("body"))
+
+
+def render(result: Result, max_examples: int = 200, standalone: bool = True) -> str:
     e = html.escape
     rows = [("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
             ("model", e(result.model)), ("protected", e(", ".join(result.protected))),
@@ -60,10 +65,13 @@ def render(result: Result, max_examples: int = 200) -> str:
     cex = (f"<h2>Counterexamples ({len(distinct)} re-checked on the model)</h2>"
            f"<div class='wide'><table><tr>{header}</tr>{''.join(cex_rows)}</table></div>") if cex_rows \
         else "<p>No counterexample found.</p>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"
-            f"<style>{STYLE}</style></head><body><h1>faircert: individual fairness</h1>"
+    body = (f"<h1>faircert: individual fairness</h1>"
             f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
-            f"(sound shares of the domain)</p><table>{summary}</table>{cex}</body></html>\n")
+            f"(sound shares of the domain)</p><table>{summary}</table>{cex}")
+    if not standalone:
+        return f"<div><style>{fragment_style()}</style>{body}</div>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
 
 
 def write_html(result: Result, path: str | Path) -> None:
