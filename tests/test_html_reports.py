@@ -81,3 +81,28 @@ def test_group_and_program_write_html_from_the_cli(data, tmp_path, capsys):
     assert main(["program", str(tmp_path / "p.fr"), "--epsilon", "0.1", "--html", str(tmp_path / "p.html"),
                  "--quiet"]) == 1
     assert _tags((tmp_path / "p.html").read_text())[0] == "html"
+
+
+def test_compare_an_original_and_a_mitigated_model(data, tmp_path, capsys):
+    import json
+
+    df, model = data
+    mitigated = LinearModel(np.array([0.0, -0.5, 0.35]), -0.95, model.encoding)  # sex no longer counts
+    c = faircert.compare({"original": model, "mitigated": mitigated}, df, "sex", population="empirical")
+    frame = c.to_frame()
+    assert list(frame.index) == ["original", "mitigated"]
+    assert frame.loc["original", "verdict"] == "unfair" and frame.loc["mitigated", "verdict"] == "fair"
+    assert frame.loc["mitigated", "di_low"] > frame.loc["original", "di_high"]
+    assert c.verdict == "unfair" and c.exit_code == 1 and "mitigated" in c._repr_html_()
+    df.to_csv(tmp_path / "d.csv", index=False)
+    for name, m in (("a", model), ("b", mitigated)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(m.to_dict()))
+    code = main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--data", str(tmp_path / "d.csv"),
+                 "--protected", "sex", "--population", "empirical", "--json", str(tmp_path / "c.json"),
+                 "--html", str(tmp_path / "c.html")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "group fairness compared" in err and "empirical" in err
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert [m["verdict"] for m in saved["models"]] == ["unfair", "fair"]
+    assert _tags((tmp_path / "c.html").read_text()).count("svg") == 2

@@ -15,7 +15,7 @@ from .errors import DataError, DomainError, PropertyError
 from .options import (GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions,
                       check_metric_inputs, group_metrics)
 from .properties import UnfairSamples, individual_fairness, split_names
-from .results import GroupResult, ProgramResult, Result
+from .results import Comparison, GroupResult, ProgramResult, Result
 
 Progress = Callable[[dict], None]
 
@@ -180,6 +180,21 @@ def _after(options: GroupOptions, spent_s: float) -> GroupOptions:
     if options.time_limit is None or spent_s <= 0:
         return options
     return replace(options, time_limit=max(options.time_limit - spent_s, MIN_ENGINE_S))
+
+
+def compare(models: Mapping[str, Any] | Iterable[Any], data: Any = None, protected: str | Iterable[str] | None = None,
+            **group_options: Any) -> Comparison:
+    """Group fairness of several models under the same data, groups and thresholds, side by side.
+
+    `models` maps names to models (paths, framework objects or IRs), or lists them (named by their
+    paths or positions); `group_options` are `group`'s keywords. `to_frame()` gives one row per model.
+    """
+    items = list(models.items()) if isinstance(models, Mapping) else [
+        (str(m) if isinstance(m, (str, Path)) else f"model {i + 1}", m) for i, m in enumerate(models)]
+    if len(items) < 1:
+        raise PropertyError("compare needs at least one model")
+    results = [group(m, data, protected, **group_options) for _, m in items]
+    return Comparison.of([n for n, _ in items], results)
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:

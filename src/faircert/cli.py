@@ -17,7 +17,7 @@ from .errors import FaircertError
 EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
 
-COMMANDS = ("verify", "domain", "demo", "group", "program", "sample")
+COMMANDS = ("verify", "domain", "demo", "group", "compare", "program", "sample")
 
 
 class UsageError(FaircertError):

@@ -20,6 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "1 unfair, 2 undecided, 3 bad input.")
     p.add_argument("model", help="model: linear JSON (weights, intercept, encoding), a pickled scikit-learn "
                                  "estimator/Pipeline (.pkl/.joblib, needs --trust-pickle), or any format verify reads")
+    add_group_options(p)
+    p.set_defaults(handler=run)
+
+
+def add_group_options(p: argparse.ArgumentParser) -> None:
+    """What `group` and `compare` share: the data, groups, population, metrics, budget and outputs."""
     p.add_argument("--data", help="CSV of raw rows to learn the population from (and to bin continuous columns)")
     p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
     p.add_argument("--label", help="true-label column (needed for --metric eo)")
@@ -56,7 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.add_argument("--quiet", action="store_true", help="no tables")
-    p.set_defaults(handler=run)
 
 
 def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
@@ -72,23 +77,27 @@ def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..api import group
+def group_keywords(args: argparse.Namespace) -> dict:
+    """The keywords of `faircert.group` from the shared options."""
     from ..options import GroupOptions
-    from ..report.group import print_group
 
-    metrics = [m.strip().lower() for m in args.metric.split(",") if m.strip()]
     gaps = {m: args.max_gap for m in ("sp", "eo", "pcf")} if args.max_gap is not None else None
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
-    result = group(args.model, args.data, protected=args.protected, label=args.label, population=args.population,
-                   metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
-                   influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins, binning=args.binning,
-                   bin_value=args.bin_value, score=args.score, max_indegree=args.max_indegree,
-                   trust_pickle=args.trust_pickle, save_population=args.save_population, bin_bounds=args.bin_bounds,
-                   options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
-                                        delta=args.delta))
+    return dict(label=args.label, population=args.population, metrics=args.metric, mediators=args.mediators,
+                threshold=args.threshold, gap_thresholds=gaps, influence=influence, bins=parse_bins(args.bins),
+                max_bins=args.max_bins, binning=args.binning, bin_value=args.bin_value, score=args.score,
+                max_indegree=args.max_indegree, trust_pickle=args.trust_pickle,
+                save_population=args.save_population, bin_bounds=args.bin_bounds,
+                options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import group
+    from ..report.group import print_group
+
+    result = group(args.model, args.data, protected=args.protected, **group_keywords(args))
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.group_html import write_group_html

@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 
 from ..errors import FaircertError
-from ..results import GroupResult
+from ..results import Comparison, GroupResult
 from .html import STYLE, fragment_style
 
 WIDTH, ROW, LEFT = 900, 26, 220
@@ -115,5 +115,28 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
 def write_group_html(result: GroupResult, path: str | Path) -> None:
     try:
         Path(path).write_text(render_group(result))
+    except OSError as exc:
+        raise FaircertError(f"cannot write {path}: {exc}") from None
+
+
+def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
+    """One table across the models, then each model's rates chart."""
+    e = html.escape
+    frame = comparison.to_frame()
+    header = ["model"] + [e(str(c)) for c in frame.columns]
+    rows = [[e(str(name))] + [f"{v:.4f}" if isinstance(v, float) else e(str(v)) for v in row]
+            for name, row in zip(frame.index, frame.itertuples(index=False))]
+    charts = "".join(f"<h2>{e(n)}: <b class='{r.verdict}'>{r.verdict}</b></h2>{rates_chart(r)}"
+                     for n, r in zip(comparison.names, comparison.results))
+    body = f"<h1>faircert: group fairness compared</h1>{_table(header, rows)}{charts}"
+    if not standalone:
+        return f"<div><style>{fragment_style()}</style>{body}</div>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert comparison</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def write_comparison_html(comparison: Comparison, path: str | Path) -> None:
+    try:
+        Path(path).write_text(render_comparison(comparison))
     except OSError as exc:
         raise FaircertError(f"cannot write {path}: {exc}") from None
