@@ -227,3 +227,19 @@ def test_reports_show_counterexamples_once_with_category_names(capsys):
     assert err.count("counterexample:") == 1 and ("sex: Female -> Male" in err or "sex: Male -> Female" in err)
     assert set(r.counterexamples_frame()["sex"]) <= {"Female", "Male"}
     assert json.loads(r.to_json())["categories"]["race"] == ["A", "B", "C"]
+
+
+@pytest.mark.parametrize("framework", ["xgboost", "lightgbm"])
+def test_pipelines_ending_in_xgboost_or_lightgbm_agree_on_every_point(framework):
+    lib = pytest.importorskip(framework)
+    df = _people()
+    est = (lib.XGBClassifier(n_estimators=15, max_depth=3) if framework == "xgboost"
+           else lib.LGBMClassifier(n_estimators=15, verbose=-1))
+    pipe = Pipeline([("prep", _prep()), ("clf", est)]).fit(df.drop(columns="income"), (df.income == ">50K").astype(int))
+    ir, dom = bind_to_domain(load_model(pipe), infer_domain(df))
+    assert isinstance(ir, TreeEnsemble)
+    X = _grid(dom)
+    frame = raw_frame(dom, X)
+    for c in ("age", "edu", "hours"):
+        frame[c] = frame[c].astype(np.int64)
+    assert np.array_equal(ir.predict(X), pipe.predict(frame))

@@ -12,10 +12,12 @@ TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesC
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
 
 
-def load_sklearn(estimator: Any) -> Any:
+def load_sklearn(estimator: Any, load_final: Any = None) -> Any:
+    """The IR of a scikit-learn estimator or Pipeline; `load_final` imports a Pipeline's final
+    estimator when it is not scikit-learn's own (an XGBoost or LightGBM classifier)."""
     name = type(estimator).__name__
     if name == "Pipeline":
-        return _load_pipeline(estimator)
+        return _load_pipeline(estimator, load_final or load_sklearn)
     if name in TREE_CLASSES:
         from .sklearn_trees import load_sklearn_trees
 
@@ -34,7 +36,7 @@ def load_sklearn(estimator: Any) -> Any:
     raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
 
 
-def _load_pipeline(pipe: Any) -> Any:
+def _load_pipeline(pipe: Any, load_final: Any) -> Any:
     """A Pipeline ending in a linear classifier whose preprocessing the linear IR expresses stays a
     LinearModel (group fairness is then exact by subset sums); any other becomes a PipelineModel."""
     from .sklearn_pipeline import load_sklearn_pipeline
@@ -46,4 +48,4 @@ def _load_pipeline(pipe: Any) -> Any:
             return load_sklearn_linear(pipe)
         except ModelFormatError:
             pass  # preprocessing beyond one-hot and scaling: the general pipeline IR below
-    return load_sklearn_pipeline(pipe, load_sklearn)
+    return load_sklearn_pipeline(pipe, load_final)
