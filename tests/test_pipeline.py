@@ -243,3 +243,15 @@ def test_pipelines_ending_in_xgboost_or_lightgbm_agree_on_every_point(framework)
     for c in ("age", "edu", "hours"):
         frame[c] = frame[c].astype(np.int64)
     assert np.array_equal(ir.predict(X), pipe.predict(frame))
+
+
+def test_counterexample_csv_uses_category_names(tmp_path):
+    from faircert.report.csv import write_counterexamples
+
+    df = _people()
+    pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(df.drop(columns="income"), df.income)
+    r = faircert.verify(pipe, df, protected="sex", max_counterexamples=3)
+    write_counterexamples(r, tmp_path / "cx.csv")
+    rows = pd.read_csv(tmp_path / "cx.csv")
+    assert set(rows["sex"]) | set(rows["sex_prime"]) == {"Female", "Male"}
+    assert set(rows["race"]) <= {"A", "B", "C"} and rows["age"].dtype.kind == "i"
