@@ -90,6 +90,7 @@ class Engine:
     scores: Scores = field(init=False)
     stats: dict[str, Any] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
+    _seconds_per_row: float = 0.0
 
     def __post_init__(self) -> None:
         self.scores = score_tables(self.model, self.population)
@@ -107,12 +108,20 @@ class Engine:
         self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
                       "max_rows": 0, "components": 0, "bucketed": False, "over_budget": False}
 
-    def rows_cap(self) -> int:
-        """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.stats["over_budget"] = True
-            return min(self.max_rows, BUDGET_ROWS)
+    def rows_cap(self, rows_next: int = 0) -> int:
+        """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed or
+        the next step, of `rows_next` rows at the speed measured so far, would end past it."""
+        if self.deadline is not None:
+            ends = time.monotonic() + self._seconds_per_row * rows_next
+            if ends >= self.deadline:
+                self.stats["over_budget"] = True
+                return min(self.max_rows, BUDGET_ROWS)
         return self.max_rows
+
+    def _timed(self, rows: int, started: float) -> None:
+        """Measure the speed of a step (the slowest seen, to stay on the safe side of the deadline)."""
+        if rows >= 10_000:
+            self._seconds_per_row = max(self._seconds_per_row, (time.monotonic() - started) / rows)
 
     def probability(self, evidence: dict[str, int]) -> tuple[float, float, float]:
         """(lo, hi, P[evidence]) with lo <= P[yhat = 1 | evidence] <= hi."""
@@ -156,7 +165,8 @@ class Engine:
             table = var.cpt[tuple(fixed[p] if p in fixed else slice(None) for p in var.parents)]
             fparents = [p for p in var.parents if p not in fixed]
             states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
-            cap = self.rows_cap()
+            started = time.monotonic()
+            cap = self.rows_cap(dist.size * len(states))
             if dist.size * len(states) > EXPANSION * cap:  # bucket first: the expanded table stays small
                 codes, dist = _bucket(codes, dist, max(1, EXPANSION * cap // len(states)))
                 self.stats["bucketed"] = True
@@ -185,6 +195,7 @@ class Engine:
             codes, dist = _merge(codes[nz], Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
                                  [pop.variables[f].card for f in frontier])
             self.stats["max_rows"] = max(self.stats["max_rows"], dist.size)
+            self._timed(len(probs), started)
             cap = self.rows_cap()
             if dist.size > cap:
                 codes, dist = _bucket(codes, dist, cap // 4)
@@ -250,10 +261,15 @@ def _bucket(codes: np.ndarray, dist: Dist, target: int) -> tuple[np.ndarray, Dis
     """Soundly shrink a table: within each frontier state, group sorted sums into [min, max] buckets."""
     n = dist.size
     size = int(np.ceil(n / max(1, target)))
-    # rows are sorted by (frontier key, lo) after _merge; bucket runs of `size` rows per key
-    key = np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1) if codes.shape[1] else np.zeros(n, np.int64)
-    order = np.lexsort((dist.lo, key))
-    key, lo, hi, p, codes = key[order], dist.lo[order], dist.hi[order], dist.p[order], codes[order]
+    # rows come sorted by (frontier key, lo) from _merge: runs of equal codes are the keys, and no sort
+    # is needed (were they not, buckets would only be smaller: [min, max] per bucket stays sound)
+    change = np.any(codes[1:] != codes[:-1], axis=1) if codes.shape[1] else np.zeros(max(n - 1, 0), dtype=bool)
+    key = np.concatenate([[0], np.cumsum(change)])
+    if np.all((dist.lo[1:] >= dist.lo[:-1]) | change):
+        lo, hi, p = dist.lo, dist.hi, dist.p
+    else:
+        order = np.lexsort((dist.lo, key))
+        key, lo, hi, p, codes = key[order], dist.lo[order], dist.hi[order], dist.p[order], codes[order]
     first = np.concatenate([[0], np.nonzero(key[1:] != key[:-1])[0] + 1])
     rank = np.arange(n) - np.repeat(first, np.diff(np.concatenate([first, [n]])))
     bucket_start = (rank % size == 0)
