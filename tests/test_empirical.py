@@ -82,3 +82,14 @@ def test_empirical_compound_groups_and_missing_rows_are_counted(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 0
     assert "empirical" in err and "10 rows with missing values" in err
+
+
+def test_a_learned_population_says_its_numbers_are_not_the_data_rows(tmp_path, capsys):
+    import joblib
+
+    df = _data(300)
+    joblib.dump(_pipeline(LogisticRegression(), df), tmp_path / "m.pkl")
+    df.to_csv(tmp_path / "d.csv", index=False)
+    main(["group", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--trust-pickle"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert "numbers under the population: independent" in err and "--population empirical gives" in err

@@ -69,6 +69,9 @@ def print_group(result: GroupResult) -> None:
     if result.influence:
         out.print(influence_table(result))
     out.print(f"numbers under the population: {escape(result.population)}")
+    if result.population.startswith(("independent", "bayesnet")):
+        out.print("[dim](the model's rates on the population learned from the data, not on the data's rows; "
+                  "--population empirical gives the selection rates fairlearn's MetricFrame shows)[/]")
     dropped = result.stats.get("rows_dropped_missing", 0)
     if dropped:
         out.print(f"[yellow]{dropped:,} rows with missing values were left out of the data[/]")
