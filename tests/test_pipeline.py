@@ -255,3 +255,15 @@ def test_counterexample_csv_uses_category_names(tmp_path):
     rows = pd.read_csv(tmp_path / "cx.csv")
     assert set(rows["sex"]) | set(rows["sex_prime"]) == {"Female", "Male"}
     assert set(rows["race"]) <= {"A", "B", "C"} and rows["age"].dtype.kind == "i"
+
+
+@pytest.mark.parametrize("name", ["logistic", "forest"])
+def test_a_boolean_protected_column_is_one_hot_encoded_like_scikit_learn(name):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"female": rng.random(300) < 0.5, "age": rng.integers(0, 5, 300)})
+    y = (df.age + 2 * df.female + rng.normal(0, 1, 300) > 3).astype(int)
+    prep = ColumnTransformer([("c", OneHotEncoder(), ["female"]), ("n", "passthrough", ["age"])])
+    pipe = Pipeline([("p", prep), ("m", ESTIMATORS[name]())]).fit(df, y)
+    grid = pd.DataFrame({"female": [False] * 5 + [True] * 5, "age": list(range(5)) * 2})
+    labels = pipe.predict(grid)
+    assert faircert.verify(pipe, df, protected="female").falsified == pytest.approx(np.mean(labels[:5] != labels[5:]))

@@ -158,9 +158,13 @@ class PipelineModel:
 
 
 def matches(values: np.ndarray, category: Any) -> np.ndarray:
-    """Raw values equal to a category: numbers compare as numbers, everything else as text."""
+    """Raw values equal to a category: numbers compare as numbers (True and False as 1 and 0, as
+    Python compares them, and as a domain inferred from a boolean column codes them), everything
+    else as text."""
     from .linear import _matches
 
+    if isinstance(category, (bool, np.bool_)):
+        category = int(category)
     return _matches(np.asarray(values, dtype=object), category)
 
 
