@@ -63,6 +63,9 @@ def test_every_result_has_an_inline_report(data, tmp_path):
     verified = faircert.verify(model, df, protected="sex")
     page = verified._repr_html_()
     assert "individual fairness" in page and ("Female &rarr; Male" in page or "Male &rarr; Female" in page)
+    # the counterexamples on the two features they concentrate on (race and age; sex is protected)
+    assert _tags(page).count("svg") == 2 and "Where the counterexamples lie" in page
+    assert verified.feature_ranges["age"] == [0, 4]
     (tmp_path / "p.fr").write_text(FIG1)
     program = faircert.verify_program(tmp_path / "p.fr", epsilon=0.1)
     assert "program fairness" in program._repr_html_() and "ratio" in program._repr_html_()

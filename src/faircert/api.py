@@ -65,6 +65,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     result = find_engine(ir, prop).run(ir, prop, options, progress)
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
+    result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import FaircertError
 from ..results import Result
 
@@ -31,6 +33,53 @@ def _share_bar(result: Result, width: int = 900, height: int = 28) -> str:
 def fragment_style() -> str:
     """The report's style without the page rule (for a notebook cell, which is not a page)."""
     return "\n".join(line for line in STYLE.splitlines() if not line.startswith("body"))
+
+
+def implicated_features(result: Result) -> list[str]:
+    """The two non-protected features on which the counterexamples concentrate most: the smallest
+    spread of their values relative to the feature's range (a uniform spread scores 1)."""
+    names = result.column_names()
+    points = np.array([c.x for c in result.distinct_counterexamples()], dtype=np.float64)
+    scores = []
+    for j, name in enumerate(names):
+        lo, hi = result.feature_ranges.get(name, (0.0, 0.0))
+        if name in result.protected or hi <= lo or len(points) < 2:
+            continue
+        scores.append((float(np.std(points[:, j])) / ((hi - lo) / np.sqrt(12.0)), j, name))
+    return [name for _, _, name in sorted(scores)[:2]]
+
+
+def region_plot(result: Result, size: int = 420, pad: int = 50) -> str:
+    """The counterexamples projected on the two most implicated features, within the domain's ranges."""
+    pair = implicated_features(result)
+    if len(pair) < 2:
+        return ""
+    e = html.escape
+    names = result.column_names()
+    ja, jb = names.index(pair[0]), names.index(pair[1])
+    (a_lo, a_hi), (b_lo, b_hi) = result.feature_ranges[pair[0]], result.feature_ranges[pair[1]]
+    inner = size - 2 * pad
+
+    def px(v: float, lo: float, hi: float) -> float:
+        return pad + inner * (v - lo) / (hi - lo)
+
+    dots = "".join(
+        f'<circle cx="{px(c.x[ja], a_lo, a_hi):.1f}" cy="{size - px(c.x[jb], b_lo, b_hi):.1f}" r="3" '
+        f'fill="#cf222e" opacity="0.5"/>' for c in result.distinct_counterexamples())
+    ticks = (f'<text x="{pad}" y="{size - pad + 16}" font-size="11">{e(str(result.value_name(pair[0], a_lo)))}</text>'
+             f'<text x="{size - pad}" y="{size - pad + 16}" font-size="11" text-anchor="end">'
+             f'{e(str(result.value_name(pair[0], a_hi)))}</text>'
+             f'<text x="{pad - 6}" y="{size - pad}" font-size="11" text-anchor="end">{e(str(result.value_name(pair[1], b_lo)))}'
+             f'</text><text x="{pad - 6}" y="{pad + 4}" font-size="11" text-anchor="end">'
+             f'{e(str(result.value_name(pair[1], b_hi)))}</text>')
+    axes = (f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" fill="none" stroke="#888"/>'
+            f'<text x="{size / 2}" y="{size - 10}" font-size="12" text-anchor="middle">{e(pair[0])}</text>'
+            f'<text x="14" y="{size / 2}" font-size="12" text-anchor="middle" '
+            f'transform="rotate(-90 14 {size / 2})">{e(pair[1])}</text>')
+    return (f"<h2>Where the counterexamples lie</h2><svg width='{size}' height='{size}' role='img' "
+            f"aria-label='counterexamples'>{axes}{ticks}{dots}</svg><p class='note'>each re-checked counterexample "
+            f"on {e(pair[0])} and {e(pair[1])}, the features on which they concentrate most (the box is the "
+            "domain)</p>")
 
 
 def render(result: Result, max_examples: int = 200, standalone: bool = True) -> str:
@@ -67,7 +116,7 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
         else "<p>No counterexample found.</p>"
     body = (f"<h1>faircert: individual fairness</h1>"
             f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
-            f"(sound shares of the domain)</p><table>{summary}</table>{cex}")
+            f"(sound shares of the domain)</p><table>{summary}</table>{region_plot(result)}{cex}")
     if not standalone:
         return f"<div><style>{fragment_style()}</style>{body}</div>"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"

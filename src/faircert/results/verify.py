@@ -66,6 +66,8 @@ class Result(Verdict):
     feature_names: list[str] = field(default_factory=list)
     #: Category names of coded features (feature -> names by code), for people reading counterexamples.
     categories: dict[str, list[str]] = field(default_factory=dict)
+    #: Each feature's [min, max] in the domain, for plots of where counterexamples lie.
+    feature_ranges: dict[str, list[float]] = field(default_factory=dict)
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -130,6 +132,8 @@ class Result(Verdict):
         }
         if self.categories:
             out["categories"] = {k: list(v) for k, v in self.categories.items()}
+        if self.feature_ranges:
+            out["feature_ranges"] = {k: list(v) for k, v in self.feature_ranges.items()}
         if self.measure_lower is not None:
             out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
                        confident_size=self.confident_size, unfair_size=self.unfair_size)
