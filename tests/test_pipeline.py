@@ -267,3 +267,14 @@ def test_a_boolean_protected_column_is_one_hot_encoded_like_scikit_learn(name):
     grid = pd.DataFrame({"female": [False] * 5 + [True] * 5, "age": list(range(5)) * 2})
     labels = pipe.predict(grid)
     assert faircert.verify(pipe, df, protected="female").falsified == pytest.approx(np.mean(labels[:5] != labels[5:]))
+
+
+def test_xgboost_after_sparse_preprocessing_is_refused_because_it_reads_zeros_as_missing():
+    xgboost = pytest.importorskip("xgboost")
+    df = _people()
+    sparse = ColumnTransformer([("c", OneHotEncoder(), ["sex", "race", "edu"]), ("n", "passthrough", ["age"])],
+                               sparse_threshold=1.0)
+    pipe = Pipeline([("p", sparse), ("m", xgboost.XGBClassifier(n_estimators=5))])
+    pipe.fit(df.drop(columns="income"), (df.income == ">50K").astype(int))
+    with pytest.raises(ModelFormatError, match="zeros of a sparse matrix as missing"):
+        load_model(pipe)

@@ -32,6 +32,10 @@ def load_sklearn_pipeline(pipe: Any, load_estimator: Callable[[Any], Any]) -> Pi
         features = _apply(step, features, name)
     if type(final).__name__ == "Pipeline":
         raise ModelFormatError("a Pipeline nested as the final step is not supported; flatten it")
+    if _sparse_output([step for _, step in steps[:-1]]) and type(final).__module__.split(".")[0] == "xgboost":
+        raise ModelFormatError("XGBoost reads the zeros of a sparse matrix as missing values, and this pipeline's "
+                               "preprocessing outputs a sparse matrix; refit with the ColumnTransformer's "
+                               "sparse_threshold=0 (or OneHotEncoder(sparse_output=False)) so that zeros are zeros")
     estimator = load_estimator(final)
     width = getattr(estimator, "n_features", None) or getattr(estimator, "n_inputs", None)
     if width != len(features):
@@ -39,6 +43,26 @@ def load_sklearn_pipeline(pipe: Any, load_estimator: Callable[[Any], Any]) -> Pi
                                f"{type(final).__name__} reads {width}")
     return PipelineModel(columns, tuple(features), estimator, f"scikit-learn Pipeline ({type(final).__name__})",
                          _reference(pipe, final), named=getattr(pipe, "feature_names_in_", None) is not None)
+
+
+def _sparse_output(steps: list[Any]) -> bool:
+    """Whether the preprocessing hands the estimator a sparse matrix."""
+    for step in reversed(steps):
+        kind = type(step).__name__
+        if step is None or (isinstance(step, str) and step == "passthrough"):
+            continue
+        if kind == "Pipeline":
+            return _sparse_output([inner for _, inner in step.steps])
+        if kind == "ColumnTransformer":
+            return bool(getattr(step, "sparse_output_", False))
+        if kind == "OneHotEncoder":
+            return bool(getattr(step, "sparse_output", True))
+        if kind == "KBinsDiscretizer":
+            return step.encode == "onehot"
+        if kind in ("MaxAbsScaler", "StandardScaler", "FunctionTransformer"):
+            continue  # these keep a sparse input sparse
+        return False
+    return False
 
 
 def _input_names(pipe: Any) -> list[str]:
