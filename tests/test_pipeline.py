@@ -278,3 +278,30 @@ def test_xgboost_after_sparse_preprocessing_is_refused_because_it_reads_zeros_as
     pipe.fit(df.drop(columns="income"), (df.income == ">50K").astype(int))
     with pytest.raises(ModelFormatError, match="zeros of a sparse matrix as missing"):
         load_model(pipe)
+
+
+def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness_exact():
+    from faircert.models.linear import LinearModel
+    from faircert.population.learn import learn_population
+
+    df = _people(400)
+    X = df.drop(columns="income")
+    prep = ColumnTransformer([
+        ("cat", Pipeline([("i", SimpleImputer(strategy="most_frequent")), ("o", OneHotEncoder(drop="first"))]),
+         ["sex", "race"]),
+        ("num", Pipeline([("i", SimpleImputer()), ("s", StandardScaler())]), ["age", "edu", "hours"])])
+    pipe = Pipeline([("p", prep), ("m", LogisticRegression(max_iter=1000))]).fit(X, df.income)
+    assert isinstance(load_model(pipe), LinearModel)
+    r = faircert.group(pipe, df, protected="sex")
+    assert r.engine == "subset-sum (exact)"
+    pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
+    rows, weights = [], []
+    for assignment, p in pop.joint():
+        rows.append({c: pop.variables[c].states[assignment[c]] for c in X.columns})
+        weights.append(p)
+    frame, weights = pd.DataFrame(rows), np.array(weights)
+    positive = pipe.predict(frame) == ">50K"
+    for g in r.groups:
+        members = (frame.sex == g.group["sex"]).to_numpy()
+        truth = float(weights[members & positive].sum() / weights[members].sum())
+        assert g.low == pytest.approx(truth, abs=1e-9) and g.high == pytest.approx(truth, abs=1e-9)

@@ -158,13 +158,10 @@ class PipelineModel:
 
 
 def matches(values: np.ndarray, category: Any) -> np.ndarray:
-    """Raw values equal to a category: numbers compare as numbers (True and False as 1 and 0, as
-    Python compares them, and as a domain inferred from a boolean column codes them), everything
-    else as text."""
+    """Raw values equal to a category (the linear IR's rule: numbers as numbers, True and False as 1
+    and 0, as a domain inferred from a boolean column codes them; everything else as text)."""
     from .linear import _matches
 
-    if isinstance(category, (bool, np.bool_)):
-        category = int(category)
     return _matches(np.asarray(values, dtype=object), category)
 
 
@@ -208,3 +205,39 @@ def from_linear(model: Any) -> PipelineModel:
         return (score > 0).astype(np.int64), score
 
     return PipelineModel(model.columns, tuple(features), plain, model.source or "linear model", reference)
+
+
+#: The scaling steps a LinearModel's numeric encoding holds exactly, in its order of operations.
+_LINEAR_STEPS = ("sub", "div", "mul", "add")
+
+
+def to_linear(model: PipelineModel) -> Any:
+    """The LinearModel of a pipeline ending in a linear model, when its encoding is one a LinearModel
+    holds exactly (each column used once: as a number scaled by at most one subtraction, division,
+    multiplication and addition in that order, or one-hot); else None. Group fairness of a
+    LinearModel under a discrete population is exact (subset sums)."""
+    from .linear import ColumnEncoding, LinearModel
+
+    if not isinstance(model.estimator, LinearModel) or not model.estimator.strict:
+        return None
+    by_column: dict[str, list[int]] = {}
+    for i, f in enumerate(model.features):
+        by_column.setdefault(f.column, []).append(i)
+    encoding, order = [], []
+    for column, idx in by_column.items():
+        feats = [model.features[i] for i in idx]
+        if len(feats) == 1 and feats[0].encoder.kind == "identity":
+            ops = [op for op, _ in feats[0].ops]
+            if ops != [op for op in _LINEAR_STEPS if op in ops]:
+                return None
+            values = dict(feats[0].ops)
+            encoding.append(ColumnEncoding(column, offset=values.get("sub", 0.0), divisor=values.get("div", 1.0),
+                                           factor=values.get("mul", 1.0), shift=values.get("add", 0.0)))
+        elif all(f.encoder.kind == "equals" and not f.ops for f in feats):
+            encoding.append(ColumnEncoding(column, "onehot", tuple(f.encoder.category for f in feats)))
+        else:
+            return None
+        order += idx
+    weights = model.estimator.weights[order]
+    return LinearModel(weights, model.estimator.intercept, tuple(encoding), strict=True, source=model.source,
+                       classes=model.estimator.classes)

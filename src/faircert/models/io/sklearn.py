@@ -48,4 +48,18 @@ def _load_pipeline(pipe: Any, load_final: Any) -> Any:
             return load_sklearn_linear(pipe)
         except ModelFormatError:
             pass  # preprocessing beyond one-hot and scaling: the general pipeline IR below
-    return load_sklearn_pipeline(pipe, load_final)
+    model = load_sklearn_pipeline(pipe, load_final)
+    return _as_linear(model, pipe) or model
+
+
+def _as_linear(model: Any, pipe: Any) -> Any:
+    """The pipeline as a LinearModel where that is exact (imputers and nested Pipelines around one-hot
+    encoding and scaling), checked against the pipeline; else None."""
+    from ..pipeline import to_linear
+    from .sklearn_linear import check_linear
+
+    linear = to_linear(model)
+    if linear is None:
+        return None
+    check_linear(linear, pipe, model.columns)
+    return linear
