@@ -78,6 +78,10 @@ def test_verify_takes_a_series_an_integer_position_and_gives_frames(people):
     by_series = faircert.verify(model, df, sensitive_features=df["sex"])
     by_position = faircert.verify(model, df, protected=0)
     assert by_position.protected == by_series.protected == ["sex"]
+    from faircert.errors import DomainError
+
+    with pytest.raises(DomainError, match="feature index 8 is out of range"):
+        faircert.verify(model, df, protected=8)
     assert by_position.falsified == by_series.falsified == pytest.approx(5 / 8)  # by hand: 3 of 4 ages (race A), 2 of 4 (B)
     shares = by_series.to_frame()
     assert list(shares.index) == ["certified", "falsified", "undecided"]

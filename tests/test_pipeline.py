@@ -220,7 +220,7 @@ def test_reports_show_counterexamples_once_with_category_names(capsys):
     r.counterexamples = [c, Counterexample(c.x_prime, c.x, c.output_prime, c.output)]  # both directions
     assert len(r.distinct_counterexamples()) == 1
     page = render(r)
-    assert "Counterexamples (1 re-checked" in page
+    assert "Counterexamples (1 re-checked" in page and "<div class='wide'>" in page  # wide tables scroll
     assert "Female &rarr; Male" in page or "Male &rarr; Female" in page
     print_result(r)
     err = capsys.readouterr().err
