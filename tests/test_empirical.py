@@ -93,3 +93,14 @@ def test_a_learned_population_says_its_numbers_are_not_the_data_rows(tmp_path, c
     main(["group", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--trust-pickle"])
     err = " ".join(capsys.readouterr().err.split())
     assert "numbers under the population: independent" in err and "--population empirical gives" in err
+
+
+def test_questions_the_data_rows_cannot_answer_are_errors():
+    from faircert.errors import PropertyError
+
+    df = _data(200)
+    pipe = _pipeline(LogisticRegression(), df)
+    with pytest.raises(PropertyError, match="influence"):
+        faircert.group(pipe, df, protected="sex", population="empirical", influence=True)
+    with pytest.raises(PropertyError, match="causal population"):
+        faircert.group(pipe, df, protected="sex", population="empirical", metrics="di,pcf", mediators="age")

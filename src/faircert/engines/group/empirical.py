@@ -112,6 +112,9 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     pop = question.population
     if "pcf" in question.metrics:
         raise PropertyError("path-specific causal fairness needs a causal population (bayesnet), not the data's rows")
+    if question.influence:
+        raise PropertyError("fairness influence makes a feature's distribution uniform, which needs a learned "
+                            "population (independent or bayesnet), not the data's rows")
     frame = pop.frame
     positive, unsure = decisions(model, frame, pop.label)
     everyone = np.ones(len(frame), dtype=bool)
