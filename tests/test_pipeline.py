@@ -305,3 +305,12 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
         members = (frame.sex == g.group["sex"]).to_numpy()
         truth = float(weights[members & positive].sum() / weights[members].sum())
         assert g.low == pytest.approx(truth, abs=1e-9) and g.high == pytest.approx(truth, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["logistic", "forest"])
+def test_a_model_that_ignores_the_protected_column_is_proven_fair(name):
+    df = _people()
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["race"]), ("num", StandardScaler(), ["age", "edu"])])
+    pipe = Pipeline([("p", prep), ("m", ESTIMATORS[name]())]).fit(df.drop(columns="income"), df.income)
+    r = faircert.verify(pipe, df, protected="sex")
+    assert r.verdict == "fair" and r.certified == pytest.approx(1.0) and r.exit_code == 0

@@ -93,7 +93,7 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
     # features named by position refer to the domain as given, before it is fitted to the model
     protected = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
     # a pipeline (or a linear model) reads raw columns: compile it for this domain's features
-    ir, dom = bind_to_domain(ir, dom)
+    ir, dom = bind_to_domain(ir, dom, keep=set(protected) | set(dom.protected_names))
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
                                    robustness=robustness)

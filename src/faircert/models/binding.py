@@ -13,13 +13,14 @@ import numpy as np
 from ..errors import DomainError, ModelFormatError
 from .pipeline import MAX_GRID, PipelineModel, from_linear, raw_values
 
-
-def restrict_domain(model: PipelineModel, domain: Any) -> Any:
-    """The domain's features for the pipeline's raw columns, in the pipeline's order.
+def restrict_domain(model: PipelineModel, domain: Any, keep: Any = ()) -> Any:
+    """The domain's features for the pipeline's raw columns, in the pipeline's order, then the
+    `keep` ones (protected attributes) it does not read.
 
     Columns no encoded feature reads (a label column in an inferred domain, columns a
     ColumnTransformer drops) are left out: they cannot change the label, and every share is a
-    product measure, so leaving them out changes no share.
+    product measure, so leaving them out changes no share. A protected attribute stays: a model
+    that ignores it is fair with respect to it, which is worth proving, not an error.
     """
     from ..domain import Domain
 
@@ -29,11 +30,11 @@ def restrict_domain(model: PipelineModel, domain: Any) -> Any:
         raise AssertionError("bind renames an unnamed pipeline's columns first")
     used = model.used_columns
     if all(c in names for c in used):
-        return Domain(tuple(domain[c] for c in used))
+        extra = [c for c in names if c in set(keep) and c not in used]
+        return Domain(tuple(domain[c] for c in used + extra))
     missing = [c for c in used if c not in names]
     raise DomainError(f"the domain lacks column(s) {missing} that the model reads; the model reads, in order: "
                       f"{', '.join(used)}")
-
 
 def check_known_values(model: PipelineModel, domain: Any) -> None:
     """Every domain value must be one the model accepts (an encoder with handle_unknown='error'
@@ -56,10 +57,8 @@ def check_known_values(model: PipelineModel, domain: Any) -> None:
                               f"{[_plain(v) for v in unknown[:5]]}; restrict the domain to the categories it "
                               f"knows: {[_plain(c) for c in enc.categories]}")
 
-
 def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
-
 
 def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
     """A pipeline fitted without column names reads the domain's features by position."""
@@ -72,8 +71,7 @@ def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
     return replace(model, columns=list(domain.names),
                    features=tuple(replace(f, column=rename[f.column]) for f in model.features))
 
-
-def bind(model: PipelineModel, domain: Any) -> tuple[Any, Any]:
+def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     """(a ReluNetwork or TreeEnsemble over the domain's features, the domain restricted to the
     model's columns) computing the pipeline's label at every point of the domain."""
     from .linear import LinearModel
@@ -81,7 +79,7 @@ def bind(model: PipelineModel, domain: Any) -> tuple[Any, Any]:
     from .trees import TreeEnsemble
 
     model = _named_like(model, domain)
-    dom = restrict_domain(model, domain)
+    dom = restrict_domain(model, domain, keep)
     check_known_values(model, dom)
     est = model.estimator
     if isinstance(est, (ReluNetwork, LinearModel)):
@@ -97,7 +95,6 @@ def bind(model: PipelineModel, domain: Any) -> tuple[Any, Any]:
     check_bound(model, bound, dom)
     return bound, dom
 
-
 def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
     """Rows drawn from the domain: uniform grid points and reals, plus every corner value."""
     rng = np.random.default_rng(seed)
@@ -110,13 +107,11 @@ def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
         X[0, j], X[1, j] = f.min, f.max
     return X
 
-
 def raw_frame(domain: Any, X: np.ndarray):
     """Domain rows (codes) as the raw DataFrame a pipeline reads (category names, numbers)."""
     import pandas as pd
 
     return pd.DataFrame({f.name: raw_values(f, X[:, j]) for j, f in enumerate(domain.features)})
-
 
 def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> None:
     """Compare the bound model's labels with the original pipeline's on sampled domain rows."""
@@ -143,20 +138,16 @@ def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> 
                                f"pipeline itself on {int(bad.sum())} of {n} sampled rows (e.g. {row}); this "
                                "combination of preprocessing steps is not translated faithfully")
 
-
-def bind_to_domain(model: Any, domain: Any) -> tuple[Any, Any]:
+def bind_to_domain(model: Any, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     """Pipelines and linear models over raw columns become a network or trees over the domain's
-    features; other models pass through unchanged."""
+    features (those they read, and the `keep` ones); other models pass through unchanged."""
     from .linear import LinearModel
 
     if isinstance(model, LinearModel):
         model = from_linear(model)
     if isinstance(model, PipelineModel):
-        return bind(model, domain)
+        return bind(model, domain, keep)
     return model, domain
-
-
-
 
 def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
     """(the model compiled for the population's variables, the population with categories coded)
@@ -189,7 +180,6 @@ def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
                     by_label={k: bind_to_population(model, p)[1] for k, p in population.by_label.items()})
     bound, _ = bind(model, Domain(tuple(features)))
     return bound, coded
-
 
 def _number(state: Any) -> float | None:
     if isinstance(state, bool) or not isinstance(state, (int, float, np.integer, np.floating)):
