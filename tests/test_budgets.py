@@ -82,7 +82,7 @@ def test_exact_subset_sums_past_the_time_limit_finish_quickly_with_sound_bounds(
 
 def test_population_learning_counts_against_the_time_limit(monkeypatch):
     """The engine gets the time limit less the learning time (both shown in the result)."""
-    import faircert.api as api
+    from faircert import api
 
     seen = {}
     real = api._after

@@ -14,11 +14,11 @@ from faircert.cli import main
 
 fl = pytest.importorskip("fairlearn.metrics")
 pytest.importorskip("sklearn")
-from sklearn.compose import ColumnTransformer  # noqa: E402
-from sklearn.ensemble import GradientBoostingClassifier  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.pipeline import Pipeline  # noqa: E402
-from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import GradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 warnings.filterwarnings("ignore", category=UserWarning)
 

@@ -193,7 +193,7 @@ def _empirical_case() -> Case:
 
     rows = []
     for assignment, p in _population().joint():
-        rows += [assignment] * int(round(p * 10000))
+        rows += [assignment] * round(p * 10000)
     frame = pd.DataFrame(rows)[["P", "Q", "R", "S"]]
     pop = EmpiricalPopulation.from_data(frame, ["P", "Q", "R", "S"], ["P"], None)
     return Case(LINEAR, GroupQuestion(pop, ("P",)), GroupOptions(time_limit=30), _group_check(exact=True))

@@ -16,21 +16,27 @@ from faircert.cli import main
 from faircert.data import infer_domain
 from faircert.domain import Domain, Feature
 from faircert.errors import DomainError, ModelFormatError
+from faircert.models.binding import bind_to_domain, raw_frame, sample_domain
 from faircert.models.io import load_model
 from faircert.models.network import ReluNetwork
-from faircert.models.binding import bind_to_domain, raw_frame, sample_domain
 from faircert.models.pipeline import PipelineModel
 from faircert.models.trees import TreeEnsemble
 
 sk = pytest.importorskip("sklearn")
-from sklearn.compose import ColumnTransformer  # noqa: E402
-from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier  # noqa: E402
-from sklearn.impute import SimpleImputer  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
-from sklearn.preprocessing import (KBinsDiscretizer, MinMaxScaler, OneHotEncoder, OrdinalEncoder,  # noqa: E402
-                                   PolynomialFeatures, StandardScaler)
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    KBinsDiscretizer,
+    MinMaxScaler,
+    OneHotEncoder,
+    OrdinalEncoder,
+    PolynomialFeatures,
+    StandardScaler,
+)
 
 warnings.filterwarnings("ignore", category=UserWarning)
 

@@ -12,8 +12,15 @@ from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
 from .errors import DataError, DomainError, PropertyError
-from .options import (GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions,
-                      check_metric_inputs, group_metrics)
+from .options import (
+    GroupOptions,
+    GroupQuestion,
+    ProgramOptions,
+    ProgramQuestion,
+    VerifyOptions,
+    check_metric_inputs,
+    group_metrics,
+)
 from .properties import UnfairSamples, individual_fairness, split_names
 from .results import Comparison, GroupResult, ProgramResult, Result
 

@@ -85,12 +85,14 @@ def group_keywords(args: argparse.Namespace) -> dict:
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
-    return dict(label=args.label, population=args.population, metrics=args.metric, mediators=args.mediators,
-                threshold=args.threshold, gap_thresholds=gaps, influence=influence, bins=parse_bins(args.bins),
-                max_bins=args.max_bins, binning=args.binning, bin_value=args.bin_value, score=args.score,
-                max_indegree=args.max_indegree, trust_pickle=args.trust_pickle,
-                save_population=args.save_population, bin_bounds=args.bin_bounds,
-                options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta))
+    return {"label": args.label, "population": args.population, "metrics": args.metric,
+            "mediators": args.mediators, "threshold": args.threshold, "gap_thresholds": gaps,
+            "influence": influence, "bins": parse_bins(args.bins), "max_bins": args.max_bins,
+            "binning": args.binning, "bin_value": args.bin_value, "score": args.score,
+            "max_indegree": args.max_indegree, "trust_pickle": args.trust_pickle,
+            "save_population": args.save_population, "bin_bounds": args.bin_bounds,
+            "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
+                                    delta=args.delta)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import DomainError, ModelFormatError
 from .pipeline import MAX_GRID, PipelineModel, from_linear, raw_values
 
+
 def restrict_domain(model: PipelineModel, domain: Any, keep: Any = ()) -> Any:
     """The domain's features for the pipeline's raw columns, in the pipeline's order, then the
     `keep` ones (protected attributes) it does not read.
@@ -36,6 +37,7 @@ def restrict_domain(model: PipelineModel, domain: Any, keep: Any = ()) -> Any:
     raise DomainError(f"the domain lacks column(s) {missing} that the model reads; the model reads, in order: "
                       f"{', '.join(used)}")
 
+
 def check_known_values(model: PipelineModel, domain: Any) -> None:
     """Every domain value must be one the model accepts (an encoder with handle_unknown='error'
     rejects the others: the model has no label there)."""
@@ -57,8 +59,10 @@ def check_known_values(model: PipelineModel, domain: Any) -> None:
                               f"{[_plain(v) for v in unknown[:5]]}; restrict the domain to the categories it "
                               f"knows: {[_plain(c) for c in enc.categories]}")
 
+
 def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
+
 
 def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
     """A pipeline fitted without column names reads the domain's features by position."""
@@ -70,6 +74,7 @@ def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
     rename = dict(zip(model.columns, domain.names))
     return replace(model, columns=list(domain.names),
                    features=tuple(replace(f, column=rename[f.column]) for f in model.features))
+
 
 def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     """(a ReluNetwork or TreeEnsemble over the domain's features, the domain restricted to the
@@ -95,6 +100,7 @@ def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     check_bound(model, bound, dom)
     return bound, dom
 
+
 def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
     """Rows drawn from the domain: uniform grid points and reals, plus every corner value."""
     rng = np.random.default_rng(seed)
@@ -107,11 +113,13 @@ def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
         X[0, j], X[1, j] = f.min, f.max
     return X
 
+
 def raw_frame(domain: Any, X: np.ndarray):
     """Domain rows (codes) as the raw DataFrame a pipeline reads (category names, numbers)."""
     import pandas as pd
 
     return pd.DataFrame({f.name: raw_values(f, X[:, j]) for j, f in enumerate(domain.features)})
+
 
 def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> None:
     """Compare the bound model's labels with the original pipeline's on sampled domain rows."""
@@ -138,6 +146,7 @@ def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> 
                                f"pipeline itself on {int(bad.sum())} of {n} sampled rows (e.g. {row}); this "
                                "combination of preprocessing steps is not translated faithfully")
 
+
 def bind_to_domain(model: Any, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     """Pipelines and linear models over raw columns become a network or trees over the domain's
     features (those they read, and the `keep` ones); other models pass through unchanged."""
@@ -148,6 +157,7 @@ def bind_to_domain(model: Any, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     if isinstance(model, PipelineModel):
         return bind(model, domain, keep)
     return model, domain
+
 
 def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
     """(the model compiled for the population's variables, the population with categories coded)
@@ -180,6 +190,7 @@ def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
                     by_label={k: bind_to_population(model, p)[1] for k, p in population.by_label.items()})
     bound, _ = bind(model, Domain(tuple(features)))
     return bound, coded
+
 
 def _number(state: Any) -> float | None:
     if isinstance(state, bool) or not isinstance(state, (int, float, np.integer, np.floating)):

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
-from rich.text import Text
 from rich.table import Table
+from rich.text import Text
 
 from ..results import Result
 
