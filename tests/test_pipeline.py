@@ -320,3 +320,15 @@ def test_a_model_that_ignores_the_protected_column_is_proven_fair(name):
     pipe = Pipeline([("p", prep), ("m", ESTIMATORS[name]())]).fit(df.drop(columns="income"), df.income)
     r = faircert.verify(pipe, df, protected="sex")
     assert r.verdict == "fair" and r.certified == pytest.approx(1.0) and r.exit_code == 0
+
+
+def test_a_domain_without_the_category_names_the_model_reads_is_refused():
+    df = _people()
+    pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(df.drop(columns="income"), df.income)
+    codes_only = Domain(tuple(Feature(f.name, f.kind, f.min, f.max) for f in infer_domain(df).features))
+    with pytest.raises(DomainError, match="'sex' holds categories for the model .* the domain gives it numbers"):
+        faircert.verify(pipe, codes_only, protected="sex")
+    renamed = Domain(tuple(Feature(f.name, f.kind, f.min, f.max, categories=("F", "M") if f.name == "sex"
+                                   else f.categories) for f in infer_domain(df).features))
+    with pytest.raises(DomainError, match="none of the domain's categories"):
+        faircert.verify(pipe, renamed, protected="sex")

@@ -43,6 +43,7 @@ def check_known_values(model: PipelineModel, domain: Any) -> None:
     rejects the others: the model has no label there)."""
     for f in model.features:
         enc = f.encoder
+        _check_category_names(f, domain[f.column])
         if not enc.rejects_unknown:
             continue
         feature = domain[f.column]
@@ -58,6 +59,32 @@ def check_known_values(model: PipelineModel, domain: Any) -> None:
             raise DomainError(f"column {f.column!r}: the model's {enc.origin} (handle_unknown='error') rejects "
                               f"{[_plain(v) for v in unknown[:5]]}; restrict the domain to the categories it "
                               f"knows: {[_plain(c) for c in enc.categories]}")
+
+
+def _check_category_names(f: Any, feature: Any) -> None:
+    """A column the model reads by category names needs those names in the domain: numbers (codes
+    without names) would silently match no category."""
+    enc = f.encoder
+    if enc.kind not in ("equals", "rank"):
+        return
+    named = [c for c in enc.categories if isinstance(c, str) and not _is_number(c)]
+    if not named:
+        return
+    if feature.categories is None:
+        raise DomainError(f"column {f.column!r} holds categories for the model ({', '.join(map(str, named[:4]))}, ...) "
+                          "but the domain gives it numbers; give the domain its category names (infer the domain "
+                          "from the data, or list 'categories' in the domain file)")
+    if not enc.known(np.asarray(feature.categories, dtype=object)).any():
+        raise DomainError(f"column {f.column!r}: none of the domain's categories {list(feature.categories)[:4]} is one "
+                          f"the model knows ({', '.join(map(str, named[:4]))}, ...)")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def _plain(v: Any) -> Any:
