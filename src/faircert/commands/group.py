@@ -97,9 +97,11 @@ def group_keywords(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import group
+    from ..report.console import budget_progress
     from ..report.group import print_group
 
-    result = group(args.model, args.data, protected=args.protected, **group_keywords(args))
+    with budget_progress(not args.quiet, args.time_limit, "group fairness") as progress:
+        result = group(args.model, args.data, protected=args.protected, progress=progress, **group_keywords(args))
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.group_html import write_group_html

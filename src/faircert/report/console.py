@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -44,6 +44,23 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
             if "boxes" in info:
                 detail += f" | {info['boxes']:,} boxes"
             bar.update(task, completed=decided, detail=detail)
+
+        yield update
+
+
+@contextlib.contextmanager
+def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Iterator[Callable[[dict], None]]:
+    """A spinner with elapsed and remaining time for work without a decided share (group fairness)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda info: None
+        return
+    columns = [SpinnerColumn(), TextColumn(f"[bold]{what}"), BudgetColumn(time_limit),
+               TextColumn("{task.fields[detail]}")]
+    with Progress(*columns, console=console(), transient=True) as bar:
+        task = bar.add_task(what, total=None, detail="")
+
+        def update(info: dict) -> None:
+            bar.update(task, detail=f"| {info['boxes']:,} boxes" if "boxes" in info else "")
 
         yield update
 
