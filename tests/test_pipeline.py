@@ -332,3 +332,30 @@ def test_a_domain_without_the_category_names_the_model_reads_is_refused():
                                    else f.categories) for f in infer_domain(df).features))
     with pytest.raises(DomainError, match="none of the domain's categories"):
         faircert.verify(pipe, renamed, protected="sex")
+
+
+def test_equalized_odds_of_a_pipeline_under_a_bayesian_network_matches_enumeration():
+    from faircert.population.learn import learn_population
+
+    df = _people(300)
+    X = df.drop(columns="income")
+    pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["boosting"]())]).fit(X, df.income)
+    r = faircert.group(pipe, df, protected="sex", label="income", population="bayesnet", metrics="di,sp,eo",
+                       time_limit=30)
+    assert set(r.conditional) == {"Y=<=50K", "Y=>50K"} and not r.approximations
+    pop = learn_population(df, list(X.columns), ["sex"], label="income", kind="bayesnet")
+    rows, weights = [], []
+    for assignment, p in pop.joint():
+        rows.append({c: pop.variables[c].states[assignment[c]] for c in [*X.columns, "income"]})
+        weights.append(p)
+    frame, weights = pd.DataFrame(rows), np.array(weights)
+    positive = pipe.predict(frame[X.columns]) == ">50K"
+    gaps = []
+    for condition, groups in r.conditional.items():
+        truths = []
+        for g in groups:
+            members = ((frame.sex == g.group["sex"]) & (frame.income == condition[2:])).to_numpy()
+            truths.append(float(weights[members & positive].sum() / weights[members].sum()))
+            assert g.low - 1e-9 <= truths[-1] <= g.high + 1e-9 and g.high - g.low <= 2e-3
+        gaps.append(max(truths) - min(truths))
+    assert r.metrics["eo"].low - 1e-9 <= max(gaps) <= r.metrics["eo"].high + 1e-9
