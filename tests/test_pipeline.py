@@ -359,3 +359,14 @@ def test_equalized_odds_of_a_pipeline_under_a_bayesian_network_matches_enumerati
             assert g.low - 1e-9 <= truths[-1] <= g.high + 1e-9 and g.high - g.low <= 2e-3
         gaps.append(max(truths) - min(truths))
     assert r.metrics["eo"].low - 1e-9 <= max(gaps) <= r.metrics["eo"].high + 1e-9
+
+
+def test_testing_mode_samples_of_a_tree_pipeline_name_their_categories():
+    df = _people()
+    pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(df.drop(columns="income"), df.income)
+    frame = faircert.sample_counterexamples(pipe, df, protected="sex", n=20)
+    assert len(frame) == 20 and set(frame["sex"]) | set(frame["sex_prime"]) <= {"Female", "Male"}
+    assert (frame["sex"] != frame["sex_prime"]).all() and set(frame["race"]) <= {"A", "B", "C"}
+    rows = frame[["sex", "race", "age", "edu", "hours"]].astype({"age": int, "edu": int, "hours": int})
+    twins = rows.assign(sex=frame["sex_prime"])
+    assert (pipe.predict(rows) != pipe.predict(twins)).all()

@@ -114,7 +114,7 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
 
-    Returns a DataFrame: the input's features, the twin's (suffix `_prime`), and the model's
+    Returns a DataFrame: the input's features (categories by name), the twin's (suffix `_prime`), and the model's
     probability of the positive label for both (`output`, `output_prime`); `frame.attrs["summary"]`
     holds the measure's bounds, the region's sizes, whether the draws are uniform over the exact
     region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
@@ -122,7 +122,13 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     options = options or VerifyOptions(time_limit=time_limit, seed=seed)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     question = UnfairSamples(prop, n)
-    return find_engine(ir, question).run(ir, question, options, None)
+    frame = find_engine(ir, question).run(ir, question, options, None)
+    for f in prop.domain.features:  # coded categories by name, as the data had them
+        if f.categories is not None:
+            for column in (f.name, f"{f.name}_prime"):
+                if column in frame:
+                    frame[column] = [f.categories[int(v)] for v in frame[column]]
+    return frame
 
 
 def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
