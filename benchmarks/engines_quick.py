@@ -1,14 +1,15 @@
 """One quick workload per engine, timed on this checkout and on a baseline revision.
 
 For changes that should not move performance (a restructuring, a new seam), this checks that no
-engine slowed down beyond noise. Each workload is one `faircert` command on files prepared once
+engine slowed down beyond noise. Both revisions are checked out in temporary git worktrees (so the
+working tree may change while it runs). Each workload is one `faircert` command on files prepared once
 (benchmark networks and programs, XGBoost models and a logistic regression trained on the
-benchmark data), so the same command runs on both revisions. The baseline is checked out in a
-temporary git worktree and run with its own `src/` first on PYTHONPATH. Runs alternate between the
+benchmark data), so the same command runs on both revisions, each with its own `src/` first on
+PYTHONPATH. Runs alternate between the
 two revisions (A B A B ...) so load on the machine affects both alike; the table gives the median
 wall time of each and their ratio.
 
-    python benchmarks/engines_quick.py --baseline REV [--repeats 3]
+    python benchmarks/engines_quick.py --baseline REV [--head REV] [--repeats 3]
 
 Writes benchmarks/results/engines_quick.{md,json}.
 """
@@ -60,7 +61,9 @@ def prepare(work: Path) -> list[tuple[str, str, list[str]]]:
     for data, n_trees, attr in (("adult", 25, "age"), ("compas", 50, "race")):
         X, y, dom = DATASETS[data][0]()
         clf = xgb.XGBClassifier(n_estimators=n_trees, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
-        clf.get_booster().save_model(str(work / f"{data}-{n_trees}.json"))
+        booster = clf.get_booster()
+        booster.feature_names = dom.names  # the population and the domain name the model's inputs
+        booster.save_model(str(work / f"{data}-{n_trees}.json"))
         dom.save(work / f"{data}.yaml")
         runs.append(("tree-boxes", f"{data} XGBoost {n_trees}x3, {attr}, exact",
                      ["verify", str(work / f"{data}-{n_trees}.json"), "--domain", str(work / f"{data}.yaml"),
@@ -104,28 +107,31 @@ def run_once(src: Path, args: list[str], out: Path) -> dict:
     if proc.returncode not in (0, 1, 2):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     result = json.loads(out.read_text())
-    keep = ("verdict", "certified", "falsified", "undecided", "written", "measure_lower", "measure_upper",
-            "ratio_low", "ratio_high")
+    keep = ("verdict", "certified", "falsified", "undecided", "written", "measure_lower", "measure_upper", "ratio",
+            "metrics")
     return {"wall_s": wall, **{k: result[k] for k in keep if k in result}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", required=True, help="git revision to compare against")
+    ap.add_argument("--head", default="HEAD", help="git revision to measure (default HEAD)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     base_rev = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True,
                               capture_output=True, text=True).stdout.strip()
-    head_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+    head_rev = subprocess.run(["git", "rev-parse", "--short", args.head], cwd=ROOT, check=True,
                               capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
-        work, base = Path(tmp) / "files", Path(tmp) / "baseline"
+        work = Path(tmp) / "files"
         work.mkdir()
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), base_rev], cwd=ROOT, check=True,
-                       capture_output=True)
+        trees = {"head": Path(tmp) / "head", "baseline": Path(tmp) / "baseline"}
+        for label, rev in (("head", head_rev), ("baseline", base_rev)):
+            subprocess.run(["git", "worktree", "add", "--detach", str(trees[label]), rev], cwd=ROOT, check=True,
+                           capture_output=True)
+        trees = {label: path / "src" for label, path in trees.items()}
         try:
             runs = prepare(work)
-            trees = {"head": ROOT / "src", "baseline": base / "src"}
             rows = []
             for engine, what, cmd in runs:
                 times: dict[str, list[dict]] = {"head": [], "baseline": []}
@@ -141,7 +147,8 @@ def main() -> None:
                 print(f"{engine:24s} {what[:50]:50s} head {row['head']['median_s']:6.2f} s  "
                       f"baseline {row['baseline']['median_s']:6.2f} s  ratio {row['ratio']:.2f}", flush=True)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+            for src in trees.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(src.parent)], cwd=ROOT, capture_output=True)
     meta = {"head": head_rev, "baseline": base_rev, "repeats": args.repeats, "python": platform.python_version(),
             "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
     RESULTS.mkdir(exist_ok=True)
@@ -154,15 +161,18 @@ def _answer(last: dict) -> str:
         return f"{last['verdict']} {100 * last['certified']:.2f}% / {100 * last['undecided']:.2f}% und."
     if "written" in last:
         return f"{last['written']:,} written, measure [{last['measure_lower']:.4f}, {last['measure_upper']:.4f}]"
-    if "ratio_low" in last:
-        return f"{last['verdict']} ratio [{last['ratio_low']:.3f}, {last['ratio_high']:.3f}]"
+    if "ratio" in last:
+        return f"{last['verdict']} ratio [{float(last['ratio']['low']):.3f}, {float(last['ratio']['high']):.3f}]"
+    if "metrics" in last:
+        di = last["metrics"]["di"]
+        return f"{last['verdict']} DI [{di['low']:.3f}, {di['high']:.3f}]"
     return str(last.get("verdict", ""))
 
 
 def markdown(meta: dict, rows: list[dict]) -> str:
     lines = [f"# One quick workload per engine: {meta['head']} against {meta['baseline']}", "",
              f"Median wall time of {meta['repeats']} runs each, alternating between the two revisions, of one "
-             f"`faircert` command (process start and model loading included) on this {meta['cpus']}-core machine, "
+             f"`faircert` command (process start and model loading included; model files prepared once) on this {meta['cpus']}-core machine, "
              f"{meta['date']}. `ratio` = this checkout / baseline: above 1 is slower. Runs of one revision "
              "vary by up to a third on this machine when other work shares it.", "",
              "| engine | workload | baseline s | this checkout s | ratio | answer (this checkout) | answer (baseline) |",

@@ -127,3 +127,51 @@ def test_domain_show_missing_file_and_group_bad_delta(tmp_path, capsys):
     assert main(["group", str(model), "--data", str(tmp_path / "d.csv"), "--protected", "s",
                  "--method", "sampling", "--delta", "2"]) == 3
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_out_of_memory_is_one_line_and_undecided(monkeypatch, capsys):
+    import faircert.api
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(faircert.api, "verify", exhausted)
+    assert main(["verify", "model.nnet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("faircert: error: out of memory before a verdict") and "Traceback" not in err
+
+
+def test_numba_that_cannot_load_leaves_the_numpy_path(monkeypatch):
+    import sys
+
+    from faircert import compiled
+
+    compiled._numba_installed.cache_clear()
+    monkeypatch.setitem(sys.modules, "numba", None)  # importing it now raises ImportError
+    try:
+        assert compiled.available() is False
+    finally:
+        compiled._numba_installed.cache_clear()
+
+
+def test_error_messages_are_capped(monkeypatch, capsys):
+    import faircert.api
+    from faircert.errors import DataError
+
+    def flood(*args, **kwargs):
+        raise DataError("x" * 100_000)
+
+    monkeypatch.setattr(faircert.api, "verify", flood)
+    assert main(["verify", "model.nnet"]) == 3
+    err = capsys.readouterr().err
+    assert len(err) < 2100 and err.rstrip().endswith("(98,000 more characters)")
+
+
+def test_a_deeply_nested_population_file_is_one_clear_error(tmp_path):
+    from faircert.errors import FaircertError
+    from faircert.population.discrete import DiscretePopulation
+
+    path = tmp_path / "pop.json"
+    path.write_text("[" * 20_000 + "]" * 20_000)
+    with pytest.raises(FaircertError, match="nested more than"):
+        DiscretePopulation.load(path)

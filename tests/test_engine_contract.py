@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 from boxes_oracle import random_network, unfair_points
-from scipy.stats import norm
+from program_examples import GAUSSIAN_SHIFT as PROGRAM
+from program_examples import GAUSSIAN_SHIFT_RATIO as RATIO
 
 from faircert import __version__
 from faircert.domain import Domain, Feature
@@ -201,23 +202,6 @@ def _empirical_case() -> Case:
 
 # --- decision programs --------------------------------------------------------------------------
 
-#: P[hire | x > 0] = P[y + 1 > 0] = Phi(1); P[hire | x <= 0] = 1/2; the ratio is (1/2) / Phi(1) = 0.594.
-PROGRAM = """
-def popModel():
-    x = gaussian(0, 1)
-    y = gaussian(0, 1)
-    if x > 0:
-        y = y + 1
-    sensitiveAttribute(x <= 0)
-
-def F():
-    if y > 0:
-        hire = 1
-    else:
-        hire = 0
-    fairnessTarget(hire > 0.5)
-"""
-RATIO = 0.5 / norm.cdf(1.0)
 
 
 def _program_check(result) -> None:

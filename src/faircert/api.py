@@ -57,18 +57,22 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
            kappa: float | None = None, robustness: bool = False, time_limit: float | None = 60.0,
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
-           max_counterexamples: int = 100, trust_pickle: bool = False,
+           max_counterexamples: int = 100, workers: int = 1, max_boxes: int | None = None,
+           ray_address: str | None = None, trust_pickle: bool = False,
            progress: Progress | None = None, options: VerifyOptions | None = None) -> Result:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
     the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
-    `sensitive_features` is an alias of `protected`. `options`, when given, replaces the budget
-    keywords (time_limit, target_undecided, confidence, seed, max_counterexamples).
+    `sensitive_features` is an alias of `protected`. `workers` processes (or the Ray cluster at
+    `ray_address`: "local", "auto" or an address) share the box work; `max_boxes` is a budget by
+    work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
+    confidence, seed, max_counterexamples, workers, max_boxes, ray_address).
     """
     protected = _column_names(_protected(protected, sensitive_features))
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
-                                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples)
+                                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
+                                       workers=workers, max_boxes=max_boxes, ray_address=ray_address)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     result = find_engine(ir, prop).run(ir, prop, options, progress)
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}

@@ -1,7 +1,8 @@
 """The `faircert` command.
 
-Exit codes (every verdict-producing command): 0 fair, 1 unfair, 2 undecided/timeout,
-3 bad input (including usage errors), 4 internal error.
+Exit codes (every verdict-producing command): 0 fair, 1 unfair, 2 undecided/timeout/interrupted,
+3 bad input (including usage errors), 4 internal error. SIGINT or SIGTERM during a run stops the
+engines; the command writes the sound partial result and exits with its verdict's code.
 Each subcommand lives in `faircert.commands.<name>` and exposes `register(subparsers)`, which adds
 its parser and sets `handler(args) -> int`.
 """
@@ -14,8 +15,10 @@ import sys
 
 from .errors import FaircertError
 
+EXIT_UNDECIDED = 2
 EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
+MAX_MESSAGE = 2000  # characters of an error message printed
 
 COMMANDS = ("verify", "domain", "demo", "group", "compare", "program", "sample")
 
@@ -58,16 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version exit 0 through argparse
         return int(exc.code or 0)
     except FaircertError as exc:
-        print(f"faircert: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if len(message) > MAX_MESSAGE:  # names and values from hostile files must not flood the terminal
+            message = message[:MAX_MESSAGE] + f"... ({len(message) - MAX_MESSAGE:,} more characters)"
+        print(f"faircert: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. `faircert verify ... --json - | head`: the reader left, not an error
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("faircert: interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
+    except MemoryError:  # no verdict within the memory this process may use: the budget ran out
+        print("faircert: error: out of memory before a verdict; allow the process more memory, or give a "
+              "smaller domain or a shorter time limit", file=sys.stderr)
+        return EXIT_UNDECIDED
+    except KeyboardInterrupt:  # a second signal while a run was stopping, or one outside a run
+        print("faircert: aborted: no result written", file=sys.stderr)
+        return EXIT_UNDECIDED
     except Exception as exc:  # a bug: never let Python's exit 1 read as "unfair"
         import traceback
 

@@ -28,7 +28,13 @@ def available() -> bool:
 
 @cache
 def _numba_installed() -> bool:
-    return importlib.util.find_spec("numba") is not None
+    if importlib.util.find_spec("numba") is None:
+        return False
+    try:  # numba and LLVM may fail to load, e.g. under a tight memory limit: the numpy path still works
+        import numba  # noqa: F401
+    except (ImportError, OSError, MemoryError):
+        return False
+    return True
 
 
 def jit(f):

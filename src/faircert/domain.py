@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 
 from .errors import DomainError
+from .limits import MAX_FEATURES, MAX_TEXT_BYTES, check_at_most, listed, loads_json, quoted, read_text
 
 KINDS = ("binary", "integer", "real", "categorical")
+#: Largest magnitude of a bound: integers up to it are exact in float64, which the engines use.
+MAX_BOUND = 2.0**53
 DISCRETE_KINDS = ("binary", "integer", "categorical")
 
 
@@ -36,24 +39,26 @@ class Feature:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise DomainError(f"feature {self.name!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
+            raise DomainError(f"feature {quoted(self.name)}: unknown kind {quoted(self.kind)} (expected one of "
+                              f"{', '.join(KINDS)})")
         if self.kind == "binary":
             object.__setattr__(self, "min", 0 if self.min is None else self.min)
             object.__setattr__(self, "max", 1 if self.max is None else self.max)
         for bound in ("min", "max"):
             value = getattr(self, bound)
             if value is None or not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-                raise DomainError(f"feature {self.name!r}: {bound} must be a number, got {value!r}")
-            if not math.isfinite(float(value)):
-                raise DomainError(f"feature {self.name!r}: {bound} must be finite, got {value!r}")
+                raise DomainError(f"feature {quoted(self.name)}: {bound} must be a number, got {quoted(value)}")
+            if not (abs(value) <= MAX_BOUND):  # also false for nan; a 400-digit integer is refused, not overflowed
+                raise DomainError(f"feature {quoted(self.name)}: {bound} must be a finite number of magnitude at most "
+                                  f"{MAX_BOUND:.0e}, got {quoted(value)}")
         if self.min > self.max:
-            raise DomainError(f"feature {self.name!r}: min {self.min} > max {self.max}")
+            raise DomainError(f"feature {quoted(self.name)}: min {self.min} > max {self.max}")
         if self.kind == "binary" and not 0 <= self.min <= self.max <= 1:
-            raise DomainError(f"feature {self.name!r}: binary features take values in {{0, 1}}, got "
+            raise DomainError(f"feature {quoted(self.name)}: binary features take values in {{0, 1}}, got "
                               f"[{self.min}, {self.max}] (use kind integer for more values)")
         if self.is_discrete:
             if float(self.min) != math.floor(self.min) or float(self.max) != math.floor(self.max):
-                raise DomainError(f"feature {self.name!r}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]")
+                raise DomainError(f"feature {quoted(self.name)}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]")
             object.__setattr__(self, "min", int(self.min))
             object.__setattr__(self, "max", int(self.max))
         else:
@@ -74,7 +79,7 @@ class Feature:
     def values(self) -> np.ndarray:
         """All values of a discrete feature."""
         if not self.is_discrete:
-            raise DomainError(f"feature {self.name!r} is real-valued; it has no finite list of values")
+            raise DomainError(f"feature {quoted(self.name)} is real-valued; it has no finite list of values")
         return np.arange(self.min, self.max + 1, dtype=np.int64)
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,7 +104,7 @@ class Domain:
         seen: set[str] = set()
         for f in self.features:
             if f.name in seen:
-                raise DomainError(f"feature name {f.name!r} appears twice")
+                raise DomainError(f"feature name {quoted(f.name)} appears twice")
             seen.add(f.name)
 
     # ----- access -------------------------------------------------------------------------------
@@ -141,7 +146,7 @@ class Domain:
         for i, f in enumerate(self.features):
             if f.name == name:
                 return i
-        raise DomainError(f"unknown feature {name!r}; the domain has: {', '.join(self.names)}")
+        raise DomainError(f"unknown feature {quoted(name)}; the domain has: {listed(self.names)}")
 
     def with_protected(self, names: Iterable[str | int]) -> Domain:
         """A copy in which exactly `names` are marked protected."""
@@ -164,11 +169,11 @@ class Domain:
             return
         unknown = [n for n in self.names if n not in names]
         if unknown:
-            raise DomainError(f"{what} has no input named {', '.join(map(repr, unknown))}; its inputs are, in order: "
-                              f"{', '.join(names)}")
+            raise DomainError(f"{what} has no input named {', '.join(map(quoted, unknown[:5]))}; its inputs are, in "
+                              f"order: {listed(names)}")
         first = next(i for i, (a, b) in enumerate(zip(self.names, names)) if a != b)
-        raise DomainError(f"the domain lists {self.names[first]!r} as feature {first}, but input {first} of {what} is "
-                          f"{names[first]!r}; list the features in the model's order: {', '.join(names)}")
+        raise DomainError(f"the domain lists {quoted(self.names[first])} as feature {first}, but input {first} of {what} "
+                          f"is {quoted(names[first])}; list the features in the model's order: {listed(names)}")
 
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):
@@ -195,59 +200,32 @@ class Domain:
         return {"features": [f.to_dict() for f in self.features]}
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        if path.suffix.lower() == ".json":
-            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        from .files import write_text
+
+        if Path(path).suffix.lower() == ".json":
+            write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         else:
             import yaml
 
-            path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
+            write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "domain") -> Domain:
         if not isinstance(data, dict) or not isinstance(data.get("features"), list):
             raise DomainError(f"{source}: expected a mapping with a 'features' list")
-        features = []
-        allowed = {"name", "kind", "min", "max", "protected", "categories"}
-        for i, entry in enumerate(data["features"]):
-            if not isinstance(entry, dict) or "name" not in entry:
-                raise DomainError(f"{source}: feature #{i} must be a mapping with a 'name'")
-            unknown = set(entry) - allowed
-            if unknown:
-                raise DomainError(f"{source}: feature {entry['name']!r} has unknown keys {sorted(unknown)}")
-            if "kind" not in entry:  # a forgotten kind would silently measure an integer feature by length
-                raise DomainError(f"{source}: feature {entry['name']!r} needs a 'kind' ({', '.join(KINDS)})")
-            kind = entry["kind"]
-            if kind != "binary" and ("min" not in entry or "max" not in entry):
-                raise DomainError(f"{source}: feature {entry['name']!r} needs 'min' and 'max'")
-            cats = entry.get("categories")
-            features.append(Feature(
-                name=str(entry["name"]), kind=kind, min=entry.get("min", 0), max=entry.get("max", 1),
-                protected=bool(entry.get("protected", False)),
-                categories=tuple(str(c) for c in cats) if cats is not None else None,
-            ))
-        return cls(tuple(features))
+        check_at_most("the number of features", len(data["features"]), MAX_FEATURES, source)
+        return cls(tuple(_feature(entry, i, source) for i, entry in enumerate(data["features"])))
 
     @classmethod
     def load(cls, path: str | Path) -> Domain:
         path = Path(path)
         if not path.is_file():
             raise DomainError(f"domain file not found: {path}")
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise DomainError(f"{path}: not a domain file (a binary file; a domain is YAML or JSON text, or a "
-                              "CSV to infer it from)") from None
-        try:
-            if path.suffix.lower() == ".json":
-                data = json.loads(text)
-            else:
-                import yaml
-
-                data = yaml.safe_load(text)
-        except Exception as exc:  # the parsers raise many types; all mean "not a domain file"
-            reason = " ".join(str(exc).split())  # pyyaml's message spans lines: one line here
-            raise DomainError(f"{path}: cannot parse domain file: {reason}") from None
+        text = read_text(path, DomainError, "domain", MAX_TEXT_BYTES)
+        if path.suffix.lower() == ".json":
+            data = loads_json(text, str(path), DomainError)
+        else:
+            data = _load_yaml(text, str(path))
         return cls.from_dict(data, source=str(path))
 
     @classmethod
@@ -270,3 +248,62 @@ def _generic_names(names: Sequence[Any]) -> bool:
     """Names a framework makes up for unnamed inputs (XGBoost f0, LightGBM Column_0, ...): they say
     nothing about the order, so they are not compared with the domain."""
     return all(_GENERIC_NAME.fullmatch(str(n)) for n in names)
+
+
+FEATURE_KEYS = ("name", "kind", "min", "max", "protected", "categories")
+
+
+def _feature(entry: Any, i: int, source: str) -> Feature:
+    """One feature of a domain file, every value checked for its type (nothing is coerced)."""
+    if not isinstance(entry, dict) or "name" not in entry:
+        raise DomainError(f"{source}: feature #{i} must be a mapping with a 'name'")
+    name = entry["name"]
+    if not isinstance(name, (str, int)) or isinstance(name, bool):
+        raise DomainError(f"{source}: feature #{i}: 'name' must be text, got {quoted(name)}")
+    name = name if isinstance(name, str) else str(name) if abs(name) < 10**30 else quoted(name)
+    unknown = [str(k) for k in entry if k not in FEATURE_KEYS]
+    if unknown:
+        raise DomainError(f"{source}: feature {quoted(name)} has unknown keys "
+                          f"{', '.join(quoted(k) for k in sorted(unknown)[:5])} (allowed: {', '.join(FEATURE_KEYS)})")
+    if "kind" not in entry:  # a forgotten kind would silently measure an integer feature by length
+        raise DomainError(f"{source}: feature {quoted(name)} needs a 'kind' ({', '.join(KINDS)})")
+    kind = entry["kind"]
+    if not isinstance(kind, str):
+        raise DomainError(f"{source}: feature {quoted(name)}: 'kind' must be one of {', '.join(KINDS)}, got "
+                          f"{quoted(kind)}")
+    if kind != "binary" and ("min" not in entry or "max" not in entry):
+        raise DomainError(f"{source}: feature {quoted(name)} needs 'min' and 'max'")
+    protected = entry.get("protected", False)
+    if not isinstance(protected, bool):  # 'false' as text would read as true
+        raise DomainError(f"{source}: feature {quoted(name)}: 'protected' must be true or false (unquoted), got "
+                          f"{quoted(protected)}")
+    cats = entry.get("categories")
+    if cats is not None:
+        if not isinstance(cats, list) or not all(isinstance(c, (str, int, float)) for c in cats):
+            raise DomainError(f"{source}: feature {quoted(name)}: 'categories' must be a list of labels")
+        cats = tuple(c if isinstance(c, str) else quoted(c) for c in cats)
+    return Feature(name=name, kind=kind, min=entry.get("min", 0), max=entry.get("max", 1), protected=protected,
+                   categories=cats)
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    """YAML without aliases: `*name` references can expand a small file exponentially."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.events.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise DomainError(f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; "
+                                  "write the value out")
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except DomainError:
+        raise
+    except RecursionError:
+        raise DomainError(f"{source}: YAML nested too deeply") from None
+    except Exception as exc:  # the parser raises many types; all mean "not a domain file"
+        reason = " ".join(str(exc).split())  # pyyaml's message spans lines: one line here
+        raise DomainError(f"{source}: cannot parse domain file: {reason[:300]}") from None

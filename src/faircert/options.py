@@ -63,9 +63,19 @@ class VerifyOptions(Budget):
     #: level of the statistical interval
     confidence: float = 0.99
     max_counterexamples: int = 100
+    #: processes for the box work (tree refinement at epsilon 0); 1 runs in this process
+    workers: int = 1
+    #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
+    #: RAY_ADDRESS) or an address
+    ray_address: str | None = None
+    #: stop after examining this many boxes (a budget by work, the same for any worker count)
+    max_boxes: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_count("workers", self.workers, 1)
+        if self.max_boxes is not None:
+            _check_count("max boxes", self.max_boxes, 1)
         if not 0.0 <= self.target_undecided <= 1.0:
             raise PropertyError(f"target undecided share must lie in [0, 1], got {self.target_undecided}")
         _check_open_unit("confidence", self.confidence)

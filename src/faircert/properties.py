@@ -105,7 +105,8 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
             if value > 0 and domain.features[i].kind == "categorical":
                 raise PropertyError(f"epsilon on categorical feature {name!r}: its codes have no distance (a "
                                     "tolerance would treat them as numbers); give it no epsilon")
-            eps[i] = value
+            # a feature with one value cannot move: its tolerance is 0, exactly the same property
+            eps[i] = value if domain.features[i].min < domain.features[i].max else 0.0
     eps[list(idx)] = 0.0
     if kappa is not None and not (np.isfinite(kappa) and 0.5 <= kappa < 1.0):
         raise PropertyError(f"kappa must lie in [0.5, 1) (a binary prediction's confidence is at least 0.5; 0.5 "

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..errors import FaircertError
+from ..interrupt import requested as stop_requested
+from ..interrupt import stop_on_signals
+from ..files import STDOUT, check_writable, print_stdout, write_text
 
 
 def name_values(items: list[str] | None) -> dict[str, float]:
@@ -24,16 +30,29 @@ def name_values(items: list[str] | None) -> dict[str, float]:
     return out
 
 
-def write_text(path: str | Path, text: str) -> None:
-    try:
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
-
-
 def emit_json(text: str, destination: str | None) -> None:
     """Write JSON to a file, to stdout for '-', or nowhere when no destination was asked for."""
-    if destination == "-":
-        print(text)
+    if destination == STDOUT:
+        print_stdout(text + "\n")
     elif destination:
         write_text(destination, text + "\n")
+
+
+@contextmanager
+def run_guard(outputs: Iterable[str | Path | None], quiet: bool = False) -> Iterator[None]:
+    """Around a command's run: every output path checked writable first, so a long run never ends
+    unable to save its verdict; SIGINT and SIGTERM ask the engines to stop, and the command then
+    writes the sound partial result as usual."""
+    check_writable(outputs)
+    with stop_on_signals(quiet):
+        yield
+
+
+def mark_interrupted(result: Any) -> None:
+    """Say in the result (JSON `stats.stopped`) when a signal ended the run."""
+    if not stop_requested():
+        return
+    if hasattr(result, "stopped"):  # program results say why they stopped in their own field
+        result.stopped = "interrupted"
+    elif isinstance(getattr(result, "stats", None), dict):
+        result.stats["stopped"] = "interrupted"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json
+from .common import emit_json, mark_interrupted, run_guard
 from .group import add_group_options, group_keywords
 
 
@@ -23,7 +23,10 @@ def run(args: argparse.Namespace) -> int:
     from ..api import compare
     from ..report.group import print_comparison
 
-    result = compare(args.models, args.data, args.protected, **group_keywords(args))
+    with run_guard([args.json, args.html], args.quiet):
+        result = compare(args.models, args.data, args.protected, **group_keywords(args))
+    for one in result.results:
+        mark_interrupted(one)
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.group_html import write_comparison_html

@@ -33,7 +33,9 @@ def run_infer(args: argparse.Namespace) -> int:
     import yaml
 
     from ..data import infer_domain
+    from ..files import check_writable, print_stdout
 
+    check_writable([args.output])
     protected = [n.strip() for n in args.protected.split(",") if n.strip()]
     domain = infer_domain(args.data, protected=protected, label=args.label)
     if args.output:
@@ -41,7 +43,7 @@ def run_infer(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {len(domain)} features, protected: {', '.join(domain.protected_names) or 'none'}",
               file=sys.stderr)
     else:
-        print(yaml.safe_dump(domain.to_dict(), sort_keys=False, default_flow_style=None), end="")
+        print_stdout(yaml.safe_dump(domain.to_dict(), sort_keys=False, default_flow_style=None))
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import emit_json
+from .common import emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,8 +100,10 @@ def run(args: argparse.Namespace) -> int:
     from ..report.console import budget_progress
     from ..report.group import print_group
 
-    with budget_progress(not args.quiet, args.time_limit, "group fairness") as progress:
+    with run_guard([args.json, args.save_population, args.html], args.quiet), \
+            budget_progress(not args.quiet, args.time_limit, "group fairness") as progress:
         result = group(args.model, args.data, protected=args.protected, progress=progress, **group_keywords(args))
+    mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.group_html import write_group_html

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json
+from .common import emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
                              bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance)
-    result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
-                            above=args.above, options=options)
+    with run_guard([args.json, args.html], args.quiet):
+        result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
+                                above=args.above, options=options)
+    mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.program_html import write_program_html

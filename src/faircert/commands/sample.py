@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .common import emit_json, name_values
+from .common import emit_json, name_values, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
     from ..api import sample_counterexamples
     from ..options import VerifyOptions
 
-    frame = sample_counterexamples(args.model, args.domain, args.protected, args.count,
-                                   epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
-                                   kappa=args.kappa, robustness=args.robustness, trust_pickle=args.trust_pickle,
-                                   options=VerifyOptions(time_limit=args.time_limit, seed=args.seed))
+    with run_guard([args.out, args.json]):
+        frame = sample_counterexamples(args.model, args.domain, args.protected, args.count,
+                                       epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
+                                       kappa=args.kappa, robustness=args.robustness, trust_pickle=args.trust_pickle,
+                                       options=VerifyOptions(time_limit=args.time_limit, seed=args.seed))
     summary = frame.attrs.pop("summary")
     _write_csv(args.out, frame)
     emit_json(json.dumps(summary, indent=2), args.json)
@@ -62,12 +63,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_csv(path: str, frame) -> None:
-    if path == "-":
-        frame.to_csv(sys.stdout, index=False)
-        return
-    try:
-        frame.to_csv(path, index=False)
-    except OSError as exc:
-        from ..errors import FaircertError
+    from ..files import STDOUT, print_stdout, write_atomic
 
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    if path == STDOUT:
+        print_stdout(frame.to_csv(index=False))
+    else:
+        write_atomic(path, lambda handle: frame.to_csv(handle, index=False), newline="")

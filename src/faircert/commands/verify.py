@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, name_values
+from .common import emit_json, mark_interrupted, name_values, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes for the box work (tree ensembles at epsilon 0; default 1: this process)")
+    p.add_argument("--max-boxes", type=int, metavar="N",
+                   help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="run the box work on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
+                        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -47,12 +54,15 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import write_html
 
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
-                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples)
-    with decided_progress(not args.quiet, options.time_limit) as progress:
+                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
+                            workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray)
+    with run_guard([args.json, args.counterexamples, args.html], args.quiet), \
+            decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
             trust_pickle=args.trust_pickle, progress=progress, options=options)
+    mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)

@@ -23,9 +23,11 @@ from typing import Union
 import numpy as np
 
 from ..errors import ModelFormatError
+from ..limits import MAX_EXPRESSION_DEPTH, MAX_TEXT_BYTES, quoted, read_text
 
 ANNOTATIONS = ("sensitiveAttribute", "qualified", "fairnessTarget")
 FUNCTIONS = {"abs": 1, "min": 2, "max": 2}
+MAX_LITERAL = 1e300  # larger literals overflow to inf in the first product
 
 
 class ProgramError(ModelFormatError):
@@ -322,6 +324,8 @@ class _Parser:
             if isinstance(node.value, bool):
                 return Num(1.0 if node.value else 0.0)
             if isinstance(node.value, (int, float)):
+                if not abs(node.value) <= MAX_LITERAL:  # also refuses a 400-digit integer, before float() overflows
+                    raise self.error(node, f"the number {quoted(node.value)} is too large (at most {MAX_LITERAL:.0e})")
                 return Num(float(node.value))
             raise self.error(node, f"unsupported constant {node.value!r}; only numbers are allowed")
         if isinstance(node, ast.Name):
@@ -427,21 +431,36 @@ def _check_defined(body: list[Stmt], defined: set[str], filename: str) -> set[st
     return defined
 
 
-def parse_expression(text: str, filename: str = "<query>") -> Expr:
-    """One expression (a query such as `x1 + x2 >= 0`), parsed safely."""
+def _syntax_tree(text: str, filename: str, mode: str) -> ast.AST:
+    """Python's syntax tree of the text, no deeper than `MAX_EXPRESSION_DEPTH`: the translation and
+    every engine that walks the program recurse once per level."""
     try:
-        tree = ast.parse(text.strip(), filename=filename, mode="eval")
+        tree = ast.parse(text, filename=filename, mode=mode)
     except SyntaxError as exc:
         raise ProgramError(f"{filename}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}") from None
-    return _Parser(filename).expr(tree.body)
+    except (RecursionError, MemoryError):  # the parser's own stack, on thousands of nested operators
+        raise ProgramError(f"{filename}: expressions nested too deeply to parse (faircert reads at most "
+                           f"{MAX_EXPRESSION_DEPTH} levels; see faircert.limits)") from None
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise ProgramError(f"{filename}:{getattr(node, 'lineno', 0)}: expressions and statements nested more "
+                               f"than {MAX_EXPRESSION_DEPTH} levels deep (see faircert.limits); split the "
+                               "expression with intermediate variables")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
+
+
+def parse_expression(text: str, filename: str = "<query>") -> Expr:
+    """One expression (a query such as `x1 + x2 >= 0`), parsed safely."""
+    tree = _syntax_tree(text.strip(), filename, "eval")
+    return _Parser(filename).expr(tree.body)  # type: ignore[attr-defined]
 
 
 def parse_program(source: str, filename: str = "<program>") -> Program:
     """Parse program text into the IR; syntax errors and unsupported constructs name file:line:col."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise ProgramError(f"{filename}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}") from None
+    tree = _syntax_tree(source, filename, "exec")
     parser = _Parser(filename)
     body = parser.module(tree)
     defined = _check_defined(body, set(), filename)
@@ -455,11 +474,7 @@ def load_program(path_or_source: str | Path | Program) -> Program:
     text = str(path_or_source)
     if isinstance(path_or_source, Path) or ("\n" not in text and (text.endswith(".fr") or Path(text).is_file())):
         path = Path(text)
-        try:
-            source = path.read_text()
-        except OSError as exc:
-            raise ProgramError(f"cannot read program file {text}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ProgramError(f"{text}: not a program file (a binary file; programs are .fr text)") from None
-        return parse_program(source, str(path))
+        if not path.exists():
+            raise ProgramError(f"cannot read program file {quoted(text)}: no such file")
+        return parse_program(read_text(path, ProgramError, "program", MAX_TEXT_BYTES), str(path))
     return parse_program(text)

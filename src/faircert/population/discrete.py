@@ -239,18 +239,18 @@ class DiscretePopulation:
                    by_label, dict(data.get("info") or {}))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+        from ..files import write_text
+
+        write_text(path, json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> DiscretePopulation:
         path = Path(path)
         if not path.is_file():
             raise DataError(f"population file not found: {path}")
-        try:
-            data = json.loads(path.read_text())
-        except ValueError as exc:
-            raise DataError(f"{path}: not JSON: {exc}") from None
-        return cls.from_dict(data, str(path))
+        from ..limits import loads_json, read_text
+
+        return cls.from_dict(loads_json(read_text(path, DataError, "population"), str(path), DataError), str(path))
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,27 +6,42 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..errors import FaircertError
+from ..files import write_atomic
 from ..results import Result
 
 
 def write_counterexamples(result: Result, path: str | Path) -> int:
-    names = result.column_names()
+    names = [spreadsheet_safe(str(n)) for n in result.column_names()]
     header = list(names) + [f"{n}_prime" for n in names] + ["output", "output_prime"]
-    try:
-        with open(path, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            for c in result.counterexamples:
-                writer.writerow([_fmt(result.value_name(n, v)) for n, v in zip(names, c.x)]
-                                + [_fmt(result.value_name(n, v)) for n, v in zip(names, c.x_prime)]
-                                + [c.output, c.output_prime])
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    raw = result.column_names()
+
+    def write(handle) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for c in result.counterexamples:
+            writer.writerow([_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x)]
+                            + [_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x_prime)]
+                            + [_cell(c.output), _cell(c.output_prime)])
+
+    write_atomic(path, write, newline="")
     return len(result.counterexamples)
 
 
 def _fmt(value: float | str) -> str:
     if isinstance(value, str):  # a category's name
-        return value
+        return spreadsheet_safe(value)
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """Text a spreadsheet shows as text: a leading formula character is escaped with a quote."""
+    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
+
+
+def _cell(value: object) -> object:
+    """Numbers stay numbers; text (a class label) is made spreadsheet-safe."""
+    return spreadsheet_safe(value) if isinstance(value, str) else value

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..errors import FaircertError
+from ..files import write_text
 from ..results import Comparison, GroupResult
 from .html import STYLE, fragment_style
 
@@ -113,10 +113,7 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
 
 
 def write_group_html(result: GroupResult, path: str | Path) -> None:
-    try:
-        Path(path).write_text(render_group(result))
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    write_text(path, render_group(result))
 
 
 def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
@@ -136,7 +133,4 @@ def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
 
 
 def write_comparison_html(comparison: Comparison, path: str | Path) -> None:
-    try:
-        Path(path).write_text(render_comparison(comparison))
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    write_text(path, render_comparison(comparison))

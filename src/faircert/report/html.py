@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FaircertError
+from ..files import write_text
 from ..results import Result
 
 STYLE = """
@@ -124,7 +124,4 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
 
 
 def write_html(result: Result, path: str | Path) -> None:
-    try:
-        Path(path).write_text(render(result))
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    write_text(path, render(result))

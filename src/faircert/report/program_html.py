@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..errors import FaircertError
+from ..files import write_text
 from ..results import ProgramResult
 from .html import STYLE, fragment_style
 
@@ -28,7 +28,4 @@ def render_program(result: ProgramResult, standalone: bool = True) -> str:
 
 
 def write_program_html(result: ProgramResult, path: str | Path) -> None:
-    try:
-        Path(path).write_text(render_program(result))
-    except OSError as exc:
-        raise FaircertError(f"cannot write {path}: {exc}") from None
+    write_text(path, render_program(result))

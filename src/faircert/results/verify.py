@@ -86,7 +86,7 @@ class Result(Verdict):
 
     def value_name(self, feature: str, value: float) -> str | float:
         """A feature's value as people read it: the category's name for coded categories."""
-        names = self.categories.get(feature)
+        names = (getattr(self, "categories", None) or {}).get(feature)  # (a partly built result has none)
         if names is not None and float(value).is_integer() and 0 <= int(value) < len(names):
             return names[int(value)]
         return value

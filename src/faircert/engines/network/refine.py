@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PropertyError
+from ...interrupt import requested as stop_requested
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -124,6 +125,9 @@ class Refinement:
             if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(self.pool) == 0):
                 break
             if end is not None and time.perf_counter() > end - self._sampling_time(time_limit):
+                break
+            if stop_requested():
+                self.stats["interrupted"] = True
                 break
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break

@@ -8,6 +8,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
 from ...results import StatisticalEstimate
 from .problem import Problem
 from .symbolic import bound_twins
@@ -103,7 +104,7 @@ class Sampler:
             # points whose window could not be decided widen the interval; more samples cannot help there
             done = share * (s_hi - s_lo) / 2 <= self.halfwidth
             # sampling is cheap without epsilon: finish the interval even past the deadline
-            late = self.pb.has_eps and deadline is not None and time.perf_counter() > deadline
+            late = (self.pb.has_eps and deadline is not None and time.perf_counter() > deadline) or stop_requested()
             cap = self.max_samples_eps if self.pb.has_eps else self.max_samples
             if n >= cap or (n >= self.min_samples and (done or late)):
                 break

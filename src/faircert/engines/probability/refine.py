@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
+
 _U = 2.0 ** -53
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
 TIGHT = 1e-13
@@ -262,6 +264,9 @@ def refine(marginals: list, evaluate: Evaluator, n_events: int,
         elapsed = time.perf_counter() - start
         if time_limit is not None and elapsed >= time_limit:
             exhausted = "time limit"
+            break
+        if stop_requested():
+            exhausted = "interrupted"
             break
         if len(r.L) * max(r.d, 1) * 2 > max_cells:
             exhausted = "box budget"

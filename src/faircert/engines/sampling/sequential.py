@@ -25,6 +25,7 @@ import numpy as np
 from scipy.stats import beta
 
 from ...errors import PropertyError
+from ...interrupt import requested as stop_requested
 
 BOUNDS = ("binomial", "hoeffding")
 
@@ -88,6 +89,9 @@ def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_
             break
         if time_limit is not None and time.perf_counter() - start >= time_limit:
             stopped = "time limit"
+            break
+        if stop_requested():
+            stopped = "interrupted"
             break
         if n >= max_samples:
             stopped = "sample budget"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...domain import Domain
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
 
@@ -284,7 +285,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     complete, pending = True, 0.0
     while frontier:
         lo, hi, st = frontier.pop()
-        if stop or time.monotonic() > deadline or over_memory(frontier, stored + len(lo), stop):
+        if stop or time.monotonic() > deadline or stop_requested() or over_memory(frontier, stored + len(lo), stop):
             # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())

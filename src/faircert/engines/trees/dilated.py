@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
 from .boxes import NormalisedTrees, Partition, inner_points
@@ -44,7 +45,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     frontier.push(dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))
     complete = True
     while frontier:
-        if time.monotonic() > deadline or over_memory(frontier, out.count, acc):
+        if time.monotonic() > deadline or stop_requested() or over_memory(frontier, out.count, acc):
             complete = False
             break
         lo, hi, settled = frontier.pop()
@@ -294,7 +295,7 @@ def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.n
     resolved = np.ones(len(lo), dtype=bool)
     qid = np.arange(len(lo))
     while len(qid):
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stop_requested():
             resolved[qid] = ~np.isnan(point[qid, 0])
             break
         vmin, vmax = sb.bounds_at(lo, hi, slices)

@@ -13,34 +13,102 @@ leaf) but near a threshold is decided by the model's own arithmetic at one point
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
+from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
+
+#: chunks per round: fixed, so that a run limited by boxes is the same whatever the worker count
+ROUND_CHUNKS = 4
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 1024) -> tuple:
+                   report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
-    open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice."""
+    open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice.
+
+    The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on local
+    processes or a Ray cluster as `parallel` says) and merged in order; `max_boxes` stops after the round that
+    examines that many."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
     frontier = Frontier(free, chunk)
     frontier.push(dlo[None].copy(), dhi[None].copy())
     complete = True
-    sb = _SliceBounds(nt, prot, slo)
-    n_pieces = 0
-    while frontier:
-        if time.monotonic() > deadline or over_memory(frontier, n_pieces, acc):
-            complete = False
-            break
-        lo, hi = frontier.pop()
-        label, conf, spread_sum, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
+    n_pieces = examined = 0
+    job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free)
+    with parallel.open(job) as pool:
+        while frontier:
+            if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, n_pieces, acc)
+                    or (max_boxes is not None and examined >= max_boxes)):
+                complete = False
+                break
+            round_ = [frontier.pop() for _ in range(ROUND_CHUNKS) if frontier]
+            examined += sum(len(lo) for lo, _ in round_)
+            for out in pool.map("settle", round_):
+                acc["nonconf"] += out.nonconf
+                acc["settled"] += out.settled
+                acc["unfair"] += out.unfair
+                acc["boxes"] += out.boxes
+                if len(out.pieces_lo):
+                    pieces_lo.append(out.pieces_lo); pieces_hi.append(out.pieces_hi)
+                    twin_lo.append(out.twin_lo); twin_hi.append(out.twin_hi)
+                    n_pieces += len(out.pieces_lo)
+                frontier.push(out.open_lo, out.open_hi)
+            acc["workers_restarted"] = pool.restarts
+            report(acc)
+    width = len(dlo)
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros((0, width)))
+    tlo, thi = cat(twin_lo), cat(twin_hi)
+    m = len(tlo)
+    part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
+                     complete, 0.0, np.zeros(m, bool))
+    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(lo, hi, None) for lo, hi in frontier.parts()]
+
+
+@dataclass
+class Settled:
+    """What one chunk of boxes established: sizes, unfair pieces with their twins, the boxes left open
+    (cut in two)."""
+
+    nonconf: float
+    settled: float
+    unfair: float
+    boxes: int
+    pieces_lo: np.ndarray
+    pieces_hi: np.ndarray
+    twin_lo: np.ndarray
+    twin_hi: np.ndarray
+    open_lo: np.ndarray
+    open_hi: np.ndarray
+
+
+class JointSettler:
+    """The work on one chunk of boxes, runnable in a worker process (it holds the model once)."""
+
+    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
+                 kappa: float | None, tol: float, free: np.ndarray) -> None:
+        self.ir, self.nt, self.prot, self.slo = ir, nt, prot, slo
+        self.c, self.kappa, self.tol, self.free = c, kappa, tol, free
+        self._sb: _SliceBounds | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it
+
+    def settle(self, lo: np.ndarray, hi: np.ndarray) -> Settled:
+        if self._sb is None:
+            self._sb = _SliceBounds(self.nt, self.prot, self.slo)
+        ir, nt, prot, slo, free = self.ir, self.nt, self.prot, self.slo, self.free
+        label, conf, spread_sum, widest = slice_status(ir, nt, self._sb, slo, prot, lo, hi, self.c, self.kappa,
+                                                       self.tol)
         has_pos = (label == 1).any(axis=1)
         has_neg = (label == -1).any(axis=1)
         unknown = (label == 0).sum(axis=1)
@@ -49,25 +117,24 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
         fair_v = (conf == 1) & (unknown == 0)[:, None] & ~unfair_v
         open_v = (conf == 0) | ((conf == 1) & ~unfair_v & ~fair_v)
         done = ~open_v.any(axis=1)
+        width = lo.shape[1]
+        empty = np.zeros((0, width))
+        out = Settled(0.0, 0.0, 0.0, int(done.sum()), empty, empty, empty, empty, empty, empty)
         if done.any():
             size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
-            acc["nonconf"] += float((size * (conf[done] == -1).sum(axis=1)).sum())
-            acc["settled"] += float((size * (conf[done] == 1).sum(axis=1)).sum())
-            acc["unfair"] += float((size * unfair_v[done].sum(axis=1)).sum())
-            acc["boxes"] += int(done.sum())
+            out.nonconf = float((size * (conf[done] == -1).sum(axis=1)).sum())
+            out.settled = float((size * (conf[done] == 1).sum(axis=1)).sum())
+            out.unfair = float((size * unfair_v[done].sum(axis=1)).sum())
             rows, vs = np.nonzero(unfair_v[done])
             if len(rows):
                 blo, bhi, lab = lo[done][rows], hi[done][rows], label[done][rows]
                 # twin slice: the first slice whose label is decided opposite
                 tw = np.argmax(lab == -label[done][rows, vs][:, None], axis=1)
-                plo, phi = _in_slice(blo, bhi, slo[vs], prot)
-                tlo, thi = _in_slice(blo, bhi, slo[tw], prot)
-                pieces_lo.append(plo); pieces_hi.append(phi); twin_lo.append(tlo); twin_hi.append(thi)
-                n_pieces += len(plo)
-            report(acc)
+                out.pieces_lo, out.pieces_hi = _in_slice(blo, bhi, slo[vs], prot)
+                out.twin_lo, out.twin_hi = _in_slice(blo, bhi, slo[tw], prot)
         keep = ~done
         if not keep.any():
-            continue
+            return out
         lo, hi = lo[keep], hi[keep]
         label, conf, open_v, spread_sum, widest = label[keep], conf[keep], open_v[keep], spread_sum[keep], widest[keep]
         # refine the slices whose status is open, or whose unknown label keeps a confident slice open
@@ -79,14 +146,8 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
         f, b = nt.cut(vlo, vhi, None, widest[rows, v])
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
-        frontier.push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]))
-    width = len(dlo)
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros((0, width)))
-    tlo, thi = cat(twin_lo), cat(twin_hi)
-    m = len(tlo)
-    part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
-                     complete, 0.0, np.zeros(m, bool))
-    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(lo, hi, None) for lo, hi in frontier.parts()]
+        out.open_lo, out.open_hi = np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+        return out
 
 
 def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):

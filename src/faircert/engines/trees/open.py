@@ -30,6 +30,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ... import compiled
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...results import StatisticalEstimate
 from ..network.sampling import wilson
@@ -136,7 +137,7 @@ def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: floa
     # neighbourhood searches are costly: small chunks, so that the budget ends few of them early
     chunk, min_samples = (SEARCH_CHUNK, SEARCH_CHUNK) if checker.has_eps else (EVAL_CHUNK, 20_000)
     n = n_conf = n_unfair = n_unknown = 0
-    while n < min_samples or (n < max_samples and time.monotonic() < t_end):
+    while n < min_samples or (n < max_samples and time.monotonic() < t_end and not stop_requested()):
         x, slice_of = box.draw(rng, chunk)
         conf, unfair, unknown, _ = checker(x, slice_of, t_end)
         n += chunk

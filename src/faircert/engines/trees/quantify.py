@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import PropertyError
+from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
+from ..boxes.workers import SERIAL, Parallelism
 from .boxes import (
     NEG,
     POS,
@@ -171,24 +173,25 @@ REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refin
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
              progress: Callable[[dict], None] | None = None, regions: int = 1,
-             method: str = "auto") -> Quantification:
+             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
     region path: fastest to converge where it converges), "refinement" (bounds tighten from the
     start even where nothing converges) or "auto": with a time limit, the region path for a third
     of the time, then, if it has not finished, the refinement for the rest, keeping the better of
-    the two phases' bounds; the region path otherwise.
+    the two phases' bounds; the region path otherwise. The joint refinement runs as `parallel` says
+    and stops after examining `max_boxes` boxes (then the same for any worker count).
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     nt = normalise(ir, prop.domain)
-    q = _quantify(ir, nt, prop, time_limit, progress, regions, method)
+    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes)
     q.nt = nt
     return q
 
 
-def _quantify(ir, nt, prop, time_limit, progress, regions, method) -> Quantification:
+def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -200,7 +203,7 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method) -> Quantifica
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0)
+                               _reporter(progress, total, t0), t0, parallel, max_boxes)
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     if method == "refinement" or (method == "auto" and time_limit):
         if method == "auto":
@@ -234,7 +237,7 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
     complete, offset = True, 0
     boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stop_requested():
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
@@ -286,10 +289,12 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
     return q
 
 
-def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0) -> Quantification:
+def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
+                    max_boxes) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
-    found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report)
+    found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report,
+                           parallel=parallel, max_boxes=max_boxes)
     return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
@@ -396,7 +401,7 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
         for label in (POS, NEG):
             a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside
                                & ~part.early)[0]
-            if not len(a_idx) or time.monotonic() > deadline:
+            if not len(a_idx) or time.monotonic() > deadline or stop_requested():
                 complete &= not len(a_idx)
                 continue
             other = np.ones(len(part.lo), dtype=bool) if prop.robustness else part.start != v

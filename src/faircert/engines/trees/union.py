@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
+
 BATCH = 1 << 16  # box rows (A and U together) per batch
 
 
@@ -59,7 +61,7 @@ def covered(a_lo: np.ndarray, a_hi: np.ndarray, u_lo: np.ndarray, u_hi: np.ndarr
     whole = (lambda lo, hi: _Boxes(np.zeros(len(lo), np.int64), np.arange(len(lo)), lo, hi))
     stack = [(r_lo[None], r_hi[None], whole(a_lo, a_hi), whole(u_lo, u_hi))]
     while stack:
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stop_requested():
             out.complete = False
             break
         batch = _step(*stack.pop(), out, keep_pieces)

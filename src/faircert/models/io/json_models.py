@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ...errors import ModelFormatError
+from ...limits import loads_json, read_text
 
 
 def load_json_model(path: str | Path) -> Any:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{path}: not a readable JSON file: {exc}") from None
+    data = loads_json(read_text(path, ModelFormatError, "JSON model"), str(path), ModelFormatError)
     if isinstance(data, dict) and "learner" in data:
         from .xgboost import load_xgboost
 

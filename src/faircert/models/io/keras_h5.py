@@ -1,7 +1,8 @@
 """Keras models without TensorFlow: `.h5` (Keras 2 and Keras 3 legacy saves) and `.keras` zips.
 
 The architecture comes from the saved JSON configuration (never from code), the weights are read
-with h5py by the layer names in that configuration. Sequential and single-path functional models
+by the layer names in that configuration from the file's HDF5 tree (copied out of HDF5 by a child
+process, `hdf5_tree`, so that a damaged file cannot crash faircert). Sequential and single-path functional models
 of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax,
 BatchNormalization, Normalization and Rescaling layers (the last two fold input scaling into the
 network, so the domain stays in raw units); activations relu / linear, a final sigmoid or two-class
@@ -10,18 +11,16 @@ softmax.
 
 from __future__ import annotations
 
-import io
-import json
 import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 from ...errors import ModelFormatError
+from ...limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -32,6 +31,7 @@ from .affine_chain import (
     sample_inputs,
     unsupported,
 )
+from .hdf5_tree import H5Node, read_hdf5
 
 #: Layers that are the identity when a model predicts.
 IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",
@@ -45,19 +45,24 @@ WeightGetter = Callable[[dict, str], dict[str, np.ndarray]]
 def load_keras_h5(path: str | Path) -> ReluNetwork:
     """Read a Keras `.h5`/`.keras` file into a ReluNetwork."""
     path = Path(path)
+    check_file_size(path, ModelFormatError)
     if zipfile.is_zipfile(path):
         return _load_keras_zip(path)
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: not a readable HDF5/Keras file ({exc})") from None
-    with f:
-        if "model_config" not in f.attrs:
-            raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
-                                   "save the whole model with model.save('model.keras') or model.save('model.h5')")
-        config = _json(f.attrs["model_config"], path)
-        group = f["model_weights"] if "model_weights" in f else f
-        return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
+    f = read_hdf5(path, str(path))
+    if "model_config" not in f.attrs:
+        raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
+                               "save the whole model with model.save('model.keras') or model.save('model.h5')")
+    config = _json(f.attrs["model_config"], path)
+    group = f.child("model_weights", str(path)) if f.has("model_weights") else f
+    return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
+
+
+def _array(node: H5Node, where: str) -> np.ndarray:
+    """A weight array (the child that read the file refused data stored in other files)."""
+    if node.is_group or node.array is None:
+        raise ModelFormatError(f"{where}: expected a numeric weight array, found "
+                               f"{'a group' if node.is_group else f'data of type {quoted(node.dtype)}'}")
+    return np.asarray(node.array, dtype=np.float64)
 
 
 def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> ReluNetwork:
@@ -91,6 +96,8 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
     """A Keras 3 `.keras` archive: config.json plus model.weights.h5 (vars numbered per layer)."""
     try:
         with zipfile.ZipFile(path) as z:
+            for name in ("config.json", "model.weights.h5"):
+                check_at_most(f"the unpacked size of {name}", z.getinfo(name).file_size, MAX_FILE_BYTES, str(path))
             config = _json(z.read("config.json"), path)
             weights_bytes = z.read("model.weights.h5")
     except KeyError as exc:
@@ -98,27 +105,24 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
                                "model.weights.h5 inside") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"{path}: unreadable .keras archive ({exc})") from None
-    try:
-        h5 = h5py.File(io.BytesIO(weights_bytes), "r")
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: model.weights.h5 is not readable HDF5 ({exc})") from None
-    with h5:
-        groups = _zip_layer_groups(h5, config)
-        return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
+    h5 = read_hdf5(weights_bytes, f"{path} (model.weights.h5)")
+    groups = _zip_layer_groups(h5, config, str(path))
+    return _build(config, lambda layer, where: _zip_weights(groups, layer, where), str(path))
 
 
-def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
+def _zip_layer_groups(h5: H5Node, config: dict, where: str) -> dict[str, H5Node]:
     """Map layer names to their `vars` groups in a Keras 3 weights file."""
-    stored = h5["layers"] if "layers" in h5 else {}
+    stored = h5.child("layers", where) if h5.has("layers") else H5Node(children={})
     groups = {}
-    for g in stored.values():
-        if "vars" in g and "name" in g["vars"].attrs:
-            groups[_text(g["vars"].attrs["name"])] = g["vars"]
+    for key in stored.keys():
+        g = stored.child(key, where)
+        if g.has("vars") and "name" in g.child("vars", where).attrs:
+            groups[_text(g.child("vars", where).attrs["name"])] = g.child("vars", where)
     if groups:
         return groups
     # Older Keras 3 files do not record names: the paths are the snake-cased class names in layer order.
     try:
-        layers = _ordered_layers(config, str(h5.filename))
+        layers = _ordered_layers(config, where)
     except ModelFormatError:
         return groups
     counts: dict[str, int] = {}
@@ -129,30 +133,33 @@ def _zip_layer_groups(h5: h5py.File, config: dict) -> dict[str, h5py.Group]:
         base = _snake(layer.get("class_name", ""))
         key = base if base not in counts else f"{base}_{counts[base] + 1}"
         counts[base] = counts.get(base, -1) + 1
-        if key in stored and "vars" in stored[key]:
-            groups[_layer_name(layer)] = stored[key]["vars"]
+        if stored.has(key) and stored.child(key, where).has("vars"):
+            groups[_layer_name(layer)] = stored.child(key, where).child("vars", where)
     return groups
 
 
-def _zip_weights(groups: dict[str, h5py.Group], layer: dict, where: str) -> dict[str, np.ndarray]:
+def _zip_weights(groups: dict[str, H5Node], layer: dict, where: str) -> dict[str, np.ndarray]:
     group = groups.get(_layer_name(layer))
     if group is None:
         raise ModelFormatError(f"{where}: no weights stored for this layer in model.weights.h5")
-    arrays = [np.asarray(group[k]) for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
+    arrays = [_array(group.child(k, where), f"{where}: weight {quoted(k)}")
+              for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
     return _named_weights(layer, arrays, where)
 
 
-def _legacy_weights(group: h5py.Group, layer: dict, where: str) -> dict[str, np.ndarray]:
+def _legacy_weights(group: H5Node, layer: dict, where: str) -> dict[str, np.ndarray]:
     """Weights of one layer in an `.h5` save: `model_weights/<layer>/` with a `weight_names` list."""
     name = _layer_name(layer)
-    if name not in group:
+    if not isinstance(name, str) or not group.has(name):
         raise ModelFormatError(f"{where}: no weights stored for this layer in the file")
-    g = group[name]
+    g = group.child(name, where)
+    names = g.attrs.get("weight_names", [])
     out = {}
-    for full in (_text(n) for n in g.attrs.get("weight_names", [])):
-        if full not in g:
-            raise ModelFormatError(f"{where}: weight {full!r} listed but missing")
-        out[full.rsplit("/", 1)[-1].split(":")[0]] = np.asarray(g[full], dtype=np.float64)
+    for full in (names if isinstance(names, list) else [names]):
+        node = g
+        for part in str(full).split("/"):
+            node = node.child(part, where)
+        out[str(full).rsplit("/", 1)[-1].split(":")[0]] = _array(node, f"{where}: weight {quoted(full)}")
     return out
 
 
@@ -181,7 +188,7 @@ def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
         ops: list[Op] = []
         for layer in layers:
             cls = layer.get("class_name")
-            where = f"{source}: layer {_layer_name(layer)!r} ({cls})"
+            where = f"{source}: layer {quoted(_layer_name(layer))} ({str(cls)[:MAX_QUOTED]})"
             if cls in MODEL_CLASSES:
                 raise unsupported("a nested model", where)
             if cls == "Flatten":
@@ -202,7 +209,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
     if cls == "Sequential":
         return list(cfg["layers"] if isinstance(cfg, dict) else cfg)
     if cls not in ("Functional", "Model"):
-        raise ModelFormatError(f"{source}: unsupported Keras model class {cls!r}; faircert reads Sequential and "
+        raise ModelFormatError(f"{source}: unsupported Keras model class {quoted(cls)}; faircert reads Sequential and "
                                "functional models of Dense layers")
     by_name = {_layer_name(layer): layer for layer in cfg["layers"]}
     inputs, outputs = _refs(cfg["input_layers"]), _refs(cfg["output_layers"])
@@ -218,7 +225,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
         parents = _inbound(layer, source)
         if len(parents) != 1 or len(chain) > len(by_name):
             raise unsupported(f"a layer with {len(parents)} inputs (only single-path models)",
-                              f"{source}: layer {name!r} ({layer.get('class_name')})")
+                              f"{source}: layer {quoted(name)} ({str(layer.get('class_name'))[:MAX_QUOTED]})")
         name = parents[0]
     return chain[::-1]
 
@@ -226,7 +233,7 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
 def _inbound(layer: dict, source: str) -> list[str]:
     nodes = layer.get("inbound_nodes") or []
     if len(nodes) > 1:
-        raise unsupported("a layer used more than once", f"{source}: layer {_layer_name(layer)!r}")
+        raise unsupported("a layer used more than once", f"{source}: layer {quoted(_layer_name(layer))}")
     if not nodes:
         return []
     if not isinstance(nodes[0], dict):  # Keras 2: [[name, node_index, tensor_index, kwargs], ...]
@@ -271,6 +278,8 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
         kernel = w["kernel"]
         if kernel.ndim != 2 or kernel.shape[1] != cfg.get("units", kernel.shape[1]):
             raise ModelFormatError(f"{where}: kernel of shape {kernel.shape} for {cfg.get('units')} units")
+        if cfg.get("use_bias", True) and "bias" not in w:  # a missing bias must not silently read as zeros
+            raise ModelFormatError(f"{where}: the layer uses a bias (use_bias) but the file stores none")
         return [affine(kernel.T, w.get("bias"), where)] + _activation(cfg.get("activation"), where)
     if cls == "Activation":
         return _activation(cfg.get("activation"), where)
@@ -312,7 +321,7 @@ def _activation(act: Any, where: str) -> list[Op]:
         return []
     if name in ("relu", "sigmoid", "softmax"):
         return [Op(name, where)]
-    raise unsupported(f"activation {name!r}", where)
+    raise unsupported(f"activation {quoted(name)}", where)
 
 
 def _layer_name(layer: dict) -> str:
@@ -331,9 +340,10 @@ def _text(value: Any) -> str:
 
 def _json(value: Any, path: Path) -> dict:
     try:
-        config = json.loads(_text(value))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelFormatError(f"{path}: the model configuration is not valid JSON ({exc})") from None
+        text = _text(value)
+    except UnicodeDecodeError:
+        raise ModelFormatError(f"{path}: the model configuration is not UTF-8 text") from None
+    config = loads_json(text, f"{path}: the model configuration", ModelFormatError)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: the model configuration is not a JSON object")
     return config

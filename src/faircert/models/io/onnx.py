@@ -20,6 +20,15 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from ...errors import ModelFormatError
+from ...limits import (
+    MAX_FIXED_BATCH,
+    MAX_LAYER_WIDTH,
+    MAX_QUOTED,
+    MAX_TENSOR_VALUES,
+    check_at_most,
+    check_file_size,
+    quoted,
+)
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -30,6 +39,7 @@ from .affine_chain import (
     sample_inputs,
     unsupported,
 )
+from .onnx_checks import check_constant_node, check_model, load_checked, needed_model
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
 SHAPE_OPS = {"Identity", "Dropout", "Flatten", "Reshape"}
@@ -44,11 +54,12 @@ def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | No
         from .onnx_trees import load_onnx_trees
 
         return load_onnx_trees(proto)
-    network = _Chain(proto.graph, source).network()
+    chain = _Chain(proto.graph, source)
+    network = chain.network()
     _restore_metadata(network, proto)
     X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
     X = X if _input_dtype(proto).kind == "f" else np.round(X)  # integer-typed inputs get integer samples
-    X, outputs = _reference_outputs(proto, X, source)
+    X, outputs = _reference_outputs(needed_model(proto, chain.needed), X, source)
     check_agreement(network, X, outputs, "the ONNX reference runtime")
     return network
 
@@ -84,12 +95,11 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
 
 def _proto(model: Any) -> tuple[onnx.ModelProto, str]:
     if isinstance(model, onnx.ModelProto):
+        check_model(model, "ONNX model", None)
         return model, "ONNX model"
     path = Path(model)
-    try:
-        proto = onnx.load(str(path))
-    except Exception as exc:  # protobuf raises several unrelated types on garbage
-        raise ModelFormatError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    check_file_size(path, ModelFormatError)
+    proto = load_checked(path)
     if not proto.graph.node:
         raise ModelFormatError(f"{path}: the ONNX file holds no graph nodes")
     return proto, str(path)
@@ -106,21 +116,21 @@ class _Chain:
             raise ModelFormatError(f"{source}: the graph has {len(inputs)} inputs and {len(graph.output)} outputs; "
                                    "faircert needs exactly one of each")
         self.graph, self.input, self.output = graph, inputs[0], graph.output[0].name
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in self.input.type.tensor_type.shape.dim]
+        dims = input_dims(self.input, source)
         if len(dims) == 1:
-            raise unsupported("a graph input of rank 1 (no batch axis)", f"{source}: input {self.input.name!r}")
+            raise unsupported("a graph input of rank 1 (no batch axis)", f"{source}: input {quoted(self.input.name)}")
         self.shape = tuple(dims[1:]) if len(dims) > 1 and None not in dims[1:] else None  # per sample
         self.input_shape = self.shape
 
     def network(self) -> ReluNetwork:
-        needed = self._needed_nodes()
+        needed = self.needed = self._needed_nodes()
         current, ops = self.input.name, []
         for index, node in enumerate(self.graph.node):
             if index not in needed:
                 continue
             op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-            where = f"{self.source}: node {node.name!r} ({op_type})" if node.name else \
-                f"{self.source}: node #{index} ({op_type})"
+            where = f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})" if node.name else \
+                f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
                 self.constant_value(node, where)
@@ -131,7 +141,8 @@ class _Chain:
             ops += self._ops(node, where)
             current = node.output[0]
         if current != self.output:
-            raise ModelFormatError(f"{self.source}: the graph output {self.output!r} is not computed from the input")
+            raise ModelFormatError(f"{self.source}: the graph output {quoted(self.output)} is not computed from the "
+                                   "input")
         n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
         return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
 
@@ -149,8 +160,9 @@ class _Chain:
 
     def constant_value(self, node: onnx.NodeProto, where: str) -> None:
         """Evaluate a node of constants with the reference runtime."""
+        feeds = {i: self.consts[i] for i in node.input if i}
+        check_constant_node(node, [feeds[i] for i in node.input if i], where)
         try:
-            feeds = {i: self.consts[i] for i in node.input if i}
             results = ReferenceEvaluator(node).run(None, feeds)
         except Exception as exc:
             raise ModelFormatError(f"{where}: cannot evaluate this constant expression ({exc})") from None
@@ -170,13 +182,15 @@ class _Chain:
         op, attrs = node.op_type, {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if op == "Cast":
             if attrs.get("to") not in FLOAT_TYPES:
-                raise unsupported(f"Cast to {TensorProto.DataType.Name(attrs.get('to', 0))} (rounding)", where)
+                to = attrs.get("to", 0)
+                name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else f"type {quoted(to)}"
+                raise unsupported(f"Cast to {name} (rounding)", where)
             return []
         if op in SHAPE_OPS:
             self._reshape(node, op, attrs, where)
             return []
         if node.domain not in ("", "ai.onnx") and not (node.domain == "ai.onnx.ml" and op == "Scaler"):
-            raise unsupported(f"operator {node.domain}.{op}", where)
+            raise unsupported(f"operator {node.domain[:MAX_QUOTED]}.{op[:MAX_QUOTED]}", where)
         if op in ("Relu", "Sigmoid", "Softmax"):
             rank = len(self.shape) if self.shape is not None else 1
             if op == "Softmax" and (rank > 1 and max(self.shape[:-1]) > 1 or attrs.get("axis", -1) not in (-1, rank)):
@@ -217,7 +231,7 @@ class _Chain:
             scale, shift, mean, var = (self._broadcast(self._const(node, k, where), where) for k in range(1, 5))
             s = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
             return [diagonal(s, shift - mean * s, where)]
-        raise unsupported(f"operator {op}", where)
+        raise unsupported(f"operator {op[:MAX_QUOTED]}", where)
 
     def _matrix(self, w: np.ndarray, c: Any, where: str) -> Op:
         """x @ w + c for w of shape in x out, on a tensor whose leading per-sample axes are all 1."""
@@ -262,7 +276,10 @@ class _Chain:
                 raise unsupported(f"Flatten with axis={attrs.get('axis')} (only axis=1 keeps the batch axis)", where)
             self.shape = (size,) if size is not None else None
             return
-        target = [int(v) for v in self._const(node, 1, where).reshape(-1)]
+        raw = self._const(node, 1, where).reshape(-1)
+        if not np.all(np.abs(raw) <= MAX_TENSOR_VALUES):
+            raise ModelFormatError(f"{where}: Reshape target {raw.tolist()[:8]} is out of range")
+        target = [int(v) for v in raw]
         rest = target[1:]
         if not rest or target[0] not in (-1, 0, 1) or (target[0] == -1 and -1 in rest) or 0 in rest:
             raise unsupported(f"Reshape to {target} (only reshapes that keep the batch axis first)", where)
@@ -281,9 +298,13 @@ def _reference_outputs(proto: onnx.ModelProto, X: np.ndarray, source: str) -> tu
     graph = proto.graph
     inits = {t.name for t in graph.initializer}
     inp = next(i for i in graph.input if i.name not in inits)
-    ttype, dtype = inp.type.tensor_type, _input_dtype(proto)
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in ttype.shape.dim]
+    dtype = _input_dtype(proto)
+    dims = [-1 if d is None else d for d in input_dims(inp, source)]
     per_sample = [d if d > 0 else -1 for d in dims[1:]] or [X.shape[1]]
+    if dims and dims[0] > MAX_FIXED_BATCH:
+        raise ModelFormatError(f"{source}: the input declares a fixed batch size of {dims[0]:,}; faircert runs the "
+                               f"import check in batches of at most {MAX_FIXED_BATCH:,} (see faircert.limits); export "
+                               "the model with a dynamic batch axis")
     try:
         session = ReferenceEvaluator(proto)
         if dims and dims[0] > 0:  # a fixed batch size: run the samples one batch at a time
@@ -317,5 +338,20 @@ def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
             names = json.loads(props["input_names"])
             if isinstance(names, list) and len(names) == network.n_inputs:
                 network.input_names = [str(n) for n in names]
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         pass  # metadata is advisory; the model itself is already checked
+
+
+def input_dims(value_info: onnx.ValueInfoProto, source: str) -> list[int | None]:
+    """The graph input's dims (None where symbolic), checked: no negative dims (-1 is not a valid ONNX
+    dim), a positive per-sample shape within the width limit."""
+    where = f"{source}: input {quoted(value_info.name)}"
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in value_info.type.tensor_type.shape.dim]
+    if any(d is not None and d < 0 for d in dims):
+        raise ModelFormatError(f"{where}: negative dimension in its shape {dims[:8]}")
+    if any(d == 0 for d in dims[1:]):
+        raise ModelFormatError(f"{where}: a dimension of size 0 in its shape {dims[:8]}")
+    known = [d for d in dims[1:] if d is not None]
+    check_at_most("the per-sample input size", int(np.prod(known, dtype=object)) if known else 1, MAX_LAYER_WIDTH,
+                  where)
+    return dims

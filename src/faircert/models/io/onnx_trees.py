@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
-from ..trees import Tree, TreeEnsemble
+from ...limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
+from ..trees import TreeEnsemble
+from .tree_arrays import checked_tree
 
 LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}   # mode -> swap branches
 LT_RULES = {"BRANCH_LT": False, "BRANCH_GTE": True}
@@ -27,9 +29,9 @@ def _attrs(node: Any) -> dict[str, Any]:
     for a in node.attribute:
         v = helper.get_attribute_value(a)
         if isinstance(v, list) and v and isinstance(v[0], bytes):
-            v = [x.decode() for x in v]
+            v = [x.decode("utf-8", "replace") for x in v]
         elif isinstance(v, bytes):
-            v = v.decode()
+            v = v.decode("utf-8", "replace")
         out[a.name] = v
     return out
 
@@ -49,6 +51,7 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
         from onnx import numpy_helper
 
         a["class_weights"] = numpy_helper.to_array(a["class_weights_as_tensor"]).tolist()
+    _check_lengths(a)
     labels = a.get("classlabels_int64s") or a.get("classlabels_strings") or []
     if len(labels) != 2:
         raise ModelFormatError(f"only binary classifiers are supported; this model has {len(labels)} classes")
@@ -100,6 +103,8 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
             ids = [int(a["nodes_nodeids"][k]) for k in rows]
             pos = {nid: i for i, nid in enumerate(ids)}
         n = len(rows)
+        if len(set(ids)) != n:
+            raise ModelFormatError(f"tree {t}: a node id appears twice")
         feat, thr = np.zeros(n, np.int64), np.zeros(n)
         left, right, value = np.full(n, -1), np.full(n, -1), np.zeros(n)
         for i, k in enumerate(rows):
@@ -115,7 +120,7 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
             feat[i] = int(a["nodes_featureids"][k])
             thr[i] = float(np.float32(a["nodes_values"][k]))
             n_features = max(n_features, feat[i] + 1)
-        trees.append(Tree(feat, thr, left, right, value))
+        trees.append(checked_tree(feat, thr, left, right, value, f"ONNX tree {t}"))
     width = _input_width(proto)
     return TreeEnsemble(trees, max(width or 0, n_features), split=split, input_float32=True,
                         base_score=float(offset), scale=1.0, link=link, source="onnx",
@@ -125,6 +130,26 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
 def _input_width(proto: Any) -> int | None:
     try:
         dims = proto.graph.input[0].type.tensor_type.shape.dim
-        return int(dims[-1].dim_value) or None
+        width = int(dims[-1].dim_value)
     except (IndexError, AttributeError):
         return None
+    if width < 0 or width > MAX_FEATURES:
+        raise ModelFormatError(f"the input width {width} is negative or above the limit {MAX_FEATURES:,}")
+    return width or None
+
+
+NODE_KEYS = ("nodes_treeids", "nodes_nodeids", "nodes_modes", "nodes_featureids", "nodes_values",
+             "nodes_truenodeids", "nodes_falsenodeids")
+CLASS_KEYS = ("class_treeids", "class_nodeids", "class_ids", "class_weights")
+
+
+def _check_lengths(a: dict[str, Any]) -> None:
+    """The per-node and per-leaf-weight attribute lists must all be present and of one length each."""
+    missing = [k for k in NODE_KEYS + CLASS_KEYS if k not in a]
+    if missing:
+        raise ModelFormatError(f"the TreeEnsembleClassifier node lacks {', '.join(missing)}")
+    for keys in (NODE_KEYS, CLASS_KEYS):
+        lengths = {len(a[k]) if isinstance(a[k], list) else -1 for k in keys}
+        if len(lengths) != 1 or -1 in lengths:
+            raise ModelFormatError(f"the TreeEnsembleClassifier attributes {', '.join(keys)} differ in length")
+        check_at_most(f"the length of {keys[0]}", lengths.pop(), MAX_TREE_NODES)

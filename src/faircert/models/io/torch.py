@@ -9,6 +9,7 @@ Files: a TorchScript archive or a pickled module runs code from the file when lo
 from __future__ import annotations
 
 import pickle
+import pickletools
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
+from ...limits import MAX_FILE_BYTES, check_at_most
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -78,6 +80,8 @@ def load_torch_file(path: str | Path, trust_pickle: bool = False) -> ReluNetwork
         except Exception as exc:
             raise ModelFormatError(f"{path}: not a loadable TorchScript archive ({exc})") from None
         return load_torch_module(module, source=str(path))
+    if not trust_pickle:  # nothing readable without trust: say what the file is without loading it
+        raise _untrusted_refusal(path)
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -152,3 +156,48 @@ def _is_torchscript(path: Path) -> bool:
 def _first_line(exc: Exception) -> str:
     line = (str(exc).strip().splitlines() or [""])[0][:200]
     return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+
+
+#: Globals a weights-only `torch.save` pickle names (tensors in dicts); any other global is code.
+WEIGHT_GLOBALS = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_tensor",
+                  "torch._utils _rebuild_parameter"}
+STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8", "SHORT_BINSTRING", "BINSTRING", "STRING"}
+
+
+def _untrusted_refusal(path: Path) -> ModelFormatError:
+    """Why a file cannot be read without --trust-pickle, told from its pickle's opcodes, which are
+    listed, never run (neither torch nor pickle sees the untrusted bytes)."""
+    names = _pickled_globals(path)
+    if names is None:
+        return ModelFormatError(f"{path}: not a readable PyTorch file (not the zip archive torch.save writes; an "
+                                "older pickle-format file can only be read with --trust-pickle)")
+    if all(n in WEIGHT_GLOBALS or (n.startswith("torch ") and n.endswith("Storage")) for n in names):
+        return ModelFormatError(f"{path}: a state dict holds weights but not the architecture; {HOW}")
+    return ModelFormatError(f"{path}: the file is a pickled Python object (a whole module), and unpickling can run "
+                            "arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust the file, or export "
+                            "the model to ONNX")
+
+
+def _pickled_globals(path: Path) -> set[str] | None:
+    """'module name' of every global the archive's data.pkl refers to; None if it is no such archive."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            member = next((i for i in z.infolist() if i.filename.endswith("data.pkl")), None)
+            if member is None:
+                return None
+            check_at_most("the unpacked size of data.pkl", member.file_size, MAX_FILE_BYTES, str(path))
+            data = z.read(member)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return None
+    names, strings = set(), []
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in STRING_OPS:
+                strings.append(str(arg))
+            elif op.name == "GLOBAL":
+                names.add(str(arg))
+            elif op.name == "STACK_GLOBAL":  # module and name were pushed just before (or memoised: unknown)
+                names.add(" ".join(strings[-2:]) if len(strings) >= 2 else "?")
+    except Exception:  # noqa: BLE001 - pickletools raises many types on a damaged pickle
+        return None
+    return names

@@ -1,0 +1,229 @@
+"""Box work on several cores or a Ray cluster: long-lived workers that each hold the job once.
+
+A box engine's driver keeps the frontier and hands out rounds of chunks; `Workers.map` runs the
+job's method on each chunk and returns the results in chunk order, so a round's merge (and so the
+whole run, up to a box budget) is the same with 1, 2 or N workers. With one worker everything runs
+in this process, today's path.
+
+Workers are forked where the platform can (no re-import of the caller's main module, so scripts
+need no `if __name__ == "__main__"` guard; the job is inherited, not sent) and spawned elsewhere;
+they hold the job (model and question) once and ignore SIGINT: a stop request reaches the driver, which ends
+after its current round with a sound partial result. A worker that dies loses nothing: its chunks
+go back into the round, on a fresh pool.
+
+On a Ray cluster (`RayWorkers`, the `ray` extra) the job goes into Ray's object store once and each
+worker is an actor holding it; a dead actor is replaced and its chunks resubmitted. Every machine
+of the cluster needs faircert installed in the same version.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import FaircertError
+
+MAX_RESTARTS = 3  # pools replaced after worker deaths before the run gives up
+
+_job: Any = None
+
+
+def _hold(job: Any) -> None:
+    global _job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _job = job
+
+
+def _run(method: str, chunk: tuple) -> Any:
+    return getattr(_job, method)(*chunk)
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class Workers:
+    """`n` processes holding `job`; `map(method, chunks)` = [job.method(*chunk) for chunk in chunks]."""
+
+    def __init__(self, job: Any, n: int) -> None:
+        self.job, self.n = job, n
+        self.restarts = 0
+        self._pool: ProcessPoolExecutor | None = self._start() if n > 1 else None
+
+    def _start(self) -> ProcessPoolExecutor:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        return ProcessPoolExecutor(self.n, mp_context=context, initializer=_hold, initargs=(self.job,))
+
+    def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
+        if self._pool is None:
+            return [getattr(self.job, method)(*chunk) for chunk in chunks]
+        results: list[Any] = [None] * len(chunks)
+        todo = list(range(len(chunks)))
+        while todo:
+            futures = [(i, self._pool.submit(_run, method, chunks[i])) for i in todo]
+            lost = []
+            for i, future in futures:
+                try:
+                    results[i] = future.result()
+                except BrokenProcessPool:
+                    lost.append(i)
+            if lost:
+                self._replace_pool()
+            todo = lost
+        return results
+
+    def _replace_pool(self) -> None:
+        self.restarts += 1
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.restarts > MAX_RESTARTS:
+            self._pool = None
+            raise FaircertError(f"worker processes died {self.restarts} times (out of memory?); "
+                                "run with fewer workers or with --workers 1")
+        self._pool = self._start()
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids (for tests that kill one)."""
+        if self._pool is None:
+            return [os.getpid()]
+        return sorted(self._pool._processes)  # the executor's live processes, by pid
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: How long connecting to a Ray cluster's port may take before it counts as unreachable.
+RAY_CONNECT_S = 5
+
+
+class RayWorkers:
+    """The same as `Workers`, on Ray actors: `address` "local" starts a cluster on this machine,
+    "auto" joins the running one (or RAY_ADDRESS), anything else is a cluster address."""
+
+    def __init__(self, job: Any, n: int | None, address: str) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise FaircertError("running on a Ray cluster needs Ray: pip install 'faircert[ray]'") from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+            _check_reachable(os.environ.get("RAY_ADDRESS", "") if address == "auto" else address)
+            try:
+                if address == "local":
+                    ray.init(num_cpus=n or usable_cores(), **quiet)
+                else:
+                    ray.init(address=address, **quiet)
+            except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise FaircertError(f"cannot reach the Ray cluster at {address!r}: {first[:300]}") from None
+            self._started = True
+        self.n = n or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.restarts = 0
+        self._last_error = ""
+        self._job = ray.put(job)
+        self._holder = ray.remote(num_cpus=1, max_restarts=0)(_Holder)
+        self._actors = [self._holder.remote(self._job) for _ in range(self.n)]
+
+    def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
+        ray = self._ray
+        results: list[Any] = [None] * len(chunks)
+        todo = list(range(len(chunks)))
+        while todo:
+            refs = [(i, self._actors[k % self.n], self._actors[k % self.n].run.remote(method, chunks[i]))
+                    for k, i in enumerate(todo)]
+            lost = []
+            for i, actor, ref in refs:
+                try:
+                    results[i] = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                    lost.append(i)
+                    self._last_error = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+                    self._replace(actor)
+            todo = lost
+        return results
+
+    def _replace(self, actor: Any) -> None:
+        if actor not in self._actors:  # already replaced for an earlier chunk of this round
+            return
+        self.restarts += 1
+        if self.restarts > MAX_RESTARTS * self.n:
+            raise FaircertError(f"Ray workers died {self.restarts} times (last: {self._last_error}); "
+                                "run with fewer workers or without --ray")
+        self._actors[self._actors.index(actor)] = self._holder.remote(self._job)
+
+    def pids(self) -> list[int]:
+        return sorted(self._ray.get([a.pid.remote() for a in self._actors]))
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._actors = []
+        if self._started:
+            self._ray.shutdown()
+
+    def __enter__(self) -> RayWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_reachable(address: str) -> None:
+    """Ray retries an unreachable cluster for minutes: try its port first, for a one-line error."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "local", "auto" without RAY_ADDRESS, or a form Ray itself resolves
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
+    except OSError as exc:
+        raise FaircertError(f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}") from None
+
+
+class _Holder:
+    """A Ray actor holding the job."""
+
+    def __init__(self, job: Any) -> None:
+        self.job = job
+
+    def run(self, method: str, chunk: tuple) -> Any:
+        return getattr(self.job, method)(*chunk)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Where box work runs: `workers` local processes (1: this process), or Ray actors when
+    `ray_address` is given (`workers` then caps them; 1 means one per CPU of the cluster)."""
+
+    workers: int = 1
+    ray_address: str | None = None
+
+    def open(self, job: Any) -> Workers | RayWorkers:
+        if self.ray_address:
+            return RayWorkers(job, self.workers if self.workers > 1 else None, self.ray_address)
+        return Workers(job, self.workers)
+
+
+SERIAL = Parallelism()

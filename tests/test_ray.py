@@ -1,0 +1,110 @@
+"""Box work on a Ray cluster: a local cluster and a two-node one on this machine give the same
+shares as one process; a dead actor loses no chunk; an unreachable cluster is one clear error.
+Skipped where Ray is not installed; slow (each cluster takes seconds to start)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faircert.engines.boxes.workers import Parallelism, RayWorkers
+from faircert.errors import FaircertError
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).resolve().parent
+SRC = TESTS.parent / "src"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def local_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}})
+    yield
+    ray.shutdown()
+
+
+def _same_shares(parallel: Parallelism) -> None:
+    from test_workers import _adult_like
+
+    from faircert.engines.trees.quantify import quantify
+    from faircert.properties import individual_fairness
+
+    ir, dom = _adult_like()
+    prop = individual_fairness(dom, "s", kappa=0.5)
+    for budget in (400, None):
+        one = quantify(ir, prop, 120, max_boxes=budget)
+        other = quantify(ir, prop, 120, parallel=parallel, max_boxes=budget)
+        assert (one.bounds, one.unfair, one.complete) == (other.bounds, other.unfair, other.complete)
+
+
+def test_a_local_cluster_gives_the_same_shares(local_cluster):
+    _same_shares(Parallelism(workers=2, ray_address="auto"))
+
+
+def test_a_dead_actor_loses_no_chunk(local_cluster, tmp_path):
+    from test_workers import Squares
+
+    with RayWorkers(Squares(tmp_path / "marker"), 2, "auto") as pool:
+        assert pool.map("square", [(i,) for i in range(8)]) == [i * i for i in range(8)]
+        assert pool.restarts >= 1
+
+
+def test_an_unreachable_cluster_is_one_clear_error():
+    port = _free_port()  # nothing listens there
+    with pytest.raises(FaircertError, match=f"cannot reach the Ray cluster at '127.0.0.1:{port}'"):
+        Parallelism(2, f"127.0.0.1:{port}").open(object())
+
+
+def test_the_command_line_says_so_in_one_line(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    import numpy as np
+
+    from faircert.domain import Domain, Feature
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 10, (300, 3)).astype(float)
+    xgb.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(X, (X.sum(axis=1) > 13).astype(int)) \
+        .get_booster().save_model(str(tmp_path / "m.json"))
+    Domain(tuple(Feature(f"f{i}", "integer", 0, 9) for i in range(3))).save(tmp_path / "d.yaml")
+    port = _free_port()
+    proc = subprocess.run([sys.executable, "-m", "faircert", "verify", str(tmp_path / "m.json"), "--domain",
+                           str(tmp_path / "d.yaml"), "--protected", "f0", "--ray", f"127.0.0.1:{port}"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(SRC)))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (f"faircert: error: cannot reach the Ray cluster at "
+                                                    f"'127.0.0.1:{port}': Connection refused")
+
+
+@pytest.mark.skipif(shutil.which("ray") is None and not (Path(sys.executable).parent / "ray").exists(),
+                    reason="the ray command is not installed")
+def test_a_two_node_cluster_on_this_machine_gives_the_same_shares(tmp_path):
+    ray_cmd = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=f"{TESTS}{os.pathsep}{SRC}", RAY_USAGE_STATS_ENABLED="0")
+    head = [ray_cmd, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+            "--disable-usage-stats"]
+    node = [ray_cmd, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats"]
+    try:
+        subprocess.run(head, check=True, capture_output=True, env=env, timeout=120)
+        subprocess.run(node, check=True, capture_output=True, env=env, timeout=120)
+        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}})
+        assert ray.cluster_resources().get("CPU") == 2 and len(ray.nodes()) == 2
+        _same_shares(Parallelism(workers=2, ray_address="auto"))
+    finally:
+        ray.shutdown()
+        subprocess.run([ray_cmd, "stop", "--force"], capture_output=True, env=env, timeout=120)

@@ -1,0 +1,128 @@
+"""The complete tree check against brute force: proofs on fair ensembles, re-checked pairs on unfair
+ones, unknown (never a proof) when the solver runs out of time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_trees_engine import _models, _small_problem, _tree, brute_force, toy_ensemble
+
+from faircert.domain import Domain, Feature
+from faircert.engines.trees.complete import decide_trees, recheck_pair
+from faircert.models.trees import TreeEnsemble
+from faircert.properties import individual_fairness
+
+L = -1
+CASES = [(0, None, False), (0, 0.5, False), (1, None, False), (2, 0.7, False), (1, 0.5, True), (1, 0.8, True)]
+
+
+def _prop(dom: Domain, eps: int, kappa, robust: bool, protected: str | list[str] = "p"):
+    if robust:
+        return individual_fairness(dom, None, epsilon=float(eps), kappa=kappa, robustness=True)
+    free = [f.name for f in dom.features if f.name not in (protected if isinstance(protected, list) else [protected])]
+    return individual_fairness(dom, protected, epsilon=dict.fromkeys(free, eps), kappa=kappa)
+
+
+def _check(ir, dom, prop):
+    _, unfair = brute_force(ir, dom, prop.protected, np.asarray(prop.epsilon), prop.kappa, prop.robustness)
+    decision = decide_trees(ir, prop, time_limit=30)
+    assert decision.verdict == ("unfair" if unfair > 0 else "fair"), (decision, unfair)
+    if decision.verdict == "unfair":
+        assert recheck_pair(ir, prop, np.array(decision.x), np.array(decision.x_prime))
+    else:
+        assert decision.stats["solves"] == 2  # one proof per direction
+    return decision
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_framework_ensembles_match_brute_force(seed):
+    pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
+    X, y, dom = _small_problem(seed)
+    verdicts = []
+    for ir in _models(X, y, seed):
+        for eps, kappa, robust in CASES:
+            verdicts.append(_check(ir, dom, _prop(dom, eps, kappa, robust)).verdict)
+    assert "unfair" in verdicts
+
+
+def _fair_by_construction(rng: np.random.Generator, dom: Domain, protected: set[int], n_trees: int = 6) -> TreeEnsemble:
+    """Random trees that never split on the protected features: fair at epsilon 0 for any kappa."""
+    free = [i for i in range(len(dom)) if i not in protected]
+    trees = []
+    for _ in range(n_trees):
+        nodes, leaves = [], []
+        f1, f2, f3 = (int(rng.choice(free)) for _ in range(3))
+        t = [float(rng.integers(dom.features[f].min + 1, dom.features[f].max + 1)) for f in (f1, f2, f3)]
+        v = rng.normal(size=4)
+        nodes = [(f1, t[0], 1, 2, 0), (f2, t[1], 3, 4, 0), (f3, t[2], 5, 6, 0),
+                 (L, 0, L, L, v[0]), (L, 0, L, L, v[1]), (L, 0, L, L, v[2]), (L, 0, L, L, v[3])]
+        trees.append(_tree(nodes))
+        del leaves
+    return TreeEnsemble(trees, len(dom), split="<", input_float32=False, base_score=float(rng.normal()))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fair_by_construction_ensembles_get_a_proof(seed):
+    rng = np.random.default_rng(seed)
+    dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 6),
+                  Feature("q", "binary", 0, 1), Feature("c", "integer", -3, 3)))
+    ir = _fair_by_construction(rng, dom, {1, 3})
+    for kappa in (None, 0.6):
+        prop = individual_fairness(dom, ["p", "q"], kappa=kappa)
+        assert _check(ir, dom, prop).verdict == "fair"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_protected_features_and_five_values_match_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    dom = Domain((Feature("a", "integer", 0, 6), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 5),
+                  Feature("q", "binary", 0, 1)))
+    features = [0, 1, 2, 3]
+    trees = []
+    for _ in range(5):
+        f = rng.choice(features, 3)
+        t = [float(rng.integers(dom.features[i].min + 1, dom.features[i].max + 1)) for i in f]
+        v = rng.normal(size=4)
+        trees.append(_tree([(f[0], t[0], 1, 2, 0), (f[1], t[1], 3, 4, 0), (f[2], t[2], 5, 6, 0), (L, 0, L, L, v[0]),
+                            (L, 0, L, L, v[1]), (L, 0, L, L, v[2]), (L, 0, L, L, v[3])]))
+    ir = TreeEnsemble(trees, 4, split="<=", input_float32=False)
+    for eps, kappa in ((0, None), (1, 0.6)):
+        free = {"a": eps, "b": eps}
+        _check(ir, dom, individual_fairness(dom, ["p", "q"], epsilon=free, kappa=kappa))
+
+
+def test_the_papers_toy_ensemble():
+    """The tree paper's Fig. 1 ensemble (x2 protected): unfair at epsilon 0, as its measure says."""
+    ir = toy_ensemble()
+    dom = Domain((Feature("x0", "integer", 0, 1000), Feature("x1", "integer", 0, 5), Feature("x2", "integer", 0, 100)))
+    prop = individual_fairness(dom, "x1")
+    decision = decide_trees(ir, prop)
+    assert decision.verdict == "unfair"
+    assert recheck_pair(ir, prop, np.array(decision.x), np.array(decision.x_prime))
+
+
+def test_real_features_proof_and_pair():
+    """Real-valued features: the boundary points are a superset, so proofs stay sound."""
+    t1 = _tree([(0, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])
+    t2 = _tree([(1, 0.25, 1, 2, 0), (L, 0, L, L, 0.0), (L, 0, L, L, 3.0)])  # feature 1 is protected
+    dom = Domain((Feature("x", "real", 0.0, 1.0), Feature("s", "binary", 0, 1)))
+    fair = TreeEnsemble([t1], 2, split="<", input_float32=True)
+    assert decide_trees(fair, individual_fairness(dom, "s")).verdict == "fair"
+    unfair = TreeEnsemble([t1, t2], 2, split="<", input_float32=True)
+    decision = decide_trees(unfair, individual_fairness(dom, "s"))
+    assert decision.verdict == "unfair" and decision.x[1] != decision.x_prime[1]
+
+
+def test_a_solver_time_out_is_unknown_never_a_proof(monkeypatch):
+    from faircert.engines.trees import complete
+
+    def no_time(self, objective, time_limit):
+        class Result:
+            status, x, message, mip_dual_bound = 1, None, "Time limit reached", -np.inf
+        return Result()
+
+    monkeypatch.setattr(complete._Program, "solve", no_time)
+    dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "binary", 0, 1)))
+    ir = TreeEnsemble([_tree([(0, 5.0, 1, 2, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])], 2, input_float32=False)
+    decision = decide_trees(ir, individual_fairness(dom, "p"))
+    assert decision.verdict == "unknown" and "Time limit reached" in decision.reason
