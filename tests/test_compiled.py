@@ -151,3 +151,20 @@ def test_kernels_compile_without_a_writable_cache(monkeypatch):
 
     assert compiled.jit(twice)(21) == 42
     assert compiled.jit_inline(twice)(4) == 8
+
+
+def test_a_first_compilation_is_announced_once(capsys):
+    from faircert import compiled
+
+    class Kernel:
+        def __init__(self, signatures):
+            self.signatures = signatures
+
+        def __call__(self, x):
+            return x + 1
+
+    compiled.announce_compiling.cache_clear()
+    fresh, loaded = compiled._Announced(Kernel([])), compiled._Announced(Kernel(["(int64,)"]))
+    assert loaded(1) == 2 and capsys.readouterr().err == ""
+    assert fresh(1) == 2 and fresh(2) == 3 and compiled._Announced(Kernel([]))(0) == 1
+    assert capsys.readouterr().err == "compiling kernels (first run only)\n"

@@ -185,6 +185,21 @@ def _sequential_case() -> Case:
                 method="sampling")
 
 
+def _empirical_case() -> Case:
+    """Rows repeated in proportion to the population's probabilities (multiples of 1/10000): the
+    empirical rates are the population's exact ones."""
+    import pandas as pd
+
+    from faircert.population.empirical import EmpiricalPopulation
+
+    rows = []
+    for assignment, p in _population().joint():
+        rows += [assignment] * round(p * 10000)
+    frame = pd.DataFrame(rows)[["P", "Q", "R", "S"]]
+    pop = EmpiricalPopulation.from_data(frame, ["P", "Q", "R", "S"], ["P"], None)
+    return Case(LINEAR, GroupQuestion(pop, ("P",)), GroupOptions(time_limit=30), _group_check(exact=True))
+
+
 # --- decision programs --------------------------------------------------------------------------
 
 
@@ -209,6 +224,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "tree-boxes": _tree_case,
     "tree-sampling": _tree_sampling_case,
     "subset-sum": _subset_sum_case,
+    "empirical": _empirical_case,
     "probability-bounds": _probability_bounds_case,
     "sequential-test": _sequential_case,
     "program-bounds": _program_case,

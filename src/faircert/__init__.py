@@ -1,7 +1,7 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
 from ._version import __version__
-from .api import group, load_model, sample_counterexamples, verify, verify_program
+from .api import compare, group, load_model, sample_counterexamples, verify, verify_program
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
@@ -9,6 +9,7 @@ from .results import Counterexample, GroupResult, ProgramResult, Result, Statist
 
 __all__ = [
     "__version__",
+    "compare",
     "Counterexample",
     "DataError",
     "Domain",

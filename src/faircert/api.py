@@ -6,13 +6,23 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
-from .errors import DomainError, PropertyError
-from .options import GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
+from .errors import DataError, DomainError, PropertyError
+from .options import (
+    GroupOptions,
+    GroupQuestion,
+    ProgramOptions,
+    ProgramQuestion,
+    VerifyOptions,
+    check_metric_inputs,
+    group_metrics,
+)
 from .properties import UnfairSamples, individual_fairness, split_names
-from .results import GroupResult, ProgramResult, Result
+from .results import Comparison, GroupResult, ProgramResult, Result
 
 Progress = Callable[[dict], None]
 
@@ -59,12 +69,15 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address).
     """
-    protected = _protected(protected, sensitive_features)
+    protected = _column_names(_protected(protected, sensitive_features))
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
-    return find_engine(ir, prop).run(ir, prop, options, progress)
+    result = find_engine(ir, prop).run(ir, prop, options, progress)
+    result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
+    result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
+    return result
 
 
 def _protected(protected: Any, sensitive_features: Any) -> Any:
@@ -73,10 +86,25 @@ def _protected(protected: Any, sensitive_features: Any) -> Any:
     return protected if protected is not None else sensitive_features
 
 
+def _column_names(protected: Any) -> Any:
+    """A pandas Series or DataFrame of sensitive features names its column(s)."""
+    if hasattr(protected, "to_frame") and hasattr(protected, "name"):  # a Series
+        return [protected.name]
+    if hasattr(protected, "columns") and hasattr(protected, "iloc"):  # a DataFrame
+        return [str(c) for c in protected.columns]
+    return protected
+
+
 def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
     """The model's IR and the property over a domain checked against the model's inputs."""
+    from .models.binding import bind_to_domain
+
     ir = load_model(model, trust_pickle=trust_pickle)
     dom = resolve_domain(domain, ir)
+    # features named by position refer to the domain as given, before it is fitted to the model
+    protected = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
+    # a pipeline (or a linear model) reads raw columns: compile it for this domain's features
+    ir, dom = bind_to_domain(ir, dom, keep=set(protected) | set(dom.protected_names))
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
                                    robustness=robustness)
@@ -90,7 +118,7 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
 
-    Returns a DataFrame: the input's features, the twin's (suffix `_prime`), and the model's
+    Returns a DataFrame: the input's features (categories by name), the twin's (suffix `_prime`), and the model's
     probability of the positive label for both (`output`, `output_prime`); `frame.attrs["summary"]`
     holds the measure's bounds, the region's sizes, whether the draws are uniform over the exact
     region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
@@ -98,7 +126,13 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     options = options or VerifyOptions(time_limit=time_limit, seed=seed)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
     question = UnfairSamples(prop, n)
-    return find_engine(ir, question).run(ir, question, options, None)
+    frame = find_engine(ir, question).run(ir, question, options, None)
+    for f in prop.domain.features:  # coded categories by name, as the data had them
+        if f.categories is not None:
+            for column in (f.name, f"{f.name}_prime"):
+                if column in frame:
+                    frame[column] = [f.categories[int(v)] for v in frame[column]]
+    return frame
 
 
 def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
@@ -127,9 +161,11 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     <= `delta` (for models or populations too large for the sound engines).
     """
     from .engines.group.linear import resolve_population
+    from .models.binding import bind_to_population
 
-    protected = _names(_protected(protected, sensitive_features))
-    metrics = tuple(m.lower() for m in _names(metrics)) or ("di", "sp")
+    protected, data = _sensitive(_protected(protected, sensitive_features), data)
+    metrics = group_metrics(metrics)
+    check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta)
     ir = load_model(model, trust_pickle=trust_pickle)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
@@ -137,15 +173,85 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
                                                     score=score, max_indegree=max_indegree)
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
+    ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
     question = GroupQuestion(
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
-    return find_engine(ir, question, options.method).run(ir, question, options, progress)
+    result = find_engine(ir, question, options.method).run(ir, question, _after(options, learning_s), progress)
+    result.stats.setdefault("learning_s", learning_s)
+    dropped = getattr(pop, "info", {}).get("rows_dropped_missing", 0)
+    if dropped:
+        result.stats.setdefault("rows_dropped_missing", dropped)
+    return result
+
+
+#: The least time an engine is given, even when learning the population spent the whole budget:
+#: enough for a first sound answer, which then says it stopped on the budget.
+MIN_ENGINE_S = 0.05
+
+
+def _after(options: GroupOptions, spent_s: float) -> GroupOptions:
+    """The options with the time limit less what learning the population already spent."""
+    from dataclasses import replace
+
+    if options.time_limit is None or spent_s <= 0:
+        return options
+    return replace(options, time_limit=max(options.time_limit - spent_s, MIN_ENGINE_S))
+
+
+def compare(models: Mapping[str, Any] | Iterable[Any], data: Any = None, protected: str | Iterable[str] | None = None,
+            **group_options: Any) -> Comparison:
+    """Group fairness of several models under the same data, groups and thresholds, side by side.
+
+    `models` maps names to models (paths, framework objects or IRs), or lists them (named by their
+    paths or positions); `group_options` are `group`'s keywords. `to_frame()` gives one row per model.
+    """
+    items = list(models.items()) if isinstance(models, Mapping) else [
+        (str(m) if isinstance(m, (str, Path)) else f"model {i + 1}", m) for i, m in enumerate(models)]
+    if len(items) < 1:
+        raise PropertyError("compare needs at least one model")
+    results = [group(m, data, protected, **group_options) for _, m in items]
+    return Comparison.of([n for n, _ in items], results)
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
     return [str(n) for n in split_names(names)]
+
+
+#: Populations learned from the data (the data then holds the label column).
+LEARNED = ("independent", "bayesnet", "empirical")
+
+
+def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:
+    """Protected attribute names, fairlearn-style: column names, a pandas Series or a DataFrame of
+    several. A Series or DataFrame column that is not in the data (or differs from it) is added to
+    the data under its name, row by row, as fairlearn's `sensitive_features` are."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a core dependency
+        return _names(sensitive), data
+    if isinstance(sensitive, pd.Series):
+        sensitive = sensitive.to_frame(name=sensitive.name if sensitive.name is not None else "sensitive_feature")
+    if not isinstance(sensitive, pd.DataFrame):
+        return _names(sensitive), data
+    names = [str(c) for c in sensitive.columns]
+    if data is None:
+        raise DataError("sensitive features given as a Series or DataFrame need the data they describe (data=...)")
+    from .data import read_table
+
+    frame = read_table(data)
+    if len(sensitive) != len(frame):
+        raise DataError(f"the sensitive features have {len(sensitive)} rows but the data has {len(frame)}")
+    have = [str(c) for c in frame.columns]
+    added = {}
+    for name, column in zip(names, sensitive.columns):
+        values = sensitive[column].to_numpy()
+        if name not in have or not np.array_equal(frame[frame.columns[have.index(name)]].to_numpy(), values):
+            added[name] = values
+    if added:
+        frame = frame.assign(**added)
+    return names, frame
 
 
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,

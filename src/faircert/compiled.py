@@ -38,8 +38,39 @@ def _numba_installed() -> bool:
 
 
 def jit(f):
-    """`f` compiled on its first call (numba's no-Python mode, releasing the GIL, cached on disk)."""
-    return _njit(f)
+    """`f` compiled on its first call (numba's no-Python mode, releasing the GIL, cached on disk).
+    The first call that compiles says so on stderr: it takes seconds with nothing else on screen."""
+    return _Announced(_njit(f))
+
+
+class _Announced:
+    """A compiled kernel that, on a first call with no cached machine code, says it is compiling."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+        self.checked = False
+
+    def __call__(self, *args):
+        if not self.checked:
+            self.checked = True
+            if not self.kernel.signatures and not _cached(self.kernel):
+                announce_compiling()
+        return self.kernel(*args)
+
+
+def _cached(kernel) -> bool:
+    try:
+        return os.path.exists(kernel._cache._cache_file._index_path)
+    except AttributeError:  # no disk cache (or numba's layout changed): assume it compiles
+        return False
+
+
+@cache
+def announce_compiling() -> None:
+    """Once per process."""
+    import sys
+
+    print("compiling kernels (first run only)", file=sys.stderr, flush=True)
 
 
 def jit_inline(f):

@@ -129,6 +129,42 @@ class ProgramOptions(MethodOptions):
             raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
 
 
+#: Group metrics by every accepted name: faircert's short names and fairlearn's function names.
+METRIC_NAMES = {
+    "di": "di", "sp": "sp", "eo": "eo", "pcf": "pcf",
+    "demographic_parity_ratio": "di", "disparate_impact": "di",
+    "demographic_parity_difference": "sp", "statistical_parity": "sp",
+    "equalized_odds_difference": "eo", "equalized_odds": "eo",
+}
+
+
+def group_metrics(names: Any) -> tuple[str, ...]:
+    """Metric names (a comma-separated string or a list) as faircert's short names, in order, once."""
+    items = names.split(",") if isinstance(names, str) else list(names or ())
+    out: list[str] = []
+    for item in items:
+        key = str(item).strip().lower().replace("-", "_")
+        if not key:
+            continue
+        if key not in METRIC_NAMES:
+            raise PropertyError(f"unknown metric {str(item).strip()!r}; choose from di, sp, eo, pcf or fairlearn's "
+                                "demographic_parity_ratio, demographic_parity_difference, equalized_odds_difference")
+        if METRIC_NAMES[key] not in out:
+            out.append(METRIC_NAMES[key])
+    return tuple(out) or ("di", "sp")
+
+
+def check_metric_inputs(metrics: tuple[str, ...], label: str | None, mediators: tuple[str, ...],
+                        learned: bool) -> None:
+    """What a metric needs, before any model is read: EO the true label of a learned population,
+    PCF its mediators."""
+    if "eo" in metrics and label is None and learned:
+        raise PropertyError("equalized odds (eo) compares groups given the true label: name the label column "
+                            "(label=... / --label NAME)")
+    if "pcf" in metrics and not mediators:
+        raise PropertyError("path-specific causal fairness (pcf) needs the mediators (mediators=... / --mediators)")
+
+
 @dataclass(frozen=True)
 class GroupQuestion:
     """What `group` asks: per-group positive rates of a model under `population`, and the metrics."""

@@ -59,7 +59,12 @@ def split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
         return []
     if isinstance(names, str):
         return [n.strip() for n in names.split(",") if n.strip()]
-    return list(names)
+    if isinstance(names, (int, np.integer)) and not isinstance(names, bool):
+        return [int(names)]  # one feature by its position
+    try:
+        return list(names)
+    except TypeError:
+        raise PropertyError(f"protected features are given by name or position, got {names!r}") from None
 
 
 def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | None = None,

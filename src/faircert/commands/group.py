@@ -12,18 +12,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "group", help="group fairness (DI, SP, EO, PCF) under a population model",
         description="Compute P[yhat = 1 | group] for every compound group of the protected attributes under a "
-                    "population model (independent marginals or a Bayesian network learned from --data, a saved "
+                    "population model (independent marginals or a Bayesian network learned from --data, the data's "
+                    "own rows (empirical), a saved "
                     "population .json, or a population program .fr), and the metrics DI = min/max over groups, "
                     "SP = max - min, EO (the worse of the Y=0 / Y=1 gaps), PCF. Exact for linear models under "
                     "discrete populations; sound bounds otherwise. Exit code: 0 fair at the thresholds, "
                     "1 unfair, 2 undecided, 3 bad input.")
     p.add_argument("model", help="model: linear JSON (weights, intercept, encoding), a pickled scikit-learn "
                                  "estimator/Pipeline (.pkl/.joblib, needs --trust-pickle), or any format verify reads")
+    add_group_options(p)
+    p.set_defaults(handler=run)
+
+
+def add_group_options(p: argparse.ArgumentParser) -> None:
+    """What `group` and `compare` share: the data, groups, population, metrics, budget and outputs."""
     p.add_argument("--data", help="CSV of raw rows to learn the population from (and to bin continuous columns)")
     p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
     p.add_argument("--label", help="true-label column (needed for --metric eo)")
     p.add_argument("--population", default="independent",
-                   help="independent (default), bayesnet, a saved population .json, or a population program .fr")
+                   help="independent (default), bayesnet, empirical (the data's rows, as fairlearn's MetricFrame), "
+                        "a saved population .json, or a population program .fr")
     p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
     p.add_argument("--threshold", type=float, default=0.8,
@@ -51,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
     p.add_argument("--quiet", action="store_true", help="no tables")
-    p.set_defaults(handler=run)
 
 
 def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
@@ -69,28 +77,38 @@ def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..api import group
+def group_keywords(args: argparse.Namespace) -> dict:
+    """The keywords of `faircert.group` from the shared options."""
     from ..options import GroupOptions
-    from ..report.group import print_group
 
-    metrics = [m.strip().lower() for m in args.metric.split(",") if m.strip()]
     gaps = {m: args.max_gap for m in ("sp", "eo", "pcf")} if args.max_gap is not None else None
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
-    with run_guard([args.json, args.save_population], args.quiet):
-        result = group(args.model, args.data, protected=args.protected, label=args.label,
-                       population=args.population,
-                       metrics=metrics, mediators=args.mediators, threshold=args.threshold, gap_thresholds=gaps,
-                       influence=influence, bins=parse_bins(args.bins), max_bins=args.max_bins,
-                       binning=args.binning, bin_value=args.bin_value, score=args.score,
-                       max_indegree=args.max_indegree, trust_pickle=args.trust_pickle,
-                       save_population=args.save_population, bin_bounds=args.bin_bounds,
-                       options=GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
-                                            delta=args.delta))
+    return {"label": args.label, "population": args.population, "metrics": args.metric,
+            "mediators": args.mediators, "threshold": args.threshold, "gap_thresholds": gaps,
+            "influence": influence, "bins": parse_bins(args.bins), "max_bins": args.max_bins,
+            "binning": args.binning, "bin_value": args.bin_value, "score": args.score,
+            "max_indegree": args.max_indegree, "trust_pickle": args.trust_pickle,
+            "save_population": args.save_population, "bin_bounds": args.bin_bounds,
+            "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
+                                    delta=args.delta)}
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import group
+    from ..report.console import budget_progress
+    from ..report.group import print_group
+
+    with run_guard([args.json, args.save_population, args.html], args.quiet), \
+            budget_progress(not args.quiet, args.time_limit, "group fairness") as progress:
+        result = group(args.model, args.data, protected=args.protected, progress=progress, **group_keywords(args))
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
+    if args.html:
+        from ..report.group_html import write_group_html
+
+        write_group_html(result, args.html)
     if not args.quiet:
         print_group(result)
     return result.exit_code

@@ -37,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")
     p.set_defaults(handler=run)
 
@@ -48,11 +49,15 @@ def run(args: argparse.Namespace) -> int:
 
     options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
                              bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance)
-    with run_guard([args.json], args.quiet):
+    with run_guard([args.json, args.html], args.quiet):
         result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
                                 above=args.above, options=options)
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
+    if args.html:
+        from ..report.program_html import write_program_html
+
+        write_program_html(result, args.html)
     if not args.quiet:
         print_program_result(result)
     if args.probability is not None and args.above is None:  # nothing to decide: did the bounds get tight?

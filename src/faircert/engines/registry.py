@@ -31,6 +31,8 @@ PROGRAM_QUESTION = "faircert.options.ProgramQuestion"
 DISCRETE = "faircert.population.discrete.DiscretePopulation"
 PRODUCT = "faircert.population.continuous.ProductPopulation"
 PROGRAM_POPULATION = "faircert.population.program.ProgramPopulation"
+EMPIRICAL = "faircert.population.empirical.EmpiricalPopulation"
+PIPELINE = "faircert.models.pipeline.PipelineModel"
 
 
 def is_a(obj: Any, names: tuple[str, ...]) -> bool:
@@ -85,6 +87,8 @@ ENGINES: tuple[EngineSpec, ...] = (
                (TREES,), (SAMPLES,), entry="faircert.engines.trees.sampling:answer_samples"),
     EngineSpec("subset-sum", "exact group fairness of linear classifiers under discrete populations",
                (LINEAR,), (GROUP,), (DISCRETE,), entry="faircert.engines.group.linear:answer"),
+    EngineSpec("empirical", "exact per-group positive rates over the data's rows (fairlearn's selection rates)",
+               _ANY_CLASSIFIER + (PIPELINE,), (GROUP,), (EMPIRICAL,), entry="faircert.engines.group.empirical:answer"),
     EngineSpec("probability-bounds", "sound bounds on per-group positive rates of any classifier",
                _ANY_CLASSIFIER, (GROUP,), _ANY_POPULATION, entry="faircert.engines.probability.bounds:answer_group"),
     EngineSpec("sequential-test", "group-fairness verdicts wrong with probability at most delta",
@@ -99,7 +103,8 @@ ENGINES: tuple[EngineSpec, ...] = (
 
 
 #: Words for error messages.
-_MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program"}
+_MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program",
+                PIPELINE: "scikit-learn Pipeline"}
 _QUESTION_WORDS = {INDIVIDUAL: "individual-fairness verification", SAMPLES: "counterexample sampling",
                    GROUP: "group fairness", PROGRAM_QUESTION: "program fairness"}
 

@@ -79,10 +79,13 @@ def _plain(v: Any) -> Any:
 
 
 def _matches(values: np.ndarray, category: Any) -> np.ndarray:
-    """Raw values equal to a category: numbers compare as numbers, everything else as text."""
+    """Raw values equal to a category: numbers compare as numbers (True and False as 1 and 0, as
+    Python compares them), everything else as text."""
     import pandas as pd
 
-    if isinstance(category, (int, float, np.integer, np.floating)) and not isinstance(category, bool):
+    if isinstance(category, (bool, np.bool_)):  # True/False, 1/0, or the text "True"/"False"
+        return _matches(values, int(category)) | (values.astype(str) == str(bool(category)))
+    if isinstance(category, (int, float, np.integer, np.floating)):
         numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
         return numbers == float(category)
     return values.astype(str) == str(category)

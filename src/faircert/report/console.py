@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..results import Result
 
@@ -26,8 +27,9 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
     if not enabled or not sys.stderr.isatty():
         yield lambda info: None
         return
-    columns = [TextColumn("[bold]verifying"), BarColumn(), TextColumn("{task.percentage:>6.2f}% decided"),
-               TextColumn("{task.fields[detail]}"), TimeElapsedColumn()]
+    # time first, details last: a narrow terminal cuts the end of the line
+    columns = [TextColumn("[bold]verifying"), BarColumn(bar_width=16), TextColumn("{task.percentage:>6.2f}% decided"),
+               BudgetColumn(time_limit), TextColumn("{task.fields[detail]}")]
     with Progress(*columns, console=console(), transient=True) as bar:
         task = bar.add_task("verify", total=100.0, detail="")
         last = [0.0]
@@ -44,6 +46,42 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
             bar.update(task, completed=decided, detail=detail)
 
         yield update
+
+
+@contextlib.contextmanager
+def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Iterator[Callable[[dict], None]]:
+    """A spinner with elapsed and remaining time for work without a decided share (group fairness)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda info: None
+        return
+    columns = [SpinnerColumn(), TextColumn(f"[bold]{what}"), BudgetColumn(time_limit),
+               TextColumn("{task.fields[detail]}")]
+    with Progress(*columns, console=console(), transient=True) as bar:
+        task = bar.add_task(what, total=None, detail="")
+
+        def update(info: dict) -> None:
+            bar.update(task, detail=f"| {info['boxes']:,} boxes" if "boxes" in info else "")
+
+        yield update
+
+
+class BudgetColumn(ProgressColumn):
+    """Elapsed time and, under a time limit, the time left: "12s, 48s left"."""
+
+    def __init__(self, time_limit: float | None) -> None:
+        super().__init__()
+        self.time_limit = time_limit
+
+    def render(self, task) -> Text:
+        elapsed = task.elapsed or 0.0
+        text = _seconds(elapsed)
+        if self.time_limit is not None:
+            text += f", {_seconds(max(0.0, self.time_limit - elapsed))} left"
+        return Text(text, style="progress.elapsed")
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f}s" if s < 60 else f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
 def result_table(result: Result) -> Table:
@@ -82,7 +120,12 @@ def print_result(result: Result, max_examples: int = 3) -> None:
     out = console()
     out.print(result_table(result))
     names = result.column_names()
-    for cex in result.counterexamples[:max_examples]:
-        diff = [f"{names[i]}: {a:g} -> {b:g}"
+
+    def shown(i: int, v: float) -> str:
+        value = result.value_name(names[i], v)
+        return value if isinstance(value, str) else f"{value:g}"
+
+    for cex in result.distinct_counterexamples()[:max_examples]:
+        diff = [f"{names[i]}: {shown(i, a)} -> {shown(i, b)}"
                 for i, (a, b) in enumerate(zip(cex.x, cex.x_prime)) if a != b]
         out.print(f"  counterexample: output {cex.output:+.4g} vs {cex.output_prime:+.4g} when " + "; ".join(diff))

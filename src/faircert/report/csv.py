@@ -1,4 +1,5 @@
-"""Counterexamples as CSV with feature names: one row per pair, the twin's columns suffixed."""
+"""Counterexamples as CSV with feature names (and category names): one row per pair, the twin's columns
+suffixed."""
 
 from __future__ import annotations
 
@@ -12,19 +13,23 @@ from ..results import Result
 def write_counterexamples(result: Result, path: str | Path) -> int:
     names = [spreadsheet_safe(str(n)) for n in result.column_names()]
     header = list(names) + [f"{n}_prime" for n in names] + ["output", "output_prime"]
+    raw = result.column_names()
 
     def write(handle) -> None:
         writer = csv.writer(handle)
         writer.writerow(header)
         for c in result.counterexamples:
-            writer.writerow([_fmt(v) for v in c.x] + [_fmt(v) for v in c.x_prime]
+            writer.writerow([_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x)]
+                            + [_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x_prime)]
                             + [_cell(c.output), _cell(c.output_prime)])
 
     write_atomic(path, write, newline="")
     return len(result.counterexamples)
 
 
-def _fmt(value: float) -> str:
+def _fmt(value: float | str) -> str:
+    if isinstance(value, str):  # a category's name
+        return spreadsheet_safe(value)
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 

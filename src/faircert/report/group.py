@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from ..results import GroupResult
+from ..results import Comparison, GroupResult
 from .console import VERDICT_STYLE, console
 
 
@@ -68,7 +68,13 @@ def print_group(result: GroupResult) -> None:
     out.print(metrics_table(result))
     if result.influence:
         out.print(influence_table(result))
-    out.print(f"population: {escape(result.population)}")
+    out.print(f"numbers under the population: {escape(result.population)}")
+    if result.population.startswith(("independent", "bayesnet")):
+        out.print("[dim](the model's rates on the population learned from the data, not on the data's rows; "
+                  "--population empirical gives the selection rates fairlearn's MetricFrame shows)[/]")
+    dropped = result.stats.get("rows_dropped_missing", 0)
+    if dropped:
+        out.print(f"[yellow]{dropped:,} rows with missing values were left out of the data[/]")
     out.print(f"engine: {result.engine}, {result.elapsed_s:.2f} s"
               + (f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
                  if "engine_s" in result.stats else ""))
@@ -78,3 +84,21 @@ def print_group(result: GroupResult) -> None:
                   f"SP in [{bounds['sp'][0]:.4f}, {bounds['sp'][1]:.4f}]")
     for note in result.approximations:
         out.print(f"[yellow]approximation:[/] {escape(note)}")
+
+
+def print_comparison(comparison: Comparison) -> None:
+    """One row per model: verdict, metrics and each group's P[yhat = 1 | group]."""
+    out = console()
+    groups = list(dict.fromkeys(name for r in comparison.results for name in r.rates))
+    metrics = list(dict.fromkeys(m for r in comparison.results for m in r.metrics))
+    table = Table(title="group fairness compared", header_style="bold")
+    for column in ["model", "verdict"] + [m.upper() for m in metrics] + [f"P[yhat=1 | {g}]" for g in groups]:
+        table.add_column(escape(column), justify="left" if column in ("model", "verdict") else "right")
+    for name, r in zip(comparison.names, comparison.results):
+        cells = [_interval(r.metrics[m].low, r.metrics[m].high) if m in r.metrics else "-" for m in metrics]
+        by_name = {g.name: g for g in r.groups}
+        cells += [_interval(by_name[g].low, by_name[g].high) if g in by_name else "-" for g in groups]
+        table.add_row(escape(name), f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]", *cells)
+    out.print(table)
+    populations = sorted({r.population for r in comparison.results})
+    out.print(f"numbers under the population: {escape('; '.join(populations))}")

@@ -3,6 +3,7 @@
 - `verify`: individual fairness (`Result`, `Counterexample`, `StatisticalEstimate`);
 - `group`: group fairness under a population (`GroupResult`, `GroupProbability`, `MetricInterval`);
 - `program`: program fairness and probability queries (`ProgramResult`);
+- `compare`: several models' group fairness side by side (`Comparison`);
 - `base`: verdict words, exit codes and the versioned JSON envelope (`SCHEMA_VERSION`).
 """
 
@@ -15,6 +16,7 @@ from .base import (
     Verdict,
     jsonable,
 )
+from .compare import Comparison
 from .group import (
     GROUP_METRICS,
     GroupProbability,
@@ -29,6 +31,6 @@ from .verify import Counterexample, Result, StatisticalEstimate
 
 __all__ = [
     "DECISION_TOLERANCE", "EXIT_CODES", "GROUP_METRICS", "SCHEMA_VERSION", "VERDICTS", "VNNCOMP_WORDS",
-    "Counterexample", "GroupProbability", "GroupResult", "Influence", "MetricInterval", "ProgramResult",
+    "Comparison", "Counterexample", "GroupProbability", "GroupResult", "Influence", "MetricInterval", "ProgramResult",
     "Result", "StatisticalEstimate", "Verdict", "di_interval", "gap_interval", "jsonable",
 ]

@@ -18,6 +18,10 @@ from .._version import __version__
 SCHEMA_VERSION = "1.0"
 
 VERDICTS = ("fair", "unfair", "unknown")
+#: The HTML renderer of each result type ("module:function", called with standalone=False).
+HTML_RENDERERS = {"Result": "faircert.report.html:render", "GroupResult": "faircert.report.group_html:render_group",
+                  "ProgramResult": "faircert.report.program_html:render_program",
+                  "Comparison": "faircert.report.group_html:render_comparison"}
 #: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
 VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
 EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
@@ -39,6 +43,14 @@ class Verdict:
     @property
     def vnncomp(self) -> str:
         return VNNCOMP_WORDS[self.verdict]
+
+    def _repr_html_(self) -> str:
+        """The HTML report, inline in Jupyter. The renderer is named, not imported: presentation
+        sits above results, and results never import it."""
+        import importlib
+
+        module, _, function = HTML_RENDERERS[type(self).__name__].partition(":")
+        return getattr(importlib.import_module(module), function)(self, standalone=False)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(versioned(self.to_dict()), indent=indent, default=jsonable)

@@ -119,9 +119,27 @@ class GroupResult(Verdict):
         return all(g.exact for g in self.groups)
 
     @property
-    def by_group(self) -> dict[str, float]:
-        """fairlearn-style: group name -> P[yhat = 1 | group] (the midpoint where only bounds are known)."""
+    def rates(self) -> dict[str, float]:
+        """Group name -> P[yhat = 1 | group] (the midpoint where only bounds are known)."""
         return {g.name: g.value for g in self.groups}
+
+    @property
+    def by_group(self):
+        """fairlearn-style: a pandas DataFrame with one row per group (indexed by the protected
+        attributes' values, like MetricFrame.by_group) and columns low, high (bounds on
+        P[yhat = 1 | group]; equal when exact) and size (P[group])."""
+        import pandas as pd
+
+        names = list(self.groups[0].group) if self.groups else list(self.protected)
+        rows = [tuple(g.group.values()) for g in self.groups]
+        index = (pd.Index([r[0] for r in rows], name=names[0]) if len(names) == 1
+                 else pd.MultiIndex.from_tuples(rows, names=names))
+        return pd.DataFrame({"low": [g.low for g in self.groups], "high": [g.high for g in self.groups],
+                             "size": [g.size for g in self.groups]}, index=index)
+
+    def to_frame(self):
+        """The per-group table (`by_group`)."""
+        return self.by_group
 
     @property
     def group_min(self) -> float:
@@ -194,7 +212,7 @@ class GroupResult(Verdict):
             "verdict": self.verdict,
             "vnncomp": self.vnncomp,
             "groups": [g.to_dict() for g in self.groups],
-            "by_group": self.by_group,
+            "by_group": self.rates,
             "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
             "most_favoured": self.most_favoured,
             "least_favoured": self.least_favoured,

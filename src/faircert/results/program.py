@@ -36,6 +36,14 @@ class ProgramResult(Verdict):
     def ratio(self) -> tuple[float, float]:
         return (self.ratio_low, self.ratio_high)
 
+    def to_frame(self):
+        """The probability bounds as a pandas DataFrame (one row per probability: low, high)."""
+        import pandas as pd
+
+        return pd.DataFrame({"low": {k: lo for k, (lo, _) in self.probabilities.items()},
+                             "high": {k: hi for k, (_, hi) in self.probabilities.items()}},
+                            columns=["low", "high"])
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "verdict": self.verdict,

@@ -64,6 +64,10 @@ class Result(Verdict):
     #: Engine-specific figures (boxes processed, throughput, ...), for benchmarks and curious users.
     stats: dict[str, Any] = field(default_factory=dict)
     feature_names: list[str] = field(default_factory=list)
+    #: Category names of coded features (feature -> names by code), for people reading counterexamples.
+    categories: dict[str, list[str]] = field(default_factory=dict)
+    #: Each feature's [min, max] in the domain, for plots of where counterexamples lie.
+    feature_ranges: dict[str, list[float]] = field(default_factory=dict)
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -71,6 +75,42 @@ class Result(Verdict):
             return list(self.feature_names)
         width = len(self.counterexamples[0].x) if self.counterexamples else 0
         return [f"x{i}" for i in range(width)]
+
+    def to_frame(self):
+        """The sound shares as a pandas DataFrame: rows certified, falsified, undecided; columns
+        share (of the domain) and size (share times the domain's size)."""
+        import pandas as pd
+
+        shares = {"certified": self.certified, "falsified": self.falsified, "undecided": self.undecided}
+        return pd.DataFrame({"share": shares, "size": {k: v * self.domain_size for k, v in shares.items()}})
+
+    def value_name(self, feature: str, value: float) -> str | float:
+        """A feature's value as people read it: the category's name for coded categories."""
+        names = (getattr(self, "categories", None) or {}).get(feature)  # (a partly built result has none)
+        if names is not None and float(value).is_integer() and 0 <= int(value) < len(names):
+            return names[int(value)]
+        return value
+
+    def distinct_counterexamples(self) -> list[Counterexample]:
+        """Each unordered pair once (engines may report (x, x') and (x', x))."""
+        seen, out = set(), []
+        for c in self.counterexamples:
+            key = frozenset((tuple(c.x), tuple(c.x_prime)))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+        return out
+
+    def counterexamples_frame(self):
+        """One row per counterexample: the input's features, the twin's (suffix `_prime`), both outputs;
+        categories by name."""
+        import pandas as pd
+
+        names = self.column_names()
+        rows = [{n: self.value_name(n, v) for n, v in zip(names, c.x)}
+                | {f"{n}_prime": self.value_name(n, v) for n, v in zip(names, c.x_prime)}
+                | {"output": c.output, "output_prime": c.output_prime} for c in self.counterexamples]
+        return pd.DataFrame(rows, columns=names + [f"{n}_prime" for n in names] + ["output", "output_prime"])
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -90,6 +130,10 @@ class Result(Verdict):
             "feature_names": list(self.feature_names),
             "stats": self.stats,
         }
+        if self.categories:
+            out["categories"] = {k: list(v) for k, v in self.categories.items()}
+        if self.feature_ranges:
+            out["feature_ranges"] = {k: list(v) for k, v in self.feature_ranges.items()}
         if self.measure_lower is not None:
             out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
                        confident_size=self.confident_size, unfair_size=self.unfair_size)

@@ -19,9 +19,11 @@ from .subset_sum import Engine
 
 
 def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
-                        stats: dict | None = None, condition: str = "", spread_bins: bool = False) -> list[GroupProbability]:
-    """Exact (or soundly bounded) P[yhat = 1 | group, evidence] for every compound protected group."""
-    engine = Engine(model, pop, spread_bins=spread_bins)
+                        stats: dict | None = None, condition: str = "", spread_bins: bool = False,
+                        deadline: float | None = None) -> list[GroupProbability]:
+    """Exact (or soundly bounded) P[yhat = 1 | group, evidence] for every compound protected group;
+    past `deadline` (time.monotonic()), tables are bucketed so the answer comes quickly, still sound."""
+    engine = Engine(model, pop, spread_bins=spread_bins, deadline=deadline)
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
@@ -41,6 +43,7 @@ def _merge_stats(total: dict, one: dict) -> None:
     for k in ("max_rows", "components", "rounding_bound"):
         total[k] = max(total.get(k, 0), one[k])
     total["bucketed"] = total.get("bucketed", False) or one["bucketed"]
+    total["over_budget"] = total.get("over_budget", False) or one["over_budget"]
     total["exact_arithmetic"] = total.get("exact_arithmetic", True) and one["exact_arithmetic"]
 
 
@@ -70,7 +73,8 @@ def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulat
 def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[str] = ("di", "sp"),
             mediators: Sequence[str] | None = None, threshold: float = 0.8,
             gap_thresholds: dict[str, float] | None = None, influence: bool | Sequence[Sequence[str]] = False,
-            frame: Any = None, model_name: str = "", learning_s: float = 0.0, bin_bounds: bool = False) -> GroupResult:
+            frame: Any = None, model_name: str = "", learning_s: float = 0.0, bin_bounds: bool = False,
+            deadline: float | None = None) -> GroupResult:
     """Everything `faircert group` reports for a linear model under a discrete population.
 
     `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's probability and
@@ -79,12 +83,12 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     start = time.perf_counter()
     stats: dict[str, Any] = {}
     metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
-    groups = group_probabilities(model, pop, stats=stats)
+    groups = group_probabilities(model, pop, stats=stats, deadline=deadline)
     conditional: dict[str, list[GroupProbability]] = {}
     approximations = _binning_notes(pop)
     if "eo" in metrics:
         for cond, sub, ev in label_conditions(pop):
-            conditional[cond] = group_probabilities(model, sub, ev, stats, condition=cond)
+            conditional[cond] = group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline)
     if "pcf" in metrics:
         if not mediators:
             raise PropertyError("path-specific causal fairness needs mediators (mediators=[...] / --mediators)")
@@ -96,23 +100,29 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
                 raise PropertyError(f"mediator {m!r} must be a non-protected feature of the population; "
                                     f"it has: {', '.join(v for v in pop.variables if v not in pop.protected)}")
             redistributed = redistributed.with_marginal(m, _given_group(pop, m, top_states, frame))
-        conditional["pcf"] = group_probabilities(model, redistributed, stats=stats)
+        conditional["pcf"] = group_probabilities(model, redistributed, stats=stats, deadline=deadline)
         approximations.append(f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
                               f"({top.name}), each independently with its distribution given that group")
     result_influence = []
     if influence:
         every = default_subsets(pop, model.columns)
         subsets = every if influence is True else [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
-        result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats), subsets)
+        result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
+                                      subsets)
     if bin_bounds:
-        spread = group_probabilities(model, pop, spread_bins=True)
+        spread = group_probabilities(model, pop, spread_bins=True, deadline=deadline)
         di, sp = di_interval(spread), gap_interval("sp", spread)
         stats["within_bin_bounds"] = {"groups": {g.name: [g.low, g.high] for g in spread},
                                       "di": [di.low, di.high], "sp": [sp.low, sp.high]}
-    if stats.get("bucketed"):
+    if stats.get("over_budget"):
+        approximations.append("the time limit was reached: sum distributions were bucketed to finish; "
+                              "probabilities are sound bounds")
+    elif stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start
-    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info)
+    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info,
+                 stopped="budget" if stats.get("over_budget") else "row limit" if stats.get("bucketed")
+                 else "converged")
     result = GroupResult.build(groups, engine="subset-sum (exact)", population=pop.describe(), threshold=threshold,
                                gap_thresholds=gap_thresholds, metrics=metrics, conditional=conditional,
                                approximations=approximations, elapsed_s=engine_s + learning_s, model=model_name,
@@ -190,7 +200,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
     frame = read_table(data) if data is not None else None
     if isinstance(population, DiscretePopulation):
         return model, _with_protected(population, protected), frame, 0.0
-    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet"):
+    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet", "empirical"):
         if frame is None:
             raise DataError(f"a {population} population is learned from data: pass data (CLI: --data DATA.csv)")
         if not protected:
@@ -208,6 +218,11 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if label and label in protected:
             raise PropertyError(f"{label!r} is both the label and a protected attribute")
         start = time.perf_counter()
+        if str(population) == "empirical":
+            from ...population.empirical import EmpiricalPopulation
+
+            pop = EmpiricalPopulation.from_data(frame, columns, protected, label)
+            return model, pop, frame, time.perf_counter() - start
         pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
         return model, pop, frame, time.perf_counter() - start
     if isinstance(population, (str, Path)):
@@ -216,7 +231,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
             return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
         if path.suffix.lower() == ".fr" or not path.suffix:
             return model, ProgramPopulation.load(population), frame, 0.0
-        raise DataError(f"unknown population {population!r}: use independent, bayesnet, a saved population (.json) "
+        raise DataError(f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
                         "or a population program (.fr)")
     if isinstance(population, Program):
         return model, ProgramPopulation(population), frame, 0.0
@@ -245,7 +260,8 @@ def answer(model: LinearModel, question: Any, options: Any, progress: Any = None
                      influence=question.influence if isinstance(question.influence, bool)
                      else [list(s) for s in question.influence],
                      frame=question.data, model_name=question.model_name, learning_s=question.learning_s,
-                     bin_bounds=question.bin_bounds)
+                     bin_bounds=question.bin_bounds,
+                     deadline=None if options.time_limit is None else time.monotonic() + options.time_limit)
     if progress is not None:
         progress({"elapsed_s": result.elapsed_s})
     return result

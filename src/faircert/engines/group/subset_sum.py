@@ -20,6 +20,7 @@ sums are bucketed into [min, max] ranges: still sound bounds, stated as an appro
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,6 +32,10 @@ from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 
 UNIT = 2.0 ** -53
+#: Table rows kept once the time budget is spent (bucketing keeps the bounds sound).
+BUDGET_ROWS = 20_000
+#: A table is bucketed before a variable expands it beyond this many times the rows allowed.
+EXPANSION = 4
 
 
 @dataclass
@@ -80,9 +85,12 @@ class Engine:
     population: DiscretePopulation
     max_rows: int = 2_000_000
     spread_bins: bool = False
+    #: time.monotonic() after which tables are bucketed down to `BUDGET_ROWS`: sound bounds, quickly
+    deadline: float | None = None
     scores: Scores = field(init=False)
     stats: dict[str, Any] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
+    _seconds_per_row: float = 0.0
 
     def __post_init__(self) -> None:
         self.scores = score_tables(self.model, self.population)
@@ -98,7 +106,22 @@ class Engine:
                 self.scores.tol = max(self.scores.tol, 4.0 * n_terms * UNIT * total)
                 self.scores.exact = False
         self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
-                      "max_rows": 0, "components": 0, "bucketed": False}
+                      "max_rows": 0, "components": 0, "bucketed": False, "over_budget": False}
+
+    def rows_cap(self, rows_next: int = 0) -> int:
+        """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed or
+        the next step, of `rows_next` rows at the speed measured so far, would end past it."""
+        if self.deadline is not None:
+            ends = time.monotonic() + self._seconds_per_row * rows_next
+            if ends >= self.deadline:
+                self.stats["over_budget"] = True
+                return min(self.max_rows, BUDGET_ROWS)
+        return self.max_rows
+
+    def _timed(self, rows: int, started: float) -> None:
+        """Measure the speed of a step (the slowest seen, to stay on the safe side of the deadline)."""
+        if rows >= 10_000:
+            self._seconds_per_row = max(self._seconds_per_row, (time.monotonic() - started) / rows)
 
     def probability(self, evidence: dict[str, int]) -> tuple[float, float, float]:
         """(lo, hi, P[evidence]) with lo <= P[yhat = 1 | evidence] <= hi."""
@@ -141,9 +164,14 @@ class Engine:
             var = pop.variables[name]
             table = var.cpt[tuple(fixed[p] if p in fixed else slice(None) for p in var.parents)]
             fparents = [p for p in var.parents if p not in fixed]
+            states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
+            started = time.monotonic()
+            cap = self.rows_cap(dist.size * len(states))
+            if dist.size * len(states) > EXPANSION * cap:  # bucket first: the expanded table stays small
+                codes, dist = _bucket(codes, dist, max(1, EXPANSION * cap // len(states)))
+                self.stats["bucketed"] = True
             rows = table[tuple(codes[:, frontier.index(p)] for p in fparents)] if fparents else \
                 np.broadcast_to(table, (len(dist.p), var.card))
-            states = np.array([evidence[name]]) if name in evidence else np.arange(var.card)
             c = contrib[name][states]
             probs = (dist.p[:, None] * rows[:, states]).reshape(-1)
             if name in self.scores.spread:
@@ -167,8 +195,10 @@ class Engine:
             codes, dist = _merge(codes[nz], Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
                                  [pop.variables[f].card for f in frontier])
             self.stats["max_rows"] = max(self.stats["max_rows"], dist.size)
-            if dist.size > self.max_rows:
-                codes, dist = _bucket(codes, dist, self.max_rows // 4)
+            self._timed(len(probs), started)
+            cap = self.rows_cap()
+            if dist.size > cap:
+                codes, dist = _bucket(codes, dist, cap // 4)
                 self.stats["bucketed"] = True
         return dist
 
@@ -177,8 +207,9 @@ class Engine:
         dists = sorted(dists, key=lambda d: d.size)
         while len(dists) > 2:
             a, b = dists[0], dists[1]
-            if a.size * b.size > self.max_rows:
-                side = max(2, int(np.sqrt(self.max_rows)))
+            cap = self.rows_cap()
+            if a.size * b.size > cap:
+                side = max(2, int(np.sqrt(cap)))
                 a, b = _bucket_dist(a, side), _bucket_dist(b, side)
                 self.stats["bucketed"] = True
             lo = (a.lo[:, None] + b.lo[None, :]).reshape(-1)
@@ -230,10 +261,15 @@ def _bucket(codes: np.ndarray, dist: Dist, target: int) -> tuple[np.ndarray, Dis
     """Soundly shrink a table: within each frontier state, group sorted sums into [min, max] buckets."""
     n = dist.size
     size = int(np.ceil(n / max(1, target)))
-    # rows are sorted by (frontier key, lo) after _merge; bucket runs of `size` rows per key
-    key = np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1) if codes.shape[1] else np.zeros(n, np.int64)
-    order = np.lexsort((dist.lo, key))
-    key, lo, hi, p, codes = key[order], dist.lo[order], dist.hi[order], dist.p[order], codes[order]
+    # rows come sorted by (frontier key, lo) from _merge: runs of equal codes are the keys, and no sort
+    # is needed (were they not, buckets would only be smaller: [min, max] per bucket stays sound)
+    change = np.any(codes[1:] != codes[:-1], axis=1) if codes.shape[1] else np.zeros(max(n - 1, 0), dtype=bool)
+    key = np.concatenate([[0], np.cumsum(change)])
+    if np.all((dist.lo[1:] >= dist.lo[:-1]) | change):
+        lo, hi, p = dist.lo, dist.hi, dist.p
+    else:
+        order = np.lexsort((dist.lo, key))
+        key, lo, hi, p, codes = key[order], dist.lo[order], dist.hi[order], dist.p[order], codes[order]
     first = np.concatenate([[0], np.nonzero(key[1:] != key[:-1])[0] + 1])
     rank = np.arange(n) - np.repeat(first, np.diff(np.concatenate([first, [n]])))
     bucket_start = (rank % size == 0)

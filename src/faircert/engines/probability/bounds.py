@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...models.program import Expr, Program, load_program, parse_expression
 from ...population.program import site_marginals
-from ...results import ProgramResult
+from ...results import GroupProbability, GroupResult, ProgramResult
 from . import intervals as iv
 from .events import BoxEvaluator, stack_events
 from .fairness import (
@@ -150,16 +150,17 @@ def probability_result(program: str | Program, query: str, above: float | None =
 # ----- any model under a population ----------------------------------------------------------------
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
-                 seed: int = 0, gap_thresholds: dict | None = None, target_width: float = 1e-3,
-                 progress=None):
+                 seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
+                 progress=None, check_di: bool = True):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
     variables named like the model's inputs feed the model), or a `ProgramPopulation`. Groups are the
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
     the truth of its `sensitiveAttribute`. Refinement stops when DI is decided against `threshold`
-    (and each checked gap against its threshold) or every group interval is narrower than
-    `target_width`, or at the time limit. `label` names the model output (reports only).
+    (and each checked gap against its threshold), when every box is decided, when every group
+    interval is narrower than `target_width` (if given), or at the time limit; an undecided DI keeps
+    refining while the budget lasts. `stats["stopped"]` says which. `label` names the model output (reports only).
     """
     from .models import model_events
 
@@ -184,11 +185,13 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
         groups = groups_from(lo, hi)
         res = GroupResult.build(groups, engine="probability-bounds", population="", threshold=threshold,
                                 gap_thresholds=gap_thresholds, metrics=("di", "sp"))
-        if res.verdict != "unknown":
-            return res.verdict
-        if all(g.high - g.low <= target_width for g in groups):
+        checked = [m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")]
+        decided = "unfair" if "unfair" in checked else "fair" if checked and all(v == "fair" for v in checked) else None
+        if decided is not None:
+            return decided
+        if target_width is not None and all(g.high - g.low <= target_width for g in groups):
             return "unknown-tight"
-        return None
+        return None  # undecided at the threshold: keep refining while the budget lasts
 
     def wts(lo, hi):
         out = []
@@ -204,11 +207,27 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
                             elapsed_s=time.perf_counter() - start, model=setup.model, protected=setup.protected,
                             label=label, stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations,
-                                                "iterations": b.iterations, "stopped": b.exhausted})
+                                                "iterations": b.iterations, "stopped": stop_reason(b)})
     unsupported = [m for m in metrics if m not in ("di", "sp")]
     if unsupported:
         res.approximations.append(f"metrics {unsupported} need the true label or mediators; not computed here")
     return res
+
+
+#: Why a refinement stopped, in the words every group result uses (`stats["stopped"]`).
+STOP_WORDS = {"time limit": "budget", "box budget": "box limit", "tight": "converged"}
+
+
+def stop_reason(b: Bounds) -> str:
+    """converged (every box decided, or bounds as tight as floating point allows), threshold decided,
+    target width (bounds as tight as asked), budget (time limit) or box limit (memory)."""
+    if b.exhausted:
+        return STOP_WORDS.get(b.exhausted, b.exhausted)
+    if b.verdict == "unknown-tight":
+        return "target width"
+    if b.verdict is not None:
+        return "threshold decided"
+    return "converged"
 
 
 def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
@@ -219,10 +238,63 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 
 
 def answer_group(model: Any, question: Any, options: Any, progress=None):
-    """Registry entry point: sound per-group bounds of any classifier under a population."""
-    return group_bounds(model, question.population, protected=list(question.protected) or None, label=question.label,
-                        metrics=question.metrics, threshold=question.threshold, time_limit=options.time_limit,
-                        seed=options.seed, gap_thresholds=dict(question.gap_thresholds), progress=progress)
+    """Registry entry point: sound per-group bounds of any classifier under a population; with EO and
+    a learned population that knows the label, the groups' bounds given each label value too (half
+    the time limit goes to the groups, the rest to the label conditions)."""
+    conditions = label_conditions(question)
+    if not conditions:
+        return group_bounds(model, question.population, protected=list(question.protected) or None,
+                            label=question.label, metrics=question.metrics, threshold=question.threshold,
+                            time_limit=options.time_limit, seed=options.seed,
+                            gap_thresholds=dict(question.gap_thresholds), progress=progress)
+    start = time.perf_counter()
+    limit = options.time_limit
+    plain = tuple(m for m in question.metrics if m != "eo")
+    res = group_bounds(model, question.population, protected=list(question.protected) or None, label=question.label,
+                       metrics=plain, threshold=question.threshold, time_limit=None if limit is None else limit / 2,
+                       seed=options.seed, gap_thresholds=dict(question.gap_thresholds), progress=progress)
+    conditional, stopped = {}, [res.stats.get("stopped", "")]
+    for i, (population, protected, split_on, values) in enumerate(conditions):
+        left = None if limit is None else max(limit - (time.perf_counter() - start), 0.05) / (len(conditions) - i)
+        # decided by the EO gap threshold if there is one, else refined to 1e-3 wide (or the budget)
+        eo_gap = question.gap_thresholds.get("eo")
+        part = group_bounds(model, population, protected=protected, label=question.label, metrics=("di", "sp"),
+                            threshold=question.threshold, time_limit=left, seed=options.seed, progress=progress,
+                            gap_thresholds={} if eo_gap is None else {"sp": eo_gap}, target_width=1e-3,
+                            check_di=False)
+        stopped.append(part.stats.get("stopped", ""))
+        for value in values:
+            groups = part.groups if split_on is None else [g for g in part.groups if str(g.group[split_on]) == value]
+            conditional[f"Y={value}"] = [GroupProbability({k: v for k, v in g.group.items() if k != split_on},
+                                                         g.low, g.high, g.size, g.size_high) for g in groups]
+    stats = dict(res.stats, stopped=_worst_stop(stopped))
+    return GroupResult.build(res.groups, engine=res.engine, population=res.population, threshold=question.threshold,
+                             gap_thresholds=dict(question.gap_thresholds), metrics=tuple(question.metrics),
+                             conditional=conditional, approximations=res.approximations,
+                             elapsed_s=time.perf_counter() - start, model=res.model, protected=res.protected,
+                             label=question.label, stats=stats)
+
+
+def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, list[str]]]:
+    """The runs that give the groups' bounds given each label value, where EO is asked and the
+    learned population knows the label: (population, protected, variable to split the groups on,
+    label values). A Bayesian network with the label as a variable: one run over the compound
+    groups (protected x label); independent populations fitted per label value: one run each."""
+    pop, label = question.population, question.label
+    if "eo" not in question.metrics or label is None or not hasattr(pop, "variables"):
+        return []
+    protected = list(question.protected) or list(pop.protected)
+    if label in pop.variables:
+        return [(pop, protected + [label], label, [str(v) for v in pop.variables[label].labels])]
+    return [(sub, protected, None, [str(value)]) for value, sub in pop.by_label.items()]
+
+
+def _worst_stop(reasons: list[str]) -> str:
+    """The stop reason of several runs: the first that is not a decision or convergence."""
+    for reason in reasons:
+        if reason not in ("converged", "threshold decided", ""):
+            return reason
+    return "converged" if "converged" in reasons else reasons[0]
 
 
 def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:

@@ -278,7 +278,9 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
     res = build(out.low, out.high, engine="sequential-sampling", population=str(population),
                 elapsed_s=time.perf_counter() - start, model=_model_name(model), protected=prot or list(groups[0]),
                 label=label, approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
-                stats={"samples": out.samples, "delta": delta, "bound": bound, "stopped": out.stopped})
+                stats={"samples": out.samples, "delta": delta, "bound": bound,
+                       "stopped": {"time limit": "budget", "sample budget": "sample limit"}.get(
+                           out.stopped, out.stopped or "threshold decided")})
     return res
 
 

@@ -128,7 +128,7 @@ def _load_object(obj: Any) -> Any:
     if root == "sklearn":
         from .sklearn import load_sklearn
 
-        return load_sklearn(obj)
+        return load_sklearn(obj, load_final=_load_object)
     for ir_module in ("faircert.models",):
         if module.startswith(ir_module):
             return obj  # another IR (trees, linear, program): engines check what they accept

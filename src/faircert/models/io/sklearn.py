@@ -12,15 +12,12 @@ TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesC
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
 
 
-def load_sklearn(estimator: Any) -> Any:
+def load_sklearn(estimator: Any, load_final: Any = None) -> Any:
+    """The IR of a scikit-learn estimator or Pipeline; `load_final` imports a Pipeline's final
+    estimator when it is not scikit-learn's own (an XGBoost or LightGBM classifier)."""
     name = type(estimator).__name__
     if name == "Pipeline":
-        final = type(estimator.steps[-1][1]).__name__
-        if final not in LINEAR_CLASSES:
-            raise ModelFormatError(f"a scikit-learn Pipeline is supported when it ends in a linear classifier "
-                                   f"({', '.join(sorted(LINEAR_CLASSES))}); this one ends in {final}. "
-                                   f"Pass the fitted final estimator itself with data already encoded.")
-        name = final
+        return _load_pipeline(estimator, load_final or load_sklearn)
     if name in TREE_CLASSES:
         from .sklearn_trees import load_sklearn_trees
 
@@ -33,5 +30,36 @@ def load_sklearn(estimator: Any) -> Any:
         from .sklearn_mlp import load_sklearn_mlp
 
         return load_sklearn_mlp(estimator)
+    if name == "ColumnTransformer":
+        raise ModelFormatError("a ColumnTransformer alone is not a classifier; pass the Pipeline that ends in one")
     supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES | {"MLPClassifier"}))
     raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
+
+
+def _load_pipeline(pipe: Any, load_final: Any) -> Any:
+    """A Pipeline ending in a linear classifier whose preprocessing the linear IR expresses stays a
+    LinearModel (group fairness is then exact by subset sums); any other becomes a PipelineModel."""
+    from .sklearn_pipeline import load_sklearn_pipeline
+
+    if type(pipe.steps[-1][1]).__name__ in LINEAR_CLASSES:
+        from .sklearn_linear import load_sklearn_linear
+
+        try:
+            return load_sklearn_linear(pipe)
+        except ModelFormatError:
+            pass  # preprocessing beyond one-hot and scaling: the general pipeline IR below
+    model = load_sklearn_pipeline(pipe, load_final)
+    return _as_linear(model, pipe) or model
+
+
+def _as_linear(model: Any, pipe: Any) -> Any:
+    """The pipeline as a LinearModel where that is exact (imputers and nested Pipelines around one-hot
+    encoding and scaling), checked against the pipeline; else None."""
+    from ..pipeline import to_linear
+    from .sklearn_linear import check_linear
+
+    linear = to_linear(model)
+    if linear is None:
+        return None
+    check_linear(linear, pipe, model.columns)
+    return linear

@@ -32,7 +32,7 @@ def load_sklearn_linear(estimator: Any, check: bool = True) -> LinearModel:
                             f" ({type(final).__name__})" if len(steps) > 1 else ""),
                         classes=classes)
     if check:
-        _check(model, estimator, names)
+        check_linear(model, estimator, names)
     return model
 
 
@@ -117,7 +117,7 @@ def _transform(trans: Any, cols: list[str], name: str) -> list[ColumnEncoding]:
                            "MinMaxScaler, passthrough, drop (inside a ColumnTransformer or alone)")
 
 
-def _check(model: LinearModel, estimator: Any, names: list[str], n: int = 64) -> None:
+def check_linear(model: LinearModel, estimator: Any, names: list[str], n: int = 64) -> None:
     """Compare the IR's scores with the estimator's on sampled raw inputs."""
     rng = np.random.default_rng(0)
     columns: dict[str, np.ndarray] = {}

@@ -1,0 +1,137 @@
+"""Group fairness under the empirical population: the model run on every data row, exactly.
+
+P[yhat = 1 | group] is the share of the group's rows the model labels positive (fairlearn's
+selection rate). Linear scores within rounding of 0 are recomputed in exact rational
+arithmetic; for networks and trees such a row counts as undecided, so the result is an interval
+only where floating point could flip a decision. With a label column, EO
+conditions on each of its values, as fairlearn's equalized_odds_difference does.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ...data import encode_table, infer_domain
+from ...errors import DataError, PropertyError
+from ...models.binding import bind
+from ...models.linear import LinearModel
+from ...models.network import ReluNetwork
+from ...models.pipeline import PipelineModel
+from ...models.trees import TreeEnsemble
+from ...results import GroupProbability, GroupResult
+
+#: Margins this close to 0 may be decided differently by the framework's own rounding.
+TOLERANCE = 1e-9
+
+
+def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """(surely positive, undecided) for every row of the raw data."""
+    if isinstance(model, LinearModel):
+        enc = model.encode(frame)
+        score = enc @ model.weights + model.intercept
+        scale = 1.0 + abs(model.intercept) + np.abs(enc) @ np.abs(model.weights)
+        positive = score > 0 if model.strict else score >= 0
+        close = np.flatnonzero(np.abs(score) <= TOLERANCE * scale)
+        exact = [_exact_score(model, frame.iloc[i]) for i in close]  # rounding could decide these: no rounding
+        positive[close] = [e > 0 if model.strict else e >= 0 for e in exact]
+        return positive, np.zeros(len(score), dtype=bool)
+    if isinstance(model, PipelineModel):
+        domain = infer_domain(frame[model.used_columns])
+        model, domain = bind(model, domain)
+        X = encode_table(frame, domain)
+    else:
+        X = _matrix(model, frame, label)
+    if isinstance(model, ReluNetwork):
+        z = model.logit(X)
+        unsure = np.abs(z) <= TOLERANCE * (1.0 + np.abs(z).max(initial=0.0))
+        return (z > 0) & ~unsure, unsure
+    if isinstance(model, TreeEnsemble):
+        offset, _, tol = model.margin_view(None)
+        m = offset + model.scale * model.leaf_values(X).sum(axis=1)
+        unsure = np.abs(m) <= max(tol, TOLERANCE)
+        return (model.predict(X) == 1) & ~unsure, unsure
+    raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
+
+
+def _exact_score(model: LinearModel, row: Any) -> Fraction:
+    """The score in exact rational arithmetic on the float64 parameters (the model's semantics)."""
+    total = Fraction(model.intercept)
+    start = 0
+    for e in model.encoding:
+        w = model.weights[start:start + e.width]
+        start += e.width
+        if e.kind == "onehot":
+            hits = e.encode([row[e.column]])[0]
+            total += sum((Fraction(float(wk)) for wk, h in zip(w, hits) if h), Fraction(0))
+        else:
+            z = (Fraction(float(row[e.column])) - Fraction(e.offset)) / Fraction(e.divisor) * Fraction(e.factor)
+            total += Fraction(float(w[0])) * (z + Fraction(e.shift))
+    return total
+
+
+def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
+    names = getattr(model, "input_names", None) or getattr(model, "feature_names", None)
+    width = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
+    have = [str(c) for c in frame.columns]
+    if names and all(str(n) in have for n in names):
+        columns = [str(n) for n in names]
+    else:
+        columns = [c for c in have if c != label]
+        if len(columns) != width:
+            raise DataError(f"the model takes {width} unnamed inputs but the data has {len(columns)} columns besides "
+                            "the label; give the data exactly the model's columns in order")
+    try:
+        return frame[columns].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError("the model reads numbers but the data has text columns; encode them as the model was "
+                        "trained, or pass the whole scikit-learn Pipeline") from None
+
+
+def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure: np.ndarray,
+           rows: np.ndarray) -> list[GroupProbability]:
+    total = int(rows.sum())
+    out = []
+    keys = frame.loc[rows, list(protected)].astype(str)
+    for values, index in keys.groupby(list(protected), sort=True).groups.items():
+        values = values if isinstance(values, tuple) else (values,)
+        members = np.asarray(frame.index.get_indexer(index))
+        n = len(members)
+        sure = int(positive[members].sum())
+        maybe = int(unsure[members].sum())
+        out.append(GroupProbability(dict(zip(protected, values)), sure / n, (sure + maybe) / n, n / total))
+    return out
+
+
+def answer(model: Any, question: Any, options: Any, progress: Any = None) -> GroupResult:
+    """Registry entry point: exact selection rates per group over the data's rows."""
+    start = time.perf_counter()
+    pop = question.population
+    if "pcf" in question.metrics:
+        raise PropertyError("path-specific causal fairness needs a causal population (bayesnet), not the data's rows")
+    if question.influence:
+        raise PropertyError("fairness influence makes a feature's distribution uniform, which needs a learned "
+                            "population (independent or bayesnet), not the data's rows")
+    frame = pop.frame
+    positive, unsure = decisions(model, frame, pop.label)
+    everyone = np.ones(len(frame), dtype=bool)
+    groups = _rates(frame, pop.protected, positive, unsure, everyone)
+    conditional = {}
+    if "eo" in question.metrics:
+        if pop.label is None:
+            raise PropertyError("equalized odds (eo) needs the label column (label=... / --label NAME)")
+        truth = frame[pop.label].astype(str)
+        for value in sorted(truth.unique()):
+            conditional[f"Y={value}"] = _rates(frame, pop.protected, positive, unsure, (truth == value).to_numpy())
+    if progress is not None:
+        progress({"elapsed_s": time.perf_counter() - start})
+    stats = {"rows": len(frame), "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),
+             "rows_undecided": int(unsure.sum()), "stopped": "converged"}
+    return GroupResult.build(groups, engine="empirical (exact)", population=pop.describe(),
+                             threshold=question.threshold, gap_thresholds=dict(question.gap_thresholds),
+                             metrics=question.metrics, conditional=conditional,
+                             elapsed_s=time.perf_counter() - start + question.learning_s,
+                             model=question.model_name, protected=list(pop.protected), label=pop.label, stats=stats)

@@ -1,0 +1,136 @@
+"""A self-contained HTML report of a group-fairness result: per-group probability intervals with the
+DI threshold line, the metrics, per-condition rates and influence bars (inline SVG; no scripts, no
+external files)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from ..files import write_text
+from ..results import Comparison, GroupResult
+from .html import STYLE, fragment_style
+
+WIDTH, ROW, LEFT = 900, 26, 220
+
+
+def _x(p: float) -> float:
+    return LEFT + (WIDTH - LEFT - 20) * min(max(p, 0.0), 1.0)
+
+
+def rates_chart(result: GroupResult) -> str:
+    """One row per group: its interval of P[yhat = 1 | group] on [0, 1] (a dot where exact), and the
+    DI line at `threshold` times the most favoured group's rate: groups left of it fail the rule."""
+    e = html.escape
+    groups = sorted(result.groups, key=lambda g: -g.value)
+    height = ROW * len(groups) + 40
+    top = max(g.value for g in groups)
+    parts = []
+    for k in range(11):
+        x = _x(k / 10)
+        parts.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 30}" stroke="#eee"/>'
+                     f'<text x="{x:.1f}" y="{height - 14}" font-size="11" text-anchor="middle">{k / 10:g}</text>')
+    for i, g in enumerate(groups):
+        y = ROW * i + 14
+        colour = "#cf222e" if g.high < result.threshold * top else "#0969da"
+        parts.append(f'<text x="{LEFT - 8}" y="{y + 4}" font-size="12" text-anchor="end">{e(g.name)}</text>')
+        if g.high - g.low > 1e-4:
+            parts.append(f'<rect x="{_x(g.low):.1f}" y="{y - 6}" width="{_x(g.high) - _x(g.low):.1f}" height="12" '
+                         f'fill="{colour}" opacity="0.6"><title>[{g.low:.4f}, {g.high:.4f}]</title></rect>')
+        else:
+            parts.append(f'<circle cx="{_x(g.value):.1f}" cy="{y}" r="5" fill="{colour}">'
+                         f'<title>{g.value:.4f}</title></circle>')
+    line = _x(result.threshold * top)
+    parts.append(f'<line x1="{line:.1f}" y1="0" x2="{line:.1f}" y2="{height - 30}" stroke="#9a6700" '
+                 f'stroke-dasharray="4 3"><title>DI threshold: {result.threshold:g} x the most favoured rate'
+                 f'</title></line>')
+    return (f'<svg width="{WIDTH}" height="{height}" role="img" aria-label="P[yhat=1 | group]">{"".join(parts)}</svg>'
+            f"<p class='note'>P[yhat = 1 | group]: a dot where exact, a bar where bounded; dashed: "
+            f"{result.threshold:g} &times; the most favoured group's rate (groups left of it fail DI &ge; "
+            f"{result.threshold:g}, red)</p>")
+
+
+def influence_chart(result: GroupResult) -> str:
+    """Bars of each feature set's influence on SP (base minus the set made uniform)."""
+    if not result.influence:
+        return ""
+    e = html.escape
+    items = sorted(result.influence, key=lambda i: -abs(i.sp))
+    scale = max(abs(i.sp) for i in items) or 1.0
+    mid = LEFT + (WIDTH - LEFT - 20) / 2
+    half = (WIDTH - LEFT - 20) / 2
+    parts = [f'<line x1="{mid:.1f}" y1="0" x2="{mid:.1f}" y2="{ROW * len(items)}" stroke="#888"/>']
+    for k, inf in enumerate(items):
+        y = ROW * k + 14
+        w = half * inf.sp / scale
+        parts.append(f'<text x="{LEFT - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
+                     f'{e(", ".join(inf.features))}</text>'
+                     f'<rect x="{min(mid, mid + w):.1f}" y="{y - 6}" width="{abs(w):.1f}" height="12" '
+                     f'fill="{"#cf222e" if inf.sp > 0 else "#2da44e"}"><title>{inf.sp:+.4f}</title></rect>')
+    return (f"<h2>Influence on SP</h2><svg width='{WIDTH}' height='{ROW * len(items) + 10}' role='img' "
+            f"aria-label='influence'>{''.join(parts)}</svg><p class='note'>SP minus SP with the feature(s) made "
+            "uniform: red bars add to the disparity</p>")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<div class='wide'><table><tr>{head}</tr>{body}</table></div>"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"{lo:.4f}" if abs(hi - lo) < 5e-5 else f"[{lo:.4f}, {hi:.4f}]"
+
+
+def render_group(result: GroupResult, standalone: bool = True) -> str:
+    e = html.escape
+    summary = _table(["", ""], [
+        ["verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'],
+        ["model", e(result.model)], ["protected", e(", ".join(result.protected))],
+        ["numbers under the population", e(result.population)],
+        ["engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"],
+        ["stopped", e(str(result.stats.get("stopped", "")))]])
+    conditions = list(result.conditional)
+    by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
+    groups = _table(["group", "P[group]", "P[yhat=1 | group]"] + [e(f"| {c}") for c in conditions],
+                    [[e(g.name), f"{g.size:.4f}", _interval(g.low, g.high)]
+                     + [_interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
+                        for c in conditions] for g in sorted(result.groups, key=lambda g: -g.value)])
+    metrics = _table(["metric", "value", "check", "attained by"], [
+        [m.name.upper(), _interval(m.low, m.high),
+         (f"{'&ge;' if m.name == 'di' else '&le;'} {m.threshold:g}: <b class='{m.verdict}'>{m.verdict}</b>"
+          if m.threshold is not None else ""), e(m.detail)] for m in result.metrics.values()])
+    notes = "".join(f"<p class='note'>approximation: {e(a)}</p>" for a in result.approximations)
+    dropped = result.stats.get("rows_dropped_missing", 0)
+    if dropped:
+        notes += f"<p class='note'>{dropped:,} rows with missing values were left out of the data</p>"
+    body = (f"<h1>faircert: group fairness</h1>{summary}<h2>P[yhat = 1 | group]</h2>{rates_chart(result)}"
+            f"{groups}<h2>Metrics</h2>{metrics}{influence_chart(result)}{notes}")
+    if not standalone:
+        return f"<div><style>{fragment_style()}</style>{body}</div>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert group report</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def write_group_html(result: GroupResult, path: str | Path) -> None:
+    write_text(path, render_group(result))
+
+
+def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
+    """One table across the models, then each model's rates chart."""
+    e = html.escape
+    frame = comparison.to_frame()
+    header = ["model"] + [e(str(c)) for c in frame.columns]
+    rows = [[e(str(name))] + [f"{v:.4f}" if isinstance(v, float) else e(str(v)) for v in row]
+            for name, row in zip(frame.index, frame.itertuples(index=False))]
+    charts = "".join(f"<h2>{e(n)}: <b class='{r.verdict}'>{r.verdict}</b></h2>{rates_chart(r)}"
+                     for n, r in zip(comparison.names, comparison.results))
+    body = f"<h1>faircert: group fairness compared</h1>{_table(header, rows)}{charts}"
+    if not standalone:
+        return f"<div><style>{fragment_style()}</style>{body}</div>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert comparison</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def write_comparison_html(comparison: Comparison, path: str | Path) -> None:
+    write_text(path, render_comparison(comparison))

@@ -1,0 +1,43 @@
+"""Several models' group fairness side by side (e.g. an original model and a mitigated one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Verdict
+from .group import GroupResult
+
+
+@dataclass
+class Comparison(Verdict):
+    """One GroupResult per model, under the same data, groups and thresholds. The verdict is the
+    worst of theirs: unfair if any model is proven unfair, fair if all are proven fair."""
+
+    verdict: str
+    names: list[str]
+    results: list[GroupResult] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, names: list[str], results: list[GroupResult]) -> Comparison:
+        verdicts = [r.verdict for r in results]
+        verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
+        return cls(verdict, list(names), list(results))
+
+    def to_frame(self):
+        """One row per model: verdict, each metric's bounds, and each group's P[yhat = 1 | group]."""
+        import pandas as pd
+
+        rows = []
+        for name, r in zip(self.names, self.results):
+            row: dict[str, Any] = {"model": name, "verdict": r.verdict}
+            for m in r.metrics.values():
+                row[f"{m.name}_low"], row[f"{m.name}_high"] = m.low, m.high
+            row.update({f"P[yhat=1 | {k}]": v for k, v in r.rates.items()})
+            row["population"] = r.population
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("model")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "vnncomp": self.vnncomp,
+                "models": [{"name": n, **r.to_dict()} for n, r in zip(self.names, self.results)]}

@@ -1,0 +1,102 @@
+"""Honest budgets: every group run says why it stopped, an undecided DI keeps refining while the
+budget lasts, and the time limit is honoured (population learning included)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import faircert
+from faircert.engines.probability.bounds import group_bounds
+from faircert.models.linear import ColumnEncoding, LinearModel
+from faircert.models.network import ReluNetwork
+from faircert.population.discrete import DiscretePopulation, Variable
+
+
+def _population() -> DiscretePopulation:
+    bern = [Variable(n, (0, 1), ("0", "1"), (), [1 - p, p]) for n, p in (("P", 0.5), ("Q", 0.4), ("R", 0.5))]
+    return DiscretePopulation({v.name: v for v in bern}, ("P",))
+
+
+#: positive iff P + Q + R > 1.5: P[yhat=1 | P=1] = 1 - 0.6*0.5 = 0.7, P[yhat=1 | P=0] = 0.4*0.5 = 0.2
+NETWORK = ReluNetwork([np.array([[1.0, 1.0, 1.0]])], [np.array([-1.5])], input_names=["P", "Q", "R"])
+TRUE_DI = 0.2 / 0.7
+
+
+def test_a_decided_run_says_so_and_an_undecided_one_refines_to_the_end():
+    decided = group_bounds(NETWORK, _population(), protected="P", threshold=0.8, time_limit=30)
+    assert decided.verdict == "unfair" and decided.stats["stopped"] == "threshold decided"
+    # the threshold on the true DI: refining cannot decide it, so it refines until every box is decided
+    # (it used to stop, undecided, once the groups' intervals were 1e-3 wide)
+    at = group_bounds(NETWORK, _population(), protected="P", threshold=TRUE_DI, time_limit=30)
+    assert at.verdict == "unknown" and at.stats["stopped"] == "converged"
+    assert at.metrics["di"].low == pytest.approx(TRUE_DI, abs=1e-12)
+    assert at.metrics["di"].high == pytest.approx(TRUE_DI, abs=1e-12)
+
+
+def test_a_run_out_of_time_says_budget_within_its_time_limit():
+    rng = np.random.default_rng(0)
+    names = [f"v{i}" for i in range(8)]
+    variables = {n: Variable(n, tuple(range(6)), (), (), rng.dirichlet(np.ones(6))) for n in names}
+    pop = DiscretePopulation(variables, ("v0",))
+    net = ReluNetwork([rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])],
+                      input_names=names)
+    start = time.monotonic()
+    r = group_bounds(net, pop, protected="v0", threshold=0.8, time_limit=1.0)
+    assert time.monotonic() - start < 3.0
+    assert r.stats["stopped"] == "budget" and r.verdict == "unknown"
+
+
+def test_exact_engines_say_converged():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 200), "age": rng.integers(0, 5, 200)})
+    model = LinearModel(np.array([1.0, 0.3]), -1.1, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age")))
+    for population in ("independent", "empirical"):
+        assert faircert.group(model, df, protected="sex", population=population).stats["stopped"] == "converged"
+
+
+def test_exact_subset_sums_past_the_time_limit_finish_quickly_with_sound_bounds():
+    """A chain of many-valued variables: exact sums take about a minute; with a 0.5 s limit the
+    tables are bucketed once the time is spent and the answer, still sound, comes in seconds."""
+    rng = np.random.default_rng(0)
+    names = [f"v{i}" for i in range(10)]
+    variables = {"s": Variable("s", (0, 1), (), (), [0.5, 0.5])}
+    previous = "s"
+    for n in names:
+        variables[n] = Variable(n, tuple(range(12)), (), (previous,),
+                                rng.dirichlet(np.ones(12), size=variables[previous].card))
+        previous = n
+    pop = DiscretePopulation(variables, ("s",))
+    model = LinearModel.plain(rng.normal(size=11), 0.1, ["s"] + names)
+    start = time.monotonic()
+    r = faircert.group(model, population=pop, protected="s", time_limit=0.5)
+    assert time.monotonic() - start < 20.0  # (a shared machine; unbounded, it takes a minute)
+    assert r.stats["stopped"] == "budget" and any("time limit" in a for a in r.approximations)
+    # bounds of the exact run (57 s): [0.9732, 0.9784] and [0.8992, 0.9129]
+    assert r.groups[0].low <= 0.9733 and r.groups[0].high >= 0.9784
+    assert r.groups[1].low <= 0.8992 and r.groups[1].high >= 0.9129
+
+
+def test_population_learning_counts_against_the_time_limit(monkeypatch):
+    """The engine gets the time limit less the learning time (both shown in the result)."""
+    from faircert import api
+
+    seen = {}
+    real = api._after
+
+    def spy(options, spent):
+        seen["spent"], seen["limit"] = spent, real(options, spent).time_limit
+        return real(options, spent)
+
+    monkeypatch.setattr(api, "_after", spy)
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "age": rng.integers(0, 5, 300)})
+    df["edu"] = (df.age + rng.integers(0, 2, 300)).astype(int)
+    model = LinearModel(np.array([1.0, 0.3, 0.2]), -1.1,
+                        (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age"), ColumnEncoding("edu")))
+    r = faircert.group(model, df, protected="sex", population="bayesnet", time_limit=30)
+    assert seen["spent"] > 0 and seen["limit"] == pytest.approx(30 - seen["spent"])
+    assert r.stats["learning_s"] == pytest.approx(seen["spent"])

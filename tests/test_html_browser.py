@@ -1,0 +1,53 @@
+"""The HTML reports render in a real headless browser (Chromium from the distribution's packages):
+a screenshot of each report is a non-blank picture. Slow, and skipped where no Chromium is installed."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import faircert
+from faircert.models.linear import ColumnEncoding, LinearModel
+from faircert.report.group_html import write_group_html
+from faircert.report.html import write_html
+
+pytestmark = pytest.mark.slow
+
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+def _png_colours(path) -> int:
+    """How many distinct byte values the decompressed image data holds (a blank page: very few)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    return len(set(zlib.decompress(idat)))
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium installed")
+def test_reports_render_in_a_headless_browser(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], 300), "age": rng.integers(0, 30, 300),
+                       "race": rng.choice(["A", "B", "C"], 300)})
+    model = LinearModel(np.array([1.0, 0.1, -0.4]), -2.0, (ColumnEncoding("sex", "onehot", ("Male",)),
+                                                           ColumnEncoding("age"),
+                                                           ColumnEncoding("race", "onehot", ("B",))))
+    write_html(faircert.verify(model, df, protected="sex"), tmp_path / "verify.html")
+    write_group_html(faircert.group(model, df, protected="sex,race", influence=True), tmp_path / "group.html")
+    for name in ("verify", "group"):
+        shot = tmp_path / f"{name}.png"
+        subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--window-size=1000,1400", f"--screenshot={shot}", (tmp_path / f"{name}.html").as_uri()],
+                       check=True, capture_output=True, timeout=120)
+        assert shot.stat().st_size > 10_000 and _png_colours(shot) > 50

@@ -1,0 +1,111 @@
+"""HTML reports of every result type: self-contained pages (inline SVG, no scripts), the same
+report inline in Jupyter (`_repr_html_`), and `--html` on group and program."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+from program_examples import FIG1
+
+import faircert
+from faircert.cli import main
+from faircert.models.linear import ColumnEncoding, LinearModel
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.tags.append(tag)
+
+
+def _tags(page: str) -> list[str]:
+    parser = _Tags()
+    parser.feed(page)
+    return parser.tags
+
+
+@pytest.fixture()
+def data():
+    rng = np.random.default_rng(2)
+    n = 500
+    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B"], n),
+                       "age": rng.integers(0, 5, n)})
+    df["income"] = np.where(rng.random(n) < 0.3 + 0.3 * (df.sex == "Male"), "high", "low")
+    model = LinearModel(np.array([1.0, -0.5, 0.35]), -0.95,
+                        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("race", "onehot", ("B",)),
+                         ColumnEncoding("age")))
+    return df, model
+
+
+def test_group_report_draws_groups_threshold_and_influence(data):
+    from faircert.report.group_html import render_group
+
+    df, model = data
+    r = faircert.group(model, df, protected="sex", label="income", metrics="di,sp,eo", influence=True,
+                       population="bayesnet")
+    page = render_group(r)
+    tags = _tags(page)
+    assert "script" not in tags and tags.count("svg") == 2  # rates and influence
+    assert "sex=Female" in page and "sex=Male" in page and "stroke-dasharray" in page
+    assert "numbers under the population" in page and "| Y=high" in page
+    fragment = r._repr_html_()
+    assert "<body" not in fragment and "sex=Male" in fragment
+
+
+def test_every_result_has_an_inline_report(data, tmp_path):
+    df, model = data
+    verified = faircert.verify(model, df, protected="sex")
+    page = verified._repr_html_()
+    assert "individual fairness" in page and ("Female &rarr; Male" in page or "Male &rarr; Female" in page)
+    # the counterexamples on the two features they concentrate on (race and age; sex is protected)
+    assert _tags(page).count("svg") == 2 and "Where the counterexamples lie" in page
+    assert verified.feature_ranges["age"] == [0, 4]
+    (tmp_path / "p.fr").write_text(FIG1)
+    program = faircert.verify_program(tmp_path / "p.fr", epsilon=0.1)
+    assert "program fairness" in program._repr_html_() and "ratio" in program._repr_html_()
+
+
+def test_group_and_program_write_html_from_the_cli(data, tmp_path, capsys):
+    df, model = data
+    import json
+
+    df.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "m.json").write_text(json.dumps(model.to_dict()))
+    assert main(["group", str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "sex",
+                 "--html", str(tmp_path / "g.html"), "--quiet"]) == 1
+    assert "sex=Female" in (tmp_path / "g.html").read_text()
+    (tmp_path / "p.fr").write_text(FIG1)
+    assert main(["program", str(tmp_path / "p.fr"), "--epsilon", "0.1", "--html", str(tmp_path / "p.html"),
+                 "--quiet"]) == 1
+    assert _tags((tmp_path / "p.html").read_text())[0] == "html"
+
+
+def test_compare_an_original_and_a_mitigated_model(data, tmp_path, capsys):
+    import json
+
+    df, model = data
+    mitigated = LinearModel(np.array([0.0, -0.5, 0.35]), -0.95, model.encoding)  # sex no longer counts
+    c = faircert.compare({"original": model, "mitigated": mitigated}, df, "sex", population="empirical")
+    frame = c.to_frame()
+    assert list(frame.index) == ["original", "mitigated"]
+    assert frame.loc["original", "verdict"] == "unfair" and frame.loc["mitigated", "verdict"] == "fair"
+    assert frame.loc["mitigated", "di_low"] > frame.loc["original", "di_high"]
+    assert c.verdict == "unfair" and c.exit_code == 1 and "mitigated" in c._repr_html_()
+    df.to_csv(tmp_path / "d.csv", index=False)
+    for name, m in (("a", model), ("b", mitigated)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(m.to_dict()))
+    code = main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--data", str(tmp_path / "d.csv"),
+                 "--protected", "sex", "--population", "empirical", "--json", str(tmp_path / "c.json"),
+                 "--html", str(tmp_path / "c.html")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "group fairness compared" in err and "empirical" in err
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert [m["verdict"] for m in saved["models"]] == ["unfair", "fair"]
+    assert _tags((tmp_path / "c.html").read_text()).count("svg") == 2
