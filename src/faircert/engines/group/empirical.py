@@ -96,7 +96,8 @@ def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure:
     total = int(rows.sum())
     out = []
     keys = frame.loc[rows, list(protected)].astype(str)
-    for values, index in keys.groupby(list(protected), sort=True).groups.items():
+    by = list(protected) if len(protected) > 1 else protected[0]  # one column: scalar keys in every pandas
+    for values, index in keys.groupby(by, sort=True).groups.items():
         values = values if isinstance(values, tuple) else (values,)
         members = np.asarray(frame.index.get_indexer(index))
         n = len(members)
