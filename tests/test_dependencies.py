@@ -6,9 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-import faircert
-
-ROOT = Path(faircert.__file__).parents[2]
+ROOT = Path(__file__).resolve().parents[1]  # the checkout (the package may be installed elsewhere)
 IMPORT_NAMES = {"PyYAML": "yaml"}
 
 
