@@ -32,6 +32,9 @@ How a solver answer becomes a proof (the solver works in floating point with tol
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -104,6 +107,10 @@ class _Model:
         self.m += m
 
     def solve(self, objective: np.ndarray, time_limit: float):
+        with _quiet_stdout():
+            return self._solve(objective, time_limit)
+
+    def _solve(self, objective: np.ndarray, time_limit: float):
         r = np.concatenate([t[0] for t in self.rows])
         c = np.concatenate([t[1] for t in self.rows])
         v = np.concatenate([t[2] for t in self.rows])
@@ -115,6 +122,26 @@ class _Model:
 
     def ranges(self) -> float:
         return float(np.sum(np.concatenate(self.ub) - np.concatenate(self.lb)))
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """HiGHS prints some diagnostics straight to file descriptor 1 (even with disp off); keep
+    them out of the command's output (which may be JSON on stdout)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real descriptor (captured): nothing to guard
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def _widen(l: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
