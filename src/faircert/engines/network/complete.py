@@ -85,7 +85,7 @@ class BranchAndBound:
     """The frontier of open boxes of all regions and what is known about each region."""
 
     def __init__(self, pb: Problem, lo: np.ndarray, hi: np.ndarray, seed: int = 0,
-                 milp_depth: int = MILP_DEPTH, milp_time: float = MILP_TIME,
+                 milp_depth: int | None = None, milp_time: float | None = None,
                  progress: Callable[[dict], None] | None = None) -> None:
         self.pb = pb
         K = lo.shape[0]
@@ -101,7 +101,8 @@ class BranchAndBound:
         self.stuck = np.zeros(K, dtype=bool)     # a box that could not be decided nor split
         self.ripe = np.zeros(K, dtype=bool)      # bounded and still open: waiting for the MILP
         self.rng = np.random.default_rng(seed)
-        self.milp_depth, self.milp_time = milp_depth, milp_time
+        self.milp_depth = MILP_DEPTH if milp_depth is None else milp_depth
+        self.milp_time = MILP_TIME if milp_time is None else milp_time
         self.progress = progress
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
@@ -259,9 +260,9 @@ class BranchAndBound:
         """Random pairs in open boxes; marks the boxes whose region turned out unfair."""
         pb = self.pb
         n = lo.shape[0]
-        if not n:
-            return np.zeros(0, dtype=bool)
         reps = PROBES
+        if not n or not reps:
+            return np.zeros(n, dtype=bool)
         x = random_points(self.rng, np.tile(lo, (reps, 1)), np.tile(hi, (reps, 1)), pb.discrete)
         z, bad, a, b = twin_split(pb, x)
         xp, bp = x, b
@@ -363,7 +364,7 @@ class BranchAndBound:
 
 
 def decide_regions(pb: Problem, lo: np.ndarray, hi: np.ndarray, *, time_limit: float | None = None,
-                   seed: int = 0, milp_depth: int = MILP_DEPTH, milp_time: float = MILP_TIME,
+                   seed: int = 0, milp_depth: int | None = None, milp_time: float | None = None,
                    progress: Callable[[dict], None] | None = None) -> RegionOutcome:
     """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit."""
     return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress).run(time_limit)
