@@ -21,8 +21,9 @@ def partition_count(pb: Problem, size: int) -> int:
     return int(np.prod(chunks))
 
 
-def partition_grid(pb: Problem, size: int, limit: int = MAX_PARTITIONS) -> tuple[np.ndarray, np.ndarray]:
+def partition_grid(pb: Problem, size: int, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bounds (K, d) of the partitions of the free features, the first feature varying slowest."""
+    limit = MAX_PARTITIONS if limit is None else limit
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise PropertyError(f"partition size must be an integer >= 1, got {size!r}")
     count = partition_count(pb, int(size))
