@@ -31,6 +31,7 @@ def milp_only(monkeypatch):
     """No enumeration, no probes, no splitting before the MILP: every box goes to the solver."""
     monkeypatch.setattr(complete, "EXACT_POINTS", 0)
     monkeypatch.setattr(complete, "PROBES", 0)
+    monkeypatch.setattr(complete, "PROBES_FIRST", 0)
     monkeypatch.setattr(complete, "MILP_DEPTH", 0)
 
 

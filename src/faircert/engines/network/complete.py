@@ -44,6 +44,7 @@ VERDICTS = ("unknown", "fair", "unfair")
 BATCH = 2048            # boxes bounded per round
 EXACT_POINTS = 512      # enumerate boxes with at most this many grid points (window included)
 PROBES = 8              # random points tried per open box and round
+PROBES_FIRST = 64       # ... and on the first round (the regions themselves)
 MILP_DEPTH = 6          # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
 MILP_TIME = 5.0         # seconds per MILP call (a time-out splits the box)
 ROWS_PER_CHUNK = 1_500_000
@@ -184,14 +185,21 @@ class BranchAndBound:
         if ex.any():
             self._exact(lo[ex], hi[ex], owner[ex], depth[ex])
         lo, hi, owner, depth = lo[~ex], hi[~ex], owner[~ex], depth[~ex]
+        # probes first: a pair settles the region without bounding it (many probes on the first visit)
+        reps = PROBES_FIRST if depth.size and depth.max() == 0 else PROBES
+        found = np.zeros(lo.shape[0], dtype=bool)
+        step = max(PROBES, 1)
+        for _ in range(0, reps, step):  # in slices: memory stays that of PROBES points per box
+            rest = np.flatnonzero(~found)
+            found[rest] = self._probe(lo[rest], hi[rest], owner[rest], min(step, reps))
+        lo, hi, owner, depth = lo[~found], hi[~found], owner[~found], depth[~found]
         open_ = np.zeros(lo.shape[0], dtype=bool)
         split = np.zeros(lo.shape[0], dtype=np.int64)
         for s in range(0, lo.shape[0], self.chunk):
             sl = slice(s, s + self.chunk)
             open_[sl], split[sl] = self._bound(lo[sl], hi[sl], owner[sl])
+        open_ &= self.verdict[owner] == UNKNOWN
         lo, hi, owner, depth, split = lo[open_], hi[open_], owner[open_], depth[open_], split[open_]
-        found = self._probe(lo, hi, owner)
-        lo, hi, owner, depth, split = lo[~found], hi[~found], owner[~found], depth[~found], split[~found]
         deep = depth >= self.milp_depth
         self._push(lo[deep], hi[deep], owner[deep], depth[deep], split[deep], ripe=True)
         self._children(lo[~deep], hi[~deep], owner[~deep], depth[~deep], split[~deep])
@@ -256,11 +264,10 @@ class BranchAndBound:
         score = np.where(can, score + 1e-300, -1.0)
         return ~(fair | unfair), np.argmax(score, axis=1)
 
-    def _probe(self, lo, hi, owner) -> np.ndarray:
+    def _probe(self, lo, hi, owner, reps: int) -> np.ndarray:
         """Random pairs in open boxes; marks the boxes whose region turned out unfair."""
         pb = self.pb
         n = lo.shape[0]
-        reps = PROBES
         if not n or not reps:
             return np.zeros(n, dtype=bool)
         x = random_points(self.rng, np.tile(lo, (reps, 1)), np.tile(hi, (reps, 1)), pb.discrete)
