@@ -119,6 +119,22 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
                                    robustness=robustness)
 
 
+def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
+                  out_dir: str | Path = "vnnlib", *, epsilon: Mapping[str, float] | float | None = None,
+                  epsilon_rate: float | None = None, robustness: bool = False,
+                  trust_pickle: bool = False) -> tuple[Path, Path]:
+    """Write a ReLU network's fairness (or robustness) query over `domain` as `out_dir/twin.onnx`
+    (the twin network) and `out_dir/property.vnnlib` for VNN-COMP verifiers; returns both paths."""
+    from .engines.network.problem import Problem
+    from .engines.network.vnnlib import export
+    from .models.network import ReluNetwork
+
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle)
+    if not isinstance(ir, ReluNetwork):
+        raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
+    return export(Problem.build(ir, prop), out_dir)
+
+
 def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
                            n: int = 1000, *, epsilon: Mapping[str, float] | float | None = None,
                            epsilon_rate: float | None = None, kappa: float | None = None, robustness: bool = False,
