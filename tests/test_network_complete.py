@@ -32,6 +32,8 @@ def milp_only(monkeypatch):
     monkeypatch.setattr(complete, "EXACT_POINTS", 0)
     monkeypatch.setattr(complete, "PROBES", 0)
     monkeypatch.setattr(complete, "PROBES_FIRST", 0)
+    monkeypatch.setattr(complete, "CLIMB_STEPS", 0)
+    monkeypatch.setattr(complete, "MAX_CORNER_TWINS", 0)
     monkeypatch.setattr(complete, "MILP_DEPTH", 0)
 
 
@@ -307,6 +309,25 @@ def test_region_time_out_is_unknown(milp_only, monkeypatch):
     monkeypatch.setattr(complete, "solve_box", never)
     out = decide_regions(pb, pb.lo[None], pb.hi[None], time_limit=0.5)
     assert out.verdict[0] == UNKNOWN
+
+
+def test_deadline_inside_a_milp_round_never_drops_boxes(milp_only, monkeypatch):
+    """Boxes whose MILP failed just before the deadline stay open: an unfair region is never fair."""
+    import time as clock
+
+    net, dom, prop, truth = small_case(0, 5, None)
+    assert truth
+    pb = Problem.build(net, prop)
+
+    def slow(*args, **kwargs):
+        clock.sleep(0.02)
+        return twin_milp.MilpAnswer("unknown")
+    monkeypatch.setattr(complete, "solve_box", slow)
+    lo, hi = partition_grid(pb, 3)
+    truth_fair = np.array([not _brute_region(pb, lo[k], hi[k]) for k in range(lo.shape[0])])
+    for limit in (0.05, 0.13, 0.3):
+        out = decide_regions(pb, lo, hi, time_limit=limit)
+        assert not np.any((out.verdict == FAIR) & ~truth_fair)
 
 
 @pytest.mark.parametrize("dual", [-1e-12, 0.0, "inf"])

@@ -44,11 +44,15 @@ VERDICTS = ("unknown", "fair", "unfair")
 BATCH = 2048            # boxes bounded per round
 EXACT_POINTS = 512      # enumerate boxes with at most this many grid points (window included)
 PROBES = 8              # random points tried per open box and round
-PROBES_FIRST = 64       # ... and on the first round (the regions themselves)
+PROBES_FIRST = 256      # ... and on the first round (the regions themselves)
+MAX_CORNER_TWINS = 8    # directed corner probes for up to this many protected combinations
+CLIMB_STEPS = 12        # coordinate moves of the local pair search per open box and round
 MILP_DEPTH = 6          # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
 MILP_TIME = 5.0         # seconds per MILP call (a time-out splits the box)
+MILP_SHARE = 0.5        # the MILP gets at least this share of the time while bounding could go on
+MILP_SLICE = 2.0        # seconds of MILP calls between bounding rounds
 ROWS_PER_CHUNK = 1_500_000
-TIGHT_MAX_RATIO = 4.0
+TIGHT_MAX_RATIO = 8.0     # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
 TIGHT_MAX_DEPTH = 6
 
 
@@ -124,10 +128,15 @@ class BranchAndBound:
                 break
             self.stats["rounds"] += 1
             fresh = np.flatnonzero(live & ~self.ripe)
-            if fresh.size:
-                self._bound_round(fresh[np.argsort(self.depth[fresh], kind="stable")[:BATCH]])
+            # boxes the bounds already left open once (ripe ones, and children of open boxes)
+            tried = np.flatnonzero(live & (self.ripe | (self.depth >= 1)))
+            now = time.perf_counter()
+            milp_due = self.stats["milp_s"] < MILP_SHARE * (now - t0)
+            if tried.size and (milp_due or not fresh.size):
+                stop = end if not fresh.size else now + MILP_SLICE if end is None else min(end, now + MILP_SLICE)
+                self._milp_round(tried, stop, end)
             else:
-                self._milp_round(np.flatnonzero(live), end)
+                self._bound_round(fresh[np.argsort(self.depth[fresh], kind="stable")[:BATCH]])
             self._close_regions()
             self._report(t0)
         self._close_regions()
@@ -200,6 +209,8 @@ class BranchAndBound:
             open_[sl], split[sl] = self._bound(lo[sl], hi[sl], owner[sl])
         open_ &= self.verdict[owner] == UNKNOWN
         lo, hi, owner, depth, split = lo[open_], hi[open_], owner[open_], depth[open_], split[open_]
+        found = self._climb(lo, hi, owner)
+        lo, hi, owner, depth, split = lo[~found], hi[~found], owner[~found], depth[~found], split[~found]
         deep = depth >= self.milp_depth
         self._push(lo[deep], hi[deep], owner[deep], depth[deep], split[deep], ripe=True)
         self._children(lo[~deep], hi[~deep], owner[~deep], depth[~deep], split[~deep])
@@ -259,10 +270,76 @@ class BranchAndBound:
             pair = recheck(pb, x, x, int(np.argmax(pos[r])), int(np.argmax(neg[r])))
             if pair is not None:
                 self._unfair(k, pair, "counterexample (bounds)")
+        self._corners(own, lo, hi, owner, ~(fair | unfair))
         score = own.sens * (hi - lo)
         can = np.where(pb.discrete, hi > lo, hi - lo > self.min_real)
         score = np.where(can, score + 1e-300, -1.0)
         return ~(fair | unfair), np.argmax(score, axis=1)
+
+    def _corners(self, bd, lo, hi, owner, open_) -> None:
+        """Directed probes: for each pair of twins (a, b), the corner of the box that pushes a's
+        lower linear form up and b's upper form down (the bounds' own guess at a pair)."""
+        pb = self.pb
+        rows = np.flatnonzero(open_ & (self.verdict[owner] == UNKNOWN))
+        T = pb.n_twins
+        if not rows.size or T < 2 or T > MAX_CORNER_TWINS:
+            return
+        a_idx, b_idx = np.nonzero(pb.pairs)
+        up = bd.form_a[0][rows][:, a_idx]          # (R, P, d): f_a >= up . x + c
+        down = bd.form_a[1][rows][:, b_idx]        # (R, P, d): -f_b >= down . x + c
+        x = np.where(up + down > 0, hi[rows][:, None, :], lo[rows][:, None, :]).reshape(-1, pb.d)
+        _, bad, a, b = twin_split(pb, x)
+        P = a_idx.size
+        for j in np.flatnonzero(bad):
+            k = owner[rows[j // P]]
+            if self.verdict[k] != UNKNOWN:
+                continue
+            pair = recheck(pb, x[j], x[j], int(a[j]), int(b[j]))
+            if pair is not None:
+                self._unfair(k, pair, "counterexample (bounds' corner)")
+
+    def _pair_score(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For logits z (n, T): the best allowed pair's min(z_a, -z_b) (> 0: a pair), and a, b."""
+        T = z.shape[1]
+        score = np.minimum(z[:, :, None], -z[:, None, :])
+        score = np.where(self.pb.pairs[None], score, -np.inf).reshape(z.shape[0], -1)
+        best = np.argmax(score, axis=1)
+        return score[np.arange(z.shape[0]), best], best // T, best % T
+
+    def _climb(self, lo, hi, owner) -> np.ndarray:
+        """Local search for pairs in open boxes: from a random point, coordinate moves of shrinking
+        size that raise the best twin pair's min(f_a, -f_b); marks boxes whose region became unfair."""
+        pb = self.pb
+        n = lo.shape[0]
+        if not n or pb.n_twins < 2 or not CLIMB_STEPS:
+            return np.zeros(n, dtype=bool)
+        x = random_points(self.rng, lo, hi, pb.discrete)
+        best, _, _ = self._pair_score(pb.twin.logits(x))
+        step = (hi - lo) / 2
+        d = pb.d
+        for _ in range(CLIMB_STEPS):
+            step = np.where(pb.discrete, np.maximum(np.floor(step), 1.0), step)
+            cand = np.repeat(x[:, None, :], 2 * d, axis=1)              # (n, 2d, d)
+            idx = np.arange(d)
+            cand[:, idx, idx] += step
+            cand[:, d + idx, idx] -= step
+            cand = np.clip(cand, lo[:, None, :], hi[:, None, :]).reshape(-1, d)
+            sc, _, _ = self._pair_score(pb.twin.logits(cand))
+            sc = sc.reshape(n, 2 * d)
+            j = np.argmax(sc, axis=1)
+            up = sc[np.arange(n), j] > best
+            x[up] = cand.reshape(n, 2 * d, d)[np.flatnonzero(up), j[up]]
+            best = np.where(up, sc[np.arange(n), j], best)
+            step = np.where(up[:, None], step, step / 2)
+        _, a, b = self._pair_score(pb.twin.logits(x))
+        for i in np.flatnonzero(best > 0):
+            k = owner[i]
+            if self.verdict[k] != UNKNOWN:
+                continue
+            pair = recheck(pb, x[i], x[i], int(a[i]), int(b[i]))
+            if pair is not None:
+                self._unfair(k, pair, "counterexample (local search)")
+        return self.verdict[owner] != UNKNOWN
 
     def _probe(self, lo, hi, owner, reps: int) -> np.ndarray:
         """Random pairs in open boxes; marks the boxes whose region turned out unfair."""
@@ -319,11 +396,14 @@ class BranchAndBound:
                    np.tile(depth + 1, 2), np.tile(split, 2))
 
     # ----- the exact back end -----------------------------------------------------------------
-    def _milp_round(self, idx: np.ndarray, end: float | None) -> None:
-        """MILP on ripe boxes, regions with the fewest open boxes first."""
+    def _milp_round(self, idx: np.ndarray, end: float | None, hard_end: float | None) -> None:
+        """MILP on boxes the bounds left open, shallowest first, then regions with the fewest open
+        boxes; no call starts after `end`, none runs past `hard_end`; boxes not reached go back as
+        they were."""
         pb = self.pb
         left = np.bincount(self.owner, minlength=self.verdict.shape[0])
-        idx = idx[np.argsort(left[self.owner[idx]], kind="stable")]
+        idx = idx[np.lexsort((left[self.owner[idx]], self.depth[idx]))]
+        ripe = self.ripe[idx]
         lo, hi, owner, depth, split = self._take(idx)
         back = np.zeros(lo.shape[0], dtype=bool)   # boxes to split again
         for i in range(lo.shape[0]):
@@ -333,13 +413,14 @@ class BranchAndBound:
             now = time.perf_counter()
             if end is not None and now >= end:
                 # out of time: the rest stay open, as they were
-                self._push(lo[i:], hi[i:], owner[i:], depth[i:], split[i:], ripe=True)
-                back[:] = False
-                lo, hi, owner, depth, split = lo[:i], hi[:i], owner[:i], depth[:i], split[:i]
-                back = back[:i]
+                for flag in (True, False):
+                    sel = np.flatnonzero(ripe[i:] == flag) + i
+                    self._push(lo[sel], hi[sel], owner[sel], depth[sel], split[sel], ripe=flag)
+                # boxes already tried keep their flags: a failed one is split below, never dropped
+                lo, hi, owner, depth, split, back = lo[:i], hi[:i], owner[:i], depth[:i], split[:i], back[:i]
                 break
-            limit = self.milp_time if end is None else min(self.milp_time, end - now)
-            ans = solve_box(pb, lo[i], hi[i], limit, self.tight)
+            limit = self.milp_time if hard_end is None else min(self.milp_time, hard_end - now)
+            ans = solve_box(pb, lo[i], hi[i], limit, True)
             self.stats["milp_calls"] += 1
             self.stats["milp_s"] += ans.elapsed
             self.seconds[k] += time.perf_counter() - now
