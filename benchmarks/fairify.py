@@ -209,8 +209,9 @@ def evaluate(rows: list[dict]) -> list[tuple[str, bool, str]]:
 def report(rows: list[dict], meta: dict) -> None:
     rows = sorted(rows, key=lambda r: ORDER.index(r["model"]))
     lines = ["# Fairify's Table II: partitioned verification, faircert beside Fairify", "",
-             f"Measured {meta['measured']} on {meta['machine']} ({meta['cpus']} cores shared with other work), "
-             f"Python {meta['python']}, seed {meta['seed']}. Command: `{meta['command']}`.", "",
+             f"Measured {meta['measured']} at revision {meta.get('revision', '?')} on {meta['machine']} "
+             f"({meta['cpus']} cores shared with other work), Python {meta['python']}, seed {meta['seed']}. "
+             f"Command: `{meta['command']}`.", "",
              "Protocol: the 25 networks and integer domains of `../shared/benchmarks`, protected Bank age / German "
              "sex / Adult race (5 values, all pairs in one encoding), partition size 100 / 100 / 10 (510 / 201 / "
              "16,000 partitions). faircert decides every partition with bounds, sampling, splitting and a MILP "
@@ -238,6 +239,12 @@ def report(rows: list[dict], meta: dict) -> None:
               f"{sum(r['milp_fair'] for r in rows):,} boxes proven; re-checked pairs: "
               f"{sum(r['unfair'] for r in rows):,} partitions; candidate pairs rejected by the re-check: "
               f"{sum(r['pairs_rejected'] for r in rows)}."]
+    full = [r for r in rows if FAIRIFY[r["model"]][2] == 100.0 and r["unknown"] == 0]
+    if full:
+        same = [r["model"] for r in full if (r["unfair"], r["fair"]) == FAIRIFY[r["model"]][3:5]]
+        lines.append(f"- Where Fairify decided every partition ({', '.join(r['model'] for r in full)}), faircert's "
+                     f"unfair/fair counts equal its sat/unsat counts on {len(same)} of {len(full)} "
+                     f"({', '.join(same) or 'none'}): an independent check of both tools' verdicts.")
     for r in rows:
         if r["unknown"]:
             lines.append(f"- {r['model']}: {r['unknown']:,} partitions open after {r['time_s']:.0f} s "
@@ -253,8 +260,9 @@ def report(rows: list[dict], meta: dict) -> None:
 def report_queries(rows: list[dict], meta: dict) -> None:
     """Table IV: relaxed and targeted queries, one block per query, beside Fairify's."""
     lines = ["# Fairify's Table IV: relaxed and targeted queries, faircert beside Fairify", "",
-             f"Measured {meta['measured']} on {meta['machine']} ({meta['cpus']} cores shared with other work), "
-             f"Python {meta['python']}, seed {meta['seed']}. Command: `{meta['command']}`.", "",
+             f"Measured {meta['measured']} at revision {meta.get('revision', '?')} on {meta['machine']} "
+             f"({meta['cpus']} cores shared with other work), Python {meta['python']}, seed {meta['seed']}. "
+             f"Command: `{meta['command']}`.", "",
              "Same networks, domains and protected attributes as Table II. faircert uses Table II's partition "
              "sizes (100 / 100 / 10; Fairify used 10 / 10 / 6 here, which would make over a million Bank "
              "partitions), so partition counts differ: compare verdicts and decided partitions. Relaxed twins "
@@ -305,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [m.strip() for m in args.models.split(",")] if args.models else ORDER
     same = (lambda r: r["model"] in names) if table2 else (lambda r: r["query"] == args.query and r["model"] in names)
     rows = [r for r in saved["rows"] if not same(r)] if (saved and (args.keep or not table2)) else []
-    meta = dict(measured=time.strftime("%Y-%m-%d"), machine=platform.machine(), cpus=len(os.sched_getaffinity(0)),
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    meta = dict(measured=time.strftime("%Y-%m-%d"), revision=rev, machine=platform.machine(),
+                cpus=len(os.sched_getaffinity(0)),
                 python=platform.python_version(), seed=args.seed,
                 command="python benchmarks/fairify.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     for name in names:

@@ -114,6 +114,7 @@ class BranchAndBound:
         self.tight = (crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH)
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
+        self.end: float | None = None              # the run's deadline: long steps stop at it
         self.stats = dict(boxes_bounded=0, boxes_exact=0, milp_calls=0, milp_fair=0, milp_pairs=0,
                           milp_unknown=0, milp_s=0.0, pairs_rejected=0, rounds=0)
 
@@ -121,6 +122,7 @@ class BranchAndBound:
     def run(self, time_limit: float | None) -> RegionOutcome:
         t0 = time.perf_counter()
         end = None if time_limit is None else t0 + time_limit
+        self.end = end
         while True:
             self._drop_decided()
             live = ~self.stuck
@@ -142,6 +144,9 @@ class BranchAndBound:
         self._close_regions()
         return RegionOutcome(self.verdict.copy(), list(self.pairs), self.seconds, self.fair_mass,
                              self.unfair_mass, list(self.evidence), dict(self.stats))
+
+    def _late(self) -> bool:
+        return self.end is not None and time.perf_counter() >= self.end
 
     def _take(self, idx: np.ndarray):
         keep = np.ones(self.lo.shape[0], dtype=bool)
@@ -199,12 +204,18 @@ class BranchAndBound:
         found = np.zeros(lo.shape[0], dtype=bool)
         step = max(PROBES, 1)
         for _ in range(0, reps, step):  # in slices: memory stays that of PROBES points per box
+            if self._late():
+                break
             rest = np.flatnonzero(~found)
             found[rest] = self._probe(lo[rest], hi[rest], owner[rest], min(step, reps))
         lo, hi, owner, depth = lo[~found], hi[~found], owner[~found], depth[~found]
         open_ = np.zeros(lo.shape[0], dtype=bool)
         split = np.zeros(lo.shape[0], dtype=np.int64)
         for s in range(0, lo.shape[0], self.chunk):
+            if self._late():  # the rest go back unbounded
+                self._push(lo[s:], hi[s:], owner[s:], depth[s:], np.zeros(lo.shape[0] - s, np.int64))
+                lo, hi, owner, depth, open_, split = lo[:s], hi[:s], owner[:s], depth[:s], open_[:s], split[:s]
+                break
             sl = slice(s, s + self.chunk)
             open_[sl], split[sl] = self._bound(lo[sl], hi[sl], owner[sl])
         open_ &= self.verdict[owner] == UNKNOWN
@@ -311,7 +322,7 @@ class BranchAndBound:
         size that raise the best twin pair's min(f_a, -f_b); marks boxes whose region became unfair."""
         pb = self.pb
         n = lo.shape[0]
-        if not n or pb.n_twins < 2 or not CLIMB_STEPS:
+        if not n or pb.n_twins < 2 or not CLIMB_STEPS or self._late():
             return np.zeros(n, dtype=bool)
         x = random_points(self.rng, lo, hi, pb.discrete)
         best, _, _ = self._pair_score(pb.twin.logits(x))
