@@ -95,11 +95,21 @@ def test_partition_grid_over_the_limit_is_one_line_error(files, monkeypatch, cap
     assert code == 3 and "into 350 partitions (limit 100); use a larger partition size" in err
 
 
-def test_complete_on_a_tree_ensemble_names_what_is_supported():
+def test_complete_on_a_linear_model_names_what_is_supported():
+    from faircert.engines.registry import find_engine
+    from faircert.models.linear import ColumnEncoding, LinearModel
+    from faircert.properties import individual_fairness
+
+    model = LinearModel(np.array([1.0, 0.5, -1.0, 0.2]), 0.1, tuple(ColumnEncoding(n) for n in "apbc"))
+    with pytest.raises(PropertyError, match="needs a ReLU network or tree ensemble"):
+        find_engine(model, individual_fairness(Domain(FEATURES), "p"), "complete")
+
+
+def test_complete_on_a_tree_ensemble_decides_partitions():
     tree = Tree([0, 0, 0], [5.0, 0, 0], [1, -1, -1], [2, -1, -1], [0.0, -1.0, 1.0])
     model = TreeEnsemble([tree], 4, split="<", input_float32=False)
-    with pytest.raises(PropertyError, match="network-complete: ReluNetwork"):
-        faircert.verify(model, Domain(FEATURES), "p", complete=True)
+    res = faircert.verify(model, Domain(FEATURES), "p", partition_size=5, time_limit=20)
+    assert res.engine == "tree-complete" and res.verdict == "fair" and len(res.partitions) == 4  # a and b cut in two
 
 
 def test_robustness_is_accepted_for_networks(files):

@@ -122,6 +122,20 @@ def _tree_case() -> Case:
     return Case(ir, prop, VerifyOptions(time_limit=30), check)
 
 
+def _tree_complete_case() -> Case:
+    ir = _trees()
+    prop = individual_fairness(DOM, "s")
+    unfair = _tree_unfair_inputs(ir)
+
+    def check(result):
+        assert unfair and result.verdict == "unfair" and result.decision["verdict"] == "unfair"
+        assert len(result.partitions) == result.decision["regions"] > 1
+        for c in result.counterexamples:  # re-checked pairs: same free features, another protected value
+            assert c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2] and c.x[1] != c.x_prime[1]
+
+    return Case(ir, prop, VerifyOptions(time_limit=30, partition_size=3), check, method="complete")
+
+
 def _tree_sampling_case() -> Case:
     ir = _trees()
     unfair = _tree_unfair_inputs(ir)
@@ -236,6 +250,7 @@ def _program_sequential_case() -> Case:
 CASES: dict[str, Callable[[], Case]] = {
     "network-boxes": _network_case,
     "network-complete": _network_complete_case,
+    "tree-complete": _tree_complete_case,
     "tree-boxes": _tree_case,
     "tree-sampling": _tree_sampling_case,
     "subset-sum": _subset_sum_case,
