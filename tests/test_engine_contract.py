@@ -76,6 +76,20 @@ def _network_case() -> Case:
     return Case(net, prop, VerifyOptions(time_limit=30), check)
 
 
+def _network_complete_case() -> Case:
+    net = random_network(np.random.default_rng(4), 3, [6, 5])
+    prop = individual_fairness(DOM, "s")
+    truth = unfair_points(net, DOM, [1]) > 0
+
+    def check(result):
+        assert result.verdict == ("unfair" if truth else "fair") and result.decision["verdict"] == result.verdict
+        for c in result.counterexamples:  # re-checked pairs: same free features, labels differ
+            assert c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2] and c.x[1] != c.x_prime[1]
+            assert (net.logit(np.array([c.x]))[0] > 0) != (net.logit(np.array([c.x_prime]))[0] > 0)
+
+    return Case(net, prop, VerifyOptions(time_limit=30, complete=True), check, method="complete")
+
+
 def _tree(nodes) -> Tree:
     f, t, left, right, v = zip(*nodes)
     return Tree(f, t, left, right, v)
@@ -106,6 +120,20 @@ def _tree_case() -> Case:
         assert 0 < unfair < 1 and result.verdict == "unfair"
 
     return Case(ir, prop, VerifyOptions(time_limit=30), check)
+
+
+def _tree_complete_case() -> Case:
+    ir = _trees()
+    prop = individual_fairness(DOM, "s")
+    unfair = _tree_unfair_inputs(ir)
+
+    def check(result):
+        assert unfair and result.verdict == "unfair" and result.decision["verdict"] == "unfair"
+        assert len(result.partitions) == result.decision["regions"] > 1
+        for c in result.counterexamples:  # re-checked pairs: same free features, another protected value
+            assert c.x[0] == c.x_prime[0] and c.x[2] == c.x_prime[2] and c.x[1] != c.x_prime[1]
+
+    return Case(ir, prop, VerifyOptions(time_limit=30, partition_size=3), check, method="complete")
 
 
 def _tree_sampling_case() -> Case:
@@ -221,6 +249,8 @@ def _program_sequential_case() -> Case:
 
 CASES: dict[str, Callable[[], Case]] = {
     "network-boxes": _network_case,
+    "network-complete": _network_complete_case,
+    "tree-complete": _tree_complete_case,
     "tree-boxes": _tree_case,
     "tree-sampling": _tree_sampling_case,
     "subset-sum": _subset_sum_case,
@@ -268,12 +298,19 @@ def _slow_network_case() -> Case:
     return Case(net, individual_fairness(dom, "s"), VerifyOptions(time_limit=1.0), lambda r: None)
 
 
+def _slow_network_complete_case() -> Case:
+    case = _slow_network_case()
+    return Case(case.model, case.question, VerifyOptions(time_limit=1.0, partition_size=500), case.check,
+                method="complete")
+
+
 def _slow_program_case() -> Case:
     return Case(load_program(PROGRAM), ProgramQuestion(epsilon=1 - RATIO), ProgramOptions(time_limit=1.0),
                 lambda r: None)  # the threshold sits on the true ratio: refinement never settles
 
 
-@pytest.mark.parametrize("make", [_slow_network_case, _slow_program_case], ids=["network", "program"])
+@pytest.mark.parametrize("make", [_slow_network_case, _slow_network_complete_case, _slow_program_case],
+                         ids=["network", "network-complete", "program"])
 def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(make):
     case = make()
     spec = find_engine(case.model, case.question, case.method)

@@ -1,7 +1,7 @@
 """faircert: prove, quantify and explain the fairness of trained ML models."""
 
 from ._version import __version__
-from .api import compare, group, load_model, sample_counterexamples, verify, verify_program
+from .api import compare, export_vnnlib, group, load_model, sample_counterexamples, verify, verify_program
 from .domain import Domain, Feature
 from .errors import DataError, DomainError, FaircertError, ModelFormatError, PropertyError
 from .models.network import ReluNetwork
@@ -23,6 +23,7 @@ __all__ = [
     "ReluNetwork",
     "Result",
     "StatisticalEstimate",
+    "export_vnnlib",
     "group",
     "load_model",
     "sample_counterexamples",

@@ -58,8 +58,9 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            kappa: float | None = None, robustness: bool = False, time_limit: float | None = 60.0,
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
            max_counterexamples: int = 100, workers: int = 1, max_boxes: int | None = None,
-           ray_address: str | None = None, trust_pickle: bool = False,
-           progress: Progress | None = None, options: VerifyOptions | None = None) -> Result:
+           ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
+           trust_pickle: bool = False, progress: Progress | None = None,
+           options: VerifyOptions | None = None) -> Result:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
@@ -67,14 +68,22 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     `sensitive_features` is an alias of `protected`. `workers` processes (or the Ray cluster at
     `ray_address`: "local", "auto" or an address) share the box work; `max_boxes` is a budget by
     work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
-    confidence, seed, max_counterexamples, workers, max_boxes, ray_address).
+    confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
+    partition_size).
+
+    `complete=True` decides the question instead: `fair` with a proof, `unfair` with a re-checked
+    pair, `unknown` only when the time limit runs out; `result.decision` holds the decision and its
+    evidence. `partition_size=MS` does Fairify's partitioned verification (implies `complete`):
+    every non-protected integer feature with more than MS values is cut into chunks of MS, every
+    partition is decided, and `result.partitions` lists them.
     """
     protected = _column_names(_protected(protected, sensitive_features))
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
-                                       workers=workers, max_boxes=max_boxes, ray_address=ray_address)
+                                       workers=workers, max_boxes=max_boxes, ray_address=ray_address,
+                                       complete=complete, partition_size=partition_size)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
-    result = find_engine(ir, prop).run(ir, prop, options, progress)
+    result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
@@ -108,6 +117,22 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
                                    robustness=robustness)
+
+
+def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
+                  out_dir: str | Path = "vnnlib", *, epsilon: Mapping[str, float] | float | None = None,
+                  epsilon_rate: float | None = None, robustness: bool = False,
+                  trust_pickle: bool = False) -> tuple[Path, Path]:
+    """Write a ReLU network's fairness (or robustness) query over `domain` as `out_dir/twin.onnx`
+    (the twin network) and `out_dir/property.vnnlib` for VNN-COMP verifiers; returns both paths."""
+    from .engines.network.problem import Problem
+    from .engines.network.vnnlib import export
+    from .models.network import ReluNetwork
+
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle)
+    if not isinstance(ir, ReluNetwork):
+        raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
+    return export(Problem.build(ir, prop), out_dir)
 
 
 def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,

@@ -70,6 +70,11 @@ class VerifyOptions(Budget):
     ray_address: str | None = None
     #: stop after examining this many boxes (a budget by work, the same for any worker count)
     max_boxes: int | None = None
+    #: decide the question (a proof or a counterexample) instead of quantifying shares
+    complete: bool = False
+    #: Fairify's partitioned verification: cut integer features into chunks of this many values
+    #: and decide every partition (implies `complete`)
+    partition_size: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -80,6 +85,14 @@ class VerifyOptions(Budget):
             raise PropertyError(f"target undecided share must lie in [0, 1], got {self.target_undecided}")
         _check_open_unit("confidence", self.confidence)
         _check_count("max counterexamples", self.max_counterexamples, 0)
+        if self.partition_size is not None:
+            _check_count("partition size", self.partition_size, 1)
+            object.__setattr__(self, "complete", True)
+
+    @property
+    def method(self) -> str:
+        """How the registry picks the engine: "complete" decides, "sound" quantifies."""
+        return "complete" if self.complete else "sound"
 
 
 METHODS = ("sound", "sampling")

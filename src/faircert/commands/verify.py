@@ -24,7 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(rounded down for integer features; categorical codes keep 0)")
     p.add_argument("--kappa", type=float, metavar="K",
                    help="only measure inputs whose own confidence exceeds K, in [0.5, 1) (trees)")
-    p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness (trees)")
+    p.add_argument("--robustness", action="store_true",
+                   help="global epsilon-robustness instead of fairness: the twin keeps every protected value and "
+                        "each feature moves within its epsilon (with epsilon, fairness twins take another "
+                        "protected value)")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
     p.add_argument("--target-undecided", type=float, default=0.0, metavar="F",
                    help="stop once the undecided share is at most F (default 0)")
@@ -38,6 +41,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                    help="run the box work on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
                         "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
+    p.add_argument("--complete", action="store_true",
+                   help="decide the question (ReLU networks): fair with a proof, unfair with a re-checked pair, "
+                        "unknown only when the time limit runs out")
+    p.add_argument("--partition-size", type=int, metavar="MS",
+                   help="Fairify's partitioned verification (implies --complete): cut every non-protected integer "
+                        "feature with more than MS values into chunks of MS and decide each partition")
+    p.add_argument("--partitions-csv", metavar="OUT.csv",
+                   help="write one row per partition (bounds, verdict, seconds, counterexample); "
+                        "needs --partition-size")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -48,15 +60,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import verify
+    from ..errors import PropertyError
     from ..options import VerifyOptions
     from ..report.console import decided_progress, print_result
-    from ..report.csv import write_counterexamples
+    from ..report.csv import write_counterexamples, write_partitions
     from ..report.html import write_html
 
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
-                            workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray)
-    with run_guard([args.json, args.counterexamples, args.html], args.quiet), \
+                            workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray,
+                            complete=args.complete, partition_size=args.partition_size)
+    if args.partitions_csv and options.partition_size is None:
+        raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
+    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv], args.quiet), \
             decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
@@ -66,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)
+    if args.partitions_csv:
+        write_partitions(result, args.partitions_csv)
     if args.html:
         write_html(result, args.html)
     if not args.quiet:

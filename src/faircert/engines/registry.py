@@ -81,6 +81,12 @@ _ANY_POPULATION = (DISCRETE, PRODUCT, PROGRAM_POPULATION)
 ENGINES: tuple[EngineSpec, ...] = (
     EngineSpec("network-boxes", "quantified individual fairness of ReLU networks by box refinement",
                (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.network.refine:answer"),
+    EngineSpec("network-complete", "complete (and partitioned) individual-fairness verification of ReLU networks: "
+               "branch and bound with a MILP back end", (NETWORK,), (INDIVIDUAL,), methods=("complete",),
+               entry="faircert.engines.network.decide:answer"),
+    EngineSpec("tree-complete", "complete (and partitioned) individual-fairness verification of tree ensembles: "
+               "a mixed-integer program of the twin query", (TREES,), (INDIVIDUAL,), methods=("complete",),
+               entry="faircert.engines.trees.complete:answer"),
     EngineSpec("tree-boxes", "exact epsilon-kappa fairness / robustness measures of tree ensembles",
                (TREES,), (INDIVIDUAL,), entry="faircert.engines.trees.verify:answer"),
     EngineSpec("tree-sampling", "uniform samples of a tree ensemble's exact unfair region, re-checked",

@@ -27,6 +27,29 @@ def write_counterexamples(result: Result, path: str | Path) -> int:
     return len(result.counterexamples)
 
 
+def write_partitions(result: Result, path: str | Path) -> int:
+    """One row per partition: id, verdict, seconds, evidence, the bounds of the cut features, and
+    the counterexample's two inputs (empty unless unfair)."""
+    rows = result.partitions or []
+    cut = list(rows[0]["lower"]) if rows else []
+    names = [spreadsheet_safe(str(n)) for n in result.column_names()]
+    header = (["partition", "verdict", "seconds", "evidence"] + [f"{spreadsheet_safe(str(n))}_min" for n in cut]
+              + [f"{spreadsheet_safe(str(n))}_max" for n in cut] + [f"x_{n}" for n in names]
+              + [f"x_prime_{n}" for n in names])
+
+    def write(handle) -> None:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for r in rows:
+            pair = r["counterexample"]
+            xs = [_fmt(v) for v in pair["x"]] + [_fmt(v) for v in pair["x_prime"]] if pair else [""] * (2 * len(names))
+            writer.writerow([r["id"], r["verdict"], f"{r['seconds']:.6f}", r["evidence"] or ""]
+                            + [_fmt(r["lower"][n]) for n in cut] + [_fmt(r["upper"][n]) for n in cut] + xs)
+
+    write_atomic(path, write, newline="")
+    return len(rows)
+
+
 def _fmt(value: float | str) -> str:
     if isinstance(value, str):  # a category's name
         return spreadsheet_safe(value)

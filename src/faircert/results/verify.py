@@ -68,6 +68,12 @@ class Result(Verdict):
     categories: dict[str, list[str]] = field(default_factory=dict)
     #: Each feature's [min, max] in the domain, for plots of where counterexamples lie.
     feature_ranges: dict[str, list[float]] = field(default_factory=dict)
+    #: What an epsilon-twin may do: "other_protected_value" (fairness) or "robustness".
+    epsilon_semantics: str | None = None
+    #: Complete runs: the decision and its evidence ("proof", "counterexample", or what stayed open).
+    decision: dict[str, Any] | None = None
+    #: Partitioned runs: one row per partition (bounds, verdict, time, counterexample).
+    partitions: list[dict[str, Any]] | None = None
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -134,6 +140,9 @@ class Result(Verdict):
             out["categories"] = {k: list(v) for k, v in self.categories.items()}
         if self.feature_ranges:
             out["feature_ranges"] = {k: list(v) for k, v in self.feature_ranges.items()}
+        for key in ("epsilon_semantics", "decision", "partitions"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.measure_lower is not None:
             out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
                        confident_size=self.confident_size, unfair_size=self.unfair_size)

@@ -56,23 +56,28 @@ def exact_boxes(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int = 64)
 
 
 def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> ExactResult:
-    """Exact counts with epsilon: a point is unfair iff its window holds both labels."""
+    """Exact counts with epsilon: x is unfair iff some twin a of x and some twin b of a point x' of
+    its window (b another protected combination, `pb.pairs`) get different labels."""
     from scipy.ndimage import maximum_filter  # only needed with epsilon
 
     unfair = np.zeros(lo.shape[0])
     cx, cxp, ca, cb = [], [], [], []
+    pairs = pb.pairs.astype(np.float64)
     for k in range(lo.shape[0]):
         elo, ehi = pb.enlarge(lo[k], hi[k])
         x, _ = grid_points(elo[None], ehi[None])
         lab = labels(pb, x)
         shape = tuple((ehi - elo + 1).astype(np.int64))[::-1]  # grid_points varies feature 0 fastest
-        pos = lab.any(axis=1).reshape(shape)
-        neg = (~lab).any(axis=1).reshape(shape)
-        size = tuple((2 * pb.eps + 1).astype(np.int64))[::-1]
-        both = maximum_filter(pos, size=size, mode="constant", cval=False) & \
-            maximum_filter(neg, size=size, mode="constant", cval=False)
+        pos = np.moveaxis(lab.reshape(shape + (pb.n_twins,)), -1, 0)   # (T, ...) per twin
+        size = (1,) + tuple((2 * pb.eps + 1).astype(np.int64))[::-1]
+        pos_near = maximum_filter(pos, size=size, mode="constant", cval=False)
+        neg_near = maximum_filter(~pos, size=size, mode="constant", cval=False)
+        # for each twin a: is some allowed twin b positive / negative within the window?
+        pos_other = np.tensordot(pairs, pos_near, axes=(1, 0)) > 0
+        neg_other = np.tensordot(pairs, neg_near, axes=(1, 0)) > 0
+        bad = ((pos & neg_other) | (~pos & pos_other)).any(axis=0)
         crop = tuple(slice(int(a), int(b) + 1) for a, b in zip((lo[k] - elo)[::-1], (hi[k] - elo)[::-1]))
-        inner = both[crop]
+        inner = bad[crop]
         unfair[k] = inner.sum()
         if len(cx) < want_cex and unfair[k]:
             for pt in np.argwhere(inner)[: want_cex - len(cx)]:
@@ -86,15 +91,16 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
 
 
 def _witness(pb: Problem, x: np.ndarray):
-    """A twin a and a point x' (twin b) in x's window labelled differently from (x, a)."""
+    """A twin a and a point x' (twin b, an allowed pair) in x's window labelled differently from (x, a)."""
     own = labels(pb, x[None])[0]
     wlo, whi = pb.enlarge(x, x)
     pts, _ = grid_points(wlo[None], whi[None])
     lab = labels(pb, pts)
     for a in range(pb.n_twins):
-        hit = np.argwhere(lab != own[a])
-        if hit.size:
-            return pts[hit[0, 0]], a, int(hit[0, 1])
+        for b in np.flatnonzero(pb.pairs[a]):
+            hit = np.flatnonzero(lab[:, b] != own[a])
+            if hit.size:
+                return pts[hit[0]], a, int(b)
     return None
 
 

@@ -40,7 +40,8 @@ class Problem:
         if not free:
             raise PropertyError("every feature is protected; there is nothing left to measure")
         values = [dom.features[i].values() for i in protected]
-        combos = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(-1, len(protected))
+        combos = list(itertools.product(*values))
+        combos = np.array(combos, dtype=np.float64).reshape(len(combos), len(protected))
         disc = dom.discrete_mask[free]
         eps = np.asarray(prop.epsilon, dtype=np.float64)[free]
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
@@ -59,6 +60,13 @@ class Problem:
     @property
     def n_twins(self) -> int:
         return self.combos.shape[0]
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """(T, T) which twin pairs (a for x, b for x') count: another protected combination for
+        fairness; with no protected feature (robustness) the one twin against itself."""
+        T = self.n_twins
+        return np.ones((1, 1), dtype=bool) if T == 1 else ~np.eye(T, dtype=bool)
 
     @property
     def has_eps(self) -> bool:

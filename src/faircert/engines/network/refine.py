@@ -402,7 +402,7 @@ class Refinement:
         b = np.array([c[3] for c in items])
         X, XP = pb.full(x, a), pb.full(xp, b)
         o, op = self.network.logit(X), self.network.logit(XP)
-        real = np.flatnonzero((o > 0) != (op > 0))
+        real = np.flatnonzero(((o > 0) != (op > 0)) & pb.pairs[a, b])
         return [Counterexample(X[i].tolist(), XP[i].tolist(), float(o[i]), float(op[i])) for i in real[:limit]]
 
     def result(self, time_limit: float | None, confidence: float, max_counterexamples: int) -> Result:
@@ -438,7 +438,8 @@ class Refinement:
         return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
                       domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,
                       engine="boxes", model=self.network.source, protected=self.prop.protected_names,
-                      epsilon=self.prop.epsilon_by_name, stats=st, feature_names=dom.names)
+                      epsilon=self.prop.epsilon_by_name, stats=st, feature_names=dom.names,
+                      epsilon_semantics=epsilon_semantics(self.prop))
 
     def _undecided_boxes(self):
         lo, hi, mass = self.pool.arrays()
@@ -450,11 +451,17 @@ class Refinement:
         return lo, hi, mass
 
 
+def epsilon_semantics(prop: IndividualFairness) -> str:
+    """What a twin may do, for the result's JSON: take another protected combination (fairness,
+    non-protected features within epsilon) or keep it (robustness: every feature within epsilon)."""
+    return "robustness" if prop.robustness else "other_protected_value"
+
+
 def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
            progress: Callable[[dict], None] | None = None) -> Result:
     """Registry entry point: `verify_network` with the command's options."""
-    if prop.kappa is not None or prop.robustness:
-        raise PropertyError("kappa and robustness are supported for tree ensembles, not for networks")
+    if prop.kappa is not None:
+        raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
                           confidence=options.confidence, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress)

@@ -44,17 +44,20 @@ def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -
         bd = bound_twins(pb.twin, wlo[s:s + chunk], whi[s:s + chunk])
         fair[s:s + chunk] = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
     open_ = rest[~fair]
-    seen_pos = np.zeros(open_.size, dtype=bool)
-    seen_neg = np.zeros(open_.size, dtype=bool)
+    # x is unfair when a twin a of x and an allowed twin b of a window point disagree
+    own = pb.twin.logits(x[open_]) > 0                        # (n, T)
+    pos_near = own.copy()
+    neg_near = ~own
     for _ in range(8):
-        z = pb.twin.logits(random_points(rng, wlo[~fair], whi[~fair], pb.discrete))
-        seen_pos |= (z > 0).any(axis=1)
-        seen_neg |= (z <= 0).any(axis=1)
-    z0 = pb.twin.logits(x[open_])
-    seen_pos |= (z0 > 0).any(axis=1)
-    seen_neg |= (z0 <= 0).any(axis=1)
-    bad[open_[seen_pos & seen_neg]] = True
-    unknown[open_[~(seen_pos & seen_neg)]] = True
+        z = pb.twin.logits(random_points(rng, wlo[~fair], whi[~fair], pb.discrete)) > 0
+        pos_near |= z
+        neg_near |= ~z
+    pairs = pb.pairs.astype(np.float64)
+    pos_other = pos_near.astype(np.float64) @ pairs.T > 0      # (n, T): some allowed b positive near x
+    neg_other = neg_near.astype(np.float64) @ pairs.T > 0
+    seen = ((own & neg_other) | (~own & pos_other)).any(axis=1)
+    bad[open_[seen]] = True
+    unknown[open_[~seen]] = True
     return bad, unknown
 
 

@@ -67,6 +67,8 @@ class TwinBounds:
     #: Linear forms valid over each box: f >= a[0].x + c[0] and -f >= a[1].x + c[1].
     form_a: np.ndarray  # (2, B, T, d)
     form_c: np.ndarray  # (2, B, T)
+    #: With `keep_hidden`: pre-activation bounds (l, u) of every hidden layer, each (B, T, n_k).
+    hidden: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +79,8 @@ def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray,
     return centre - spread, centre + spread
 
 
-def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = False) -> TwinBounds:
+def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = False,
+                keep_hidden: bool = False) -> TwinBounds:
     """Sound lower/upper bounds of every twin's logit over each box [lo, hi] (B, d).
 
     `tight` also tightens every hidden layer's pre-activation bounds by back-substitution
@@ -131,7 +134,8 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
-    return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T))
+    hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
+    return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T), hidden)
 
 
 def _relax(up, low, l, u, lu, ul, inplace=True):
