@@ -74,3 +74,15 @@ def test_bounds_at_least_as_tight_as_fairquant_forward_pass():
         bs._backward = orig
     assert np.all(plain.lower >= fq.lower) and np.all(plain.upper <= fq.upper)
     assert np.mean(plain.upper - plain.lower) < np.mean(fq.upper - fq.lower)
+
+
+def test_logits_of_no_points_are_empty():
+    """Sampling may hand over an empty batch once every sampled point is proven fair."""
+    from faircert.domain import Domain, Feature
+    from faircert.engines.network.problem import Problem
+    from faircert.properties import individual_fairness
+
+    net = random_network(np.random.default_rng(0), 3, [5, 4])
+    dom = Domain((Feature("a", "integer", 0, 5), Feature("s", "binary", 0, 1), Feature("b", "integer", 0, 3)))
+    pb = Problem.build(net, individual_fairness(dom, "s"))
+    assert pb.twin.logits(np.zeros((0, pb.d))).shape == (0, pb.n_twins)

@@ -49,7 +49,7 @@ class TwinNet:
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Concrete logits (n, T) of free points x (n, d) for every twin."""
         n, T = x.shape[0], self.n_twins
-        h = ((x @ self.w1.T)[:, None, :] + self.b1[None, :, :]).reshape(n * T, -1)
+        h = ((x @ self.w1.T)[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
         for w, b in zip(self.weights, self.biases):
             np.maximum(h, 0.0, out=h)
             h = h @ w.T + b
