@@ -36,7 +36,7 @@ from .exact import exact_boxes, exact_ok
 from .milp import solve_box
 from .problem import Problem
 from .sampling import random_points, twin_split
-from .symbolic import bound_twins, crown_cost_ratio
+from .symbolic import crown_cost_ratio
 
 UNKNOWN, FAIR, UNFAIR = 0, 1, 2
 VERDICTS = ("unknown", "fair", "unfair")
@@ -260,12 +260,7 @@ class BranchAndBound:
         """Bound boxes: close fair ones, settle regions with provably unfair ones; (open, split)."""
         pb = self.pb
         self.stats["boxes_bounded"] += lo.shape[0]
-        if pb.has_eps:
-            elo, ehi = pb.enlarge(lo, hi)
-            bd = bound_twins(pb.twin, elo, ehi, self.tight)
-            own = bound_twins(pb.twin, lo, hi, self.tight)
-        else:
-            bd = own = bound_twins(pb.twin, lo, hi, self.tight)
+        bd, own = pb.window_bounds(lo, hi, self.tight)
         mass = pb.mass(lo, hi)
         fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
         np.add.at(self.fair_mass, owner[fair], mass[fair])

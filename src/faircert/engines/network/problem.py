@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
-from .symbolic import TwinNet
+from .symbolic import TwinBounds, TwinNet, bound_twins
 
 #: Relative tolerance: bounds this close to 0 (scaled by the logit magnitude) decide nothing.
 REL_TOL = 1e-9
@@ -84,6 +84,14 @@ class Problem:
         """Grid count times volume of each box (rows)."""
         size = np.where(self.discrete, hi - lo + 1.0, hi - lo)
         return np.prod(size, axis=-1)
+
+    def window_bounds(self, lo: np.ndarray, hi: np.ndarray, tight: bool) -> tuple[TwinBounds, TwinBounds]:
+        """Twin logit bounds over each box's epsilon-window (what decides fairness) and over the box
+        itself (what decides its points' own labels); one and the same without epsilon."""
+        own = bound_twins(self.twin, lo, hi, tight)
+        if not self.has_eps:
+            return own, own
+        return bound_twins(self.twin, *self.enlarge(lo, hi), tight), own
 
     def enlarge(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""

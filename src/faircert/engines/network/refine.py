@@ -31,7 +31,7 @@ from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
 from .sampling import Sampler, random_points, twin_split
-from .symbolic import bound_twins, crown_cost_ratio
+from .symbolic import crown_cost_ratio
 from .tail import decided_shares
 
 ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
@@ -201,12 +201,7 @@ class Refinement:
         """Bound boxes; decide them, cut or search the undecided; return pieces to bound next."""
         pb = self.pb
         t = time.perf_counter()
-        if pb.has_eps:
-            elo, ehi = pb.enlarge(lo, hi)
-            bd = bound_twins(pb.twin, elo, ehi, self.tight)
-            own = bound_twins(pb.twin, lo, hi, self.tight)
-        else:
-            bd = own = bound_twins(pb.twin, lo, hi, self.tight)
+        bd, own = pb.window_bounds(lo, hi, self.tight)
         self.stats["t_bound"] += time.perf_counter() - t
         self.stats["boxes_bounded"] += lo.shape[0]
         mass = pb.mass(lo, hi)
