@@ -27,11 +27,16 @@ from .results import Comparison, GroupResult, ProgramResult, Result
 Progress = Callable[[dict], None]
 
 
-def load_model(model: Any, trust_pickle: bool = False) -> Any:
-    """The IR of a model given as a path, a framework object or an IR."""
+def load_model(model: Any, trust_pickle: bool = False, preprocessor: Any = None) -> Any:
+    """The IR of a model given as a path, a framework object or an IR.
+
+    `preprocessor`: the fitted scikit-learn preprocessing (ColumnTransformer, Pipeline of transformers,
+    or a pickle of one) that encoded the raw columns a network or tree ensemble was trained on; the IR
+    then reads the raw columns, categories by name.
+    """
     from .models.io import load_model as _load
 
-    return _load(model, trust_pickle=trust_pickle)
+    return _load(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
 
 
 def resolve_domain(domain: Any, model_ir: Any) -> Domain:
@@ -59,13 +64,15 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
            max_counterexamples: int = 100, workers: int = 1, max_boxes: int | None = None,
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
-           trust_pickle: bool = False, progress: Progress | None = None,
+           trust_pickle: bool = False, preprocessor: Any = None, progress: Progress | None = None,
            options: VerifyOptions | None = None) -> Result:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
     the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
-    `sensitive_features` is an alias of `protected`. `workers` processes (or the Ray cluster at
+    `sensitive_features` is an alias of `protected`. `preprocessor` is the fitted scikit-learn
+    preprocessing a network or tree ensemble was trained behind (see `load_model`): the domain and
+    the data are then raw columns. `workers` processes (or the Ray cluster at
     `ray_address`: "local", "auto" or an address) share the box work; `max_boxes` is a budget by
     work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
@@ -82,7 +89,8 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size)
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
+                                   preprocessor)
     result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
@@ -104,11 +112,12 @@ def _column_names(protected: Any) -> Any:
     return protected
 
 
-def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle):
+def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
+                        preprocessor=None):
     """The model's IR and the property over a domain checked against the model's inputs."""
     from .models.binding import bind_to_domain
 
-    ir = load_model(model, trust_pickle=trust_pickle)
+    ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     dom = resolve_domain(domain, ir)
     # features named by position refer to the domain as given, before it is fitted to the model
     protected = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
@@ -122,14 +131,15 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
 def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
                   out_dir: str | Path = "vnnlib", *, epsilon: Mapping[str, float] | float | None = None,
                   epsilon_rate: float | None = None, robustness: bool = False,
-                  trust_pickle: bool = False) -> tuple[Path, Path]:
+                  trust_pickle: bool = False, preprocessor: Any = None) -> tuple[Path, Path]:
     """Write a ReLU network's fairness (or robustness) query over `domain` as `out_dir/twin.onnx`
     (the twin network) and `out_dir/property.vnnlib` for VNN-COMP verifiers; returns both paths."""
     from .engines.network.problem import Problem
     from .engines.network.vnnlib import export
     from .models.network import ReluNetwork
 
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle,
+                                   preprocessor)
     if not isinstance(ir, ReluNetwork):
         raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
     return export(Problem.build(ir, prop), out_dir)
@@ -139,7 +149,7 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
                            n: int = 1000, *, epsilon: Mapping[str, float] | float | None = None,
                            epsilon_rate: float | None = None, kappa: float | None = None, robustness: bool = False,
                            time_limit: float | None = 600.0, seed: int = 0, trust_pickle: bool = False,
-                           options: VerifyOptions | None = None):
+                           preprocessor: Any = None, options: VerifyOptions | None = None):
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
 
@@ -149,7 +159,8 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
     """
     options = options or VerifyOptions(time_limit=time_limit, seed=seed)
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle)
+    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
+                                   preprocessor)
     question = UnfairSamples(prop, n)
     frame = find_engine(ir, question).run(ir, question, options, None)
     for f in prop.domain.features:  # coded categories by name, as the data had them
@@ -167,7 +178,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
-          save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
+          preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
           delta: float = 1e-6, progress: Progress | None = None, options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
@@ -180,7 +191,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `faircert.engines.probability.bounds.group_bounds(model, population, protected=..., label=...,
     metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
-    `protected`; `influence=True` adds fairness influence functions of every feature (or give subsets);
+    `protected`; `preprocessor` is the fitted preprocessing of a network or tree ensemble trained on
+    encoded columns (see `load_model`); `influence=True` adds fairness influence functions of every feature (or give subsets);
     `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
     `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
     <= `delta` (for models or populations too large for the sound engines).
@@ -192,7 +204,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     metrics = group_metrics(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta)
-    ir = load_model(model, trust_pickle=trust_pickle)
+    ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
                                                     max_bins=max_bins, method=binning, bin_value=bin_value,
                                                     score=score, max_indegree=max_indegree)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FaircertError
+from ..files import STDOUT, check_writable, print_stdout, write_text
 from ..interrupt import requested as stop_requested
 from ..interrupt import stop_on_signals
-from ..files import STDOUT, check_writable, print_stdout, write_text
 
 
 def name_values(items: list[str] | None) -> dict[str, float]:
@@ -28,6 +28,15 @@ def name_values(items: list[str] | None) -> dict[str, float]:
             except ValueError:
                 raise FaircertError(f"{name.strip()}: expected a number, got {value!r}") from None
     return out
+
+
+def add_model_loading(p: Any) -> None:
+    """--trust-pickle and --preprocessor, for every command that reads a model."""
+    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    p.add_argument("--preprocessor", metavar="FILE",
+                   help="the fitted scikit-learn preprocessing (a pickled ColumnTransformer or Pipeline of "
+                        "transformers; needs --trust-pickle) that encoded the raw columns a network or tree "
+                        "ensemble was trained on: the model is then checked on raw columns, categories by name")
 
 
 def emit_json(text: str, destination: str | None) -> None:

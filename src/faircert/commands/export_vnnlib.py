@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import name_values
+from .common import add_model_loading, name_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon-rate", type=float, metavar="R", help="tolerance of every non-protected feature as a share R of its range")
     p.add_argument("--robustness", action="store_true", help="epsilon-robustness instead of fairness")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="folder to write twin.onnx and property.vnnlib into")
-    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    add_model_loading(p)
     p.set_defaults(handler=run)
 
 
@@ -32,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
     onnx_path, prop_path = export_vnnlib(args.model, args.domain, args.protected, args.out,
                                          epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
-                                         robustness=args.robustness, trust_pickle=args.trust_pickle)
+                                         robustness=args.robustness, trust_pickle=args.trust_pickle, preprocessor=args.preprocessor)
     print(f"wrote {onnx_path} and {prop_path}", file=sys.stderr)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import emit_json, mark_interrupted, run_guard
+from .common import add_model_loading, emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    add_model_loading(p)
     p.add_argument("--quiet", action="store_true", help="no tables")
 
 
@@ -90,6 +90,7 @@ def group_keywords(args: argparse.Namespace) -> dict:
             "influence": influence, "bins": parse_bins(args.bins), "max_bins": args.max_bins,
             "binning": args.binning, "bin_value": args.bin_value, "score": args.score,
             "max_indegree": args.max_indegree, "trust_pickle": args.trust_pickle,
+            "preprocessor": args.preprocessor,
             "save_population": args.save_population, "bin_bounds": args.bin_bounds,
             "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
                                     delta=args.delta)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, mark_interrupted, name_values, run_guard
+from .common import add_model_loading, emit_json, mark_interrupted, name_values, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
+    add_model_loading(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(handler=run)
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
-            trust_pickle=args.trust_pickle, progress=progress, options=options)
+            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, progress=progress, options=options)
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:

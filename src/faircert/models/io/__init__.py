@@ -31,9 +31,22 @@ SUFFIXES = {
 FRAMEWORKS = ("onnx", "keras", "tensorflow", "tf_keras", "torch", "xgboost", "lightgbm", "sklearn")
 
 
-def load_model(model: Any, trust_pickle: bool = False) -> Any:
-    """Return the IR for a path or a framework object; IR objects pass through unchanged."""
+def load_model(model: Any, trust_pickle: bool = False, preprocessor: Any = None) -> Any:
+    """Return the IR for a path or a framework object; IR objects pass through unchanged.
+
+    `preprocessor` (a fitted scikit-learn ColumnTransformer or Pipeline of transformers, or a pickle
+    of one) is what encoded the raw columns the model was trained on: the IR then reads raw columns.
+    """
     from ..network import ReluNetwork
+
+    if preprocessor is not None:
+        from .preprocessed import load_preprocessed
+
+        if isinstance(preprocessor, (str, Path)):
+            if not Path(preprocessor).exists():
+                raise ModelFormatError(f"preprocessor file not found: {preprocessor}")
+            preprocessor = _unpickle(Path(preprocessor), trust_pickle)
+        return load_preprocessed(preprocessor, load_model(model, trust_pickle))
 
     if isinstance(model, ReluNetwork):
         return model
