@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import PropertyError
 from ..models.program import Gaussian, Program, constant_value, load_program
@@ -17,9 +18,11 @@ from .continuous import Step, Uniform
 
 @dataclass
 class ProgramPopulation:
-    """A probabilistic program whose final variables are the population's features."""
+    """A probabilistic program whose final variables are the population's features; with `given`
+    (a condition on them), the population restricted to where it holds (groups given the label)."""
 
     program: Program
+    given: Any = None
 
     @classmethod
     def load(cls, source: str | Path | Program) -> ProgramPopulation:
@@ -41,6 +44,20 @@ class ProgramPopulation:
 
     def __str__(self) -> str:
         return f"program {self.program.source} ({self.program.n_sites} random draws)"
+
+    def label_given(self, label: str) -> list[tuple[str, ProgramPopulation]]:
+        """("1", the population where `label` holds) and ("0", where it does not): the conditions of
+        equalized odds. `label` is a variable the program assigns (true when nonzero) or a condition."""
+        from ..models.program import Not, parse_expression, variables_used
+
+        expr = parse_expression(label, "<label>")
+        missing = [n for n in variables_used(expr) if n not in self.program.defined]
+        if missing:
+            raise PropertyError(f"the label {label!r} reads {missing}, which the population program does not assign "
+                                f"on every path; it assigns: {', '.join(sorted(self.program.defined))}")
+        if not any(ch in label for ch in "<>=!"):
+            expr = parse_expression(f"({label}) != 0", "<label>")
+        return [("1", ProgramPopulation(self.program, expr)), ("0", ProgramPopulation(self.program, Not(expr)))]
 
 
 def site_marginals(program: Program) -> list:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -238,30 +239,40 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 
 
 def answer_group(model: Any, question: Any, options: Any, progress=None):
-    """Registry entry point: sound per-group bounds of any classifier under a population; with EO and
-    a learned population that knows the label, the groups' bounds given each label value too (half
-    the time limit goes to the groups, the rest to the label conditions)."""
+    """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
+    the groups' bounds given each label value too (see `with_equalized_odds`)."""
+
+    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
+            check_di=True):
+        return group_bounds(model, population, protected=protected, label=question.label, metrics=metrics,
+                            threshold=threshold, time_limit=time_limit, seed=options.seed,
+                            gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
+                            check_di=check_di)
+
+    return with_equalized_odds(run, question, options.time_limit, target_width=1e-3)
+
+
+def with_equalized_odds(run: Callable, question: Any, limit: float | None, target_width: float):
+    """The groups under the question's population, and with EO their rates given each label value:
+    half the time limit goes to the groups, the rest to the label conditions, each refined until
+    decided by the EO gap threshold if there is one, else `target_width` wide (or the budget).
+    `run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=,
+    check_di=)` answers one of these questions with a GroupResult."""
     conditions = label_conditions(question)
+    gaps = dict(question.gap_thresholds)
     if not conditions:
-        return group_bounds(model, question.population, protected=list(question.protected) or None,
-                            label=question.label, metrics=question.metrics, threshold=question.threshold,
-                            time_limit=options.time_limit, seed=options.seed,
-                            gap_thresholds=dict(question.gap_thresholds), progress=progress)
+        return run(question.population, list(question.protected) or None, question.metrics, question.threshold,
+                   limit, gaps)
     start = time.perf_counter()
-    limit = options.time_limit
     plain = tuple(m for m in question.metrics if m != "eo")
-    res = group_bounds(model, question.population, protected=list(question.protected) or None, label=question.label,
-                       metrics=plain, threshold=question.threshold, time_limit=None if limit is None else limit / 2,
-                       seed=options.seed, gap_thresholds=dict(question.gap_thresholds), progress=progress)
+    res = run(question.population, list(question.protected) or None, plain, question.threshold,
+              None if limit is None else limit / 2, gaps)
     conditional, stopped = {}, [res.stats.get("stopped", "")]
     for i, (population, protected, split_on, values) in enumerate(conditions):
         left = None if limit is None else max(limit - (time.perf_counter() - start), 0.05) / (len(conditions) - i)
-        # decided by the EO gap threshold if there is one, else refined to 1e-3 wide (or the budget)
-        eo_gap = question.gap_thresholds.get("eo")
-        part = group_bounds(model, population, protected=protected, label=question.label, metrics=("di", "sp"),
-                            threshold=question.threshold, time_limit=left, seed=options.seed, progress=progress,
-                            gap_thresholds={} if eo_gap is None else {"sp": eo_gap}, target_width=1e-3,
-                            check_di=False)
+        eo_gap = gaps.get("eo")
+        part = run(population, protected, ("di", "sp"), question.threshold, left,
+                   {} if eo_gap is None else {"sp": eo_gap}, target_width=target_width, check_di=False)
         stopped.append(part.stats.get("stopped", ""))
         for value in values:
             groups = part.groups if split_on is None else [g for g in part.groups if str(g.group[split_on]) == value]
@@ -269,10 +280,9 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
                                                          g.low, g.high, g.size, g.size_high) for g in groups]
     stats = dict(res.stats, stopped=_worst_stop(stopped))
     return GroupResult.build(res.groups, engine=res.engine, population=res.population, threshold=question.threshold,
-                             gap_thresholds=dict(question.gap_thresholds), metrics=tuple(question.metrics),
-                             conditional=conditional, approximations=res.approximations,
-                             elapsed_s=time.perf_counter() - start, model=res.model, protected=res.protected,
-                             label=question.label, stats=stats)
+                             gap_thresholds=gaps, metrics=tuple(question.metrics), conditional=conditional,
+                             approximations=res.approximations, elapsed_s=time.perf_counter() - start,
+                             model=res.model, protected=res.protected, label=question.label, stats=stats)
 
 
 def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, list[str]]]:
@@ -280,12 +290,32 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
     learned population knows the label: (population, protected, variable to split the groups on,
     label values). A Bayesian network with the label as a variable: one run over the compound
     groups (protected x label); independent populations fitted per label value: one run each."""
+    from ...population.continuous import Discrete, ProductPopulation
+    from ...population.program import ProgramPopulation
+
     pop, label = question.population, question.label
-    if "eo" not in question.metrics or label is None or not hasattr(pop, "variables"):
+    if "eo" not in question.metrics:
         return []
-    protected = list(question.protected) or list(pop.protected)
+    if label is None:
+        raise PropertyError("equalized odds (eo) compares groups given the true label: name it (label=... / "
+                            "--label), a variable of the population")
+    if isinstance(pop, (str, Path)) or type(pop).__name__ == "Program":
+        pop = ProgramPopulation.load(pop)
+    protected = list(question.protected)
+    if isinstance(pop, ProgramPopulation):  # the label: a variable the program assigns, or a condition on them
+        return [(sub, protected, None, [value]) for value, sub in pop.label_given(label)]
+    if isinstance(pop, ProductPopulation):
+        if label not in pop.names:
+            raise PropertyError(f"the label {label!r} is not a feature of the population ({', '.join(pop.names)})")
+        marginal = pop.marginals[pop.names.index(label)]
+        if not isinstance(marginal, Discrete) or len(marginal._v) != 2:
+            raise PropertyError(f"equalized odds needs a label with two values; {label!r} has the marginal {marginal}")
+        return [(pop, protected + [label], label, [str(float(v)) for v in marginal._v])]
+    protected = protected or list(pop.protected)
     if label in pop.variables:
         return [(pop, protected + [label], label, [str(v) for v in pop.variables[label].labels])]
+    if not pop.by_label:
+        raise PropertyError(f"the population has no label {label!r}: learn it from data with that column")
     return [(sub, protected, None, [str(value)]) for value, sub in pop.by_label.items()]
 
 

@@ -270,13 +270,17 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
         marginals = population.marginals
         run = Interpreter(INTERVAL)
 
+        given = population.given
+
         def events(draws, n):
-            queries = [cond] if cond is not None else []
+            queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
             notes, results, env = run.run(prog, draws, queries)
             g = results[0] if cond is not None else notes["sensitiveAttribute"]
             pos_t, pos_f, width = _label(model, names, env, n)
             positive = iv.Bv(pos_t, pos_f, None, width)
             ng = iv.not_(g)
+            if given is not None:  # the groups within the label condition
+                g, ng = iv.and_(g, results[-1]), iv.and_(ng, results[-1])
             return stack_events([iv.and_(g, positive), iv.and_(g, iv.not_(positive)),
                                  iv.and_(ng, positive), iv.and_(ng, iv.not_(positive))], n)
 

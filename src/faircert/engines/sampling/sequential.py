@@ -148,9 +148,12 @@ def _point_label(model, names: list[str], values: dict) -> np.ndarray:
 
 def group_sampled(model, population, protected=None, threshold: float = 0.8, delta: float = 1e-6,
                   bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0,
-                  gap_thresholds: dict | None = None, label: str | None = None):
+                  gap_thresholds: dict | None = None, label: str | None = None, target_width: float | None = None,
+                  check_di: bool = True):
     """Per-group positive rates and DI/SP of any model under a product or program population, decided
-    by the sequential test: a GroupResult whose verdict is wrong with probability <= delta."""
+    by the sequential test: a GroupResult whose verdict is wrong with probability <= delta. Sampling
+    stops once the checked metrics (DI unless `check_di` is False, and each gap with a threshold) are
+    decided, or every group's interval is at most `target_width` wide."""
     import itertools
 
     from ...models.linear import LinearModel
@@ -207,13 +210,16 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         groups = [{title: True}, {title: False}]
         run = Interpreter(POINT)
         marginals = population.marginals
+        given = population.given
 
         def sample(rng, n):
-            notes, results, env = run.run(population.program, [m.sample(rng, n) for m in marginals],
-                                          [cond] if cond is not None else [])
+            queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
+            notes, results, env = run.run(population.program, [m.sample(rng, n) for m in marginals], queries)
             g = np.broadcast_to(results[0] if cond is not None else notes["sensitiveAttribute"], (n,))
+            inside = np.broadcast_to(results[-1], (n,)) if given is not None else np.ones(n, dtype=bool)
             pos = _point_label(model, names, {k: np.broadcast_to(v, (n,)) for k, v in env.items()})
-            return np.stack([g & pos, g & ~pos, ~g & pos, ~g & ~pos], axis=1)
+            g, ng = g & inside, ~g & inside
+            return np.stack([g & pos, g & ~pos, ng & pos, ng & ~pos], axis=1)
     elif isinstance(population, DiscretePopulation):
         order = population.order()
         prot = prot or list(population.protected)
@@ -271,8 +277,16 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         return GroupResult.build(out, threshold=threshold, gap_thresholds=gap_thresholds, **extra)
 
     def decide(lo, hi):
-        v = build(lo, hi, engine="sequential-sampling", population="").verdict
-        return None if v == "unknown" else v
+        res = build(lo, hi, engine="sequential-sampling", population="")
+        checked = [m.verdict for name, m in res.metrics.items()
+                   if m.threshold is not None and (check_di or name != "di")]
+        if "unfair" in checked:
+            return "unfair"
+        if checked and all(v == "fair" for v in checked):
+            return "fair"
+        if target_width is not None and all(g.high - g.low <= target_width for g in res.groups):
+            return "tight"
+        return None
 
     out = sequential_test(sample, 2 * k, decide, delta=delta, bound=bound, time_limit=time_limit, seed=seed)
     res = build(out.low, out.high, engine="sequential-sampling", population=str(population),
@@ -280,17 +294,32 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
                 label=label, approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
                 stats={"samples": out.samples, "delta": delta, "bound": bound,
                        "stopped": {"time limit": "budget", "sample budget": "sample limit"}.get(
-                           out.stopped, out.stopped or "threshold decided")})
+                           out.stopped, out.stopped or ("target width" if out.verdict == "tight"
+                                                        else "threshold decided"))})
     return res
 
 
 def answer_group(model: Any, question: Any, options: Any, progress=None):
-    """Registry entry point: group-fairness verdicts by a sequential test (wrong with probability <= delta)."""
-    result = group_sampled(model, question.population, protected=list(question.protected) or None,
-                           threshold=question.threshold, delta=options.delta, time_limit=options.time_limit,
-                           seed=options.seed, gap_thresholds=dict(question.gap_thresholds), label=question.label)
-    if progress is not None:
-        progress({"elapsed_s": result.elapsed_s})
+    """Registry entry point: group-fairness verdicts by sequential tests, wrong with probability <= delta
+    in all (with EO, the groups given each label value are further tests: delta is shared among them)."""
+    from ..probability.bounds import label_conditions, with_equalized_odds
+
+    tests = 1 + len(label_conditions(question))
+    delta = options.delta / tests
+
+    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
+            check_di=True):
+        result = group_sampled(model, population, protected=protected, threshold=threshold, delta=delta,
+                               time_limit=time_limit, seed=options.seed, gap_thresholds=gap_thresholds,
+                               label=question.label, target_width=target_width, check_di=check_di)
+        if progress is not None:
+            progress({"elapsed_s": result.elapsed_s})
+        return result
+
+    result = with_equalized_odds(run, question, options.time_limit, target_width=0.01)
+    if tests > 1:
+        result.approximations = [f"statistical: P[any wrong verdict] <= {options.delta:g} ({tests} sequential tests, "
+                                 f"each at delta {delta:g})"]
     return result
 
 
