@@ -84,7 +84,7 @@ def test_whole_domain_enumeration_equals_brute_force():
     assert res.statistical.samples == 0 and res.statistical.unfair == res.falsified
 
 
-@pytest.mark.parametrize("seed,eps", [(0, None), (1, None), (2, {"a": 1})])
+@pytest.mark.parametrize("seed,eps", [(0, None), (1, None), pytest.param(2, {"a": 1}, marks=pytest.mark.slow)])
 def test_partial_runs_are_sound_and_estimate_covers_truth(seed, eps, no_root_enumeration, monkeypatch):
     monkeypatch.setattr(boxes, "SAMPLE_HALFWIDTH", 0.01)
     net, dom, prop, truth = case(seed, eps)

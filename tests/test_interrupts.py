@@ -48,7 +48,7 @@ def _signal_after(proc: subprocess.Popen, signum: int, seconds: float, again: bo
     return proc.returncode, err, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_writes_the_sound_partial_result(tmp_path, signum):
     out = tmp_path / "result.json"
     proc = _start(_hard_network(tmp_path) + ["--json", str(out), "--counterexamples", str(tmp_path / "c.csv")])
@@ -63,6 +63,7 @@ def test_a_signal_writes_the_sound_partial_result(tmp_path, signum):
     assert (tmp_path / "c.csv").read_text().startswith("x0,")
 
 
+@pytest.mark.slow
 def test_a_second_signal_aborts_without_results(tmp_path):
     out = tmp_path / "result.json"
     proc = _start(_hard_network(tmp_path) + ["--json", str(out)])

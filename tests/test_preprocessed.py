@@ -99,6 +99,7 @@ def _keras_file(mlp, path):
     return path
 
 
+@pytest.mark.slow
 def test_the_cli_checks_framework_files_on_raw_columns(trained, tmp_path, capsys):
     """Keras, ONNX (from PyTorch), XGBoost and LightGBM files trained on encoded columns: one command each,
     on the raw CSV, with shares equal to brute force on each framework's own predictions."""

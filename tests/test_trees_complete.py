@@ -34,7 +34,7 @@ def _check(ir, dom, prop):
     return decision
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_random_framework_ensembles_match_brute_force(seed):
     pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
     X, y, dom = _small_problem(seed)
