@@ -396,3 +396,22 @@ def test_partition_size_errors():
             partition_grid(pb, bad)
     with pytest.raises(PropertyError, match="into 210 partitions .*use a larger partition size"):
         partition_grid(pb, 1, limit=100)
+
+
+@pytest.mark.parametrize("seed,eps", [(0, None), (3, {"b": 1})])
+def test_partitions_on_two_workers_equal_brute_force_per_partition(seed, eps):
+    """The partitions decided in rounds of chunks on two processes: every verdict is brute force's."""
+    from faircert.engines.boxes.workers import Parallelism
+    from faircert.engines.network.decide import decide_network
+
+    net, dom, prop, _ = small_case(seed, 5, eps, effect=0.1)
+    res = decide_network(net, prop, time_limit=60, partition_size=3, parallel=Parallelism(2))
+    pb = Problem.build(net, prop)
+    lo, hi = partition_grid(pb, 3)
+    verdicts = [row["verdict"] for row in res.partitions]
+    assert verdicts == ["unfair" if _brute_region(pb, lo[k], hi[k]) else "fair" for k in range(lo.shape[0])]
+    assert res.stats["workers"] == 2 and res.decision["coverage"] == 1.0
+    assert "unfair" in verdicts and "fair" in verdicts
+    for row in res.partitions:
+        if row["verdict"] == "unfair":
+            assert row["counterexample"] is not None

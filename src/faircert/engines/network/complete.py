@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...interrupt import requested as stop_requested
 from ...results import Counterexample
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
@@ -127,6 +128,9 @@ class BranchAndBound:
             self._drop_decided()
             live = ~self.stuck
             if not live.any() or (end is not None and time.perf_counter() >= end):
+                break
+            if stop_requested():
+                self.stats["interrupted"] = True
                 break
             self.stats["rounds"] += 1
             fresh = np.flatnonzero(live & ~self.ripe)

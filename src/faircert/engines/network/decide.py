@@ -19,7 +19,8 @@ from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Result
-from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, decide_regions
+from ..boxes.workers import SERIAL, Parallelism
+from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions
 from .partitions import partition_grid
 from .problem import Problem
 from .refine import epsilon_semantics
@@ -31,12 +32,13 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return decide_network(network, prop, time_limit=options.time_limit, partition_size=options.partition_size,
-                          seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress)
+                          seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress,
+                          parallel=Parallelism(options.workers, options.ray_address))
 
 
 def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
                    partition_size: int | None = None, seed: int = 0, max_counterexamples: int = 100,
-                   progress: Callable[[dict], None] | None = None) -> Result:
+                   progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL) -> Result:
     t0 = time.perf_counter()
     pb = Problem.build(network, prop)
     if partition_size is None:
@@ -49,7 +51,10 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
         if progress is not None:
             progress(dict(info, certified=info["fair"] / lo.shape[0], falsified=info["unfair"] / lo.shape[0]))
 
-    out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report)
+    if parallel == SERIAL or lo.shape[0] == 1:
+        out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report)
+    else:
+        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report)
     elapsed = time.perf_counter() - t0
     v = out.verdict
     n_fair, n_unfair, n_unknown = int((v == FAIR).sum()), int((v == UNFAIR).sum()), int((v == UNKNOWN).sum())
@@ -76,6 +81,68 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
                   engine="network-complete", model=network.source, protected=prop.protected_names,
                   epsilon=prop.epsilon_by_name, stats=stats, feature_names=names,
                   epsilon_semantics=epsilon_semantics(prop), decision=decision, partitions=rows)
+
+
+#: Chunks of partitions per worker and round (the pool hands them out as workers free up).
+CHUNKS_PER_WORKER = 4
+#: The longest slice a chunk runs before the driver hears from it (a stop request waits at most this).
+SLICE_S = 10.0
+
+
+class RegionJob:
+    """What workers hold: the problem; `decide` runs the branch and bound on a chunk of regions."""
+
+    def __init__(self, pb: Problem, seed: int) -> None:
+        self.pb, self.seed = pb, seed
+
+    def decide(self, lo: np.ndarray, hi: np.ndarray, seconds: float) -> RegionOutcome:
+        return decide_regions(self.pb, lo, hi, time_limit=seconds, seed=self.seed)
+
+
+def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: float | None, seed: int,
+                       parallel: Parallelism, report: Callable[[dict], None]) -> RegionOutcome:
+    """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
+    `parallel`'s workers. Each round gives every chunk an equal share of the time left, at most
+    `SLICE_S`; regions a round leaves unknown go into the next. Masses proven inside a region still
+    unknown are kept from the round that proved the most (each such figure is sound on its own)."""
+    from ...interrupt import requested as stop_requested
+
+    K = lo.shape[0]
+    out = RegionOutcome(np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K),
+                        [""] * K, {})
+    t0 = time.perf_counter()
+    end = None if time_limit is None else t0 + time_limit
+    with parallel.open(RegionJob(pb, seed)) as workers:
+        while True:
+            todo = np.flatnonzero(out.verdict == UNKNOWN)
+            left = None if end is None else end - time.perf_counter()
+            if not todo.size or (left is not None and left <= 0.05) or stop_requested():
+                break
+            chunks = [c for c in np.array_split(todo, min(todo.size, CHUNKS_PER_WORKER * workers.n)) if c.size]
+            share = SLICE_S if left is None else min(SLICE_S, left * workers.n / len(chunks))
+            results = workers.map("decide", [(lo[c], hi[c], max(share, 0.05)) for c in chunks])
+            for c, res in zip(chunks, results):
+                _merge(out, c, res)
+            v = out.verdict
+            report(dict(fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
+                        unknown=int((v == UNKNOWN).sum()), elapsed=time.perf_counter() - t0))
+        out.stats["workers"] = workers.n
+        out.stats["workers_restarted"] = workers.restarts
+    if stop_requested():
+        out.stats["interrupted"] = True
+    return out
+
+
+def _merge(out: RegionOutcome, idx: np.ndarray, res: RegionOutcome) -> None:
+    out.verdict[idx] = res.verdict
+    out.seconds[idx] += res.seconds
+    out.fair_mass[idx] = np.maximum(out.fair_mass[idx], res.fair_mass)
+    out.unfair_mass[idx] = np.maximum(out.unfair_mass[idx], res.unfair_mass)
+    for j, k in enumerate(idx):
+        out.pairs[k], out.evidence[k] = res.pairs[j], res.evidence[j]
+    for key, value in res.stats.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.stats[key] = out.stats.get(key, 0) + value
 
 
 def _rows(pb: Problem, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, out) -> list[dict]:
