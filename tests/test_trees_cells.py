@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from faircert.domain import Domain, Feature
-from faircert.engines.trees.cells import count_cells, leaf_tuple_ids
+from faircert.engines.trees.cells import count_cells, leaf_tuple_ids, sample_deeper
 from faircert.models.io import load_model
 
 RANGES = [(0, 5), (2, 9), (0, 3), (0, 2), (1, 4)]   # feature 3 is protected
@@ -93,3 +93,17 @@ def test_caps_stop_after_an_exact_count():
     assert len(capped.lo) == full[2]
     timed = count_cells(ir, dom, f"x{PROTECTED}", time_limit=0.0)
     assert timed.stopped == "time" and timed.counts == full[:1]
+
+
+def test_sampled_deeper_counts_are_exact_when_every_cell_is_drawn():
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(1)
+    clf = xgb.XGBClassifier(n_estimators=12, max_depth=3, random_state=1, n_jobs=1).fit(X, y)
+    ir, dom = load_model(clf), _domain()
+    full = count_cells(ir, dom, f"x{PROTECTED}").counts
+    capped = count_cells(ir, dom, f"x{PROTECTED}", cap=full[4] - 1)
+    every = sample_deeper(ir, dom, f"x{PROTECTED}", capped, time_limit=1e9, batch=5, chunk=3)
+    assert every["trees"] == list(range(5, 13)) and every["sampled"] == every["of"] == full[3]
+    assert np.allclose(every["estimate"], full[4:]) and np.allclose(every["stderr"], 0)
+    some = sample_deeper(ir, dom, f"x{PROTECTED}", capped, time_limit=0.0, batch=5)
+    assert some["sampled"] == 5 and all(np.isfinite(some["estimate"]))

@@ -16,6 +16,9 @@ leaf tuples that occur on the grid, not just an upper bound on it. It is what an
 that splits boxes until each sits inside one leaf of every tree under every protected value ends up
 holding; a refinement that settles a box by bounds before then can hold fewer.
 
+Where the counts grow past what fits in memory, `sample_deeper` estimates the later prefixes from
+uniformly drawn cells of the last kept prefix, each followed exactly to the last tree.
+
 Integer and categorical features only (a grid); the protected feature must be one of them.
 """
 
@@ -57,56 +60,63 @@ def protected_groups(nt: NormalisedTrees, tree: int, p: int, values: np.ndarray)
 
 
 def split_tree(nt: NormalisedTrees, tree: int, p: int, v: int, col: np.ndarray, lo: np.ndarray,
-               hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               hi: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the cells [lo, hi) (columns: the non-protected features, `col[f]` the column of feature f)
-    along the paths of `tree` with x_p = v; returns the non-empty pieces and the leaf (global node
-    index) each lies in."""
-    out_lo, out_hi, out_leaf = [], [], []
-    stack = [(int(nt.roots[tree]), lo, hi)]
+    along the paths of `tree` with x_p = v; returns the non-empty pieces and, for each, the `tag` of
+    the cell it came from."""
+    out_lo, out_hi, out_tag = [], [], []
+    stack = [(int(nt.roots[tree]), lo, hi, tag)]
     while stack:
-        node, a, b = stack.pop()
+        node, a, b, g = stack.pop()
         if not len(a):
             continue
         if nt.node_left[node] < 0:
             out_lo.append(a)
             out_hi.append(b)
-            out_leaf.append(np.full(len(a), node, dtype=np.int64))
+            out_tag.append(g)
             continue
         f, bound = int(nt.node_feat[node]), nt.node_bound[node]
         left, right = int(nt.node_left[node]), int(nt.node_right[node])
         if f == p:
-            stack.append((left if v < bound else right, a, b))
+            stack.append((left if v < bound else right, a, b, g))
             continue
         j = col[f]
         go_left = b[:, j] <= bound
         go_right = a[:, j] >= bound
         cut = ~(go_left | go_right)
         if cut.any():
-            a_cut, b_cut = a[cut], b[cut].copy()
+            b_cut = b[cut].copy()
             b_cut[:, j] = bound
             a_right = a[cut].copy()
             a_right[:, j] = bound
-            stack.append((left, np.concatenate([a[go_left], a_cut]), np.concatenate([b[go_left], b_cut])))
-            stack.append((right, np.concatenate([a[go_right], a_right]), np.concatenate([b[go_right], b[cut]])))
+            stack.append((left, np.concatenate([a[go_left], a[cut]]), np.concatenate([b[go_left], b_cut]),
+                          np.concatenate([g[go_left], g[cut]])))
+            stack.append((right, np.concatenate([a[go_right], a_right]), np.concatenate([b[go_right], b[cut]]),
+                          np.concatenate([g[go_right], g[cut]])))
         else:
-            stack.append((left, a[go_left], b[go_left]))
-            stack.append((right, a[go_right], b[go_right]))
+            stack.append((left, a[go_left], b[go_left], g[go_left]))
+            stack.append((right, a[go_right], b[go_right], g[go_right]))
     if not out_lo:
-        return lo[:0], hi[:0], np.zeros(0, dtype=np.int64)
-    return np.concatenate(out_lo), np.concatenate(out_hi), np.concatenate(out_leaf)
+        return lo[:0], hi[:0], tag[:0]
+    return np.concatenate(out_lo), np.concatenate(out_hi), np.concatenate(out_tag)
 
 
-def _split_all(nt, tree, p, values, col, lo, hi):
-    for v in protected_groups(nt, tree, p, values):
-        lo, hi, _ = split_tree(nt, tree, p, v, col, lo, hi)
-    return lo, hi
+@dataclass
+class _Problem:
+    nt: NormalisedTrees
+    p: int
+    free: np.ndarray
+    col: np.ndarray
+    groups: list[list[int]]  # per tree: `protected_groups`
+    dtype: type
+
+    def split(self, tree: int, lo: np.ndarray, hi: np.ndarray, tag: np.ndarray):
+        for v in self.groups[tree]:
+            lo, hi, tag = split_tree(self.nt, tree, self.p, v, self.col, lo, hi, tag)
+        return lo, hi, tag
 
 
-def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | None = None,
-                cap: int = 20_000_000, time_limit: float = float("inf"), chunk: int = 250_000) -> CellCounts:
-    """Cells after 1, 2, ..., `trees` trees (default all), breadth first. Stops after the first prefix
-    whose count exceeds `cap` (that count is still exact: its cells are counted chunk by chunk, not
-    kept) or once `time_limit` seconds have passed at the end of a prefix."""
+def _problem(ens: TreeEnsemble, domain: Domain, protected: str) -> _Problem:
     if not domain.discrete_mask.all():
         raise ValueError("cells are counted on grids: every feature must be integer or categorical")
     nt = normalise(ens, domain)
@@ -119,14 +129,24 @@ def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | 
     nt.node_bound = np.clip(nt.node_bound, dlo[nt.node_feat], dhi[nt.node_feat])
     dtype = np.int16 if max(np.abs(dlo).max(), np.abs(dhi).max()) < 2**15 else np.int64
     values = np.arange(int(dlo[p]), int(dhi[p]))
-    lo, hi = dlo[free][None].astype(dtype), dhi[free][None].astype(dtype)
-    res = CellCounts(free=free)
+    groups = [protected_groups(nt, t, p, values) for t in range(len(ens.trees))]
+    return _Problem(nt, p, free, col, groups, dtype)
+
+
+def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | None = None,
+                cap: int = 20_000_000, time_limit: float = float("inf"), chunk: int = 250_000) -> CellCounts:
+    """Cells after 1, 2, ..., `trees` trees (default all), breadth first. Stops after the first prefix
+    whose count exceeds `cap` (that count is still exact: its cells are counted chunk by chunk, not
+    kept) or once `time_limit` seconds have passed at the end of a prefix."""
+    pb = _problem(ens, domain, protected)
+    lo, hi = pb.nt.dlo[pb.free][None].astype(pb.dtype), pb.nt.dhi[pb.free][None].astype(pb.dtype)
+    res = CellCounts(free=pb.free)
     n_trees = len(ens.trees) if trees is None else min(trees, len(ens.trees))
     t0 = time.perf_counter()
     for t in range(n_trees):
         keep, total, new_lo, new_hi = True, 0, [], []
         for k in range(0, len(lo), chunk):
-            a, b = _split_all(nt, t, p, values, col, lo[k:k + chunk], hi[k:k + chunk])
+            a, b, _ = pb.split(t, lo[k:k + chunk], hi[k:k + chunk], np.zeros(len(lo[k:k + chunk]), dtype=np.int32))
             total += len(a)
             if keep and total > cap:
                 keep, new_lo, new_hi = False, [], []
@@ -145,6 +165,42 @@ def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | 
     res.lo, res.hi = lo, hi
     res.kept_trees = len(res.counts) if res.stopped != "cap" else len(res.counts) - 1
     return res
+
+
+def sample_deeper(ens: TreeEnsemble, domain: Domain, protected: str, res: CellCounts, trees: int | None = None,
+                  time_limit: float = 60.0, batch: int = 2000, seed: int = 0, chunk: int = 100_000) -> dict:
+    """Estimates of the cells after `res.kept_trees` + 1, ..., `trees` trees (default all): cells of the
+    kept prefix drawn uniformly without replacement, in batches until `time_limit` seconds have passed
+    (at least one batch), each followed exactly to the last tree; the count after t trees is estimated
+    by (kept cells) x (mean descendants after t trees of a drawn cell), unbiased, with its standard
+    error (finite-population corrected). A statistical estimate, not a bound."""
+    pb = _problem(ens, domain, protected)
+    n_trees = len(ens.trees) if trees is None else min(trees, len(ens.trees))
+    first, total = res.kept_trees, len(res.lo)
+    order = np.random.default_rng(seed).permutation(total)
+    rows: list[np.ndarray] = []
+    t0 = time.perf_counter()
+
+    def descend(lo, hi, tag, t, acc):
+        for k in range(0, len(lo), chunk):
+            a, b, g = pb.split(t, lo[k:k + chunk], hi[k:k + chunk], tag[k:k + chunk])
+            acc[:, t - first] += np.bincount(g, minlength=len(acc))
+            if t + 1 < n_trees:
+                descend(a, b, g, t + 1, acc)
+
+    for k in range(0, total, batch):
+        pick = order[k:k + batch]
+        acc = np.zeros((len(pick), n_trees - first), dtype=np.int64)
+        descend(res.lo[pick], res.hi[pick], np.arange(len(pick)), first, acc)
+        rows.append(acc)
+        if time.perf_counter() - t0 > time_limit:
+            break
+    d = np.concatenate(rows).astype(np.float64)
+    n = len(d)
+    sd = d.std(axis=0, ddof=1) if n > 1 else np.full(d.shape[1], np.inf)
+    return {"trees": list(range(first + 1, n_trees + 1)), "estimate": (total * d.mean(axis=0)).tolist(),
+            "stderr": (total * sd / np.sqrt(n) * np.sqrt(1 - n / total)).tolist(), "sampled": n, "of": total,
+            "from_trees": first, "seconds": time.perf_counter() - t0}
 
 
 def leaf_tuple_ids(ens: TreeEnsemble, domain: Domain, protected: str, points: np.ndarray,
