@@ -16,7 +16,7 @@ Independent check: for the last prefix with at most `--check` cells, the leaves 
 corner and of one random grid point inside it, under every protected value, are found by traversing
 the model; the corners' leaf tuples must all differ and each random point's must equal its corner's.
 
-    python benchmarks/trees_cells.py [--datasets adult,bank,compas,german] [--cap N] [--time S]
+    python benchmarks/trees_cells.py [--datasets adult,bank,compas,german] [--attrs age,...] [--cap N] [--time S]
 
 Results are merged into benchmarks/results/trees_cells.{json,md} (a run per dataset is fine).
 """
@@ -38,7 +38,7 @@ from trees_data import DATA, DATASETS
 
 from faircert.engines.boxes.frontier import MAX_STORED_BOXES
 from faircert.engines.trees.boxes import normalise
-from faircert.engines.trees.cells import count_cells, leaf_tuple_ids
+from faircert.engines.trees.cells import count_cells, leaf_tuple_ids, sample_deeper
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCALING = {"adult": (10, 20, 25, 30, 35, 40), "bank": (10, 20), "german": (10, 20)}
@@ -82,7 +82,7 @@ def check(ir, dom, attr: str, limit: int) -> dict:
             "inner_points_agree": bool(np.array_equal(corner, random)), "seconds": time.perf_counter() - t0}
 
 
-def measure(name: str, attr: str, cap: int, limit: float, check_cells: int) -> dict:
+def measure(name: str, attr: str, cap: int, limit: float, check_cells: int, sample_s: float) -> dict:
     ir, dom, _ = train(name)
     t0 = time.perf_counter()
     res = count_cells(ir, dom, attr, cap=cap, time_limit=limit)
@@ -95,6 +95,9 @@ def measure(name: str, attr: str, cap: int, limit: float, check_cells: int) -> d
         out["projection"] = {str(t): projection(res.counts, t, out["arrangement"][str(t)])
                              for t in (10, 20, 25, 30, 35, 40, 50)
                              if t > len(res.counts)}
+    if res.stopped:
+        out["sampled"] = sample_deeper(ir, dom, attr, res, time_limit=sample_s)
+    del res
     out["check"] = check(ir, dom, attr, check_cells)
     if name in SCALING:
         same = []
@@ -111,6 +114,31 @@ def cells_at(r: dict, trees: int) -> tuple[float, bool]:
     if trees <= len(r["counts"]):
         return float(r["counts"][trees - 1]), True
     return r["projection"][str(trees)]["value"], False
+
+
+def sampled_at(r: dict, trees: int) -> str:
+    """The sampled estimate after `trees` trees with its 99% interval (normal, 2.576 standard errors)."""
+    s = r.get("sampled")
+    if s is None or trees not in s["trees"]:
+        return "-"
+    k = s["trees"].index(trees)
+    est, se = s["estimate"][k], s["stderr"][k]
+    return f"{fmt(est)} [{fmt(max(est - 2.576 * se, r['counts'][-1] if trees >= len(r['counts']) else 0))}, " \
+           f"{fmt(est + 2.576 * se)}]"
+
+
+def reachable(r: dict, trees: int, limit: int) -> str:
+    """Whether the cells after `trees` trees fit under the box limit: measured, proven by a bound, or by
+    the sampled estimate (or the projection where none was drawn)."""
+    if trees <= len(r["counts"]):
+        return "yes" if r["counts"][trees - 1] <= limit else "no"
+    if r["counts"][-1] > limit:
+        return "no (lower bound)"
+    if r["arrangement"][str(trees)] <= limit:
+        return "yes (upper bound)"
+    s = r.get("sampled")
+    est = s["estimate"][s["trees"].index(trees)] if s and trees in s["trees"] else r["projection"][str(trees)]["value"]
+    return ("yes" if est <= limit else "no") + (" (sampled)" if s else " (projected)")
 
 
 def fmt(x: float) -> str:
@@ -140,14 +168,21 @@ def markdown(out: dict) -> str:
              "('growth/tree' is its factor per tree), kept within proven bounds: the last measured count below "
              "(refining only splits cells) and, above, the cells of the grid cut at every split threshold of the "
              "non-protected features ('arrangement').", "",
+             "**Sampled estimates.** Past the cap, cells of the last kept prefix are drawn uniformly (without "
+             f"replacement, for {out.get('sample_s', 0):g} s per configuration) and each is followed exactly to tree 50; "
+             "(kept cells) x (mean descendants of a drawn cell) estimates the count at each later prefix without bias. "
+             "Shown with a 99% normal interval (2.576 standard errors, its lower end raised to the last measured "
+             "count). A statistical estimate from measured descendants, not a bound; the table under it compares "
+             "it with the exact count at the one prefix where both exist.", "",
              f"**Reachable?** 'yes' when the cells fit under the refinement's memory limit of "
              f"{out['max_stored_boxes']:,} boxes (`engines/boxes/frontier.py`): a refinement down to single "
              "leaves fits in principle; 'no' when they do not, so exactness needs the bounds to settle boxes "
              "early (or the limit raised).", "",
              "## 50 trees, every protected attribute of the paper grid", "",
              "| model | attr. | values | trees measured | cells at 50 trees | growth/tree (fit) | projection 40 trees | "
-             "arrangement (50 trees) | first prefix over 5M | seconds | check | reachable? |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "sampled 40 trees [99%] | sampled 50 trees [99%] | arrangement (50 trees) | first prefix over 5M | "
+             "seconds | check | reachable? |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in out["runs"]:
         c50, exact50 = cells_at(r, 50)
         proj = r.get("projection", {})
@@ -163,13 +198,26 @@ def markdown(out: dict) -> str:
         cells = fmt(c50) if exact50 else f"projected {fmt(c50)} (measured >= {fmt(r['counts'][-1])})"
         lines.append(f"| {NAMES[r['dataset']]} | {ATTR.get(r['attr'], r['attr'])} | {r['values']} | "
                      f"{len(r['counts'])} | {cells} | {growth} | {fmt(c40) + ('' if exact40 else ' (projected)')} | "
+                     f"{sampled_at(r, 40)} | {sampled_at(r, 50)} | "
                      f"{fmt(r['arrangement']['50'])} | {over or '-'} | {r['wall_s']:.1f} | {chk} | "
-                     f"{'yes' if c50 <= out['max_stored_boxes'] else 'no'} |")
+                     f"{reachable(r, 50, out['max_stored_boxes'])} |")
     lines += ["", "'values': protected values (the refinement splits once per group of them a tree separates). "
               "'check': the independent check on the last prefix with at most "
               f"{out['check_cells']:,} cells: the leaf tuples of the cells' lowest corners, found by traversing the "
               "model, are all distinct, and a random grid point of each cell has its corner's tuple.", ""]
-    lines += ["## Prefix counts", "", "Cells after t trees (measured).", "",
+    lines += ["Sampled estimate against the exact count, at the first prefix past the cap (counted exactly, "
+              "not kept):", "", "| model | attr. | trees | exact | sampled [99%] | drawn cells | of | seconds |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in out["runs"]:
+        s = r.get("sampled")
+        if s and r["stopped"] == "cap":
+            t = len(r["counts"])
+            k = s["trees"].index(t)
+            est, se = s["estimate"][k], s["stderr"][k]
+            lines.append(f"| {NAMES[r['dataset']]} | {ATTR.get(r['attr'], r['attr'])} | {t} | {fmt(r['counts'][-1])} | "
+                         f"{fmt(est)} [{fmt(est - 2.576 * se)}, {fmt(est + 2.576 * se)}] | {s['sampled']:,} | "
+                         f"{s['of']:,} | {s['seconds']:.0f} |")
+    lines += ["", "## Prefix counts", "", "Cells after t trees (measured).", "",
               "| model | attr. | " + " | ".join(str(t) for t in (5, 10, 15, 20, 25, 30, 35, 40, 45, 50)) + " |",
               "|---|---|" + "---|" * 10]
     for r in out["runs"]:
@@ -182,8 +230,8 @@ def markdown(out: dict) -> str:
                           for r in out["runs"] if "scaling_models_are_prefixes" in r and r["attr"] == "age")
               + "), so their cells are prefix counts. Engine columns from `benchmarks/results/trees.json` "
               "('boxes': settled boxes; 'memory cap': stopped at the box limit).", "",
-              "| model | trees | cells | reachable? | engine converged | engine boxes | engine stopped by |",
-              "|---|---|---|---|---|---|---|"]
+              "| model | trees | cells | sampled [99%] | reachable? | engine converged | engine boxes | engine stopped by |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in out["runs"]:
         if r["attr"] != "age" or r["dataset"] not in SCALING:
             continue
@@ -191,8 +239,8 @@ def markdown(out: dict) -> str:
             c, exact = cells_at(r, n)
             e = engine.get((r["dataset"], f"XGBoost {n}x3"))
             stop = "-" if e is None else ("memory cap" if e["memory_limited"] else "-" if e["converged"] else "time limit")
-            lines.append(f"| {NAMES[r['dataset']]} | {n} | {fmt(c)}{'' if exact else ' (projected)'} | "
-                         f"{'yes' if c <= out['max_stored_boxes'] else 'no'} | "
+            lines.append(f"| {NAMES[r['dataset']]} | {n} | {fmt(c)}{'' if exact else ' (projected)'} | {sampled_at(r, n)} | "
+                         f"{reachable(r, n, out['max_stored_boxes'])} | "
                          f"{'-' if e is None else 'yes' if e['converged'] else 'no'} | "
                          f"{'-' if e is None else format(e['boxes'], ',')} | {stop} |")
     return "\n".join(lines) + "\n"
@@ -203,23 +251,37 @@ def main() -> None:
     ap.add_argument("--datasets", default="adult,bank,compas,german")
     ap.add_argument("--cap", type=int, default=20_000_000, help="stop after the first prefix above this many cells")
     ap.add_argument("--time", type=float, default=240.0, help="stop after this many seconds (at the end of a prefix)")
+    ap.add_argument("--sample", type=float, default=90.0, help="seconds of the sampled estimate past the cap")
     ap.add_argument("--check", type=int, default=500_000, help="cells of the independent check (at most)")
+    ap.add_argument("--attrs", help="only these protected attributes (default: the paper grid's)")
+    ap.add_argument("--report", action="store_true", help="only write the markdown from the JSON")
     args = ap.parse_args()
+    path = RESULTS / "trees_cells.json"
+    if args.report:
+        (RESULTS / "trees_cells.md").write_text(markdown(json.loads(path.read_text())))
+        return
     if not DATA.is_dir():
         sys.exit(f"shared benchmark data not found at {DATA}")
-    path = RESULTS / "trees_cells.json"
     out = json.loads(path.read_text()) if path.exists() else {"runs": []}
     out.update(machine=platform.processor() or platform.machine(), cap=args.cap, time_limit_s=args.time,
-               check_cells=args.check, max_stored_boxes=MAX_STORED_BOXES)
+               check_cells=args.check, sample_s=args.sample, max_stored_boxes=MAX_STORED_BOXES)
+    attrs = None if args.attrs is None else set(args.attrs.split(","))
     for name in [n for n in args.datasets.split(",") if n]:
         for attr in DATASETS[name][1]:
-            r = measure(name, attr, args.cap, args.time, args.check)
+            if attrs is not None and attr not in attrs:
+                continue
+            r = measure(name, attr, args.cap, args.time, args.check, args.sample)
             dom = DATASETS[name][0]()[2]
             f = dom.features[dom.names.index(attr)]
             r["values"] = int(f.max - f.min + 1)
             out["runs"] = [x for x in out["runs"] if (x["dataset"], x["attr"]) != (name, attr)] + [r]
             print(name, attr, r["stopped"], r["counts"][-1], len(r["counts"]), f"{r['wall_s']:.1f}s", r["check"],
                   flush=True)
+            save(out, path)  # after each configuration: a long run interrupted keeps what it measured
+    print((RESULTS / "trees_cells.md").read_text())
+
+
+def save(out: dict, path: Path) -> None:
     order = list(DATASETS)
     out["runs"].sort(key=lambda x: (order.index(x["dataset"]), DATASETS[x["dataset"]][1].index(x["attr"])))
     trees_json = RESULTS / "trees.json"
@@ -230,7 +292,6 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "trees_cells.md").write_text(markdown(out))
-    print((RESULTS / "trees_cells.md").read_text())
 
 
 if __name__ == "__main__":
