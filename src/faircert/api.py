@@ -294,8 +294,8 @@ def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   ratio_width: float | None = None, progress: Progress | None = None,
-                   options: ProgramOptions | None = None) -> ProgramResult:
+                   ratio_width: float | None = None, workers: int = 1, ray_address: str | None = None,
+                   progress: Progress | None = None, options: ProgramOptions | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -306,11 +306,13 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     `ratio_width` (sound) keeps refining after the verdict until the ratio's bounds are that tight.
     With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
     P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
+    `workers` processes (or Ray actors at `ray_address`) evaluate the sound refinement's trial splits.
     """
     from .models.program import load_program
 
     options = options or ProgramOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, bound=bound,
-                                        ratio_width=ratio_width, tolerance=tolerance)
+                                        ratio_width=ratio_width, tolerance=tolerance, workers=workers,
+                                        ray_address=ray_address)
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
     return find_engine(parsed, question, options.method).run(parsed, question, options, progress)

@@ -63,7 +63,7 @@ class VerifyOptions(Budget):
     #: level of the statistical interval
     confidence: float = 0.99
     max_counterexamples: int = 100
-    #: processes for the box work (tree refinement at epsilon 0); 1 runs in this process
+    #: processes for the box work; 1 runs in this process
     workers: int = 1
     #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
     #: RAY_ADDRESS) or an address
@@ -131,6 +131,9 @@ class ProgramOptions(MethodOptions):
     ratio_width: float | None = None
     #: sound probability queries: the bounds' target width when no threshold is given
     tolerance: float = 1e-4
+    #: sound: processes (or Ray actors at `ray_address`) evaluating the refinement's trial splits
+    workers: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -140,6 +143,7 @@ class ProgramOptions(MethodOptions):
             raise PropertyError(f"ratio width must be a positive number, got {self.ratio_width}")
         if not (math.isfinite(self.tolerance) and self.tolerance > 0):
             raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
+        _check_count("workers", self.workers, 1)
 
 
 #: Group metrics by every accepted name: faircert's short names and fairlearn's function names.

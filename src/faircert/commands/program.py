@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)")
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="sound: processes evaluating the refinement's trial splits (default 1: this process)")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="sound: evaluate them on a Ray cluster ('auto', 'local' or an address; needs faircert[ray])")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")
@@ -48,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report.program import print_program_result
 
     options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
-                             bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance)
+                             bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance,
+                             workers=args.workers, ray_address=args.ray)
     with run_guard([args.json, args.html], args.quiet):
         result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
                                 above=args.above, options=options)

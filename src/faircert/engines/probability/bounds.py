@@ -50,7 +50,7 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
                      time_limit: float | None = 60.0, ratio_width: float | None = None,
-                     progress=None) -> ProgramResult:
+                     progress=None, parallel: Any = None) -> ProgramResult:
     """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
     (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
@@ -67,7 +67,8 @@ def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = 
         r_lo, r_hi = ratio_interval(*conditionals(lo, hi))
         return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
 
-    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress)
+    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress,
+               **({} if parallel is None else {"parallel": parallel}))
     return _program_result(prog, spec, b)
 
 
@@ -332,5 +333,8 @@ def answer_program(program: Program, question: Any, options: Any, progress=None)
     if question.query is not None:
         return probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
                                   time_limit=options.time_limit)
+    from ..boxes.workers import Parallelism
+
     return program_fairness(program, epsilon=question.epsilon, kind=question.kind, time_limit=options.time_limit,
-                            ratio_width=options.ratio_width, progress=progress)
+                            ratio_width=options.ratio_width, progress=progress,
+                            parallel=Parallelism(options.workers, options.ray_address))

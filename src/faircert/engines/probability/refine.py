@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from ...interrupt import requested as stop_requested
+from ..boxes.workers import SERIAL, Parallelism
 
 _U = 2.0 ** -53
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
@@ -70,11 +72,26 @@ def _up(x: Fraction) -> float:
     return float(np.nextafter(f, np.inf)) if Fraction(f) < x else f
 
 
+class TrialJob:
+    """What workers hold to evaluate trial splits: the evaluator."""
+
+    def __init__(self, evaluate: Evaluator) -> None:
+        self.evaluate = evaluate
+
+    def events(self, raw: list, n: int):
+        return self.evaluate.events(raw, n)
+
+    def boxes(self, lo: np.ndarray, hi: np.ndarray):
+        return self.evaluate(lo, hi)
+
+
 class Refiner:
     """Box refinement state for one set of events over d independent CDF coordinates."""
 
-    def __init__(self, marginals: list, evaluate: Evaluator, n_events: int) -> None:
+    def __init__(self, marginals: list, evaluate: Evaluator, n_events: int, trials: Any = None) -> None:
         self.marginals = marginals
+        #: where trial splits are evaluated: workers holding a `TrialJob` (None: here)
+        self.trials = trials
         self.d = len(marginals)
         self.evaluate = evaluate
         self.m = n_events
@@ -100,6 +117,18 @@ class Refiner:
         for k, v in sens.items():
             col = min(self.d, k)
             out[:, col] += np.broadcast_to(v, (n,))
+        return out
+
+    def _evaluate_trials(self, calls: list[tuple[str, tuple]]) -> list:
+        """The trial splits' events, in order: here, or on the workers (one call each)."""
+        if self.trials is None or not calls:
+            job = TrialJob(self.evaluate)
+            return [getattr(job, method)(*args) for method, args in calls]
+        out: list = [None] * len(calls)
+        for method in ("events", "boxes"):
+            idx = [i for i, (m, _) in enumerate(calls) if m == method]
+            for i, res in zip(idx, self.trials.map(method, [calls[i][1] for i in idx])):
+                out[i] = res
         return out
 
     def _eval(self, lo: np.ndarray, hi: np.ndarray):
@@ -190,6 +219,7 @@ class Refiner:
         # inputs' intervals of the picked boxes, reused by every trial that splits another input
         split_draws = hasattr(self.evaluate, "draws")
         parent = self.evaluate.draws(L, H) if split_draws else None
+        splits, calls = [], []
         for j in range(self.d):
             rows = np.nonzero(relevant[:, j] & (~carve | (carve_dim == j)))[0]
             if rows.size == 0:
@@ -207,10 +237,12 @@ class Refiner:
             if split_draws:
                 raw = [tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k]) if k != j else
                        self.marginals[j].interval(clo[:, j], chi[:, j]) for k in range(self.d)]
-                self.evaluations += len(clo)
-                mt, mf, dep, w, sens = self.evaluate.events(raw, len(clo))
+                calls.append(("events", (raw, len(clo))))
             else:
-                mt, mf, dep, w, sens = self._eval(clo, chi)
+                calls.append(("boxes", (clo, chi)))
+            self.evaluations += len(clo)
+            splits.append((j, rows, clo, chi))
+        for (j, rows, clo, chi), (mt, mf, dep, w, sens) in zip(splits, self._evaluate_trials(calls)):
             S = self._dense(sens, len(clo))
             cmass = np.prod(chi - clo, axis=1)
             cscore = cmass * ((mt & mf) * weights).sum(axis=1)
@@ -247,10 +279,19 @@ def refine(marginals: list, evaluate: Evaluator, n_events: int,
            decide: Callable[[list[Fraction], list[Fraction]], str | None],
            weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
            time_limit: float | None = 60.0, max_cells: float = 2e7,
-           progress: Callable[[dict], None] | None = None) -> Bounds:
-    """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends."""
+           progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL) -> Bounds:
+    """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends.
+    With `parallel`, the trial splits of each step are evaluated on its workers, one input per call;
+    the result is the same as in one process."""
+    if parallel == SERIAL:
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, None)
+    with parallel.open(TrialJob(evaluate)) as workers:
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, workers)
+
+
+def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, trials) -> Bounds:
     start = time.perf_counter()
-    r = Refiner(marginals, evaluate, n_events)
+    r = Refiner(marginals, evaluate, n_events, trials)
     iterations = 0
     exhausted = ""
     while True:

@@ -1,0 +1,30 @@
+"""The probability-bounds refinement with its trial splits evaluated on worker processes: the same
+bounds, boxes and evaluations as in one process, and still around the closed-form value."""
+
+from __future__ import annotations
+
+import pytest
+from program_examples import FIG1, GAUSSIAN_SHIFT, GAUSSIAN_SHIFT_RATIO
+
+import faircert
+from faircert.engines.boxes.workers import Parallelism
+from faircert.engines.probability.bounds import program_fairness
+from faircert.errors import PropertyError
+
+
+@pytest.mark.parametrize("source", [FIG1, GAUSSIAN_SHIFT])
+def test_two_workers_give_the_bounds_of_one(source):
+    one = program_fairness(source, epsilon=0.1, time_limit=None, ratio_width=0.02)
+    two = program_fairness(source, epsilon=0.1, time_limit=None, ratio_width=0.02, parallel=Parallelism(2))
+    assert (two.ratio_low, two.ratio_high, two.verdict) == (one.ratio_low, one.ratio_high, one.verdict)
+    assert two.stats == one.stats and two.probabilities == one.probabilities
+    assert one.ratio_high - one.ratio_low <= 0.02
+
+
+def test_the_api_and_the_bounds_on_workers_bracket_the_closed_form(tmp_path):
+    path = tmp_path / "shift.fr"
+    path.write_text(GAUSSIAN_SHIFT)
+    res = faircert.verify_program(path, epsilon=0.15, workers=2, time_limit=30)
+    assert res.ratio_low <= GAUSSIAN_SHIFT_RATIO <= res.ratio_high and res.verdict == "unfair"
+    with pytest.raises(PropertyError, match="workers"):
+        faircert.verify_program(path, workers=0)
