@@ -93,7 +93,7 @@ def test_two_workers_to_the_end_equal_brute_force(small_chunks):
     net, dom, truth = brute_force_case(2, MEDIUM)
     size = 40 * 30 * 20
     res = faircert.verify(net, dom, ["p", "q"], workers=2, time_limit=None)
-    assert res.undecided == 0 and res.stats["rounds"] > 20 and res.stats["boxes_examined"] > 2000
+    assert res.undecided == 0 and res.stats["rounds"] > 10 and res.stats["boxes_examined"] > 2000
     assert truth == 3104 and round(res.falsified * size) == truth
     assert res.certified == pytest.approx(1 - truth / size, abs=1e-12)
     assert res.verdict == "unfair"

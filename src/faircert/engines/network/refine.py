@@ -102,7 +102,7 @@ class Refinement:
         self._last_report = 0.0
         self.started = False
         self.point_cost = 0.0
-        #: growth allowed while boxes_bounded_grow is below this; None: by time (GROW_SHARE)
+        #: boxes that growth around counterexamples may bound; None: a share of the time (GROW_SHARE)
         self.grow_budget: float | None = None
 
     def clear(self) -> None:
@@ -321,14 +321,15 @@ class Refinement:
         self._record(x[j], x[j], a[j], b[j])
         x, a, b = x[j], a[j], b[j]
         z = z[j]
-        if not self._may_grow():
+        points = self._grow_points()
+        if not points:
             return has, None
         m = np.arange(idx.size)
         strong = (z[m, a] > pb.tol) & (z[m, b] < -pb.tol) & (mass[idx] > 1)
         m = m[strong]
         if not m.size:
             return has, None
-        m = m[np.argsort(-mass[idx[m]])[:GROW_BATCH]]
+        m = m[np.argsort(-mass[idx[m]])[:points]]
         r = idx[m]
         t = time.perf_counter()
         glo, ghi, ok = grow(pb, x[m], a[m], b[m], lo[r], hi[r], self.chunk)
@@ -347,10 +348,13 @@ class Refinement:
         keep[r] = False
         return has, (keep, plo, phi)
 
-    def _may_grow(self) -> bool:
+    def _grow_points(self) -> int:
+        """Counterexamples to grow unfair boxes around now: GROW_BATCH while growth stays within its
+        share of the time, or as many as the budget in boxes pays for (1 + d * RADII each)."""
         if self.grow_budget is None:
-            return self.stats["t_grow"] <= GROW_SHARE * (time.perf_counter() - self.t0)
-        return self.stats["boxes_bounded_grow"] < self.grow_budget
+            return GROW_BATCH if self.stats["t_grow"] <= GROW_SHARE * (time.perf_counter() - self.t0) else 0
+        left = self.grow_budget - self.stats["boxes_bounded_grow"]
+        return int(min(GROW_BATCH, max(0.0, left) // (1 + self.pb.d * RADII)))
 
     def _record(self, x, xp, a, b) -> None:
         for i in range(x.shape[0]):

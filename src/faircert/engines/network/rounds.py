@@ -31,7 +31,7 @@ from ..boxes.workers import Parallelism
 ROUND_CHUNKS = 8
 #: bounding calls per chunk (a call takes 50 to 100 ms on the FairQuant networks: a chunk about 0.3 s)
 CHUNK_CALLS = 4
-#: growth around counterexamples may bound at most this share of the boxes the round bounds
+#: growth around counterexamples may bound at most this share of the boxes bounded so far
 GROW_WORK = 0.02
 _COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
              "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
@@ -127,12 +127,12 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
             pend_lo = pend_hi = np.empty((0, pb.d))
             if lo is not None and lo.shape[0]:
                 examined += lo.shape[0]
-                # growth may catch up to its share of the boxes bounded by the end of this round
+                # growth may catch up to its share of the boxes bounded by the end of this round;
+                # the first chunk gets it all: split eight ways it would often pay for no growth
                 budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0])
                              - run.stats["boxes_bounded_grow"])
-                parts = chunks(lo.shape[0], run.chunk)
-                tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget * (s.stop - s.start) / lo.shape[0])
-                         for i, s in enumerate(parts)]
+                tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
+                         for i, s in enumerate(chunks(lo.shape[0], run.chunk))]
                 pend = []
                 for batch in workers.map("work", tasks):
                     absorb(run, batch)
