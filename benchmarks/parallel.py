@@ -254,7 +254,7 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
     lines = ["", "## ReLU networks", "",
              f"Box refinement of the FairQuant networks (header domains), {rows[0]['max_boxes']:,} boxes per run "
              f"(a budget by work: the run stops after the round that reaches it), median refinement time of the "
-             f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Rounds of up to "
+             f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. Rounds of up to "
              f"{rows[0]['chunks_per_round']} chunks. The serial loop is the one-process path without a box budget "
              "(smaller rounds, growth limited by time), stopped near the same number of boxes.", "",
              "| model | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process | undecided |",

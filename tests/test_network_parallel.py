@@ -3,6 +3,7 @@ one process, sound partial results, and nothing lost when a worker dies."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -144,3 +145,20 @@ def test_a_time_limited_run_on_two_workers_stops_in_time_with_checked_evidence(s
     assert res.elapsed_s < 3 and 0 < res.undecided < 1
     assert sum(shares(res)) == pytest.approx(1.0, abs=1e-12)
     check_counterexamples(net, res)
+
+
+def test_the_command_line_takes_workers_and_a_box_budget_for_networks(small_chunks, tmp_path, capsys):
+    from faircert.cli import main
+    from faircert.models.io.nnet import save_nnet
+
+    net, dom = large_case()
+    save_nnet(net, tmp_path / "m.nnet")
+    dom.save(tmp_path / "d.yaml")
+    out = {}
+    for workers in ("1", "2"):
+        args = ["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "d.yaml"), "--protected", "p",
+                "--workers", workers, "--max-boxes", "3000", "--quiet", "--json", str(tmp_path / f"{workers}.json")]
+        assert main(args) == 1  # unfair: counterexamples found
+        out[workers] = json.loads((tmp_path / f"{workers}.json").read_text())
+    shares = [{k: o[k] for k in ("certified", "falsified", "undecided")} for o in out.values()]
+    assert shares[0] == shares[1] and 0 < shares[0]["undecided"] < 0.5
