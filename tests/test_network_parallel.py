@@ -83,6 +83,16 @@ def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     assert more.stats["boxes_examined"] > one.stats["boxes_examined"] and more.undecided < one.undecided
 
 
+def test_with_epsilon_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
+    net, dom = large_case()
+    eps = {"a": 2, "c": 0.5}
+    one = faircert.verify(net, dom, "p", epsilon=eps, max_boxes=3000, max_counterexamples=5)
+    two = faircert.verify(net, dom, "p", epsilon=eps, max_boxes=3000, max_counterexamples=5, workers=2)
+    assert shares(one) == shares(two) and one.stats["rounds"] == two.stats["rounds"]
+    assert 0.9 < one.certified < 1 and 0 < one.undecided and two.stats["workers"] == 2
+    assert [c.x for c in one.counterexamples] == [c.x for c in two.counterexamples] != []
+
+
 def test_one_process_without_a_budget_runs_as_before():
     net, dom = large_case()
     prop = individual_fairness(dom, "p")

@@ -122,6 +122,7 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
     examined = 0
     round_s = 0.0
     with parallel.open(ChunkWork(run)) as workers:
+        run.stats["workers"] = workers.n
         while True:
             t = time.perf_counter()
             pend_lo = pend_hi = np.empty((0, pb.d))
