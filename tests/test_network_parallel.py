@@ -78,6 +78,8 @@ def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     assert 3000 <= one.stats["boxes_examined"] < 3000 + 512 and one.stats["box_budget_reached"]
     assert [(c.x, c.x_prime) for c in one.counterexamples] == [(c.x, c.x_prime) for c in two.counterexamples]
     check_counterexamples(net, two)
+    # the driver draws the statistical estimate's samples from the run's seed, after the same rounds
+    assert (one.statistical.unfair, one.statistical.samples) == (two.statistical.unfair, two.statistical.samples)
     # a larger budget examines more boxes and leaves less undecided
     more = faircert.verify(net, dom, "p", max_boxes=6000, max_counterexamples=0, workers=2)
     assert more.stats["boxes_examined"] > one.stats["boxes_examined"] and more.undecided < one.undecided
