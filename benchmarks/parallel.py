@@ -1,16 +1,20 @@
 """Box work on several processes and on Ray: speedup, overhead, and where a driver would saturate.
 
-The tree refinement at epsilon 0 on the Adult benchmark model (XGBoost 50 trees, depth 3, from
-benchmarks/trees.py; fairness for sex and age), limited by work (`max_boxes`) so that every run
-examines the same boxes and gives the same shares, which the script checks. For each: wall time of
-the refinement with 1 and 2 local workers and with 2 Ray actors on a local cluster (cluster start
-not counted); boxes examined per second; and, from the driver's side of the 2-worker run, the time
-per round spent outside the workers (merging, the frontier), which bounds the worker count one
-driver can feed (stated as a projection).
+Trees: the tree refinement at epsilon 0 on the Adult benchmark model (XGBoost 50 trees, depth 3,
+from benchmarks/trees.py; fairness for sex and age). Networks: the box refinement of the FairQuant
+networks AC-4, AC-5 and BM-4 (header domains and protected attributes of benchmarks/fairquant.py).
+Every run is limited by work (`max_boxes`) so that it examines the same boxes and gives the same
+shares, which the script checks. For each: wall time of the refinement with 1 and 2 local workers
+and with 2 Ray actors on a local cluster (cluster start not counted); boxes examined per second;
+and, from the driver's side of the 2-worker run, the time per round spent outside the workers
+(merging, the frontier or pool), which bounds the worker count one driver can feed (stated as a
+projection). For networks also the one-process loop without a box budget (the default path),
+stopped near the same number of boxes: its boxes per second and undecided share.
 
-    python benchmarks/parallel.py [--max-boxes N] [--repeats 3]
+    python benchmarks/parallel.py [--only trees|networks] [--max-boxes N] [--net-max-boxes N] [--repeats 3]
 
-Writes benchmarks/results/parallel.{md,json}.
+Writes benchmarks/results/parallel.{md,json}; with --only, the other part's rows are kept from the
+existing JSON.
 """
 
 from __future__ import annotations
@@ -25,14 +29,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fairquant import load_case  # noqa: E402
 from trees import train  # noqa: E402
 
+from faircert import interrupt  # noqa: E402
 from faircert.engines.boxes.workers import Parallelism, Workers  # noqa: E402
+from faircert.engines.network import refine, rounds  # noqa: E402
 from faircert.engines.trees import joint  # noqa: E402
 from faircert.engines.trees.quantify import quantify  # noqa: E402
 from faircert.properties import individual_fairness  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: the FairQuant networks whose throughput FairQuant reports (benchmarks/fairquant.py)
+NETWORKS = ("AC-4", "AC-5", "BM-4")
 
 
 class _TimedWorkers(Workers):
@@ -57,43 +66,82 @@ def run(ir, prop, parallel: Parallelism, max_boxes: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--max-boxes", type=int, default=1_000_000)
+    ap.add_argument("--only", choices=("trees", "networks"), help="run one part; keep the other's rows")
+    ap.add_argument("--max-boxes", type=int, default=1_000_000, help="tree boxes per run")
+    ap.add_argument("--net-max-boxes", type=int, default=100_000, help="network boxes per run")
+    ap.add_argument("--networks", default=",".join(NETWORKS), help="comma-separated FairQuant networks")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
+    old = json.loads((RESULTS / "parallel.json").read_text()) if (RESULTS / "parallel.json").exists() else {}
+    meta = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+            "load_before": os.getloadavg()[0]}
+    out = {"meta": meta, "rows": [], "network_meta": meta, "network_rows": []}
+    if args.only == "networks":
+        out.update(meta=old.get("meta", meta), rows=old.get("rows", []))
+    else:
+        out["rows"] = tree_rows(args)
+    if args.only == "trees":
+        out.update(network_meta=old.get("network_meta", meta), network_rows=old.get("network_rows", []))
+    else:
+        out["network_rows"] = network_rows(args)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "parallel.json").write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / "parallel.md").write_text("# Box work on several processes and on Ray\n\n"
+                                         + markdown(out["meta"], out["rows"])
+                                         + network_markdown(out["network_meta"], out["network_rows"]))
+
+
+def _ray_setup(setups: dict, args) -> None:
+    if not args.no_ray:
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        setups["2 Ray actors (local cluster)"] = Parallelism(2, "auto")
+
+
+def _ray_shutdown(args) -> None:
+    if not args.no_ray:
+        import ray
+
+        ray.shutdown()
+
+
+def _timed_two_processes(call) -> tuple[int, float, float]:
+    """Rounds, the driver's seconds per round outside the workers, and the median map seconds of a
+    2-process run of `call(parallel)` (its refinement only, where it returns the time that took)."""
+    _TimedWorkers.rounds = []
+    original = Parallelism.open
+    Parallelism.open = (lambda self, job: _TimedWorkers(job, self.workers))
+    try:
+        t0 = time.perf_counter()
+        out = call(Parallelism(2))
+        wall = out["refine_s"] if isinstance(out, dict) else time.perf_counter() - t0  # networks: no estimate
+    finally:
+        Parallelism.open = original
+    n_rounds = len(_TimedWorkers.rounds)
+    driver_s = (wall - sum(_TimedWorkers.rounds)) / max(n_rounds, 1)
+    return n_rounds, driver_s, statistics.median(_TimedWorkers.rounds) if n_rounds else 0.0
+
+
+def tree_rows(args) -> list[dict]:
     ir, dom, _ = train("adult")
     rows = []
     for attr in ("sex", "age"):
         prop = individual_fairness(dom, attr, kappa=0.5)
         setups = {"1 process": Parallelism(1), "2 processes": Parallelism(2)}
-        if not args.no_ray:
-            import ray
-
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            setups["2 Ray actors (local cluster)"] = Parallelism(2, "auto")
+        _ray_setup(setups, args)
         runs: dict[str, list[dict]] = {k: [] for k in setups}
         for _ in range(args.repeats):
             for name, parallel in setups.items():
                 runs[name].append(run(ir, prop, parallel, args.max_boxes))
-        if not args.no_ray:
-            ray.shutdown()
+        _ray_shutdown(args)
         reference = runs["1 process"][0]
         same = all((r["bounds"], r["unfair"]) == (reference["bounds"], reference["unfair"])
                    for rs in runs.values() for r in rs)
         # the driver's share of a 2-worker round: round wall time minus the workers' map time
-        _TimedWorkers.rounds = []
-        original = joint.Parallelism.open
-        joint_open = (lambda self, job: _TimedWorkers(job, self.workers))
-        joint.Parallelism.open = joint_open
-        try:
-            t0 = time.perf_counter()
-            quantify(ir, prop, None, parallel=Parallelism(2), max_boxes=args.max_boxes)
-            wall = time.perf_counter() - t0
-        finally:
-            joint.Parallelism.open = original
-        n_rounds = len(_TimedWorkers.rounds)
-        driver_s = (wall - sum(_TimedWorkers.rounds)) / max(n_rounds, 1)
-        map_s = statistics.median(_TimedWorkers.rounds) if n_rounds else 0.0
+        n_rounds, driver_s, map_s = _timed_two_processes(
+            lambda parallel: quantify(ir, prop, None, parallel=parallel, max_boxes=args.max_boxes))
         one = statistics.median(r["wall_s"] for r in runs["1 process"])
         row = {"attr": attr, "max_boxes": args.max_boxes, "same_shares": same, "bounds": reference["bounds"],
                "rounds": n_rounds, "driver_s_per_round": driver_s, "map_s_per_round": map_s,
@@ -107,16 +155,14 @@ def main() -> None:
         row["projected_max_workers"] = per_chunk_work / driver_s * joint.ROUND_CHUNKS if driver_s > 0 else None
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "bounds"}, default=str), flush=True)
-    meta = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
-            "load_before": os.getloadavg()[0]}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "parallel.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    (RESULTS / "parallel.md").write_text(markdown(meta, rows))
+    return rows
 
 
 def markdown(meta: dict, rows: list[dict]) -> str:
+    if not rows:
+        return ""
     setups = [k for k in rows[0] if isinstance(rows[0][k], dict) and "median_s" in rows[0][k]]
-    lines = ["# Box work on several processes and on Ray", "",
+    lines = ["## Tree ensembles", "",
              f"Tree refinement at epsilon 0, Adult XGBoost 50x3, kappa 0.5, {rows[0]['max_boxes']:,} boxes examined "
              f"per run (a budget by work), median of the runs, on this {meta['cpus']}-core machine, {meta['date']}. "
              "Ray: a local cluster of 2 CPUs, started before timing. Target: 2 processes >= 1.8x one; Ray within "
@@ -136,6 +182,98 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     for r in rows:
         proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
         lines.append(f"| {r['attr']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
+                     f"{1000 * r['map_s_per_round']:.1f} | {proj} |")
+    return "\n".join(lines) + "\n"
+
+
+def net_run(net, prop, parallel: Parallelism, max_boxes: int) -> dict:
+    res = refine.verify_network(net, prop, time_limit=None, max_counterexamples=0, parallel=parallel,
+                                max_boxes=max_boxes)
+    st = res.stats
+    return {"refine_s": st["elapsed_refine_s"], "shares": [res.certified, res.falsified, res.undecided],
+            "boxes": st["boxes_examined"], "rounds": st["rounds"]}
+
+
+def serial_loop(net, prop, max_boxes: int) -> dict:
+    """The one-process loop without a box budget (the default path), stopped by a stop request once
+    its progress report counts `max_boxes` boxes (reports come every 0.25 s: a little beyond)."""
+    def stop_near_budget(p: dict) -> None:
+        if p["boxes"] >= max_boxes:
+            interrupt.request()
+
+    try:
+        res = refine.verify_network(net, prop, time_limit=None, max_counterexamples=0, progress=stop_near_budget)
+    finally:
+        interrupt.clear()
+    st = res.stats
+    return {"refine_s": st["elapsed_refine_s"], "shares": [res.certified, res.falsified, res.undecided],
+            "boxes": st["boxes_bounded"] + st["boxes_exact"], "rounds": st["rounds"]}
+
+
+def network_rows(args) -> list[dict]:
+    rows = []
+    for name in args.networks.split(","):
+        net, dom, p = load_case(name, "header")
+        prop = individual_fairness(dom, [p])
+        setups = {"1 process": Parallelism(1), "2 processes": Parallelism(2)}
+        _ray_setup(setups, args)
+        runs: dict[str, list[dict]] = {k: [] for k in setups}
+        loop = []
+        for _ in range(args.repeats):
+            for setup, parallel in setups.items():
+                runs[setup].append(net_run(net, prop, parallel, args.net_max_boxes))
+            loop.append(serial_loop(net, prop, args.net_max_boxes))
+        _ray_shutdown(args)
+        reference = runs["1 process"][0]
+        same = all((r["shares"], r["boxes"]) == (reference["shares"], reference["boxes"])
+                   for rs in runs.values() for r in rs)
+        n_rounds, driver_s, map_s = _timed_two_processes(
+            lambda parallel: net_run(net, prop, parallel, args.net_max_boxes))
+        one = statistics.median(r["refine_s"] for r in runs["1 process"])
+        row = {"model": name, "max_boxes": args.net_max_boxes, "boxes": reference["boxes"], "same_shares": same,
+               "shares": reference["shares"], "rounds": n_rounds, "driver_s_per_round": driver_s,
+               "map_s_per_round": map_s, "chunks_per_round": rounds.ROUND_CHUNKS}
+        for setup, rs in runs.items():
+            med = statistics.median(r["refine_s"] for r in rs)
+            row[setup] = {"median_s": med, "runs_s": [r["refine_s"] for r in rs], "speedup": one / med,
+                          "boxes_per_s": reference["boxes"] / med}
+        med = statistics.median(r["refine_s"] for r in loop)
+        rate = statistics.median(r["boxes"] / r["refine_s"] for r in loop)
+        row["serial loop"] = {"median_s": med, "boxes": [r["boxes"] for r in loop], "boxes_per_s": rate,
+                              "undecided": [r["shares"][2] for r in loop]}
+        row["projected_max_workers"] = (2 * map_s / driver_s) if driver_s > 0 and map_s else None
+        rows.append(row)
+        print(json.dumps(row, default=str), flush=True)
+    return rows
+
+
+def network_markdown(meta: dict, rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    setups = [k for k in rows[0] if isinstance(rows[0][k], dict) and "speedup" in rows[0][k]]
+    lines = ["", "## ReLU networks", "",
+             f"Box refinement of the FairQuant networks (header domains), {rows[0]['max_boxes']:,} boxes per run "
+             f"(a budget by work: the run stops after the round that reaches it), median refinement time of the "
+             f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. Rounds of up to "
+             f"{rows[0]['chunks_per_round']} chunks. The serial loop is the one-process path without a box budget "
+             "(smaller rounds, growth limited by time), stopped near the same number of boxes.", "",
+             "| model | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process | undecided |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for name in setups:
+            s = r[name]
+            lines.append(f"| {r['model']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
+                         f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} | {100 * r['shares'][2]:.2f}% |")
+        s = r["serial loop"]
+        und = statistics.median(s["undecided"])
+        lines.append(f"| {r['model']} | 1 process, serial loop ({statistics.median(s['boxes']):,.0f} boxes) | "
+                     f"{s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | - | - | {100 * und:.2f}% |")
+    lines += ["", "Driver throughput (2 processes), as for trees:", "",
+              "| model | rounds | driver ms/round | workers' map ms/round | projected workers per driver |",
+              "|---|---|---|---|---|"]
+    for r in rows:
+        proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
+        lines.append(f"| {r['model']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
                      f"{1000 * r['map_s_per_round']:.1f} | {proj} |")
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,7 @@
 """Box work on a Ray cluster: a local cluster and a two-node one on this machine give the same
-shares as one process; a dead actor loses no chunk; an unreachable cluster is one clear error.
-Skipped where Ray is not installed; slow (each cluster takes seconds to start)."""
+shares as one process (tree ensembles and networks); a dead actor loses no chunk; an unreachable
+cluster is one clear error. Skipped where Ray is not installed; slow (each cluster takes seconds
+to start)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,26 @@ def _same_shares(parallel: Parallelism) -> None:
         assert (one.bounds, one.unfair, one.complete) == (other.bounds, other.unfair, other.complete)
 
 
+def _same_network_shares(ray_address: str) -> None:
+    from test_network_parallel import large_case
+
+    import faircert
+
+    net, dom = large_case()
+    one = faircert.verify(net, dom, "p", max_boxes=6000, max_counterexamples=10)
+    other = faircert.verify(net, dom, "p", max_boxes=6000, max_counterexamples=10, workers=2, ray_address=ray_address)
+    assert (one.certified, one.falsified, one.undecided) == (other.certified, other.falsified, other.undecided)
+    assert one.stats["boxes_examined"] == other.stats["boxes_examined"] >= 6000
+    assert 0 < one.undecided < 0.5 and one.falsified > 0
+    assert [c.x for c in one.counterexamples] == [c.x for c in other.counterexamples]
+
+
 def test_a_local_cluster_gives_the_same_shares(local_cluster):
     _same_shares(Parallelism(workers=2, ray_address="auto"))
+
+
+def test_a_local_cluster_gives_the_same_network_shares(local_cluster):
+    _same_network_shares("auto")
 
 
 def test_a_dead_actor_loses_no_chunk(local_cluster, tmp_path):
@@ -105,6 +124,7 @@ def test_a_two_node_cluster_on_this_machine_gives_the_same_shares(tmp_path):
                  runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}})
         assert ray.cluster_resources().get("CPU") == 2 and len(ray.nodes()) == 2
         _same_shares(Parallelism(workers=2, ray_address="auto"))
+        _same_network_shares("auto")
     finally:
         ray.shutdown()
         subprocess.run([ray_cmd, "stop", "--force"], capture_output=True, env=env, timeout=120)

@@ -63,7 +63,8 @@ class VerifyOptions(Budget):
     #: level of the statistical interval
     confidence: float = 0.99
     max_counterexamples: int = 100
-    #: processes for the box work; 1 runs in this process
+    #: processes for the box work (network refinement and partitions, tree refinement at epsilon 0);
+    #: 1 runs in this process
     workers: int = 1
     #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
     #: RAY_ADDRESS) or an address

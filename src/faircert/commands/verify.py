@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="processes for the box work (tree ensembles at epsilon 0; default 1: this process)")
+                   help="processes for the box work (ReLU networks, and tree ensembles at epsilon 0; "
+                        "default 1: this process)")
     p.add_argument("--max-boxes", type=int, metavar="N",
                    help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",

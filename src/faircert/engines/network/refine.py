@@ -26,10 +26,12 @@ from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.pool import Pool
+from ..boxes.workers import SERIAL, Parallelism
 from .cuts import cut_boxes
 from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
+from .rounds import refine_in_rounds
 from .sampling import Sampler, random_points, twin_split
 from .symbolic import crown_cost_ratio
 from .tail import decided_shares
@@ -62,11 +64,19 @@ def _one_blas_thread():
 
 def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
                    target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
-                   max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None) -> Result:
-    """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence."""
+                   max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
+                   parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Result:
+    """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence.
+
+    With several workers (`parallel`) or a box budget (`max_boxes`: stop after the round that
+    examines that many boxes) the refinement runs in rounds of chunks (`rounds`), whose result
+    up to a box budget does not depend on where the chunks ran."""
     with _one_blas_thread():
         run = Refinement(network, prop, seed, progress)
-        run.refine(time_limit, target_undecided)
+        if parallel == SERIAL and max_boxes is None:
+            run.refine(time_limit, target_undecided)
+        else:
+            refine_in_rounds(run, parallel, time_limit, target_undecided, max_boxes)
         return run.result(time_limit, confidence, max_counterexamples)
 
 
@@ -78,14 +88,10 @@ class Refinement:
         self.t0 = time.perf_counter()
         self.network, self.prop = network, prop
         self.pb = pb = Problem.build(network, prop)
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.progress = progress
-        self.pool = Pool(pb.d)
-        self.stuck_lo, self.stuck_hi = [], []
-        self.cert = 0.0
-        self.fal = 0.0
-        self.cex: dict[bytes, tuple] = {}
-        self.cex_found = 0
+        self.clear()
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
@@ -93,28 +99,30 @@ class Refinement:
                       and len(pb.twin.widths) <= TIGHT_MAX_DEPTH)
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
-        self.stats = dict(boxes_bounded=0, boxes_bounded_grow=0, boxes_exact=0, points_exact=0, boxes_grown=0,
-                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0, t_credit=0.0)
         self._last_report = 0.0
-        self.probes = self.probe_hits = 0
         self.started = False
         self.point_cost = 0.0
+        #: boxes that growth around counterexamples may bound; None: a share of the time (GROW_SHARE)
+        self.grow_budget: float | None = None
+
+    def clear(self) -> None:
+        """Empty the partition and the evidence: decided masses, pool, stuck boxes, counters."""
+        self.pool = Pool(self.pb.d)
+        self.stuck_lo, self.stuck_hi = [], []
+        self.cert = 0.0
+        self.fal = 0.0
+        self.cex: dict[bytes, tuple] = {}
+        self.cex_found = 0
+        self.stats = dict(boxes_bounded=0, boxes_bounded_grow=0, boxes_exact=0, points_exact=0, boxes_grown=0,
+                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0, t_credit=0.0)
+        self.probes = self.probe_hits = 0
 
     # ----- the loop ---------------------------------------------------------------------------
     def refine(self, time_limit: float | None, target: float, max_rounds: int | None = None) -> None:
         """Refine until the time limit, the undecided target, or (for tests) a number of rounds."""
         pb = self.pb
         end = None if time_limit is None else self.t0 + time_limit * 0.97
-        lo = hi = None
-        if self.stuck_lo:  # resume: unbounded or unsplittable boxes first
-            lo, hi = np.concatenate(self.stuck_lo), np.concatenate(self.stuck_hi)
-            self.stuck_lo, self.stuck_hi = [], []
-        if not self.started:
-            self.started = True
-            lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
-            if exact_ok(pb, lo, hi, EXACT_POINTS).all():
-                self._exact(lo, hi)
-                lo = hi = None
+        lo, hi = self.first_batch()
         while True:
             pend_lo = pend_hi = np.empty((0, pb.d))
             if lo is not None and lo.shape[0]:
@@ -131,7 +139,7 @@ class Refinement:
                 break
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break
-            if len(self.pool) * (16 * pb.d + 32) > POOL_BYTES:
+            if self.pool_full():
                 self.stats["memory_cap_reached"] = True
                 break
             # cut pieces of the last round join the children of the heaviest pool boxes
@@ -147,6 +155,26 @@ class Refinement:
         self.stuck_lo.append(pend_lo)
         self.stuck_hi.append(pend_hi)
         self._report(force=True)
+
+    def pool_full(self) -> bool:
+        """Whether the undecided boxes take the memory refining may use."""
+        return len(self.pool) * (16 * self.pb.d + 32) > POOL_BYTES
+
+    def first_batch(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The boxes a (resumed) refinement starts from: the whole domain, enumerated at once when
+        small, or the boxes left unbounded or unsplittable by an earlier call."""
+        pb = self.pb
+        lo = hi = None
+        if self.stuck_lo:  # resume: unbounded or unsplittable boxes first
+            lo, hi = np.concatenate(self.stuck_lo), np.concatenate(self.stuck_hi)
+            self.stuck_lo, self.stuck_hi = [], []
+        if not self.started:
+            self.started = True
+            lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
+            if exact_ok(pb, lo, hi, EXACT_POINTS).all():
+                self._exact(lo, hi)
+                lo = hi = None
+        return lo, hi
 
     def _sampling_time(self, time_limit: float) -> float:
         """Expected time of the final estimate (samples its interval needs x cost per sample),
@@ -293,15 +321,15 @@ class Refinement:
         self._record(x[j], x[j], a[j], b[j])
         x, a, b = x[j], a[j], b[j]
         z = z[j]
-        elapsed = time.perf_counter() - self.t0
-        if self.stats["t_grow"] > GROW_SHARE * elapsed:
+        points = self._grow_points()
+        if not points:
             return has, None
         m = np.arange(idx.size)
         strong = (z[m, a] > pb.tol) & (z[m, b] < -pb.tol) & (mass[idx] > 1)
         m = m[strong]
         if not m.size:
             return has, None
-        m = m[np.argsort(-mass[idx[m]])[:GROW_BATCH]]
+        m = m[np.argsort(-mass[idx[m]])[:points]]
         r = idx[m]
         t = time.perf_counter()
         glo, ghi, ok = grow(pb, x[m], a[m], b[m], lo[r], hi[r], self.chunk)
@@ -319,6 +347,14 @@ class Refinement:
         keep = np.ones(lo.shape[0], dtype=bool)
         keep[r] = False
         return has, (keep, plo, phi)
+
+    def _grow_points(self) -> int:
+        """Counterexamples to grow unfair boxes around now: GROW_BATCH while growth stays within its
+        share of the time, or as many as the budget in boxes pays for (1 + d * RADII each)."""
+        if self.grow_budget is None:
+            return GROW_BATCH if self.stats["t_grow"] <= GROW_SHARE * (time.perf_counter() - self.t0) else 0
+        left = self.grow_budget - self.stats["boxes_bounded_grow"]
+        return int(min(GROW_BATCH, max(0.0, left) // (1 + self.pb.d * RADII)))
 
     def _record(self, x, xp, a, b) -> None:
         for i in range(x.shape[0]):
@@ -459,4 +495,5 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
                           confidence=options.confidence, seed=options.seed,
-                          max_counterexamples=options.max_counterexamples, progress=progress)
+                          max_counterexamples=options.max_counterexamples, progress=progress,
+                          parallel=Parallelism(options.workers, options.ray_address), max_boxes=options.max_boxes)

@@ -1,0 +1,183 @@
+"""Box refinement of networks in rounds of chunks, on worker processes or a Ray cluster.
+
+The driver keeps the partition (decided masses, the pool of undecided boxes, the evidence). Each
+round it splits the heaviest pool boxes and hands the children out in chunks; a worker bounds its
+chunk's boxes, decides, cuts, searches and credits them (`ChunkWork.work`, the refinement's own
+code on a copy of the run that it holds once) and returns what it established; the driver merges
+the chunks in order. What a chunk does depends only on its boxes and on what the driver sends with
+them: its random draws are seeded by (seed, round, chunk) and its share of the growth around
+counterexamples is a budget counted in bounded boxes, not in seconds. So a run limited by work
+(`max_boxes`) gives the same shares with 1, 2 or N workers, locally or on Ray; a run limited by
+time stays sound (every merged chunk is sound) but depends on how far it got.
+
+Counterexamples found on workers join the driver's store, which re-checks them on the real
+network when the result is made. A stop request ends the run after the current round.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...interrupt import requested as stop_requested
+from ..boxes.workers import Parallelism
+
+#: chunks a round holds at most: fixed, so that a run limited by boxes is the same for any worker count
+ROUND_CHUNKS = 8
+#: bounding calls per chunk (a call takes 50 to 100 ms on the FairQuant networks: a chunk about 0.3 s)
+CHUNK_CALLS = 4
+#: growth around counterexamples may bound at most this share of the boxes bounded so far
+GROW_WORK = 0.02
+_COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
+             "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
+
+
+@dataclass
+class Batch:
+    """What one chunk established: decided masses, undecided boxes for the pool (with their split
+    feature, priority and credits), boxes that cannot be split, cut pieces to bound next round,
+    counterexamples, and counters."""
+
+    cert: float
+    fal: float
+    pool: tuple[np.ndarray, ...]
+    stuck_lo: np.ndarray
+    stuck_hi: np.ndarray
+    pend_lo: np.ndarray
+    pend_hi: np.ndarray
+    cex: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    cex_found: int
+    stats: dict
+    probes: int
+    probe_hits: int
+
+
+class ChunkWork:
+    """A worker's job: a copy of the run without its partition, refilled for each chunk."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = copy.copy(run)
+        self.run.progress = None
+        self.run.clear()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _blas_on_one_thread()  # a spawned process or Ray actor: small batched GEMMs, as in the driver
+
+    def work(self, lo: np.ndarray, hi: np.ndarray, seed: tuple[int, ...], grow_budget: float) -> Batch:
+        run = self.run
+        run.clear()
+        run.rng = np.random.default_rng(seed)
+        run.grow_budget = grow_budget
+        pend_lo, pend_hi = run._process(lo, hi)
+        d = lo.shape[1]
+        n = len(run.pool)
+        pool = tuple(a[:n].copy() for a in (run.pool.lo, run.pool.hi, run.pool.mass, run.pool.split,
+                                            run.pool.prio, run.pool.fair, run.pool.unfair))
+        stuck = [np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi)]
+        items = list(run.cex.values())
+        cex = (np.array([c[0] for c in items]).reshape(-1, d), np.array([c[1] for c in items]).reshape(-1, d),
+               np.array([c[2] for c in items], dtype=np.int64), np.array([c[3] for c in items], dtype=np.int64))
+        return Batch(run.cert, run.fal, pool, stuck[0], stuck[1], pend_lo, pend_hi, cex, run.cex_found,
+                     {k: run.stats[k] for k in _COUNTERS}, run.probes, run.probe_hits)
+
+
+def absorb(run: Any, b: Batch) -> None:
+    """Merge one chunk's batch into the driver's run."""
+    run.cert += b.cert
+    run.fal += b.fal
+    run.pool.push(*b.pool)
+    if b.stuck_lo.shape[0]:
+        run.stuck_lo.append(b.stuck_lo)
+        run.stuck_hi.append(b.stuck_hi)
+    run._record(*b.cex)
+    run.cex_found += b.cex_found - b.cex[0].shape[0]  # found in the chunk beyond the ones it kept
+    for k in _COUNTERS:
+        run.stats[k] += b.stats[k]
+    run.probes += b.probes
+    run.probe_hits += b.probe_hits
+
+
+def chunks(n: int, bound_rows: int) -> list[slice]:
+    """Contiguous chunks of a batch of n boxes: at most `ROUND_CHUNKS` of at least one bounding call
+    each, more only for a batch larger than a full round; a function of n alone."""
+    k = max(math.ceil(n / (CHUNK_CALLS * bound_rows)), min(ROUND_CHUNKS, math.ceil(n / bound_rows)), 1)
+    edges = [n * i // k for i in range(k + 1)]
+    return [slice(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, target: float,
+                     max_boxes: int | None) -> None:
+    """`run.refine` (a `refine.Refinement`) with each round's box work in chunks on `parallel`'s
+    workers; stops, besides, after the round that brings the boxes examined to `max_boxes`."""
+    pb = run.pb
+    end = None if time_limit is None else run.t0 + time_limit * 0.97
+    full = ROUND_CHUNKS * CHUNK_CALLS * run.chunk // 2  # pool boxes split per round, at most
+    lo, hi = run.first_batch()
+    examined = 0
+    round_s = 0.0
+    with parallel.open(ChunkWork(run)) as workers:
+        run.stats["workers"] = workers.n
+        while True:
+            t = time.perf_counter()
+            pend_lo = pend_hi = np.empty((0, pb.d))
+            if lo is not None and lo.shape[0]:
+                examined += lo.shape[0]
+                # growth may catch up to its share of the boxes bounded by the end of this round;
+                # the first chunk gets it all: split eight ways it would often pay for no growth
+                budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0])
+                             - run.stats["boxes_bounded_grow"])
+                tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
+                         for i, s in enumerate(chunks(lo.shape[0], run.chunk))]
+                pend = []
+                for batch in workers.map("work", tasks):
+                    absorb(run, batch)
+                    pend.append((batch.pend_lo, batch.pend_hi))
+                pend_lo = np.concatenate([p[0] for p in pend])
+                pend_hi = np.concatenate([p[1] for p in pend])
+                run.stats["workers_restarted"] = workers.restarts
+            run.stats["rounds"] += 1
+            run.stats["boxes_examined"] = examined
+            run._report()
+            round_s = time.perf_counter() - t
+            und = run.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
+            if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(run.pool) == 0):
+                break
+            # a round takes a while: start one only if it can end before the estimate's time
+            if end is not None and time.perf_counter() + round_s > end - run._sampling_time(time_limit):
+                break
+            if stop_requested():
+                run.stats["interrupted"] = True
+                break
+            if max_boxes is not None and examined >= max_boxes:
+                run.stats["box_budget_reached"] = True
+                break
+            if run.pool_full():
+                run.stats["memory_cap_reached"] = True
+                break
+            # cut pieces of the last round join the children of the heaviest pool boxes
+            k = int(np.clip(len(run.pool) // 8, run.chunk // 2, full))
+            if pend_lo.shape[0]:
+                k = max(0, min(k, full - pend_lo.shape[0] // 2))
+            lo, hi = pend_lo, pend_hi
+            if k and len(run.pool):
+                plo, phi, _, split = run.pool.pop_heaviest(k)
+                clo, chi = run._split(plo, phi, split)
+                lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
+    # pieces not bounded yet stay undecided; a later call starts with them
+    run.stuck_lo.append(pend_lo)
+    run.stuck_hi.append(pend_hi)
+    run._report(force=True)
+
+
+def _blas_on_one_thread() -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it BLAS keeps its own setting
+        return
+    threadpool_limits(limits=1, user_api="blas")
