@@ -152,6 +152,18 @@ def family(name: str) -> str:
     return name.split("-")[0]
 
 
+def load_table2_case(name: str):
+    """(network, property, partition size) of one model under Table II's protocol."""
+    from faircert.domain import Domain, Feature
+    from faircert.models.io.nnet import load_nnet
+    from faircert.properties import individual_fairness
+
+    folder, ranges, protected, ms, _ = SETUP[family(name)]
+    net = load_nnet(MODELS / folder / f"{name}.nnet")
+    dom = Domain(tuple(Feature(n, "integer", lo, hi) for n, lo, hi in ranges))
+    return net, individual_fairness(dom, [protected]), ms
+
+
 def run_one(name: str, time_limit: float, seed: int, query: str = "table2") -> dict:
     """Decide every partition of one model (in a worker process) and return its figures."""
     from faircert.domain import Domain, Feature

@@ -11,7 +11,14 @@ and, from the driver's side of the 2-worker run, the time per round spent outsid
 projection). For networks also the one-process loop without a box budget (the default path),
 stopped near the same number of boxes: its boxes per second and undecided share.
 
-    python benchmarks/parallel.py [--only trees|networks] [--max-boxes N] [--net-max-boxes N] [--repeats 3]
+Partitions: Fairify's partitioned verification (benchmarks/fairify.py's Table II setup) of the
+models whose coverage it misses at 120 s, with a fixed time budget: partitions decided with 1 and 2
+workers (time-limited, so not the same work; the verdicts of partitions decided by both must agree).
+Programs: the sound bounds of the slowest FairSquare programs (benchmarks/fairsquare.py), run to
+their verdict with 1 and 2 workers (the same bounds, checked).
+
+    python benchmarks/parallel.py [--only trees|networks|partitions|programs] [--max-boxes N] [--net-max-boxes N]
+                                  [--repeats 3]
 
 Writes benchmarks/results/parallel.{md,json}; with --only, the other part's rows are kept from the
 existing JSON.
@@ -42,6 +49,7 @@ from faircert.properties import individual_fairness  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 #: the FairQuant networks whose throughput FairQuant reports (benchmarks/fairquant.py)
 NETWORKS = ("AC-4", "AC-5", "BM-4")
+PARTS = ("trees", "networks", "partitions", "programs")
 
 
 class _TimedWorkers(Workers):
@@ -66,7 +74,10 @@ def run(ir, prop, parallel: Parallelism, max_boxes: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("trees", "networks"), help="run one part; keep the other's rows")
+    ap.add_argument("--only", choices=PARTS, help="run one part; keep the others' rows")
+    ap.add_argument("--partition-models", default="AC-7,BM-8")
+    ap.add_argument("--partition-s", type=float, default=60.0, help="seconds per partitioned run")
+    ap.add_argument("--programs", default="M_BNc_F_SVM_V6.fr,M_BNc_F_NN_V3_H2.fr")
     ap.add_argument("--max-boxes", type=int, default=1_000_000, help="tree boxes per run")
     ap.add_argument("--net-max-boxes", type=int, default=100_000, help="network boxes per run")
     ap.add_argument("--networks", default=",".join(NETWORKS), help="comma-separated FairQuant networks")
@@ -76,20 +87,22 @@ def main() -> None:
     old = json.loads((RESULTS / "parallel.json").read_text()) if (RESULTS / "parallel.json").exists() else {}
     meta = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
             "load_before": os.getloadavg()[0]}
-    out = {"meta": meta, "rows": [], "network_meta": meta, "network_rows": []}
-    if args.only == "networks":
-        out.update(meta=old.get("meta", meta), rows=old.get("rows", []))
-    else:
-        out["rows"] = tree_rows(args)
-    if args.only == "trees":
-        out.update(network_meta=old.get("network_meta", meta), network_rows=old.get("network_rows", []))
-    else:
-        out["network_rows"] = network_rows(args)
+    out = {"meta": meta}
+    for part, key, make in (("trees", "rows", tree_rows), ("networks", "network_rows", network_rows),
+                            ("partitions", "partition_rows", partition_rows), ("programs", "program_rows", program_rows)):
+        keep = args.only is not None and args.only != part
+        out[key] = old.get(key, []) if keep else make(args)
+        if key != "rows":
+            out[f"{part}_meta"] = old.get(f"{part}_meta", old.get("meta", meta)) if keep else meta
+    if args.only is not None and args.only != "trees":
+        out["meta"] = old.get("meta", meta)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "parallel.json").write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "parallel.md").write_text("# Box work on several processes and on Ray\n\n"
                                          + markdown(out["meta"], out["rows"])
-                                         + network_markdown(out["network_meta"], out["network_rows"]))
+                                         + network_markdown(out["networks_meta"], out["network_rows"])
+                                         + partition_markdown(out["partitions_meta"], out["partition_rows"])
+                                         + program_markdown(out["programs_meta"], out["program_rows"]))
 
 
 def _ray_setup(setups: dict, args) -> None:
@@ -275,6 +288,90 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
         proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
         lines.append(f"| {r['model']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
                      f"{1000 * r['map_s_per_round']:.1f} | {proj} |")
+    return "\n".join(lines) + "\n"
+
+
+
+def partition_rows(args) -> list[dict]:
+    from fairify import load_table2_case
+
+    from faircert.engines.network.decide import decide_network
+
+    rows = []
+    for name in args.partition_models.split(","):
+        net, prop, ms = load_table2_case(name)
+        row = {"model": name, "partition_size": ms, "seconds": args.partition_s}
+        verdicts = {}
+        for setup, parallel in (("1 process", Parallelism(1)), ("2 processes", Parallelism(2))):
+            t0 = time.perf_counter()
+            res = decide_network(net, prop, time_limit=args.partition_s, partition_size=ms, parallel=parallel)
+            d = res.decision
+            row[setup] = {"wall_s": time.perf_counter() - t0, "decided": d["fair"] + d["unfair"], "fair": d["fair"],
+                          "unfair": d["unfair"], "unknown": d["unknown"], "coverage": d["coverage"]}
+            verdicts[setup] = [p["verdict"] for p in res.partitions]
+        both = [(a, b) for a, b in zip(*verdicts.values()) if "unknown" not in (a, b)]
+        row["agree"] = all(a == b for a, b in both)
+        row["gain"] = row["2 processes"]["decided"] / max(row["1 process"]["decided"], 1)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def partition_markdown(meta: dict, rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    lines = ["", "## Partitioned network verification", "",
+             f"Fairify's Table II partitions (benchmarks/fairify.py), {rows[0]['seconds']:g} s per run, on this "
+             f"{meta['cpus']}-core machine, {meta['date']}. Time-limited: decided partitions with 1 and 2 local "
+             "worker processes; 'agree' checks the verdicts of partitions both decided.", "",
+             "| model | partitions | 1 process: decided (coverage), s | 2 processes: decided (coverage), s | "
+             "2 over 1 | agree |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        one, two = r["1 process"], r["2 processes"]
+        total = one["decided"] + one["unknown"]
+        lines.append(f"| {r['model']} | {total:,} | {one['decided']:,} ({100 * one['coverage']:.2f}%), "
+                     f"{one['wall_s']:.1f} | {two['decided']:,} ({100 * two['coverage']:.2f}%), {two['wall_s']:.1f} | "
+                     f"{r['gain']:.2f}x | "
+                     f"{'yes' if r['agree'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def program_rows(args) -> list[dict]:
+    from fairsquare import PROGRAMS
+
+    from faircert.engines.probability.bounds import program_fairness
+
+    rows = []
+    for file in args.programs.split(","):
+        runs: dict[str, list] = {"1 process": [], "2 processes": []}
+        for _ in range(args.repeats):
+            for setup, parallel in (("1 process", Parallelism(1)), ("2 processes", Parallelism(2))):
+                t0 = time.perf_counter()
+                res = program_fairness(PROGRAMS / file, epsilon=0.15, time_limit=None, parallel=parallel)
+                runs[setup].append((time.perf_counter() - t0, (res.ratio_low, res.ratio_high, res.verdict,
+                                                               res.stats["box_evaluations"])))
+        one = statistics.median(t for t, _ in runs["1 process"])
+        two = statistics.median(t for t, _ in runs["2 processes"])
+        same = len({r for rs in runs.values() for _, r in rs}) == 1
+        rows.append({"program": file, "verdict": runs["1 process"][0][1][2], "one_s": one, "two_s": two,
+                     "speedup": one / two, "same_bounds": same,
+                     "evaluations": runs["1 process"][0][1][3]})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def program_markdown(meta: dict, rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    lines = ["", "## Program bounds", "",
+             f"Sound bounds of the slowest FairSquare programs (epsilon 0.15) to their verdict, median of the runs, "
+             f"on this {meta['cpus']}-core machine, {meta['date']}; each step's trial splits are evaluated on the "
+             "workers.", "",
+             "| program | verdict | box evaluations | 1 process s | 2 processes s | speedup | same bounds |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['program']} | {r['verdict']} | {r['evaluations']:,} | {r['one_s']:.2f} | "
+                     f"{r['two_s']:.2f} | {r['speedup']:.2f}x | {'yes' if r['same_bounds'] else 'NO'} |")
     return "\n".join(lines) + "\n"
 
 
