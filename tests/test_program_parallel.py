@@ -28,3 +28,17 @@ def test_the_api_and_the_bounds_on_workers_bracket_the_closed_form(tmp_path):
     assert res.ratio_low <= GAUSSIAN_SHIFT_RATIO <= res.ratio_high and res.verdict == "unfair"
     with pytest.raises(PropertyError, match="workers"):
         faircert.verify_program(path, workers=0)
+
+
+def test_group_bounds_on_two_workers_equal_one(tmp_path):
+    """Per-group bounds of a network under a population program, with EO: the same on 2 workers."""
+    from test_equalized_odds_populations import NET, PROGRAM
+
+    path = tmp_path / "pop.fr"
+    path.write_text(PROGRAM)
+    kw = dict(population=path, protected="sex < 1", label="qualified", metrics=["di", "sp", "eo"], time_limit=None,
+              gap_thresholds={"eo": 0.1})
+    one, two = faircert.group(NET, **kw), faircert.group(NET, workers=2, **kw)
+    assert [(g.low, g.high) for g in two.groups] == [(g.low, g.high) for g in one.groups]
+    assert two.metrics["eo"].low == one.metrics["eo"].low and two.verdict == one.verdict == "unfair"
+    assert two.stats["box_evaluations"] == one.stats["box_evaluations"] > 0

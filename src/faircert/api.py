@@ -179,7 +179,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
-          delta: float = 1e-6, progress: Progress | None = None, options: GroupOptions | None = None) -> GroupResult:
+          delta: float = 1e-6, workers: int = 1, ray_address: str | None = None, progress: Progress | None = None,
+          options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -195,7 +196,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     encoded columns (see `load_model`); `influence=True` adds fairness influence functions of every feature (or give subsets);
     `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
     `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
-    <= `delta` (for models or populations too large for the sound engines).
+    <= `delta` (for models or populations too large for the sound engines). `workers` processes (or
+    Ray actors at `ray_address`) evaluate the sound bounds' trial splits.
     """
     from .engines.group.linear import resolve_population
     from .models.binding import bind_to_population
@@ -203,7 +205,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     protected, data = _sensitive(_protected(protected, sensitive_features), data)
     metrics = group_metrics(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
-    options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta)
+    options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
+                                      ray_address=ray_address)
     ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
                                                     max_bins=max_bins, method=binning, bin_value=bin_value,

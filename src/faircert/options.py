@@ -79,7 +79,6 @@ class VerifyOptions(Budget):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_count("workers", self.workers, 1)
         if self.max_boxes is not None:
             _check_count("max boxes", self.max_boxes, 1)
         if not 0.0 <= self.target_undecided <= 1.0:
@@ -106,9 +105,14 @@ class MethodOptions(Budget):
 
     method: str = "sound"
     delta: float = 1e-6
+    #: sound probability bounds: processes (or Ray actors at `ray_address`) evaluating the
+    #: refinement's trial splits
+    workers: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_count("workers", self.workers, 1)
         if self.method not in METHODS:
             raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
         _check_open_unit("delta", self.delta)
@@ -132,9 +136,6 @@ class ProgramOptions(MethodOptions):
     ratio_width: float | None = None
     #: sound probability queries: the bounds' target width when no threshold is given
     tolerance: float = 1e-4
-    #: sound: processes (or Ray actors at `ray_address`) evaluating the refinement's trial splits
-    workers: int = 1
-    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -39,6 +39,15 @@ def add_model_loading(p: Any) -> None:
                         "ensemble was trained on: the model is then checked on raw columns, categories by name")
 
 
+def add_parallel_arguments(p: Any, work: str) -> None:
+    """--workers and --ray: where `work` runs."""
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help=f"processes for {work} (default 1: this process)")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help=f"run {work} on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
+                        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
+
+
 def emit_json(text: str, destination: str | None) -> None:
     """Write JSON to a file, to stdout for '-', or nowhere when no destination was asked for."""
     if destination == STDOUT:

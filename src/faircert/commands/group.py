@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import add_model_loading, emit_json, mark_interrupted, run_guard
+from .common import add_model_loading, add_parallel_arguments, emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +54,7 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for bound refinement (non-linear models)")
+    add_parallel_arguments(p, "the sound bounds' trial splits")
     p.add_argument("--method", choices=("sound", "sampling"), default="sound",
                    help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta")
     p.add_argument("--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)")
@@ -93,7 +94,7 @@ def group_keywords(args: argparse.Namespace) -> dict:
             "preprocessor": args.preprocessor,
             "save_population": args.save_population, "bin_bounds": args.bin_bounds,
             "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
-                                    delta=args.delta)}
+                                    delta=args.delta, workers=args.workers, ray_address=args.ray)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, mark_interrupted, run_guard
+from .common import add_parallel_arguments, emit_json, mark_interrupted, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,10 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)")
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="sound: processes evaluating the refinement's trial splits (default 1: this process)")
-    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help="sound: evaluate them on a Ray cluster ('auto', 'local' or an address; needs faircert[ray])")
+    add_parallel_arguments(p, "the sound bounds' trial splits")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--quiet", action="store_true", help="no table on stderr")

@@ -153,7 +153,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
                  seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
-                 progress=None, check_di: bool = True):
+                 progress=None, check_di: bool = True, parallel: Any = None):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
@@ -203,7 +203,8 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
             out += [1 / a + 1 / (a + b), 1 / (a + b)]
         return np.array(out)
 
-    b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress)
+    b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress,
+               **({} if parallel is None else {"parallel": parallel}))
     groups = groups_from(b.low, b.high)
     res = GroupResult.build(groups, engine="probability-bounds", population=setup.population, threshold=threshold,
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
@@ -242,13 +243,14 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
     the groups' bounds given each label value too (see `with_equalized_odds`)."""
+    from ..boxes.workers import Parallelism
 
     def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
             check_di=True):
         return group_bounds(model, population, protected=protected, label=question.label, metrics=metrics,
                             threshold=threshold, time_limit=time_limit, seed=options.seed,
                             gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
-                            check_di=check_di)
+                            check_di=check_di, parallel=Parallelism(options.workers, options.ray_address))
 
     return with_equalized_odds(run, question, options.time_limit, target_width=1e-3)
 
