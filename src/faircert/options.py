@@ -79,6 +79,7 @@ class VerifyOptions(Budget):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_count("workers", self.workers, 1)
         if self.max_boxes is not None:
             _check_count("max boxes", self.max_boxes, 1)
         if not 0.0 <= self.target_undecided <= 1.0:
@@ -145,7 +146,6 @@ class ProgramOptions(MethodOptions):
             raise PropertyError(f"ratio width must be a positive number, got {self.ratio_width}")
         if not (math.isfinite(self.tolerance) and self.tolerance > 0):
             raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
-        _check_count("workers", self.workers, 1)
 
 
 #: Group metrics by every accepted name: faircert's short names and fairlearn's function names.
