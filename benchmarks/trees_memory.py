@@ -65,19 +65,20 @@ def probe(attr: str, limit: float) -> dict:
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
 
 
-def write(label: str, rows: list[dict], limit: float) -> None:
+def write(label: str, rows: list[dict], limit: float, measured: str | None = None) -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "trees_memory.json"
     runs = json.loads(path.read_text())["runs"] if path.exists() else {}
-    runs[label] = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "limit_s": limit,
+    runs[label] = {"measured": measured or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "limit_s": limit,
                    "machine": platform.machine(), "cores": os.cpu_count(), "rows": rows}
     path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     out = ["# Memory of the epsilon-0 tree refinement (Adult, r_eps 0, kappa 0.5)", "",
            "XGBoost 50 trees depth 3 (benchmarks/trees.py), one process per run, time limit per run as "
            "listed. 'stored' = open boxes plus stored unfair boxes at the last check of the memory limit, "
            "with the bytes of their arrays; 'B/open', 'B/unfair' = bytes per open box and per stored unfair "
-           "box; the limit is in boxes (5,000,000) or bytes as the run's code had it. Gap = upper - lower "
-           "bound of the measure.", ""]
+           "box; the limit is in boxes (5,000,000) or bytes as the run's code had it. Where the limit was in "
+           "boxes, an unfair box was stored once per protected value it is unfair in (with its twin box), "
+           "and 'unfair boxes' counts those copies. Gap = upper - lower bound of the measure.", ""]
     for name, run in runs.items():
         out += [f"## {name} ({run['measured']}, {run['machine']}, {run['cores']} cores, limit {run['limit_s']:g} s)",
                 "", "| attr. | slices | limit | stopped | time s | gap | lower | upper | open boxes | unfair boxes | "
@@ -103,7 +104,13 @@ def main() -> None:
     ap.add_argument("--attrs", default="sex,race,age")
     ap.add_argument("--label", default="current")
     ap.add_argument("--probe", help=argparse.SUPPRESS)
+    ap.add_argument("--render", action="store_true", help="only rewrite the markdown from the json")
     args = ap.parse_args()
+    if args.render:
+        runs = json.loads((RESULTS / "trees_memory.json").read_text())["runs"]
+        label = next(iter(runs))
+        write(label, runs[label]["rows"], runs[label]["limit_s"], runs[label]["measured"])
+        return
     if args.probe:
         print(json.dumps(probe(args.probe, args.limit)))
         return
