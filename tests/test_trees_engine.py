@@ -257,7 +257,7 @@ def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypa
     truth = 1 - unfair / conf
     full = verify_trees(ir, prop, method=method)
     assert full.stats["converged"] and not full.stats["memory_limited"] and full.statistical is None
-    monkeypatch.setattr(trees_frontier, "MAX_STORED_BOXES", 3)
+    monkeypatch.setattr(trees_frontier, "MAX_STORED_BYTES", 3 * 16 * len(dom.features))  # three float64 boxes
     cut = verify_trees(ir, prop, method=method)
     assert cut.stats["memory_limited"] and not cut.stats["converged"]
     assert cut.measure_lower <= truth <= cut.measure_upper and cut.measure_upper - cut.measure_lower > 0

@@ -170,7 +170,7 @@ def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():
     ir, dom = _problem(1)
     prop = _prop(dom, 0, 0.5, False)
     region, points = _unfair_set(ir, dom, prop)
-    q = quantify(ir, prop, time_limit=60)
+    q = quantify(ir, prop, time_limit=60).explicit()  # the pieces one by one, to clip them
     assert q.complete
     cut = dom.features[1].min + (dom.features[1].max - dom.features[1].min + 1) // 2
     piece_lo = q.piece_lo.copy()

@@ -1,28 +1,148 @@
-"""The open boxes of a tree-ensemble refinement, largest first, and the memory they may take.
+"""The open boxes of a tree-ensemble refinement, largest first, compactly stored, and the memory they
+may take.
 
 Boxes are refined largest first, so that the bounds tighten fastest. On large ensembles the open
-boxes and the unfair pieces found grow with the run time (millions of boxes, gigabytes, within a
-minute or two), so a refinement also stops, as at its time limit, once it holds `MAX_STORED_BOXES`
-boxes; the result then says so ("memory_limited").
+boxes and the unfair boxes found grow with the run time (tens of millions of boxes within minutes),
+so a refinement also stops, as at its time limit, once the arrays it keeps take `MAX_STORED_BYTES`
+bytes; the result then says so ("memory_limited").
+
+Stored boxes are encoded by a `BoxCodec`: each coordinate as the smallest unsigned integer that
+holds it (an index into the feature's sorted table of possible values where the refinement only
+cuts at known positions, else the offset on an integer grid) or as float64 (real features with no
+table). Boxes are decoded to float64 where a chunk is processed.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 
 import numpy as np
 
-#: Open boxes plus unfair pieces a refinement may hold (peak memory: benchmarks/results/trees.md).
+#: The limit the refinements had in boxes (open boxes plus unfair pieces, each two or four float64
+#: rows), kept for reference: `MAX_STORED_BYTES` is what they took at this count.
 MAX_STORED_BOXES = 5_000_000
+#: Bytes of stored boxes a refinement may hold: the footprint of the former limit of
+#: `MAX_STORED_BOXES` boxes on the Adult benchmark model (benchmarks/results/trees_memory.md).
+MAX_STORED_BYTES = 1_400_000_000
+
+
+def _uint(n: int) -> np.dtype:
+    """The smallest unsigned integer type holding 0..n."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if n <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+class BoxCodec:
+    """Boxes (lo, hi: float64 rows) as records of compact columns, exactly.
+
+    Per feature: with a `table` (sorted float64 values every coordinate is one of), the index into
+    it; else on an integer grid (`discrete`), the offset from the domain's lower end; else float64.
+    `encode` checks that it is exact (a value outside the table or grid raises ValueError).
+    """
+
+    def __init__(self, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray,
+                 tables: Sequence[np.ndarray | None] | None = None) -> None:
+        n = len(dlo)
+        self.dlo = np.asarray(dlo, dtype=np.float64)
+        self.tables = list(tables) if tables is not None else [None] * n
+        fields = []
+        self.kind = []
+        for f in range(n):
+            t = self.tables[f]
+            if t is not None:
+                self.kind.append("table")
+                dt = _uint(len(t) - 1)
+            elif discrete[f] and np.isfinite(dhi[f] - dlo[f]) and dhi[f] - dlo[f] < 2.0 ** 53:
+                self.kind.append("grid")
+                dt = _uint(int(dhi[f] - dlo[f]))
+            else:
+                self.kind.append("real")
+                dt = np.dtype(np.float64)
+            fields += [(f"l{f}", dt), (f"h{f}", dt)]
+        self.dtype = np.dtype(fields)
+        self.width = n
+
+    @classmethod
+    def for_cuts(cls, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray, node_feat: np.ndarray,
+                 node_bound: np.ndarray) -> BoxCodec:
+        """A codec for boxes cut only at the given (feature, boundary) pairs inside the domain box."""
+        tables = []
+        for f in range(len(dlo)):
+            b = node_bound[node_feat == f]
+            tables.append(np.unique(np.concatenate([[dlo[f], dhi[f]], b[np.isfinite(b)]])))
+        return cls(dlo, dhi, discrete, tables)
+
+    @property
+    def bytes_per_box(self) -> int:
+        return self.dtype.itemsize
+
+    def _enc(self, f: int, v: np.ndarray) -> np.ndarray:
+        kind = self.kind[f]
+        if kind == "real":
+            return v
+        if kind == "table":
+            t = self.tables[f]
+            idx = np.minimum(np.searchsorted(t, v), len(t) - 1)
+            if not np.array_equal(t[idx], v):
+                raise ValueError(f"feature {f}: a box coordinate outside its table of cut positions")
+            return idx
+        off = v - self.dlo[f]
+        code = off.astype(self.dtype[f"l{f}"])
+        if not np.array_equal(code, off):
+            raise ValueError(f"feature {f}: a box coordinate off its integer grid")
+        return code
+
+    def encode(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        out = np.empty(len(lo), dtype=self.dtype)
+        for f in range(self.width):
+            out[f"l{f}"] = self._enc(f, lo[:, f])
+            out[f"h{f}"] = self._enc(f, hi[:, f])
+        return out
+
+    def _dec(self, f: int, code: np.ndarray) -> np.ndarray:
+        kind = self.kind[f]
+        if kind == "real":
+            return code
+        if kind == "table":
+            return self.tables[f][code]
+        return code + self.dlo[f]
+
+    def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.empty((len(rec), self.width))
+        hi = np.empty((len(rec), self.width))
+        for f in range(self.width):
+            lo[:, f] = self._dec(f, rec[f"l{f}"])
+            hi[:, f] = self._dec(f, rec[f"h{f}"])
+        return lo, hi
+
+
+class RawBoxes:
+    """The identity codec: boxes kept as they are (lo, hi float64 rows in one array)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.bytes_per_box = 16 * width
+
+    def encode(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return np.concatenate([lo, hi], axis=1)
+
+    def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return rec[:, :self.width], rec[:, self.width:]
 
 
 class Frontier:
-    """Open boxes as row-aligned arrays (lo, hi and any per-box data), in chunks, largest first."""
+    """Open boxes with any per-box data (row-aligned arrays), in chunks, largest first; the boxes
+    encoded by `codec` (float64 rows without one)."""
 
-    def __init__(self, free: np.ndarray, chunk: int) -> None:
+    def __init__(self, free: np.ndarray, chunk: int, codec: BoxCodec | None = None) -> None:
         self.free, self.chunk = free, chunk
+        self.codec = codec if codec is not None else RawBoxes(len(free))
         self.heap: list = []
         self.count = 0
+        self.nbytes = 0
         self.tick = 0
 
     def __bool__(self) -> bool:
@@ -37,14 +157,21 @@ class Frontier:
             return
         size = self.size(arrays[0], arrays[1])
         order = np.argsort(-size, kind="stable")
-        arrays, size = tuple(a[order] for a in arrays), size[order]
+        lo, hi, size = arrays[0][order], arrays[1][order], size[order]
+        extra = tuple(a[order] for a in arrays[2:])
         self.count += len(size)
         for k in range(0, len(size), self.chunk):  # a chunk is keyed by its largest box
-            heapq.heappush(self.heap, (-float(size[k]), self.tick, tuple(a[k:k + self.chunk] for a in arrays)))
+            e = k + self.chunk
+            entry = (self.codec.encode(lo[k:e], hi[k:e]),) + tuple(a[k:e] for a in extra)
+            self.nbytes += sum(a.nbytes for a in entry)
+            heapq.heappush(self.heap, (-float(size[k]), self.tick, entry))
             self.tick += 1
 
+    def _decoded(self, entry: tuple) -> tuple[np.ndarray, ...]:
+        return self.codec.decode(entry[0]) + entry[1:]
+
     def pop(self) -> tuple[np.ndarray, ...]:
-        """The largest chunks, merged up to about `chunk` boxes."""
+        """The largest chunks, merged up to about `chunk` boxes, decoded (lo, hi, then per-box data)."""
         parts = [heapq.heappop(self.heap)[2]]
         count = len(parts[0][0])
         while self.heap and count + len(self.heap[0][2][0]) <= self.chunk:
@@ -52,16 +179,44 @@ class Frontier:
             count += len(parts[-1][0])
         part = parts[0] if len(parts) == 1 else tuple(np.concatenate(a) for a in zip(*parts))
         self.count -= len(part[0])
-        return part
+        self.nbytes -= sum(sum(a.nbytes for a in p) for p in parts)
+        return self._decoded(part)
 
-    def parts(self) -> list[tuple[np.ndarray, ...]]:
-        """Every open chunk."""
-        return [e[2] for e in self.heap]
+    def parts(self) -> OpenParts:
+        """Every open chunk, decoded when read."""
+        return OpenParts(self.codec, [e[2] for e in self.heap])
 
 
-def over_memory(frontier: Frontier, pieces: int, acc: dict) -> bool:
-    """Whether the refinement holds too many boxes to go on (recorded in `acc`)."""
-    if frontier.count + pieces > MAX_STORED_BOXES:
+class OpenParts(Sequence):
+    """Chunks of encoded boxes read as decoded tuples (lo, hi, then per-box data), one at a time:
+    millions of open boxes stay compact until a chunk is used."""
+
+    def __init__(self, codec, entries: list[tuple], post=None) -> None:
+        self.codec, self.entries, self.post = codec, entries, post
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        e = self.entries[k]
+        out = self.codec.decode(e[0]) + e[1:]
+        return self.post(out) if self.post is not None else out
+
+    def map(self, post) -> OpenParts:
+        """The same chunks with `post` applied to each decoded tuple."""
+        return OpenParts(self.codec, self.entries, post)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(sum(a.nbytes for a in e) for e in self.entries)
+
+
+def over_memory(frontier: Frontier, stored_bytes: int, acc: dict) -> bool:
+    """Whether the refinement holds too much to go on: its open boxes and `stored_bytes` more
+    (recorded in `acc`)."""
+    if frontier.nbytes + stored_bytes > MAX_STORED_BYTES:
         acc["memory_limited"] = True
         return True
     return False

@@ -274,8 +274,8 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     (margin > 0 or <= 0) and the confidence (|margin| > c or not), with `tol` of slack. Otherwise
     it is cut in two at the first cutting node of the tree with the widest reachable range, so
     boxes are refined only where the decision is still open. Boxes whose exact margin is within
-    `tol` of a threshold are flagged `tie`. Like the refinements, it stops as at the deadline once
-    it holds more than `MAX_STORED_BOXES` boxes (settled and open).
+    `tol` of a threshold are flagged `tie`. Like the refinements, it stops as at the deadline once it
+    holds more than `MAX_STORED_BYTES` bytes of boxes (settled and open).
     """
     out_lo, out_hi, out_start, out_label, out_conf, out_tie, out_early = [], [], [], [], [], [], []
     # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest
@@ -285,7 +285,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     complete, pending = True, 0.0
     while frontier:
         lo, hi, st = frontier.pop()
-        if stop or time.monotonic() > deadline or stop_requested() or over_memory(frontier, stored + len(lo), stop):
+        if stop or time.monotonic() > deadline or stop_requested() or over_memory(frontier, stored + lo.nbytes + hi.nbytes, stop):
             # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
@@ -316,7 +316,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
             out_label.append(label); out_conf.append(conf[d])
             out_tie.append(~decided[d])
-            stored += int(d.sum())
+            stored += sum(a[-1].nbytes for a in (out_lo, out_hi, out_start, out_label, out_conf, out_tie))
             early = on_done(lo[d], hi[d], st[d], label, conf[d], ~decided[d]) if on_done is not None else None
             out_early.append(early if early is not None else np.zeros(int(d.sum()), dtype=bool))
             if on_boxes is not None:

@@ -45,7 +45,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     frontier.push(dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))
     complete = True
     while frontier:
-        if time.monotonic() > deadline or stop_requested() or over_memory(frontier, out.count, acc):
+        if time.monotonic() > deadline or stop_requested() or over_memory(frontier, out.nbytes, acc):
             complete = False
             break
         lo, hi, settled = frontier.pop()
@@ -122,7 +122,13 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         nhi = np.concatenate([hi[~cut], left_hi[cut], hi[cut]])
         nst = np.concatenate([settled[~cut], settled[cut], settled[cut]])
         frontier.push(nlo, nhi, nst)
-    return (complete,) + out.result() + ([(lo, hi, ~st) for lo, hi, st in frontier.parts()],)
+    return (complete,) + out.result() + (frontier.parts().map(_open_slices),)
+
+
+def _open_slices(chunk: tuple) -> tuple:
+    """An open chunk of the refinement as (lo, hi, its boxes' open slices)."""
+    lo, hi, settled = chunk
+    return lo, hi, ~settled
 
 
 def _core(nt, lo, hi, eps, dlo, dhi):
@@ -345,11 +351,13 @@ class _Pieces:
         self.width = width
         self.parts: list[tuple[np.ndarray, ...]] = []
         self.count = 0
+        self.nbytes = 0
 
     def add(self, plo, phi, tlo, thi) -> None:
         if len(plo):
             self.parts.append((plo, phi, tlo, thi))
             self.count += len(plo)
+            self.nbytes += plo.nbytes + phi.nbytes + tlo.nbytes + thi.nbytes
 
     def result(self):
         if self.parts:

@@ -19,9 +19,10 @@ import numpy as np
 
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
-from ..boxes.frontier import Frontier, over_memory
+from ..boxes.frontier import BoxCodec, Frontier, over_memory
 from ..boxes.workers import SERIAL, Parallelism
-from .boxes import NormalisedTrees, Partition, PathChecks, inner_points
+from .boxes import NormalisedTrees, PathChecks, inner_points
+from .unfair import UnfairBoxes
 
 #: chunks per round: fixed, so that a run limited by boxes is the same whatever the worker count
 ROUND_CHUNKS = 4
@@ -30,24 +31,29 @@ ROUND_CHUNKS = 4
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> tuple:
-    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, twin boxes, pieces lo, hi, twin,
-    open boxes): the open boxes, as a list of (lo, hi, None) chunks, are undecided in every slice.
+                   report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None,
+                   keep: int | None = None) -> tuple:
+    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
+    the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
+    a sequence of (lo, hi, None) chunks, undecided in every slice.
 
     The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on local
     processes or a Ray cluster as `parallel` says) and merged in order; `max_boxes` stops after the round that
-    examines that many."""
+    examines that many. Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
+    feature's cut positions)."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
-    pieces_lo, pieces_hi, twin_lo, twin_hi = [], [], [], []
-    frontier = Frontier(free, chunk)
+    inner = nt.node_left >= 0
+    codec = BoxCodec.for_cuts(dlo, dhi, nt.discrete, nt.node_feat[inner], nt.node_bound[inner])
+    region = UnfairBoxes(codec, free, slo, prot, nt.discrete, keep)
+    frontier = Frontier(free, chunk, codec)
     frontier.push(dlo[None].copy(), dhi[None].copy())
     complete = True
-    n_pieces = examined = 0
+    examined = 0
     job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free)
     with parallel.open(job) as pool:
         while frontier:
-            if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, n_pieces, acc)
+            if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, region.nbytes, acc)
                     or (max_boxes is not None and examined >= max_boxes)):
                 complete = False
                 break
@@ -58,35 +64,36 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                 acc["settled"] += out.settled
                 acc["unfair"] += out.unfair
                 acc["boxes"] += out.boxes
-                if len(out.pieces_lo):
-                    pieces_lo.append(out.pieces_lo); pieces_hi.append(out.pieces_hi)
-                    twin_lo.append(out.twin_lo); twin_hi.append(out.twin_hi)
-                    n_pieces += len(out.pieces_lo)
+                region.add(out.unfair_lo, out.unfair_hi, out.unfair_v, out.positive, out.twin_of_pos,
+                           out.twin_of_neg)
                 frontier.push(out.open_lo, out.open_hi)
             acc["workers_restarted"] = pool.restarts
+            acc["unfair_boxes"] = region.boxes
             report(acc)
-    width = len(dlo)
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros((0, width)))
-    tlo, thi = cat(twin_lo), cat(twin_hi)
-    m = len(tlo)
-    part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool), np.zeros(m, bool),
-                     complete, 0.0, np.zeros(m, bool))
-    return complete, part, cat(pieces_lo), cat(pieces_hi), np.arange(m), [(lo, hi, None) for lo, hi in frontier.parts()]
+    return complete, region, frontier.parts().map(_all_open)
+
+
+def _all_open(chunk: tuple) -> tuple:
+    """An open chunk of the joint refinement: every slice of its boxes is open."""
+    return chunk[0], chunk[1], None
 
 
 @dataclass
 class Settled:
-    """What one chunk of boxes established: sizes, unfair pieces with their twins, the boxes left open
-    (cut in two)."""
+    """What one chunk of boxes established: sizes, the settled boxes unfair in some slice (with
+    those slices, every slice's label, the first slice labelled -1 and +1: the twins), the boxes
+    left open (cut in two)."""
 
     nonconf: float
     settled: float
     unfair: float
     boxes: int
-    pieces_lo: np.ndarray
-    pieces_hi: np.ndarray
-    twin_lo: np.ndarray
-    twin_hi: np.ndarray
+    unfair_lo: np.ndarray
+    unfair_hi: np.ndarray
+    unfair_v: np.ndarray      # boxes x slices: unfair in that slice
+    positive: np.ndarray      # boxes x slices: labelled +1
+    twin_of_pos: np.ndarray   # the first slice labelled -1
+    twin_of_neg: np.ndarray   # the first slice labelled +1
     open_lo: np.ndarray
     open_hi: np.ndarray
 
@@ -118,20 +125,21 @@ class JointSettler:
         open_v = (conf == 0) | ((conf == 1) & ~unfair_v & ~fair_v)
         done = ~open_v.any(axis=1)
         width = lo.shape[1]
-        empty = np.zeros((0, width))
-        out = Settled(0.0, 0.0, 0.0, int(done.sum()), empty, empty, empty, empty, empty, empty)
+        empty, none = np.zeros((0, width)), np.zeros((0, len(slo)), dtype=bool)
+        out = Settled(0.0, 0.0, 0.0, int(done.sum()), empty, empty, none, none, np.zeros(0, np.int64),
+                      np.zeros(0, np.int64), empty, empty)
         if done.any():
             size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
             out.nonconf = float((size * (conf[done] == -1).sum(axis=1)).sum())
             out.settled = float((size * (conf[done] == 1).sum(axis=1)).sum())
             out.unfair = float((size * unfair_v[done].sum(axis=1)).sum())
-            rows, vs = np.nonzero(unfair_v[done])
+            rows = np.nonzero(unfair_v[done].any(axis=1))[0]
             if len(rows):
-                blo, bhi, lab = lo[done][rows], hi[done][rows], label[done][rows]
-                # twin slice: the first slice whose label is decided opposite
-                tw = np.argmax(lab == -label[done][rows, vs][:, None], axis=1)
-                out.pieces_lo, out.pieces_hi = _in_slice(blo, bhi, slo[vs], prot)
-                out.twin_lo, out.twin_hi = _in_slice(blo, bhi, slo[tw], prot)
+                # twin of an unfair slice: the first slice whose label is decided opposite
+                lab = label[done][rows]
+                out.unfair_lo, out.unfair_hi = lo[done][rows], hi[done][rows]
+                out.unfair_v, out.positive = unfair_v[done][rows], lab == 1
+                out.twin_of_pos, out.twin_of_neg = np.argmax(lab == -1, axis=1), np.argmax(lab == 1, axis=1)
         keep = ~done
         if not keep.any():
             return out

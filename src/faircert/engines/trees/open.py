@@ -61,15 +61,25 @@ class OpenBoxes:
         free = np.nonzero(measured(q))[0]
         n_sl = len(q.slices)
         sizes, n_open, open_slices = [], [], []
+        every = True  # every slice of every box open (epsilon 0): no per-box slice record
         for lo, hi, part_open in self.parts:
+            every &= part_open is None
             open_slices.append(np.ones((len(lo), n_sl), dtype=bool) if part_open is None else part_open)
             n_open.append(open_slices[-1].sum(axis=1))
             sizes.append(np.prod(hi[:, free] - lo[:, free], axis=1) * n_open[-1])
+            if every:
+                open_slices[-1] = n_open[-1] = None
         # per box over all parts (small arrays; the boxes' bounds stay in their parts)
-        self.open_slices = np.concatenate(open_slices) if open_slices else np.zeros((0, n_sl), dtype=bool)
-        self.n_open = np.concatenate(n_open) if n_open else np.zeros(0)
-        self.all_open = bool(self.open_slices.all())
         self.box_size = np.concatenate(sizes) if sizes else np.zeros(0)
+        if every:
+            self.open_slices = None
+            self.n_open = np.broadcast_to(np.int64(n_sl), self.box_size.shape)
+            self.all_open = True
+        else:
+            self.open_slices = np.concatenate([np.ones((len(p[0]), n_sl), dtype=bool) if o is None else o
+                                               for p, o in zip(self.parts, open_slices)])
+            self.n_open = self.open_slices.sum(axis=1)
+            self.all_open = bool(self.open_slices.all())
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
         self.size = float(self.box_size.sum())
         self.cdf = np.cumsum(self.box_size) / self.size if self.size > 0 else self.box_size

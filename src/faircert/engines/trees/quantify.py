@@ -23,6 +23,7 @@ the trees' reachable leaf ranges):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from .boxes import (
 )
 from .dilated import dilated_quantify
 from .joint import joint_quantify
+from .unfair import UnfairBoxes
 from .union import covered
 
 MAX_SLICES = 100_000
@@ -81,6 +83,30 @@ class Quantification:
     # (confident, unfair) sizes settled outside the open boxes; None: conf_settled and unfair
     open_settled: tuple[float, float] | None = None
     nt: NormalisedTrees | None = None  # the trees the quantification ran on
+    # epsilon 0: the unfair region as boxes stored once with their unfair slices (`unfair.UnfairBoxes`),
+    # instead of piece_lo / piece_hi / piece_twin (then empty)
+    unfair_boxes: UnfairBoxes | None = None
+
+    @property
+    def region_whole(self) -> bool:
+        """Whether every proven unfair piece is kept (else only the largest, for counterexamples)."""
+        return self.unfair_boxes is None or self.unfair_boxes.whole
+
+    @property
+    def n_pieces(self) -> int:
+        return self.unfair_boxes.pieces if self.unfair_boxes is not None else len(self.piece_lo)
+
+    def explicit(self) -> Quantification:
+        """The same quantification with the unfair region as explicit pieces (one per box and unfair
+        slice, each with its twin box): the layout of the region path, for small runs."""
+        if self.unfair_boxes is None:
+            return self
+        plo, phi, tlo, thi = self.unfair_boxes.pieces_as_boxes()
+        m = len(tlo)
+        part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
+                         np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
+        return dataclasses.replace(self, part=part, piece_lo=plo, piece_hi=phi, piece_twin=np.arange(m),
+                                   unfair_boxes=None)
 
     def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The open boxes as arrays (lo, hi, open slices: boxes x slices)."""
@@ -173,7 +199,8 @@ REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refin
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
              progress: Callable[[dict], None] | None = None, regions: int = 1,
-             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Quantification:
+             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None,
+             keep_pieces: int | None = None) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
@@ -181,17 +208,21 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     start even where nothing converges) or "auto": with a time limit, the region path for a third
     of the time, then, if it has not finished, the refinement for the rest, keeping the better of
     the two phases' bounds; the region path otherwise. The joint refinement runs as `parallel` says
-    and stops after examining `max_boxes` boxes (then the same for any worker count).
+    and stops after examining `max_boxes` boxes (then the same for any worker count); with
+    `keep_pieces` it keeps only the unfair boxes holding that many largest pieces of the unfair
+    region (enough for as many counterexamples; testing mode needs the whole region), so its memory
+    goes to open boxes.
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     nt = normalise(ir, prop.domain)
-    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes)
+    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces)
     q.nt = nt
     return q
 
 
-def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes) -> Quantification:
+def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes,
+              keep_pieces=None) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -203,7 +234,7 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0, parallel, max_boxes)
+                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces)
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     if method == "refinement" or (method == "auto" and time_limit):
         if method == "auto":
@@ -290,12 +321,20 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 
 
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
-                    max_boxes) -> Quantification:
+                    max_boxes, keep_pieces) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
-    found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report,
-                           parallel=parallel, max_boxes=max_boxes)
-    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
+    complete, region, open_parts = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi,
+                                                  deadline, acc, report, parallel=parallel, max_boxes=max_boxes,
+                                                  keep=keep_pieces)
+    n = len(dlo)
+    none = Partition(np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, bool), np.zeros(0, bool), True, 0.0, np.zeros(0, bool))
+    q = _refined((complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts), prop,
+                 total, eps, discrete, slo, acc, t0)
+    q.unfair_boxes = region
+    q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes)
+    return q
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):

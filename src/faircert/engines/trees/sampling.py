@@ -82,13 +82,19 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     epsilon > 0 its neighbourhood searched, which is slower), so the kept inputs are uniform over the
     exact region. `rejected` counts pairs that failed the final re-check.
     """
-    width = q.piece_lo.shape[1]
+    width = len(q.eps)
     opened = OpenBoxes(q) if not q.complete and q.open_parts else None
     check = Checker(ir, q.nt, q) if opened is not None else None
     open_size = opened.size if opened is not None else 0.0
     # open boxes that stand for the whole space (the region path) already hold the pieces
     pieces = q.open_settled is None
-    piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1) if pieces else np.zeros(0)
+    boxes = q.unfair_boxes  # epsilon 0: each unfair box once, weighted by its number of unfair slices
+    if not pieces:
+        piece_size = np.zeros(0)
+    elif boxes is not None:
+        piece_size = boxes.box_weights()
+    else:
+        piece_size = np.prod(q.piece_hi - q.piece_lo, axis=1)
     total = float(piece_size.sum()) + open_size
     if n <= 0 or total <= 0:
         return np.zeros((0, width)), np.zeros((0, width)), 0
@@ -104,8 +110,11 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         m = int(min(m, SAMPLE_CHUNK if not drawn else SAMPLE_ROUND))
         n_open = int(rng.binomial(m, open_size / total))
         for rows in multinomial_rows(rng, m - n_open, piece_size, SAMPLE_CHUNK) if m > n_open else ():
-            x = piece_points(q, rows, rng)
-            xp = twins_of(q, x, q.piece_twin[rows])
+            if boxes is not None:
+                x, xp = boxes.draw(rng, rows)
+            else:
+                x = piece_points(q, rows, rng)
+                xp = twins_of(q, x, q.piece_twin[rows])
             ok = recheck(ir, q, x, xp)
             out.add(x[ok], xp[ok])
             rejected += int((~ok).sum())
@@ -136,8 +145,9 @@ class _Pairs:
 
 
 def region_is_exact(q: Quantification) -> bool:
-    """Whether `sample_unfair` draws from the exact unfair region (else only from its proven part)."""
-    return q.complete or q.open_parts is not None
+    """Whether `sample_unfair` draws from the exact unfair region (else only from its proven part,
+    or from the part kept for counterexamples)."""
+    return (q.complete or q.open_parts is not None) and q.region_whole
 
 
 def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,

@@ -55,7 +55,7 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
     q = quantify(ir, prop, max(time_limit - reserve, 0.1 * time_limit) if time_limit else None, progress,
-                 method=method, parallel=parallel, max_boxes=max_boxes)
+                 method=method, parallel=parallel, max_boxes=max_boxes, keep_pieces=max(0, max_counterexamples))
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
@@ -63,11 +63,14 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     converged = bool(q.complete and upper - lower <= 1e-12)
     undecided = 0.0 if converged else max(0.0, 1.0 - certified - falsified)  # not a rounding residue
     cexs, rejected = [], 0
-    if len(q.piece_lo) and max_counterexamples > 0:
-        size = np.prod(q.piece_hi - q.piece_lo, axis=1)
-        rows = np.argsort(-size, kind="stable")[:max_counterexamples]
-        x = piece_points(q, rows)
-        xp = twins_of(q, x, q.piece_twin[rows])
+    if q.n_pieces and max_counterexamples > 0:  # the centres of the largest pieces
+        if q.unfair_boxes is not None:
+            x, xp = q.unfair_boxes.largest(max_counterexamples)
+        else:
+            size = np.prod(q.piece_hi - q.piece_lo, axis=1)
+            rows = np.argsort(-size, kind="stable")[:max_counterexamples]
+            x = piece_points(q, rows)
+            xp = twins_of(q, x, q.piece_twin[rows])
         ok = recheck(ir, q, x, xp)
         rejected = int((~ok).sum())
         cexs = _counterexamples(ir, x[ok], xp[ok])
