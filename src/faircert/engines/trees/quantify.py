@@ -47,6 +47,7 @@ from .boxes import (
 )
 from .dilated import dilated_quantify
 from .joint import joint_quantify
+from .leafsplit import DEFAULT_SPLIT, check_split
 from .union import covered
 
 MAX_SLICES = 100_000
@@ -173,7 +174,8 @@ REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refin
 
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
              progress: Callable[[dict], None] | None = None, regions: int = 1,
-             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Quantification:
+             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None,
+             split: str = DEFAULT_SPLIT) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
@@ -181,17 +183,19 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     start even where nothing converges) or "auto": with a time limit, the region path for a third
     of the time, then, if it has not finished, the refinement for the rest, keeping the better of
     the two phases' bounds; the region path otherwise. The joint refinement runs as `parallel` says
-    and stops after examining `max_boxes` boxes (then the same for any worker count).
+    and stops after examining `max_boxes` boxes (then the same for any worker count); `split` says how
+    it cuts open boxes ("node" or "leaves", `leafsplit`).
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     nt = normalise(ir, prop.domain)
-    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes)
+    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, check_split(split))
     q.nt = nt
     return q
 
 
-def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes) -> Quantification:
+def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes,
+              split=DEFAULT_SPLIT) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -203,7 +207,7 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0, parallel, max_boxes)
+                               _reporter(progress, total, t0), t0, parallel, max_boxes, split)
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     if method == "refinement" or (method == "auto" and time_limit):
         if method == "auto":
@@ -290,11 +294,11 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 
 
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
-                    max_boxes) -> Quantification:
+                    max_boxes, split=DEFAULT_SPLIT) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
     found = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi, deadline, acc, report,
-                           parallel=parallel, max_boxes=max_boxes)
+                           parallel=parallel, max_boxes=max_boxes, split=split)
     return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
@@ -314,7 +318,8 @@ def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
                        open_parts=open_parts, slices=slo)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
-               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False))}
+               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False)),
+               "examined": int(acc.get("examined", 0))}
     return q
 
 
