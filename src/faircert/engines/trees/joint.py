@@ -6,7 +6,8 @@ step: a box B of the non-protected features is settled as soon as, for every sli
 bounds over B (protected fixed to v) decide v's confidence and, for every confident slice, either
 some other slice's label is decided opposite (all of B is unfair in v) or every other slice's label
 is decided equal (all of B is fair in v). Open boxes are cut at the first cutting node of the
-widest tree of the widest open slice. A (box, slice) whose margin is constant (every tree at one
+widest tree of the widest open slice, or, with `split="leaves"`, along every leaf of that tree
+(`leafsplit`). A (box, slice) whose margin is constant (every tree at one
 leaf) but near a threshold is decided by the model's own arithmetic at one point of the box.
 """
 
@@ -22,6 +23,7 @@ from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, Frontier, over_memory
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, PathChecks, inner_points
+from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
 from .unfair import UnfairBoxes
 
 #: chunks per round: fixed, so that a run limited by boxes is the same whatever the worker count
@@ -32,7 +34,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
                    report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-                   keep: int | None = None) -> tuple:
+                   keep: int | None = None, split: str = DEFAULT_SPLIT) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
     the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
     a sequence of (lo, hi, None) chunks, undecided in every slice.
@@ -40,7 +42,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on local
     processes or a Ray cluster as `parallel` says) and merged in order; `max_boxes` stops after the round that
     examines that many. Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
-    feature's cut positions)."""
+    feature's cut positions). `split` says how open boxes are cut (`leafsplit`)."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     inner = nt.node_left >= 0
@@ -50,7 +52,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     frontier.push(dlo[None].copy(), dhi[None].copy())
     complete = True
     examined = 0
-    job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free)
+    job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
     with parallel.open(job) as pool:
         while frontier:
             if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, region.nbytes, acc)
@@ -59,6 +61,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                 break
             round_ = [frontier.pop() for _ in range(ROUND_CHUNKS) if frontier]
             examined += sum(len(lo) for lo, _ in round_)
+            acc["examined"] = examined
             for out in pool.map("settle", round_):
                 acc["nonconf"] += out.nonconf
                 acc["settled"] += out.settled
@@ -102,13 +105,14 @@ class JointSettler:
     """The work on one chunk of boxes, runnable in a worker process (it holds the model once)."""
 
     def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
-                 kappa: float | None, tol: float, free: np.ndarray) -> None:
+                 kappa: float | None, tol: float, free: np.ndarray, split: str = DEFAULT_SPLIT) -> None:
         self.ir, self.nt, self.prot, self.slo = ir, nt, prot, slo
-        self.c, self.kappa, self.tol, self.free = c, kappa, tol, free
+        self.c, self.kappa, self.tol, self.free, self.split = c, kappa, tol, free, split
         self._sb: _SliceBounds | None = None
+        self._leaves: LeafSplitter | None = None
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it
+        return {**self.__dict__, "_sb": None, "_leaves": None}  # rebuilt in the worker: cheaper than sending it
 
     def settle(self, lo: np.ndarray, hi: np.ndarray) -> Settled:
         if self._sb is None:
@@ -150,6 +154,11 @@ class JointSettler:
         need &= spread_sum > 0
         v = np.argmax(np.where(need, spread_sum, -1.0), axis=1)
         rows = np.arange(len(lo))
+        if self.split == "leaves":
+            if self._leaves is None:
+                self._leaves = LeafSplitter(nt, prot, self._sb.prot_ok)
+            out.open_lo, out.open_hi = self._leaves.split(lo, hi, widest[rows, v], free)
+            return out
         vlo, vhi = _in_slice(lo, hi, slo[v], prot)
         f, b = nt.cut(vlo, vhi, None, widest[rows, v])
         left_hi = hi.copy(); left_hi[rows, f] = b

@@ -48,6 +48,7 @@ from .boxes import (
 )
 from .dilated import dilated_quantify
 from .joint import joint_quantify
+from .leafsplit import DEFAULT_SPLIT, check_split
 from .unfair import UnfairBoxes
 from .union import covered
 
@@ -200,7 +201,7 @@ REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refin
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
              progress: Callable[[dict], None] | None = None, regions: int = 1,
              method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-             keep_pieces: int | None = None) -> Quantification:
+             keep_pieces: int | None = None, split: str = DEFAULT_SPLIT) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
@@ -212,17 +213,19 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     `keep_pieces` it keeps only the unfair boxes holding that many largest pieces of the unfair
     region (enough for as many counterexamples; testing mode needs the whole region), so its memory
     goes to open boxes.
+    `split` says how it cuts open boxes ("node" or "leaves", `leafsplit`).
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
     nt = normalise(ir, prop.domain)
-    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces)
+    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces,
+                  check_split(split))
     q.nt = nt
     return q
 
 
 def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes,
-              keep_pieces=None) -> Quantification:
+              keep_pieces=None, split=DEFAULT_SPLIT) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -234,7 +237,7 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces)
+                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces, split)
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     if method == "refinement" or (method == "auto" and time_limit):
         if method == "auto":
@@ -321,12 +324,12 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 
 
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
-                    max_boxes, keep_pieces) -> Quantification:
+                    max_boxes, keep_pieces, split=DEFAULT_SPLIT) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
     complete, region, open_parts = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi,
                                                   deadline, acc, report, parallel=parallel, max_boxes=max_boxes,
-                                                  keep=keep_pieces)
+                                                  keep=keep_pieces, split=split)
     n = len(dlo)
     none = Partition(np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), np.zeros(0, np.int64),
                      np.zeros(0, bool), np.zeros(0, bool), True, 0.0, np.zeros(0, bool))
@@ -353,7 +356,8 @@ def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
                        eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
                        open_parts=open_parts, slices=slo)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
-               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False))}
+               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False)),
+               "examined": int(acc.get("examined", 0))}
     return q
 
 

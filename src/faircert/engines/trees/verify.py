@@ -27,6 +27,7 @@ from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.workers import SERIAL, Parallelism
+from .leafsplit import DEFAULT_SPLIT
 from .open import estimate_unfair_share
 from .quantify import check_not_vacuous, quantify
 from .sampling import piece_points, recheck, sample_unfair, twins_of
@@ -44,7 +45,7 @@ def _counterexamples(ir: TreeEnsemble, x: np.ndarray, xp: np.ndarray) -> list[Co
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
                  max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
                  method: str = "auto", confidence: float = 0.99, parallel: Parallelism = SERIAL,
-                 max_boxes: int | None = None) -> Result:
+                 max_boxes: int | None = None, split: str = DEFAULT_SPLIT) -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met, a statistical estimate of the unfair share (at the given
@@ -55,7 +56,8 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
     q = quantify(ir, prop, max(time_limit - reserve, 0.1 * time_limit) if time_limit else None, progress,
-                 method=method, parallel=parallel, max_boxes=max_boxes, keep_pieces=max(0, max_counterexamples))
+                 method=method, parallel=parallel, max_boxes=max_boxes, keep_pieces=max(0, max_counterexamples),
+                 split=split)
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
