@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import hostile_files  # noqa: E402
+
 from faircert.errors import FaircertError  # noqa: E402
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from boxes_oracle import random_network
+from program_examples import FIG1, GAUSSIAN_SHIFT, GAUSSIAN_SHIFT_RATIO
 
 from faircert.domain import Domain, Feature
 from faircert.errors import FaircertError
 from faircert.files import check_writable, write_atomic
 from faircert.models.io.nnet import save_nnet
-from program_examples import FIG1, GAUSSIAN_SHIFT, GAUSSIAN_SHIFT_RATIO
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

@@ -9,7 +9,8 @@ from boxes_oracle import random_network, unfair_points
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from faircert.domain import Domain, Feature
-from faircert.engines.network import complete, milp as twin_milp
+from faircert.engines.network import complete
+from faircert.engines.network import milp as twin_milp
 from faircert.engines.network.complete import FAIR, UNFAIR, UNKNOWN, decide_regions
 from faircert.engines.network.milp import solve_box
 from faircert.engines.network.partitions import partition_count, partition_grid
@@ -415,3 +416,36 @@ def test_partitions_on_two_workers_equal_brute_force_per_partition(seed, eps):
     for row in res.partitions:
         if row["verdict"] == "unfair":
             assert row["counterexample"] is not None
+
+
+def test_parallel_partitions_without_a_time_limit_end_and_stuck_regions_are_not_retried(monkeypatch):
+    """Without a time limit every chunk runs to the end once; a region the branch and bound leaves
+    unknown before its slice ends (stuck) is not decided again."""
+    from faircert.engines.boxes.workers import Parallelism
+    from faircert.engines.network import decide
+
+    net, dom, prop, _ = small_case(0, 5, None, effect=0.1)
+    real = decide.decide_regions
+
+    def stuck_regions(pb, lo, hi, time_limit=None, seed=0):
+        out = real(pb, lo, hi, time_limit=time_limit, seed=seed)
+        out.verdict[:] = UNKNOWN  # as if every box were unsplittable
+        out.stats["calls"], out.stats["unlimited"] = 1, int(time_limit is None)
+        return out
+
+    monkeypatch.setattr(decide, "decide_regions", stuck_regions)  # the forked workers inherit it
+    for limit in (None, 30):
+        res = decide.decide_network(net, prop, time_limit=limit, partition_size=3, parallel=Parallelism(2))
+        assert res.stats["calls"] == 8 and res.stats["unlimited"] == (8 if limit is None else 0)  # one round
+        assert res.decision["unknown"] == 12 and res.verdict == "unknown" and res.elapsed_s < 25
+
+
+@pytest.mark.parametrize("seed,eps", [(0, None), (3, {"b": 1}), (8, {"a": 2})])
+def test_every_partition_is_decided_with_enumeration_on(seed, eps):
+    """Enumerated boxes each get a witness pair, so no unfair partition is left unknown for want of one."""
+    net, dom, prop, _ = small_case(seed, 5, eps, effect=0.1)
+    pb = Problem.build(net, prop)
+    lo, hi = partition_grid(pb, 3)
+    out = decide_regions(pb, lo, hi, time_limit=60)
+    truth = [_brute_region(pb, lo[k], hi[k]) for k in range(lo.shape[0])]
+    assert list(out.verdict) == [UNFAIR if t else FAIR for t in truth]

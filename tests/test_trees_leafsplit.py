@@ -12,6 +12,7 @@ from faircert.engines.trees.boxes import normalise
 from faircert.engines.trees.joint import _SliceBounds
 from faircert.engines.trees.leafsplit import LeafSplitter
 from faircert.engines.trees.quantify import _slices, quantify
+from faircert.errors import PropertyError
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
 
@@ -105,7 +106,7 @@ def test_leaf_splits_stopped_early_give_sound_bounds():
 def test_unknown_split_is_refused():
     X, y, dom = _problem(0, 2)
     ir = next(_models(X, y, 0))
-    with pytest.raises(ValueError, match="unknown split"):
+    with pytest.raises(PropertyError, match="unknown split"):
         quantify(ir, individual_fairness(dom, "p"), split="tree")
 
 

@@ -89,6 +89,9 @@ class VerifyOptions(Budget):
         if self.partition_size is not None:
             _check_count("partition size", self.partition_size, 1)
             object.__setattr__(self, "complete", True)
+        if self.complete and self.max_boxes is not None:
+            raise PropertyError("--max-boxes budgets the quantifying refinement; --complete and --partition-size "
+                                "run until decided or the time limit")
 
     @property
     def method(self) -> str:

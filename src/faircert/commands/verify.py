@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the box work on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
                         "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
     p.add_argument("--complete", action="store_true",
-                   help="decide the question (ReLU networks): fair with a proof, unfair with a re-checked pair, "
-                        "unknown only when the time limit runs out")
+                   help="decide the question (ReLU networks, tree ensembles): fair with a proof, unfair with a "
+                        "re-checked pair, unknown only when the time limit runs out or a box cannot be split further")
     p.add_argument("--partition-size", type=int, metavar="MS",
                    help="Fairify's partitioned verification (implies --complete): cut every non-protected integer "
                         "feature with more than MS values into chunks of MS and decide each partition")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PropertyError
+from ...interrupt import requested as stop_requested
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Result
@@ -85,7 +86,8 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
 
 #: Chunks of partitions per worker and round (the pool hands them out as workers free up).
 CHUNKS_PER_WORKER = 4
-#: The longest slice a chunk runs before the driver hears from it (a stop request waits at most this).
+#: The first round's longest slice per chunk (a stop request waits at most this long in that round);
+#: each later round doubles it, so hard regions get longer runs.
 SLICE_S = 10.0
 
 
@@ -95,34 +97,43 @@ class RegionJob:
     def __init__(self, pb: Problem, seed: int) -> None:
         self.pb, self.seed = pb, seed
 
-    def decide(self, lo: np.ndarray, hi: np.ndarray, seconds: float) -> RegionOutcome:
-        return decide_regions(self.pb, lo, hi, time_limit=seconds, seed=self.seed)
+    def decide(self, lo: np.ndarray, hi: np.ndarray, seconds: float | None) -> tuple[RegionOutcome, bool]:
+        """The chunk's outcome, and whether it ran out of time (else its unknown regions are stuck:
+        boxes the branch and bound cannot split further, which more time would not decide)."""
+        t0 = time.perf_counter()
+        out = decide_regions(self.pb, lo, hi, time_limit=seconds, seed=self.seed)
+        return out, seconds is not None and time.perf_counter() - t0 >= 0.95 * seconds
 
 
 def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: float | None, seed: int,
                        parallel: Parallelism, report: Callable[[dict], None]) -> RegionOutcome:
     """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
-    `parallel`'s workers. Each round gives every chunk an equal share of the time left, at most
-    `SLICE_S`; regions a round leaves unknown go into the next. Masses proven inside a region still
-    unknown are kept from the round that proved the most (each such figure is sound on its own)."""
-    from ...interrupt import requested as stop_requested
-
+    `parallel`'s workers. A round gives every chunk an equal share of the time left, at most its
+    slice (`SLICE_S`, doubled for every round a region has already had); the regions a chunk left
+    unknown when its slice ran out are decided again, from the start, in the next round with the
+    longer slice, and those it left unknown before that (stuck) are not. Masses proven inside a
+    region still unknown are kept from the round that proved the most (each is sound on its own).
+    Without a time limit every chunk runs until its regions are decided or stuck."""
     K = lo.shape[0]
     out = RegionOutcome(np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K),
                         [""] * K, {})
     t0 = time.perf_counter()
     end = None if time_limit is None else t0 + time_limit
+    retry = np.ones(K, dtype=bool)
     with parallel.open(RegionJob(pb, seed)) as workers:
+        slice_s = SLICE_S
         while True:
-            todo = np.flatnonzero(out.verdict == UNKNOWN)
+            todo = np.flatnonzero((out.verdict == UNKNOWN) & retry)
             left = None if end is None else end - time.perf_counter()
             if not todo.size or (left is not None and left <= 0.05) or stop_requested():
                 break
             chunks = [c for c in np.array_split(todo, min(todo.size, CHUNKS_PER_WORKER * workers.n)) if c.size]
-            share = SLICE_S if left is None else min(SLICE_S, left * workers.n / len(chunks))
-            results = workers.map("decide", [(lo[c], hi[c], max(share, 0.05)) for c in chunks])
-            for c, res in zip(chunks, results):
+            share = None if left is None else max(min(slice_s, left * workers.n / len(chunks)), 0.05)
+            results = workers.map("decide", [(lo[c], hi[c], share) for c in chunks])
+            for c, (res, timed_out) in zip(chunks, results):
                 _merge(out, c, res)
+                retry[c] = timed_out
+            slice_s *= 2
             v = out.verdict
             report(dict(fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
                         unknown=int((v == UNKNOWN).sum()), elapsed=time.perf_counter() - t0))

@@ -42,14 +42,17 @@ def labels(pb: Problem, x: np.ndarray) -> np.ndarray:
 
 
 def exact_boxes(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int = 64) -> ExactResult:
-    """Count unfair grid points of each box exactly (boxes must be grids, see `exact_ok`)."""
+    """Count unfair grid points of each box exactly (boxes must be grids, see `exact_ok`), with up to
+    `want_cex` witness pairs: one in each unfair box first (in box order), then more."""
     if pb.has_eps:
         return _exact_eps(pb, lo, hi, want_cex)
     x, box = grid_points(lo, hi)
     lab = labels(pb, x)
     bad = lab.any(axis=1) & ~lab.all(axis=1)
     unfair = np.bincount(box, weights=bad, minlength=lo.shape[0])
-    idx = np.flatnonzero(bad)[:want_cex]
+    where = np.flatnonzero(bad)
+    _, first = np.unique(box[where], return_index=True)  # grid_points lists each box's points together
+    idx = np.concatenate([where[first], np.delete(where, first)])[:want_cex]
     a = np.argmax(lab[idx], axis=1)
     b = np.argmin(lab[idx], axis=1)
     return ExactResult(unfair, x[idx], x[idx], a, b)
@@ -79,12 +82,13 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
         crop = tuple(slice(int(a), int(b) + 1) for a, b in zip((lo[k] - elo)[::-1], (hi[k] - elo)[::-1]))
         inner = bad[crop]
         unfair[k] = inner.sum()
-        if len(cx) < want_cex and unfair[k]:
-            for pt in np.argwhere(inner)[: want_cex - len(cx)]:
+        if len(cx) < want_cex and unfair[k]:  # one witness per box, so that every unfair box has one
+            for pt in np.argwhere(inner)[:3]:
                 xv = lo[k] + pt[::-1]
                 found = _witness(pb, xv)
                 if found is not None:
                     cx.append(xv), cxp.append(found[0]), ca.append(found[1]), cb.append(found[2])
+                    break
     d = lo.shape[1]
     return ExactResult(unfair, np.array(cx).reshape(-1, d), np.array(cxp).reshape(-1, d),
                        np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64))

@@ -20,6 +20,7 @@ from ...errors import PropertyError
 from ...models.program import Expr, Program, load_program, parse_expression
 from ...population.program import site_marginals
 from ...results import GroupProbability, GroupResult, ProgramResult
+from ..boxes.workers import SERIAL, Parallelism
 from . import intervals as iv
 from .events import BoxEvaluator, stack_events
 from .fairness import (
@@ -50,7 +51,7 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
                      time_limit: float | None = 60.0, ratio_width: float | None = None,
-                     progress=None, parallel: Any = None) -> ProgramResult:
+                     progress=None, parallel: Parallelism = SERIAL) -> ProgramResult:
     """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
     (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
@@ -67,8 +68,7 @@ def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = 
         r_lo, r_hi = ratio_interval(*conditionals(lo, hi))
         return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
 
-    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress,
-               **({} if parallel is None else {"parallel": parallel}))
+    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress, parallel=parallel)
     return _program_result(prog, spec, b)
 
 
@@ -111,7 +111,7 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
 
 
 def probability_result(program: str | Program, query: str, above: float | None = None, tolerance: float = 1e-4,
-                       time_limit: float | None = 60.0) -> ProgramResult:
+                       time_limit: float | None = 60.0, parallel: Parallelism = SERIAL) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
     from ...models.program import variables_used
@@ -138,7 +138,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
             return None
         return "tight" if hi[0] - lo[0] <= tol else None
 
-    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit)
+    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit, parallel=parallel)
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
     return ProgramResult(verdict=v, ratio_low=float("nan"), ratio_high=float("nan"),
@@ -153,7 +153,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
                  seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
-                 progress=None, check_di: bool = True, parallel: Any = None):
+                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
@@ -204,7 +204,7 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
         return np.array(out)
 
     b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress,
-               **({} if parallel is None else {"parallel": parallel}))
+               parallel=parallel)
     groups = groups_from(b.low, b.high)
     res = GroupResult.build(groups, engine="probability-bounds", population=setup.population, threshold=threshold,
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
@@ -243,7 +243,6 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
     the groups' bounds given each label value too (see `with_equalized_odds`)."""
-    from ..boxes.workers import Parallelism
 
     def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
             check_di=True):
@@ -332,11 +331,9 @@ def _worst_stop(reasons: list[str]) -> str:
 
 def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
     """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
+    parallel = Parallelism(options.workers, options.ray_address)
     if question.query is not None:
         return probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
-                                  time_limit=options.time_limit)
-    from ..boxes.workers import Parallelism
-
+                                  time_limit=options.time_limit, parallel=parallel)
     return program_fairness(program, epsilon=question.epsilon, kind=question.kind, time_limit=options.time_limit,
-                            ratio_width=options.ratio_width, progress=progress,
-                            parallel=Parallelism(options.workers, options.ray_address))
+                            ratio_width=options.ratio_width, progress=progress, parallel=parallel)

@@ -318,8 +318,8 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
 
     result = with_equalized_odds(run, question, options.time_limit, target_width=0.01)
     if tests > 1:
-        result.approximations = [f"statistical: P[any wrong verdict] <= {options.delta:g} ({tests} sequential tests, "
-                                 f"each at delta {delta:g})"]
+        result.approximations.append(f"statistical: P[any wrong verdict] <= {options.delta:g} over all {tests} "
+                                     f"sequential tests (each at delta {delta:g})")
     return result
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import PropertyError
 from .boxes import NormalisedTrees
 
 #: the cuts of the joint refinement: "node" (one node, two pieces) or "leaves" (every leaf of one tree)
@@ -26,7 +27,7 @@ DEFAULT_SPLIT = "node"
 
 def check_split(split: str) -> str:
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+        raise PropertyError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     return split
 
 
