@@ -54,9 +54,13 @@ def write(rows: list[dict], args) -> None:
     for r in rows:
         stop = "converged" if r["converged"] else ("memory limit" if r["memory_limited"] else "time limit")
         out.append(f"| {r['grid']} | {r['dataset']} | {r['attr'] or 'robustness'} | {r['rate']:g} | {r['kappa']:g} | "
-                   f"{'yes' if r['converged'] else 'no'} | {r['gap']:.4f} | {r['measure_lower']:.4f} | "
+                   f"{'yes' if r['converged'] else 'no'} | {_gap(r['gap'])} | {r['measure_lower']:.4f} | "
                    f"{r['measure_upper']:.4f} | {stop} | {r['time_s']:.1f} | {r['boxes']:,} |")
     (RESULTS / "trees_budget.md").write_text("\n".join(out) + "\n")
+
+
+def _gap(gap: float) -> str:
+    return f"{gap:.4f}" if gap == 0 or gap >= 1e-3 else f"{gap:.1e}"
 
 
 def main() -> None:
@@ -64,7 +68,13 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=600.0)
     ap.add_argument("--datasets", default="adult,bank,german")
     ap.add_argument("--rates", default="0,0.1", help="r_eps values of the grid to run")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the markdown from the saved JSON")
     args = ap.parse_args()
+    if args.report_only:
+        saved = json.loads((RESULTS / "trees_budget.json").read_text())
+        args.limit = saved["limit_s"]
+        write(saved["rows"], args)
+        return
     rows = []
     for name in args.datasets.split(","):
         ir, dom, _ = train(name)
