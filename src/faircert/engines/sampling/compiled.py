@@ -1,5 +1,5 @@
 """Compiled uniform points in boxes (see `faircert.compiled`): the same points as
-`trees_open.uniform_points(rng, lo[box], hi[box], discrete)` from the same uniforms, without
+`trees.boxes.uniform_points(rng, lo[box], hi[box], discrete)` from the same uniforms, without
 gathering the boxes' rows first (testing mode draws millions of points from millions of boxes)."""
 
 from __future__ import annotations

@@ -335,3 +335,21 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),
                      cat(out_label, (0,), np.int64), cat(out_conf, (0,), bool), cat(out_tie, (0,), bool),
                      complete, pending, cat(out_early, (0,), bool), bool(stop))
+
+
+def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+    """A point drawn uniformly from each box [lo, hi) (grid points on integer features)."""
+    return _scaled(rng.random(lo.shape), lo, hi, discrete)
+
+
+def _scaled(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+    """lo + x * (hi - lo), floored on discrete features; in place on x (millions of rows)."""
+    x *= hi - lo
+    if discrete.all():
+        np.floor(x, out=x)
+        x += lo
+        return np.minimum(x, hi - 1, out=x)  # u * width can round up to the width
+    whole = np.minimum(np.floor(x) + lo, hi - 1) if discrete.any() else None
+    x += lo
+    np.minimum(x, np.nextafter(hi, -np.inf), out=x)  # lo + u * width can round up to hi
+    return np.where(discrete, whole, x) if whole is not None else x

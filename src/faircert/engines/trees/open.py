@@ -34,7 +34,7 @@ from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...results import StatisticalEstimate
 from ..network.sampling import wilson
-from .boxes import NormalisedTrees
+from .boxes import NormalisedTrees, _scaled
 from .dilated import find_label
 from .joint import _in_slice, _SliceBounds
 
@@ -186,30 +186,12 @@ def measured(q) -> np.ndarray:
     return free
 
 
-def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
-    """A point drawn uniformly from each box [lo, hi) (grid points on integer features)."""
-    return _scaled(rng.random(lo.shape), lo, hi, discrete)
-
-
 def points_in(u: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """The points of boxes lo[rows], hi[rows] at uniforms u (as `uniform_points` from the same u)."""
     if compiled.available():  # no gather of the boxes' rows: millions of them in testing mode
         from ..sampling.compiled import points_in_boxes
         return points_in_boxes(u, rows, lo, hi, discrete)
     return _scaled(u, lo[rows], hi[rows], discrete)
-
-
-def _scaled(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
-    """lo + x * (hi - lo), floored on discrete features; in place on x (millions of rows)."""
-    x *= hi - lo
-    if discrete.all():
-        np.floor(x, out=x)
-        x += lo
-        return np.minimum(x, hi - 1, out=x)  # u * width can round up to the width
-    whole = np.minimum(np.floor(x) + lo, hi - 1) if discrete.any() else None
-    x += lo
-    np.minimum(x, np.nextafter(hi, -np.inf), out=x)  # lo + u * width can round up to hi
-    return np.where(discrete, whole, x) if whole is not None else x
 
 
 class Verdicts:

@@ -11,7 +11,8 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ...properties import UnfairSamples
-from .open import Checker, OpenBoxes, measured, multinomial_rows, uniform_points
+from .boxes import uniform_points
+from .open import Checker, OpenBoxes, measured, multinomial_rows
 from .quantify import Quantification, check_not_vacuous, quantify
 
 SAMPLE_CHUNK = 1 << 16  # rows drawn and re-checked at a time in testing mode

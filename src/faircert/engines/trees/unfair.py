@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..boxes.frontier import BoxCodec, RawBoxes, _uint
+from .boxes import uniform_points
 
 
 class UnfairBoxes:
@@ -81,7 +82,6 @@ class UnfairBoxes:
         if rng is None:
             x = np.where(self.discrete, lo + np.floor((hi - lo - 1) / 2), (lo + hi) / 2)
         else:
-            from .open import uniform_points
             x = uniform_points(rng, lo, hi, self.discrete)
         x[:, self.prot] = self.slo[slices][:, self.prot]
         positive = np.unpackbits(pos[rows], axis=1, count=self.n_sl).astype(bool)[np.arange(len(rows)), slices]
