@@ -85,6 +85,7 @@ def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     assert more.stats["boxes_examined"] > one.stats["boxes_examined"] and more.undecided < one.undecided
 
 
+@pytest.mark.slow
 def test_with_epsilon_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     net, dom = large_case()
     eps = {"a": 2, "c": 0.5}
@@ -103,6 +104,7 @@ def test_one_process_without_a_budget_runs_as_before():
     assert plain.certified > 0.5 and plain.stats["rounds"] > 1 and sum(shares(plain)) == pytest.approx(1.0, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_two_workers_to_the_end_equal_brute_force(small_chunks):
     net, dom, truth = brute_force_case(2, MEDIUM)
     size = 40 * 30 * 20

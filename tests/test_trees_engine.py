@@ -241,7 +241,7 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
     assert res.confident_size == confident and res.unfair_size == unfair
 
 
-@pytest.mark.parametrize("method", ["refinement", "regions"])
+@pytest.mark.parametrize("method", ["refinement", pytest.param("regions", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("eps,robust", [(0, False), (1, False), (1, True)])
 def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust, method):
     pytest.importorskip("xgboost")
