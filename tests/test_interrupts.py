@@ -72,6 +72,7 @@ def test_a_second_signal_aborts_without_results(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_program_run_says_so(tmp_path):
     program = tmp_path / "shift.fr"
     program.write_text(GAUSSIAN_SHIFT)

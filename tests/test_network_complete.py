@@ -269,7 +269,8 @@ def _pair_milp(net, lo, hi, disc, free, protected, va, vb, eps, sign):
     return -res.fun
 
 
-@pytest.mark.parametrize("seed,eps", [(0, None), pytest.param(1, None, marks=pytest.mark.slow), (2, {"age": 3, "r": 0.25}),
+@pytest.mark.parametrize("seed,eps", [(0, None), pytest.param(1, None, marks=pytest.mark.slow),
+                                      pytest.param(2, {"age": 3, "r": 0.25}, marks=pytest.mark.slow),
                                       pytest.param(3, {"n": 2}, marks=pytest.mark.slow)])
 def test_mixed_domain_agrees_with_independent_milp(seed, eps):
     rng = np.random.default_rng(100 + seed)

@@ -77,6 +77,7 @@ def test_estimate_of_an_open_domain_brackets_the_truth(eps, kappa, robust):
     assert est.ci_high - est.ci_low < 0.05 and abs(est.unfair - truth) < 0.02
 
 
+@pytest.mark.slow
 def test_settled_part_is_exact_and_narrows_the_interval():
     """Half of the domain settled exactly (sizes by brute force): the estimate samples only the open
     half, brackets the truth and is narrower than sampling the whole domain."""

@@ -130,7 +130,8 @@ def _case(robust: bool, eps: float, kappa: float | None):
 
 
 @pytest.mark.parametrize("method", [pytest.param("regions", marks=pytest.mark.slow), "refinement"])
-@pytest.mark.parametrize("robust,eps,kappa", [(False, 0.0, 0.5), (False, 0.7, None), (False, 1.5, 0.7),
+@pytest.mark.parametrize("robust,eps,kappa", [(False, 0.0, 0.5), pytest.param(False, 0.7, None, marks=pytest.mark.slow),
+                                              pytest.param(False, 1.5, 0.7, marks=pytest.mark.slow),
                                               (True, 0.4, 0.5), (True, 1.0, 0.8)])
 def test_real_domains_match_the_cell_oracle(method, robust, eps, kappa):
     pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
