@@ -142,16 +142,24 @@ class Refinement:
             if self.pool_full():
                 self.stats["memory_cap_reached"] = True
                 break
-            # cut pieces of the last round join the children of the heaviest pool boxes
-            k = int(np.clip(len(self.pool) // 8, self.chunk // 2, 4 * self.chunk))
-            if pend_lo.shape[0]:
-                k = max(0, min(k, 4 * self.chunk - pend_lo.shape[0] // 2))
-            lo, hi = pend_lo, pend_hi
-            if k and len(self.pool):
-                plo, phi, _, split = self.pool.pop_heaviest(k)
-                clo, chi = self._split(plo, phi, split)
-                lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
-        # pieces not bounded yet stay undecided; a later call starts with them
+            lo, hi = self.next_batch(pend_lo, pend_hi, 4 * self.chunk)
+        self.park(pend_lo, pend_hi)
+
+    def next_batch(self, pend_lo: np.ndarray, pend_hi: np.ndarray, full: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next boxes to bound: the cut pieces of the last round, then the children of the
+        heaviest pool boxes, about `full` in all."""
+        k = int(np.clip(len(self.pool) // 8, self.chunk // 2, full))
+        if pend_lo.shape[0]:
+            k = max(0, min(k, full - pend_lo.shape[0] // 2))
+        lo, hi = pend_lo, pend_hi
+        if k and len(self.pool):
+            plo, phi, _, split = self.pool.pop_heaviest(k)
+            clo, chi = self._split(plo, phi, split)
+            lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
+        return lo, hi
+
+    def park(self, pend_lo: np.ndarray, pend_hi: np.ndarray) -> None:
+        """Pieces not bounded yet stay undecided; a later call starts with them."""
         self.stuck_lo.append(pend_lo)
         self.stuck_hi.append(pend_hi)
         self._report(force=True)

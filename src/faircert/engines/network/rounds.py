@@ -160,19 +160,8 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
             if run.pool_full():
                 run.stats["memory_cap_reached"] = True
                 break
-            # cut pieces of the last round join the children of the heaviest pool boxes
-            k = int(np.clip(len(run.pool) // 8, run.chunk // 2, full))
-            if pend_lo.shape[0]:
-                k = max(0, min(k, full - pend_lo.shape[0] // 2))
-            lo, hi = pend_lo, pend_hi
-            if k and len(run.pool):
-                plo, phi, _, split = run.pool.pop_heaviest(k)
-                clo, chi = run._split(plo, phi, split)
-                lo, hi = np.concatenate([lo, clo]), np.concatenate([hi, chi])
-    # pieces not bounded yet stay undecided; a later call starts with them
-    run.stuck_lo.append(pend_lo)
-    run.stuck_hi.append(pend_hi)
-    run._report(force=True)
+            lo, hi = run.next_batch(pend_lo, pend_hi, full)
+    run.park(pend_lo, pend_hi)
 
 
 def _blas_on_one_thread() -> None:
