@@ -42,3 +42,19 @@ def test_group_bounds_on_two_workers_equal_one(tmp_path):
     assert [(g.low, g.high) for g in two.groups] == [(g.low, g.high) for g in one.groups]
     assert two.metrics["eo"].low == one.metrics["eo"].low and two.verdict == one.verdict == "unfair"
     assert two.stats["box_evaluations"] == one.stats["box_evaluations"] > 0
+
+
+def test_bad_worker_counts_and_budgets_are_usage_errors(tmp_path, capsys):
+    from faircert.cli import main
+
+    prog = tmp_path / "shift.fr"
+    prog.write_text(GAUSSIAN_SHIFT)
+    model = tmp_path / "m.json"
+    model.write_text('{"weights": [1.0, -1.0], "intercept": 0.0, "features": ["a", "b"]}')
+    for args in (["program", str(prog), "--workers", "0"],
+                 ["group", str(model), "--population", str(prog), "--protected", "x <= 0", "--workers", "-2"],
+                 ["verify", str(model), "--complete", "--max-boxes", "10"]):
+        code = main(args + ["--quiet"])
+        err = capsys.readouterr().err
+        assert code == 3 and "Traceback" not in err, args
+        assert ("workers must be an integer >= 1" in err) or ("--max-boxes budgets" in err), err

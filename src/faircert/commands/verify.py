@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_model_loading, emit_json, mark_interrupted, name_values, run_guard
+from .common import add_model_loading, add_parallel_arguments, emit_json, mark_interrupted, name_values, run_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,14 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="processes for the box work (ReLU networks, and tree ensembles at epsilon 0; "
-                        "default 1: this process)")
+    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, tree ensembles at epsilon 0)")
     p.add_argument("--max-boxes", type=int, metavar="N",
                    help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
-    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help="run the box work on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
-                        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
     p.add_argument("--complete", action="store_true",
                    help="decide the question (ReLU networks, tree ensembles): fair with a proof, unfair with a "
                         "re-checked pair, unknown only when the time limit runs out or a box cannot be split further")

@@ -254,13 +254,15 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     return with_equalized_odds(run, question, options.time_limit, target_width=1e-3)
 
 
-def with_equalized_odds(run: Callable, question: Any, limit: float | None, target_width: float):
+def with_equalized_odds(run: Callable, question: Any, limit: float | None, target_width: float,
+                        conditions: list | None = None):
     """The groups under the question's population, and with EO their rates given each label value:
     half the time limit goes to the groups, the rest to the label conditions, each refined until
     decided by the EO gap threshold if there is one, else `target_width` wide (or the budget).
     `run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=,
-    check_di=)` answers one of these questions with a GroupResult."""
-    conditions = label_conditions(question)
+    check_di=)` answers one of these questions with a GroupResult; `conditions` are the question's
+    `label_conditions` when the caller has them already."""
+    conditions = label_conditions(question) if conditions is None else conditions
     gaps = dict(question.gap_thresholds)
     if not conditions:
         return run(question.population, list(question.protected) or None, question.metrics, question.threshold,
@@ -301,7 +303,7 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
     if label is None:
         raise PropertyError("equalized odds (eo) compares groups given the true label: name it (label=... / "
                             "--label), a variable of the population")
-    if isinstance(pop, (str, Path)) or type(pop).__name__ == "Program":
+    if isinstance(pop, (str, Path, Program)):
         pop = ProgramPopulation.load(pop)
     protected = list(question.protected)
     if isinstance(pop, ProgramPopulation):  # the label: a variable the program assigns, or a condition on them

@@ -304,7 +304,8 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     in all (with EO, the groups given each label value are further tests: delta is shared among them)."""
     from ..probability.bounds import label_conditions, with_equalized_odds
 
-    tests = 1 + len(label_conditions(question))
+    conditions = label_conditions(question)
+    tests = 1 + len(conditions)
     delta = options.delta / tests
 
     def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
@@ -316,7 +317,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
             progress({"elapsed_s": result.elapsed_s})
         return result
 
-    result = with_equalized_odds(run, question, options.time_limit, target_width=0.01)
+    result = with_equalized_odds(run, question, options.time_limit, target_width=0.01, conditions=conditions)
     if tests > 1:
         result.approximations.append(f"statistical: P[any wrong verdict] <= {options.delta:g} over all {tests} "
                                      f"sequential tests (each at delta {delta:g})")
