@@ -152,39 +152,35 @@ def family(name: str) -> str:
     return name.split("-")[0]
 
 
-def load_table2_case(name: str):
-    """(network, property, partition size) of one model under Table II's protocol."""
+def load_case(name: str, query: str = "table2"):
+    """(network, property, partition size) of one model under Table II's protocol or a Table IV query."""
     from faircert.domain import Domain, Feature
     from faircert.models.io.nnet import load_nnet
     from faircert.properties import individual_fairness
 
     folder, ranges, protected, ms, _ = SETUP[family(name)]
+    eps, extra, region = QUERIES[query][family(name)] if query != "table2" else ({}, [], {})
     net = load_nnet(MODELS / folder / f"{name}.nnet")
-    dom = Domain(tuple(Feature(n, "integer", lo, hi) for n, lo, hi in ranges))
-    return net, individual_fairness(dom, [protected]), ms
+    dom = Domain(tuple(Feature(n, "integer", *region.get(n, (lo, hi))) for n, lo, hi in ranges))
+    return net, individual_fairness(dom, [protected] + extra, epsilon=eps or None), ms
 
 
 def run_one(name: str, time_limit: float, seed: int, query: str = "table2") -> dict:
     """Decide every partition of one model (in a worker process) and return its figures."""
-    from faircert.domain import Domain, Feature
     from faircert.engines.network.decide import decide_network
-    from faircert.models.io.nnet import load_nnet
-    from faircert.properties import individual_fairness
 
-    folder, ranges, protected, ms, total = SETUP[family(name)]
-    eps, extra, region = QUERIES[query][family(name)] if query != "table2" else ({}, [], {})
-    net = load_nnet(MODELS / folder / f"{name}.nnet")
-    dom = Domain(tuple(Feature(n, "integer", *region.get(n, (lo, hi))) for n, lo, hi in ranges))
-    prop = individual_fairness(dom, [protected] + extra, epsilon=eps or None)
+    net, prop, ms = load_case(name, query)
     t = time.perf_counter()
     res = decide_network(net, prop, time_limit=time_limit, partition_size=ms, seed=seed, max_counterexamples=5)
     wall = time.perf_counter() - t
     d = res.decision
     if query == "table2":
+        total = SETUP[family(name)][4]
         assert d["regions"] == total, (name, d["regions"], total)
     rows = res.partitions
     first_pair = next((r["seconds"] for r in rows if r["verdict"] == "unfair"), None)
-    return dict(model=name, query=query, protected="+".join([protected] + extra), partition_size=ms,
+    return dict(model=name, query=query, protected="+".join([SETUP[family(name)][2]] + (QUERIES[query][family(name)][1] if query != "table2" else [])),
+                partition_size=ms,
                 time_limit_s=time_limit, time_s=wall, verdict=res.verdict, partitions=d["regions"], unfair=d["unfair"], fair=d["fair"], unknown=d["unknown"],
                 coverage=d["coverage"], partitions_per_s=(d["fair"] + d["unfair"]) / max(wall, 1e-9),
                 milp_calls=res.stats["milp_calls"], milp_fair=res.stats["milp_fair"],

@@ -293,7 +293,7 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
 
 
 def partition_rows(args) -> list[dict]:
-    from fairify import load_table2_case
+    from fairify import load_case as load_table2_case
 
     from faircert.engines.network.decide import decide_network
 
