@@ -98,7 +98,7 @@ def test_leaf_splits_stopped_early_give_sound_bounds():
     prop = individual_fairness(dom, "p", kappa=0.5)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, False)
     truth = 1.0 - unfair / conf
-    q = quantify(ir, prop, split="leaves", max_boxes=20)
+    q = quantify(ir, prop, split="leaves", max_boxes=10)
     assert not q.complete
     assert q.bounds[0] - 1e-12 <= truth <= q.bounds[1] + 1e-12
 

@@ -182,6 +182,46 @@ class Frontier:
         self.nbytes -= sum(sum(a.nbytes for a in p) for p in parts)
         return self._decoded(part)
 
+    def largest(self) -> float:
+        """The size of the largest open box (0 when none)."""
+        return -self.heap[0][0] if self.heap else 0.0
+
+    def pop_above(self, tau: float) -> tuple[np.ndarray, ...]:
+        """Up to `chunk` of the largest boxes larger than `tau`, decoded; the rest of their chunks
+        stays. Chunks are sorted, so the boxes taken are a prefix of each."""
+        parts, count = [], 0
+        while self.heap and -self.heap[0][0] > tau and count < self.chunk:
+            _, _, entry = heapq.heappop(self.heap)
+            self.count -= len(entry[0])
+            self.nbytes -= sum(a.nbytes for a in entry)
+            decoded = self._decoded(entry)
+            n = len(entry[0])
+            if n <= self.chunk - count and self.size(*self.codec.decode(entry[0][-1:]))[0] > tau:
+                parts.append(decoded)  # the whole chunk (its smallest box too) is above tau
+                count += n
+                continue
+            size = self.size(decoded[0], decoded[1])
+            take = min(int(np.count_nonzero(size > tau)), self.chunk - count)
+            parts.append(tuple(a[:take] for a in decoded))
+            count += take
+            if take < len(size):  # the smaller boxes go back, still encoded, keyed by their largest
+                rest = tuple(a[take:] for a in entry)
+                self.count += len(rest[0])
+                self.nbytes += sum(a.nbytes for a in rest)
+                heapq.heappush(self.heap, (-float(size[take]), self.tick, rest))
+                self.tick += 1
+        return parts[0] if len(parts) == 1 else tuple(np.concatenate(a) for a in zip(*parts))
+
+    def take_all(self) -> list[tuple[np.ndarray, ...]]:
+        """Remove and return every open chunk, encoded."""
+        entries = [e[2] for e in self.heap]
+        self.heap, self.count, self.nbytes = [], 0, 0
+        return entries
+
+    def push_encoded(self, entry: tuple[np.ndarray, ...]) -> None:
+        """Add boxes already encoded by this frontier's codec (any order)."""
+        self.push(*self._decoded(entry))
+
     def parts(self) -> OpenParts:
         """Every open chunk, decoded when read."""
         return OpenParts(self.codec, [e[2] for e in self.heap])

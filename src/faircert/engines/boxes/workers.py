@@ -11,6 +11,10 @@ they hold the job (model and question) once and ignore SIGINT: a stop request re
 after its current round with a sound partial result. A worker that dies loses nothing: its chunks
 go back into the round, on a fresh pool.
 
+`each(method, args)` calls worker k's own copy of the job with args[k]: for engines whose workers
+keep state between calls (a share of the open boxes, `shards`). A worker that dies there is
+replaced by a fresh one and reported as `LOST`, for the driver to give its share again.
+
 On a Ray cluster (`RayWorkers`, the `ray` extra) the job goes into Ray's object store once and each
 worker is an actor holding it; a dead actor is replaced and its chunks resubmitted. Every machine
 of the cluster needs faircert installed in the same version.
@@ -34,6 +38,8 @@ MAX_RESTARTS = 3  # pools replaced after worker deaths before the run gives up
 
 _job: Any = None
 
+LOST = object()  # `each`'s result for a worker that died during the call (it has been replaced)
+
 
 def _hold(job: Any) -> None:
     global _job
@@ -55,16 +61,40 @@ class Workers:
     def __init__(self, job: Any, n: int) -> None:
         self.job, self.n = job, n
         self.restarts = 0
-        self._pool: ProcessPoolExecutor | None = self._start() if n > 1 else None
+        self._pool: ProcessPoolExecutor | None = None  # started at the first call that needs it
+        self._pinned: list[ProcessPoolExecutor] = []
 
-    def _start(self) -> ProcessPoolExecutor:
+    def _start(self, n: int | None = None) -> ProcessPoolExecutor:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
-        return ProcessPoolExecutor(self.n, mp_context=context, initializer=_hold, initargs=(self.job,))
+        return ProcessPoolExecutor(n or self.n, mp_context=context, initializer=_hold, initargs=(self.job,))
+
+    def each(self, method: str, args: Sequence[tuple | None]) -> list[Any]:
+        """[worker k's job.method(*args[k])] (None where args[k] is None, `LOST` where worker k died)."""
+        if self.n == 1:
+            return [None if a is None else getattr(self.job, method)(*a) for a in args[:1]]
+        if self._pool is not None:  # `map` and `each` do not share workers: their jobs differ in state
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if not self._pinned:
+            self._pinned = [self._start(1) for _ in range(self.n)]
+        futures = [None if a is None else self._pinned[k].submit(_run, method, a) for k, a in enumerate(args)]
+        results: list[Any] = []
+        for k, future in enumerate(futures):
+            try:
+                results.append(None if future is None else future.result())
+            except BrokenProcessPool:
+                results.append(LOST)
+                self._pinned[k].shutdown(wait=False, cancel_futures=True)
+                self._count_restart()
+                self._pinned[k] = self._start(1)
+        return results
 
     def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
-        if self._pool is None:
+        if self.n == 1:
             return [getattr(self.job, method)(*chunk) for chunk in chunks]
+        if self._pool is None:
+            self._pool = self._start()
         results: list[Any] = [None] * len(chunks)
         todo = list(range(len(chunks)))
         while todo:
@@ -81,25 +111,32 @@ class Workers:
         return results
 
     def _replace_pool(self) -> None:
-        self.restarts += 1
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if self.restarts > MAX_RESTARTS:
             self._pool = None
+        self._count_restart()
+        self._pool = self._start()
+
+    def _count_restart(self) -> None:
+        self.restarts += 1
+        if self.restarts > MAX_RESTARTS:
+            self.close()
             raise FaircertError(f"worker processes died {self.restarts} times (out of memory?); "
                                 "run with fewer workers or with --workers 1")
-        self._pool = self._start()
 
     def pids(self) -> list[int]:
         """The worker processes' ids (for tests that kill one)."""
+        if self._pinned:
+            return sorted(p for ex in self._pinned for p in ex._processes)
         if self._pool is None:
             return [os.getpid()]
         return sorted(self._pool._processes)  # the executor's live processes, by pid
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for ex in [self._pool] + self._pinned:
+            if ex is not None:
+                ex.shutdown(wait=True, cancel_futures=True)
+        self._pool, self._pinned = None, []
 
     def __enter__(self) -> Workers:
         return self
@@ -158,6 +195,20 @@ class RayWorkers:
                     self._last_error = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
                     self._replace(actor)
             todo = lost
+        return results
+
+    def each(self, method: str, args: Sequence[tuple | None]) -> list[Any]:
+        """As `Workers.each`, on actor k."""
+        ray = self._ray
+        refs = [None if a is None else self._actors[k].run.remote(method, a) for k, a in enumerate(args)]
+        results: list[Any] = []
+        for k, ref in enumerate(refs):
+            try:
+                results.append(None if ref is None else ray.get(ref))
+            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                results.append(LOST)
+                self._last_error = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+                self._replace(self._actors[k])
         return results
 
     def _replace(self, actor: Any) -> None:

@@ -13,21 +13,15 @@ leaf) but near a threshold is decided by the model's own arithmetic at one point
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 import numpy as np
 
-from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
-from ..boxes.frontier import BoxCodec, Frontier, over_memory
+from ..boxes.frontier import BoxCodec, OpenParts
+from ..boxes.shards import Shard, Step, refine
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
 from .unfair import UnfairBoxes
-
-#: chunks per round: fixed, so that a run limited by boxes is the same whatever the worker count
-ROUND_CHUNKS = 4
 
 
 def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
@@ -37,68 +31,39 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                    keep: int | None = None, split: str = DEFAULT_SPLIT) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
     the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
-    a sequence of (lo, hi, None) chunks, undecided in every slice.
+    a sequence of (lo, hi, None) chunks, undecided in every slice (None when the workers held more
+    than this process may gather).
 
-    The largest open chunks are settled a round at a time (`ROUND_CHUNKS` of them, on local
-    processes or a Ray cluster as `parallel` says) and merged in order; `max_boxes` stops after the round that
-    examines that many. Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
+    The refinement runs in shards (`boxes.shards`): here, or on local processes or a Ray cluster as
+    `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
+    end of the first level of box sizes by which that many boxes were examined (then the same for
+    any worker count). Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
     feature's cut positions). `split` says how open boxes are cut (`leafsplit`)."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     inner = nt.node_left >= 0
     codec = BoxCodec.for_cuts(dlo, dhi, nt.discrete, nt.node_feat[inner], nt.node_bound[inner])
     region = UnfairBoxes(codec, free, slo, prot, nt.discrete, keep)
-    frontier = Frontier(free, chunk, codec)
-    frontier.push(dlo[None].copy(), dhi[None].copy())
-    complete = True
-    examined = 0
-    job = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
-    with parallel.open(job) as pool:
-        while frontier:
-            if (time.monotonic() > deadline or stop_requested() or over_memory(frontier, region.nbytes, acc)
-                    or (max_boxes is not None and examined >= max_boxes)):
-                complete = False
-                break
-            round_ = [frontier.pop() for _ in range(ROUND_CHUNKS) if frontier]
-            examined += sum(len(lo) for lo, _ in round_)
-            acc["examined"] = examined
-            for out in pool.map("settle", round_):
-                acc["nonconf"] += out.nonconf
-                acc["settled"] += out.settled
-                acc["unfair"] += out.unfair
-                acc["boxes"] += out.boxes
-                region.add(out.unfair_lo, out.unfair_hi, out.unfair_v, out.positive, out.twin_of_pos,
-                           out.twin_of_neg)
-                frontier.push(out.open_lo, out.open_hi)
-            acc["workers_restarted"] = pool.restarts
-            acc["unfair_boxes"] = region.boxes
-            report(acc)
-    return complete, region, frontier.parts().map(_all_open)
+    settler = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
+
+    def on_progress(totals, restarts: int) -> None:
+        acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
+                   unfair=float(totals.sums["unfair"]), boxes=totals.boxes, examined=totals.examined,
+                   unfair_boxes=totals.found, workers_restarted=restarts)
+        if totals.memory_limited:
+            acc["memory_limited"] = True
+        report(acc)
+
+    out = refine(Shard(settler, free, chunk, codec, region), dlo[None].copy(), dhi[None].copy(), deadline,
+                 parallel, max_boxes, on_progress)
+    acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
+    open_parts = OpenParts(codec, out.open_entries).map(_all_open) if out.open_entries is not None else None
+    return out.complete, out.region, open_parts
 
 
 def _all_open(chunk: tuple) -> tuple:
     """An open chunk of the joint refinement: every slice of its boxes is open."""
     return chunk[0], chunk[1], None
-
-
-@dataclass
-class Settled:
-    """What one chunk of boxes established: sizes, the settled boxes unfair in some slice (with
-    those slices, every slice's label, the first slice labelled -1 and +1: the twins), the boxes
-    left open (cut in two)."""
-
-    nonconf: float
-    settled: float
-    unfair: float
-    boxes: int
-    unfair_lo: np.ndarray
-    unfair_hi: np.ndarray
-    unfair_v: np.ndarray      # boxes x slices: unfair in that slice
-    positive: np.ndarray      # boxes x slices: labelled +1
-    twin_of_pos: np.ndarray   # the first slice labelled -1
-    twin_of_neg: np.ndarray   # the first slice labelled +1
-    open_lo: np.ndarray
-    open_hi: np.ndarray
 
 
 class JointSettler:
@@ -114,7 +79,7 @@ class JointSettler:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sb": None, "_leaves": None}  # rebuilt in the worker: cheaper than sending it
 
-    def settle(self, lo: np.ndarray, hi: np.ndarray) -> Settled:
+    def settle(self, lo: np.ndarray, hi: np.ndarray) -> Step:
         if self._sb is None:
             self._sb = _SliceBounds(self.nt, self.prot, self.slo)
         ir, nt, prot, slo, free = self.ir, self.nt, self.prot, self.slo, self.free
@@ -129,21 +94,17 @@ class JointSettler:
         open_v = (conf == 0) | ((conf == 1) & ~unfair_v & ~fair_v)
         done = ~open_v.any(axis=1)
         width = lo.shape[1]
-        empty, none = np.zeros((0, width)), np.zeros((0, len(slo)), dtype=bool)
-        out = Settled(0.0, 0.0, 0.0, int(done.sum()), empty, empty, none, none, np.zeros(0, np.int64),
-                      np.zeros(0, np.int64), empty, empty)
-        if done.any():
-            size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
-            out.nonconf = float((size * (conf[done] == -1).sum(axis=1)).sum())
-            out.settled = float((size * (conf[done] == 1).sum(axis=1)).sum())
-            out.unfair = float((size * unfair_v[done].sum(axis=1)).sum())
-            rows = np.nonzero(unfair_v[done].any(axis=1))[0]
-            if len(rows):
-                # twin of an unfair slice: the first slice whose label is decided opposite
-                lab = label[done][rows]
-                out.unfair_lo, out.unfair_hi = lo[done][rows], hi[done][rows]
-                out.unfair_v, out.positive = unfair_v[done][rows], lab == 1
-                out.twin_of_pos, out.twin_of_neg = np.argmax(lab == -1, axis=1), np.argmax(lab == 1, axis=1)
+        # per settled box, the size of its slices of each kind (the shards add them exactly)
+        size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
+        out = Step({"nonconf": size * (conf[done] == -1).sum(axis=1), "settled": size * (conf[done] == 1).sum(axis=1),
+                    "unfair": size * unfair_v[done].sum(axis=1)}, int(done.sum()), (),
+                    (np.zeros((0, width)), np.zeros((0, width))))
+        rows = np.nonzero(unfair_v[done].any(axis=1))[0]
+        if len(rows):
+            # twin of an unfair slice: the first slice whose label is decided opposite
+            lab = label[done][rows]
+            out.found = (lo[done][rows], hi[done][rows], unfair_v[done][rows], lab == 1,
+                         np.argmax(lab == -1, axis=1), np.argmax(lab == 1, axis=1))
         keep = ~done
         if not keep.any():
             return out
@@ -157,13 +118,13 @@ class JointSettler:
         if self.split == "leaves":
             if self._leaves is None:
                 self._leaves = LeafSplitter(nt, prot, self._sb.prot_ok)
-            out.open_lo, out.open_hi = self._leaves.split(lo, hi, widest[rows, v], free)
+            out.open = self._leaves.split(lo, hi, widest[rows, v], free)
             return out
         vlo, vhi = _in_slice(lo, hi, slo[v], prot)
         f, b = nt.cut(vlo, vhi, None, widest[rows, v])
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
-        out.open_lo, out.open_hi = np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+        out.open = (np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]))
         return out
 
 

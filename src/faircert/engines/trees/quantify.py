@@ -336,7 +336,8 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
     q = _refined((complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts), prop,
                  total, eps, discrete, slo, acc, t0)
     q.unfair_boxes = region
-    q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes)
+    q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes,
+                   workers=int(acc.get("workers", 0)), open_boxes_gathered=bool(acc.get("open_gathered", True)))
     return q
 
 

@@ -49,19 +49,31 @@ class UnfairBoxes:
         self.pieces += int(unfair.sum())
         chunk = (self.codec.encode(lo, hi), np.packbits(unfair, axis=1), np.packbits(positive, axis=1),
                  twin_of_pos.astype(self.sl_dtype), twin_of_neg.astype(self.sl_dtype))
-        if self.keep is not None:  # the largest boxes so far (ties: the first found)
+        self._store(chunk)
+
+    def _store(self, chunk: tuple[np.ndarray, ...]) -> None:
+        if self.keep is not None:  # the largest boxes so far
             parts = self.chunks + [chunk]
             chunk = tuple(np.concatenate(a) for a in zip(*parts)) if len(parts) > 1 else chunk
-            lo_all, hi_all = self.codec.decode(chunk[0])
-            order = np.argsort(-self._size(lo_all, hi_all), kind="stable")[:self.keep]
-            chunk = tuple(a[order] for a in chunk)
+            chunk = tuple(a[self._largest_first(*self.codec.decode(chunk[0]))[:self.keep]] for a in chunk)
             self.chunks, self.boxes, self.nbytes = [], 0, 0
         self.chunks.append(chunk)
         self.boxes += len(chunk[0])
         self.nbytes += sum(a.nbytes for a in chunk)
 
+    def absorb(self, other: UnfairBoxes) -> None:
+        """Add the boxes another store (same codec and slices) holds: a worker's part of the region."""
+        self.found += other.found
+        self.pieces += other.pieces
+        for chunk in other.chunks:
+            self._store(chunk)
+
     def _size(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
+
+    def _largest_first(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Box order by size, ties by lower corner: the same whichever worker found which box."""
+        return np.lexsort(tuple(lo[:, j] for j in reversed(range(lo.shape[1]))) + (-self._size(lo, hi),))
 
     def _unfair(self, k: int) -> np.ndarray:
         return np.unpackbits(self.chunks[k][1], axis=1, count=self.n_sl).astype(bool)
@@ -91,14 +103,14 @@ class UnfairBoxes:
         return x, xp
 
     def largest(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The centres of the n largest pieces (box, unfair slice), ties in the order found, with twins."""
+        """The centres of the n largest pieces (box, unfair slice), ties by lower corner, with twins."""
         width = len(self.free)
         if not self.chunks or n <= 0:
             return np.zeros((0, width)), np.zeros((0, width))
-        sizes = np.concatenate([self._size(*self.codec.decode(c[0])) for c in self.chunks])
+        lo, hi = (np.concatenate(a) for a in zip(*(self.codec.decode(c[0]) for c in self.chunks)))
         start = np.cumsum([0] + [len(c[0]) for c in self.chunks])
         xs, xps, got = [], [], 0
-        for b in np.argsort(-sizes, kind="stable"):
+        for b in self._largest_first(lo, hi):
             if got >= n:
                 break
             k = int(np.searchsorted(start, b, side="right") - 1)

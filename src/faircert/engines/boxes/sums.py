@@ -1,0 +1,63 @@
+"""Sums of box measures that do not depend on the order of their terms.
+
+A refinement split over workers adds the same measures in another order than one process does;
+float addition is not associative, so the shares could differ in their last bits. `ExactSum` keeps
+the sum exactly (an integer part for integral terms, as on integer grids, and Shewchuk's
+non-overlapping partials for the rest) and rounds once when read, so any split gives the same float.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_EXACT_INT = 2.0 ** 53  # integral float sums below this are exact in any order
+
+
+class ExactSum:
+    """An exact running sum of floats; `float(s)` is its correctly rounded value."""
+
+    def __init__(self) -> None:
+        self.whole = 0          # the integral terms, exactly
+        self.partials: list[float] = []  # the others: non-overlapping floats summing to them exactly
+
+    def add(self, values) -> None:
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if not len(v):
+            return
+        if np.all(v == np.trunc(v)) and float(np.abs(v).sum()) < _EXACT_INT:
+            self.whole += int(v.sum())  # every partial sum is an integer below 2^53: exact
+            return
+        for x in v.tolist():
+            self._add_one(x)
+
+    def _add_one(self, x: float) -> None:
+        if x == int(x) and abs(x) < _EXACT_INT:
+            self.whole += int(x)
+            return
+        i = 0
+        for y in self.partials:  # Shewchuk: carry x through the partials, keeping each rounding error
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                self.partials[i] = lo
+                i += 1
+            x = hi
+        self.partials[i:] = [x]
+
+    def absorb(self, other: ExactSum) -> None:
+        self.whole += other.whole
+        for x in other.partials:
+            self._add_one(x)
+
+    def __float__(self) -> float:
+        # the integer part as an exact sum of floats (each step takes its leading 53 bits), then one rounding
+        parts, w = list(self.partials), self.whole
+        while w:
+            head = float(w)
+            parts.append(head)
+            w -= int(head)
+        return math.fsum(parts)
