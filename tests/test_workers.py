@@ -86,3 +86,38 @@ def test_the_api_takes_workers_and_a_box_budget(tmp_path):
     two = faircert.verify(ir, dom, "s", kappa=0.5, max_boxes=400, max_counterexamples=0, workers=2)
     assert (one.certified, one.falsified, one.undecided) == (two.certified, two.falsified, two.undecided)
     assert one.undecided > 0 and one.verdict == "unknown"
+
+
+def test_the_default_is_every_core_started_once_a_run_outlasts_a_second(monkeypatch):
+    from faircert.engines.boxes import workers
+
+    monkeypatch.setattr(workers, "usable_cores", lambda: 4)
+    assert Parallelism.of(None) == Parallelism(4, None, workers.START_AFTER_S)
+    assert Parallelism.of(3) == Parallelism(3) and Parallelism.of(1) == workers.SERIAL
+    assert Parallelism.of(None, "auto") == Parallelism(1, "auto")  # one actor per CPU of the cluster
+    monkeypatch.setattr(workers, "usable_cores", lambda: 1)
+    assert Parallelism.of(None) == workers.SERIAL
+    assert VerifyOptions().workers is None
+
+
+def test_workers_start_only_after_the_delay():
+    import time
+
+    with Workers(Squares(), 2, start_after=0.3) as pool:
+        assert pool.map("square", [(i,) for i in range(4)]) == [0, 1, 4, 9]
+        assert pool.pids() == [os.getpid()]  # a short run: everything here
+        time.sleep(0.35)
+        assert pool.map("square", [(i,) for i in range(4)]) == [0, 1, 4, 9]
+        assert len(pool.pids()) == 2 and os.getpid() not in pool.pids()
+
+
+def test_a_short_tree_run_keeps_its_boxes_here_and_a_long_one_deals_them():
+    from faircert.engines.trees.quantify import quantify
+    from faircert.properties import individual_fairness
+
+    ir, dom = _adult_like()
+    prop = individual_fairness(dom, "s", kappa=0.5)
+    lazy = quantify(ir, prop, 120, parallel=Parallelism(2, None, start_after=30.0))
+    eager = quantify(ir, prop, 120, parallel=Parallelism(2))
+    assert lazy.stats["workers"] == 0 and eager.stats["workers"] == 2
+    assert lazy.bounds == eager.bounds and lazy.complete and eager.complete

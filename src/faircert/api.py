@@ -62,7 +62,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
            kappa: float | None = None, robustness: bool = False, time_limit: float | None = 60.0,
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
-           max_counterexamples: int = 100, workers: int = 1, max_boxes: int | None = None,
+           max_counterexamples: int = 100, workers: int | None = None, max_boxes: int | None = None,
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
            trust_pickle: bool = False, preprocessor: Any = None, progress: Progress | None = None,
            options: VerifyOptions | None = None) -> Result:
@@ -73,7 +73,8 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     `sensitive_features` is an alias of `protected`. `preprocessor` is the fitted scikit-learn
     preprocessing a network or tree ensemble was trained behind (see `load_model`): the domain and
     the data are then raw columns. `workers` processes (or the Ray cluster at
-    `ray_address`: "local", "auto" or an address) share the box work; `max_boxes` is a budget by
+    `ray_address`: "local", "auto" or an address; default every usable core, once a run outlasts a
+    second) share the box work; `max_boxes` is a budget by
     work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
     partition_size).
@@ -179,7 +180,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
           max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
-          delta: float = 1e-6, workers: int = 1, ray_address: str | None = None, progress: Progress | None = None,
+          delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None, progress: Progress | None = None,
           options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
@@ -297,7 +298,7 @@ def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:
 def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   ratio_width: float | None = None, workers: int = 1, ray_address: str | None = None,
+                   ratio_width: float | None = None, workers: int | None = None, ray_address: str | None = None,
                    progress: Progress | None = None, options: ProgramOptions | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 

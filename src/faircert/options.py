@@ -63,9 +63,9 @@ class VerifyOptions(Budget):
     #: level of the statistical interval
     confidence: float = 0.99
     max_counterexamples: int = 100
-    #: processes for the box work (network refinement and partitions, tree refinement at epsilon 0);
-    #: 1 runs in this process
-    workers: int = 1
+    #: processes for the box work (network refinement and partitions, tree refinement); 1 runs in
+    #: this process; None: every usable core, once a run outlasts a second
+    workers: int | None = None
     #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
     #: RAY_ADDRESS) or an address
     ray_address: str | None = None
@@ -79,7 +79,8 @@ class VerifyOptions(Budget):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_count("workers", self.workers, 1)
+        if self.workers is not None:
+            _check_count("workers", self.workers, 1)
         if self.max_boxes is not None:
             _check_count("max boxes", self.max_boxes, 1)
         if not 0.0 <= self.target_undecided <= 1.0:
@@ -110,13 +111,14 @@ class MethodOptions(Budget):
     method: str = "sound"
     delta: float = 1e-6
     #: sound probability bounds: processes (or Ray actors at `ray_address`) evaluating the
-    #: refinement's trial splits
-    workers: int = 1
+    #: refinement's trial splits; None: every usable core, once a run outlasts a second
+    workers: int | None = None
     ray_address: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_count("workers", self.workers, 1)
+        if self.workers is not None:
+            _check_count("workers", self.workers, 1)
         if self.method not in METHODS:
             raise PropertyError(f"unknown method {self.method!r}; choose 'sound' or 'sampling'")
         _check_open_unit("delta", self.delta)

@@ -41,8 +41,9 @@ def add_model_loading(p: Any) -> None:
 
 def add_parallel_arguments(p: Any, work: str) -> None:
     """--workers and --ray: where `work` runs."""
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help=f"processes for {work} (default 1: this process)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help=f"processes for {work} (default: every usable core, started once a run outlasts a "
+                        "second; 1: this process only)")
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                    help=f"run {work} on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
                         "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")

@@ -186,6 +186,7 @@ def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parall
     tau = local.frontier.largest() * LEVEL_RATIO if max_boxes is not None else 0.0
     spread = parallel.workers > 1 or parallel.ray_address
     seeds = SEEDS_PER_WORKER * (parallel.workers if parallel.workers > 1 else usable_cores())
+    deal_after = time.monotonic() + parallel.start_after  # short runs end before workers would pay
     parts, shares, pool = [local.progress(tau)], [], None
     complete = True
 
@@ -210,13 +211,17 @@ def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parall
                     complete = False
                     break
                 tau = min(tau, total.largest) * LEVEL_RATIO  # (no empty levels)
-            seconds = max(0.0, min(SLICE_S, deadline - time.monotonic()))
-            if pool is None and spread and local.frontier.count >= seeds:
+            now = time.monotonic()
+            seconds = max(0.0, min(SLICE_S, deadline - now))
+            ready = spread and now >= deal_after
+            if pool is None and ready and local.frontier.count >= seeds:
                 pool = opened.pool or opened.start()
                 shares = local.deal(pool.n)
                 parts = [local.progress(tau)] + _started(pool, shares)
             if pool is None:
-                parts = [local.step(tau, seconds, seeds if spread else None)]
+                if spread and not ready:
+                    seconds = min(seconds, max(deal_after - now, 0.01))
+                parts = [local.step(tau, seconds, seeds if ready else None)]
                 continue
             out = pool.each("step", [None if p.idle else (tau, seconds) for p in parts[1:]])
             for k, p in enumerate(out):

@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +36,9 @@ from typing import Any
 from ...errors import FaircertError
 
 MAX_RESTARTS = 3  # pools replaced after worker deaths before the run gives up
+#: With the default worker count, work stays in this process for a run's first seconds: starting
+#: workers costs more than they save on short runs.
+START_AFTER_S = 1.0
 
 _job: Any = None
 
@@ -56,11 +60,13 @@ def usable_cores() -> int:
 
 
 class Workers:
-    """`n` processes holding `job`; `map(method, chunks)` = [job.method(*chunk) for chunk in chunks]."""
+    """`n` processes holding `job`; `map(method, chunks)` = [job.method(*chunk) for chunk in chunks].
+    For the first `start_after` seconds `map` runs here (the same results, without starting workers)."""
 
-    def __init__(self, job: Any, n: int) -> None:
+    def __init__(self, job: Any, n: int, start_after: float = 0.0) -> None:
         self.job, self.n = job, n
         self.restarts = 0
+        self.start_at = time.monotonic() + start_after
         self._pool: ProcessPoolExecutor | None = None  # started at the first call that needs it
         self._pinned: list[ProcessPoolExecutor] = []
 
@@ -91,7 +97,7 @@ class Workers:
         return results
 
     def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
-        if self.n == 1:
+        if self.n == 1 or (self._pool is None and time.monotonic() < self.start_at):
             return [getattr(self.job, method)(*chunk) for chunk in chunks]
         if self._pool is None:
             self._pool = self._start()
@@ -266,15 +272,28 @@ class _Holder:
 @dataclass(frozen=True)
 class Parallelism:
     """Where box work runs: `workers` local processes (1: this process), or Ray actors when
-    `ray_address` is given (`workers` then caps them; 1 means one per CPU of the cluster)."""
+    `ray_address` is given (`workers` then caps them; 1 means one per CPU of the cluster). Local
+    workers start once a run has lasted `start_after` seconds (the work runs here until then)."""
 
     workers: int = 1
     ray_address: str | None = None
+    start_after: float = 0.0
+
+    @classmethod
+    def of(cls, workers: int | None, ray_address: str | None = None) -> Parallelism:
+        """From the options: `workers` None is the default, every usable core (started after
+        `START_AFTER_S`) or, on Ray, one actor per CPU of the cluster."""
+        if workers is not None:
+            return cls(workers, ray_address)
+        if ray_address:
+            return cls(1, ray_address)
+        cores = usable_cores()
+        return cls(cores, None, START_AFTER_S) if cores > 1 else SERIAL
 
     def open(self, job: Any) -> Workers | RayWorkers:
         if self.ray_address:
             return RayWorkers(job, self.workers if self.workers > 1 else None, self.ray_address)
-        return Workers(job, self.workers)
+        return Workers(job, self.workers, self.start_after)
 
 
 SERIAL = Parallelism()

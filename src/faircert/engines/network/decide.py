@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return decide_network(network, prop, time_limit=options.time_limit, partition_size=options.partition_size,
                           seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism(options.workers, options.ray_address))
+                          parallel=Parallelism.of(options.workers, options.ray_address))
 
 
 def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
@@ -120,7 +121,8 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
     t0 = time.perf_counter()
     end = None if time_limit is None else t0 + time_limit
     retry = np.ones(K, dtype=bool)
-    with parallel.open(RegionJob(pb, seed)) as workers:
+    # rounds give every chunk a share of the time: the workers start at once, not after a run's first second
+    with replace(parallel, start_after=0.0).open(RegionJob(pb, seed)) as workers:
         slice_s = SLICE_S
         while True:
             todo = np.flatnonzero((out.verdict == UNKNOWN) & retry)

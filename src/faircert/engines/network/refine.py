@@ -504,4 +504,4 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
     return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
                           confidence=options.confidence, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism(options.workers, options.ray_address), max_boxes=options.max_boxes)
+                          parallel=Parallelism.of(options.workers, options.ray_address), max_boxes=options.max_boxes)

@@ -249,7 +249,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
         return group_bounds(model, population, protected=protected, label=question.label, metrics=metrics,
                             threshold=threshold, time_limit=time_limit, seed=options.seed,
                             gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
-                            check_di=check_di, parallel=Parallelism(options.workers, options.ray_address))
+                            check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address))
 
     return with_equalized_odds(run, question, options.time_limit, target_width=1e-3)
 
@@ -333,7 +333,7 @@ def _worst_stop(reasons: list[str]) -> str:
 
 def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
     """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
-    parallel = Parallelism(options.workers, options.ray_address)
+    parallel = Parallelism.of(options.workers, options.ray_address)
     if question.query is not None:
         return probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
                                   time_limit=options.time_limit, parallel=parallel)

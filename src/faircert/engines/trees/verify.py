@@ -108,7 +108,7 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: C
     """Registry entry point: `verify_trees` with the command's options."""
     result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress,
-                          confidence=options.confidence, parallel=Parallelism(options.workers, options.ray_address),
+                          confidence=options.confidence, parallel=Parallelism.of(options.workers, options.ray_address),
                           max_boxes=options.max_boxes)
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result
