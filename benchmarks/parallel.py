@@ -40,20 +40,21 @@ from fairquant import load_case  # noqa: E402
 from trees import train  # noqa: E402
 
 from faircert import interrupt  # noqa: E402
+from faircert.engines.boxes import frontier, shards  # noqa: E402
 from faircert.engines.boxes.workers import Parallelism, Workers  # noqa: E402
 from faircert.engines.network import refine, rounds  # noqa: E402
-from faircert.engines.trees import joint  # noqa: E402
 from faircert.engines.trees.quantify import quantify  # noqa: E402
 from faircert.properties import individual_fairness  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: the FairQuant networks whose throughput FairQuant reports (benchmarks/fairquant.py)
 NETWORKS = ("AC-4", "AC-5", "BM-4")
-PARTS = ("trees", "networks", "partitions", "programs")
+PARTS = ("trees", "tree-scale", "networks", "partitions", "programs")
 
 
 class _TimedWorkers(Workers):
-    """Workers that record how long each round's map took (the rest of a round is the driver's)."""
+    """Workers that record how long each round took on the workers (a `map` of chunks, or a `step`
+    of the tree shards; the rest of the run is the driver's)."""
 
     rounds: list[float] = []
 
@@ -63,13 +64,20 @@ class _TimedWorkers(Workers):
         _TimedWorkers.rounds.append(time.perf_counter() - t0)
         return out
 
+    def each(self, method, args):
+        t0 = time.perf_counter()
+        out = super().each(method, args)
+        if method == "step":
+            _TimedWorkers.rounds.append(time.perf_counter() - t0)
+        return out
+
 
 def run(ir, prop, parallel: Parallelism, max_boxes: int) -> dict:
     t0 = time.perf_counter()
     q = quantify(ir, prop, None, parallel=parallel, max_boxes=max_boxes)
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "bounds": list(q.bounds), "unfair": q.unfair, "boxes": q.stats.get("boxes"),
-            "complete": q.complete}
+            "examined": q.stats["examined"], "complete": q.complete}
 
 
 def main() -> None:
@@ -83,12 +91,16 @@ def main() -> None:
     ap.add_argument("--networks", default=",".join(NETWORKS), help="comma-separated FairQuant networks")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--scale-s", type=float, default=120.0, help="seconds per tree-scale run")
+    ap.add_argument("--scale-memory-mb", type=float, default=100.0,
+                    help="the smaller memory limit (per worker) of the tree-scale runs")
     args = ap.parse_args()
     old = json.loads((RESULTS / "parallel.json").read_text()) if (RESULTS / "parallel.json").exists() else {}
     meta = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
             "load_before": os.getloadavg()[0]}
     out = {"meta": meta}
-    for part, key, make in (("trees", "rows", tree_rows), ("networks", "network_rows", network_rows),
+    for part, key, make in (("trees", "rows", tree_rows), ("tree-scale", "scale_rows", scale_rows),
+                            ("networks", "network_rows", network_rows),
                             ("partitions", "partition_rows", partition_rows), ("programs", "program_rows", program_rows)):
         keep = args.only is not None and args.only != part
         out[key] = old.get(key, []) if keep else make(args)
@@ -100,6 +112,7 @@ def main() -> None:
     (RESULTS / "parallel.json").write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "parallel.md").write_text("# Box work on several processes and on Ray\n\n"
                                          + markdown(out["meta"], out["rows"])
+                                         + scale_markdown(out["tree-scale_meta"], out["scale_rows"])
                                          + network_markdown(out["networks_meta"], out["network_rows"])
                                          + partition_markdown(out["partitions_meta"], out["partition_rows"])
                                          + program_markdown(out["programs_meta"], out["program_rows"]))
@@ -156,16 +169,16 @@ def tree_rows(args) -> list[dict]:
         n_rounds, driver_s, map_s = _timed_two_processes(
             lambda parallel: quantify(ir, prop, None, parallel=parallel, max_boxes=args.max_boxes))
         one = statistics.median(r["wall_s"] for r in runs["1 process"])
-        row = {"attr": attr, "max_boxes": args.max_boxes, "same_shares": same, "bounds": reference["bounds"],
-               "rounds": n_rounds, "driver_s_per_round": driver_s, "map_s_per_round": map_s,
-               "chunks_per_round": joint.ROUND_CHUNKS}
+        row = {"attr": attr, "max_boxes": args.max_boxes, "examined": reference["examined"], "same_shares": same,
+               "bounds": reference["bounds"], "rounds": n_rounds, "driver_s_per_round": driver_s,
+               "map_s_per_round": map_s, "slice_s": shards.SLICE_S}
         for name, rs in runs.items():
             med = statistics.median(r["wall_s"] for r in rs)
             row[name] = {"median_s": med, "runs_s": [r["wall_s"] for r in rs], "speedup": one / med,
-                         "boxes_per_s": args.max_boxes / med}
-        # one driver feeds workers while its own share of a round is smaller than a chunk's work
-        per_chunk_work = 2 * map_s / joint.ROUND_CHUNKS if map_s else 0.0
-        row["projected_max_workers"] = per_chunk_work / driver_s * joint.ROUND_CHUNKS if driver_s > 0 else None
+                         "boxes_per_s": reference["examined"] / med}
+        # every step costs the driver about the same per worker (a call and its progress merged):
+        # it keeps workers busy while their count times that cost stays below a step's work
+        row["projected_max_workers"] = (map_s / (driver_s / 2)) if driver_s > 0 and map_s else None
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "bounds"}, default=str), flush=True)
     return rows
@@ -176,10 +189,12 @@ def markdown(meta: dict, rows: list[dict]) -> str:
         return ""
     setups = [k for k in rows[0] if isinstance(rows[0][k], dict) and "median_s" in rows[0][k]]
     lines = ["## Tree ensembles", "",
-             f"Tree refinement at epsilon 0, Adult XGBoost 50x3, kappa 0.5, {rows[0]['max_boxes']:,} boxes examined "
-             f"per run (a budget by work), median of the runs, on this {meta['cpus']}-core machine, {meta['date']}. "
-             "Ray: a local cluster of 2 CPUs, started before timing. Target: 2 processes >= 1.8x one; Ray within "
-             "15% of the local pool.", "",
+             f"Tree refinement at epsilon 0, Adult XGBoost 50x3, kappa 0.5, a budget of {rows[0]['max_boxes']:,} "
+             "boxes per run (the run ends with the level of box sizes that reaches it: "
+             f"{rows[0].get('examined', 0):,} and {rows[-1].get('examined', 0):,} boxes examined), median of the runs, on this "
+             f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open boxes (shards); "
+             "the driver only tells it how far to go. Ray: a local cluster of 2 CPUs, started before timing. Target: "
+             "2 processes >= 1.8x one; Ray within 15% of the local pool.", "",
              "| attr. | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -187,10 +202,12 @@ def markdown(meta: dict, rows: list[dict]) -> str:
             s = r[name]
             lines.append(f"| {r['attr']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
                          f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} |")
-    lines += ["", "Driver throughput (2 processes): time per round outside the workers, and a projection of "
-              "how many workers one driver could keep busy at this chunk size (the driver's share of a round "
-              "against one chunk's work; a projection, not a measurement):", "",
-              "| attr. | rounds | driver ms/round | workers' map ms/round | projected workers per driver |",
+    lines += ["", f"Driver throughput (2 processes): steps of at most {rows[0].get('slice_s')} s of work per worker, the "
+              "driver's time per step outside the workers (merging their totals; the run's first boxes, refined "
+              "here before they are dealt out, and the open boxes gathered at the end count too), and a projection "
+              "of how many workers one driver could keep busy (a step's work against the driver's cost per worker "
+              "and step; a projection, not a measurement):", "",
+              "| attr. | steps | driver ms/step | workers' ms/step | projected workers per driver |",
               "|---|---|---|---|---|"]
     for r in rows:
         proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
@@ -258,6 +275,51 @@ def network_rows(args) -> list[dict]:
         rows.append(row)
         print(json.dumps(row, default=str), flush=True)
     return rows
+
+
+def scale_rows(args) -> list[dict]:
+    """Adult 35 and 40 trees (fairness for age, epsilon 0, kappa 0.5) with 1 and 2 workers, each
+    keeping its share of the open boxes under its own memory limit: at the full limit and at a
+    small one, where one process stops at its memory and two hold twice as much."""
+    rows = []
+    full = frontier.MAX_STORED_BYTES
+    for trees in (35, 40):
+        ir, dom, _ = train("adult", trees)
+        prop = individual_fairness(dom, "age", kappa=0.5)
+        for limit in (full, int(args.scale_memory_mb * 1e6)):
+            frontier.MAX_STORED_BYTES = limit  # read at run time, inherited by forked workers
+            try:
+                for workers in (1, 2):
+                    t0 = time.perf_counter()
+                    q = quantify(ir, prop, args.scale_s, parallel=Parallelism(workers))
+                    wall = time.perf_counter() - t0
+                    lo, hi = q.bounds
+                    row = {"trees": trees, "limit_bytes": limit, "workers": workers, "limit_s": args.scale_s, "wall_s": wall,
+                           "converged": bool(q.complete and hi - lo <= 1e-12), "gap": hi - lo, "bounds": [lo, hi],
+                           "examined": q.stats["examined"], "memory_limited": q.stats["memory_limited"]}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+            finally:
+                frontier.MAX_STORED_BYTES = full
+    return rows
+
+
+def scale_markdown(meta: dict, rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    lines = ["", "## Tree ensembles past one process's memory", "",
+             f"Adult XGBoost 35 and 40 trees (depth 3), fairness for age, epsilon 0, kappa 0.5, "
+             f"{rows[0]['limit_s']:.0f} s per run, on this "
+             f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open and unfair boxes "
+             "under its own memory limit (stored bytes, per worker), so two workers hold twice what one process may.",
+             "", "| trees | memory limit per worker | workers | converged | gap | boxes examined | s | stopped by |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        stop = "-" if r["converged"] else ("memory limit" if r["memory_limited"] else "time limit")
+        lines.append(f"| {r['trees']} | {r['limit_bytes'] / 1e6:,.0f} MB | {r['workers']} | "
+                     f"{'yes' if r['converged'] else 'no'} | {r['gap']:.2g} | {r['examined']:,} | {r['wall_s']:.1f} | "
+                     f"{stop} |")
+    return "\n".join(lines) + "\n"
 
 
 def network_markdown(meta: dict, rows: list[dict]) -> str:
