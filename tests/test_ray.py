@@ -82,6 +82,16 @@ def test_a_dead_actor_loses_no_chunk(local_cluster, tmp_path):
         assert pool.restarts >= 1
 
 
+def test_a_dead_actor_loses_no_box_of_its_share(local_cluster, tmp_path):
+    from test_shards import SIDE, Halves, _run, _totals
+
+    out = _run(Halves(os.getpid(), tmp_path / "marker"), Parallelism(workers=2, ray_address="auto"))
+    assert (tmp_path / "marker").exists() and out.workers == 2
+    assert out.complete and float(out.totals.sums["settled"]) == SIDE * SIDE
+    budget = _run(Halves(os.getpid(), tmp_path / "again"), Parallelism(workers=2, ray_address="auto"), 3000)
+    assert _totals(budget) == _totals(_run(Halves(), max_boxes=3000))
+
+
 def test_an_unreachable_cluster_is_one_clear_error():
     port = _free_port()  # nothing listens there
     with pytest.raises(FaircertError, match=f"cannot reach the Ray cluster at '127.0.0.1:{port}'"):
