@@ -19,40 +19,91 @@ exact (it refines D(B) down to single cells when needed) and the cell it finds i
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
-from ..boxes.frontier import Frontier, over_memory
+from ..boxes.frontier import OpenParts, RawBoxes
+from ..boxes.shards import Shard, Step, refine
+from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import _in_slice, _SliceBounds, slice_status
 
 
 def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
                      c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
-                     dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512):
-    """Fill `acc` (nonconf, settled, unfair, boxes); return (complete, twin boxes, pieces lo, hi, twin,
-    open boxes): the open boxes as a list of (lo, hi, open slices) chunks."""
-    n_sl = len(slo)
+                     dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512,
+                     parallel: Parallelism = SERIAL, max_boxes: int | None = None):
+    """Fill `acc` (nonconf, settled, unfair, boxes, examined); return (complete, twin boxes, pieces lo,
+    hi, twin, open boxes): the open boxes as a sequence of (lo, hi, open slices) chunks (None when the
+    workers held more than this process may gather).
+
+    The refinement runs in shards (`boxes.shards`): here, or on local processes or a Ray cluster as
+    `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
+    end of the first level of box sizes by which that many boxes were examined (then the same for
+    any worker count, when the time limit does not cut it first). `deadline` is on `time.monotonic`."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
-    sb = _SliceBounds(nt, prot, slo)
-    cand = _candidates(nt, eps, free)
-    out = _Pieces(len(dlo))
-    frontier = Frontier(free, chunk)
-    frontier.push(dlo[None].copy(), dhi[None].copy(), np.zeros((1, n_sl), dtype=bool))
-    complete = True
-    while frontier:
-        if time.monotonic() > deadline or stop_requested() or over_memory(frontier, out.nbytes, acc):
-            complete = False
-            break
-        lo, hi, settled = frontier.pop()
-        label, conf, spread, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol)
+    # the neighbourhood searches run on the workers, maybe other machines: their deadline is on the wall clock
+    wall = time.time() + (deadline - time.monotonic()) if np.isfinite(deadline) else math.inf
+    settler = DilatedSettler(ir, nt, prot, slo, robustness, c, kappa, tol, eps, dlo, dhi,
+                             _candidates(nt, eps, free), wall)
+
+    def on_progress(totals, restarts: int) -> None:
+        acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
+                   unfair=float(totals.sums["unfair"]), boxes=totals.boxes, examined=totals.examined,
+                   workers_restarted=restarts)
+        if totals.memory_limited:
+            acc["memory_limited"] = True
+        report(acc)
+
+    out = refine(Shard(settler, free, chunk, None, _Pieces(len(dlo))), dlo[None].copy(), dhi[None].copy(),
+                 deadline, parallel, max_boxes, on_progress)
+    acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
+    open_parts = (OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices)
+                  if out.open_entries is not None else None)
+    return (out.complete,) + out.region.result() + (open_parts,)
+
+
+class DilatedSettler:
+    """The work on one chunk of boxes, runnable in a worker process (it holds the model once).
+
+    `settle(lo, hi, settled)` takes boxes with their settled slices (None: none settled, the
+    domain box the refinement starts from) and returns a `shards.Step`: the sizes newly settled
+    (per box, exact to add in any order), the unfair pieces found (arguments of `_Pieces.add`) and
+    the boxes left open with their settled slices. `deadline` (epoch seconds, `time.time`; inf:
+    none) cuts the neighbourhood searches: a search cut off leaves its box whole and open."""
+
+    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
+                 c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
+                 dhi: np.ndarray, candidates: list[np.ndarray], deadline: float = math.inf) -> None:
+        self.ir, self.nt, self.prot, self.slo, self.robustness = ir, nt, prot, slo, robustness
+        self.c, self.kappa, self.tol, self.eps, self.dlo, self.dhi = c, kappa, tol, eps, dlo, dhi
+        self.cand, self.deadline = candidates, deadline
+        self.free = np.ones(len(dlo), dtype=bool)
+        self.free[prot] = False
+        self._sb: _SliceBounds | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it
+
+    def settle(self, lo: np.ndarray, hi: np.ndarray, settled: np.ndarray | None = None) -> Step:
+        if self._sb is None:
+            self._sb = _SliceBounds(self.nt, self.prot, self.slo)
+        ir, nt, sb, prot, slo, robustness = self.ir, self.nt, self._sb, self.prot, self.slo, self.robustness
+        eps, dlo, dhi, tol, cand = self.eps, self.dlo, self.dhi, self.tol, self.cand
+        n_sl = len(slo)
+        if settled is None:
+            settled = np.zeros((len(lo), n_sl), dtype=bool)
+        found = _Pieces(lo.shape[1])
+        label, conf, spread, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, self.c, self.kappa, tol)
         dlo_b, dhi_b = np.maximum(dlo, lo - eps), np.minimum(dhi, hi + eps)
         dlabel, dwide = _labels(nt, sb, dlo_b, dhi_b, tol, widest=True)
-        size = np.prod(np.where(free, hi - lo, 1.0), axis=1)
+        size = np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
         own = (conf == 1) & (label != 0)
         if robustness:
             twin_fair = dlabel == label
@@ -81,10 +132,10 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         if not robustness and unfair.any():
             rows, vs = np.nonzero(unfair)
             tw = twin_of[rows, vs]
-            out.add(*_in_slice(lo[rows], hi[rows], slo[vs], prot), *_in_slice(lo[rows], hi[rows], slo[tw], prot))
+            found.add(*_in_slice(lo[rows], hi[rows], slo[vs], prot), *_in_slice(lo[rows], hi[rows], slo[tw], prot))
         if robustness and unfair.any():
             rows = np.nonzero(unfair[:, 0])[0]
-            out.add(lo[rows], hi[rows], klo[rows], khi[rows])
+            found.add(lo[rows], hi[rows], klo[rows], khi[rows])
         # (B, v) decided own but open twins, with no b +- eps inside B: search D(B) exactly
         open_twins = new & own & ~fair & ~unfair
         inside = _count_inside(cand, lo, hi)
@@ -92,21 +143,19 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         recut_f, recut_b = np.zeros(len(lo), dtype=np.int64), np.full(len(lo), np.nan)
         if finest.any():
             f_fair, f_unfair, recut_f, recut_b = _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi,
-                                                                dlo_b, dhi_b, finest, tol, deadline, out, eps,
-                                                                dlo, dhi)
+                                                                dlo_b, dhi_b, finest, tol, self.deadline, found,
+                                                                eps, dlo, dhi, clock=time.time)
             fair |= f_fair
             unfair |= f_unfair
-        acc["nonconf"] += float((size[:, None] * nonconf).sum())
-        acc["settled"] += float((size[:, None] * (fair | unfair)).sum())
-        acc["unfair"] += float((size[:, None] * unfair).sum())
         settled = settled | fair | unfair | nonconf
         done = settled.all(axis=1)
-        acc["boxes"] += int(done.sum())
-        if (fair | unfair | nonconf).any():
-            report(acc)
+        # per box, the size of its newly settled slices of each kind (the shards add them exactly)
+        step = Step({"nonconf": _terms(size, nonconf), "settled": _terms(size, fair | unfair),
+                     "unfair": _terms(size, unfair)}, int(done.sum()), found.arguments(),
+                    (np.zeros((0, lo.shape[1])), np.zeros((0, lo.shape[1])), np.zeros((0, n_sl), dtype=bool)))
         keep = ~done
         if not keep.any():
-            continue
+            return step
         lo, hi, settled = lo[keep], hi[keep], settled[keep]
         label, conf, spread, widest, inside = label[keep], conf[keep], spread[keep], widest[keep], inside[keep]
         f, b = _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside)
@@ -118,17 +167,23 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
         cut = b > lo[rows, f]  # no cut only after an interrupted search: the box goes back whole
         left_hi = hi.copy(); left_hi[rows, f] = b
         right_lo = lo.copy(); right_lo[rows, f] = b
-        nlo = np.concatenate([lo[~cut], lo[cut], right_lo[cut]])
-        nhi = np.concatenate([hi[~cut], left_hi[cut], hi[cut]])
-        nst = np.concatenate([settled[~cut], settled[cut], settled[cut]])
-        frontier.push(nlo, nhi, nst)
-    return (complete,) + out.result() + (frontier.parts().map(_open_slices),)
+        step.open = (np.concatenate([lo[~cut], lo[cut], right_lo[cut]]),
+                     np.concatenate([hi[~cut], left_hi[cut], hi[cut]]),
+                     np.concatenate([settled[~cut], settled[cut], settled[cut]]))
+        return step
+
+
+def _terms(size: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per box with any slice in `mask`, its size times the number of those slices."""
+    count = mask.sum(axis=1)
+    return size[count > 0] * count[count > 0]
 
 
 def _open_slices(chunk: tuple) -> tuple:
-    """An open chunk of the refinement as (lo, hi, its boxes' open slices)."""
-    lo, hi, settled = chunk
-    return lo, hi, ~settled
+    """An open chunk of the refinement as (lo, hi, its boxes' open slices; None: all, as for the
+    domain box the refinement starts from, which has no settled slices yet)."""
+    lo, hi = chunk[:2]
+    return lo, hi, (~chunk[2] if len(chunk) > 2 else None)
 
 
 def _core(nt, lo, hi, eps, dlo, dhi):
@@ -208,14 +263,15 @@ def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, 
 
 
 def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b, finest, tol, deadline, out,
-                   eps, dlo, dhi):
+                   eps, dlo, dhi, clock: Callable[[], float] = time.monotonic):
     """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has a
     point of the other label in D(B) (exact search), else unfair with that point's cell as twin.
 
     On real features "all reach the same cells" holds up to the rounding of b +- epsilon: a cell the
     search finds is checked to be within epsilon of every point of B (`_reached`); where it is not,
     the pair stays open and the box gets a cut where its points stop reaching that cell. Returns
-    (fair, unfair, cut feature, cut position; NaN where none).
+    (fair, unfair, cut feature, cut position; NaN where none). The searches stop at `deadline` on
+    `clock`: a pair whose search was cut off stays open.
     """
     n, n_sl = label.shape
     fair = np.zeros((n, n_sl), dtype=bool)
@@ -230,7 +286,8 @@ def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_
             want[rows, w, side] = True
     qr, qw, qs = np.nonzero(want)
     q_lo, q_hi = _in_slice(*_inward(nt, eps, dlo_b[qr], dhi_b[qr], dlo, dhi), slo[qw], prot)
-    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline)
+    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline,
+                                 clock)
     hit_q = np.isfinite(point[:, 0])
     clo, chi = np.full(point.shape, np.nan), np.full(point.shape, np.nan)
     if hit_q.any():
@@ -293,15 +350,16 @@ def _reached(nt, eps, lo, hi, clo, chi, prot):
 
 def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray,
                slices: np.ndarray, want: np.ndarray, tol: float,
-               deadline: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+               deadline: float = np.inf, clock: Callable[[], float] = time.monotonic
+               ) -> tuple[np.ndarray, np.ndarray]:
     """A point of label `want` (+1/-1) in each box (in its slice), or a row of NaN if none, and
-    whether each query was answered before the deadline. Boxes are cut at the widest tree's node
+    whether each query was answered before the deadline (on `clock`). Boxes are cut at the widest tree's node
     until their bounds decide; single cells are decided by the model."""
     point = np.full(lo.shape, np.nan)
     resolved = np.ones(len(lo), dtype=bool)
     qid = np.arange(len(lo))
     while len(qid):
-        if time.monotonic() > deadline or stop_requested():
+        if clock() > deadline or stop_requested():
             resolved[qid] = ~np.isnan(point[qid, 0])
             break
         vmin, vmax = sb.bounds_at(lo, hi, slices)
@@ -345,13 +403,20 @@ def cell_of(nt: NormalisedTrees, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 class _Pieces:
-    """Unfair boxes (own slice fixed) and the twin box each point of a piece has a twin in."""
+    """Unfair boxes (own slice fixed) and the twin box each point of a piece has a twin in: the
+    region store of the sharded refinement (`add`, `absorb`, `nbytes`, `found`)."""
 
     def __init__(self, width: int) -> None:
         self.width = width
         self.parts: list[tuple[np.ndarray, ...]] = []
         self.count = 0
         self.nbytes = 0
+        self.merged = False  # holds pieces absorbed from other stores (workers' shares)
+
+    @property
+    def found(self) -> int:
+        """Pieces found."""
+        return self.count
 
     def add(self, plo, phi, tlo, thi) -> None:
         if len(plo):
@@ -359,13 +424,30 @@ class _Pieces:
             self.count += len(plo)
             self.nbytes += plo.nbytes + phi.nbytes + tlo.nbytes + thi.nbytes
 
+    def absorb(self, other: _Pieces) -> None:
+        """Add the pieces another store holds: a worker's part of the region."""
+        for part in other.parts:
+            self.add(*part)
+        self.merged = True
+
+    def arguments(self) -> tuple:
+        """The pieces as one call's arguments of `add` (empty: none)."""
+        if not self.parts:
+            return ()
+        return self.parts[0] if len(self.parts) == 1 else tuple(np.concatenate(a) for a in zip(*self.parts))
+
     def result(self):
+        """(twin boxes as a Partition, pieces lo, pieces hi, each piece's twin index). After a run
+        on workers the pieces come sorted by their lower corner (then upper): an order that does not
+        depend on how the boxes were dealt; those of one process keep the order they were found in."""
         if self.parts:
             plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*self.parts))
         else:
             plo = phi = tlo = thi = np.zeros((0, self.width))
+        if self.merged and len(plo) > 1:
+            order = np.lexsort(np.hstack([plo, phi]).T[::-1])
+            plo, phi, tlo, thi = plo[order], phi[order], tlo[order], thi[order]
         m = len(tlo)
         part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
                          np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
         return part, plo, phi, np.arange(m)
-

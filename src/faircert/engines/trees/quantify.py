@@ -208,11 +208,12 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     region path: fastest to converge where it converges), "refinement" (bounds tighten from the
     start even where nothing converges) or "auto": with a time limit, the region path for a third
     of the time, then, if it has not finished, the refinement for the rest, keeping the better of
-    the two phases' bounds; the region path otherwise. The joint refinement runs as `parallel` says
-    and stops after examining `max_boxes` boxes (then the same for any worker count); with
-    `keep_pieces` it keeps only the unfair boxes holding that many largest pieces of the unfair
-    region (enough for as many counterexamples; testing mode needs the whole region), so its memory
-    goes to open boxes.
+    the two phases' bounds; the region path otherwise. The refinements (joint, and the epsilon > 0 /
+    robustness refinement of "refinement" and of the second phase of "auto") run as `parallel` says
+    and stop after examining `max_boxes` boxes (then the same for any worker count); the region path
+    runs in this process and takes no box budget. With `keep_pieces` the joint refinement keeps only
+    the unfair boxes holding that many largest pieces of the unfair region (enough for as many
+    counterexamples; testing mode needs the whole region), so its memory goes to open boxes.
     `split` says how it cuts open boxes ("node" or "leaves", `leafsplit`).
     """
     if method not in ("auto", "regions", "refinement"):
@@ -248,7 +249,8 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
             known = first.bounds
         else:
             known = (0.0, 1.0)
-        q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0)
+        q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0, parallel,
+                              max_boxes)
         q.known = known
         return q
     return _quantify_regions(*args, ydims, deadline, _acc(), _reporter(progress, total, t0), t0, regions)
@@ -341,13 +343,16 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
     return q
 
 
-def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0):
-    """Epsilon > 0 or robustness: one box refinement (`dilated`)."""
+def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0,
+                      parallel=SERIAL, max_boxes=None) -> Quantification:
+    """Epsilon > 0 or robustness: one box refinement (`dilated`), run as `parallel` says."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
-                             acc, report)
-    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
+                             acc, report, parallel=parallel, max_boxes=max_boxes)
+    q = _refined(found, prop, total, eps, discrete, slo, acc, t0)
+    q.stats.update(workers=int(acc.get("workers", 0)), open_boxes_gathered=bool(acc.get("open_gathered", True)))
+    return q
 
 
 def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
