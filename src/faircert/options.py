@@ -63,8 +63,9 @@ class VerifyOptions(Budget):
     #: level of the statistical interval
     confidence: float = 0.99
     max_counterexamples: int = 100
-    #: processes for the box work (network refinement and partitions, tree refinement); 1 runs in
-    #: this process; None: every usable core, once a run outlasts a second
+    #: processes for the box work (network refinement and partitions, the tree refinements: at
+    #: epsilon 0, and at epsilon > 0 or for robustness; not the trees' region path); 1 runs in this
+    #: process; None: every usable core, once a run outlasts a second
     workers: int | None = None
     #: run the box work on a Ray cluster: "local" (start one here), "auto" (the running one or
     #: RAY_ADDRESS) or an address

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
-    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, tree ensembles at epsilon 0)")
+    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble "
+                              "refinements)")
     p.add_argument("--max-boxes", type=int, metavar="N",
                    help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
     p.add_argument("--complete", action="store_true",

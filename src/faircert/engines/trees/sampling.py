@@ -11,6 +11,7 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ...properties import UnfairSamples
+from ..boxes.workers import Parallelism
 from .boxes import uniform_points
 from .open import Checker, OpenBoxes, measured, multinomial_rows
 from .quantify import Quantification, check_not_vacuous, quantify
@@ -156,11 +157,13 @@ def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
     """Registry entry point of testing mode: a DataFrame of `question.n` inputs drawn uniformly from
     the exact unfair region with their twins (suffix `_prime`) and both positive-label probabilities;
     `frame.attrs["summary"]` holds the measure's bounds, the region's sizes, whether the draws are
-    uniform over the exact region (`region_exact`) and the timings."""
+    uniform over the exact region (`region_exact`) and the timings. The region's refinement runs on
+    the options' workers (or Ray cluster) and stops at their box budget, if any."""
     import pandas as pd
 
     prop = question.prop
-    q = quantify(ir, prop, options.time_limit)
+    q = quantify(ir, prop, options.time_limit, parallel=Parallelism.of(options.workers, options.ray_address),
+                 max_boxes=getattr(options, "max_boxes", None))
     check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()
     x, xp, rejected = sample_unfair(ir, q, question.n, seed=options.seed)
