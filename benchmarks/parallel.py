@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--networks", default=",".join(NETWORKS), help="comma-separated FairQuant networks")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--timed-s", type=float, default=20.0, help="seconds of the time-limited tree runs")
     ap.add_argument("--scale-s", type=float, default=120.0, help="seconds per tree-scale run")
     ap.add_argument("--scale-memory-mb", type=float, default=100.0,
                     help="the smaller memory limit (per worker) of the tree-scale runs")
@@ -161,6 +162,11 @@ def tree_rows(args) -> list[dict]:
         for _ in range(args.repeats):
             for name, parallel in setups.items():
                 runs[name].append(run(ir, prop, parallel, args.max_boxes))
+        # time-limited (the default way to run; no levels): boxes examined per second, one run each
+        timed = {}
+        for name, parallel in setups.items():
+            q = quantify(ir, prop, args.timed_s, parallel=parallel)
+            timed[name] = q.stats["examined"] / q.elapsed
         _ray_shutdown(args)
         reference = runs["1 process"][0]
         same = all((r["bounds"], r["unfair"]) == (reference["bounds"], reference["unfair"])
@@ -175,7 +181,9 @@ def tree_rows(args) -> list[dict]:
         for name, rs in runs.items():
             med = statistics.median(r["wall_s"] for r in rs)
             row[name] = {"median_s": med, "runs_s": [r["wall_s"] for r in rs], "speedup": one / med,
-                         "boxes_per_s": reference["examined"] / med}
+                         "boxes_per_s": reference["examined"] / med, "timed_boxes_per_s": timed[name],
+                         "timed_speedup": timed[name] / timed["1 process"]}
+        row["timed_s"] = args.timed_s
         # every step costs the driver about the same per worker (a call and its progress merged):
         # it keeps workers busy while their count times that cost stays below a step's work
         row["projected_max_workers"] = (map_s / (driver_s / 2)) if driver_s > 0 and map_s else None
@@ -202,6 +210,14 @@ def markdown(meta: dict, rows: list[dict]) -> str:
             s = r[name]
             lines.append(f"| {r['attr']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
                          f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} |")
+    if "timed_s" in rows[0]:
+        lines += ["", f"Time-limited runs ({rows[0]['timed_s']:.0f} s, one each; the default way to run: no levels, "
+                  "each worker refines its share largest first at its own pace):", "",
+                  "| attr. | setup | boxes examined/s | over 1 process |", "|---|---|---|---|"]
+        for r in rows:
+            for name in setups:
+                s = r[name]
+                lines.append(f"| {r['attr']} | {name} | {s['timed_boxes_per_s']:,.0f} | {s['timed_speedup']:.2f}x |")
     lines += ["", f"Driver throughput (2 processes): steps of at most {rows[0].get('slice_s')} s of work per worker, the "
               "driver's time per step outside the workers (merging their totals; the run's first boxes, refined "
               "here before they are dealt out, and the open boxes gathered at the end count too), and a projection "

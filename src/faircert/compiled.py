@@ -87,10 +87,20 @@ def _njit(f, **options):
         return numba.njit(nogil=True, **options)(f)
 
 
+_thread_cap: int | None = None
+
+
+def limit_threads(n: int) -> None:
+    """Split kernels over at most n threads in this process: a worker process shares the cores with
+    the other workers, so more threads would only compete with them."""
+    global _thread_cap
+    _thread_cap = max(1, n)
+
+
 def over_rows(kernel, n_rows: int, *args) -> None:
     """kernel(*args, start, stop) for rows 0..n_rows, in one block per core (the calling thread
-    takes the first); small inputs run on the calling thread alone."""
-    cores = _cores()
+    takes the first; at most `limit_threads` blocks); small inputs run on the calling thread alone."""
+    cores = min(_cores(), _thread_cap or _cores())
     if n_rows < SPLIT_FROM or cores == 1:
         kernel(*args, 0, n_rows)
         return

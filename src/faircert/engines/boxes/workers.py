@@ -33,6 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from ... import compiled
 from ...errors import FaircertError
 
 MAX_RESTARTS = 3  # pools replaced after worker deaths before the run gives up
@@ -45,9 +46,10 @@ _job: Any = None
 LOST = object()  # `each`'s result for a worker that died during the call (it has been replaced)
 
 
-def _hold(job: Any) -> None:
+def _hold(job: Any, threads: int = 1) -> None:
     global _job
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    compiled.limit_threads(threads)  # the cores are the workers' together
     _job = job
 
 
@@ -73,7 +75,8 @@ class Workers:
     def _start(self, n: int | None = None) -> ProcessPoolExecutor:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
-        return ProcessPoolExecutor(n or self.n, mp_context=context, initializer=_hold, initargs=(self.job,))
+        threads = max(1, usable_cores() // self.n)
+        return ProcessPoolExecutor(n or self.n, mp_context=context, initializer=_hold, initargs=(self.job, threads))
 
     def each(self, method: str, args: Sequence[tuple | None]) -> list[Any]:
         """[worker k's job.method(*args[k])] (None where args[k] is None, `LOST` where worker k died)."""
@@ -260,6 +263,7 @@ class _Holder:
     """A Ray actor holding the job."""
 
     def __init__(self, job: Any) -> None:
+        compiled.limit_threads(1)  # an actor holds one CPU of the cluster
         self.job = job
 
     def run(self, method: str, chunk: tuple) -> Any:
