@@ -338,8 +338,7 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
     q = _refined((complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts), prop,
                  total, eps, discrete, slo, acc, t0)
     q.unfair_boxes = region
-    q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes,
-                   workers=int(acc.get("workers", 0)), open_boxes_gathered=bool(acc.get("open_gathered", True)))
+    q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes)
     return q
 
 
@@ -350,9 +349,7 @@ def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, dead
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
                              acc, report, parallel=parallel, max_boxes=max_boxes)
-    q = _refined(found, prop, total, eps, discrete, slo, acc, t0)
-    q.stats.update(workers=int(acc.get("workers", 0)), open_boxes_gathered=bool(acc.get("open_gathered", True)))
-    return q
+    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
 def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
@@ -363,7 +360,8 @@ def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
                        open_parts=open_parts, slices=slo)
     q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
                "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False)),
-               "examined": int(acc.get("examined", 0))}
+               "examined": int(acc.get("examined", 0)), "workers": int(acc.get("workers", 0)),
+               "open_boxes_gathered": bool(acc.get("open_gathered", True))}
     return q
 
 
