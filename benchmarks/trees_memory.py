@@ -3,7 +3,7 @@ limit (open boxes and unfair boxes, their bytes), how long it takes to get there
 
 Same model as benchmarks/trees.py (XGBoost 50 trees, depth 3, seed 0), fairness of sex, race and
 age (decades) at r_eps 0, kappa 0.5, each run in its own process (for its peak RSS). The stored
-figures are read where the refinement checks its limit, from the arrays it holds. Writes
+figures are read after each step of the refinement, from the arrays it holds. Writes
 benchmarks/results/trees_memory.{md,json}; `--label` names the run (several runs, e.g. of two
 versions of the code, are kept side by side in the json, by label).
 
@@ -25,32 +25,28 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def probe(attr: str, limit: float) -> dict:
-    """One quantification to its end; the stored figures at the last check of the memory limit."""
+    """One quantification to its end; the stored figures after its last step."""
     import resource
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from trees import train
 
-    import faircert.engines.trees.joint as joint
     from faircert.engines.boxes import frontier as fr
+    from faircert.engines.boxes import shards
     from faircert.engines.trees.quantify import quantify
     from faircert.properties import individual_fairness
 
     last: dict = {}
-    check = joint.over_memory
+    step = shards.Shard.step
 
-    def watched(frontier, stored, acc):
-        out = check(frontier, stored, acc)
-        width = frontier.free.size
-        if hasattr(frontier, "nbytes"):  # limit in bytes: `stored` is the other stored bytes
-            last.update(open_boxes=frontier.count, open_bytes=frontier.nbytes, unfair_bytes=stored,
-                        unfair_boxes=acc.get("unfair_boxes", 0))
-        else:  # limit in boxes: `stored` counts pieces of lo, hi and the twin's lo, hi (float64)
-            last.update(open_boxes=frontier.count, open_bytes=frontier.count * 2 * width * 8,
-                        unfair_boxes=stored, unfair_bytes=stored * 4 * width * 8)
+    def watched(shard, *args, **kwargs):
+        """The shard's step, then what it stores (one process: the only shard)."""
+        out = step(shard, *args, **kwargs)
+        last.update(open_boxes=shard.frontier.count, open_bytes=shard.frontier.nbytes,
+                    unfair_bytes=shard.region.nbytes, unfair_boxes=shard.region.boxes)
         return out
 
-    joint.over_memory = watched
+    shards.Shard.step = watched
     ir, dom, _ = train("adult")
     prop = individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5)
     q = quantify(ir, prop, time_limit=limit)

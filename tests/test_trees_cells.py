@@ -82,11 +82,16 @@ def test_sklearn_forest_cells_equal_brute_force_leaf_tuples():
     _check(load_model(clf), clf.apply, 8)
 
 
-def test_caps_stop_after_an_exact_count():
+def _xgboost(seed: int, trees: int):
+    """An XGBoost model (depth 3) on the test data of `seed`, and the test domain."""
     xgb = pytest.importorskip("xgboost")
-    X, y = _data(0)
-    clf = xgb.XGBClassifier(n_estimators=8, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
-    ir, dom = load_model(clf), _domain()
+    X, y = _data(seed)
+    clf = xgb.XGBClassifier(n_estimators=trees, max_depth=3, random_state=seed, n_jobs=1).fit(X, y)
+    return load_model(clf), _domain()
+
+
+def test_caps_stop_after_an_exact_count():
+    ir, dom = _xgboost(0, 8)
     full = count_cells(ir, dom, f"x{PROTECTED}").counts
     capped = count_cells(ir, dom, f"x{PROTECTED}", cap=full[3] - 1, chunk=7)
     assert capped.stopped == "cap" and capped.counts == full[:4] and capped.kept_trees == 3
@@ -96,10 +101,7 @@ def test_caps_stop_after_an_exact_count():
 
 
 def test_sampled_deeper_counts_are_exact_when_every_cell_is_drawn():
-    xgb = pytest.importorskip("xgboost")
-    X, y = _data(1)
-    clf = xgb.XGBClassifier(n_estimators=12, max_depth=3, random_state=1, n_jobs=1).fit(X, y)
-    ir, dom = load_model(clf), _domain()
+    ir, dom = _xgboost(1, 12)
     full = count_cells(ir, dom, f"x{PROTECTED}").counts
     capped = count_cells(ir, dom, f"x{PROTECTED}", cap=full[4] - 1)
     every = sample_deeper(ir, dom, f"x{PROTECTED}", capped, time_limit=1e9, batch=5, chunk=3)

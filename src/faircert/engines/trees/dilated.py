@@ -28,7 +28,7 @@ import numpy as np
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import OpenParts, RawBoxes
-from ..boxes.shards import Shard, Step, refine
+from ..boxes.shards import Shard, Step, refine_into
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import _in_slice, _SliceBounds, slice_status
@@ -53,17 +53,8 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     settler = DilatedSettler(ir, nt, prot, slo, robustness, c, kappa, tol, eps, dlo, dhi,
                              _candidates(nt, eps, free), wall)
 
-    def on_progress(totals, restarts: int) -> None:
-        acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
-                   unfair=float(totals.sums["unfair"]), boxes=totals.boxes, examined=totals.examined,
-                   workers_restarted=restarts)
-        if totals.memory_limited:
-            acc["memory_limited"] = True
-        report(acc)
-
-    out = refine(Shard(settler, free, chunk, None, _Pieces(len(dlo))), dlo[None].copy(), dhi[None].copy(),
-                 deadline, parallel, max_boxes, on_progress)
-    acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
+    out = refine_into(acc, report, Shard(settler, free, chunk, None, _Pieces(len(dlo))), dlo[None].copy(),
+                      dhi[None].copy(), deadline, parallel, max_boxes)
     open_parts = (OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices)
                   if out.open_entries is not None else None)
     return (out.complete,) + out.region.result() + (open_parts,)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, OpenParts
-from ..boxes.shards import Shard, Step, refine
+from ..boxes.shards import Shard, Step, refine_into
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
@@ -46,17 +46,8 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     region = UnfairBoxes(codec, free, slo, prot, nt.discrete, keep)
     settler = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
 
-    def on_progress(totals, restarts: int) -> None:
-        acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
-                   unfair=float(totals.sums["unfair"]), boxes=totals.boxes, examined=totals.examined,
-                   unfair_boxes=totals.found, workers_restarted=restarts)
-        if totals.memory_limited:
-            acc["memory_limited"] = True
-        report(acc)
-
-    out = refine(Shard(settler, free, chunk, codec, region), dlo[None].copy(), dhi[None].copy(), deadline,
-                 parallel, max_boxes, on_progress)
-    acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
+    out = refine_into(acc, report, Shard(settler, free, chunk, codec, region), dlo[None].copy(), dhi[None].copy(),
+                      deadline, parallel, max_boxes)
     open_parts = OpenParts(codec, out.open_entries).map(_all_open) if out.open_entries is not None else None
     return out.complete, out.region, open_parts
 
