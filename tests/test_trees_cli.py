@@ -82,6 +82,16 @@ def test_bad_inputs_exit_3(xgb_model, tmp_path):
                      "--protected", "sex", "-n", "-1", "--out", str(tmp_path / "x.csv")]) == 3
 
 
+def test_sample_counterexamples_refuses_a_bad_worker_count(xgb_model, tmp_path, capsys):
+    folder, _ = xgb_model
+    for workers in ("0", "-2"):
+        code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
+                         "--protected", "sex", "-n", "10", "--out", str(tmp_path / "x.csv"), "--workers", workers])
+        err = capsys.readouterr().err
+        assert code == 3 and "workers must be an integer >= 1" in err and "Traceback" not in err
+        assert not (tmp_path / "x.csv").exists()
+
+
 def test_python_api_accepts_fitted_models():
     pytest.importorskip("sklearn"); pytest.importorskip("lightgbm")
     import lightgbm as lgb
