@@ -28,6 +28,7 @@ from faircert.domain import Domain, Feature
 from faircert.engines.group.subset_sum import brute_force
 from faircert.engines.registry import ENGINES, find_engine
 from faircert.models.linear import LinearModel
+from faircert.models.network import ReluNetwork
 from faircert.models.program import load_program
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.options import (
@@ -38,7 +39,7 @@ from faircert.options import (
     VerifyOptions,
 )
 from faircert.population import DiscretePopulation, Variable
-from faircert.properties import UnfairSamples, individual_fairness
+from faircert.properties import RowAudit, UnfairSamples, individual_fairness
 from faircert.results.base import SCHEMA_VERSION, Verdict
 
 LEAF = -1
@@ -88,6 +89,48 @@ def _network_complete_case() -> Case:
             assert (net.logit(np.array([c.x]))[0] > 0) != (net.logit(np.array([c.x_prime]))[0] > 0)
 
     return Case(net, prop, VerifyOptions(time_limit=30, complete=True), check, method="complete")
+
+
+def _linear_case() -> Case:
+    net = ReluNetwork([np.array([[0.5, -1.25, 0.75]])], [np.array([-0.5])])  # ties on the grid
+    prop = individual_fairness(DOM, "s")
+    unfair = unfair_points(net, DOM, [1]) / (6 * 7)
+
+    def check(result):
+        assert result.exact is True and result.undecided == 0 and result.falsified == unfair and 0 < unfair < 1
+        assert result.verdict == "unfair" and result.counterexamples
+
+    return Case(net, prop, VerifyOptions(time_limit=30), check)
+
+
+def _rows_case(model, predict) -> Case:
+    rows = np.array(list(itertools.product(*(f.values() for f in DOM.features))), dtype=float)
+    prop = individual_fairness(DOM, "s", epsilon={"a": 1})
+    truth = []
+    for x in rows:  # brute force over each row's ball
+        twins = [[a, s, x[2]] for a in range(int(max(0, x[0] - 1)), int(min(5, x[0] + 1)) + 1) for s in range(3)
+                 if s != x[1]]
+        truth.append("unfair" if np.any(predict(np.array(twins, dtype=float)) != predict(x[None])[0]) else "fair")
+
+    def check(result):
+        assert result.verdicts == truth and "fair" in truth and "unfair" in truth
+
+    return Case(model, RowAudit(prop, rows), VerifyOptions(time_limit=30), check)
+
+
+def _rows_linear_case() -> Case:
+    net = ReluNetwork([np.array([[0.5, -1.25, 0.75]])], [np.array([-0.5])])
+    return _rows_case(net, lambda X: (X @ np.array([0.5, -1.25, 0.75]) - 0.5 > 0).astype(int))
+
+
+def _rows_network_case() -> Case:
+    net = random_network(np.random.default_rng(4), 3, [6, 5])
+    return _rows_case(net, net.predict)
+
+
+def _rows_trees_case() -> Case:
+    ir = _trees()
+    return _rows_case(ir, ir.predict)
 
 
 def _tree(nodes) -> Tree:
@@ -248,6 +291,10 @@ def _program_sequential_case() -> Case:
 
 
 CASES: dict[str, Callable[[], Case]] = {
+    "linear-exact": _linear_case,
+    "rows-linear": _rows_linear_case,
+    "rows-network": _rows_network_case,
+    "rows-trees": _rows_trees_case,
     "network-boxes": _network_case,
     "network-complete": _network_complete_case,
     "tree-complete": _tree_complete_case,

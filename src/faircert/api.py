@@ -21,8 +21,9 @@ from .options import (
     check_metric_inputs,
     group_metrics,
 )
-from .properties import UnfairSamples, individual_fairness, split_names
+from .properties import RowAudit, UnfairSamples, individual_fairness, split_names
 from .results import Comparison, GroupResult, ProgramResult, Result
+from .results.rows import RowsResult
 
 Progress = Callable[[dict], None]
 
@@ -64,9 +65,15 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
            max_counterexamples: int = 100, workers: int | None = None, max_boxes: int | None = None,
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
-           trust_pickle: bool = False, preprocessor: Any = None, progress: Progress | None = None,
-           options: VerifyOptions | None = None) -> Result:
+           trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, progress: Progress | None = None,
+           options: VerifyOptions | None = None) -> Result | RowsResult:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
+
+    With `rows` (a DataFrame, a CSV path or an array of raw rows), audit every row instead: is there
+    a twin (another protected value, each epsilon-feature within its tolerance, every other feature
+    equal) that the model decides differently? Returns a `RowsResult` (per-row verdicts, exact
+    counts overall and by protected group, the flip test beside the epsilon answer); the domain,
+    when not given, is inferred from the rows.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
     the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
@@ -90,11 +97,34 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size)
+    if rows is not None:
+        return _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
+                           options, progress)
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                                    preprocessor)
     result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
+    return result
+
+
+def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options,
+                progress) -> RowsResult:
+    """The per-row audit: rows read as the domain's codes, then the model kind's rows engine."""
+    from .data import encode_table, read_table
+
+    frame = read_table(rows)
+    ir, prop = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
+                                   None, False, trust_pickle, preprocessor)
+    codes = encode_table(frame, prop.domain)
+    outside = ~prop.domain.contains(codes)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise DataError(f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
+                        "widen the domain or leave --domain out to infer it from the rows")
+    question = RowAudit(prop, codes)
+    result = find_engine(ir, question).run(ir, question, options, progress)
+    result.model = getattr(ir, "source", "") or type(model).__name__
     return result
 
 

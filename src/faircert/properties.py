@@ -115,3 +115,22 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
         raise PropertyError("robustness with epsilon 0 on every feature holds trivially; give --epsilon NAME=VAL or "
                             "an --epsilon-rate whose tolerances do not all round down to 0")
     return IndividualFairness(domain, idx, eps, kappa, robustness)
+
+
+@dataclass(frozen=True)
+class RowAudit:
+    """Per-row individual fairness: for each row x (domain codes, one row per line of `rows`), is
+    there an x' taking another protected combination, within epsilon of x on each epsilon-feature
+    (inside the domain) and equal to x elsewhere, that the model labels differently?"""
+
+    prop: IndividualFairness
+    rows: np.ndarray
+
+    def __post_init__(self) -> None:
+        rows = np.asarray(self.rows, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] != len(self.prop.domain):
+            raise PropertyError(f"rows must have one column per domain feature ({len(self.prop.domain)}), "
+                                f"got shape {rows.shape}")
+        if not self.prop.protected:
+            raise PropertyError("a per-row audit needs a protected feature (robustness is not audited per row)")
+        object.__setattr__(self, "rows", rows)

@@ -47,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partitions-csv", metavar="OUT.csv",
                    help="write one row per partition (bounds, verdict, seconds, counterexample); "
                         "needs --partition-size")
+    p.add_argument("--rows", metavar="DATA.csv",
+                   help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
+                        "value, each --epsilon feature within its tolerance, every other feature equal) the model "
+                        "decides differently? The domain, if not given, is inferred from these rows")
+    p.add_argument("--rows-csv", metavar="OUT.csv",
+                   help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
+                        "features)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -69,13 +76,26 @@ def run(args: argparse.Namespace) -> int:
                             complete=args.complete, partition_size=args.partition_size)
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
-    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv], args.quiet), \
+    if args.rows_csv and not args.rows:
+        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit)")
+    if args.rows:
+        clash = [flag for flag, given in (("--complete", args.complete), ("--partition-size", args.partition_size),
+                                          ("--kappa", args.kappa is not None), ("--robustness", args.robustness),
+                                          ("--counterexamples", args.counterexamples),
+                                          ("--max-boxes", args.max_boxes)) if given]
+        if clash:
+            raise PropertyError(f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
+                                "its twins go to --rows-csv)")
+    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv], args.quiet), \
             decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
-            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, progress=progress, options=options)
+            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, rows=args.rows, progress=progress,
+            options=options)
     mark_interrupted(result)
+    if args.rows:
+        return _report_rows(result, args)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
         write_counterexamples(result, args.counterexamples)
@@ -85,4 +105,17 @@ def run(args: argparse.Namespace) -> int:
         write_html(result, args.html)
     if not args.quiet:
         print_result(result)
+    return result.exit_code
+
+
+def _report_rows(result, args: argparse.Namespace) -> int:
+    from ..report.rows import print_rows, write_rows_csv, write_rows_html
+
+    emit_json(result.to_json(), args.json)
+    if args.rows_csv:
+        write_rows_csv(result, args.rows_csv)
+    if args.html:
+        write_rows_html(result, args.html)
+    if not args.quiet:
+        print_rows(result)
     return result.exit_code

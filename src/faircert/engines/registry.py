@@ -26,6 +26,7 @@ LINEAR = "faircert.models.linear.LinearModel"
 PROGRAM = "faircert.models.program.Program"
 INDIVIDUAL = "faircert.properties.IndividualFairness"
 SAMPLES = "faircert.properties.UnfairSamples"
+ROWS = "faircert.properties.RowAudit"
 GROUP = "faircert.options.GroupQuestion"
 PROGRAM_QUESTION = "faircert.options.ProgramQuestion"
 DISCRETE = "faircert.population.discrete.DiscretePopulation"
@@ -38,6 +39,11 @@ PIPELINE = "faircert.models.pipeline.PipelineModel"
 def is_a(obj: Any, names: tuple[str, ...]) -> bool:
     """isinstance by fully qualified class names (subclasses included)."""
     return any(f"{c.__module__}.{c.__qualname__}" in names for c in type(obj).__mro__)
+
+
+def _call(target: str, *args: Any) -> Any:
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)(*args)
 
 
 def _short(name: str) -> str:
@@ -57,17 +63,19 @@ class EngineSpec:
     methods: tuple[str, ...] = ("sound",)
     #: "module:function" with the signature (model, question, options, progress) -> result
     entry: str = ""
+    #: "module:function" (model, question) -> bool: a further condition on the pair, for engines
+    #: that answer only some models of a type (separable networks); empty: none
+    when: str = ""
 
     def accepts(self, model: Any, question: Any, method: str = "sound") -> bool:
         if not is_a(model, self.models) or not is_a(question, self.questions):
             return False
         if self.populations and not is_a(getattr(question, "population", None), self.populations):
             return False
-        return method in self.methods
+        return method in self.methods and (not self.when or _call(self.when, model, question))
 
     def run(self, model: Any, question: Any, options: Any, progress: Progress | None = None) -> Any:
-        module, _, function = self.entry.partition(":")
-        return getattr(importlib.import_module(module), function)(model, question, options, progress)
+        return _call(self.entry, model, question, options, progress)
 
     def describe(self) -> str:
         pops = f" under {'/'.join(map(_short, self.populations))}" if self.populations else ""
@@ -79,6 +87,17 @@ _ANY_CLASSIFIER = (NETWORK, TREES, LINEAR)
 _ANY_POPULATION = (DISCRETE, PRODUCT, PROGRAM_POPULATION)
 
 ENGINES: tuple[EngineSpec, ...] = (
+    EngineSpec("linear-exact", "exact individual fairness of separable models (linear models and pipelines ending "
+               "in one): the unfair set is an interval of a sum of per-feature tables, counted",
+               (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.linear.verify:answer",
+               when="faircert.engines.linear.verify:accepts"),
+    EngineSpec("rows-linear", "per-row individual fairness of separable models, in closed form (exact)",
+               (NETWORK,), (ROWS,), entry="faircert.engines.rows.linear:answer",
+               when="faircert.engines.rows.linear:accepts"),
+    EngineSpec("rows-network", "per-row individual fairness of ReLU networks: enumeration of small balls, "
+               "bounds, search and a MILP", (NETWORK,), (ROWS,), entry="faircert.engines.rows.network:answer"),
+    EngineSpec("rows-trees", "per-row individual fairness of tree ensembles on the cells of each row's ball",
+               (TREES,), (ROWS,), entry="faircert.engines.rows.trees:answer"),
     EngineSpec("network-boxes", "quantified individual fairness of ReLU networks by box refinement",
                (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.network.refine:answer"),
     EngineSpec("network-complete", "complete (and partitioned) individual-fairness verification of ReLU networks: "
@@ -112,6 +131,7 @@ ENGINES: tuple[EngineSpec, ...] = (
 _MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program",
                 PIPELINE: "scikit-learn Pipeline"}
 _QUESTION_WORDS = {INDIVIDUAL: "individual-fairness verification", SAMPLES: "counterexample sampling",
+                   ROWS: "per-row audit",
                    GROUP: "group fairness", PROGRAM_QUESTION: "program fairness"}
 
 

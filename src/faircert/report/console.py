@@ -43,6 +43,8 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
             detail = f"fair {100 * info.get('certified', 0):.2f}% unfair {100 * info.get('falsified', 0):.2f}%"
             if "boxes" in info:
                 detail += f" | {info['boxes']:,} boxes"
+            if "rows" in info:
+                detail += f" | {info['rows_done']:,}/{info['rows']:,} rows"
             bar.update(task, completed=decided, detail=detail)
 
         yield update
@@ -96,6 +98,8 @@ def result_table(result: Result) -> Table:
     table.add_row("proven unfair (sound)", f"{100 * result.falsified:.4f} %")
     table.add_row("undecided", f"{100 * result.undecided:.4f} %")
     table.add_row("domain size", f"{result.domain_size:.6g}")
+    if result.exact is not None:
+        table.add_row("exact", "yes" if result.exact else "no: sound bounds, their gap is the undecided share")
     if result.confident_size is not None:  # tree ensembles: the shares above are of these inputs
         table.add_row("measured inputs (confident)", f"{result.confident_size:.6g}")
         table.add_row("unfair inputs (proven)", f"{result.unfair_size:.6g}")

@@ -74,6 +74,9 @@ class Result(Verdict):
     decision: dict[str, Any] | None = None
     #: Partitioned runs: one row per partition (bounds, verdict, time, counterexample).
     partitions: list[dict[str, Any]] | None = None
+    #: Exact engines: True when the shares are exact (undecided 0 by computation, not by luck of
+    #: the bounds); False when they are sound bounds whose gap is `undecided`.
+    exact: bool | None = None
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -140,7 +143,7 @@ class Result(Verdict):
             out["categories"] = {k: list(v) for k, v in self.categories.items()}
         if self.feature_ranges:
             out["feature_ranges"] = {k: list(v) for k, v in self.feature_ranges.items()}
-        for key in ("epsilon_semantics", "decision", "partitions"):
+        for key in ("epsilon_semantics", "decision", "partitions", "exact"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.measure_lower is not None:
@@ -154,7 +157,8 @@ class Result(Verdict):
             f"model: {self.model}",
             f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else ""),
             f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
-            f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})",
+            f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
+            + ({True: "  [exact]", False: "  [sound bounds]"}.get(self.exact, "") if self.exact is not None else ""),
         ]
         if self.measure_lower is not None:
             lines.append(f"measure in [{self.measure_lower:.6f}, {self.measure_upper:.6f}]")

@@ -1,0 +1,1 @@
+"""Separable models: exact individual fairness and per-row audits of linear models."""

@@ -1,0 +1,115 @@
+"""Per-row audit of separable models, in closed form.
+
+With logit = bias + sum_j t_j(x_j), a row's twins reach exactly the scores
+    bias + sum_{fixed j} t_j(x_j) + sum_{moving j} [min, max of t_j over x_j's window] + s(c'),
+so a row is unfair iff (label 1 and the least twin score is <= 0) or (label 0 and the greatest is
+> 0). The extreme twin is the witness. Scores within the proven rounding bound of 0 are decided
+again in exact rational arithmetic.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ...models.network import ReluNetwork
+from ..linear.separable import SeparableScore
+from .audit import FAIR, UNFAIR, Audit, Decisions, run
+
+
+def accepts(model: Any, question: Any) -> bool:
+    return isinstance(model, ReluNetwork) and SeparableScore.of(model, question.prop.domain) is not None
+
+
+class LinearRows:
+    name = "rows-linear"
+
+    def __init__(self, score: SeparableScore) -> None:
+        self.score = score
+        self.tol = score.rounding
+
+    def margins(self, X: np.ndarray) -> np.ndarray:
+        """Scores, with those near 0 replaced by +-2 tol after an exact decision (so none stay unsure)."""
+        X = np.atleast_2d(X)
+        s = self.score.scores(X)
+        for i in np.flatnonzero(np.abs(s) <= self.tol):
+            s[i] = 2 * self.tol if self.score.exact(X[i]) > 0 else -2 * self.tol
+        return s
+
+    def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        score, X = self.score, audit.rows[rows]
+        lo, hi = audit.windows(rows)
+        protected = list(audit.prop.protected)
+        moving = [j for j in range(X.shape[1]) if audit.eps[j] > 0]
+        fixed = [j for j in range(X.shape[1]) if j not in protected and j not in moving]
+        base = score.bias + sum((score.tables[j].at(X[:, j]) for j in fixed), np.zeros(len(rows)))
+        low_pick, high_pick = X.copy(), X.copy()
+        r_low, r_high = base.copy(), base.copy()
+        for j in moving:
+            arg_lo, val_lo, arg_hi, val_hi = _window_extremes(score.tables[j], X[:, j], lo[:, j], hi[:, j])
+            low_pick[:, j], high_pick[:, j] = arg_lo, arg_hi
+            r_low += val_lo
+            r_high += val_hi
+        shifts = sum((score.tables[j].at(audit.combos[:, k]) for k, j in enumerate(protected)),
+                     np.zeros(len(audit.combos)))
+        others = np.ones((len(rows), len(shifts)), dtype=bool)
+        others[np.arange(len(rows)), audit.own[rows]] = False
+        positive = audit.labels[rows] == 1
+        # the extreme twin: least score for a positive row, greatest for a negative one
+        masked_lo = np.where(others, shifts[None, :], np.inf)
+        masked_hi = np.where(others, shifts[None, :], -np.inf)
+        combo = np.where(positive, np.argmin(masked_lo, axis=1), np.argmax(masked_hi, axis=1))
+        extreme = np.where(positive, r_low + masked_lo.min(axis=1), r_high + masked_hi.max(axis=1))
+        verdicts, methods, twins = [], [], []
+        for k, i in enumerate(rows):
+            pick = low_pick[k] if positive[k] else high_pick[k]
+            twin = audit.with_combo(pick, combo[k])
+            value = extreme[k]
+            if abs(value) <= self.tol:
+                twin, flips = self._exact_extreme(audit, i, moving, lo[k], hi[k], bool(positive[k]))
+                method = "closed form (exact)"
+            else:
+                flips = value <= 0 if positive[k] else value > 0
+                method = "closed form"
+            verdicts.append(UNFAIR if flips else FAIR)
+            methods.append(method)
+            twins.append(twin if flips else None)
+        return Decisions(verdicts, methods, twins)
+
+    def _exact_extreme(self, audit: Audit, i: int, moving: list[int], lo: np.ndarray, hi: np.ndarray,
+                       positive: bool) -> tuple[np.ndarray, bool]:
+        """The extreme twin of row i and whether it flips, in exact arithmetic."""
+        score, x = self.score, audit.rows[i].copy()
+        pick = min if positive else max
+        for j in moving:
+            t = score.tables[j]
+            grid = np.arange(lo[j], hi[j] + 1) if t.discrete else np.array([lo[j], hi[j]])
+            x[j] = pick(grid, key=lambda v: score.exact_term(j, v))
+        candidates = [audit.with_combo(x, c) for c in range(len(audit.combos)) if c != audit.own[i]]
+        exact = [score.exact(y) for y in candidates]
+        best = int(np.argmin(exact) if positive else np.argmax(exact))
+        flips = exact[best] <= 0 if positive else exact[best] > Fraction(0)
+        return candidates[best], bool(flips)
+
+
+def _window_extremes(table, x, lo, hi):
+    """(argmin, min, argmax, max) of t_j over each row's window [lo, hi] of feature j."""
+    if not table.discrete:  # affine: the ends
+        a, b = table.at(lo), table.at(hi)
+        return np.where(a <= b, lo, hi), np.minimum(a, b), np.where(a <= b, hi, lo), np.maximum(a, b)
+    width = int(np.max(hi - lo)) if len(x) else 0
+    best_lo, arg_lo = table.at(lo), lo.copy()
+    best_hi, arg_hi = best_lo.copy(), lo.copy()
+    for step in range(1, width + 1):
+        v = np.minimum(lo + step, hi)
+        t = table.at(v)
+        better_lo, better_hi = t < best_lo, t > best_hi
+        best_lo, arg_lo = np.where(better_lo, t, best_lo), np.where(better_lo, v, arg_lo)
+        best_hi, arg_hi = np.where(better_hi, t, best_hi), np.where(better_hi, v, arg_hi)
+    return arg_lo, best_lo, arg_hi, best_hi
+
+
+def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
+    return run(LinearRows(SeparableScore.of(model, question.prop.domain)), question, options, progress)

@@ -1,0 +1,137 @@
+"""Per-row audit of ReLU networks: enumeration of small balls, else bounds, search and a MILP.
+
+A ball of at most `ENUMERATE` twins is evaluated whole (exact). Otherwise the twins' logit bounds
+over the ball (the twin network's symbolic bounds on the row's window) prove a row fair when every
+other combination stays on the row's side of 0 by more than the tolerance; random and corner
+points of the ball look for a flipping twin; what stays open goes to a MILP of one network copy
+whose protected combination may be any but the row's own (HiGHS; a proof needs the solver's dual
+bound past the margin of `network.milp`, a candidate is re-checked on the network).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ...models.network import ReluNetwork
+from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
+from ..network.problem import Problem
+from ..network.symbolic import bound_twins
+from .audit import FAIR, UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, run
+
+#: Twins of one row evaluated whole (ball points x other protected combinations).
+ENUMERATE = 50_000
+#: Random points of a ball tried before the MILP.
+PROBES = 256
+#: Seconds one row's MILP may take at most.
+MILP_SECONDS = 10.0
+
+
+class NetworkRows:
+    name = "rows-network"
+
+    def __init__(self, network: ReluNetwork, prop: Any, seed: int) -> None:
+        self.network = network
+        self.pb = Problem.build(network, prop)
+        self.tol = self.pb.tol
+        self.rng = np.random.default_rng(seed)
+
+    def margins(self, X: np.ndarray) -> np.ndarray:
+        return self.network.logit(X)
+
+    def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        T = len(audit.combos)
+        small = ball_size(audit, rows) * (T - 1) <= ENUMERATE
+        out = Decisions([UNKNOWN] * len(rows), ["not reached"] * len(rows), [None] * len(rows))
+        if small.any():
+            self._merge(out, np.flatnonzero(small), enumerate_balls(self, audit, rows[small]))
+        big = np.flatnonzero(~small)
+        if big.size:
+            self._merge(out, big, self._bounded(audit, rows[big], deadline))
+        return out
+
+    @staticmethod
+    def _merge(out: Decisions, where: np.ndarray, found: Decisions) -> None:
+        for k, v, m, t in zip(where, found.verdicts, found.methods, found.twins):
+            out.verdicts[k], out.methods[k], out.twins[k] = v, m, t
+
+    def _bounded(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        pb = self.pb
+        lo, hi = audit.windows(rows)
+        free = pb.free
+        bd = bound_twins(pb.twin, lo[:, free], hi[:, free])
+        verdicts, methods, twins = [], [], []
+        for k, i in enumerate(rows):
+            positive = audit.labels[i] == 1
+            others = np.arange(len(audit.combos)) != audit.own[i]
+            safe = bd.lower[k] > self.tol if positive else bd.upper[k] < -self.tol
+            if np.all(safe[others]):
+                verdicts.append(FAIR), methods.append("bounds"), twins.append(None)
+                continue
+            twin = self._search(audit, i, lo[k], hi[k])
+            if twin is not None:
+                verdicts.append(UNFAIR), methods.append("search"), twins.append(twin)
+                continue
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                verdicts.append(UNKNOWN), methods.append("time limit"), twins.append(None)
+                continue
+            verdict, twin = self._milp(audit, i, lo[k], hi[k], min(MILP_SECONDS, left or MILP_SECONDS))
+            verdicts.append(verdict), methods.append("milp" if verdict != UNKNOWN else "milp undecided")
+            twins.append(twin)
+        return Decisions(verdicts, methods, twins)
+
+    def _flips(self, audit: Audit, i: int, Y: np.ndarray) -> np.ndarray | None:
+        M = self.margins(Y)
+        differs = (np.abs(M) > self.tol) & ((M > 0) != (audit.labels[i] == 1))
+        return Y[int(np.argmax(differs))] if differs.any() else None
+
+    def _search(self, audit: Audit, i: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+        """A flipping twin among random and corner points of the ball, with every other combination."""
+        d = len(lo)
+        P = self.rng.uniform(lo, hi, (PROBES, d))
+        P[: PROBES // 2] = np.where(self.rng.random((PROBES // 2, d)) < 0.5, lo, hi)
+        P = np.where(audit.discrete, np.round(P), P)
+        P = np.clip(P, lo, hi)
+        combos = [c for c in range(len(audit.combos)) if c != audit.own[i]]
+        Y = np.concatenate([audit.with_combo(P, np.full(len(P), c)) for c in combos])
+        return self._flips(audit, i, Y)
+
+    def _milp(self, audit: Audit, i: int, lo: np.ndarray, hi: np.ndarray, seconds: float):
+        """Minimise (label 1) or maximise (label 0) the logit over the ball, any other combination."""
+        pb = self.pb
+        flo, fhi = lo[pb.free], hi[pb.free]
+        bd = bound_twins(pb.twin, flo[None], fhi[None], keep_hidden=True)
+        T = pb.n_twins
+        hidden = [(l[0].min(axis=0), u[0].max(axis=0)) for l, u in bd.hidden[:len(pb.twin.weights)]]
+        model = _Model()
+        x = model.var(flo, fhi, integer=pb.discrete)
+        s = model.var(np.zeros(T), np.where(np.arange(T) == audit.own[i], 0.0, 1.0), integer=True)
+        model.add([(s, np.ones((1, T)))], 1.0, 1.0)
+        o_lo, o_hi = _widen(np.array(bd.lower.min()), np.array(bd.upper.max()))
+        y = _copy(model, pb, x, s, hidden, float(o_lo), float(o_hi))
+        positive = audit.labels[i] == 1
+        c = np.zeros(model.n)
+        c[y] = 1.0 if positive else -1.0
+        res = model.solve(c, seconds)
+        margin = SAFETY * DUAL_TOL * model.ranges() + self.tol
+        if res.x is not None:
+            xs, ss = res.x[x], res.x[s]
+            point = np.empty(len(audit.lower))
+            point[pb.free] = np.where(pb.discrete, np.round(xs), xs)
+            candidate = audit.with_combo(point, int(np.argmax(ss)))
+            twin = self._flips(audit, i, candidate[None])
+            if twin is not None:
+                return UNFAIR, twin
+        bound = getattr(res, "mip_dual_bound", None)
+        if res.status == 0 and bound is not None and np.isfinite(bound):
+            # positive row: min logit >= bound; negative row: max logit <= -bound
+            if float(bound) > margin:
+                return FAIR, None
+        return UNKNOWN, None
+
+
+def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
+    return run(NetworkRows(model, question.prop, options.seed), question, options, progress)

@@ -1,0 +1,146 @@
+"""Result of a per-row audit: each data row's verdict, its re-checked twin, and exact counts.
+
+A row is `fair` (no allowed twin changes the decision: proven by closed form, enumeration of the
+twins' ball, the tree cells it meets, or bounds and a MILP), `unfair` (a twin the model labels
+differently, re-checked on the model) or `unknown` (the row's budget ran out, the run stopped, or
+a decision sat within the rounding tolerance of the model's threshold). Counts over the rows are
+exact: the rows are a finite set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .base import Verdict
+
+ROW_VERDICTS = ("fair", "unfair", "unknown")
+
+
+@dataclass
+class RowsResult(Verdict):
+    """Per-row verdicts over a dataset, with the counterfactual flip test beside the epsilon answer."""
+
+    verdict: str
+    #: one of ROW_VERDICTS per input row, in the input's order
+    verdicts: list[str]
+    #: how each row was decided ("flip test", "closed form", "enumeration", "tree cells", "bounds",
+    #: "milp", "search", or why it is unknown)
+    methods: list[str]
+    #: the twin x' of each unfair row (domain codes; None for the others)
+    twins: list[list[float] | None]
+    #: the model's label of each row and of its twin
+    labels: list[int]
+    twin_labels: list[int | None]
+    #: rows the plain flip test (epsilon 0) finds unfair: exact, any model
+    flip_unfair: int
+    #: the protected group of each row (category names joined by "/")
+    groups: list[str]
+    rows: np.ndarray
+    elapsed_s: float = 0.0
+    engine: str = ""
+    model: str = ""
+    protected: list[str] = field(default_factory=list)
+    epsilon: dict[str, float] = field(default_factory=dict)
+    feature_names: list[str] = field(default_factory=list)
+    categories: dict[str, list[str]] = field(default_factory=dict)
+    stopped: str = "done"
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    # ----- counts ----------------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return len(self.verdicts)
+
+    def counts(self) -> dict[str, int]:
+        return {v: sum(1 for r in self.verdicts if r == v) for v in ROW_VERDICTS}
+
+    @property
+    def by_group(self):
+        """DataFrame: one row per protected group: rows, fair, unfair, unknown, unfair share, flip-test unfair."""
+        import pandas as pd
+
+        frame = pd.DataFrame({"group": self.groups, "verdict": self.verdicts,
+                              "flip": self.stats.get("flip_rows", [False] * self.n_rows)})
+        table = frame.groupby("group", sort=True).agg(
+            rows=("verdict", "size"), fair=("verdict", lambda v: int((v == "fair").sum())),
+            unfair=("verdict", lambda v: int((v == "unfair").sum())),
+            unknown=("verdict", lambda v: int((v == "unknown").sum())), flip_unfair=("flip", "sum"))
+        table["unfair_share"] = table["unfair"] / table["rows"]
+        table["flip_unfair"] = table["flip_unfair"].astype(int)
+        return table
+
+    # ----- views -----------------------------------------------------------------------------------
+    def value_name(self, feature: str, value: float) -> str | float:
+        names = self.categories.get(feature)
+        if names is not None and float(value).is_integer() and 0 <= int(value) < len(names):
+            return names[int(value)]
+        return int(value) if float(value).is_integer() else float(value)
+
+    def to_frame(self):
+        """One line per input row, in the input's order: verdict, method, labels, and the twin's
+        features (suffix `_prime`, categories by name; empty unless unfair)."""
+        import pandas as pd
+
+        names = list(self.feature_names)
+        out = pd.DataFrame({"verdict": self.verdicts, "method": self.methods, "group": self.groups,
+                            "label": self.labels, "twin_label": self.twin_labels})
+        for j, n in enumerate(names):
+            out[f"{n}_prime"] = [None if t is None else self.value_name(n, t[j]) for t in self.twins]
+        return out
+
+    def unfair_rows(self, limit: int | None = None):
+        """The unfair rows beside their twins (the row's features, then the twin's), categories by name."""
+        import pandas as pd
+
+        names = list(self.feature_names)
+        picked = [i for i, v in enumerate(self.verdicts) if v == "unfair"][:limit]
+        rows = [{"row": i} | {n: self.value_name(n, self.rows[i, j]) for j, n in enumerate(names)}
+                | {f"{n}_prime": self.value_name(n, self.twins[i][j]) for j, n in enumerate(names)}
+                | {"label": self.labels[i], "twin_label": self.twin_labels[i]} for i in picked]
+        return pd.DataFrame(rows, columns=["row"] + names + [f"{n}_prime" for n in names] + ["label", "twin_label"])
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = self.counts()
+        n = max(self.n_rows, 1)
+        groups = self.by_group
+        return {
+            "verdict": self.verdict,
+            "vnncomp": self.vnncomp,
+            "rows": self.n_rows,
+            "counts": counts,
+            "shares": {k: v / n for k, v in counts.items()},
+            "flip_test": {"unfair": self.flip_unfair, "share": self.flip_unfair / n},
+            "by_group": {str(g): {"rows": int(r["rows"]), "fair": int(r["fair"]), "unfair": int(r["unfair"]),
+                                  "unknown": int(r["unknown"]), "flip_unfair": int(r["flip_unfair"])}
+                         for g, r in groups.iterrows()},
+            "elapsed_s": self.elapsed_s,
+            "engine": self.engine,
+            "model": self.model,
+            "protected": list(self.protected),
+            "epsilon": dict(self.epsilon),
+            "stopped": self.stopped,
+            "feature_names": list(self.feature_names),
+            "row_verdicts": list(self.verdicts),
+            "unfair": [{"row": i, "twin": self.twins[i], "label": self.labels[i], "twin_label": self.twin_labels[i]}
+                       for i, v in enumerate(self.verdicts) if v == "unfair"],
+            "stats": {k: v for k, v in self.stats.items() if k != "flip_rows"},
+        }
+
+    def __str__(self) -> str:
+        counts, n = self.counts(), max(self.n_rows, 1)
+        eps = f"; epsilon: {self.epsilon}" if self.epsilon else ""
+        lines = [f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s{', ' + self.stopped if self.stopped != 'done' else ''})",
+                 f"model: {self.model}",
+                 f"protected: {', '.join(self.protected)}{eps}",
+                 f"rows: {self.n_rows}  fair: {counts['fair']} ({100 * counts['fair'] / n:.2f}%)  "
+                 f"unfair: {counts['unfair']} ({100 * counts['unfair'] / n:.2f}%)  "
+                 f"unknown: {counts['unknown']} ({100 * counts['unknown'] / n:.2f}%)",
+                 f"flip test (epsilon 0): {self.flip_unfair} unfair ({100 * self.flip_unfair / n:.2f}%)",
+                 "by group:"]
+        for g, r in self.by_group.iterrows():
+            lines.append(f"  {g}: {int(r['rows'])} rows, {int(r['unfair'])} unfair ({100 * r['unfair_share']:.2f}%), "
+                         f"{int(r['unknown'])} unknown, flip test {int(r['flip_unfair'])}")
+        return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""Exact individual fairness of separable models, against brute force on small domains."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from boxes_oracle import random_network
+
+import faircert
+from faircert.domain import Domain, Feature
+from faircert.engines.linear import count
+from faircert.engines.linear.separable import SeparableScore
+from faircert.engines.registry import find_engine
+from faircert.models.linear import LinearModel
+from faircert.models.network import ReluNetwork
+from faircert.properties import individual_fairness
+
+
+def _brute_unfair_share(w, b, dom: Domain, protected: list[str]) -> Fraction:
+    """Share of the free grid with twins on both sides of 0, in exact rational arithmetic."""
+    idx = [dom.index(p) for p in protected]
+    free = [i for i in range(len(dom)) if i not in idx]
+    wf = [Fraction(float(v)) for v in w]
+    combos = list(itertools.product(*(dom.features[i].values() for i in idx)))
+    unfair = total = 0
+    for x in itertools.product(*(dom.features[i].values() for i in free)):
+        base = Fraction(float(b)) + sum(wf[i] * int(v) for i, v in zip(free, x))
+        scores = [base + sum(wf[i] * int(v) for i, v in zip(idx, c)) for c in combos]
+        unfair += max(scores) > 0 >= min(scores)
+        total += 1
+    return Fraction(unfair, total)
+
+
+def _random_case(seed: int, integer_weights: bool):
+    rng = np.random.default_rng(seed)
+    feats = [Feature("s", "integer", 0, int(rng.integers(1, 3))), Feature("r", "binary", 0, 1)]
+    feats += [Feature(f"x{i}", "integer", -int(rng.integers(0, 3)), int(rng.integers(0, 4))) for i in range(4)]
+    feats.append(Feature("one", "integer", 2, 2))  # a feature with a single value
+    dom = Domain(tuple(feats))
+    if integer_weights:  # ties at the interval's ends are everywhere
+        w, b = rng.integers(-3, 4, len(feats)).astype(float), float(rng.integers(-3, 4))
+    else:
+        w, b = rng.normal(size=len(feats)), float(rng.normal())
+    return LinearModel.plain(w, b, names=dom.names), w, b, dom
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("integer_weights", [True, False])
+@pytest.mark.parametrize("protected", [["s"], ["s", "r"]])
+def test_shares_equal_brute_force_exactly(seed, integer_weights, protected):
+    model, w, b, dom = _random_case(seed, integer_weights)
+    result = faircert.verify(model, dom, protected=protected, time_limit=10)
+    truth = _brute_unfair_share(w, b, dom, protected)
+    assert result.engine == "linear-exact" and result.exact is True and result.undecided == 0
+    assert result.falsified == float(truth) and result.certified == 1 - float(truth)
+    assert result.verdict == ("unfair" if truth > 0 else "fair")
+    assert result.stats["counts"]["unfair_at_least"] == result.stats["counts"]["unfair_at_most"]
+    if truth > 0:
+        assert result.counterexamples
+    for c in result.counterexamples:  # pairs from the exact set, re-checked: the free features agree
+        assert [c.x[i] for i in range(2, len(dom))] == [c.x_prime[i] for i in range(2, len(dom))]
+        assert (model.decision_function(np.array([c.x]))[0] > 0) != (model.decision_function(np.array([c.x_prime]))[0] > 0)
+
+
+def test_ties_are_decided_exactly_where_float_sums_cannot():
+    """0.1 + 0.2 > 0.3 in float64 but not in the model's real arithmetic on its parameters."""
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("a", "binary", 0, 1), Feature("b", "binary", 0, 1)))
+    w = [-0.3, 0.1, 0.2]  # score(s=1, a=1, b=1) = 0.1 + 0.2 - 0.3: exactly 2^-54-ish, not 0
+    result = faircert.verify(LinearModel.plain(w, 0.0, names=dom.names), dom, protected="s")
+    truth = _brute_unfair_share(w, 0.0, dom, ["s"])
+    assert result.exact and result.falsified == float(truth)
+    assert result.stats["near_ties_rechecked"] >= 1
+
+
+def test_histograms_bound_the_truth_when_the_halves_are_too_large(monkeypatch):
+    monkeypatch.setattr(count, "_mitm_fits", lambda classes: False)
+    for seed in range(6):
+        model, w, b, dom = _random_case(seed, integer_weights=False)
+        result = faircert.verify(model, dom, protected="s", time_limit=10)
+        truth = float(_brute_unfair_share(w, b, dom, ["s"]))
+        assert result.exact is False and result.stats["method"] == "histogram"
+        assert result.falsified - 1e-12 <= truth <= result.falsified + result.undecided + 1e-12
+        assert result.undecided < 0.05
+
+
+def test_real_features_are_bounded_soundly_and_tightly():
+    """One real feature: the unfair length per grid point is a closed form."""
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("k", "integer", 0, 3), Feature("t", "real", -1.0, 2.0)))
+    w, b = np.array([0.7, -0.4, 1.3]), 0.1
+    result = faircert.verify(LinearModel.plain(w, b, names=dom.names), dom, protected="s")
+    low, high = -max(0.0, w[0]), -min(0.0, w[0])  # free score in (low, high]
+    truth = 0.0
+    for k in range(4):  # length of t with b + w1 k + w2 t in (low, high], over the domain
+        a, c = (low - b - w[1] * k) / w[2], (high - b - w[1] * k) / w[2]
+        truth += max(0.0, min(c, 2.0) - max(a, -1.0)) / 3.0 / 4.0
+    assert result.engine == "linear-exact" and result.exact is False
+    assert result.falsified - 1e-12 <= truth <= result.falsified + result.undecided + 1e-12
+    assert result.undecided < 1e-4
+
+
+def test_a_pipeline_over_raw_columns_matches_enumeration_of_the_pipeline():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("sklearn")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"job": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n),
+                       "age": rng.integers(18, 30, n), "hours": rng.integers(1, 9, n)})
+    y = ((df["age"] > 23) ^ (df["sex"] == "M") ^ (rng.random(n) < 0.2)).astype(int)
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
+    model = Pipeline([("prep", prep), ("clf", LogisticRegression())]).fit(df, y)
+    result = faircert.verify(model, df, protected="sex")
+    grid = pd.DataFrame(list(itertools.product(["a", "b", "c"], ["F", "M"], range(18, 30), range(1, 9))),
+                        columns=["job", "sex", "age", "hours"])
+    labels = model.predict(grid).reshape(3, 2, 12, 8)
+    truth = float(np.mean(labels[:, 0] != labels[:, 1]))
+    assert result.engine == "linear-exact" and result.exact and result.falsified == pytest.approx(truth, abs=1e-15)
+
+
+def test_only_separable_networks_without_epsilon_take_the_exact_engine():
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("a", "integer", 0, 4), Feature("b", "integer", 0, 4)))
+    mixing = random_network(np.random.default_rng(0), 3, [4])
+    assert SeparableScore.of(mixing, dom) is None
+    assert find_engine(mixing, individual_fairness(dom, "s")).name == "network-boxes"
+    linear = ReluNetwork([np.array([[1.0, 0.5, -0.5]])], [np.array([0.2])])
+    assert find_engine(linear, individual_fairness(dom, "s")).name == "linear-exact"
+    assert find_engine(linear, individual_fairness(dom, "s", epsilon={"a": 1})).name == "network-boxes"
+
+
+def test_a_one_hidden_layer_of_single_column_units_is_separable():
+    """Units that each read one column (the compiled one-hot steps) give a table per feature."""
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("a", "integer", 0, 5)))
+    W1 = np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
+    b1 = np.array([-2.0, -4.0, 0.0, 0.5])
+    net = ReluNetwork([W1, np.array([[1.0, -2.0, -1.5, 1.0]])], [b1, np.array([-0.2])])
+    score = SeparableScore.of(net, dom)
+    X = np.array(list(itertools.product(range(2), range(6))), dtype=float)
+    assert np.allclose(score.scores(X), net.logit(X), atol=1e-12)
+    for x in X:  # the network in rational arithmetic, unit by unit
+        pre = [Fraction(float(b)) + sum(Fraction(float(w)) * int(v) for w, v in zip(row, x)) for row, b in zip(W1, b1)]
+        exact = Fraction(-0.2) + sum(Fraction(float(w)) * max(p, Fraction(0)) for w, p in zip([1.0, -2.0, -1.5, 1.0], pre))
+        assert score.exact(x) == exact
+        assert abs(float(exact) - score.scores(x[None])[0]) <= score.rounding
