@@ -6,6 +6,7 @@ import itertools
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 from boxes_oracle import random_network
 
@@ -148,3 +149,50 @@ def test_a_one_hidden_layer_of_single_column_units_is_separable():
         exact = Fraction(-0.2) + sum(Fraction(float(w)) * max(p, Fraction(0)) for w, p in zip([1.0, -2.0, -1.5, 1.0], pre))
         assert score.exact(x) == exact
         assert abs(float(exact) - score.scores(x[None])[0]) <= score.rounding
+
+
+def _population_case(seed: int):
+    rng = np.random.default_rng(seed)
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("a", "integer", 0, 4), Feature("b", "integer", -2, 2),
+                  Feature("t", "real", 0.0, 1.0)))
+    n = 40
+    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "a": rng.integers(0, 5, n), "b": rng.integers(-2, 3, n),
+                          "t": np.round(rng.uniform(0, 1, n), 2)})
+    w, b = rng.normal(size=4), float(rng.normal())
+    return LinearModel.plain(w, b, names=dom.names), w, b, dom, frame
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_independent_population_probabilities_equal_the_product_of_the_data_marginals(seed):
+    model, w, b, dom, frame = _population_case(seed)
+    result = faircert.verify(model, dom, protected="s", population="independent", data=frame)
+    marg = {c: frame[c].value_counts(normalize=False) for c in ("a", "b", "t")}
+    truth = Fraction(0)
+    for (va, ca), (vb, cb), (vt, ct) in itertools.product(*(m.items() for m in marg.values())):
+        base = Fraction(float(b)) + Fraction(float(w[1])) * int(va) + Fraction(float(w[2])) * int(vb) + \
+            Fraction(float(w[3])) * Fraction(float(vt))
+        scores = [base + Fraction(float(w[0])) * s for s in (0, 1)]
+        truth += Fraction(ca * cb * ct) * (max(scores) > 0 >= min(scores))
+    truth /= len(frame) ** 3
+    assert result.population == "independent" and result.exact and result.undecided == 0
+    assert result.falsified == float(truth)
+    for c in result.counterexamples:  # drawn from the data's values
+        assert c.x[1] in set(frame["a"]) and c.x[3] in set(frame["t"])
+
+
+def test_populations_are_refused_where_they_are_not_answered():
+    model, w, b, dom, frame = _population_case(0)
+    with pytest.raises(faircert.errors.PropertyError, match="unknown population 'bayesnet' for verify"):
+        faircert.verify(model, dom, protected="s", population="bayesnet", data=frame)
+    with pytest.raises(faircert.errors.PropertyError, match="is taken from data"):
+        faircert.verify(model, dom, protected="s", population="independent")
+    net = random_network(np.random.default_rng(0), 4, [4])
+    with pytest.raises(faircert.errors.PropertyError, match="for networks and tree ensembles use"):
+        faircert.verify(net, dom, protected="s", population="independent", data=frame)
+
+
+def test_the_empirical_population_is_the_audit_of_the_data_rows():
+    model, w, b, dom, frame = _population_case(1)
+    result = faircert.verify(model, frame, protected="s", population="empirical")
+    direct = faircert.verify(model, frame, protected="s", rows=frame)
+    assert result.population == "empirical" and result.verdicts == direct.verdicts and result.n_rows == len(frame)

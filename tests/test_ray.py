@@ -74,6 +74,18 @@ def test_a_local_cluster_gives_the_same_network_shares(local_cluster):
     _same_network_shares("auto")
 
 
+def test_a_local_cluster_gives_the_same_row_verdicts(local_cluster):
+    from test_rows import _network_audit
+
+    from faircert.engines.registry import find_engine
+    from faircert.options import VerifyOptions
+
+    net, question = _network_audit()
+    one = find_engine(net, question).run(net, question, VerifyOptions(workers=1), None)
+    on_ray = find_engine(net, question).run(net, question, VerifyOptions(ray_address="auto"), None)
+    assert one.verdicts == on_ray.verdicts and one.twins == on_ray.twins
+
+
 def test_a_dead_actor_loses_no_chunk(local_cluster, tmp_path):
     from test_workers import Squares
 

@@ -220,3 +220,15 @@ def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
                  "--domain", str(tmp_path / "rows.csv")]) == 3
     assert main(["verify", str(tmp_path / "m.pkl"), "--rows", str(tmp_path / "rows.csv"), "--protected", "sex",
                  "--trust-pickle", "--complete"]) == 3
+
+
+def _network_audit(n: int = 1500):
+    net = random_network(np.random.default_rng(3), 4, [8, 6])
+    return net, RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(n, seed=6))
+
+
+def test_rows_on_two_worker_processes_get_the_same_verdicts():
+    net, question = _network_audit()
+    one = find_engine(net, question).run(net, question, VerifyOptions(workers=1), None)
+    two = find_engine(net, question).run(net, question, VerifyOptions(workers=2), None)
+    assert one.verdicts == two.verdicts and one.twins == two.twins and one.counts()["unknown"] == 0

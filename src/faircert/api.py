@@ -65,7 +65,8 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
            max_counterexamples: int = 100, workers: int | None = None, max_boxes: int | None = None,
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
-           trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, progress: Progress | None = None,
+           trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, population: str | None = None,
+           data: Any = None, progress: Progress | None = None,
            options: VerifyOptions | None = None) -> Result | RowsResult:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
@@ -74,6 +75,12 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     equal) that the model decides differently? Returns a `RowsResult` (per-row verdicts, exact
     counts overall and by protected group, the flip test beside the epsilon answer); the domain,
     when not given, is inferred from the rows.
+
+    `population` chooses the measure of the shares: "uniform" (the default: grid counts and
+    volume), "independent" (each feature drawn from `data`'s rows, features independent; the
+    shares become probabilities P[x has an unfair twin], exact for linear models and pipelines
+    ending in one) or "empirical" (the data's rows themselves: the per-row audit of `data`).
+    `data` defaults to `domain` when that is a DataFrame or a CSV file.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
     the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
@@ -97,15 +104,70 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size)
+    population = _verify_population(population, rows)
+    if population == "empirical":
+        rows = _population_data(data, domain, population)
     if rows is not None:
-        return _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
-                           options, progress)
+        result = _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
+                             options, progress)
+        result.population = population or "rows"
+        return result
     ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                                    preprocessor)
+    if population == "independent":
+        prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
     result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
+    result.population = population or "uniform"
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
+
+
+#: The measures `verify` takes (`population=`).
+VERIFY_POPULATIONS = ("uniform", "independent", "empirical")
+
+
+def _verify_population(population: str | None, rows: Any) -> str | None:
+    if population is None or population == "uniform":
+        return None
+    if population not in VERIFY_POPULATIONS:
+        raise PropertyError(f"unknown population {population!r} for verify; choose one of "
+                            f"{', '.join(VERIFY_POPULATIONS)} (a learned Bayesian network is for `group`)")
+    if rows is not None:
+        raise PropertyError("give rows or a population, not both (population 'empirical' audits the data's rows)")
+    return population
+
+
+def _population_data(data: Any, domain: Any, population: str) -> Any:
+    """The data a population is taken from: `data`, else the domain when it is data."""
+    from .data import read_table
+
+    if data is None:
+        if isinstance(domain, Domain) or domain is None or (isinstance(domain, (str, Path)) and
+                                                            Path(domain).suffix.lower() not in (".csv", ".tsv")):
+            raise PropertyError(f"population {population!r} is taken from data: give data= (--data DATA.csv), or "
+                                "the data itself as the domain")
+        data = domain
+    return read_table(data)
+
+
+def _with_marginals(ir, prop, frame, options):
+    """The property measured under the data's independent marginals; only separable models answer it."""
+    from dataclasses import replace
+
+    from .data import encode_table
+    from .engines.linear.verify import accepts
+    from .population.marginals import Marginals
+
+    if not accepts(ir, prop) or options.method != "sound":
+        raise PropertyError("population 'independent' is answered exactly for linear models and pipelines ending in "
+                            "one, without epsilon or --complete; for networks and tree ensembles use 'uniform' or "
+                            "'empirical' (the per-row audit of the data)")
+    codes = encode_table(frame, prop.domain)
+    outside = ~prop.domain.contains(codes)
+    if outside.any():
+        raise DataError(f"{int(outside.sum())} of {len(codes)} data rows lie outside the domain; widen the domain")
+    return replace(prop, population=Marginals.from_codes(codes))
 
 
 def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,8 @@ class IndividualFairness:
     `epsilon[i]` lets non-protected feature i of the twin move by at most that much (0 = equal).
     `kappa`, where given, restricts the measure to inputs whose own confidence exceeds it.
     `robustness` asks the same of *all* features within epsilon (no protected feature).
+    `population`, where given (`population.marginals.Marginals`), replaces the uniform measure of
+    the domain: the shares become probabilities under it.
     """
 
     domain: Domain
@@ -25,6 +28,7 @@ class IndividualFairness:
     epsilon: np.ndarray = field(default=None)  # type: ignore[assignment]
     kappa: float | None = None
     robustness: bool = False
+    population: Any = None
 
     @property
     def protected_names(self) -> list[str]:

@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rows-csv", metavar="OUT.csv",
                    help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
                         "features)")
+    p.add_argument("--population", choices=("uniform", "independent", "empirical"), default=None,
+                   help="the measure of the shares: uniform over the domain (default), independent (each feature "
+                        "drawn from --data, features independent: shares become probabilities; linear models and "
+                        "pipelines ending in one) or empirical (the per-row audit of --data)")
+    p.add_argument("--data", metavar="DATA.csv",
+                   help="the data a --population is taken from (default: --domain when it is a CSV)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -76,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
                             complete=args.complete, partition_size=args.partition_size)
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
-    if args.rows_csv and not args.rows:
-        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit)")
-    if args.rows:
+    if args.rows_csv and not (args.rows or args.population == "empirical"):
+        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit) or --population empirical")
+    if args.rows or args.population == "empirical":
         clash = [flag for flag, given in (("--complete", args.complete), ("--partition-size", args.partition_size),
                                           ("--kappa", args.kappa is not None), ("--robustness", args.robustness),
                                           ("--counterexamples", args.counterexamples),
@@ -91,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
             epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
-            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, rows=args.rows, progress=progress,
-            options=options)
+            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, rows=args.rows,
+            population=args.population, data=args.data, progress=progress, options=options)
     mark_interrupted(result)
-    if args.rows:
+    if args.rows or args.population == "empirical":
         return _report_rows(result, args)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:

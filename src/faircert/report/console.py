@@ -98,6 +98,8 @@ def result_table(result: Result) -> Table:
     table.add_row("proven unfair (sound)", f"{100 * result.falsified:.4f} %")
     table.add_row("undecided", f"{100 * result.undecided:.4f} %")
     table.add_row("domain size", f"{result.domain_size:.6g}")
+    if result.population != "uniform":
+        table.add_row("measure", f"population {result.population}: shares are probabilities")
     if result.exact is not None:
         table.add_row("exact", "yes" if result.exact else "no: sound bounds, their gap is the undecided share")
     if result.confident_size is not None:  # tree ensembles: the shares above are of these inputs

@@ -32,7 +32,8 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
                   f"{result.flip_unfair:,}")
     out.print(table)
     eps = ", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "0 (flip test)"
-    out.print(f"verdict: [{VERDICT_STYLE[result.verdict]}]{result.verdict}[/]  protected: {', '.join(result.protected)}"
+    out.print(f"verdict: [{VERDICT_STYLE[result.verdict]}]{result.verdict}[/]  rows: {result.population}  "
+              f"protected: {', '.join(result.protected)}"
               f"  epsilon: {eps}  engine: {result.engine}  {result.elapsed_s:.2f} s"
               + (f"  stopped: {result.stopped}" if result.stopped != "done" else ""))
     examples = result.unfair_rows(max_examples)

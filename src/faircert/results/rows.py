@@ -47,6 +47,9 @@ class RowsResult(Verdict):
     feature_names: list[str] = field(default_factory=list)
     categories: dict[str, list[str]] = field(default_factory=dict)
     stopped: str = "done"
+    #: The measure of the shares: "uniform" (grid counts and volume), "independent" (the data's
+    #: marginals), "empirical" (the data's rows) or "rows" (the rows given)
+    population: str = "uniform"
     stats: dict[str, Any] = field(default_factory=dict)
 
     # ----- counts ----------------------------------------------------------------------------------
@@ -122,6 +125,7 @@ class RowsResult(Verdict):
             "protected": list(self.protected),
             "epsilon": dict(self.epsilon),
             "stopped": self.stopped,
+            "population": self.population,
             "feature_names": list(self.feature_names),
             "row_verdicts": list(self.verdicts),
             "unfair": [{"row": i, "twin": self.twins[i], "label": self.labels[i], "twin_label": self.twin_labels[i]}

@@ -77,6 +77,9 @@ class Result(Verdict):
     #: Exact engines: True when the shares are exact (undecided 0 by computation, not by luck of
     #: the bounds); False when they are sound bounds whose gap is `undecided`.
     exact: bool | None = None
+    #: The measure of the shares: "uniform" (grid counts and volume), "independent" (the data's
+    #: marginals), "empirical" (the data's rows) or "rows" (the rows given)
+    population: str = "uniform"
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -138,6 +141,7 @@ class Result(Verdict):
             "epsilon": dict(self.epsilon),
             "feature_names": list(self.feature_names),
             "stats": self.stats,
+            "population": self.population,
         }
         if self.categories:
             out["categories"] = {k: list(v) for k, v in self.categories.items()}
@@ -155,7 +159,8 @@ class Result(Verdict):
         lines = [
             f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
             f"model: {self.model}",
-            f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else ""),
+            f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else "")
+            + (f"; population: {self.population}" if self.population != "uniform" else ""),
             f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
             f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
             + ({True: "  [exact]", False: "  [sound bounds]"}.get(self.exact, "") if self.exact is not None else ""),

@@ -37,12 +37,13 @@ CHUNK = 1 << 18
 #: Near-tie sum classes re-decided exactly at most; beyond, they stay in the gap.
 RECHECK_MAX = 20_000
 #: Histogram resolutions tried, in buckets over the total range.
-FIRST_BUCKETS, LAST_BUCKETS = 1 << 12, 1 << 23
+FIRST_BUCKETS, MIN_BUCKETS, LAST_BUCKETS = 1 << 12, 1 << 18, 1 << 23
 #: Kernels up to this size are convolved directly (exact up to relative rounding), larger by FFT.
 DIRECT_KERNEL = 64
 #: Distinct sums of one block of discrete features merged before the histograms.
 BLOCK = 1 << 13
-#: The histograms stop refining at this gap, or once this much time is spent (or a third of the limit).
+#: The histograms stop refining at this gap, or before the next resolution would pass this much
+#: time (or half the time limit); they always reach MIN_BUCKETS.
 GAP = 1e-7
 HISTOGRAM_SECONDS = 1.0
 
@@ -110,6 +111,8 @@ class _Classes:
 
 def _classes(table: FeatureTable) -> _Classes:
     values, inverse, counts = np.unique(table.values, return_inverse=True, return_counts=True)
+    if table.weights is not None:  # counts of data rows: sums far below 2**53 are exact in float64
+        counts = np.bincount(inverse, weights=table.weights.astype(np.float64), minlength=len(values)).round()
     return _Classes(values, counts.astype(np.int64), inverse)
 
 
@@ -234,8 +237,7 @@ class _ExactClasses:
     def _value(self, i: int, k: int) -> float | None:
         key = (i, k)
         if key not in self.cache:
-            t = self.tables[i]
-            members = np.flatnonzero(self.classes[i].inverse == k) + t.lo
+            members = self.tables[i].value_points()[self.classes[i].inverse == k]
             # a class of several grid values is one exact value only if the table is constant on
             # it in exact arithmetic; the caller's exact check compares the representative alone,
             # so members that differ leave the class undecided
@@ -301,19 +303,23 @@ def _exact_side(blocks: list[_Block]) -> tuple[_Block, list[_Block]]:
 def _histograms(tables, bias, low, high, rounding, time_limit, t0) -> Interval:
     exact, rest = _exact_side(_blocks(tables))
     cum = np.concatenate([[0.0], np.cumsum(exact.probs)])
+    budget = HISTOGRAM_SECONDS if time_limit is None else min(HISTOGRAM_SECONDS, time_limit / 2)
     buckets = FIRST_BUCKETS
     best = None
     while True:
+        step = time.perf_counter()
         lower, upper, err = _histogram_bounds(exact, cum, rest, bias, low, high, rounding, buckets)
+        step = time.perf_counter() - step
         current = Interval(max(lower - err, 0.0), min(upper + err, 1.0), False, "histogram",
                            stats={"buckets": buckets, "float_error": err, "exact_sums": int(exact.sums.size),
                                   "histogram_blocks": len(rest)})
         if best is None or current.upper - current.lower < best.upper - best.lower:
             best = current
-        spent = time.perf_counter() - t0
-        # each doubling costs about twice the last: stop when the next one would overrun the budget
+        # each doubling costs about twice the last step: stop when the next one would overrun the
+        # budget, once the resolution is worth having
+        next_end = time.perf_counter() - t0 + 2.5 * step
         if buckets >= LAST_BUCKETS or best.upper - best.lower <= GAP or \
-                spent * 3.0 > min(HISTOGRAM_SECONDS, time_limit if time_limit is not None else np.inf):
+                (buckets >= MIN_BUCKETS and next_end > budget):
             break
         buckets *= 2
     best.stats["seconds"] = time.perf_counter() - t0

@@ -41,6 +41,20 @@ class FeatureTable:
     offset: float = 0.0
     #: units of the hidden layer that read this feature (empty for a single-layer network)
     units: np.ndarray | None = None
+    #: under a population: the feature values behind `values` (default: the grid lo, lo+1, ...)
+    #: and how many times each counts (default: once)
+    points: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    def weighted(self, points: np.ndarray, counts: np.ndarray) -> FeatureTable:
+        """The table restricted to `points`, each counted `counts` times: a finite distribution."""
+        points = np.asarray(points, dtype=np.float64)
+        return FeatureTable(self.index, True, float(points.min()), float(points.max()), values=self.at(points),
+                            units=self.units, points=points, weights=np.asarray(counts, dtype=np.int64))
+
+    def value_points(self) -> np.ndarray:
+        """The feature value behind each entry of `values`."""
+        return self.points if self.points is not None else self.lo + np.arange(len(self.values), dtype=np.float64)
 
     @property
     def low(self) -> float:
@@ -57,6 +71,8 @@ class FeatureTable:
     def at(self, x: np.ndarray) -> np.ndarray:
         """t_j at feature values x (grid values for a discrete feature)."""
         x = np.asarray(x, dtype=np.float64)
+        if self.points is not None:
+            return self.values[np.searchsorted(self.points, x)]
         if self.discrete:
             return self.values[np.round(x - self.lo).astype(np.int64)]
         return self.slope * x + self.offset

@@ -95,18 +95,22 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
         raise PropertyError("every feature is protected; there is nothing left to measure")
     twins = Twins(score, prop)
     free_tables = [score.tables[i] for i in prop.free]
+    if prop.population is not None:  # the data's marginals: each feature a finite distribution
+        m = prop.population
+        free_tables = [score.tables[i].weighted(m.values[i], m.counts[i]) for i in prop.free]
     low, high = -float(twins.shifts.max()), -float(twins.shifts.min())
     exact_shifts_equal = len(set(twins.exact_shifts())) == 1
     if exact_shifts_equal:  # the protected features change no logit: fair everywhere, exactly
         from .count import Interval
 
         points = prop.domain.measure(exclude=list(prop.protected))
-        exact_count = (0, 0, int(points)) if all(t.discrete for t in free_tables) else None
+        exact_count = (0, 0, int(points)) if prop.population is None and all(t.discrete for t in free_tables) \
+            else None
         share = Interval(0.0, 0.0, True, "protected features without effect", exact_count)
     else:
         share = share_between(free_tables, score.bias, low, high, score.rounding, _Exact(score, twins),
                               options.time_limit)
-    cexs = _counterexamples(score, twins, low, high, options.max_counterexamples, options.seed) \
+    cexs = _counterexamples(score, twins, free_tables, low, high, options.max_counterexamples, options.seed) \
         if share.upper > 0 else []
     if share.upper == 0:
         verdict = "fair"
@@ -119,6 +123,8 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
     if share.counts is not None:
         stats["counts"] = {"unfair_at_least": share.counts[0], "unfair_at_most": share.counts[1],
                            "points": share.counts[2]}
+    if prop.population is not None:
+        stats["population"] = prop.population.describe()
     elapsed = time.perf_counter() - t0
     if progress is not None:
         progress({"elapsed_s": elapsed, "certified": 1.0 - share.upper, "falsified": share.lower,
@@ -130,14 +136,13 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
                   feature_names=prop.domain.names, epsilon_semantics="other_protected_value", exact=share.exact)
 
 
-def _counterexamples(score: SeparableScore, twins: Twins, low: float, high: float, n: int,
+def _counterexamples(score: SeparableScore, twins: Twins, tables, low: float, high: float, n: int,
                      seed: int) -> list[Counterexample]:
-    """Pairs from the unfair set: uniform draws first, then draws steered to the interval's middle;
-    each pair re-checked on the network itself."""
+    """Pairs from the unfair set: draws from the measure first (uniform, or the population), then
+    draws steered to the interval's middle; each pair re-checked on the network itself."""
     if n <= 0:
         return []
     rng = np.random.default_rng(seed)
-    prop, tables = twins.prop, [score.tables[i] for i in twins.prop.free]
     margin = score.rounding
     points = _uniform(tables, rng, DRAWS)
     r = score.bias + sum(t.at(points[:, k]) for k, t in enumerate(tables))
@@ -161,8 +166,15 @@ def _counterexamples(score: SeparableScore, twins: Twins, low: float, high: floa
 
 
 def _uniform(tables, rng, n: int) -> np.ndarray:
-    cols = [rng.integers(int(t.lo), int(t.hi) + 1, n).astype(np.float64) if t.discrete else rng.uniform(t.lo, t.hi, n)
-            for t in tables]
+    """Draws from each table's measure: its weighted points, its grid, or its interval."""
+    cols = []
+    for t in tables:
+        if t.points is not None:
+            cols.append(rng.choice(t.points, n, p=t.weights / t.weights.sum()))
+        elif t.discrete:
+            cols.append(rng.integers(int(t.lo), int(t.hi) + 1, n).astype(np.float64))
+        else:
+            cols.append(rng.uniform(t.lo, t.hi, n))
     return np.stack(cols, axis=1)
 
 
@@ -179,7 +191,7 @@ def _steered(tables, rng, bias: float, target: float, n: int) -> np.ndarray:
         for step, k in enumerate(order):
             t = tables[k]
             rest_lo, rest_hi = rest_lo - lows[k], rest_hi - highs[k]
-            grid = np.arange(t.lo, t.hi + 1) if t.discrete else np.linspace(t.lo, t.hi, 257)
+            grid = t.value_points() if t.discrete else np.linspace(t.lo, t.hi, 257)
             values = t.values if t.discrete else t.at(grid)
             if step == len(order) - 1:
                 pick = int(np.argmin(np.abs(left - values)))

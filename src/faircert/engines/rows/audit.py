@@ -7,7 +7,9 @@ the model kind's `decide`, in chunks, between which it honours the time limit an
 rows not reached stay `unknown`, and every row already decided is kept.
 
 A model kind supplies `margins(X)` (label 1 iff margin > 0; margins within `tol` of 0 decide
-nothing) and `decide(rows, own, labels, deadline)`.
+nothing) and `decide(audit, rows, deadline)` (the deadline on the wall clock, `time.time()`).
+Chunks of rows run on local worker processes or Ray actors (`--workers`, `--ray`) in rounds of
+one chunk per worker; rows are independent, so the verdicts do not depend on where they ran.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...properties import RowAudit
 from ...results.rows import RowsResult
+from ..boxes.workers import SERIAL, Parallelism
 
 #: Twins evaluated per model call (rows x ball points x protected combinations).
 BATCH = 200_000
@@ -140,19 +143,24 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
     stopped = "done"
     done = n - len(open_rows)
     _report(progress, verdicts, t0, done, n)
-    for start in range(0, len(open_rows), ROW_CHUNK):
-        if stop_requested():
-            stopped = "interrupted"
-            break
-        if deadline is not None and time.perf_counter() >= deadline:
-            stopped = "time limit"
-            break
-        chunk = open_rows[start:start + ROW_CHUNK]
-        found = kind.decide(audit, chunk, deadline)
-        for i, v, m, t in zip(chunk, found.verdicts, found.methods, found.twins):
-            verdicts[i], methods[i], twins[i] = v, m, t
-        done += len(chunk)
-        _report(progress, verdicts, t0, done, n)
+    chunks = [(open_rows[s:s + ROW_CHUNK],) for s in range(0, len(open_rows), ROW_CHUNK)]
+    parallel = Parallelism.of(options.workers, options.ray_address) if chunks else SERIAL
+    # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
+    job = _Job(kind, audit, None if deadline is None else time.time() + (deadline - time.perf_counter()))
+    with parallel.open(job) as pool:
+        for start in range(0, len(chunks), parallel.workers):
+            if stop_requested():
+                stopped = "interrupted"
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stopped = "time limit"
+                break
+            batch = chunks[start:start + parallel.workers]
+            for (rows,), found in zip(batch, pool.map("decide", batch)):
+                for i, v, m, t in zip(rows, found.verdicts, found.methods, found.twins):
+                    verdicts[i], methods[i], twins[i] = v, m, t
+                done += len(rows)
+            _report(progress, verdicts, t0, done, n)
     found = [i for i, t in enumerate(twins) if t is not None]
     rechecked = kind.margins(np.stack([twins[i] for i in found])) > 0 if found else []
     twin_labels: list[int | None] = [None] * n
@@ -174,6 +182,18 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped, stats={"flip_rows": [bool(v) for v in flip], "methods": _tally(methods),
                                 "twins_per_row": len(audit.combos) - 1})
+
+
+@dataclass
+class _Job:
+    """What a worker holds: the model kind and the audit; `decide` takes one chunk of rows."""
+
+    kind: RowModel
+    audit: Audit
+    deadline: float | None  # time.time()
+
+    def decide(self, rows: np.ndarray) -> Decisions:
+        return self.kind.decide(self.audit, rows, self.deadline)
 
 
 def _flip_test(kind: RowModel, audit: Audit) -> tuple[np.ndarray, list, np.ndarray]:

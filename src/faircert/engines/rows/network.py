@@ -74,7 +74,7 @@ class NetworkRows:
             if twin is not None:
                 verdicts.append(UNFAIR), methods.append("search"), twins.append(twin)
                 continue
-            left = None if deadline is None else deadline - time.perf_counter()
+            left = None if deadline is None else deadline - time.time()
             if left is not None and left <= 0:
                 verdicts.append(UNKNOWN), methods.append("time limit"), twins.append(None)
                 continue
