@@ -232,3 +232,34 @@ def test_rows_on_two_worker_processes_get_the_same_verdicts():
     one = find_engine(net, question).run(net, question, VerifyOptions(workers=1), None)
     two = find_engine(net, question).run(net, question, VerifyOptions(workers=2), None)
     assert one.verdicts == two.verdicts and one.twins == two.twins and one.counts()["unknown"] == 0
+
+
+@pytest.mark.parametrize("name", ["HistGradientBoostingClassifier", "RidgeClassifier", "Perceptron"])
+def test_more_scikit_learn_classifiers_are_read_and_audited(name):
+    pytest.importorskip("sklearn")
+    import sklearn.ensemble
+    import sklearn.linear_model
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(1)
+    n = 400
+    df = pd.DataFrame({"job": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n),
+                       "age": rng.integers(18, 40, n), "hours": rng.integers(1, 30, n)})
+    y = ((df["age"] + 3 * (df["sex"] == "M") + rng.normal(0, 3, n)) > 30).astype(int)
+    cls = getattr(sklearn.ensemble, name, None) or getattr(sklearn.linear_model, name)
+    prep = ColumnTransformer([("cat", OneHotEncoder(sparse_output=False), ["job", "sex"]),
+                              ("num", StandardScaler(), ["age", "hours"])])
+    model = Pipeline([("prep", prep), ("clf", cls(random_state=0) if name != "RidgeClassifier" else cls())]).fit(df, y)
+    result = faircert.verify(model, df, protected="sex", rows=df, epsilon={"age": 1})
+    expected = "rows-trees" if name.startswith("Hist") else "rows-linear"
+    assert result.engine == expected and result.counts()["unknown"] == 0
+    flipped = df.assign(sex=np.where(df["sex"] == "M", "F", "M"))
+    assert result.flip_unfair == int((model.predict(df) != model.predict(flipped)).sum())
+    own = model.predict(df)
+    unfair = np.zeros(n, dtype=bool)
+    for step in (-1, 0, 1):  # brute force over age +-1 (inside the data's range) with the other sex
+        twins = flipped.assign(age=np.clip(df["age"] + step, df["age"].min(), df["age"].max()))
+        unfair |= model.predict(twins) != own
+    assert result.verdicts == ["unfair" if u else "fair" for u in unfair]

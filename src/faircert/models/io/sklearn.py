@@ -8,8 +8,8 @@ from typing import Any
 from ...errors import ModelFormatError
 
 TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
-                "GradientBoostingClassifier"}
-LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC"}
+                "GradientBoostingClassifier", "HistGradientBoostingClassifier"}
+LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron"}
 
 
 def load_sklearn(estimator: Any, load_final: Any = None) -> Any:

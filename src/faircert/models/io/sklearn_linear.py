@@ -1,6 +1,7 @@
 """scikit-learn linear classifiers (and Pipelines ending in one) -> LinearModel.
 
-Supported: LogisticRegression, LinearSVC, SGDClassifier, SVC(kernel="linear"), binary only; in a
+Supported: LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron,
+SVC(kernel="linear"), binary only; in a
 Pipeline, preprocessing by a ColumnTransformer of OneHotEncoder / StandardScaler / MinMaxScaler /
 "passthrough" / "drop", or by one such transformer over all columns. After import, the IR's scores
 are compared with the estimator's own on sampled raw inputs; a mismatch is an error.
@@ -15,7 +16,7 @@ import numpy as np
 from ...errors import ModelFormatError
 from ..linear import ColumnEncoding, LinearModel
 
-LINEAR = ("LogisticRegression", "LinearSVC", "SGDClassifier", "SVC")
+LINEAR = ("LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron")
 
 
 def load_sklearn_linear(estimator: Any, check: bool = True) -> LinearModel:
@@ -45,6 +46,8 @@ def _linear_parameters(est: Any) -> tuple[np.ndarray, float, tuple]:
     if not hasattr(est, "coef_"):
         raise ModelFormatError(f"the {name} is not fitted")
     coef = np.asarray(est.coef_.toarray() if hasattr(est.coef_, "toarray") else est.coef_, dtype=np.float64)
+    if coef.ndim == 1:  # RidgeClassifier keeps a binary model's weights as one row
+        coef = coef[None, :]
     classes = tuple(v.item() if isinstance(v, np.generic) else v for v in getattr(est, "classes_", (0, 1)))
     if coef.ndim != 2 or coef.shape[0] != 1 or len(classes) != 2:
         raise ModelFormatError(f"the {name} has {len(classes)} classes; only binary classifiers are supported")

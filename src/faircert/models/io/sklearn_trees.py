@@ -3,6 +3,9 @@
 scikit-learn rounds inputs to float32 and sends x left iff x <= threshold. Decision trees and
 forests predict the (mean) class-1 probability of the leaves (identity link, scale 1/m);
 gradient boosting adds learning_rate * leaf values to the initial log-odds (sigmoid link).
+HistGradientBoostingClassifier compares float64 inputs with its numeric thresholds (x <= t goes
+left), adds its leaves' values (shrinkage included) to a baseline log-odds; categorical splits are
+refused, and missing values never arise on a domain.
 """
 
 from __future__ import annotations
@@ -75,4 +78,28 @@ def _load(est: Any) -> TreeEnsemble:
         return TreeEnsemble(trees, n, split="<=", input_float32=True, base_score=factor * base,
                             scale=factor * float(est.learning_rate), link="sigmoid", feature_names=names, source=name,
                             meta={"framework": "sklearn", "loss": loss})
+    if name == "HistGradientBoostingClassifier":
+        return _hist_gradient_boosting(est, n, names)
     raise ModelFormatError(f"unsupported scikit-learn tree model {name}")
+
+
+def _hist_gradient_boosting(est: Any, n: int, names: list[str] | None) -> TreeEnsemble:
+    loss = type(getattr(est, "_loss", None)).__name__
+    if "Binomial" not in loss:
+        raise ModelFormatError(f"HistGradientBoostingClassifier with loss {loss} is not supported (binary log-loss only)")
+    trees = []
+    for (predictor,) in est._predictors:
+        nodes = predictor.nodes
+        if np.any(nodes["is_categorical"]):
+            raise ModelFormatError("HistGradientBoostingClassifier with categorical splits is not supported; one-hot "
+                                   "encode the categories before it")
+        leaf = nodes["is_leaf"].astype(bool)
+        left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)  # stored unsigned
+        trees.append(Tree(np.where(leaf, 0, nodes["feature_idx"].astype(np.int64)),
+                          np.where(leaf, 0.0, nodes["num_threshold"]), np.where(leaf, -1, left),
+                          np.where(leaf, -1, right), np.where(leaf, nodes["value"], 0.0)))
+    base = float(np.asarray(est._baseline_prediction).reshape(-1)[0])
+    if not math.isfinite(base):
+        raise ModelFormatError("HistGradientBoostingClassifier has a non-finite baseline")
+    return TreeEnsemble(trees, n, split="<=", input_float32=False, base_score=base, scale=1.0, link="sigmoid",
+                        feature_names=names, source="HistGradientBoostingClassifier", meta={"framework": "sklearn"})
