@@ -356,8 +356,24 @@ def _slow_program_case() -> Case:
                 lambda r: None)  # the threshold sits on the true ratio: refinement never settles
 
 
-@pytest.mark.parametrize("make", [_slow_network_case, _slow_network_complete_case, _slow_program_case],
-                         ids=["network", "network-complete", "program"])
+def _slow_trees_case() -> Case:
+    """A forest of deep trees whose boxes take seconds per full batch to settle."""
+    pytest.importorskip("sklearn")
+    from sklearn.ensemble import RandomForestClassifier
+
+    from faircert.models.io.sklearn_trees import load_sklearn_trees
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 100, (3000, 6)).astype(float)
+    X[:, 5] = rng.integers(0, 2, 3000)
+    y = (X[:, 0] + X[:, 1] * X[:, 5] + rng.normal(0, 20, 3000) > 80).astype(int)
+    ir = load_sklearn_trees(RandomForestClassifier(100, max_depth=10, random_state=0).fit(X, y))
+    dom = Domain(tuple(Feature(f"x{i}", "integer", 0, 99) for i in range(5)) + (Feature("s", "binary", 0, 1),))
+    return Case(ir, individual_fairness(dom, "s"), VerifyOptions(time_limit=2.0, workers=1), lambda r: None)
+
+
+@pytest.mark.parametrize("make", [_slow_network_case, _slow_network_complete_case, _slow_program_case,
+                                  _slow_trees_case], ids=["network", "network-complete", "program", "trees"])
 def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(make):
     case = make()
     spec = find_engine(case.model, case.question, case.method)

@@ -186,22 +186,23 @@ class Frontier:
         """The size of the largest open box (0 when none)."""
         return -self.heap[0][0] if self.heap else 0.0
 
-    def pop_above(self, tau: float) -> tuple[np.ndarray, ...]:
-        """Up to `chunk` of the largest boxes larger than `tau`, decoded; the rest of their chunks
-        stays. Chunks are sorted, so the boxes taken are a prefix of each."""
+    def pop_above(self, tau: float, limit: int | None = None) -> tuple[np.ndarray, ...]:
+        """Up to `chunk` (or `limit`, if smaller) of the largest boxes larger than `tau`, decoded;
+        the rest of their chunks stays. Chunks are sorted, so the boxes taken are a prefix of each."""
         parts, count = [], 0
-        while self.heap and -self.heap[0][0] > tau and count < self.chunk:
+        cap = self.chunk if limit is None else max(1, min(self.chunk, limit))
+        while self.heap and -self.heap[0][0] > tau and count < cap:
             _, _, entry = heapq.heappop(self.heap)
             self.count -= len(entry[0])
             self.nbytes -= sum(a.nbytes for a in entry)
             decoded = self._decoded(entry)
             n = len(entry[0])
-            if n <= self.chunk - count and self.size(*self.codec.decode(entry[0][-1:]))[0] > tau:
+            if n <= cap - count and self.size(*self.codec.decode(entry[0][-1:]))[0] > tau:
                 parts.append(decoded)  # the whole chunk (its smallest box too) is above tau
                 count += n
                 continue
             size = self.size(decoded[0], decoded[1])
-            take = min(int(np.count_nonzero(size > tau)), self.chunk - count)
+            take = min(int(np.count_nonzero(size > tau)), cap - count)
             parts.append(tuple(a[:take] for a in decoded))
             count += take
             if take < len(size):  # the smaller boxes go back, still encoded, keyed by their largest

@@ -39,6 +39,9 @@ SLICE_S = 0.5               # work per call of a shard, so that progress and sto
 LEVEL_RATIO = 2.0 ** -0.5   # tau shrinks by this factor from level to level
 SEEDS_PER_WORKER = 64       # open boxes per worker before the driver deals them out
 MEASURES = ("nonconf", "settled", "unfair")
+FIRST_BATCH = 256           # boxes settled at once before the pace is known
+MIN_BATCH = 16
+BATCH_SHARE = 0.25          # of a step's time left, for one batch at the measured pace
 
 
 @dataclass
@@ -92,6 +95,7 @@ class Shard:
     def start(self, entries: list[tuple]) -> Progress:
         """Forget everything and take these open boxes (encoded chunks)."""
         self.frontier = Frontier(self.free, self.chunk, self.codec)
+        self.box_s: float | None = None  # seconds per box settled, measured
         for entry in entries:
             self.frontier.push_encoded(entry)
         self.region = copy.deepcopy(self.empty_region)
@@ -107,9 +111,16 @@ class Shard:
             if self.frontier.nbytes + self.region.nbytes > (self.limit_bytes or stores.MAX_STORED_BYTES):
                 t.memory_limited = True
                 break
-            boxes = self.frontier.pop_above(tau)
+            # as many boxes as fit a quarter of the time left, at the pace measured so far: one
+            # settle of a full chunk of a large ensemble takes seconds, and the step ends only
+            # between settles (the boxes settled per level do not depend on the batches)
+            now = time.monotonic()
+            limit = FIRST_BATCH if self.box_s is None else int(BATCH_SHARE * max(end - now, 0.0) / self.box_s)
+            boxes = self.frontier.pop_above(tau, max(limit, MIN_BATCH))
             t.examined += len(boxes[0])
             step = self.settler.settle(*boxes)
+            pace = (time.monotonic() - now) / max(len(boxes[0]), 1)
+            self.box_s = pace if self.box_s is None else 0.5 * (self.box_s + pace)
             for m, terms in step.measures.items():
                 t.sums[m].add(terms)
             t.boxes += step.settled_boxes

@@ -69,16 +69,6 @@ class ExactCheck(Protocol):
     def inside(self, values: list[float]) -> bool: ...
 
 
-@dataclass
-class _Half:
-    """Distinct partial sums of some features, with multiplicities and which value class made each."""
-
-    features: list[int]          # positions in the table list
-    sums: np.ndarray
-    mult: np.ndarray             # int64 (or object when the counts outgrow it)
-    size: int                    # grid points of the half
-
-
 def share_between(tables: Sequence[FeatureTable], bias: float, low: float, high: float, rounding: float,
                   exact: ExactCheck | None = None, time_limit: float | None = None) -> Interval:
     """Share of the domain of `tables` with low < bias + sum t_j <= high, soundly bounded.
@@ -86,10 +76,11 @@ def share_between(tables: Sequence[FeatureTable], bias: float, low: float, high:
     `exact` decides near-ties in rational arithmetic (given one value per table); without it they
     stay in the gap. Real tables (affine) always go to the histograms."""
     t0 = time.perf_counter()
-    if not tables:
-        inside = low < bias <= high
-        return Interval(float(inside), float(inside), rounding == 0.0 or abs(bias - low) > rounding
-                        and abs(bias - high) > rounding, "constant")
+    if not tables:  # one point: inside, outside, or too close to an end to tell
+        if min(abs(bias - low), abs(bias - high)) <= rounding:
+            return Interval(0.0, 1.0, False, "constant")
+        inside = float(low < bias <= high)
+        return Interval(inside, inside, True, "constant")
     real = [t for t in tables if not t.discrete and t.slope != 0.0]
     if not real:
         classes = [_classes(t) for t in tables]
@@ -114,6 +105,16 @@ def _classes(table: FeatureTable) -> _Classes:
     if table.weights is not None:  # counts of data rows: sums far below 2**53 are exact in float64
         counts = np.bincount(inverse, weights=table.weights.astype(np.float64), minlength=len(values)).round()
     return _Classes(values, counts.astype(np.int64), inverse)
+
+
+@dataclass
+class _Half:
+    """Distinct partial sums of some features, with multiplicities and which value class made each."""
+
+    features: list[int]          # positions in the table list
+    sums: np.ndarray
+    mult: np.ndarray             # int64 (or object when the counts outgrow it)
+    size: int                    # grid points of the half
 
 
 def _split(classes: list[_Classes]) -> tuple[list[int], list[int]]:

@@ -218,7 +218,10 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
+    t0 = time.monotonic()
     nt = normalise(ir, prop.domain)
+    if time_limit:  # normalising a large ensemble takes seconds of the same budget
+        time_limit = max(time_limit - (time.monotonic() - t0), 0.1 * time_limit)
     q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces,
                   check_split(split))
     q.nt = nt
