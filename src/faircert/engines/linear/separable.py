@@ -52,6 +52,21 @@ class FeatureTable:
         return FeatureTable(self.index, True, float(points.min()), float(points.max()), values=self.at(points),
                             units=self.units, points=points, weights=np.asarray(counts, dtype=np.int64))
 
+    def window_extremes(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(argmin, min, argmax, max) of the table over each window [lo, hi] of feature values."""
+        if not self.discrete:  # affine: at the ends
+            a, b = self.at(lo), self.at(hi)
+            return np.where(a <= b, lo, hi), np.minimum(a, b), np.where(a <= b, hi, lo), np.maximum(a, b)
+        best_lo, arg_lo = self.at(lo), np.asarray(lo, dtype=np.float64).copy()
+        best_hi, arg_hi = best_lo.copy(), arg_lo.copy()
+        for step in range(1, int(np.max(hi - lo)) + 1 if len(lo) else 1):
+            v = np.minimum(lo + step, hi)
+            t = self.at(v)
+            better_lo, better_hi = t < best_lo, t > best_hi
+            best_lo, arg_lo = np.where(better_lo, t, best_lo), np.where(better_lo, v, arg_lo)
+            best_hi, arg_hi = np.where(better_hi, t, best_hi), np.where(better_hi, v, arg_hi)
+        return arg_lo, best_lo, arg_hi, best_hi
+
     def value_points(self) -> np.ndarray:
         """The feature value behind each entry of `values`."""
         return self.points if self.points is not None else self.lo + np.arange(len(self.values), dtype=np.float64)

@@ -21,6 +21,7 @@ from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from .count import share_between
+from .relaxed import MAX_MOVING, moving_size, relaxed_share
 from .separable import SeparableScore
 
 #: Protected combinations a twin may take, at most (their shifts are re-derived exactly).
@@ -30,11 +31,16 @@ DRAWS = 20_000
 
 
 def accepts(model: Any, question: Any) -> bool:
-    """Registry predicate: a separable network asked plain individual fairness (no epsilon, kappa or robustness)."""
+    """Registry predicate: a separable network asked individual fairness (no kappa or robustness),
+    its moving (epsilon) features discrete with at most `MAX_MOVING` joint values."""
     prop = question
-    if prop.kappa is not None or prop.robustness or np.any(np.asarray(prop.epsilon) > 0):
+    if prop.kappa is not None or prop.robustness or not isinstance(model, ReluNetwork):
         return False
-    return isinstance(model, ReluNetwork) and SeparableScore.of(model, prop.domain) is not None
+    score = SeparableScore.of(model, prop.domain)
+    if score is None:
+        return False
+    eps = np.asarray(prop.epsilon, dtype=np.float64)
+    return moving_size([score.tables[i] for i in prop.free], list(eps[prop.free])) <= MAX_MOVING
 
 
 class Twins:
@@ -99,8 +105,12 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
         m = prop.population
         free_tables = [score.tables[i].weighted(m.values[i], m.counts[i]) for i in prop.free]
     low, high = -float(twins.shifts.max()), -float(twins.shifts.min())
-    exact_shifts_equal = len(set(twins.exact_shifts())) == 1
-    if exact_shifts_equal:  # the protected features change no logit: fair everywhere, exactly
+    eps = [float(np.floor(e + 1e-12)) if score.tables[i].discrete else float(e)
+           for i, e in zip(prop.free, np.asarray(prop.epsilon)[prop.free])]
+    if any(e > 0 for e in eps):
+        share = relaxed_share(free_tables, [score.tables[i] for i in prop.free], eps, score.bias, twins.shifts,
+                              score.rounding)
+    elif len(set(twins.exact_shifts())) == 1:  # the protected features change no logit: fair everywhere
         from .count import Interval
 
         points = prop.domain.measure(exclude=list(prop.protected))
@@ -110,8 +120,12 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
     else:
         share = share_between(free_tables, score.bias, low, high, score.rounding, _Exact(score, twins),
                               options.time_limit)
-    cexs = _counterexamples(score, twins, free_tables, low, high, options.max_counterexamples, options.seed) \
-        if share.upper > 0 else []
+    if share.upper == 0:
+        cexs = []
+    elif any(e > 0 for e in eps):
+        cexs = _relaxed_counterexamples(score, twins, free_tables, eps, options.max_counterexamples, options.seed)
+    else:
+        cexs = _counterexamples(score, twins, free_tables, low, high, options.max_counterexamples, options.seed)
     if share.upper == 0:
         verdict = "fair"
     elif share.lower > 0 or cexs:
@@ -134,6 +148,35 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
                   counterexamples=cexs, elapsed_s=elapsed, engine="linear-exact", model=network.source,
                   protected=prop.protected_names, epsilon=prop.epsilon_by_name, stats=stats,
                   feature_names=prop.domain.names, epsilon_semantics="other_protected_value", exact=share.exact)
+
+
+def _relaxed_counterexamples(score: SeparableScore, twins: Twins, tables, eps: list[float], n: int,
+                             seed: int) -> list[Counterexample]:
+    """Pairs (x, x') with x drawn from the measure and x' the extreme twin inside x's window (the
+    least or greatest score under another protected combination), each re-checked on the network."""
+    if n <= 0:
+        return []
+    rng = np.random.default_rng(seed)
+    prop = twins.prop
+    points = _uniform(tables, rng, DRAWS)
+    grids = [score.tables[i] for i in prop.free]
+    low_pick, high_pick = points.copy(), points.copy()
+    for k, (g, e) in enumerate(zip(grids, eps)):
+        if e > 0:
+            lo, hi = np.maximum(points[:, k] - e, g.lo), np.minimum(points[:, k] + e, g.hi)
+            arg_lo, _, arg_hi, _ = g.window_extremes(lo, hi)
+            low_pick[:, k], high_pick[:, k] = arg_lo, arg_hi
+    out: list[Counterexample] = []
+    T = len(twins.shifts)
+    for a, b in ((a, b) for a in range(T) for b in range(T) if a != b):
+        for pick in (low_pick, high_pick):
+            X, XP = twins.full(points, a), twins.full(pick, b)
+            o, op = score.network.logit(X), score.network.logit(XP)
+            for i in np.flatnonzero((o > 0) != (op > 0))[: n - len(out)]:
+                out.append(Counterexample(X[i].tolist(), XP[i].tolist(), float(o[i]), float(op[i])))
+            if len(out) >= n:
+                return out
+    return out
 
 
 def _counterexamples(score: SeparableScore, twins: Twins, tables, low: float, high: float, n: int,

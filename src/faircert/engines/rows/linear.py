@@ -48,7 +48,7 @@ class LinearRows:
         low_pick, high_pick = X.copy(), X.copy()
         r_low, r_high = base.copy(), base.copy()
         for j in moving:
-            arg_lo, val_lo, arg_hi, val_hi = _window_extremes(score.tables[j], X[:, j], lo[:, j], hi[:, j])
+            arg_lo, val_lo, arg_hi, val_hi = score.tables[j].window_extremes(lo[:, j], hi[:, j])
             low_pick[:, j], high_pick[:, j] = arg_lo, arg_hi
             r_low += val_lo
             r_high += val_hi
@@ -92,23 +92,6 @@ class LinearRows:
         best = int(np.argmin(exact) if positive else np.argmax(exact))
         flips = exact[best] <= 0 if positive else exact[best] > Fraction(0)
         return candidates[best], bool(flips)
-
-
-def _window_extremes(table, x, lo, hi):
-    """(argmin, min, argmax, max) of t_j over each row's window [lo, hi] of feature j."""
-    if not table.discrete:  # affine: the ends
-        a, b = table.at(lo), table.at(hi)
-        return np.where(a <= b, lo, hi), np.minimum(a, b), np.where(a <= b, hi, lo), np.maximum(a, b)
-    width = int(np.max(hi - lo)) if len(x) else 0
-    best_lo, arg_lo = table.at(lo), lo.copy()
-    best_hi, arg_hi = best_lo.copy(), lo.copy()
-    for step in range(1, width + 1):
-        v = np.minimum(lo + step, hi)
-        t = table.at(v)
-        better_lo, better_hi = t < best_lo, t > best_hi
-        best_lo, arg_lo = np.where(better_lo, t, best_lo), np.where(better_lo, v, arg_lo)
-        best_hi, arg_hi = np.where(better_hi, t, best_hi), np.where(better_hi, v, arg_hi)
-    return arg_lo, best_lo, arg_hi, best_hi
 
 
 def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
