@@ -133,6 +133,19 @@ def _rows_trees_case() -> Case:
     return _rows_case(ir, ir.predict)
 
 
+def _rows_blackbox_case() -> Case:
+    from faircert.models.blackbox import BlackBoxModel
+
+    ir = _trees()
+
+    class Opaque:  # known only by its predictions
+        def predict(self, X):
+            return ir.predict(np.asarray(X, dtype=float))
+
+    model, _ = BlackBoxModel.of(Opaque(), DOM)
+    return _rows_case(model, ir.predict)
+
+
 def _tree(nodes) -> Tree:
     f, t, left, right, v = zip(*nodes)
     return Tree(f, t, left, right, v)
@@ -295,6 +308,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "rows-linear": _rows_linear_case,
     "rows-network": _rows_network_case,
     "rows-trees": _rows_trees_case,
+    "rows-blackbox": _rows_blackbox_case,
     "network-boxes": _network_case,
     "network-complete": _network_complete_case,
     "tree-complete": _tree_complete_case,

@@ -263,3 +263,35 @@ def test_more_scikit_learn_classifiers_are_read_and_audited(name):
         twins = flipped.assign(age=np.clip(df["age"] + step, df["age"].min(), df["age"].max()))
         unfair |= model.predict(twins) != own
     assert result.verdicts == ["unfair" if u else "fair" for u in unfair]
+
+
+@pytest.mark.parametrize("name", ["svc", "knn"])
+def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
+    pytest.importorskip("sklearn")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(2)
+    n = 150
+    df = pd.DataFrame({"job": rng.choice(["a", "b"], n), "sex": rng.choice(["F", "M"], n),
+                       "age": rng.integers(18, 40, n), "hours": rng.uniform(1, 10, n)})
+    y = ((df["age"] + 4 * (df["sex"] == "M") + rng.normal(0, 3, n)) > 30).astype(int)
+    clf = SVC(kernel="rbf") if name == "svc" else KNeighborsClassifier(5)
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
+    model = Pipeline([("prep", prep), ("clf", clf)]).fit(df, y)
+    result = faircert.verify(model, df, protected="sex", rows=df, epsilon={"age": 1})
+    assert result.engine == "rows-blackbox" and result.counts()["unknown"] == 0
+    own = model.predict(df)
+    flipped = df.assign(sex=np.where(df["sex"] == "M", "F", "M"))
+    unfair = np.zeros(n, dtype=bool)
+    for step in (-1, 0, 1):
+        unfair |= model.predict(flipped.assign(age=np.clip(df["age"] + step, 18, 39))) != own
+    assert result.verdicts == ["unfair" if u else "fair" for u in unfair] and any(unfair)
+    # a real feature that moves: a search can find flips but never proves a row fair
+    moving = faircert.verify(model, df, protected="sex", rows=df, epsilon={"hours": 0.5})
+    assert "fair" not in [v for v, m in zip(moving.verdicts, moving.methods) if m != "flip test"]
+    with pytest.raises(faircert.errors.ModelFormatError, match="can still be audited with this model as a black box"):
+        faircert.verify(model, df, protected="sex")

@@ -11,7 +11,7 @@ import numpy as np
 from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
-from .errors import DataError, DomainError, PropertyError
+from .errors import DataError, DomainError, PropertyError, UnsupportedModelError
 from .options import (
     GroupOptions,
     GroupQuestion,
@@ -112,8 +112,12 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                              options, progress)
         result.population = population or "rows"
         return result
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
-                                   preprocessor)
+    try:
+        ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
+                                       trust_pickle, preprocessor)
+    except UnsupportedModelError as exc:
+        raise UnsupportedModelError(f"{exc}; the rows of a dataset can still be audited with this model as a "
+                                    "black box (rows=DATA, --rows DATA.csv)") from None
     if population == "independent":
         prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
     result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
@@ -176,8 +180,15 @@ def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pic
     from .data import encode_table, read_table
 
     frame = read_table(rows)
-    ir, prop = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
-                                   None, False, trust_pickle, preprocessor)
+    try:
+        ir, prop = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
+                                       None, False, trust_pickle, preprocessor)
+    except UnsupportedModelError:
+        if preprocessor is not None:
+            raise
+        # a classifier no IR holds is audited as a black box: by its own predictions
+        ir, prop = _black_box(_estimator_object(model, trust_pickle), frame if domain is None else domain,
+                              protected, epsilon, epsilon_rate)
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():
@@ -188,6 +199,24 @@ def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pic
     result = find_engine(ir, question).run(ir, question, options, progress)
     result.model = getattr(ir, "source", "") or type(model).__name__
     return result
+
+
+def _estimator_object(model: Any, trust_pickle: bool) -> Any:
+    """The estimator itself: the object given, or the pickle the caller trusted."""
+    if not isinstance(model, (str, Path)):
+        return model
+    from .models.io import _unpickle
+
+    return _unpickle(Path(model), trust_pickle)
+
+
+def _black_box(estimator, domain, protected, epsilon, epsilon_rate):
+    from .models.blackbox import BlackBoxModel
+
+    dom = resolve_domain(domain, None)
+    names = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
+    ir, dom = BlackBoxModel.of(estimator, dom, keep=set(names) | set(dom.protected_names))
+    return ir, individual_fairness(dom, names, epsilon=epsilon, epsilon_rate=epsilon_rate)
 
 
 def _protected(protected: Any, sensitive_features: Any) -> Any:

@@ -13,6 +13,11 @@ class ModelFormatError(FaircertError):
     """A model file or object that cannot be read or is not supported."""
 
 
+class UnsupportedModelError(ModelFormatError):
+    """A classifier read fine but of a kind no IR holds (an RBF SVC, k-nearest neighbours): only
+    its predictions can be used (the per-row audit calls it as a black box)."""
+
+
 class DomainError(FaircertError):
     """An input domain that is malformed or does not fit the model."""
 

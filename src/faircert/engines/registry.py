@@ -34,6 +34,7 @@ PRODUCT = "faircert.population.continuous.ProductPopulation"
 PROGRAM_POPULATION = "faircert.population.program.ProgramPopulation"
 EMPIRICAL = "faircert.population.empirical.EmpiricalPopulation"
 PIPELINE = "faircert.models.pipeline.PipelineModel"
+BLACKBOX = "faircert.models.blackbox.BlackBoxModel"
 
 
 def is_a(obj: Any, names: tuple[str, ...]) -> bool:
@@ -98,6 +99,9 @@ ENGINES: tuple[EngineSpec, ...] = (
                "bounds, search and a MILP", (NETWORK,), (ROWS,), entry="faircert.engines.rows.network:answer"),
     EngineSpec("rows-trees", "per-row individual fairness of tree ensembles on the cells of each row's ball",
                (TREES,), (ROWS,), entry="faircert.engines.rows.trees:answer"),
+    EngineSpec("rows-blackbox", "per-row individual fairness of a classifier known only by its predictions: "
+               "every twin of a small ball, a search of larger ones", (BLACKBOX,), (ROWS,),
+               entry="faircert.engines.rows.blackbox:answer"),
     EngineSpec("network-boxes", "quantified individual fairness of ReLU networks by box refinement",
                (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.network.refine:answer"),
     EngineSpec("network-complete", "complete (and partitioned) individual-fairness verification of ReLU networks: "
@@ -129,7 +133,7 @@ ENGINES: tuple[EngineSpec, ...] = (
 
 #: Words for error messages.
 _MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program",
-                PIPELINE: "scikit-learn Pipeline"}
+                PIPELINE: "scikit-learn Pipeline", BLACKBOX: "black-box classifier"}
 _QUESTION_WORDS = {INDIVIDUAL: "individual-fairness verification", SAMPLES: "counterexample sampling",
                    ROWS: "per-row audit",
                    GROUP: "group fairness", PROGRAM_QUESTION: "program fairness"}

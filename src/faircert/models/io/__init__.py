@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedModelError
 
 SUFFIXES = {
     ".nnet": "nnet",
@@ -145,4 +145,4 @@ def _load_object(obj: Any) -> Any:
     for ir_module in ("faircert.models",):
         if module.startswith(ir_module):
             return obj  # another IR (trees, linear, program): engines check what they accept
-    raise ModelFormatError(f"unsupported model object of type {type(obj).__module__}.{type(obj).__name__}")
+    raise UnsupportedModelError(f"unsupported model object of type {type(obj).__module__}.{type(obj).__name__}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedModelError
 
 TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
                 "GradientBoostingClassifier", "HistGradientBoostingClassifier"}
@@ -33,7 +33,7 @@ def load_sklearn(estimator: Any, load_final: Any = None) -> Any:
     if name == "ColumnTransformer":
         raise ModelFormatError("a ColumnTransformer alone is not a classifier; pass the Pipeline that ends in one")
     supported = ", ".join(sorted(TREE_CLASSES | LINEAR_CLASSES | {"MLPClassifier"}))
-    raise ModelFormatError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
+    raise UnsupportedModelError(f"unsupported scikit-learn estimator {name} (supported: {supported})")
 
 
 def _load_pipeline(pipe: Any, load_final: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedModelError
 from ..linear import ColumnEncoding, LinearModel
 
 LINEAR = ("LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron")
@@ -40,9 +40,9 @@ def load_sklearn_linear(estimator: Any, check: bool = True) -> LinearModel:
 def _linear_parameters(est: Any) -> tuple[np.ndarray, float, tuple]:
     name = type(est).__name__
     if name not in LINEAR:
-        raise ModelFormatError(f"unsupported final estimator {name}; linear models: {', '.join(LINEAR)}")
+        raise UnsupportedModelError(f"unsupported final estimator {name}; linear models: {', '.join(LINEAR)}")
     if name == "SVC" and getattr(est, "kernel", None) != "linear":
-        raise ModelFormatError(f"SVC with kernel {est.kernel!r} is not linear; only kernel='linear' is supported")
+        raise UnsupportedModelError(f"SVC with kernel {est.kernel!r} is not linear; only kernel='linear' is supported")
     if not hasattr(est, "coef_"):
         raise ModelFormatError(f"the {name} is not fitted")
     coef = np.asarray(est.coef_.toarray() if hasattr(est.coef_, "toarray") else est.coef_, dtype=np.float64)

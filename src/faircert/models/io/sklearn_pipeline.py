@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedModelError
 from ..pipeline import EncodedFeature, Encoder, PipelineModel
 
 SUPPORTED_STEPS = ("ColumnTransformer", "Pipeline", "OneHotEncoder", "OrdinalEncoder", "KBinsDiscretizer",
@@ -31,7 +31,7 @@ def load_sklearn_pipeline(pipe: Any, load_estimator: Callable[[Any], Any]) -> Pi
     for name, step in steps[:-1]:
         features = _apply(step, features, name)
     if type(final).__name__ == "Pipeline":
-        raise ModelFormatError("a Pipeline nested as the final step is not supported; flatten it")
+        raise UnsupportedModelError("a Pipeline nested as the final step is not supported; flatten it")
     if _sparse_output([step for _, step in steps[:-1]]) and type(final).__module__.split(".")[0] == "xgboost":
         raise ModelFormatError("XGBoost reads the zeros of a sparse matrix as missing values, and this pipeline's "
                                "preprocessing outputs a sparse matrix; refit with the ColumnTransformer's "
@@ -113,19 +113,19 @@ def _apply(step: Any, features: list[EncodedFeature], name: str) -> list[Encoded
                        *((("div", float(scale[k])),) if scale is not None else ())) for k, f in enumerate(features)]
     if kind == "MinMaxScaler":
         if step.clip:
-            raise ModelFormatError(f"{name!r}: MinMaxScaler(clip=True) is not supported; refit with clip=False")
+            raise UnsupportedModelError(f"{name!r}: MinMaxScaler(clip=True) is not supported; refit with clip=False")
         return [f.then(("mul", float(s)), ("add", float(m))) for f, s, m in zip(features, step.scale_, step.min_)]
     if kind == "MaxAbsScaler":
         return [f.then(("div", float(s))) for f, s in zip(features, step.scale_)]
     if kind == "SimpleImputer":  # the identity where nothing is missing; columns empty at fit time are dropped
         if step.add_indicator:
-            raise ModelFormatError(f"{name!r}: SimpleImputer(add_indicator=True) is not supported")
+            raise UnsupportedModelError(f"{name!r}: SimpleImputer(add_indicator=True) is not supported")
         stats = np.asarray(step.statistics_, dtype=object)
         keep = getattr(step, "keep_empty_features", False)
         return [f for f, s in zip(features, stats) if keep or not _missing(s)]
     if kind == "FunctionTransformer" and step.func is None:
         return features
-    raise ModelFormatError(f"{name!r}: unsupported preprocessing {kind}; supported: {', '.join(SUPPORTED_STEPS)}")
+    raise UnsupportedModelError(f"{name!r}: unsupported preprocessing {kind}; supported: {', '.join(SUPPORTED_STEPS)}")
 
 
 def _missing(value: Any) -> bool:
@@ -158,7 +158,7 @@ def _raw(features: list[EncodedFeature], name: str, kind: str) -> None:
 def _no_infrequent(step: Any, name: str) -> None:
     infrequent = getattr(step, "infrequent_categories_", None)
     if infrequent is not None and any(c is not None for c in infrequent):
-        raise ModelFormatError(f"{name!r}: {type(step).__name__} with infrequent-category grouping is not supported")
+        raise UnsupportedModelError(f"{name!r}: {type(step).__name__} with infrequent-category grouping is not supported")
 
 
 def _plain(values: Any) -> tuple:
@@ -186,7 +186,7 @@ def _ordinal(step: Any, features: list[EncodedFeature], name: str) -> list[Encod
     rejects = step.handle_unknown == "error"
     unknown = float(step.unknown_value) if not rejects else 0.0
     if not rejects and not np.isfinite(unknown):
-        raise ModelFormatError(f"{name!r}: OrdinalEncoder(unknown_value=nan) is not supported; use a number")
+        raise UnsupportedModelError(f"{name!r}: OrdinalEncoder(unknown_value=nan) is not supported; use a number")
     return [EncodedFeature(f.column, Encoder("rank", None, _plain(cats), rejects, unknown, origin="OrdinalEncoder"))
             for f, cats in zip(features, step.categories_)]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedModelError
 from ..trees import Tree, TreeEnsemble
 from .sklearn_common import on_matrix
 
@@ -80,7 +80,7 @@ def _load(est: Any) -> TreeEnsemble:
                             meta={"framework": "sklearn", "loss": loss})
     if name == "HistGradientBoostingClassifier":
         return _hist_gradient_boosting(est, n, names)
-    raise ModelFormatError(f"unsupported scikit-learn tree model {name}")
+    raise UnsupportedModelError(f"unsupported scikit-learn tree model {name}")
 
 
 def _hist_gradient_boosting(est: Any, n: int, names: list[str] | None) -> TreeEnsemble:
