@@ -119,3 +119,17 @@ def test_confidence_of_the_estimate_outside_0_1_exits_3(xgb_model, capsys, level
     code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
                      "--confidence", level, "--quiet"])
     assert code == 3 and "confidence" in capsys.readouterr().err
+
+
+def test_sample_counterexamples_escapes_formula_cells(xgb_model, tmp_path, capsys):
+    folder, clf = xgb_model
+    dom = Domain((Feature("sex", "categorical", 0, 1, categories=("=1+1", "@SUM(A1)")),
+                  Feature("score", "integer", 0, 19), Feature("age", "integer", 0, 9)))
+    dom.save(tmp_path / "d.yaml")
+    out_csv = tmp_path / "idi.csv"
+    code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(tmp_path / "d.yaml"),
+                     "--protected", "sex", "-n", "50", "--out", str(out_csv)])
+    frame = pd.read_csv(out_csv)
+    assert code == 1 and len(frame) == 50
+    cells = set(frame["sex"]) | set(frame["sex_prime"])
+    assert cells == {"'=1+1", "'@SUM(A1)"}

@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_csv(path: str, frame) -> None:
     from ..files import STDOUT, print_stdout, write_atomic
+    from ..report.csv import safe_frame
 
+    frame = safe_frame(frame)
     if path == STDOUT:
         print_stdout(frame.to_csv(index=False))
     else:

@@ -65,6 +65,17 @@ def spreadsheet_safe(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
+def safe_frame(frame):
+    """A DataFrame whose text cells and column names a spreadsheet shows as text."""
+    import pandas as pd
+
+    frame = frame.rename(columns=lambda c: spreadsheet_safe(str(c)))
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # object or string columns
+            frame[column] = [spreadsheet_safe(v) if isinstance(v, str) else v for v in frame[column]]
+    return frame
+
+
 def _cell(value: object) -> object:
     """Numbers stay numbers; text (a class label) is made spreadsheet-safe."""
     return spreadsheet_safe(value) if isinstance(value, str) else value
