@@ -96,3 +96,24 @@ def test_contains_checks_integrality_and_bounds():
     dom = Domain((Feature("a", "integer", 0, 3), Feature("b", "real", 0.0, 1.0)))
     got = dom.contains(np.array([[1, 0.5], [1.5, 0.5], [4, 0.5], [0, 1.0]]))
     np.testing.assert_array_equal(got, [True, False, False, True])
+
+
+def test_a_model_s_stored_names_and_an_unnamed_domain_are_refused_unless_matched_by_position(tmp_path):
+    from faircert.errors import DomainError as Error
+
+    class Named:  # a model that stores the names it was trained with
+        n_inputs = 3
+        input_names = ["a", "b", "c"]
+
+    unnamed = Domain.from_bounds([0, 0, 0], [1, 1, 1])
+    with pytest.raises(Error, match=r"stores its input names \(a, b, c\) but the domain's features are unnamed"):
+        unnamed.check_model(Named())
+    path = tmp_path / "d.yaml"
+    Domain(unnamed.features, match="position").save(path)
+    loaded = Domain.load(path)
+    assert loaded.match == "position" and "match: position" in path.read_text()
+    loaded.check_model(Named())  # by position, as asked
+    loaded.with_protected(["x0"]).check_model(Named())
+    path.write_text("match: names-ish\nfeatures: [{name: a, kind: integer, min: 0, max: 1}]\n")
+    with pytest.raises(Error, match="'match' must be one of names, position"):
+        Domain.load(path)

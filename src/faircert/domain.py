@@ -23,6 +23,7 @@ KINDS = ("binary", "integer", "real", "categorical")
 #: Largest magnitude of a bound: integers up to it are exact in float64, which the engines use.
 MAX_BOUND = 2.0**53
 DISCRETE_KINDS = ("binary", "integer", "categorical")
+MATCHES = ("names", "position")
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,14 @@ class Domain:
     """An ordered box of features."""
 
     features: tuple[Feature, ...] = field(default_factory=tuple)
+    #: How features meet a model's named inputs: "names" (the names must be the model's, in order)
+    #: or "position" (the i-th feature is the i-th input, whatever the names say)
+    match: str = "names"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", tuple(self.features))
+        if self.match not in MATCHES:
+            raise DomainError(f"match must be one of {', '.join(MATCHES)}, got {quoted(self.match)}")
         if not self.features:
             raise DomainError("a domain needs at least one feature")
         seen: set[str] = set()
@@ -153,7 +159,7 @@ class Domain:
         wanted = {self.index(n) for n in names}
         return Domain(tuple(
             Feature(f.name, f.kind, f.min, f.max, i in wanted, f.categories) for i, f in enumerate(self.features)
-        ))
+        ), self.match)
 
     def check_model(self, model: Any, what: str = "the model") -> None:
         """The domain must list the model's inputs: as many, and, where the model stores the names
@@ -162,11 +168,16 @@ class Domain:
         if width is not None:
             self.check_width(int(width), what)
         names = getattr(model, "feature_names", None) or getattr(model, "input_names", None)
-        if not names or len(names) != len(self.features) or _generic_names(names) or _generic_names(self.names):
+        if not names or len(names) != len(self.features) or _generic_names(names) or self.match == "position":
             return
         names = [str(n) for n in names]
         if names == self.names:
             return
+        if _generic_names(self.names):
+            raise DomainError(f"{what} stores its input names ({listed(names)}) but the domain's features are "
+                              f"unnamed ({listed(self.names)}); name them as the model's inputs, or put "
+                              "'match: position' in the domain file (Domain(..., match='position')) to match them "
+                              "by position")
         unknown = [n for n in self.names if n not in names]
         if unknown:
             raise DomainError(f"{what} has no input named {', '.join(map(quoted, unknown[:5]))}; its inputs are, in "
@@ -197,7 +208,10 @@ class Domain:
 
     # ----- files --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"features": [f.to_dict() for f in self.features]}
+        out: dict[str, Any] = {"features": [f.to_dict() for f in self.features]}
+        if self.match != "names":
+            out["match"] = self.match
+        return out
 
     def save(self, path: str | Path) -> None:
         from .files import write_text
@@ -214,7 +228,10 @@ class Domain:
         if not isinstance(data, dict) or not isinstance(data.get("features"), list):
             raise DomainError(f"{source}: expected a mapping with a 'features' list")
         check_at_most("the number of features", len(data["features"]), MAX_FEATURES, source)
-        return cls(tuple(_feature(entry, i, source) for i, entry in enumerate(data["features"])))
+        match = data.get("match", "names")
+        if match not in MATCHES:
+            raise DomainError(f"{source}: 'match' must be one of {', '.join(MATCHES)}, got {quoted(match)}")
+        return cls(tuple(_feature(entry, i, source) for i, entry in enumerate(data["features"])), match)
 
     @classmethod
     def load(cls, path: str | Path) -> Domain:

@@ -32,7 +32,7 @@ def restrict_domain(model: PipelineModel, domain: Any, keep: Any = ()) -> Any:
     used = model.used_columns
     if all(c in names for c in used):
         extra = [c for c in names if c in set(keep) and c not in used]
-        return Domain(tuple(domain[c] for c in used + extra))
+        return Domain(tuple(domain[c] for c in used + extra), domain.match)
     missing = [c for c in used if c not in names]
     raise DomainError(f"the domain lacks column(s) {missing} that the model reads; the model reads, in order: "
                       f"{', '.join(used)}")
