@@ -360,8 +360,8 @@ def test_hdf5_looping_forever_on_a_damaged_file_is_stopped(tmp_path, monkeypatch
     data = hf.keras_file(tmp_path).read_bytes()
     (tmp_path / "loop.h5").write_bytes(data.replace(b'"units": 1,', b'"units": 2147483648,', 1))
     monkeypatch.setattr(hdf5_tree, "HDF5_SECONDS", 2)
-    with pytest.raises(ModelFormatError, match=r"loop.h5: HDF5 did not read this file within 2 s; the file is "
-                                               "malformed"):
+    with pytest.raises(ModelFormatError, match=r"loop.h5: HDF5 did not read this file within 2.0 s \(the time limit "
+                                               r"left, or faircert.limits' cap\); the file is malformed"):
         load_model(tmp_path / "loop.h5")
 
 
@@ -435,3 +435,20 @@ def test_file_size_is_checked_before_reading(tmp_path):
     with pytest.raises(LimitError, match=r"d.yaml: the file size in bytes is 16,777,217, more than faircert reads "
                                          r"\(16,777,216; see faircert.limits\)"):
         Domain.load(path)
+
+
+def test_a_library_child_gets_no_more_than_the_time_left_of_the_command(tmp_path):
+    """A library that loops on a damaged file is stopped at the user's time limit, not a fixed 30 s."""
+    import time
+
+    from faircert.errors import ModelFormatError
+    from faircert.limits import CHILD_SECONDS, child_seconds, time_budget
+    from faircert.models.io.isolated import run_isolated
+
+    script = tmp_path / "loops.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    t0 = time.monotonic()
+    with time_budget(1.5), pytest.raises(ModelFormatError, match="did not read this file within 1.5 s"):
+        run_isolated(script, [], b"", "LightGBM", "model.txt")
+    assert time.monotonic() - t0 < 5.0
+    assert child_seconds() == CHILD_SECONDS  # outside a command: the fixed cap

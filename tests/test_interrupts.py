@@ -126,3 +126,23 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
     write_atomic(target, lambda handle: handle.write("new"))
     assert target.read_text() == "new"
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.15])
+def test_a_signal_while_the_command_still_loads_is_a_quiet_abort(tmp_path, after):
+    """SIGINT once the entry point runs but before any run started (while numpy and the engines
+    import): one line, exit 2. (Before the entry point, the interpreter itself is starting.)"""
+    command = [sys.executable, "-c", "from faircert.cli import run; run()"]
+    t0 = time.monotonic()
+    subprocess.run(command[:2] + ["import faircert.cli"], check=True, cwd=tmp_path)
+    startup = time.monotonic() - t0  # the interpreter and faircert.cli, up to the entry point
+    proc = subprocess.Popen(command + ["verify", "missing.nnet", "--protected", "x0"], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, cwd=tmp_path)
+    time.sleep(startup + after)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    # the signal came while loading (aborted, 2) or after the run ended on the missing file (3)
+    assert (proc.returncode == 2 and text.strip() == "faircert: aborted: no result written") or \
+        (proc.returncode == 3 and "model file not found" in text)

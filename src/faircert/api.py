@@ -12,6 +12,7 @@ from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
 from .errors import DataError, DomainError, PropertyError, UnsupportedModelError
+from .limits import time_budget
 from .options import (
     GroupOptions,
     GroupQuestion,
@@ -104,6 +105,13 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size)
+    with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
+        return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
+                       preprocessor, rows, population, data, options, progress)
+
+
+def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, rows,
+            population, data, options, progress) -> Result | RowsResult:
     population = _verify_population(population, rows)
     if population == "empirical":
         rows = _population_data(data, domain, population)
@@ -329,7 +337,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
                                       ray_address=ray_address)
-    ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
+    with time_budget(options.time_limit):
+        ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
                                                     max_bins=max_bins, method=binning, bin_value=bin_value,
                                                     score=score, max_indegree=max_indegree)

@@ -86,7 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def _abort(signum: int, frame: object) -> None:
+    """SIGINT or SIGTERM outside a run (while the libraries load, say): end at once, quietly."""
+    print("faircert: aborted: no result written", file=sys.stderr)
+    raise SystemExit(EXIT_UNDECIDED)
+
+
 def run() -> None:
+    """The console entry point: signals are handled from its first line (a run then installs its own)."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _abort)
     sys.exit(main())
 
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import math
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,28 @@ CHILD_SECONDS = 30
 CHILD_MEMORY_BYTES = 4 * 2**30
 #: Seconds a child process gets to copy an HDF5 file out (a damaged file can make HDF5 loop forever).
 HDF5_SECONDS = 10
+
+
+#: The end of the current command's time limit (time.monotonic), while one runs.
+_deadline: ContextVar[float | None] = ContextVar("faircert_deadline", default=None)
+
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Within the block, children that load models get at most the time left of `seconds`."""
+    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def child_seconds(cap: float = CHILD_SECONDS) -> float:
+    """Seconds a child may take: `cap`, or less when the command's time limit ends sooner."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return cap
+    return max(min(cap, deadline - time.monotonic()), 0.5)
 
 
 class LimitError(FaircertError):

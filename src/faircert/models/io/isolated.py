@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ModelFormatError
-from ...limits import CHILD_MEMORY_BYTES, CHILD_SECONDS
+from ...limits import CHILD_MEMORY_BYTES, child_seconds
 
 FRAMEWORK_CHILD = Path(__file__).with_name("_framework_child.py")
 FRAMEWORKS = {"xgboost": "XGBoost", "lightgbm": "LightGBM"}
@@ -41,9 +41,11 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
 
 
 def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, source: str,
-                 cannot_read: str = "", seconds: float = CHILD_SECONDS) -> bytes:
+                 cannot_read: str = "", seconds: float | None = None) -> bytes:
     """Run one of this folder's child scripts; its stdout, or a `ModelFormatError` if the library
-    failed, crashed, or ran out of time or memory on the file."""
+    failed, crashed, or ran out of time or memory on the file. The child gets `seconds` (default
+    `CHILD_SECONDS`), and never more than the command's time left (`limits.time_budget`)."""
+    seconds = child_seconds() if seconds is None else child_seconds(seconds)
     env = dict(os.environ, OMP_NUM_THREADS="1", FAIRCERT_CHILD_MEMORY=str(CHILD_MEMORY_BYTES))
     try:
         # -P: this folder (the script's) must not come first on the path, or its xgboost.py would
@@ -51,8 +53,8 @@ def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, sour
         done = subprocess.run([sys.executable, "-P", str(script), *args], input=stdin, capture_output=True,
                               timeout=seconds, env=env, check=False)
     except subprocess.TimeoutExpired:
-        raise ModelFormatError(f"{source}: {library} did not read this file within {seconds:g} s; the file is "
-                               "malformed or too large (see faircert.limits)") from None
+        raise ModelFormatError(f"{source}: {library} did not read this file within {seconds:.1f} s (the time limit "
+                               "left, or faircert.limits' cap); the file is malformed or too large") from None
     if done.returncode < 0:
         signame = signal.Signals(-done.returncode).name if -done.returncode in signal.valid_signals() else "?"
         raise ModelFormatError(f"{source}: the {library} library crashed reading this file ({signame}); the file is "
