@@ -108,6 +108,7 @@ def test_json_domain_with_huge_integer_or_deep_nesting(tmp_path):
 def test_quoted_never_formats_more_than_it_shows():
     assert quoted("x" * 10**7) == "'" + "x" * 76 + "..."
     assert quoted(10**400) == "<an integer of 1329 bits>"
+    assert (quoted(np.float64(1e308)), quoted(np.int64(5)), quoted(np.bool_(True))) == ("1e+308", "5", "True")
     assert quoted([[1] * 10**6]) == "<list>"
 
 

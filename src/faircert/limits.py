@@ -87,6 +87,8 @@ def quoted(value: Any, limit: int = MAX_QUOTED) -> str:
     Only the first characters of a string are ever formatted, so a huge or self-referencing value
     costs nothing to quote.
     """
+    if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a numpy number prints as the plain number it holds
     if isinstance(value, str):
         text = repr(value[: limit + 1])
     elif isinstance(value, (int, float, bool)) or value is None:
