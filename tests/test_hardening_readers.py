@@ -453,3 +453,13 @@ def test_a_library_child_gets_no_more_than_the_time_left_of_the_command(tmp_path
         run_isolated(script, [], b"", "LightGBM", "model.txt")
     assert time.monotonic() - t0 < 5.0
     assert child_seconds() == CHILD_SECONDS  # outside a command: the fixed cap
+
+
+def test_onnx_metadata_that_is_not_utf8_is_ignored(tmp_path):
+    """protobuf hands such a string field back as bytes; the model still loads, without it."""
+    path = hf.onnx_file(tmp_path)
+    data = path.read_bytes()
+    assert b"faircert.input_lower" in data
+    path.write_bytes(data.replace(b"faircert.input_lower", b"faircert.input_l\xffwer", 1))
+    net = load_model(path)
+    assert net.input_lower is None and net.n_inputs == hf.network().n_inputs

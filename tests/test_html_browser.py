@@ -16,6 +16,7 @@ import faircert
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.report.group_html import write_group_html
 from faircert.report.html import write_html
+from faircert.report.rows import write_rows_html
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,9 @@ def test_reports_render_in_a_headless_browser(tmp_path):
                                                            ColumnEncoding("race", "onehot", ("B",))))
     write_html(faircert.verify(model, df, protected="sex"), tmp_path / "verify.html")
     write_group_html(faircert.group(model, df, protected="sex,race", influence=True), tmp_path / "group.html")
-    for name in ("verify", "group"):
+    write_rows_html(faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}),
+                    tmp_path / "rows.html")
+    for name in ("verify", "group", "rows"):
         shot = tmp_path / f"{name}.png"
         subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         "--window-size=1000,1400", f"--screenshot={shot}", (tmp_path / f"{name}.html").as_uri()],

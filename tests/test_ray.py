@@ -62,7 +62,9 @@ def _same_network_shares(ray_address: str) -> None:
     other = faircert.verify(net, dom, "p", max_boxes=6000, max_counterexamples=10, workers=2, ray_address=ray_address)
     assert (one.certified, one.falsified, one.undecided) == (other.certified, other.falsified, other.undecided)
     assert one.stats["boxes_examined"] == other.stats["boxes_examined"] >= 6000
-    assert 0 < one.undecided < 0.5 and one.falsified > 0
+    # a non-trivial case: undecided boxes left and re-checked counterexamples found (the proven-unfair
+    # share comes from growing boxes around them, which gets a share of the time, not of the boxes)
+    assert 0 < one.undecided < 0.5 and one.verdict == "unfair" and one.counterexamples
     assert [c.x for c in one.counterexamples] == [c.x for c in other.counterexamples]
 
 

@@ -328,7 +328,9 @@ def _input_dtype(proto: onnx.ModelProto) -> np.dtype:
 
 def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
     """Input ranges and names that `save_onnx` recorded."""
-    props = {p.key[len(META):]: p.value for p in proto.metadata_props if p.key.startswith(META)}
+    # protobuf hands back bytes for a string field that is not valid UTF-8: such entries are not ours
+    props = {p.key[len(META):]: p.value for p in proto.metadata_props
+             if isinstance(p.key, str) and isinstance(p.value, str) and p.key.startswith(META)}
     try:
         if "input_lower" in props and "input_upper" in props:
             lower, upper = np.array(json.loads(props["input_lower"])), np.array(json.loads(props["input_upper"]))

@@ -37,7 +37,8 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 def load_onnx_trees(proto: Any) -> TreeEnsemble:
-    nodes = [n for n in proto.graph.node if n.domain == "ai.onnx.ml" and n.op_type.startswith("TreeEnsemble")]
+    nodes = [n for n in proto.graph.node
+             if n.domain == "ai.onnx.ml" and isinstance(n.op_type, str) and n.op_type.startswith("TreeEnsemble")]
     if len(nodes) != 1 or nodes[0].op_type != "TreeEnsembleClassifier":
         kinds = ", ".join(n.op_type for n in nodes) or "none"
         raise ModelFormatError(f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
