@@ -82,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
                             complete=args.complete, partition_size=args.partition_size)
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
-    if args.rows_csv and not (args.rows or args.population == "empirical"):
+    per_row = bool(args.rows) or args.population == "empirical"
+    if args.rows_csv and not per_row:
         raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit) or --population empirical")
-    if args.rows or args.population == "empirical":
+    if per_row:
         clash = [flag for flag, given in (("--complete", args.complete), ("--partition-size", args.partition_size),
                                           ("--kappa", args.kappa is not None), ("--robustness", args.robustness),
                                           ("--counterexamples", args.counterexamples),
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, rows=args.rows,
             population=args.population, data=args.data, progress=progress, options=options)
     mark_interrupted(result)
-    if args.rows or args.population == "empirical":
+    if per_row:
         return _report_rows(result, args)
     emit_json(result.to_json(), args.json)
     if args.counterexamples:
