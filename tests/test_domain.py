@@ -117,3 +117,23 @@ def test_a_model_s_stored_names_and_an_unnamed_domain_are_refused_unless_matched
     path.write_text("match: names-ish\nfeatures: [{name: a, kind: integer, min: 0, max: 1}]\n")
     with pytest.raises(Error, match="'match' must be one of names, position"):
         Domain.load(path)
+
+
+@pytest.mark.parametrize("text", [
+    "features:\n  - {name: age, kind: integer, min: 18, max: 90}\n  - {name: s, kind: binary, protected: true}\n",
+    "a: [1, -2.5, 1.5e3, 0x1F, 1_000, .inf, .nan_is_text, ~, null, off, 'yes', \"no\", 2001-12-14]\nb: !!str 5\nc:\n",
+    "- [a, {b: [c, {d: e}]}]\n- ''\n- '1'\n", "", "# a comment only\n", "plain text",
+])
+def test_yaml_domains_read_as_pyyaml_safe_loader_reads_them(text):
+    yaml = pytest.importorskip("yaml")
+    from faircert.domain import _load_yaml
+
+    assert _load_yaml(text, "d.yaml") == yaml.safe_load(text)
+
+
+def test_a_wide_yaml_domain_reads_as_its_json_twin(tmp_path):
+    rows = [{"name": f"f{i}", "kind": "integer", "min": 0, "max": i % 50 + 1} for i in range(20_000)]
+    (tmp_path / "d.json").write_text(json.dumps({"features": rows}))
+    (tmp_path / "d.yaml").write_text("features:\n" + "".join(
+        f"  - {{name: f{i}, kind: integer, min: 0, max: {i % 50 + 1}}}\n" for i in range(20_000)))
+    assert Domain.load(tmp_path / "d.yaml") == Domain.load(tmp_path / "d.json")

@@ -6,6 +6,7 @@ features are measured by length (volume). A domain is written as YAML/JSON or in
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -304,7 +305,125 @@ def _feature(entry: Any, i: int, source: str) -> Feature:
 
 
 def _load_yaml(text: str, source: str) -> Any:
-    """YAML without aliases: `*name` references can expand a small file exponentially."""
+    """YAML without aliases (`*name` references can expand a small file exponentially) or tags,
+    in time linear in the file: libyaml's parser where installed, objects built here from its events."""
+    import yaml
+
+    if not hasattr(yaml, "CSafeLoader"):
+        return _load_yaml_python(text, source)
+    try:
+        return _from_events(yaml.parse(text, Loader=yaml.CSafeLoader), source)
+    except DomainError:
+        raise
+    except RecursionError:
+        raise DomainError(f"{source}: YAML nested too deeply") from None
+    except Exception as exc:  # the parser raises many types; all mean "not a domain file"
+        reason = " ".join(str(exc).split())  # pyyaml's message spans lines: one line here
+        raise DomainError(f"{source}: cannot parse domain file: {reason[:300]}") from None
+
+
+#: Nesting a domain file never needs (a deeper file is refused before it costs anything).
+MAX_YAML_DEPTH = 64
+
+
+def _from_events(events: Any, source: str) -> Any:
+    """Python objects from a YAML event stream, scalars resolved as PyYAML's SafeLoader does."""
+    import yaml
+
+    stack: list[Any] = []   # open collections: lists and _Mapping frames
+    result: list[Any] = []
+
+    def add(value: Any) -> None:
+        top = stack[-1] if stack else None
+        if top is None:
+            result.append(value)
+        elif isinstance(top, list):
+            top.append(value)
+        elif top.key is _NO_KEY:
+            try:
+                hash(value)
+            except TypeError:
+                raise DomainError(f"{source}: a mapping key must be a plain value") from None
+            top.key = value
+        else:
+            top.items[top.key] = value
+            top.key = _NO_KEY
+
+    for event in events:
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            raise DomainError(f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; "
+                              "write the value out")
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag != "!" and not tag.startswith("tag:yaml.org,2002:"):
+            raise DomainError(f"{source}:{event.start_mark.line + 1}: YAML tag {quoted(tag)} is not allowed in "
+                              "domain files")
+        if isinstance(event, yaml.ScalarEvent):
+            add(_scalar(event))
+        elif isinstance(event, yaml.SequenceStartEvent):
+            if len(stack) >= MAX_YAML_DEPTH:
+                raise DomainError(f"{source}: YAML nested too deeply")
+            stack.append([])
+        elif isinstance(event, yaml.MappingStartEvent):
+            if len(stack) >= MAX_YAML_DEPTH:
+                raise DomainError(f"{source}: YAML nested too deeply")
+            stack.append(_Mapping())
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            done = stack.pop()
+            add(done if isinstance(done, list) else done.items)
+    return result[0] if result else None
+
+
+_NO_KEY = object()
+
+
+class _Mapping:
+    """A mapping being read: its items, and the key waiting for its value."""
+
+    __slots__ = ("items", "key")
+
+    def __init__(self) -> None:
+        self.items: dict[Any, Any] = {}
+        self.key: Any = _NO_KEY
+
+
+def _scalar(event: Any) -> Any:
+    """A scalar as SafeLoader constructs it: its implicit resolvers pick the tag of a plain value.
+    Domain files repeat their words and small numbers, so each distinct scalar is resolved once."""
+    key = (event.value, event.tag, event.implicit)
+    cache = _scalars()
+    if key in cache:
+        return cache[key]
+    import yaml
+
+    resolver, constructor = _yaml_tools()
+    value, tag = event.value, event.tag
+    if tag is None or tag == "!":
+        tag = resolver.resolve(yaml.ScalarNode, value, event.implicit)
+    out = value if tag == "tag:yaml.org,2002:str" else \
+        constructor.construct_object(yaml.ScalarNode(tag, value), deep=False)
+    if len(cache) >= 100_000:
+        cache.clear()
+    cache[key] = out
+    return out
+
+
+@functools.cache
+def _scalars() -> dict:
+    """Resolved scalars (immutable values: shared between the places they appear)."""
+    return {}
+
+
+@functools.cache
+def _yaml_tools() -> tuple[Any, Any]:
+    """PyYAML's own resolver and safe constructor, made once."""
+    import yaml
+
+    return yaml.resolver.Resolver(), yaml.constructor.SafeConstructor()
+
+
+def _load_yaml_python(text: str, source: str) -> Any:
+    """Without libyaml: PyYAML's pure-Python SafeLoader, aliases refused while composing."""
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
