@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ def read_table(data: Any):
             raise DataError(f"data file not found: {path}")
         check_file_size(path, DataError)
         try:
-            frame = pd.read_csv(path, sep=None, engine="python", skipinitialspace=True)
+            frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
         except Exception as exc:  # pandas raises several parser errors
             raise DataError(f"{path}: cannot read as CSV: {' '.join(str(exc).split())[:200]}") from None
         if frame.empty:
@@ -39,26 +40,44 @@ def read_table(data: Any):
     return pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
 
 
+def _separator(path: Path) -> str:
+    """The file's column separator, sniffed from its start (then pandas' fast C parser reads it)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        sample = handle.read(SNIFF_BYTES)
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        return ","
+
+
+#: Characters of a CSV file's start read to find its separator.
+SNIFF_BYTES = 16_384
+
 #: A cell that is a number too long for float64 to hold exactly (pandas leaves it as text).
 _HUGE_NUMBER = r"\s*[+-]?\d{19,}(\.\d*)?\s*"
 
 
 def _check_numbers(frame, source: str) -> None:
     """Numbers must be finite, and digits pandas could not read as a number must not pass as text."""
-    import pandas as pd
-
-    for column in frame.columns:
+    numeric = _numeric_columns(frame)
+    if numeric.any():  # all numeric columns at once: a wide file has 100,000 of them
+        block = frame.iloc[:, np.flatnonzero(numeric)].to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(np.isinf(block).any(axis=0))
+        if bad.size:
+            column = frame.columns[np.flatnonzero(numeric)[bad[0]]]
+            raise DataError(f"{source}: column {quoted(str(column))} holds a number too large (inf)")
+    for column in frame.columns[~numeric]:
         series = frame[column]
-        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-            if np.isinf(series.to_numpy(dtype=np.float64)).any():
-                raise DataError(f"{source}: column {quoted(str(column))} holds a number too large (inf)")
-        elif series.astype(str).str.fullmatch(_HUGE_NUMBER).any():
+        if series.astype(str).str.fullmatch(_HUGE_NUMBER).any():
             raise DataError(f"{source}: column {quoted(str(column))} holds a number with more digits than faircert "
                             "reads (at most 18)")
 
 
-def _is_integral(values: np.ndarray) -> bool:
-    return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)))
+def _numeric_columns(frame) -> np.ndarray:
+    """Which columns hold numbers (not booleans), from the dtypes alone."""
+    return np.array([dtype.kind in "iuf" for dtype in frame.dtypes], dtype=bool)
 
 
 def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = None):
@@ -76,30 +95,48 @@ def infer_domain(data: Any, protected: Iterable[str] = (), label: str | None = N
     for name in protected + ([label] if label else []):
         if name not in columns:
             raise DomainError(f"unknown column {quoted(name)}; the data has: {listed(columns)}")
+    numeric = _numeric_columns(frame)
+    bounds = _numeric_bounds(frame, numeric)
     features = []
-    for column, name in zip(frame.columns, columns):
+    for j, (column, name) in enumerate(zip(frame.columns, columns)):
         if name == label:
+            continue
+        is_protected = name in protected
+        if numeric[j]:
+            lo, hi, integral = bounds[j]
+            if np.isnan(lo):
+                raise DataError(f"column {name!r} has no values")
+            if integral:
+                kind = "binary" if (lo, hi) == (0.0, 1.0) else "integer"
+                features.append(Feature(name, kind, int(lo), int(hi), is_protected))
+            else:
+                features.append(Feature(name, "real", float(lo), float(hi), is_protected))
             continue
         series = frame[column].dropna()
         if series.empty:
             raise DataError(f"column {name!r} has no values")
-        is_protected = name in protected
         if pd.api.types.is_bool_dtype(series):
             features.append(Feature(name, "binary", 0, 1, is_protected))
             continue
-        if not pd.api.types.is_numeric_dtype(series):
-            categories = tuple(sorted(str(v) for v in series.unique()))
-            kind = "binary" if len(categories) == 2 else "categorical"
-            features.append(Feature(name, kind, 0, len(categories) - 1, is_protected, categories))
-            continue
-        values = series.to_numpy(dtype=np.float64)
-        lo, hi = float(values.min()), float(values.max())
-        if _is_integral(values):
-            kind = "binary" if (lo, hi) == (0.0, 1.0) else "integer"
-            features.append(Feature(name, kind, int(lo), int(hi), is_protected))
-        else:
-            features.append(Feature(name, "real", lo, hi, is_protected))
+        categories = tuple(sorted(str(v) for v in series.unique()))
+        kind = "binary" if len(categories) == 2 else "categorical"
+        features.append(Feature(name, kind, 0, len(categories) - 1, is_protected, categories))
     return Domain(tuple(features))
+
+
+def _numeric_bounds(frame, numeric: np.ndarray) -> dict[int, tuple[float, float, bool]]:
+    """(min, max, whether every value is whole) of each numeric column, missing values left out (nan
+    bounds for a column with none), computed for all numeric columns at once."""
+    idx = np.flatnonzero(numeric)
+    if not idx.size:
+        return {}
+    block = frame.iloc[:, idx].to_numpy(dtype=np.float64)
+    present = ~np.isnan(block)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: nan bounds, refused above
+        lo, hi = np.nanmin(block, axis=0), np.nanmax(block, axis=0)
+    integral = np.all(~present | (block == np.round(block)), axis=0) & np.isfinite(lo) & np.isfinite(hi)
+    return {int(j): (lo[k], hi[k], bool(integral[k])) for k, j in enumerate(idx)}
 
 
 def encode_table(frame, domain) -> np.ndarray:
