@@ -195,6 +195,16 @@ def _infer_domain(path: Path):
     return infer_domain(path, label="label")
 
 
+def _audit_rows(path: Path):
+    """The per-row audit of a CSV's rows (the domain inferred from them) by a small linear model."""
+    import faircert
+    from faircert.models.linear import ColumnEncoding, LinearModel
+
+    model = LinearModel(np.array([0.05, 1.0, -0.5]), -1.0, (ColumnEncoding("age"), ColumnEncoding("sex", "onehot", ("M",)),
+                                                           ColumnEncoding("income")))
+    return faircert.verify(model, protected="sex", rows=path, epsilon={"age": 1}, time_limit=10)
+
+
 #: format -> (file name, builder(folder) -> path, reader(path)). The `_parse` readers stop before the
 #: framework's cross-check (pure Python); `load_model` runs everything, native parts in children.
 FORMATS = {
@@ -215,4 +225,5 @@ FORMATS = {
                       {"name": "sex", "kind": "binary", "protected": True},
                       {"name": "income", "kind": "real", "min": 0.0, "max": 1.5}]})), _load_domain),
     "csv": ("d.csv", lambda d: text_file(d, "d.csv", CSV), _infer_domain),
+    "rows_csv": ("rows.csv", lambda d: text_file(d, "rows.csv", CSV), _audit_rows),
 }

@@ -31,7 +31,7 @@ MESSAGE_CHARS = 2000  # a message never quotes unbounded input
 MUTATIONS = st.lists(st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
                      min_size=1, max_size=4)
 IN_PROCESS = ["nnet", "keras", "xgboost_json", "xgboost_ubj", "lightgbm", "linear", "program", "domain_yaml",
-              "domain_json", "csv"]
+              "domain_json", "csv", "rows_csv"]
 FRAMEWORKS = {"xgboost_json": "xgboost", "xgboost_ubj": "xgboost", "lightgbm": "lightgbm",
               "xgboost_full": "xgboost", "xgboost_ubj_full": "xgboost", "lightgbm_full": "lightgbm"}
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
