@@ -295,3 +295,11 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
     assert "fair" not in [v for v, m in zip(moving.verdicts, moving.methods) if m != "flip test"]
     with pytest.raises(faircert.errors.ModelFormatError, match="can still be audited with this model as a black box"):
         faircert.verify(model, df, protected="sex")
+
+
+def test_rows_with_missing_values_are_refused_with_their_count_and_columns():
+    model = MODELS["linear"][0]
+    frame = pd.DataFrame({"a": [1, None, 2], "s": [0, 1, 2], "b": [0, 0, np.nan], "c": [0, 1, 2]})
+    with pytest.raises(faircert.errors.DataError, match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
+                                                        r"columns a, b\)"):
+        faircert.verify(model, DOM, protected="s", rows=frame)

@@ -161,6 +161,9 @@ def encode_table(frame, domain) -> np.ndarray:
             except (ValueError, TypeError, OverflowError):
                 raise DataError(f"column {quoted(feature.name)} must hold numbers for the domain's {feature.kind} "
                                 "feature") from None
-    if not np.all(np.isfinite(out)):
-        raise DataError("the data has missing or infinite values in the domain's columns")
+    bad = ~np.isfinite(out)
+    if bad.any():
+        rows, columns = np.flatnonzero(bad.any(axis=1)), [domain.names[j] for j in np.flatnonzero(bad.any(axis=0))]
+        raise DataError(f"{len(rows)} of {len(out)} rows have missing or infinite values (first: row {int(rows[0])}; "
+                        f"columns {listed(columns, 5)}); drop or fill them first")
     return out
