@@ -303,3 +303,26 @@ def test_rows_with_missing_values_are_refused_with_their_count_and_columns():
     with pytest.raises(faircert.errors.DataError, match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
                                                         r"columns a, b\)"):
         faircert.verify(model, DOM, protected="s", rows=frame)
+
+
+def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(monkeypatch):
+    import faircert.engines.rows.network as rows_network
+
+    monkeypatch.setattr(rows_network, "PROBES", 1)  # no search: the MILP decides what the bounds leave
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("t", "real", -2.0, 2.0), Feature("u", "real", -2.0, 2.0)))
+    net = random_network(np.random.default_rng(3), 3, [12, 12])
+    rng = np.random.default_rng(1)
+    rows = np.stack([rng.integers(0, 2, 60), rng.uniform(-2, 2, 60), rng.uniform(-2, 2, 60)], axis=1)
+    question = RowAudit(individual_fairness(dom, "s", epsilon={"t": 1.0, "u": 1.0}), rows)
+    result = find_engine(net, question).run(net, question, VerifyOptions(), None)
+    assert result.stats["methods"].get("milp", 0) >= 10 and result.counts()["unknown"] == 0
+    for i, x in enumerate(rows):  # a 121 x 121 grid of each ball never contradicts a fair row
+        t, u = np.meshgrid(np.linspace(max(-2, x[1] - 1), min(2, x[1] + 1), 121),
+                           np.linspace(max(-2, x[2] - 1), min(2, x[2] + 1), 121))
+        twins = np.stack([np.full(t.size, 1 - x[0]), t.ravel(), u.ravel()], axis=1)
+        if result.verdicts[i] == "fair":
+            assert np.all(net.predict(twins) == net.predict(x[None])[0])
+        else:
+            twin = np.array(result.twins[i])
+            assert twin[0] != x[0] and np.all(np.abs(twin[1:] - x[1:]) <= 1.0 + 1e-12)
+            assert net.predict(twin[None])[0] != net.predict(x[None])[0]
