@@ -326,3 +326,17 @@ def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(mo
             twin = np.array(result.twins[i])
             assert twin[0] != x[0] and np.all(np.abs(twin[1:] - x[1:]) <= 1.0 + 1e-12)
             assert net.predict(twin[None])[0] != net.predict(x[None])[0]
+
+
+def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair(monkeypatch):
+    import faircert.engines.rows.trees as rows_trees
+
+    monkeypatch.setattr(rows_trees, "MAX_CELLS", 1)
+    ir = _trees()
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(80, seed=9))
+    result = find_engine(ir, question).run(ir, question, VerifyOptions(), None)
+    searched = [v for v, m in zip(result.verdicts, result.methods) if m != "flip test"]
+    assert searched and "fair" not in searched and "unfair" in searched
+    for i, v in enumerate(result.verdicts):
+        if v == "unfair":
+            assert ir.predict(np.array([result.twins[i]]))[0] != ir.predict(question.rows[i][None])[0]
