@@ -296,3 +296,10 @@ def test_sampling_method_agrees_with_the_exact_engine(pipeline, frame):
         assert sampled.rates[name] == pytest.approx(p, abs=0.05)
     with pytest.raises(PropertyError, match="unknown method"):
         faircert.group(pipeline, frame, protected="sex", method="guess")
+
+
+def test_an_unknown_population_name_lists_the_choices():
+    model = LinearModel.plain([1.0, -1.0], 0.0, names=["a", "s"])
+    data = pd.DataFrame({"a": [0, 1, 2, 3], "s": [0, 1, 0, 1]})
+    with pytest.raises(PropertyError, match="unknown population 'bayesian': choose independent, bayesnet, empirical"):
+        faircert.group(model, data, protected="s", population="bayesian")

@@ -229,8 +229,12 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         path = Path(population)
         if path.suffix.lower() == ".json":
             return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
-        if path.suffix.lower() == ".fr" or not path.suffix:
+        looks_like_program = isinstance(population, str) and "\n" in population
+        if path.suffix.lower() == ".fr" or looks_like_program or (not path.suffix and path.is_file()):
             return model, ProgramPopulation.load(population), frame, 0.0
+        if not path.suffix:  # a word that names no population (a typo of one, most likely)
+            raise PropertyError(f"unknown population {str(population)!r}: choose independent, bayesnet, empirical, a "
+                                "saved population (.json) or a population program (.fr file or program text)")
         raise DataError(f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
                         "or a population program (.fr)")
     if isinstance(population, Program):
