@@ -97,6 +97,9 @@ def test_compare_an_original_and_a_mitigated_model(data, tmp_path, capsys):
     assert frame.loc["original", "verdict"] == "unfair" and frame.loc["mitigated", "verdict"] == "fair"
     assert frame.loc["mitigated", "di_low"] > frame.loc["original", "di_high"]
     assert c.verdict == "unfair" and c.exit_code == 1 and "mitigated" in c._repr_html_()
+    text = str(c).splitlines()  # print() gives a table, not the dataclass
+    assert text[0] == "verdict: unfair (worst of 2 models)" and text[1].startswith("  original: unfair  di [")
+    assert text[2].startswith("  mitigated: fair") and "population: empirical" in text[2]
     df.to_csv(tmp_path / "d.csv", index=False)
     for name, m in (("a", model), ("b", mitigated)):
         (tmp_path / f"{name}.json").write_text(json.dumps(m.to_dict()))

@@ -41,3 +41,11 @@ class Comparison(Verdict):
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "vnncomp": self.vnncomp,
                 "models": [{"name": n, **r.to_dict()} for n, r in zip(self.names, self.results)]}
+
+    def __str__(self) -> str:
+        """A readable table: one line per model, its verdict and every metric's bounds."""
+        lines = [f"verdict: {self.verdict} (worst of {len(self.results)} models)"]
+        for name, r in zip(self.names, self.results):
+            metrics = "  ".join(f"{m.name} [{m.low:.4f}, {m.high:.4f}]" for m in r.metrics.values())
+            lines.append(f"  {name}: {r.verdict}  {metrics}  (population: {r.population})")
+        return "\n".join(lines)
