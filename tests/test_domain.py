@@ -137,3 +137,14 @@ def test_a_wide_yaml_domain_reads_as_its_json_twin(tmp_path):
     (tmp_path / "d.yaml").write_text("features:\n" + "".join(
         f"  - {{name: f{i}, kind: integer, min: 0, max: {i % 50 + 1}}}\n" for i in range(20_000)))
     assert Domain.load(tmp_path / "d.yaml") == Domain.load(tmp_path / "d.json")
+
+
+def test_a_model_wider_than_a_domain_of_categories_is_pointed_to_the_preprocessor():
+    from faircert.errors import DomainError as Error
+
+    dom = Domain((Feature("job", "categorical", 0, 2, categories=("a", "b", "c")), Feature("age", "integer", 0, 9)))
+    with pytest.raises(Error, match="takes 4 inputs.*--preprocessor PREP.pkl"):
+        dom.check_width(4)
+    with pytest.raises(Error) as plain:
+        Domain.from_bounds([0, 0], [1, 1]).check_width(3)
+    assert "--preprocessor" not in str(plain.value)

@@ -189,10 +189,14 @@ class Domain:
 
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):
+            # more inputs than raw columns, some of them categories: most likely a one-hot encoding
+            encoded = n_inputs > len(self.features) and any(f.categories is not None for f in self.features)
+            hint = ("; if it was trained on encoded columns (one-hot, scaled), give the fitted preprocessing with "
+                    "--preprocessor PREP.pkl (preprocessor= in Python) and a domain of the raw columns") if encoded else ""
             raise DomainError(
                 f"the domain has {len(self.features)} features but {what} takes {n_inputs} inputs; list the "
                 f"model's inputs in order (a domain inferred from data must leave out the label: "
-                f"faircert domain infer DATA --label NAME)"
+                f"faircert domain infer DATA --label NAME){hint}"
             )
 
     def measure(self, exclude: Sequence[int] = ()) -> float:
