@@ -142,6 +142,7 @@ def test_a_signal_while_the_command_still_loads_is_a_quiet_abort(tmp_path, after
     _, err = proc.communicate(timeout=60)
     text = err.decode()
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
-    # the signal came while loading (aborted, 2) or after the run ended on the missing file (3)
+    # the signal came while loading (aborted, 2), or after the run ended on the missing file (3; or
+    # killed by the signal while the interpreter shut down, when Python has restored the default handler)
     assert (proc.returncode == 2 and text.strip() == "faircert: aborted: no result written") or \
-        (proc.returncode == 3 and "model file not found" in text)
+        (proc.returncode in (3, -signal.SIGINT) and "model file not found" in text)
