@@ -313,9 +313,9 @@ def _load_yaml(text: str, source: str) -> Any:
     in time linear in the file: libyaml's parser where installed, objects built here from its events."""
     import yaml
 
-    if not hasattr(yaml, "CSafeLoader"):
-        return _load_yaml_python(text, source)
     try:
+        if not hasattr(yaml, "CSafeLoader"):
+            return _load_yaml_python(text, source)
         return _from_events(yaml.parse(text, Loader=yaml.CSafeLoader), source)
     except DomainError:
         raise
@@ -427,7 +427,8 @@ def _yaml_tools() -> tuple[Any, Any]:
 
 
 def _load_yaml_python(text: str, source: str) -> Any:
-    """Without libyaml: PyYAML's pure-Python SafeLoader, aliases refused while composing."""
+    """Without libyaml: PyYAML's pure-Python SafeLoader, aliases refused while composing (errors
+    become one line in `_load_yaml`)."""
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
@@ -438,12 +439,4 @@ def _load_yaml_python(text: str, source: str) -> Any:
                                   "write the value out")
             return super().compose_node(parent, index)
 
-    try:
-        return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
-    except DomainError:
-        raise
-    except RecursionError:
-        raise DomainError(f"{source}: YAML nested too deeply") from None
-    except Exception as exc:  # the parser raises many types; all mean "not a domain file"
-        reason = " ".join(str(exc).split())  # pyyaml's message spans lines: one line here
-        raise DomainError(f"{source}: cannot parse domain file: {reason[:300]}") from None
+    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass

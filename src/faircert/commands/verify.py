@@ -102,27 +102,17 @@ def run(args: argparse.Namespace) -> int:
             population=args.population, data=args.data, progress=progress, options=options)
     mark_interrupted(result)
     if per_row:
-        return _report_rows(result, args)
+        from ..report.rows import print_rows, write_rows_csv, write_rows_html
+
+        files, show = [(args.rows_csv, write_rows_csv), (args.html, write_rows_html)], print_rows
+    else:
+        files = [(args.counterexamples, write_counterexamples), (args.partitions_csv, write_partitions),
+                 (args.html, write_html)]
+        show = print_result
     emit_json(result.to_json(), args.json)
-    if args.counterexamples:
-        write_counterexamples(result, args.counterexamples)
-    if args.partitions_csv:
-        write_partitions(result, args.partitions_csv)
-    if args.html:
-        write_html(result, args.html)
+    for path, write in files:
+        if path:
+            write(result, path)
     if not args.quiet:
-        print_result(result)
-    return result.exit_code
-
-
-def _report_rows(result, args: argparse.Namespace) -> int:
-    from ..report.rows import print_rows, write_rows_csv, write_rows_html
-
-    emit_json(result.to_json(), args.json)
-    if args.rows_csv:
-        write_rows_csv(result, args.rows_csv)
-    if args.html:
-        write_rows_html(result, args.html)
-    if not args.quiet:
-        print_rows(result)
+        show(result)
     return result.exit_code

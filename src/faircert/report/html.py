@@ -117,9 +117,14 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
     body = (f"<h1>faircert: individual fairness</h1>"
             f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
             f"(sound shares of the domain)</p><table>{summary}</table>{region_plot(result)}{cex}")
+    return page(body, "faircert report", standalone)
+
+
+def page(body: str, title: str, standalone: bool = True) -> str:
+    """A whole self-contained page around `body`, or a styled fragment for a notebook cell."""
     if not standalone:
         return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert report</title>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
 
 

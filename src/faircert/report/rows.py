@@ -12,7 +12,7 @@ from ..files import write_atomic, write_text
 from ..results.rows import RowsResult
 from .console import VERDICT_STYLE, console
 from .csv import spreadsheet_safe
-from .html import STYLE, fragment_style
+from .html import page
 
 COLOURS = {"fair": "#2da44e", "unfair": "#cf222e", "unknown": "#d4a72c"}
 
@@ -116,10 +116,7 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
                  f"<div class='wide'><table><tr>{header}</tr>{''.join(lines)}</table></div>") if lines \
         else "<p>No unfair row.</p>"
     body = (f"<h1>faircert: per-row audit</h1>{_group_chart(result)}<table>{table}</table>{rows_html}")
-    if not standalone:
-        return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert per-row audit</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+    return page(body, "faircert per-row audit", standalone)
 
 
 def write_rows_html(result: RowsResult, path: str | Path) -> None:
