@@ -58,9 +58,9 @@ def test_exact_engines_say_converged():
         assert faircert.group(model, df, protected="sex", population=population).stats["stopped"] == "converged"
 
 
-def test_exact_subset_sums_past_the_time_limit_finish_quickly_with_sound_bounds():
-    """A chain of many-valued variables: exact sums take about a minute; with a 0.5 s limit the
-    tables are bucketed once the time is spent and the answer, still sound, comes in seconds."""
+def test_exact_subset_sums_past_their_cap_finish_quickly_with_tight_sound_bounds():
+    """A chain of many-valued variables: exact sums take about a minute; past their cap the score
+    histograms answer, within the time limit's rule and tight."""
     rng = np.random.default_rng(0)
     names = [f"v{i}" for i in range(10)]
     variables = {"s": Variable("s", (0, 1), (), (), [0.5, 0.5])}
@@ -73,11 +73,16 @@ def test_exact_subset_sums_past_the_time_limit_finish_quickly_with_sound_bounds(
     model = LinearModel.plain(rng.normal(size=11), 0.1, ["s"] + names)
     start = time.monotonic()
     r = faircert.group(model, population=pop, protected="s", time_limit=0.5)
-    assert time.monotonic() - start < 20.0  # (a shared machine; unbounded, it takes a minute)
-    assert r.stats["stopped"] == "budget" and any("time limit" in a for a in r.approximations)
-    # bounds of the exact run (57 s): [0.9732, 0.9784] and [0.8992, 0.9129]
-    assert r.groups[0].low <= 0.9733 and r.groups[0].high >= 0.9784
-    assert r.groups[1].low <= 0.8992 and r.groups[1].high >= 0.9129
+    assert time.monotonic() - start < 0.5 * 1.1 + 2.0 + 2.0  # the budget rule, plus slack for a shared machine
+    assert r.engine.startswith("score histograms")
+    # unlimited, they come within 1e-3 (in about 1.5 s), meeting the exact subset sums' bounds (57 s),
+    # [0.9732, 0.9784] and [0.8992, 0.9129]; the budgeted run's sound bounds meet them
+    tight = faircert.group(model, population=pop, protected="s", time_limit=None)
+    assert max(g.high - g.low for g in tight.groups) < 1e-3
+    assert tight.groups[0].low <= 0.9784 and tight.groups[0].high >= 0.9732
+    assert tight.groups[1].low <= 0.9129 and tight.groups[1].high >= 0.8992
+    for budgeted, exact in zip(r.groups, tight.groups):
+        assert budgeted.low <= exact.high and exact.low <= budgeted.high
 
 
 def test_population_learning_counts_against_the_time_limit(monkeypatch):

@@ -14,19 +14,31 @@ from ...models.program import Program
 from ...population.discrete import DiscretePopulation
 from ...population.program import ProgramPopulation
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
+from .grid import GridEngine
 from .influence import default_subsets, influences
 from .subset_sum import Engine
+
+#: Influence is computed only when every group rate is known to within this (else it cannot rank).
+INFLUENCE_WIDTH = 0.01
+#: Rows the exact subset-sum tables may reach before the histogram engine answers instead.
+EXACT_ROWS = 200_000
 
 
 def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
                         stats: dict | None = None, condition: str = "", spread_bins: bool = False,
                         deadline: float | None = None) -> list[GroupProbability]:
-    """Exact (or soundly bounded) P[yhat = 1 | group, evidence] for every compound protected group;
-    past `deadline` (time.monotonic()), tables are bucketed so the answer comes quickly, still sound."""
-    engine = Engine(model, pop, spread_bins=spread_bins, deadline=deadline)
+    """P[yhat = 1 | group, evidence] for every compound protected group: exact while the subset-sum
+    tables stay small, else sound bounds of a width below 1e-3 or so from the histogram engine
+    (`grid`); with `spread_bins`, for any distribution inside the bins (subset-sum, bucketed past
+    `deadline` so the answer comes quickly, still sound)."""
+    engine: Any = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000,
+                         spread_bins=spread_bins, deadline=deadline)
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
+        if isinstance(engine, Engine) and engine.stats["bucketed"] and not spread_bins:
+            engine = GridEngine(model, pop, deadline=deadline)  # the exact tables outgrew their cap
+            lo, hi, size = engine.probability({**group, **(evidence or {})})
         name = pop.group_name(group)
         if size <= 0:
             shown = ", ".join(f"{k}={v}" for k, v in name.items())
@@ -34,8 +46,14 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
                             "population (no data for it); drop that value or merge it with another")
         out.append(GroupProbability(name, lo, hi, size))
     if stats is not None:
-        _merge_stats(stats, engine.stats)
+        _merge_stats(stats, engine.stats if isinstance(engine, Engine) else _grid_stats(engine))
     return out
+
+
+def _grid_stats(engine: GridEngine) -> dict:
+    return {"max_rows": engine.stats["max_cells"], "components": 1, "rounding_bound": engine.tol,
+            "bucketed": False, "over_budget": engine.stats["over_budget"], "exact_arithmetic": False, "grid": True,
+            "grid_step": engine.stats["grid_step"], "grid_width": engine.stats["grid_width"]}
 
 
 def _merge_stats(total: dict, one: dict) -> None:
@@ -45,6 +63,10 @@ def _merge_stats(total: dict, one: dict) -> None:
     total["bucketed"] = total.get("bucketed", False) or one["bucketed"]
     total["over_budget"] = total.get("over_budget", False) or one["over_budget"]
     total["exact_arithmetic"] = total.get("exact_arithmetic", True) and one["exact_arithmetic"]
+    if one.get("grid"):
+        total["grid"] = True
+        total["grid_step"] = max(total.get("grid_step", 0.0), one["grid_step"])
+        total["grid_width"] = max(total.get("grid_width", 0.0), one["grid_width"])
 
 
 def state_distribution(pop: DiscretePopulation, name: str, evidence: dict[str, int]) -> np.ndarray:
@@ -104,7 +126,11 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         approximations.append(f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
                               f"({top.name}), each independently with its distribution given that group")
     result_influence = []
-    if influence:
+    widest = max(g.high - g.low for g in groups)
+    if influence and widest > INFLUENCE_WIDTH:
+        approximations.append(f"influence not computed: a group rate is only known to within {widest:.3g}, too wide "
+                              f"to rank features (needs {INFLUENCE_WIDTH:g})")
+    elif influence:
         every = default_subsets(pop, model.columns)
         subsets = every if influence is True else [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
         result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
@@ -115,15 +141,20 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         stats["within_bin_bounds"] = {"groups": {g.name: [g.low, g.high] for g in spread},
                                       "di": [di.low, di.high], "sp": [sp.low, sp.high]}
     if stats.get("over_budget"):
-        approximations.append("the time limit was reached: sum distributions were bucketed to finish; "
-                              "probabilities are sound bounds")
+        approximations.append("the time limit was reached: the rest was computed coarser (bucketed sums or a 64 "
+                              "times coarser score grid) to finish; probabilities are sound bounds")
     elif stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start
     stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info,
                  stopped="budget" if stats.get("over_budget") else "row limit" if stats.get("bucketed")
                  else "converged")
-    result = GroupResult.build(groups, engine="subset-sum (exact)", population=pop.describe(), threshold=threshold,
+    engine = "score histograms (sound bounds)" if stats.get("grid") else "subset-sum (exact)"
+    if stats.get("grid"):
+        approximations.append(f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
+                              f"{stats['grid_step']:.3g} (each bound within the mass of a score band "
+                              f"{stats['grid_width']:.3g} wide at the threshold)")
+    result = GroupResult.build(groups, engine=engine, population=pop.describe(), threshold=threshold,
                                gap_thresholds=gap_thresholds, metrics=metrics, conditional=conditional,
                                approximations=approximations, elapsed_s=engine_s + learning_s, model=model_name,
                                protected=list(pop.protected), label=pop.label or pop.info.get("label"), stats=stats)
@@ -148,6 +179,12 @@ def _given_group(pop: DiscretePopulation, name: str, group: dict[str, int], fram
 
 def _binning_notes(pop: DiscretePopulation) -> list[str]:
     notes = []
+    dropped = pop.info.get("edges_dropped") or []
+    if dropped:
+        shown = ", ".join(f"{d['edge'][0]}->{d['edge'][1]}" for d in dropped)
+        lost = sum(d["loglik"] for d in dropped)
+        notes.append(f"network: {len(dropped)} weakest edge(s) dropped ({lost:.0f} nats of the data's log-likelihood) "
+                     f"to keep elimination within {pop.info.get('max_width')} configurations: {shown}")
     binning = pop.info.get("binning", {})
     for v in pop.variables.values():
         if v.edges is None:
@@ -221,7 +258,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if str(population) == "empirical":
             from ...population.empirical import EmpiricalPopulation
 
-            pop = EmpiricalPopulation.from_data(frame, columns, protected, label)
+            pop = EmpiricalPopulation.from_data(frame, columns, protected, label, **learn)
             return model, pop, frame, time.perf_counter() - start
         pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
         return model, pop, frame, time.perf_counter() - start

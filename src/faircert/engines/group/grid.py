@@ -1,0 +1,255 @@
+"""Sound bounds on P[score > t | evidence] for a linear model under a Bayesian network of any size
+that variable elimination can hold: the messages are histograms of the partial score on a grid.
+
+Every contribution c is written c = h*k + r with h = 2**-j (so k = floor(c / h) is exact) and
+0 <= r < h. Variable elimination multiplies the network's tables into one message over the
+variables still open, with one histogram over the integer K = sum of k per configuration; summing a
+variable out shifts each of its states' slices by that state's k and adds them. With m variables
+that move the score, the score lies in [offset + h*K - tol, offset + h*K + m*h + tol], where `tol`
+bounds the float rounding of the contributions (`subset_sum.score_tables`). So the answer is exact
+except for the mass of K within m + 1 grid steps of a threshold, which is reported as the bounds'
+width. Mass that the variables still to come cannot bring back to a threshold is moved out of the
+histogram as it appears (certainly above or below), so a histogram spans only the window that can
+still matter.
+
+The order of elimination is searched (exactly over the subsets of tables for small networks,
+greedily otherwise) for the least total work; a variable without children and with one parent is
+eliminated with its parent (the data's values inside a bin, for instance). The grid step is the
+finest whose largest message fits `CELLS` floats.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...models.linear import LinearModel
+from ...population.discrete import DiscretePopulation
+from ...population.elimination import Factor, factors, search_order
+from .subset_sum import score_tables
+
+#: Largest message, in float64 cells (256 MB).
+CELLS = 1 << 25
+#: Longest histogram, in grid steps.
+MAX_LENGTH = 1 << 18
+#: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
+#: most a few dozen tables summed over at most 2**40 terms: well inside 2**-30).
+MASS_ROUNDING = 2.0 ** -30
+UNIT = 2.0 ** -53
+
+
+@dataclass
+class Histogram:
+    """P[K = base + i, evidence] = mass[i]; `below`/`above`: mass certainly below / above the window."""
+
+    step: float
+    base: int
+    mass: np.ndarray
+    below: float
+    above: float
+    offset: float   # the score is offset + h*K + r, 0 <= r < slack, up to +-tol
+    slack: float
+    tol: float
+    exact: bool = False  # offset + h*K is the exact score: no rounding margin at a threshold
+
+    @property
+    def total(self) -> float:
+        return self.below + self.above + float(self.mass.sum())
+
+    def tail(self, t: float, strict: bool) -> tuple[float, float]:
+        """Bounds on P[score > t, evidence] (>= when not strict), not normalised."""
+        k = self.base + np.arange(len(self.mass))
+        reach = self.step * max(abs(int(k[0])), abs(int(k[-1])))
+        margin = 0.0 if self.exact else self.tol + 8 * UNIT * (abs(t) + abs(self.offset) + self.slack + reach)
+        low_s = self.offset + self.step * k - margin
+        high_s = self.offset + self.step * k + self.slack + margin
+        sure = (low_s > t) if strict else (low_s >= t)
+        maybe = (high_s > t) if strict else (high_s >= t)
+        lo = self.above + float(self.mass[sure].sum())
+        hi = self.above + float(self.mass[maybe].sum())
+        return lo * (1 - MASS_ROUNDING), hi * (1 + MASS_ROUNDING)
+
+
+@dataclass
+class GridEngine:
+    """One linear model under one discrete population; `histogram(evidence)` per query."""
+
+    model: LinearModel
+    population: DiscretePopulation
+    cells: int | None = None  # default CELLS, read at run time
+    #: time.monotonic() after which queries use a 64 times coarser grid (sound, quick)
+    deadline: float | None = None
+    stats: dict = field(default_factory=dict)
+    _orders: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cells = self.cells or CELLS
+        scores = score_tables(self.model, self.population)
+        self.contrib = scores.contrib
+        self.tol = scores.tol
+        self.strict = scores.strict
+        self.intercept = scores.intercept
+        self.exact = scores.exact  # every sum of contributions is exact in float64
+        self.stats = {"grid_step": 0.0, "grid_width": 0.0, "max_cells": 0, "order": [], "over_budget": False}
+
+    def probability(self, evidence: dict[str, int]) -> tuple[float, float, float]:
+        """(lo, hi, P[evidence]) with lo <= P[yhat = 1 | evidence] <= hi."""
+        hist = self.histogram(evidence, [0.0])
+        total = hist.total
+        if total <= 0:
+            return 0.0, 0.0, 0.0
+        lo, hi = hist.tail(0.0, self.strict)
+        return max(0.0, lo / total), min(1.0, hi / total), total
+
+    # ----- one query ----------------------------------------------------------------------------
+    def histogram(self, evidence: dict[str, int], thresholds: list[float]) -> Histogram:
+        pop = self.population
+        moving = [n for n, c in self.contrib.items() if len(c) and np.ptp(c) > 0]
+        keep = pop._ancestors(moving + list(evidence))
+        offset = self.intercept
+        for n, s in evidence.items():
+            offset += float(self.contrib[n][s])
+        names = [n for n in pop.order() if n in keep]
+        key = (tuple(names), tuple(sorted(evidence)))
+        if key not in self._orders:  # the order depends on which variables are fixed, not on their states
+            self._orders[key] = search_order(factors(pop, names, evidence), {n: pop.variables[n].card for n in names})
+        order = self._orders[key]
+        ranges = {n: (float(self.contrib[n].min()), float(self.contrib[n].max()))
+                  for n in names if n not in evidence}
+        cells = self.cells
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            cells = max(1, cells // 64)
+            self.stats["over_budget"] = True
+        step = self._step(order, ranges, thresholds, cells)
+        k = {n: np.floor(self.contrib[n] / step).astype(np.int64) for n in ranges}
+        slack = step * sum(1 for n in ranges if np.any(self.contrib[n] != step * k[n]))
+        reach = sum(max(abs(lo), abs(hi)) for lo, hi in ranges.values()) + step * len(ranges)
+        margin = self.tol + 8 * UNIT * (max(abs(t) for t in thresholds) + abs(offset) + slack + reach)
+        exact = self.exact and slack == 0  # h*K is then the score itself, computed exactly
+        live_lo = min(math.floor((t - offset - margin - slack) / step) for t in thresholds) - 1
+        live_hi = max(math.ceil((t - offset + margin) / step) for t in thresholds) + 1
+        hist = _eliminate(pop, order, evidence, k, live_lo, live_hi, self.stats)
+        self.stats["grid_step"] = max(self.stats["grid_step"], step)
+        self.stats["grid_width"] = max(self.stats["grid_width"], slack + 2 * margin)
+        self.stats["order"] = [f.var for f in order]
+        return Histogram(step, hist[0], hist[1], hist[2], hist[3], offset, slack, self.tol, exact)
+
+    def _step(self, order: list[Factor], ranges: dict[str, tuple[float, float]], thresholds: list[float],
+              cells: int) -> float:
+        """The finest h = 2**-j whose largest message (configurations x window) fits the cell budget.
+
+        A message's window is at most the range of the shifts applied so far, and at most the range
+        of those still to come plus the thresholds' spread (the rest is moved out by `_clip`)."""
+        cards = {n: v.card for n, v in self.population.variables.items()}
+        width = {n: hi - lo for n, (lo, hi) in ranges.items()}
+        applied, remaining = 0.0, sum(width.values())
+        span = max(thresholds) - min(thresholds)
+        need = 2.0 ** -40
+        open_vars: dict[str, int] = {}
+        window = 0.0  # the current message's window, in score units
+        for pos, f in enumerate(order):
+            open_vars.update((v, cards[v]) for v in f.scope)
+            configs = math.prod(open_vars.values())
+            need = max(need, configs * window / cells)
+            later = order[pos + 1:]
+            for v in list(f.leaves) + [v for v in open_vars if not any(v in g.scope for g in later)]:
+                card = cards[v] if v in f.leaves else open_vars.pop(v)
+                configs = configs * card if v in f.leaves else configs // card
+                applied += width.get(v, 0.0)
+                remaining -= width.get(v, 0.0)
+                grown = window + width.get(v, 0.0)  # before the window is clipped again
+                need = max(need, configs * grown / cells, grown / MAX_LENGTH)
+                window = min(grown, applied, max(remaining, 0.0) + span)
+                if v in f.leaves:
+                    configs //= card
+        return 2.0 ** math.ceil(math.log2(need))
+
+
+def _eliminate(pop: DiscretePopulation, order: list[Factor], evidence: dict[str, int], k: dict[str, np.ndarray],
+               live_lo: int, live_hi: int, stats: dict) -> tuple[int, np.ndarray, float, float]:
+    """Variable elimination with histogram messages; returns (base, mass, below, above)."""
+    axes: list[str] = []
+    arr = np.ones(1)  # shape: cards of `axes` + (window,)
+    below = np.zeros(())
+    above = np.zeros(())
+    base = 0
+    kmin = {n: int(v.min()) for n, v in k.items()}
+    kmax = {n: int(v.max()) for n, v in k.items()}
+    pending = dict(kmin), dict(kmax)  # variables whose shift is still to come
+    for pos, f in enumerate(order):
+        for table_var in (f.var,) + f.leaves:
+            arr, below, above, axes = _multiply(pop, table_var, evidence, arr, below, above, axes)
+            stats["max_cells"] = max(stats["max_cells"], arr.size)
+            if table_var in f.leaves:
+                arr, below, above, base = _sum_out(table_var, axes, arr, below, above, base, k)
+                axes.remove(table_var)
+                pending[0].pop(table_var, None), pending[1].pop(table_var, None)
+        later = order[pos + 1:]
+        for v in [v for v in axes if not any(v in g.scope for g in later)]:
+            arr, below, above, base = _sum_out(v, axes, arr, below, above, base, k)
+            axes.remove(v)
+            pending[0].pop(v, None), pending[1].pop(v, None)
+        arr, below, above, base = _clip(arr, below, above, base, live_lo - sum(pending[1].values()),
+                                        live_hi - sum(pending[0].values()))
+    if axes:  # every variable is closed after the last table
+        raise AssertionError(f"variables left open: {axes}")
+    return base, arr, float(below), float(above)
+
+
+def _multiply(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr: np.ndarray, below: np.ndarray,
+              above: np.ndarray, axes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The message times the table of `name` (sliced at the evidence), opening its variables."""
+    var = pop.variables[name]
+    table = var.cpt
+    scope = list(var.parents) + [name]
+    index = tuple(evidence[v] if v in evidence else slice(None) for v in scope)
+    table = table[index]
+    scope = [v for v in scope if v not in evidence]
+    new = [v for v in scope if v not in axes]
+    if new:
+        grow = tuple(slice(None) for _ in axes) + (None,) * len(new)
+        arr = arr[grow + (slice(None),)]
+        below, above = below[grow], above[grow]
+        axes = axes + new
+    # align the table's axes with the message's
+    perm = [scope.index(v) for v in axes if v in scope]
+    table = np.transpose(table, perm) if table.ndim else table
+    shape = [pop.variables[v].card if v in scope else 1 for v in axes]
+    table = table.reshape(shape) if shape else table
+    return arr * table[..., None], below * table, above * table, axes
+
+
+def _sum_out(name: str, axes: list[str], arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int,
+             k: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    i = axes.index(name)
+    below, above = below.sum(axis=i), above.sum(axis=i)
+    shifts = k.get(name)
+    if shifts is None or np.all(shifts == shifts[0]):
+        return arr.sum(axis=i), below, above, base + (int(shifts[0]) if shifts is not None else 0)
+    moved = np.moveaxis(arr, i, 0)
+    lo = int(shifts.min())
+    length = moved.shape[-1]
+    out = np.zeros(moved.shape[1:-1] + (length + int(shifts.max()) - lo,))
+    for s in range(moved.shape[0]):
+        start = int(shifts[s]) - lo
+        out[..., start:start + length] += moved[s]
+    return out, below, above, base + lo
+
+
+def _clip(arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int, keep_lo: int,
+          keep_hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Move mass outside [keep_lo, keep_hi] (partial K) to below / above."""
+    n = arr.shape[-1]
+    a = min(max(keep_lo - base, 0), n)
+    b = max(min(keep_hi - base + 1, n), a)
+    if a == 0 and b == n:
+        return arr, below, above, base
+    below = below + arr[..., :a].sum(axis=-1)
+    above = above + arr[..., b:].sum(axis=-1)
+    arr = arr[..., a:b]
+    if arr.shape[-1] == 0:  # nothing left in the window: one empty cell keeps the shapes uniform
+        return np.zeros(arr.shape[:-1] + (1,)), below, above, keep_lo
+    return np.ascontiguousarray(arr), below, above, base + a

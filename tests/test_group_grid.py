@@ -1,0 +1,84 @@
+"""The histogram-message engine: its bounds contain brute force on random networks, and are tight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_group_engine import random_model, random_population
+
+from faircert.engines.group.grid import GridEngine
+from faircert.engines.group.subset_sum import brute_force
+from faircert.models.linear import LinearModel
+from faircert.population import DiscretePopulation, Variable
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bounds_contain_brute_force_and_are_tight(seed):
+    rng = np.random.default_rng(seed)
+    pop = random_population(rng, int(rng.integers(3, 8)), label=seed % 3 == 0)
+    model = random_model(rng, pop, integer=seed % 2 == 0)
+    engine = GridEngine(model, pop)
+    evidences = [dict(g) for g in pop.groups()]
+    if pop.label:
+        evidences += [{**g, "y": 1} for g in pop.groups()]
+    for ev in evidences:
+        want, size = brute_force(model, pop, ev)
+        lo, hi, mass = engine.probability(ev)
+        assert mass == pytest.approx(size, rel=1e-9)
+        if size > 0:
+            assert lo <= want <= hi
+            assert hi - lo <= 1e-3
+
+
+def test_ties_at_the_threshold_stay_inside_the_bounds():
+    """Integer scores put mass exactly on 0: '>' and '>=' differ by it and both are bracketed."""
+    b = lambda n, p, parents=(), t=None: Variable(n, (0, 1), ("0", "1"), parents, t if t is not None else [1 - p, p])
+    pop = DiscretePopulation({"P": b("P", .5), "Q": b("Q", .4, ("P",), [[.7, .3], [.4, .6]]), "R": b("R", .5),
+                              "S": b("S", .3)}, ("P",))
+    for strict in (True, False):
+        model = LinearModel.plain([1, 1, 1, -1], -2, ["P", "Q", "R", "S"], strict=strict)
+        for v in (0, 1):
+            lo, hi, _ = GridEngine(model, pop).probability({"P": v})
+            want = brute_force(model, pop, {"P": v})[0]
+            assert lo <= want <= hi and hi - lo < 1e-6
+
+
+def test_a_learned_network_is_kept_within_its_width_and_says_which_edges_it_dropped():
+    import pandas as pd
+
+    from faircert.population.elimination import network_width
+    from faircert.population.learn import learn_population
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    hub = rng.integers(0, 12, n)  # one many-valued column that every other column depends on
+    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "hub": hub})
+    for i in range(5):
+        frame[f"c{i}"] = (hub + rng.integers(0, 3, n) + i) % 8
+    full = learn_population(frame, list(frame.columns), ["s"], kind="bayesnet", max_width=None)
+    capped = learn_population(frame, list(frame.columns), ["s"], kind="bayesnet", max_width=40)
+
+    def width(pop):
+        parents = {k: v.parents for k, v in pop.variables.items()}
+        return network_width(parents, {k: v.card for k, v in pop.variables.items()}, ["s"])[0]
+
+    assert width(full) > 40 >= width(capped)
+    dropped = capped.info["edges_dropped"]
+    assert dropped and all(d["loglik"] >= 0 for d in dropped)
+    assert len(capped.edges) == len(full.edges) - len(dropped)
+    assert "edges_dropped" not in full.info
+
+
+def test_group_without_a_population_uses_the_data_rows_and_needs_data():
+    import faircert
+    from faircert.errors import PropertyError
+
+    model = LinearModel.plain([1.0, -0.5], 0.1, ["s", "x"])
+    import pandas as pd
+
+    df = pd.DataFrame({"s": [0, 0, 1, 1, 1], "x": [0, 3, 0, 1, 4]})
+    r = faircert.group(model, df, protected="s")
+    assert r.engine == "empirical (exact)"
+    assert [g.value for g in r.groups] == [0.5, pytest.approx(2 / 3)]
+    with pytest.raises(PropertyError, match="no population"):
+        faircert.group(model, protected="s")
