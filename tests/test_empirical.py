@@ -90,9 +90,13 @@ def test_a_learned_population_says_its_numbers_are_not_the_data_rows(tmp_path, c
     df = _data(300)
     joblib.dump(_pipeline(LogisticRegression(), df), tmp_path / "m.pkl")
     df.to_csv(tmp_path / "d.csv", index=False)
-    main(["group", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--trust-pickle"])
+    args = ["group", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--trust-pickle"]
+    main(args + ["--population", "independent"])
     err = " ".join(capsys.readouterr().err.split())
     assert "numbers under the population: independent" in err and "--population empirical gives" in err
+    main(args)  # data and no population: the data's rows, as fairlearn counts them
+    err = " ".join(capsys.readouterr().err.split())
+    assert "numbers under the population: empirical" in err and "--population empirical gives" not in err
 
 
 def test_questions_the_data_rows_cannot_answer_are_errors():

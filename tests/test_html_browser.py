@@ -45,7 +45,7 @@ def test_reports_render_in_a_headless_browser(tmp_path):
                                                            ColumnEncoding("age"),
                                                            ColumnEncoding("race", "onehot", ("B",))))
     write_html(faircert.verify(model, df, protected="sex"), tmp_path / "verify.html")
-    write_group_html(faircert.group(model, df, protected="sex,race", influence=True), tmp_path / "group.html")
+    write_group_html(faircert.group(model, df, protected="sex,race", population="independent", influence=True), tmp_path / "group.html")
     write_rows_html(faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}),
                     tmp_path / "rows.html")
     for name in ("verify", "group", "rows"):

@@ -196,7 +196,7 @@ def test_group_fairness_of_a_pipeline_matches_enumeration_of_the_population(name
     df = _people(300)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS[name]())]).fit(X, df.income)
-    r = faircert.group(pipe, df, protected="sex", time_limit=30)
+    r = faircert.group(pipe, df, protected="sex", population="independent", time_limit=30)
     pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
     rows, weights = [], []
     for assignment, p in pop.joint():
@@ -298,7 +298,7 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
         ("num", Pipeline([("i", SimpleImputer()), ("s", StandardScaler())]), ["age", "edu", "hours"])])
     pipe = Pipeline([("p", prep), ("m", LogisticRegression(max_iter=1000))]).fit(X, df.income)
     assert isinstance(load_model(pipe), LinearModel)
-    r = faircert.group(pipe, df, protected="sex")
+    r = faircert.group(pipe, df, protected="sex", population="independent")
     assert r.engine == "subset-sum (exact)"
     pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
     rows, weights = [], []

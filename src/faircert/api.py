@@ -302,20 +302,22 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
 
 
 def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
-          population: Any = "independent", metrics: str | Iterable[str] = ("di", "sp"),
+          population: Any = None, metrics: str | Iterable[str] = ("di", "sp"),
           mediators: str | Iterable[str] | None = None, *, sensitive_features: str | Iterable[str] | None = None,
           threshold: float = 0.8, gap_thresholds: Mapping[str, float] | None = None,
           influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
-          max_indegree: int = 3, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
+          max_indegree: int = 3, max_width: int | None = 2000, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
           delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None, progress: Progress | None = None,
           options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
-    `population` is "independent" or "bayesnet" (learned from `data`, continuous columns binned into at
-    most `max_bins` `binning` bins unless `bins` says otherwise), a saved population (.json), a
+    `population` is "empirical" (the data's rows, as fairlearn counts them: the default when `data`
+    is given), "independent" or "bayesnet" (learned from `data`, continuous columns binned into at
+    most `max_bins` `binning` bins unless `bins` says otherwise; a network is kept to `max_width`
+    configurations per elimination step by dropping its weakest edges), a saved population (.json), a
     `DiscretePopulation`, or a continuous/program population (.fr file or object), which goes to the
     sound probability-bounds engine. Linear models under discrete populations are answered exactly by
     the subset-sum engine; other models (networks, tree ensembles) by
@@ -333,6 +335,11 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     from .models.binding import bind_to_population
 
     protected, data = _sensitive(_protected(protected, sensitive_features), data)
+    if population is None:
+        if data is None:
+            raise PropertyError("no population: give data (its rows are the population, as fairlearn counts them) "
+                                "or name one (population=independent|bayesnet|empirical|FILE)")
+        population = "empirical"
     metrics = group_metrics(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
@@ -341,7 +348,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
                                                     max_bins=max_bins, method=binning, bin_value=bin_value,
-                                                    score=score, max_indegree=max_indegree)
+                                                    score=score, max_indegree=max_indegree, max_width=max_width)
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
     ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
@@ -351,6 +358,9 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
     result = find_engine(ir, question, options.method).run(ir, question, _after(options, learning_s), progress)
     result.stats.setdefault("learning_s", learning_s)
+    if question.influence and not result.influence and not any("influence" in a for a in result.approximations):
+        result.approximations.append(f"influence not computed: the {result.engine} engine gives no influence "
+                                     "(it is computed for linear models under a learned population)")
     dropped = getattr(pop, "info", {}).get("rows_dropped_missing", 0)
     if dropped:
         result.stats.setdefault("rows_dropped_missing", dropped)

@@ -29,9 +29,9 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="CSV of raw rows to learn the population from (and to bin continuous columns)")
     p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
     p.add_argument("--label", help="true-label column (needed for --metric eo)")
-    p.add_argument("--population", default="independent",
-                   help="independent (default), bayesnet, empirical (the data's rows, as fairlearn's MetricFrame), "
-                        "a saved population .json, or a population program .fr")
+    p.add_argument("--population", default=None,
+                   help="empirical (the data's rows, as fairlearn's MetricFrame: the default with --data), "
+                        "independent, bayesnet, a saved population .json, or a population program .fr")
     p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
     p.add_argument("--threshold", type=float, default=0.8,
@@ -51,6 +51,9 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
                    help="also bound every probability for any distribution inside the bins (e.g. the continuous data)")
     p.add_argument("--score", choices=("k2", "bic", "bdeu"), default="k2", help="network structure score (default k2)")
     p.add_argument("--max-indegree", type=int, default=3, help="most parents of a network node (default 3)")
+    p.add_argument("--network-width", type=int, default=2000, metavar="N",
+                   help="drop a learned network's weakest edges until eliminating it holds at most N configurations "
+                        "at once, so a linear model's rates come out tight in seconds (default 2000; 0: keep every edge)")
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for bound refinement (non-linear models)")
@@ -90,7 +93,8 @@ def group_keywords(args: argparse.Namespace) -> dict:
             "mediators": args.mediators, "threshold": args.threshold, "gap_thresholds": gaps,
             "influence": influence, "bins": parse_bins(args.bins), "max_bins": args.max_bins,
             "binning": args.binning, "bin_value": args.bin_value, "score": args.score,
-            "max_indegree": args.max_indegree, "trust_pickle": args.trust_pickle,
+            "max_indegree": args.max_indegree, "max_width": args.network_width or None,
+            "trust_pickle": args.trust_pickle,
             "preprocessor": args.preprocessor,
             "save_population": args.save_population, "bin_bounds": args.bin_bounds,
             "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,

@@ -92,10 +92,10 @@ def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
 
 
 def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure: np.ndarray,
-           rows: np.ndarray) -> list[GroupProbability]:
+           rows: np.ndarray, names: Any = None) -> list[GroupProbability]:
     total = int(rows.sum())
     out = []
-    keys = frame.loc[rows, list(protected)].astype(str)
+    keys = (names if names is not None else frame[list(protected)]).loc[rows, list(protected)].astype(str)
     by = list(protected) if len(protected) > 1 else protected[0]  # one column: scalar keys in every pandas
     for values, index in keys.groupby(by, sort=True).groups.items():
         values = values if isinstance(values, tuple) else (values,)
@@ -119,14 +119,15 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     frame = pop.frame
     positive, unsure = decisions(model, frame, pop.label)
     everyone = np.ones(len(frame), dtype=bool)
-    groups = _rates(frame, pop.protected, positive, unsure, everyone)
+    groups = _rates(frame, pop.protected, positive, unsure, everyone, pop.groups)
     conditional = {}
     if "eo" in question.metrics:
         if pop.label is None:
             raise PropertyError("equalized odds (eo) needs the label column (label=... / --label NAME)")
         truth = frame[pop.label].astype(str)
         for value in sorted(truth.unique()):
-            conditional[f"Y={value}"] = _rates(frame, pop.protected, positive, unsure, (truth == value).to_numpy())
+            conditional[f"Y={value}"] = _rates(frame, pop.protected, positive, unsure, (truth == value).to_numpy(),
+                                               pop.groups)
     if progress is not None:
         progress({"elapsed_s": time.perf_counter() - start})
     stats = {"rows": len(frame), "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),
