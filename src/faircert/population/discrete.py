@@ -183,6 +183,20 @@ class DiscretePopulation:
         return replace(self, variables=variables, by_label={k: p.restricted_to(keep & set(p.variables))
                                                             for k, p in self.by_label.items()})
 
+    # ----- sampling ---------------------------------------------------------------------------
+    def sample_codes(self, rng: np.random.Generator, n: int, order: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """`n` ancestral samples: each variable's state index per sample (parents drawn first)."""
+        codes: dict[str, np.ndarray] = {}
+        for name in order or self.order():
+            v = self.variables[name]
+            row = np.zeros(n, dtype=np.int64)
+            for p in v.parents:
+                row = row * self.variables[p].card + codes[p]
+            cum = np.cumsum(v.cpt.reshape(-1, v.card), axis=1)
+            u = rng.random(n)[:, None] * cum[row, -1:]
+            codes[name] = np.minimum((u >= cum[row]).sum(axis=1), v.card - 1)
+        return codes
+
     # ----- brute force (small populations; tests and checks) ---------------------------------
     def joint(self) -> Iterator[tuple[dict[str, int], float]]:
         """Every full assignment (state indices) with its probability."""

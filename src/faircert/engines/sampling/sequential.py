@@ -233,16 +233,7 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         groups = [population.group_name(g) for g in states]
 
         def sample(rng, n):
-            codes: dict[str, np.ndarray] = {}
-            for name in order:  # ancestral sampling, parents first
-                v = population.variables[name]
-                rows = v.cpt.reshape(-1, v.card)
-                row = np.zeros(n, dtype=np.int64)
-                for p in v.parents:
-                    row = row * population.variables[p].card + codes[p]
-                cum = np.cumsum(rows, axis=1)
-                u = rng.random(n)[:, None] * cum[row, -1:]
-                codes[name] = np.minimum((u >= cum[row]).sum(axis=1), v.card - 1)
+            codes = population.sample_codes(rng, n, order)
             values = {}
             for name in names:
                 states_of = population.variables[name].states
