@@ -1,7 +1,7 @@
-"""Learning a DiscretePopulation from data: independent marginals or a Bayesian network (pgmpy).
+"""Learning a DiscretePopulation from data: independent marginals or a Bayesian network.
 
-The network's structure is learned by hill climbing (K2 or BIC score, bounded in-degree) with the
-protected attributes forced to be roots; the label may be a node so that equalized odds can condition
+The network's structure is learned by hill climbing (K2, BIC or BDeu score, bounded in-degree;
+`structure.py`) with the protected attributes forced to be roots; the label may be a node so that equalized odds can condition
 on it. Tables are maximum-likelihood estimates; a parent configuration never seen in the data gets
 the child's marginal (stated in `info`).
 """
@@ -9,7 +9,6 @@ the child's marginal (stated in `info`).
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,8 +18,9 @@ from ..data import read_table
 from ..errors import DataError
 from .discrete import DiscretePopulation, Variable
 from .discretize import Column, discretise
+from .structure import hill_climb
 
-SCORES = {"k2": "k2", "bic": "bic-d", "bdeu": "bdeu"}
+SCORES = {"k2": "k2", "bic": "bic", "bdeu": "bdeu"}
 #: Default cap on the configurations a message holds when the network is eliminated (protected
 #: attributes fixed): what keeps a linear model's group rates within about 1e-3 in seconds.
 MAX_WIDTH = 2000
@@ -28,7 +28,7 @@ MAX_WIDTH = 2000
 
 def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str], *, label: str | None = None,
                      kind: str = "independent", max_bins: int = 10, method: str = "quantile",
-                     bin_value: str = "mean", bins: Mapping[str, Any] | None = None, score: str = "k2",
+                     bin_value: str = "data", bins: Mapping[str, Any] | None = None, score: str = "k2",
                      max_indegree: int = 3, label_in_network: bool = True,
                      structure_bins: int = 10, max_width: int | None = MAX_WIDTH) -> DiscretePopulation:
     """A population over `columns` (protected ones included) learned from the rows of `data`.
@@ -75,7 +75,7 @@ def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str]
                 rows = lab.codes == i
                 if not rows.any():
                     raise DataError(f"no rows with {label} = {state_label}")
-                sub = [Column(c.name, c.states, c.labels, c.codes[rows], c.edges) for c in feature_cols]
+                sub = [Column(c.name, c.states, c.labels, c.codes[rows], c.edges, c.within) for c in feature_cols]
                 pop.by_label[state_label] = _independent(sub, protected, {"rows": int(rows.sum())})
             pop.info["label"] = label
     else:
@@ -108,7 +108,8 @@ def _table(child: Column, parents: list[Column]) -> tuple[np.ndarray, int]:
 
 def _variable(col: Column, parents: list[Column]) -> tuple[Variable, int]:
     table, unseen = _table(col, parents)
-    return Variable(col.name, col.states, col.labels, tuple(p.name for p in parents), table, col.edges), unseen
+    return Variable(col.name, col.states, col.labels, tuple(p.name for p in parents), table, col.edges,
+                    col.within), unseen
 
 
 def _independent(cols: list[Column], protected: Sequence[str], info: dict[str, Any]) -> DiscretePopulation:
@@ -187,29 +188,11 @@ def _loglik(child: Column, parents: list[Column]) -> float:
 
 
 def learn_structure(cols: list[Column], protected: Sequence[str], score: str, max_indegree: int) -> list[tuple[str, str]]:
-    """Hill-climbing structure search with pgmpy; no edge may enter a protected attribute."""
-    try:
-        import pandas as pd
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pgmpy.causal_discovery import ExpertKnowledge
-            from pgmpy.estimators import HillClimbSearch
-    except ImportError:
-        raise DataError("learning a Bayesian network needs pgmpy: pip install 'faircert[bayesnet]'") from None
+    """Hill-climbing structure search (`structure.hill_climb`); no edge may enter a protected attribute."""
     if len(cols) < 2 or max_indegree == 0:
         return []
-    frame = pd.DataFrame({c.name: pd.Categorical(c.codes, categories=range(len(c.states))) for c in cols})
-    forbidden = [(c.name, p) for p in protected for c in cols if c.name != p]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import logging
-
-        logging.getLogger("pgmpy").setLevel(logging.ERROR)
-        search = HillClimbSearch(frame)
-        dag = search.estimate(scoring_method=SCORES[score], max_indegree=max_indegree,
-                              expert_knowledge=ExpertKnowledge(forbidden_edges=forbidden), show_progress=False)
-    edges = [(str(a), str(b)) for a, b in dag.edges()]
-    bad = [e for e in edges if e[1] in protected]
-    if bad:  # the search must honour the constraint; never silently accept a violation
-        raise DataError(f"structure search produced edges into protected attributes: {bad}")
-    return sorted(edges)
+    codes = np.stack([c.codes for c in cols], axis=1).astype(np.int64)
+    names = [c.name for c in cols]
+    forbidden = {i for i, n in enumerate(names) if n in protected}
+    edges = hill_climb(codes, [len(c.states) for c in cols], forbidden, SCORES[score], max_indegree)
+    return sorted((names[a], names[b]) for a, b in edges)
