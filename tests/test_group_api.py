@@ -119,7 +119,8 @@ def test_binning_states_its_values(frame):
 # ----- the API --------------------------------------------------------------------------------------
 def test_group_matches_brute_force_and_metrics(pipeline, frame):
     result = faircert.group(pipeline, frame, sensitive_features=["sex", "race"], population="bayesnet")
-    pop = learn_population(frame, ["sex", "race", "age", "edu"], ["sex", "race"], kind="bayesnet")
+    pop = learn_population(frame, ["sex", "race", "age", "edu"], ["sex", "race"], kind="bayesnet").expanded()
+    assert pop.variables["age"].parents == ("age (bin)",)  # inside its bin, age takes the data's own values
     model = load_sklearn_linear(pipeline)
     values = []
     for g in pop.groups():

@@ -82,3 +82,49 @@ def test_group_without_a_population_uses_the_data_rows_and_needs_data():
     assert [g.value for g in r.groups] == [0.5, pytest.approx(2 / 3)]
     with pytest.raises(PropertyError, match="no population"):
         faircert.group(model, protected="s")
+
+
+def test_inside_a_bin_a_column_takes_the_data_values_with_their_frequencies(tmp_path):
+    import pandas as pd
+
+    from faircert.population.learn import learn_population
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"s": rng.integers(0, 2, 500), "age": rng.integers(17, 80, 500)})
+    pop = learn_population(frame, ["age"], ["s"], max_bins=4)
+    assert pop.variables["age"].card == 4 and pop.variables["age"].within is not None
+    flat = pop.expanded()
+    assert flat.variables["age"].parents == ("age (bin)",)
+    values = np.asarray(flat.variables["age"].states)
+    want = frame["age"].value_counts(normalize=True).reindex(values).to_numpy()
+    assert flat.marginal("age") == pytest.approx(want, abs=1e-12)
+    pop.save(tmp_path / "p.json")
+    again = DiscretePopulation.load(tmp_path / "p.json")
+    assert again.variables["age"].within == pop.variables["age"].within
+    with pytest.raises(Exception, match="within"):
+        Variable("x", (0, 1), ("a", "b"), (), [0.5, 0.5], (0.0, 1.0, 2.0), [((0.0,), (0.5,)), ((1.0,), (1.0,))])
+
+
+def test_a_linear_rate_under_data_values_in_bins_equals_enumeration_of_the_data_distribution():
+    """Independent marginals with the data's values: the rate is a sum over the data's value
+    combinations, which enumeration gives exactly."""
+    import itertools
+
+    import pandas as pd
+
+    import faircert
+
+    rng = np.random.default_rng(9)
+    n = 400
+    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "age": rng.integers(18, 70, n),
+                          "hours": np.round(rng.normal(40, 8, n), 1)})
+    model = LinearModel.plain([0.7, 0.0513, 0.0417], -4.0, ["s", "age", "hours"])  # no exact ties at 0
+    r = faircert.group(model, frame, protected="s", population="independent", max_bins=5, time_limit=None)
+    ages = frame["age"].value_counts(normalize=True)
+    hours = frame["hours"].value_counts(normalize=True)
+    for g in r.groups:
+        s = int(g.group["s"])
+        want = sum(pa * ph for (a, pa), (h, ph) in itertools.product(ages.items(), hours.items())
+                   if 0.7 * s + 0.0513 * a + 0.0417 * h - 4.0 >= 0)
+        assert g.low - 1e-9 <= want <= g.high + 1e-9
+        assert g.high - g.low < 1e-3

@@ -298,9 +298,9 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
         ("num", Pipeline([("i", SimpleImputer()), ("s", StandardScaler())]), ["age", "edu", "hours"])])
     pipe = Pipeline([("p", prep), ("m", LogisticRegression(max_iter=1000))]).fit(X, df.income)
     assert isinstance(load_model(pipe), LinearModel)
-    r = faircert.group(pipe, df, protected="sex", population="independent")
+    r = faircert.group(pipe, df, protected="sex", population="independent", bin_value="mean")
     assert r.engine == "subset-sum (exact)"
-    pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
+    pop = learn_population(df, list(X.columns), ["sex"], kind="independent", bin_value="mean")
     rows, weights = [], []
     for assignment, p in pop.joint():
         rows.append({c: pop.variables[c].states[assignment[c]] for c in X.columns})

@@ -306,7 +306,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           mediators: str | Iterable[str] | None = None, *, sensitive_features: str | Iterable[str] | None = None,
           threshold: float = 0.8, gap_thresholds: Mapping[str, float] | None = None,
           influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
-          max_bins: int = 10, binning: str = "quantile", bin_value: str = "mean", score: str = "k2",
+          max_bins: int = 10, binning: str = "quantile", bin_value: str = "data", score: str = "k2",
           max_indegree: int = 3, max_width: int | None = 2000, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
           delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None, progress: Progress | None = None,
@@ -351,6 +351,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
                                                     score=score, max_indegree=max_indegree, max_width=max_width)
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
+    if hasattr(pop, "expanded"):  # a bin's data values become a variable the model reads
+        pop = pop.expanded()
     ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
     question = GroupQuestion(
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),

@@ -43,8 +43,9 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
                    help="influence of a set of features made uniform together (repeatable)")
     p.add_argument("--max-bins", type=int, default=10, help="bin continuous columns into at most N bins (default 10)")
     p.add_argument("--binning", choices=("quantile", "width"), default="quantile", help="bin edges (default quantile)")
-    p.add_argument("--bin-value", choices=("mean", "midpoint"), default="mean",
-                   help="the value a bin stands for (default: the mean of its data)")
+    p.add_argument("--bin-value", choices=("data", "mean", "midpoint"), default="data",
+                   help="what a binned column takes inside a bin: the data's own values with their frequencies "
+                        "(default), or one value, the mean of its data or its midpoint")
     p.add_argument("--bins", action="append", metavar="NAME=K|NAME=E1:E2:...",
                    help="bins of one column: a count or explicit edges (needed for a continuous protected attribute)")
     p.add_argument("--bin-bounds", action="store_true",

@@ -19,6 +19,8 @@ import numpy as np
 from ..errors import DataError
 
 FORMAT = "faircert-population"
+#: The name a binned variable's bin takes once its data values are a variable of their own.
+BIN_SUFFIX = " (bin)"
 
 
 @dataclass
@@ -31,9 +33,21 @@ class Variable:
     parents: tuple[str, ...] = ()
     cpt: np.ndarray = None  # type: ignore[assignment]
     edges: tuple[float, ...] | None = None
+    #: A bin's data values: per state, (values, their probabilities inside it); see `expanded`.
+    within: tuple | None = None
 
     def __post_init__(self) -> None:
         self.states = tuple(self.states)
+        if self.within is not None:
+            try:
+                self.within = tuple((tuple(v), tuple(float(x) for x in q)) for v, q in self.within)
+            except (TypeError, ValueError):
+                raise DataError(f"variable {self.name!r}: 'within' must list (values, probabilities) per state") from None
+            if len(self.within) != len(self.states) or any(
+                    len(v) != len(q) or not v or any(not np.isfinite(x) or x < 0 for x in q)
+                    or abs(sum(q) - 1.0) > 1e-9 for v, q in self.within):
+                raise DataError(f"variable {self.name!r}: 'within' needs, for each of its {len(self.states)} states, "
+                                "values with probabilities >= 0 that sum to 1")
         self.labels = tuple(str(x) for x in self.labels) if self.labels else tuple(str(s) for s in self.states)
         self.parents = tuple(self.parents)
         self.cpt = np.asarray(self.cpt, dtype=np.float64)
@@ -74,6 +88,8 @@ class Variable:
                                "parents": list(self.parents), "table": self.cpt.tolist()}
         if self.edges is not None:
             out["edges"] = list(self.edges)
+        if self.within is not None:
+            out["within"] = [[list(v), list(q)] for v, q in self.within]
         return out
 
     @classmethod
@@ -81,7 +97,7 @@ class Variable:
         try:
             return cls(str(d["name"]), tuple(d["states"]), tuple(d.get("labels") or ()), tuple(d.get("parents", ())),
                        np.asarray(d["table"], dtype=np.float64),
-                       tuple(d["edges"]) if d.get("edges") is not None else None)
+                       tuple(d["edges"]) if d.get("edges") is not None else None, d.get("within"))
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"population variable {d.get('name', '?') if isinstance(d, dict) else d!r}: "
                             f"malformed ({exc})") from None
@@ -155,7 +171,7 @@ class DiscretePopulation:
         parts = [f"{self.kind} over {len(self.variables)} variables"]
         if self.kind == "bayesnet":
             parts.append(f"{n_edges} edge(s)")
-        binned = [v.name for v in self.variables.values() if v.edges is not None]
+        binned = [v.name.removesuffix(BIN_SUFFIX) for v in self.variables.values() if v.edges is not None]
         if binned:
             parts.append(f"binned: {', '.join(binned)}")
         return ", ".join(parts)
@@ -182,6 +198,39 @@ class DiscretePopulation:
         variables = {n: v for n, v in self.variables.items() if n in keep}
         return replace(self, variables=variables, by_label={k: p.restricted_to(keep & set(p.variables))
                                                             for k, p in self.by_label.items()})
+
+    # ----- a bin's data values as a variable of their own ------------------------------------------
+    def expanded(self) -> DiscretePopulation:
+        """The same distribution with every binned variable that carries its data's values (`within`)
+        split in two: the bin, renamed `name + BIN_SUFFIX` (its children now read it), and `name`
+        itself, a child of the bin taking the data's values with their frequencies inside each bin.
+        Protected attributes and the label stay as they are (their bins are the groups)."""
+        split = [n for n, v in self.variables.items()
+                 if v.within is not None and n not in self.protected and n != self.label]
+        if not split:
+            return self
+        rename = {n: n + BIN_SUFFIX for n in split}
+        variables: dict[str, Variable] = {}
+        for n, v in self.variables.items():
+            parents = tuple(rename.get(p, p) for p in v.parents)
+            if n not in rename:
+                variables[n] = replace(v, parents=parents)
+                continue
+            variables[rename[n]] = replace(v, name=rename[n], parents=parents, within=None)
+            values = sorted({x for vals, _ in v.within for x in vals})
+            index = {x: i for i, x in enumerate(values)}
+            table = np.zeros((v.card, len(values)))
+            for b, (vals, probs) in enumerate(v.within):
+                for x, q in zip(vals, probs):
+                    table[b, index[x]] += q
+            variables[n] = Variable(n, tuple(values), tuple(f"{x:g}" if isinstance(x, float) else str(x) for x in values),
+                                    (rename[n],), table / table.sum(axis=1, keepdims=True))
+        by_label = {k: p.expanded() for k, p in self.by_label.items()}
+        return replace(self, variables=variables, by_label=by_label)
+
+    def bin_of(self, name: str) -> str:
+        """The variable that holds `name`'s bins once expanded (its own name otherwise)."""
+        return name + BIN_SUFFIX if name + BIN_SUFFIX in self.variables else name
 
     # ----- sampling ---------------------------------------------------------------------------
     def sample_codes(self, rng: np.random.Generator, n: int, order: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -214,7 +263,9 @@ class DiscretePopulation:
         """P[name | evidence] by enumerating the ancestors of `name` and the evidence (small networks)."""
         evidence = dict(evidence or {})
         needed = self._ancestors([name, *evidence])
-        sub = replace(self, variables={n: v for n, v in self.variables.items() if n in needed}, by_label={})
+        sub = replace(self, variables={n: v for n, v in self.variables.items() if n in needed}, by_label={},
+                      protected=tuple(p for p in self.protected if p in needed),
+                      label=self.label if self.label in needed else None)
         out = np.zeros(self.variables[name].card)
         for asg, p in sub.joint():
             if all(asg[k] == s for k, s in evidence.items()):

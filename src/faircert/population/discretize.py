@@ -2,9 +2,10 @@
 
 A column of text, booleans, or at most `max_bins` distinct numbers keeps its values (exact). Other
 numeric columns are cut into at most `max_bins` bins, equal-width or quantile (where ties collapse
-quantiles, the widest bins are halved until there are `max_bins`; bins without data are dropped);
-each bin's value is the
-mean of the data in it (or its midpoint), and the edges and values are recorded so the result states
+quantiles, the widest bins are halved until there are `max_bins`; bins without data are dropped).
+Inside a bin the column takes the data's own values with their frequencies (`bin_value="data"`,
+the default: the population is then the finite distribution the data shows), or one value, the
+mean of the bin's data or its midpoint; the edges and values are recorded so the result states
 what was used. A protected column is never binned implicitly: pass `bins={name: k or edges}`.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import DataError
 
 METHODS = ("quantile", "width")
-BIN_VALUES = ("mean", "midpoint")
+BIN_VALUES = ("data", "mean", "midpoint")
 
 
 @dataclass
@@ -31,10 +32,12 @@ class Column:
     labels: tuple[str, ...]  # how each state is shown
     codes: np.ndarray      # per row, the index of its state
     edges: tuple[float, ...] | None = None  # bin edges when binned (len(states) + 1)
+    #: With the data's values inside bins: per bin, (its distinct values, their frequencies in it).
+    within: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = None
 
 
 def discretise(frame: Any, columns: Sequence[str], *, protected: Sequence[str] = (), max_bins: int = 10,
-               method: str = "quantile", bin_value: str = "mean",
+               method: str = "quantile", bin_value: str = "data",
                bins: Mapping[str, int | Sequence[float]] | None = None) -> list[Column]:
     """Finite variables for `columns` of `frame` (rows with a missing value must be removed first)."""
     if method not in METHODS:
@@ -82,12 +85,15 @@ def _column(name: str, series: Any, protected: bool, max_bins: int, method: str,
     remap[used] = np.arange(len(used))
     kept_edges = [edges[k] for k in used] + [edges[used[-1] + 1]]
     codes = remap[codes]
-    values = []
+    values, within = [], []
     for j, k in enumerate(used):
         inside = numeric[codes == j]
-        values.append(float(inside.mean()) if bin_value == "mean" else 0.5 * (edges[k] + edges[k + 1]))
+        values.append(0.5 * (edges[k] + edges[k + 1]) if bin_value == "midpoint" else float(inside.mean()))
+        distinct, counts = np.unique(inside, return_counts=True)
+        within.append((tuple(_plain(v) for v in distinct), tuple(float(c) for c in counts / counts.sum())))
     labels = tuple(f"[{edges[k]:g}, {edges[k + 1]:g}" + ("]" if k == len(edges) - 2 else ")") for k in used)
-    return Column(name, tuple(values), labels, codes.astype(np.int64), tuple(float(e) for e in kept_edges))
+    return Column(name, tuple(values), labels, codes.astype(np.int64), tuple(float(e) for e in kept_edges),
+                  tuple(within) if bin_value == "data" else None)
 
 
 def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -> np.ndarray:

@@ -12,8 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 #: Networks up to this many tables get the exact search for the order of elimination.
-EXACT_ORDER = 13
+EXACT_ORDER = 15
 
 
 @dataclass(frozen=True)
@@ -68,22 +70,16 @@ def search_order(factors: list[Factor], cards: dict[str, int], exact: bool = Tru
             opened[done] = sum(b for b in logc if touched & b and readers[b] & ~done)
         return opened[done]
 
+    sizes: dict[int, float] = {}
+
     def cost(done: int, i: int) -> float:
         during = open_after(done) | scope[i]
-        return math.exp(sum(w for b, w in logc.items() if during & b) + extra[i])
+        if during not in sizes:
+            sizes[during] = math.exp(sum(w for b, w in logc.items() if during & b))
+        return sizes[during] * math.exp(extra[i])
 
     if exact and n <= EXACT_ORDER:
-        best: dict[int, tuple[float, list[int]]] = {0: (0.0, [])}
-        for size in range(n):
-            for done in [d for d in best if d.bit_count() == size]:
-                c0, seq = best[done]
-                for i in range(n):
-                    if not done >> i & 1:
-                        c = c0 + cost(done, i)
-                        nxt = done | 1 << i
-                        if nxt not in best or c < best[nxt][0]:
-                            best[nxt] = (c, seq + [i])
-        return [factors[i] for i in best[(1 << n) - 1][1]]
+        return [factors[i] for i in _exact_order(scope, readers, logc, extra)]
     done, seq = 0, []
     for _ in range(n):
         i = min((i for i in range(n) if not done >> i & 1), key=lambda i: (cost(done, i), i))
@@ -91,6 +87,39 @@ def search_order(factors: list[Factor], cards: dict[str, int], exact: bool = Tru
         done |= 1 << i
     return [factors[i] for i in seq]
 
+
+
+def _exact_order(scope: list[int], readers: dict[int, int], logc: dict[int, float], extra: list[float]) -> list[int]:
+    """The cheapest order by dynamic programming over the subsets of tables taken (vectorised: the
+    variables open after each subset, and each step's cost, are computed for all subsets at once)."""
+    n = len(scope)
+    subsets = np.arange(1 << n, dtype=np.int64)
+    touched = np.zeros(1 << n, dtype=np.int64)
+    for i in range(n):
+        touched[subsets >> i & 1 == 1] |= scope[i]
+    log_open = np.zeros((1 << n, n))
+    for b, w in logc.items():
+        open_b = (touched & b != 0) & (readers[b] & ~subsets != 0)
+        for i in range(n):
+            log_open[:, i] += w * (open_b | (scope[i] & b != 0))
+    cost = np.exp(log_open + np.asarray(extra)[None, :]).tolist()
+    best = [math.inf] * (1 << n)
+    step = [-1] * (1 << n)
+    best[0] = 0.0
+    for done in range(1 << n):  # every subset comes after the subsets it contains
+        base = best[done]
+        if base == math.inf:
+            continue
+        row = cost[done]
+        for i in range(n):
+            nxt = done | 1 << i
+            if nxt != done and base + row[i] < best[nxt]:
+                best[nxt], step[nxt] = base + row[i], i
+    order, done = [], (1 << n) - 1
+    while done:
+        order.append(step[done])
+        done &= ~(1 << step[done])
+    return order[::-1]
 
 
 def network_width(parents: dict[str, tuple[str, ...]], cards: dict[str, int], evidence: list[str],
@@ -105,9 +134,9 @@ def network_width(parents: dict[str, tuple[str, ...]], cards: dict[str, int], ev
     widest, at, open_vars = 1, [], {}
     for pos, f in enumerate(order):
         open_vars.update((v, cards[v]) for v in f.scope)
-        size = math.prod(open_vars.values()) * max((cards[x] for x in f.leaves), default=1)
+        size = math.prod(open_vars.values())  # a leaf is taken without becoming an axis
         if size > widest:
-            widest, at = size, list(open_vars) + list(f.leaves)
+            widest, at = size, list(open_vars)
         later = order[pos + 1:]
         for v in [v for v in open_vars if not any(v in g.scope for g in later)]:
             open_vars.pop(v)

@@ -156,15 +156,13 @@ class GridEngine:
             need = max(need, configs * window / cells)
             later = order[pos + 1:]
             for v in list(f.leaves) + [v for v in open_vars if not any(v in g.scope for g in later)]:
-                card = cards[v] if v in f.leaves else open_vars.pop(v)
-                configs = configs * card if v in f.leaves else configs // card
+                if v not in f.leaves:  # a leaf never opens an axis (`_apply_leaf`)
+                    configs //= open_vars.pop(v)
                 applied += width.get(v, 0.0)
                 remaining -= width.get(v, 0.0)
                 grown = window + width.get(v, 0.0)  # before the window is clipped again
                 need = max(need, configs * grown / cells, grown / MAX_LENGTH)
                 window = min(grown, applied, max(remaining, 0.0) + span)
-                if v in f.leaves:
-                    configs //= card
         return 2.0 ** math.ceil(math.log2(need))
 
 
@@ -180,13 +178,12 @@ def _eliminate(pop: DiscretePopulation, order: list[Factor], evidence: dict[str,
     kmax = {n: int(v.max()) for n, v in k.items()}
     pending = dict(kmin), dict(kmax)  # variables whose shift is still to come
     for pos, f in enumerate(order):
-        for table_var in (f.var,) + f.leaves:
-            arr, below, above, axes = _multiply(pop, table_var, evidence, arr, below, above, axes)
+        arr, below, above, axes = _multiply(pop, f.var, evidence, arr, below, above, axes)
+        stats["max_cells"] = max(stats["max_cells"], arr.size)
+        for leaf in f.leaves:
+            arr, base = _apply_leaf(pop, leaf, evidence, arr, axes, base, k[leaf])
             stats["max_cells"] = max(stats["max_cells"], arr.size)
-            if table_var in f.leaves:
-                arr, below, above, base = _sum_out(table_var, axes, arr, below, above, base, k)
-                axes.remove(table_var)
-                pending[0].pop(table_var, None), pending[1].pop(table_var, None)
+            pending[0].pop(leaf, None), pending[1].pop(leaf, None)
         later = order[pos + 1:]
         for v in [v for v in axes if not any(v in g.scope for g in later)]:
             arr, below, above, base = _sum_out(v, axes, arr, below, above, base, k)
@@ -220,6 +217,33 @@ def _multiply(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr:
     shape = [pop.variables[v].card if v in scope else 1 for v in axes]
     table = table.reshape(shape) if shape else table
     return arr * table[..., None], below * table, above * table, axes
+
+
+def _apply_leaf(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr: np.ndarray, axes: list[str],
+                base: int, shifts: np.ndarray) -> tuple[np.ndarray, int]:
+    """Multiply in and sum out a childless variable with one open parent in one pass: each parent
+    state's slice is spread over the leaf's shifts, weighted by P[leaf | parent]. The leaf never
+    becomes an axis, so a bin's many data values cost time, not memory."""
+    var = pop.variables[name]
+    table = var.cpt[tuple(evidence[p] if p in evidence else slice(None) for p in var.parents) + (slice(None),)]
+    parent = next(p for p in var.parents if p not in evidence)
+    lo, hi = int(shifts.min()), int(shifts.max())
+    if lo == hi:  # each row of the table sums to 1: only the shift is left
+        return arr, base + lo
+    i = axes.index(parent)
+    length = arr.shape[-1]
+    moved = np.moveaxis(arr, i, 0)
+    out = np.zeros(arr.shape[:-1] + (length + hi - lo,))
+    spread = np.moveaxis(out, i, 0)
+    for b in range(moved.shape[0]):
+        row = table[b]
+        used = np.flatnonzero(row > 0)
+        offsets, where = np.unique(shifts[used] - lo, return_inverse=True)
+        weights = np.zeros(len(offsets))
+        np.add.at(weights, where, row[used])
+        for start, w in zip(offsets, weights):
+            spread[b, ..., start:start + length] += w * moved[b]
+    return out, base + lo
 
 
 def _sum_out(name: str, axes: list[str], arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int,

@@ -26,11 +26,11 @@ def uniform_over(population: DiscretePopulation, features: Sequence[str]) -> Dis
             raise PropertyError(f"influence: unknown feature {f!r}; the population has: {', '.join(population.variables)}")
         if f in population.protected or f == population.label:
             raise PropertyError(f"influence: {f!r} is protected or the label; influence is measured for other features")
-        var = population.variables[f]
-        # a binned feature is made uniform over its range (bins weighted by width), a categorical one
-        # uniform over its categories
+        var = population.variables[population.bin_of(f)]
+        # a binned feature is made uniform over its range (bins weighted by width; inside a bin, its
+        # data values keep their frequencies), a categorical one uniform over its categories
         probs = np.diff(np.asarray(var.edges)) if var.edges is not None else np.ones(var.card)
-        population = population.with_marginal(f, probs / probs.sum())
+        population = population.with_marginal(var.name, probs / probs.sum())
     return population
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -11,33 +12,42 @@ import numpy as np
 from ...errors import DataError, PropertyError
 from ...models.linear import ColumnEncoding, LinearModel
 from ...models.program import Program
-from ...population.discrete import DiscretePopulation
+from ...population.discrete import BIN_SUFFIX, DiscretePopulation
 from ...population.program import ProgramPopulation
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
+from . import grid
 from .grid import GridEngine
 from .influence import default_subsets, influences
 from .subset_sum import Engine
 
 #: Influence is computed only when every group rate is known to within this (else it cannot rank).
 INFLUENCE_WIDTH = 0.01
+#: The score grids' first size (cells of the largest message), the factor each refinement multiplies
+#: it by (up to `grid.CELLS`), and the width of the group rates' bounds at which refining stops.
+FIRST_CELLS = grid.CELLS // 16
+REFINE = 4
+REFINED_WIDTH = 1e-4
 #: Rows the exact subset-sum tables may reach before the histogram engine answers instead.
 EXACT_ROWS = 200_000
 
 
 def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
                         stats: dict | None = None, condition: str = "", spread_bins: bool = False,
-                        deadline: float | None = None) -> list[GroupProbability]:
+                        deadline: float | None = None, cells: int | None = None) -> list[GroupProbability]:
     """P[yhat = 1 | group, evidence] for every compound protected group: exact while the subset-sum
     tables stay small, else sound bounds of a width below 1e-3 or so from the histogram engine
     (`grid`); with `spread_bins`, for any distribution inside the bins (subset-sum, bucketed past
     `deadline` so the answer comes quickly, still sound)."""
     engine: Any = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000,
                          spread_bins=spread_bins, deadline=deadline)
+    values_in_bins = [v.card for v in pop.variables.values() if v.parents and v.parents[0].endswith(BIN_SUFFIX)]
+    if not spread_bins and math.prod(values_in_bins) > EXACT_ROWS:
+        engine = GridEngine(model, pop, cells, deadline)  # so many data values in bins: their sums rarely meet
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
         if isinstance(engine, Engine) and engine.stats["bucketed"] and not spread_bins:
-            engine = GridEngine(model, pop, deadline=deadline)  # the exact tables outgrew their cap
+            engine = GridEngine(model, pop, cells, deadline)  # the exact tables outgrew their cap
             lo, hi, size = engine.probability({**group, **(evidence or {})})
         name = pop.group_name(group)
         if size <= 0:
@@ -103,14 +113,9 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     on DI/SP for ANY distribution inside the bins (same bin probabilities), e.g. the continuous one.
     """
     start = time.perf_counter()
-    stats: dict[str, Any] = {}
     metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
-    groups = group_probabilities(model, pop, stats=stats, deadline=deadline)
-    conditional: dict[str, list[GroupProbability]] = {}
+    groups, conditional, stats = _refined_rates(model, pop, "eo" in metrics, deadline)
     approximations = _binning_notes(pop)
-    if "eo" in metrics:
-        for cond, sub, ev in label_conditions(pop):
-            conditional[cond] = group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline)
     if "pcf" in metrics:
         if not mediators:
             raise PropertyError("path-specific causal fairness needs mediators (mediators=[...] / --mediators)")
@@ -121,7 +126,8 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
             if m not in pop.variables or m in pop.protected or m == pop.label:
                 raise PropertyError(f"mediator {m!r} must be a non-protected feature of the population; "
                                     f"it has: {', '.join(v for v in pop.variables if v not in pop.protected)}")
-            redistributed = redistributed.with_marginal(m, _given_group(pop, m, top_states, frame))
+            held = pop.bin_of(m)  # a binned mediator moves by its bins; its values inside a bin follow
+            redistributed = redistributed.with_marginal(held, _given_group(pop, held, top_states, frame))
         conditional["pcf"] = group_probabilities(model, redistributed, stats=stats, deadline=deadline)
         approximations.append(f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
                               f"({top.name}), each independently with its distribution given that group")
@@ -162,6 +168,32 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     return result
 
 
+def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool, deadline: float | None
+                   ) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
+    """Group rates (and given each label value): exact, or on score grids refined fourfold while the
+    time left allows another pass (its cost estimated from the last) and the bounds are wider than
+    `REFINED_WIDTH`."""
+    cells = FIRST_CELLS
+    passes = 0
+    while True:
+        started = time.monotonic()
+        stats: dict[str, Any] = {}
+        groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells)
+        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline, cells=cells)
+                       for cond, sub, ev in (label_conditions(pop) if with_label else [])}
+        passes += 1
+        took = time.monotonic() - started
+        widest = max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs)
+        if not stats.get("grid") or widest <= REFINED_WIDTH or cells >= grid.CELLS:
+            break
+        if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
+            break
+        cells *= REFINE
+    if stats.get("grid"):
+        stats["grid_passes"] = passes
+    return groups, conditional, stats
+
+
 def _given_group(pop: DiscretePopulation, name: str, group: dict[str, int], frame: Any) -> np.ndarray:
     """P[name | group]: from the network, or from the data for an independent population."""
     if pop.kind == "bayesnet" or frame is None:
@@ -170,7 +202,8 @@ def _given_group(pop: DiscretePopulation, name: str, group: dict[str, int], fram
     rows = np.ones(len(frame), dtype=bool)
     for p, s in group.items():
         rows &= pop.variables[p].codes(frame[frame.columns[have.index(p)]].to_numpy()) == s
-    codes = pop.variables[name].codes(frame[frame.columns[have.index(name)]].to_numpy()[rows])
+    column = name.removesuffix(BIN_SUFFIX)
+    codes = pop.variables[name].codes(frame[frame.columns[have.index(column)]].to_numpy()[rows])
     codes = codes[codes >= 0]
     if len(codes) == 0:
         raise DataError(f"no data rows in the most favoured group to redistribute mediator {name!r}")
@@ -189,8 +222,14 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
     for v in pop.variables.values():
         if v.edges is None:
             continue
-        values = ", ".join(f"{float(s):.4g}" for s in v.states)
         how = f"{binning.get('method', '')} ".lstrip()
+        name = v.name.removesuffix(BIN_SUFFIX)
+        if name != v.name or v.within is not None:
+            values = pop.variables[name].card if name != v.name else len({x for vals, _ in v.within for x in vals})
+            notes.append(f"{name}: {v.card} {how}bins for the network, inside each the data's own values with their "
+                         f"frequencies ({values} values in all)")
+            continue
+        values = ", ".join(f"{float(s):.4g}" for s in v.states)
         taking = {"mean": "the mean of its data", "midpoint": "its midpoint"}.get(binning.get("bin_value"), "its value")
         notes.append(f"{v.name}: {v.card} {how}bins, each bin taking {taking}: {values}")
     return notes

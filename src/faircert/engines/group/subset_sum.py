@@ -354,10 +354,18 @@ def bin_ranges(model: LinearModel, population: DiscretePopulation) -> dict[str, 
     out = {}
     for name, var in population.variables.items():
         enc = next((e for e in model.encoding if e.column == name), None)
-        if var.edges is None or enc is None or enc.kind != "numeric":
+        holder = population.variables[population.bin_of(name)]  # a bin's data values: their bin's range
+        if holder.edges is None or enc is None or enc.kind != "numeric":
             continue
-        at_edges = model.contributions(name, list(var.edges))
-        out[name] = (np.minimum(at_edges[:-1], at_edges[1:]), np.maximum(at_edges[:-1], at_edges[1:]))
+        at_edges = model.contributions(name, list(holder.edges))
+        lo, hi = np.minimum(at_edges[:-1], at_edges[1:]), np.maximum(at_edges[:-1], at_edges[1:])
+        if holder is not var:
+            x = np.asarray(var.states, dtype=np.float64)
+            b = np.clip(np.searchsorted(np.asarray(holder.edges), x, side="right") - 1, 0, holder.card - 1)
+            # a value on an inner edge may sit in either bin: the union of both ranges
+            left = np.clip(np.searchsorted(np.asarray(holder.edges), x, side="left") - 1, 0, holder.card - 1)
+            lo, hi = np.minimum(lo[b], lo[left]), np.maximum(hi[b], hi[left])
+        out[name] = (lo, hi)
     return out
 
 
