@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import numpy as np
 from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
-from .errors import DataError, DomainError, PropertyError, UnsupportedModelError
+from .errors import DataError, DomainError, FaircertError, PropertyError, UnsupportedModelError
 from .limits import time_budget
 from .options import (
     GroupOptions,
@@ -334,6 +336,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     from .engines.group.linear import resolve_population
     from .models.binding import bind_to_population
 
+    started = time.perf_counter()
     protected, data = _sensitive(_protected(protected, sensitive_features), data)
     if population is None:
         if data is None:
@@ -353,13 +356,23 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         pop.save(save_population)
     if hasattr(pop, "expanded"):  # a bin's data values become a variable the model reads
         pop = pop.expanded()
+    compiling = time.perf_counter()
     ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
+    compile_s = time.perf_counter() - compiling
     question = GroupQuestion(
         pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
-    result = find_engine(ir, question, options.method).run(ir, question, _after(options, learning_s), progress)
+    spec = find_engine(ir, question, options.method)
+    sound_options = _after(options, learning_s + compile_s)
+    estimating = spec.name == "probability-bounds"  # bounds that may stay wide: keep time to sample
+    if estimating and sound_options.time_limit is not None:
+        sound_options = replace(sound_options, time_limit=sound_options.time_limit * (1 - ESTIMATE_SHARE))
+    result = spec.run(ir, question, sound_options, progress)
+    if estimating and max(g.high - g.low for g in result.groups) > ESTIMATE_WIDTH:
+        result.estimate = _estimate(ir, question, options, started)
     result.stats.setdefault("learning_s", learning_s)
+    result.stats.setdefault("compile_s", compile_s)  # counted inside the time limit, as learning is
     if question.influence and not result.influence and not any("influence" in a for a in result.approximations):
         result.approximations.append(f"influence not computed: the {result.engine} engine gives no influence "
                                      "(it is computed for linear models under a learned population)")
@@ -367,6 +380,25 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     if dropped:
         result.stats.setdefault("rows_dropped_missing", dropped)
     return result
+
+
+#: Sound bounds wider than this get a statistical estimate beside them, which takes this share of
+#: the time limit (at least `MIN_ESTIMATE_S`) and is wrong with probability at most `ESTIMATE_DELTA`.
+ESTIMATE_WIDTH = 0.05
+ESTIMATE_SHARE = 0.2
+MIN_ESTIMATE_S = 1.0
+ESTIMATE_DELTA = 1e-3
+
+
+def _estimate(ir: Any, question: Any, options: GroupOptions, started: float) -> GroupResult | None:
+    """The question answered by sampling the same population (None where it cannot be sampled)."""
+    left = None if options.time_limit is None else max(options.time_limit - (time.perf_counter() - started),
+                                                       MIN_ESTIMATE_S)
+    sampling = replace(options, method="sampling", delta=ESTIMATE_DELTA, time_limit=left)
+    try:
+        return find_engine(ir, question, "sampling").run(ir, question, sampling, None)
+    except FaircertError:
+        return None
 
 
 #: The least time an engine is given, even when learning the population spent the whole budget:

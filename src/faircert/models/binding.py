@@ -193,12 +193,22 @@ def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
     states are names are recoded 0..k-1 (their labels keep the names, so reports are unchanged),
     and the pipeline is compiled for the domain of those codes and the numeric states.
     """
-    from dataclasses import replace
-
-    from ..domain import Domain, Feature
+    from ..domain import Domain
 
     if not isinstance(model, PipelineModel) or not hasattr(population, "variables"):
         return model, population
+    coded, features = _coded(model, population)
+    bound, _ = bind(model, Domain(tuple(features)))  # once: populations given the label share the variables
+    return bound, coded
+
+
+def _coded(model: PipelineModel, population: Any) -> tuple[Any, list]:
+    """The population with named states coded 0..k-1 (recursively given each label value), and the
+    domain features of the model's columns."""
+    from dataclasses import replace
+
+    from ..domain import Feature
+
     variables = dict(population.variables)
     features = []
     for name in model.used_columns:
@@ -213,10 +223,8 @@ def bind_to_population(model: Any, population: Any) -> tuple[Any, Any]:
             continue
         integral = all(float(x).is_integer() for x in numbers)
         features.append(Feature(name, "integer" if integral else "real", min(numbers), max(numbers)))
-    coded = replace(population, variables=variables,
-                    by_label={k: bind_to_population(model, p)[1] for k, p in population.by_label.items()})
-    bound, _ = bind(model, Domain(tuple(features)))
-    return bound, coded
+    by_label = {k: _coded(model, p)[0] for k, p in population.by_label.items()}
+    return replace(population, variables=variables, by_label=by_label), features
 
 
 def _number(state: Any) -> float | None:

@@ -27,7 +27,29 @@ def groups_table(result: GroupResult) -> Table:
         mark = ("most favoured" if g.name == result.most_favoured else
                 "least favoured" if g.name == result.least_favoured else "")
         extra = [_interval(c[g.name].low, c[g.name].high) if g.name in c else "-" for c in by_cond.values()]
-        table.add_row(escape(g.name), f"{g.size:.4f}", _interval(g.low, g.high), *extra, mark)
+        size = _interval(g.size, g.size_high) if g.size_high is not None else f"{g.size:.4f}"
+        table.add_row(escape(g.name), size, _interval(g.low, g.high), *extra, mark)
+    return table
+
+
+def estimate_table(result: GroupResult) -> Table:
+    """The sampled answer beside wide sound bounds: named as an estimate, with its error probability."""
+    est = result.estimate
+    table = Table(title=f"estimate: sampled from the same population, not a bound (each interval wrong with "
+                        f"probability <= {est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples)",
+                  header_style="bold")
+    table.add_column("")
+    table.add_column("sound bounds", justify="right")
+    table.add_column("estimate", justify="right")
+    sound = {g.name: g for g in result.groups}
+    for g in est.groups:
+        if g.name in sound:
+            table.add_row(escape(f"P[yhat=1 | {g.name}]"), _interval(sound[g.name].low, sound[g.name].high),
+                          _interval(g.low, g.high))
+    for name, m in est.metrics.items():
+        if name in result.metrics:
+            table.add_row(name.upper(), _interval(result.metrics[name].low, result.metrics[name].high),
+                          _interval(m.low, m.high))
     return table
 
 
@@ -66,6 +88,9 @@ def print_group(result: GroupResult) -> None:
     out = console()
     out.print(groups_table(result))
     out.print(metrics_table(result))
+    if result.estimate is not None:
+        out.print(estimate_table(result))
+        out.print("[dim](the verdict follows the sound bounds; the estimate says where the truth likely is)[/]")
     if result.influence:
         out.print(influence_table(result))
     out.print(f"numbers under the population: {escape(result.population)}")

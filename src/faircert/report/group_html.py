@@ -82,6 +82,22 @@ def _interval(lo: float, hi: float) -> str:
     return f"{lo:.4f}" if abs(hi - lo) < 5e-5 else f"[{lo:.4f}, {hi:.4f}]"
 
 
+def _estimate(result: GroupResult) -> str:
+    """The sampled answer beside wide sound bounds, named as an estimate."""
+    est = result.estimate
+    if est is None:
+        return ""
+    sound = {g.name: g for g in result.groups}
+    rows = [[html.escape(f"P[yhat=1 | {g.name}]"), _interval(sound[g.name].low, sound[g.name].high),
+             _interval(g.low, g.high)] for g in est.groups if g.name in sound]
+    rows += [[n.upper(), _interval(result.metrics[n].low, result.metrics[n].high), _interval(m.low, m.high)]
+             for n, m in est.metrics.items() if n in result.metrics]
+    return (f"<h2>Estimate (sampled, not a bound)</h2><p class='note'>The sound bounds are wide; sampling the same "
+            f"population gives these intervals, each wrong with probability at most {est.stats.get('delta', 0):g} "
+            f"({est.stats.get('samples', 0):,} samples). The verdict follows the sound bounds.</p>"
+            + _table(["", "sound bounds", "estimate"], rows))
+
+
 def render_group(result: GroupResult, standalone: bool = True) -> str:
     e = html.escape
     summary = _table(["", ""], [
@@ -93,14 +109,15 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
     conditions = list(result.conditional)
     by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
     groups = _table(["group", "P[group]", "P[yhat=1 | group]"] + [e(f"| {c}") for c in conditions],
-                    [[e(g.name), f"{g.size:.4f}", _interval(g.low, g.high)]
+                    [[e(g.name), _interval(g.size, g.size if g.size_high is None else g.size_high),
+                      _interval(g.low, g.high)]
                      + [_interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
                         for c in conditions] for g in sorted(result.groups, key=lambda g: -g.value)])
     metrics = _table(["metric", "value", "check", "attained by"], [
         [m.name.upper(), _interval(m.low, m.high),
          (f"{'&ge;' if m.name == 'di' else '&le;'} {m.threshold:g}: <b class='{m.verdict}'>{m.verdict}</b>"
           if m.threshold is not None else ""), e(m.detail)] for m in result.metrics.values()])
-    notes = "".join(f"<p class='note'>approximation: {e(a)}</p>" for a in result.approximations)
+    notes = _estimate(result) + "".join(f"<p class='note'>approximation: {e(a)}</p>" for a in result.approximations)
     dropped = result.stats.get("rows_dropped_missing", 0)
     if dropped:
         notes += f"<p class='note'>{dropped:,} rows with missing values were left out of the data</p>"

@@ -113,6 +113,9 @@ class GroupResult(Verdict):
     influence: list[Influence] = field(default_factory=list)
     #: Engine-specific figures (states explored, population learning time, bins used, ...).
     stats: dict[str, Any] = field(default_factory=dict)
+    #: Where the sound bounds are wide: the same question answered by sampling the same population
+    #: (statistical intervals, wrong with probability at most `estimate.stats["delta"]`; not bounds).
+    estimate: GroupResult | None = None
 
     @property
     def exact(self) -> bool:
@@ -227,7 +230,15 @@ class GroupResult(Verdict):
             "conditional": {k: [g.to_dict() for g in v] for k, v in self.conditional.items()},
             "influence": [i.to_dict() for i in self.influence],
             "stats": self.stats,
+            "estimate": None if self.estimate is None else self.estimate.estimate_dict(),
         }
+
+    def estimate_dict(self) -> dict[str, Any]:
+        """A sampled answer, as the sound result's `estimate`: intervals with their error probability."""
+        return {"kind": "statistical (sampled from the same population; intervals, not bounds)",
+                "delta": self.stats.get("delta"), "samples": self.stats.get("samples"),
+                "groups": [g.to_dict() for g in self.groups],
+                "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
 
     def __str__(self) -> str:
         def interval(lo: float, hi: float) -> str:
@@ -237,7 +248,8 @@ class GroupResult(Verdict):
                  f"model: {self.model}", f"population: {self.population}",
                  f"protected: {', '.join(self.protected)}" + (f"; label: {self.label}" if self.label else "")]
         for g in self.groups:
-            lines.append(f"  P[yhat=1 | {g.name}] = {interval(g.low, g.high)}  (P[group] = {g.size:.6f})")
+            size = f"{g.size:.6f}" if g.size_high is None else f"in {interval(g.size, g.size_high)}"
+            lines.append(f"  P[yhat=1 | {g.name}] = {interval(g.low, g.high)}  (P[group] {'= ' * (g.size_high is None)}{size})")
         lines.append(f"most favoured: {self.most_favoured}; least favoured: {self.least_favoured}")
         for m in self.metrics.values():
             check = ""
@@ -247,6 +259,12 @@ class GroupResult(Verdict):
             lines.append(f"{m.name.upper()} = {interval(m.low, m.high)}{check}")
         for a in self.approximations:
             lines.append(f"approximation: {a}")
+        if self.estimate is not None:
+            est = self.estimate
+            lines.append(f"estimate (sampled from the same population, not a bound; wrong with probability <= "
+                         f"{est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples):")
+            lines += [f"  P[yhat=1 | {g.name}] in [{g.low:.4f}, {g.high:.4f}]" for g in est.groups]
+            lines += [f"  {m.name.upper()} in [{m.low:.4f}, {m.high:.4f}]" for m in est.metrics.values()]
         return "\n".join(lines)
 
 

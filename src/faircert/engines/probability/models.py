@@ -79,22 +79,21 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
     return hi > 0, lo <= 0, hi - lo
 
 
-def _tree_paths(tree: Any) -> list[tuple[int, list[tuple[int, float, bool]]]]:
-    """(leaf, [(feature, threshold, goes_left)]) for every leaf."""
-    out, stack = [], [(0, [])]
-    while stack:
-        node, path = stack.pop()
-        if tree.left[node] < 0:
-            out.append((node, path))
-            continue
-        f, t = int(tree.feature[node]), float(tree.threshold[node])
-        stack.append((int(tree.left[node]), path + [(f, t, True)]))
-        stack.append((int(tree.right[node]), path + [(f, t, False)]))
-    return out
+def _tree_levels(tree: Any) -> list[np.ndarray]:
+    """The tree's inner nodes, level by level from the root."""
+    levels, frontier = [], np.array([0])
+    while len(frontier):
+        inner = frontier[tree.left[frontier] >= 0]
+        if len(inner):
+            levels.append(inner)
+        frontier = np.concatenate([tree.left[inner], tree.right[inner]])
+    return levels
 
 
 def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray, hi_open: np.ndarray):
-    """(may be positive, may be negative, score width) of a TreeEnsemble from its reachable leaves."""
+    """(may be positive, may be negative, score width) of a TreeEnsemble from its reachable leaves:
+    a node is reachable from a box if its parent is and the box meets the parent's test's side,
+    computed for all boxes at once, one tree level at a time."""
     if model.input_float32:  # rounding to float32 is monotone; its image of [lo, hi] is [f32(lo), f32(hi)]
         with np.errstate(over="ignore"):
             lo, hi = lo.astype(np.float32).astype(np.float64), hi.astype(np.float32).astype(np.float64)
@@ -103,19 +102,20 @@ def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray,
     n = len(lo)
     smin, smax, total = np.zeros(n), np.zeros(n), 0.0
     for tree in model.trees:
-        tmin, tmax = np.full(n, np.inf), np.full(n, -np.inf)
-        for leaf, path in _tree_paths(tree):
-            ok = np.ones(n, dtype=bool)
-            for f, t, left in path:
-                if left:  # x < t (or x <= t) possible
-                    ok &= (lo[:, f] < t) | (le & (lo[:, f] == t) & ~lo_open[:, f])
-                else:  # x >= t (or x > t) possible
-                    ok &= (hi[:, f] > t) | ((not le) & (hi[:, f] == t) & ~hi_open[:, f])
-            v = tree.value[leaf]
-            tmin = np.where(ok, np.minimum(tmin, v), tmin)
-            tmax = np.where(ok, np.maximum(tmax, v), tmax)
-        smin += tmin
-        smax += tmax
+        reach = np.zeros((n, len(tree.left)), dtype=bool)
+        reach[:, 0] = True
+        for nodes in _tree_levels(tree):
+            f, t = tree.feature[nodes], tree.threshold[nodes]
+            lo_f, hi_f = lo[:, f], hi[:, f]
+            # x < t (or x <= t) possible; x >= t (or x > t) possible
+            left = (lo_f < t) | (le & (lo_f == t) & ~lo_open[:, f])
+            right = (hi_f > t) | ((not le) & (hi_f == t) & ~hi_open[:, f])
+            reach[:, tree.left[nodes]] = reach[:, nodes] & left
+            reach[:, tree.right[nodes]] = reach[:, nodes] & right
+        leaves = np.flatnonzero(tree.left < 0)
+        values, hit = tree.value[leaves], reach[:, leaves]
+        smin += np.where(hit, values, np.inf).min(axis=1)
+        smax += np.where(hit, values, -np.inf).max(axis=1)
         total += float(np.max(np.abs(tree.value)))
     offset, _, tol = model.margin_view(None)
     pad = (len(model.trees) + 4) * 4 * _U * (total * model.scale + abs(offset)) + tol

@@ -294,6 +294,7 @@ def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cell
     r = Refiner(marginals, evaluate, n_events, trials)
     iterations = 0
     exhausted = ""
+    per_split = 0.0  # the slowest seconds per split seen so far
     while True:
         low, high = r.bounds()
         verdict = decide(low, high)
@@ -313,7 +314,11 @@ def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cell
             exhausted = "box budget"
             break
         batch = int(np.clip(len(r.L) // 2, 1, 8192))
+        if time_limit is not None and per_split > 0:  # a step must not run far past the time limit
+            batch = int(np.clip((time_limit - elapsed) / (2 * per_split), 1, batch))
+        stepped = time.perf_counter()
         r.step(np.asarray(weights(low, high), dtype=np.float64), batch)
+        per_split = max(per_split, (time.perf_counter() - stepped) / batch)
         iterations += 1
         if progress is not None:
             progress({"boxes": len(r.L), "iterations": iterations, "elapsed_s": elapsed})
