@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
+from test_pipeline import ESTIMATORS, _people, _prep
 
 import faircert
 from faircert import api
 from faircert.population.learn import learn_population
-
-from test_pipeline import ESTIMATORS, _people, _prep
 
 
 def test_an_estimate_sits_beside_wide_bounds_and_contains_the_truth(monkeypatch):

@@ -82,7 +82,9 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     `population` chooses the measure of the shares: "uniform" (the default: grid counts and
     volume), "independent" (each feature drawn from `data`'s rows, features independent; the
     shares become probabilities P[x has an unfair twin], exact for linear models and pipelines
-    ending in one) or "empirical" (the data's rows themselves: the per-row audit of `data`).
+    ending in one), "bayesnet" (a Bayesian network learned from `data`, as `group` learns it;
+    linear models with epsilon 0, sound bounds of a stated width) or "empirical" (the data's rows
+    themselves: the per-row audit of `data`).
     `data` defaults to `domain` when that is a DataFrame or a CSV file.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
@@ -130,7 +132,11 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
                                     "black box (rows=DATA, --rows DATA.csv)") from None
     if population == "independent":
         prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
-    result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
+    if population == "bayesnet":
+        result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
+                                 preprocessor, options)
+    else:
+        result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.population = population or "uniform"
     result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
@@ -138,7 +144,34 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
 
 
 #: The measures `verify` takes (`population=`).
-VERIFY_POPULATIONS = ("uniform", "independent", "empirical")
+VERIFY_POPULATIONS = ("uniform", "independent", "bayesnet", "empirical")
+
+
+def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options) -> Result:
+    """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`: linear models
+    (and pipelines ending in one) with epsilon 0."""
+    from dataclasses import replace
+
+    from .engines.group.linear import bind_to_frame
+    from .engines.linear import bayesnet
+    from .engines.linear.verify import accepts
+    from .models.linear import LinearModel
+    from .population.learn import learn_population
+
+    linear = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
+    if (not isinstance(linear, LinearModel) or not accepts(ir, prop) or options.method != "sound"
+            or any(e > 0 for e in np.asarray(prop.epsilon, dtype=float))):
+        raise PropertyError("population 'bayesnet' is answered for linear models and pipelines ending in one, with "
+                            "epsilon 0 and without --complete; for other models use 'uniform' or 'empirical' (the "
+                            "per-row audit of the data)")
+    linear = bind_to_frame(linear, frame, None)
+    started = time.perf_counter()
+    pop = learn_population(frame, linear.columns, prop.protected_names, kind="bayesnet").expanded()
+    learning_s = time.perf_counter() - started
+    left = None if options.time_limit is None else max(options.time_limit - learning_s, MIN_ENGINE_S)
+    result = bayesnet.answer(linear, ir, prop, pop, replace(options, time_limit=left))
+    result.stats["learning_s"] = learning_s
+    return result
 
 
 def _verify_population(population: str | None, rows: Any) -> str | None:
@@ -146,7 +179,7 @@ def _verify_population(population: str | None, rows: Any) -> str | None:
         return None
     if population not in VERIFY_POPULATIONS:
         raise PropertyError(f"unknown population {population!r} for verify; choose one of "
-                            f"{', '.join(VERIFY_POPULATIONS)} (a learned Bayesian network is for `group`)")
+                            f"{', '.join(VERIFY_POPULATIONS)}")
     if rows is not None:
         raise PropertyError("give rows or a population, not both (population 'empirical' audits the data's rows)")
     return population

@@ -54,10 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rows-csv", metavar="OUT.csv",
                    help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
                         "features)")
-    p.add_argument("--population", choices=("uniform", "independent", "empirical"), default=None,
+    p.add_argument("--population", choices=("uniform", "independent", "bayesnet", "empirical"), default=None,
                    help="the measure of the shares: uniform over the domain (default), independent (each feature "
                         "drawn from --data, features independent: shares become probabilities; linear models and "
-                        "pipelines ending in one) or empirical (the per-row audit of --data)")
+                        "pipelines ending in one), bayesnet (a Bayesian network learned from --data; linear models, "
+                        "epsilon 0) or empirical (the per-row audit of --data)")
     p.add_argument("--data", metavar="DATA.csv",
                    help="the data a --population is taken from (default: --domain when it is a CSV)")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
