@@ -185,8 +185,11 @@ def test_independent_population_probabilities_equal_the_product_of_the_data_marg
 
 def test_populations_are_refused_where_they_are_not_answered():
     model, w, b, dom, frame = _population_case(0)
-    with pytest.raises(faircert.errors.PropertyError, match="unknown population 'bayesnet' for verify"):
-        faircert.verify(model, dom, protected="s", population="bayesnet", data=frame)
+    with pytest.raises(faircert.errors.PropertyError, match="unknown population 'markov' for verify"):
+        faircert.verify(model, dom, protected="s", population="markov", data=frame)
+    net = random_network(np.random.default_rng(0), 4, [4])
+    with pytest.raises(faircert.errors.PropertyError, match="'bayesnet' is answered for linear models"):
+        faircert.verify(net, dom, protected="s", population="bayesnet", data=frame)
     with pytest.raises(faircert.errors.PropertyError, match="is taken from data"):
         faircert.verify(model, dom, protected="s", population="independent")
     net = random_network(np.random.default_rng(0), 4, [4])

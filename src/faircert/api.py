@@ -69,7 +69,8 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            max_counterexamples: int = 100, workers: int | None = None, max_boxes: int | None = None,
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
            trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, population: str | None = None,
-           data: Any = None, progress: Progress | None = None,
+           data: Any = None, checkpoint: str | Path | None = None, resume: str | Path | None = None,
+           checkpoint_every: float = 30.0, progress: Progress | None = None,
            options: VerifyOptions | None = None) -> Result | RowsResult:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
@@ -98,6 +99,10 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
     partition_size).
 
+    With `rows`, `checkpoint=FILE` writes the audit's state every `checkpoint_every` seconds and
+    at the end, and `resume=FILE` continues a run that was killed: the rows it decided are kept, the
+    rest are decided as an uninterrupted run would (another model, rows or question is refused).
+
     `complete=True` decides the question instead: `fair` with a proof, `unfair` with a re-checked
     pair, `unknown` only when the time limit runs out; `result.decision` holds the decision and its
     evidence. `partition_size=MS` does Fairify's partitioned verification (implies `complete`):
@@ -108,7 +113,10 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
-                                       complete=complete, partition_size=partition_size)
+                                       complete=complete, partition_size=partition_size,
+                                       checkpoint=None if checkpoint is None else str(checkpoint),
+                                       resume=None if resume is None else str(resume),
+                                       checkpoint_every=checkpoint_every)
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
         return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                        preprocessor, rows, population, data, options, progress)
@@ -119,6 +127,9 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     population = _verify_population(population, rows)
     if population == "empirical":
         rows = _population_data(data, domain, population)
+    if rows is None and (options.checkpoint or options.resume):
+        raise PropertyError("checkpoints are kept for the per-row audit (rows=..., --rows); the other verify runs "
+                            "start afresh")
     if rows is not None:
         result = _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
                              options, progress)
@@ -238,7 +249,9 @@ def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pic
         first = int(np.flatnonzero(outside)[0])
         raise DataError(f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
                         "widen the domain or leave --domain out to infer it from the rows")
-    question = RowAudit(prop, codes)
+    from .checkpoint import fingerprint
+
+    question = RowAudit(prop, codes, fingerprint(ir) if (options.checkpoint or options.resume) else "")
     result = find_engine(ir, question).run(ir, question, options, progress)
     result.model = getattr(ir, "source", "") or type(model).__name__
     return result

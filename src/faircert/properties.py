@@ -129,6 +129,8 @@ class RowAudit:
 
     prop: IndividualFairness
     rows: np.ndarray
+    #: A fingerprint of the model the rows are audited against (what a checkpoint must match).
+    model_id: str = ""
 
     def __post_init__(self) -> None:
         rows = np.asarray(self.rows, dtype=np.float64)

@@ -51,6 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
                         "value, each --epsilon feature within its tolerance, every other feature equal) the model "
                         "decides differently? The domain, if not given, is inferred from these rows")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="with --rows: write the audit's state to FILE every --checkpoint-every seconds and at the end "
+                        "(atomically), so a killed run can be resumed")
+    p.add_argument("--checkpoint-every", type=float, default=30.0, metavar="S",
+                   help="seconds between checkpoints (default 30)")
+    p.add_argument("--resume", metavar="FILE",
+                   help="with --rows: continue the audit a checkpoint holds (same model, rows and options; refused "
+                        "otherwise); the rows it decided are kept")
     p.add_argument("--rows-csv", metavar="OUT.csv",
                    help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
                         "features)")
@@ -80,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
                             workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray,
-                            complete=args.complete, partition_size=args.partition_size)
+                            complete=args.complete, partition_size=args.partition_size,
+                            checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
     per_row = bool(args.rows) or args.population == "empirical"
@@ -94,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         if clash:
             raise PropertyError(f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
                                 "its twins go to --rows-csv)")
-    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv], args.quiet), \
+    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv,
+                    args.checkpoint], args.quiet), \
             decided_progress(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...properties import RowAudit
@@ -140,6 +141,11 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
             else:
                 verdicts[i], methods[i] = FAIR, "flip test"
         open_rows = np.array([], dtype=np.int64)
+    checkpoint = _checkpoint(question, options)
+    if options.resume:  # rows a killed run decided stay decided; the rest continue
+        for i, v, m, t in _restored(checkpoint.load(), n, question.rows.shape[1]):
+            verdicts[i], methods[i], twins[i] = v, m, t
+        open_rows = np.array([i for i in open_rows if methods[i] == "not reached"], dtype=np.int64)
     stopped = "done"
     done = n - len(open_rows)
     _report(progress, verdicts, t0, done, n)
@@ -161,6 +167,10 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
                     verdicts[i], methods[i], twins[i] = v, m, t
                 done += len(rows)
             _report(progress, verdicts, t0, done, n)
+            if checkpoint is not None and checkpoint.due():
+                checkpoint.save(_state(verdicts, methods, twins))
+    if checkpoint is not None:
+        checkpoint.save(_state(verdicts, methods, twins))
     found = [i for i, t in enumerate(twins) if t is not None]
     rechecked = kind.margins(np.stack([twins[i] for i in found])) > 0 if found else []
     twin_labels: list[int | None] = [None] * n
@@ -182,6 +192,47 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped, stats={"flip_rows": [bool(v) for v in flip], "methods": _tally(methods),
                                 "twins_per_row": len(audit.combos) - 1})
+
+
+def _checkpoint(question: RowAudit, options: Any) -> Checkpoint | None:
+    """Where this audit's state goes, and what it must match: the model, the rows, the domain and
+    the question (the time limit and workers do not change any row's verdict)."""
+    path = getattr(options, "checkpoint", None) or getattr(options, "resume", None)
+    if path is None:
+        return None
+    prop = question.prop
+    identity = {"model": question.model_id, "rows": fingerprint(question.rows),
+                "domain": fingerprint(prop.domain.to_dict()),
+                "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)])}
+    return Checkpoint(path, "rows", identity, getattr(options, "checkpoint_every", 30.0))
+
+
+def _state(verdicts: list[str], methods: list[str], twins: list) -> dict[str, Any]:
+    """Every row the chunks decided: [index, verdict, method, twin or None]."""
+    chunked = [i for i, m in enumerate(methods) if m not in CHEAP_METHODS and m != "not reached"]
+    return {"rows": [[i, verdicts[i], methods[i], None if twins[i] is None else [float(v) for v in twins[i]]]
+                     for i in chunked]}
+
+
+#: How the driver itself decides rows (recomputed on resume, so never stored).
+CHEAP_METHODS = ("flip test", "own margin within rounding tolerance", "twin margin within rounding tolerance")
+
+
+def _restored(state: dict[str, Any], n: int, width: int) -> list[tuple[int, str, str, np.ndarray | None]]:
+    """The rows of a checkpoint's state, each checked (the file is untrusted input)."""
+    rows = state.get("rows")
+    if not isinstance(rows, list):
+        raise PropertyError("checkpoint: its state has no list of rows")
+    out = []
+    for item in rows:
+        ok = (isinstance(item, list) and len(item) == 4 and isinstance(item[0], int) and 0 <= item[0] < n
+              and item[1] in (FAIR, UNFAIR, UNKNOWN) and isinstance(item[2], str) and len(item[2]) <= 200
+              and (item[3] is None or (isinstance(item[3], list) and len(item[3]) == width
+                                       and all(isinstance(v, (int, float)) for v in item[3]))))
+        if not ok:
+            raise PropertyError(f"checkpoint: malformed row entry {str(item)[:80]}")
+        out.append((item[0], item[1], item[2], None if item[3] is None else np.asarray(item[3], dtype=np.float64)))
+    return out
 
 
 @dataclass
