@@ -58,6 +58,22 @@ def test_group_report_draws_groups_threshold_and_influence(data):
     assert "<body" not in fragment and "sex=Male" in fragment
 
 
+def test_long_group_names_are_never_clipped():
+    import re
+
+    from faircert.report.group_html import CHAR, render_group
+    from faircert.results import GroupProbability, GroupResult
+
+    names = [{"race": "Amer-Indian-Eskimo-and-a-much-longer-category", "sex": "Female"}, {"race": "B", "sex": "Male"}]
+    r = GroupResult.build([GroupProbability(n, 0.1 + 0.3 * i, 0.2 + 0.3 * i, 0.5) for i, n in enumerate(names)],
+                          engine="test", population="test")
+    page = render_group(r)
+    longest = max(len(GroupProbability(n, 0, 0, 1).name) for n in names)
+    label_x = [float(x) for x in re.findall(r'<text x="([0-9.]+)" y="[0-9.]+" font-size="12" text-anchor="end"', page)]
+    assert label_x and min(label_x) >= CHAR * longest  # the right-aligned labels start at or after x = 0
+    assert "size_high" not in page
+
+
 def test_every_result_has_an_inline_report(data, tmp_path):
     df, model = data
     verified = faircert.verify(model, df, protected="sex")

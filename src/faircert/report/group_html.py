@@ -11,11 +11,18 @@ from ..files import write_text
 from ..results import Comparison, GroupResult
 from .html import STYLE, fragment_style
 
-WIDTH, ROW, LEFT = 900, 26, 220
+PLOT, ROW, LEFT = 660, 26, 220
+#: Pixels per character of a 12 px label, generously: labels are never clipped.
+CHAR = 7.2
 
 
-def _x(p: float) -> float:
-    return LEFT + (WIDTH - LEFT - 20) * min(max(p, 0.0), 1.0)
+def _left(labels: list[str]) -> float:
+    """The label column's width: wide enough for the longest label."""
+    return max(LEFT, CHAR * max((len(t) for t in labels), default=0) + 16)
+
+
+def _x(p: float, left: float = LEFT) -> float:
+    return left + PLOT * min(max(p, 0.0), 1.0)
 
 
 def rates_chart(result: GroupResult) -> str:
@@ -25,26 +32,28 @@ def rates_chart(result: GroupResult) -> str:
     groups = sorted(result.groups, key=lambda g: -g.value)
     height = ROW * len(groups) + 40
     top = max(g.value for g in groups)
+    left = _left([g.name for g in groups])
+    width = left + PLOT + 20
     parts = []
     for k in range(11):
-        x = _x(k / 10)
+        x = _x(k / 10, left)
         parts.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 30}" stroke="#eee"/>'
                      f'<text x="{x:.1f}" y="{height - 14}" font-size="11" text-anchor="middle">{k / 10:g}</text>')
     for i, g in enumerate(groups):
         y = ROW * i + 14
         colour = "#cf222e" if g.high < result.threshold * top else "#0969da"
-        parts.append(f'<text x="{LEFT - 8}" y="{y + 4}" font-size="12" text-anchor="end">{e(g.name)}</text>')
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">{e(g.name)}</text>')
         if g.high - g.low > 1e-4:
-            parts.append(f'<rect x="{_x(g.low):.1f}" y="{y - 6}" width="{_x(g.high) - _x(g.low):.1f}" height="12" '
+            parts.append(f'<rect x="{_x(g.low, left):.1f}" y="{y - 6}" width="{_x(g.high, left) - _x(g.low, left):.1f}" height="12" '
                          f'fill="{colour}" opacity="0.6"><title>[{g.low:.4f}, {g.high:.4f}]</title></rect>')
         else:
-            parts.append(f'<circle cx="{_x(g.value):.1f}" cy="{y}" r="5" fill="{colour}">'
+            parts.append(f'<circle cx="{_x(g.value, left):.1f}" cy="{y}" r="5" fill="{colour}">'
                          f'<title>{g.value:.4f}</title></circle>')
-    line = _x(result.threshold * top)
+    line = _x(result.threshold * top, left)
     parts.append(f'<line x1="{line:.1f}" y1="0" x2="{line:.1f}" y2="{height - 30}" stroke="#9a6700" '
                  f'stroke-dasharray="4 3"><title>DI threshold: {result.threshold:g} x the most favoured rate'
                  f'</title></line>')
-    return (f'<svg width="{WIDTH}" height="{height}" role="img" aria-label="P[yhat=1 | group]">{"".join(parts)}</svg>'
+    return (f'<svg width="{width:.0f}" height="{height}" role="img" aria-label="P[yhat=1 | group]">{"".join(parts)}</svg>'
             f"<p class='note'>P[yhat = 1 | group]: a dot where exact, a bar where bounded; dashed: "
             f"{result.threshold:g} &times; the most favoured group's rate (groups left of it fail DI &ge; "
             f"{result.threshold:g}, red)</p>")
@@ -57,17 +66,17 @@ def influence_chart(result: GroupResult) -> str:
     e = html.escape
     items = sorted(result.influence, key=lambda i: -abs(i.sp))
     scale = max(abs(i.sp) for i in items) or 1.0
-    mid = LEFT + (WIDTH - LEFT - 20) / 2
-    half = (WIDTH - LEFT - 20) / 2
+    left = _left([", ".join(i.features) for i in items])
+    mid, half = left + PLOT / 2, PLOT / 2
     parts = [f'<line x1="{mid:.1f}" y1="0" x2="{mid:.1f}" y2="{ROW * len(items)}" stroke="#888"/>']
     for k, inf in enumerate(items):
         y = ROW * k + 14
         w = half * inf.sp / scale
-        parts.append(f'<text x="{LEFT - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
                      f'{e(", ".join(inf.features))}</text>'
                      f'<rect x="{min(mid, mid + w):.1f}" y="{y - 6}" width="{abs(w):.1f}" height="12" '
                      f'fill="{"#cf222e" if inf.sp > 0 else "#2da44e"}"><title>{inf.sp:+.4f}</title></rect>')
-    return (f"<h2>Influence on SP</h2><svg width='{WIDTH}' height='{ROW * len(items) + 10}' role='img' "
+    return (f"<h2>Influence on SP</h2><svg width='{left + PLOT + 20:.0f}' height='{ROW * len(items) + 10}' role='img' "
             f"aria-label='influence'>{''.join(parts)}</svg><p class='note'>SP minus SP with the feature(s) made "
             "uniform: red bars add to the disparity</p>")
 
