@@ -1,0 +1,49 @@
+"""The JSON schemas shipped with the package describe what the commands write."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import faircert
+from faircert.models.linear import LinearModel
+
+jsonschema = pytest.importorskip("jsonschema")
+
+
+def _schema(name: str) -> dict:
+    return json.loads(resources.files("faircert").joinpath(f"schemas/{name}.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def case():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"s": rng.integers(0, 2, 300), "x": rng.integers(0, 5, 300), "y": rng.integers(0, 2, 300)})
+    return df, LinearModel.plain([0.9, 0.45], -1.7, ["s", "x"])
+
+
+def test_verify_rows_and_group_results_match_their_schemas(case):
+    df, model = case
+    results = {"verify": faircert.verify(model, df[["s", "x"]], protected="s"),
+               "rows": faircert.verify(model, df[["s", "x"]], protected="s", rows=df[["s", "x"]], epsilon={"x": 1}),
+               "group": faircert.group(model, df, protected="s", label="y", metrics="di,sp,eo",
+                                       population="bayesnet")}
+    for name, result in results.items():
+        payload = json.loads(result.to_json())
+        jsonschema.validate(payload, _schema(name))
+
+
+def test_a_schema_rejects_what_it_does_not_describe(case):
+    df, model = case
+    payload = json.loads(faircert.group(model, df, protected="s").to_json())
+    jsonschema.validate(payload, _schema("group"))
+    payload["groups"][0]["low"] = 1.5  # not a probability
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(payload, _schema("group"))
+    del payload["metrics"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(payload, _schema("group"))
