@@ -34,7 +34,7 @@ from .subset_sum import score_tables
 #: Largest message, in float64 cells (256 MB).
 CELLS = 1 << 25
 #: Longest histogram, in grid steps.
-MAX_LENGTH = 1 << 18
+MAX_LENGTH = 1 << 22
 #: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
 #: most a few dozen tables summed over at most 2**40 terms: well inside 2**-30).
 MASS_ROUNDING = 2.0 ** -30

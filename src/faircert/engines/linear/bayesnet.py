@@ -19,16 +19,36 @@ import numpy as np
 from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result
+from ..group import grid
 from ..group.grid import GridEngine
+from ..group.linear import FIRST_CELLS, REFINE, REFINED_WIDTH
 
 #: Points drawn from the population to find re-checked counterexamples.
 DRAWS = 20_000
 
 
+def refined_unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
+                               deadline: float | None = None) -> tuple[float, float, dict[str, Any]]:
+    """`unfair_probability` on score grids refined fourfold while the time left allows another pass
+    (its cost estimated from the last) and the bounds are wider than `REFINED_WIDTH`."""
+    cells, passes = FIRST_CELLS, 0
+    while True:
+        started = time.monotonic()
+        low, high, stats = unfair_probability(model, pop, protected, deadline, cells)
+        passes += 1
+        took = time.monotonic() - started
+        if high - low <= REFINED_WIDTH or cells >= grid.CELLS:
+            break
+        if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
+            break
+        cells *= REFINE
+    return low, high, dict(stats, grid_passes=passes)
+
+
 def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
-                       deadline: float | None = None) -> tuple[float, float, dict[str, Any]]:
+                       deadline: float | None = None, cells: int | None = None) -> tuple[float, float, dict[str, Any]]:
     """Sound bounds (low, high) on P[x has a twin decided otherwise] for x drawn from `pop`."""
-    engine = GridEngine(model, pop, deadline=deadline)
+    engine = GridEngine(model, pop, cells, deadline)
     combos = [dict(zip(protected, c)) for c in itertools.product(*[range(pop.variables[p].card) for p in protected])]
     shift = {i: sum(float(engine.contrib[p][s]) for p, s in g.items()) for i, g in enumerate(combos)}
     top, bottom = max(shift.values()), min(shift.values())
@@ -55,7 +75,7 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
 
     start = time.perf_counter()
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-    low, high, stats = unfair_probability(model, pop, list(prop.protected_names), deadline)
+    low, high, stats = refined_unfair_probability(model, pop, list(prop.protected_names), deadline)
     cexs: list[Counterexample] = []
     if high > 0 and options.max_counterexamples > 0:
         flat = pop.expanded()
