@@ -102,7 +102,8 @@ class GridEngine:
         if total <= 0:
             return 0.0, 0.0, 0.0
         lo, hi = hist.tail(0.0, self.strict)
-        return max(0.0, lo / total), min(1.0, hi / total), total
+        # the total is a float sum too: divide by its largest and smallest possible values
+        return max(0.0, lo / (total * (1 + MASS_ROUNDING))), min(1.0, hi / (total * (1 - MASS_ROUNDING))), total
 
     # ----- one query ----------------------------------------------------------------------------
     def histogram(self, evidence: dict[str, int], thresholds: list[float]) -> Histogram:

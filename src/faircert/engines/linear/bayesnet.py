@@ -65,7 +65,9 @@ def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: l
         total += hist.total
     stats = {"grid_step": engine.stats["grid_step"], "grid_width": engine.stats["grid_width"],
              "max_cells": engine.stats["max_cells"], "population_mass": total}
-    return min(1.0, low / total), min(1.0, high / total), stats
+    # the total is a float sum too: divide by its largest and smallest possible values
+    return (min(1.0, low / (total * (1 + grid.MASS_ROUNDING))), min(1.0, high / (total * (1 - grid.MASS_ROUNDING))),
+            stats)
 
 
 def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation, options: Any) -> Result:
