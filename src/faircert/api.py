@@ -438,11 +438,12 @@ ESTIMATE_DELTA = 1e-3
 
 def _estimate(ir: Any, question: Any, options: GroupOptions, started: float) -> GroupResult | None:
     """The question answered by sampling the same population (None where it cannot be sampled)."""
+    from .engines.sampling.sequential import estimate_group
+
     left = None if options.time_limit is None else max(options.time_limit - (time.perf_counter() - started),
                                                        MIN_ESTIMATE_S)
-    sampling = replace(options, method="sampling", delta=ESTIMATE_DELTA, time_limit=left)
     try:
-        return find_engine(ir, question, "sampling").run(ir, question, sampling, None)
+        return estimate_group(ir, question, left, options.seed, ESTIMATE_DELTA)
     except FaircertError:
         return None
 

@@ -238,7 +238,8 @@ class GroupResult(Verdict):
         return {"kind": "statistical (sampled from the same population; intervals, not bounds)",
                 "delta": self.stats.get("delta"), "samples": self.stats.get("samples"),
                 "groups": [g.to_dict() for g in self.groups],
-                "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
+                "metrics": {k: {"name": m.name, "low": m.low, "high": m.high, "detail": m.detail}
+                            for k, m in self.metrics.items()}}  # an estimate decides nothing: no verdict
 
     def __str__(self) -> str:
         def interval(lo: float, hi: float) -> str:

@@ -315,6 +315,26 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     return result
 
 
+def estimate_group(model: Any, question: Any, time_limit: float | None, seed: int, delta: float,
+                   target_width: float = 0.005):
+    """The group rates estimated by sampling, for a result whose sound bounds stay wide: no verdict
+    stops the sampling, only each rate's interval reaching `target_width` or the time limit."""
+    from ..probability.bounds import label_conditions, with_equalized_odds
+
+    conditions = label_conditions(question)
+    share = delta / (1 + len(conditions))
+
+    def run(population, protected, metrics, threshold, limit, gap_thresholds, target_width=target_width,
+            check_di=False):
+        return group_sampled(model, population, protected=protected, threshold=threshold, delta=share,
+                             time_limit=limit, seed=seed, gap_thresholds={}, label=question.label,
+                             target_width=target_width, check_di=False)
+
+    result = with_equalized_odds(run, question, time_limit, target_width=target_width, conditions=conditions)
+    result.stats["delta"] = delta
+    return result
+
+
 def answer_program(program: Any, question: Any, options: Any, progress=None):
     """Registry entry point: a program's fairness by a sequential test (wrong with probability <= delta)."""
     if question.query is not None:
