@@ -33,7 +33,8 @@ EXACT_ROWS = 200_000
 
 def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
                         stats: dict | None = None, condition: str = "", spread_bins: bool = False,
-                        deadline: float | None = None, cells: int | None = None) -> list[GroupProbability]:
+                        deadline: float | None = None, cells: int | None = None,
+                        try_exact: bool = True) -> list[GroupProbability]:
     """P[yhat = 1 | group, evidence] for every compound protected group: exact while the subset-sum
     tables stay small, else sound bounds of a width below 1e-3 or so from the histogram engine
     (`grid`); with `spread_bins`, for any distribution inside the bins (subset-sum, bucketed past
@@ -41,7 +42,7 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
     engine: Any = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000,
                          spread_bins=spread_bins, deadline=deadline)
     values_in_bins = [v.card for v in pop.variables.values() if v.parents and v.parents[0].endswith(BIN_SUFFIX)]
-    if not spread_bins and math.prod(values_in_bins) > EXACT_ROWS:
+    if not spread_bins and (not try_exact or math.prod(values_in_bins) > EXACT_ROWS):
         engine = GridEngine(model, pop, cells, deadline)  # so many data values in bins: their sums rarely meet
     out = []
     for group in pop.groups():
@@ -178,8 +179,10 @@ def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool
     while True:
         started = time.monotonic()
         stats: dict[str, Any] = {}
-        groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells)
-        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline, cells=cells)
+        exact = passes == 0  # a refinement pass follows a grid answer: the exact tables outgrew their cap
+        groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells, try_exact=exact)
+        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline, cells=cells,
+                                                 try_exact=exact)
                        for cond, sub, ev in (label_conditions(pop) if with_label else [])}
         passes += 1
         took = time.monotonic() - started
