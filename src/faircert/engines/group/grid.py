@@ -35,6 +35,8 @@ from .subset_sum import score_tables
 CELLS = 1 << 25
 #: Longest histogram, in grid steps.
 MAX_LENGTH = 1 << 22
+#: Most distinct shifts a variable is applied with (more are rounded down to a coarser multiple).
+MAX_SHIFTS = 4096
 #: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
 #: most a few dozen tables summed over at most 2**40 terms: well inside 2**-30).
 MASS_ROUNDING = 2.0 ** -30
@@ -126,7 +128,17 @@ class GridEngine:
             self.stats["over_budget"] = True
         step = self._step(order, ranges, thresholds, cells)
         k = {n: np.floor(self.contrib[n] / step).astype(np.int64) for n in ranges}
-        slack = step * sum(1 for n in ranges if np.any(self.contrib[n] != step * k[n]))
+        # per variable, how many grid steps its rounding may lose: one, or none where exact; a variable
+        # with very many distinct shifts (a real column's data values) is rounded down to a coarser
+        # multiple, so that applying it costs at most MAX_SHIFTS shifted adds
+        lost = {n: 0 if np.all(self.contrib[n] == step * k[n]) else 1 for n in ranges}
+        for n in ranges:
+            span = int(k[n].max() - k[n].min()) + 1
+            if len(np.unique(k[n])) > MAX_SHIFTS:
+                width = -(-span // MAX_SHIFTS)
+                k[n] = (k[n] // width) * width
+                lost[n] = width
+        slack = step * sum(lost.values())
         reach = sum(max(abs(lo), abs(hi)) for lo, hi in ranges.values()) + step * len(ranges)
         margin = self.tol + 8 * UNIT * (max(abs(t) for t in thresholds) + abs(offset) + slack + reach)
         exact = self.exact and slack == 0  # h*K is then the score itself, computed exactly
