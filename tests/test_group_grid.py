@@ -141,7 +141,7 @@ def test_a_real_column_with_thousands_of_values_is_bounded_soundly_and_quickly(m
 
     monkeypatch.setattr(grid, "MAX_SHIFTS", 64)
     rng = np.random.default_rng(2)
-    n = 5000
+    n = 3000
     frame = pd.DataFrame({"s": rng.integers(0, 2, n), "x": rng.normal(0, 1, n), "z": rng.integers(0, 4, n)})
     model = LinearModel.plain([0.4, 1.3, -0.2], -0.3, ["s", "x", "z"])
     start = time.monotonic()
@@ -153,3 +153,15 @@ def test_a_real_column_with_thousands_of_values_is_bounded_soundly_and_quickly(m
         xs, zs = frame["x"].to_numpy(), frame["z"].value_counts(normalize=True)
         truth = sum(q * np.mean(0.4 * s + 1.3 * xs - 0.2 * z - 0.3 > 0) for z, q in zs.items())
         assert g.low - 1e-9 <= truth <= g.high + 1e-9 and g.high - g.low < 0.02
+
+
+def test_a_column_with_too_many_distinct_values_takes_its_bin_means_and_says_so():
+    import pandas as pd
+
+    from faircert.population.discretize import MAX_DATA_VALUES
+    from faircert.population.learn import learn_population
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"s": rng.integers(0, 2, MAX_DATA_VALUES + 10), "x": rng.normal(0, 1, MAX_DATA_VALUES + 10)})
+    pop = learn_population(frame, ["x"], ["s"])
+    assert pop.variables["x"].within is None and pop.expanded() is pop

@@ -21,6 +21,9 @@ from ..errors import DataError
 
 METHODS = ("quantile", "width")
 BIN_VALUES = ("data", "mean", "midpoint")
+#: A binned column keeps its data's values inside the bins up to this many distinct values; beyond,
+#: each bin takes the mean of its data (the result's notes say which).
+MAX_DATA_VALUES = 4096
 
 
 @dataclass
@@ -92,8 +95,9 @@ def _column(name: str, series: Any, protected: bool, max_bins: int, method: str,
         distinct, counts = np.unique(inside, return_counts=True)
         within.append((tuple(_plain(v) for v in distinct), tuple(float(c) for c in counts / counts.sum())))
     labels = tuple(f"[{edges[k]:g}, {edges[k + 1]:g}" + ("]" if k == len(edges) - 2 else ")") for k in used)
+    keep = bin_value == "data" and len(unique) <= MAX_DATA_VALUES  # else each bin takes its data's mean
     return Column(name, tuple(values), labels, codes.astype(np.int64), tuple(float(e) for e in kept_edges),
-                  tuple(within) if bin_value == "data" else None)
+                  tuple(within) if keep else None)
 
 
 def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -> np.ndarray:

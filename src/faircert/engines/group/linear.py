@@ -233,7 +233,9 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
                          f"frequencies ({values} values in all)")
             continue
         values = ", ".join(f"{float(s):.4g}" for s in v.states)
-        taking = {"mean": "the mean of its data", "midpoint": "its midpoint"}.get(binning.get("bin_value"), "its value")
+        taking = {"mean": "the mean of its data", "midpoint": "its midpoint",
+                  "data": "the mean of its data (the column has too many distinct values to keep them)"}.get(
+            binning.get("bin_value"), "its value")
         notes.append(f"{v.name}: {v.card} {how}bins, each bin taking {taking}: {values}")
     return notes
 
