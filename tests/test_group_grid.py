@@ -165,3 +165,20 @@ def test_a_column_with_too_many_distinct_values_takes_its_bin_means_and_says_so(
     frame = pd.DataFrame({"s": rng.integers(0, 2, MAX_DATA_VALUES + 10), "x": rng.normal(0, 1, MAX_DATA_VALUES + 10)})
     pop = learn_population(frame, ["x"], ["s"])
     assert pop.variables["x"].within is None and pop.expanded() is pop
+
+
+def test_a_bad_network_width_is_one_clear_error(tmp_path):
+    import pandas as pd
+
+    from faircert.cli import main
+    from faircert.errors import DataError
+    from faircert.population.learn import learn_population
+
+    frame = pd.DataFrame({"s": [0, 1, 0, 1], "x": [1, 2, 3, 4], "y": [0, 1, 0, 1]})
+    with pytest.raises(DataError, match="network width"):
+        learn_population(frame, ["x"], ["s"], kind="bayesnet", max_width=-1)
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "m.json").write_text('{"weights": [1.0, 0.5], "intercept": -1.0, '
+                                     '"encoding": [{"column": "s"}, {"column": "x"}]}')
+    assert main(["group", str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "s",
+                 "--population", "bayesnet", "--network-width", "-1", "--quiet"]) == 3
