@@ -161,8 +161,6 @@ VERIFY_POPULATIONS = ("uniform", "independent", "bayesnet", "empirical")
 def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options) -> Result:
     """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`: linear models
     (and pipelines ending in one) with epsilon 0."""
-    from dataclasses import replace
-
     from .engines.group.linear import bind_to_frame
     from .engines.linear import bayesnet
     from .engines.linear.verify import accepts

@@ -65,7 +65,6 @@ class Checkpoint:
     def __init__(self, path: str | Path, kind: str, identity: dict[str, str], every: float = 30.0) -> None:
         self.path, self.kind, self.identity, self.every = Path(path), kind, dict(identity), float(every)
         self._last = time.monotonic()
-        self.writes = 0
 
     def due(self) -> bool:
         return time.monotonic() - self._last >= self.every
@@ -78,7 +77,6 @@ class Checkpoint:
                 "written": time.time(), "state": state}
         write_text(self.path, json.dumps(body, separators=(",", ":"), default=_plain) + "\n")
         self._last = time.monotonic()
-        self.writes += 1
 
     def load(self) -> dict[str, Any]:
         """The state a previous run saved here, after checking it is this job's."""

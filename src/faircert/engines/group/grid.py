@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -35,12 +37,37 @@ from .subset_sum import score_tables
 CELLS = 1 << 25
 #: Longest histogram, in grid steps.
 MAX_LENGTH = 1 << 22
+#: The grids' first size (cells of the largest message), the factor each refinement multiplies it by
+#: (up to `CELLS`), and the width of the bounds at which refining stops.
+FIRST_CELLS = CELLS // 16
+REFINE = 4
+REFINED_WIDTH = 1e-4
 #: Most distinct shifts a variable is applied with (more are rounded down to a coarser multiple).
 MAX_SHIFTS = 4096
 #: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
 #: most a few dozen tables summed over at most 2**40 terms: well inside 2**-30).
 MASS_ROUNDING = 2.0 ** -30
 UNIT = 2.0 ** -53
+T = TypeVar("T")
+
+
+def refined(compute: Callable[[int, bool], T], width: Callable[[T], float | None],
+            deadline: float | None) -> tuple[T, int]:
+    """`compute(cells, first)` on grids refined fourfold while the bounds are wider than
+    `REFINED_WIDTH` (`width` gives None where no grid was needed) and the time left (monotonic
+    `deadline`) allows another pass, its cost estimated from the last; the answer and the passes."""
+    cells, passes = FIRST_CELLS, 0
+    while True:
+        started = time.monotonic()
+        out = compute(cells, passes == 0)
+        passes += 1
+        took = time.monotonic() - started
+        wide = width(out)
+        if wide is None or wide <= REFINED_WIDTH or cells >= CELLS:
+            return out, passes
+        if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
+            return out, passes
+        cells *= REFINE
 
 
 @dataclass

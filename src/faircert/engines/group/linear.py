@@ -22,11 +22,6 @@ from .subset_sum import Engine
 
 #: Influence is computed only when every group rate is known to within this (else it cannot rank).
 INFLUENCE_WIDTH = 0.01
-#: The score grids' first size (cells of the largest message), the factor each refinement multiplies
-#: it by (up to `grid.CELLS`), and the width of the group rates' bounds at which refining stops.
-FIRST_CELLS = grid.CELLS // 16
-REFINE = 4
-REFINED_WIDTH = 1e-4
 #: Rows the exact subset-sum tables may reach before the histogram engine answers instead.
 EXACT_ROWS = 200_000
 
@@ -39,11 +34,13 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
     tables stay small, else sound bounds of a width below 1e-3 or so from the histogram engine
     (`grid`); with `spread_bins`, for any distribution inside the bins (subset-sum, bucketed past
     `deadline` so the answer comes quickly, still sound)."""
-    engine: Any = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000,
-                         spread_bins=spread_bins, deadline=deadline)
     values_in_bins = [v.card for v in pop.variables.values() if v.parents and v.parents[0].endswith(BIN_SUFFIX)]
+    engine: Any
     if not spread_bins and (not try_exact or math.prod(values_in_bins) > EXACT_ROWS):
         engine = GridEngine(model, pop, cells, deadline)  # so many data values in bins: their sums rarely meet
+    else:
+        engine = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000, spread_bins=spread_bins,
+                        deadline=deadline)
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
@@ -171,27 +168,22 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
 
 def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool, deadline: float | None
                    ) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
-    """Group rates (and given each label value): exact, or on score grids refined fourfold while the
-    time left allows another pass (its cost estimated from the last) and the bounds are wider than
-    `REFINED_WIDTH`."""
-    cells = FIRST_CELLS
-    passes = 0
-    while True:
-        started = time.monotonic()
+    """Group rates (and given each label value): exact, or on score grids refined while time allows."""
+
+    def compute(cells: int, first: bool):
         stats: dict[str, Any] = {}
-        exact = passes == 0  # a refinement pass follows a grid answer: the exact tables outgrew their cap
-        groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells, try_exact=exact)
-        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline, cells=cells,
-                                                 try_exact=exact)
+        # after a first pass on grids the exact tables are known to outgrow their cap: grids only
+        groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells, try_exact=first)
+        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline,
+                                                 cells=cells, try_exact=first)
                        for cond, sub, ev in (label_conditions(pop) if with_label else [])}
-        passes += 1
-        took = time.monotonic() - started
-        widest = max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs)
-        if not stats.get("grid") or widest <= REFINED_WIDTH or cells >= grid.CELLS:
-            break
-        if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
-            break
-        cells *= REFINE
+        return groups, conditional, stats
+
+    def width(out) -> float | None:
+        groups, conditional, stats = out
+        return max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs) if stats.get("grid") else None
+
+    (groups, conditional, stats), passes = grid.refined(compute, width, deadline)
     if stats.get("grid"):
         stats["grid_passes"] = passes
     return groups, conditional, stats

@@ -21,7 +21,6 @@ from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result
 from ..group import grid
 from ..group.grid import GridEngine
-from ..group.linear import FIRST_CELLS, REFINE, REFINED_WIDTH
 
 #: Points drawn from the population to find re-checked counterexamples.
 DRAWS = 20_000
@@ -29,19 +28,10 @@ DRAWS = 20_000
 
 def refined_unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
                                deadline: float | None = None) -> tuple[float, float, dict[str, Any]]:
-    """`unfair_probability` on score grids refined fourfold while the time left allows another pass
-    (its cost estimated from the last) and the bounds are wider than `REFINED_WIDTH`."""
-    cells, passes = FIRST_CELLS, 0
-    while True:
-        started = time.monotonic()
-        low, high, stats = unfair_probability(model, pop, protected, deadline, cells)
-        passes += 1
-        took = time.monotonic() - started
-        if high - low <= REFINED_WIDTH or cells >= grid.CELLS:
-            break
-        if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
-            break
-        cells *= REFINE
+    """`unfair_probability` on score grids refined while the time left allows (`grid.refined`)."""
+    (low, high, stats), passes = grid.refined(
+        lambda cells, first: unfair_probability(model, pop, protected, deadline, cells),
+        lambda out: out[1] - out[0], deadline)
     return low, high, dict(stats, grid_passes=passes)
 
 
