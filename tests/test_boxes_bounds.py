@@ -68,7 +68,7 @@ def test_bounds_at_least_as_tight_as_fairquant_forward_pass():
     orig = bs._backward
     try:
         bs._backward = lambda *a: (np.full(lo.shape[0] * 2, -np.inf), np.full(lo.shape[0] * 2, np.inf),
-                                   np.zeros((4 * lo.shape[0], 3)), np.zeros(4 * lo.shape[0]))
+                                   np.zeros((4 * lo.shape[0], 3)), np.zeros(4 * lo.shape[0]), [])
         fq = bs.bound_twins(tn, lo, hi)
     finally:
         bs._backward = orig

@@ -135,9 +135,11 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
                              options, progress)
         result.population = population or "rows"
         return result
+    # boxes over a network's categories split better with like categories side by side
+    reorder = population in (None, "uniform") and options.partition_size is None
     try:
-        ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
-                                       trust_pickle, preprocessor)
+        ir, prop, given = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
+                                              trust_pickle, preprocessor, reorder)
     except UnsupportedModelError as exc:
         raise UnsupportedModelError(f"{exc}; the rows of a dataset can still be audited with this model as a "
                                     "black box (rows=DATA, --rows DATA.csv)") from None
@@ -149,7 +151,9 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     else:
         result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.population = population or "uniform"
-    result.categories = {f.name: list(f.categories) for f in prop.domain.features if f.categories is not None}
+    _codes_as_given(result, prop.domain, given)
+    result.categories = {f.name: list(given[f.name].categories if f.name in given.names else f.categories)
+                         for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
 
@@ -233,7 +237,7 @@ def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pic
 
     frame = read_table(rows)
     try:
-        ir, prop = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
+        ir, prop, _ = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
                                        None, False, trust_pickle, preprocessor)
     except UnsupportedModelError:
         if preprocessor is not None:
@@ -288,9 +292,21 @@ def _column_names(protected: Any) -> Any:
     return protected
 
 
+def _codes_as_given(result: Result, bound: Domain, given: Domain) -> None:
+    """Counterexamples in the codes of the domain as given, where binding reordered categories."""
+    for j, f in enumerate(bound.features):
+        if f.categories is None or f.name not in given.names or given[f.name].categories == f.categories:
+            continue
+        code = {name: i for i, name in enumerate(given[f.name].categories)}
+        to_given = np.array([code[name] for name in f.categories], dtype=np.float64)
+        for c in result.counterexamples:
+            c.x[j], c.x_prime[j] = float(to_given[int(c.x[j])]), float(to_given[int(c.x_prime[j])])
+
+
 def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
-                        preprocessor=None):
-    """The model's IR and the property over a domain checked against the model's inputs."""
+                        preprocessor=None, reorder=False):
+    """The model's IR, the property over a domain checked against the model's inputs, and the
+    domain as given (its categories' order is the one users read codes in)."""
     from .models.binding import bind_to_domain
 
     ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
@@ -298,10 +314,11 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
     # features named by position refer to the domain as given, before it is fitted to the model
     protected = [dom.names[dom.index(p)] if isinstance(p, (int, np.integer)) else p for p in split_names(protected)]
     # a pipeline (or a linear model) reads raw columns: compile it for this domain's features
-    ir, dom = bind_to_domain(ir, dom, keep=set(protected) | set(dom.protected_names))
+    given = dom
+    ir, dom = bind_to_domain(ir, dom, keep=set(protected) | set(dom.protected_names), reorder=reorder)
     dom.check_model(ir)
     return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
-                                   robustness=robustness)
+                                   robustness=robustness), given
 
 
 def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
@@ -314,7 +331,7 @@ def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str 
     from .engines.network.vnnlib import export
     from .models.network import ReluNetwork
 
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle,
+    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle,
                                    preprocessor)
     if not isinstance(ir, ReluNetwork):
         raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
@@ -335,7 +352,7 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
     """
     options = options or VerifyOptions(time_limit=time_limit, seed=seed)
-    ir, prop = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
+    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                                    preprocessor)
     question = UnfairSamples(prop, n)
     frame = find_engine(ir, question).run(ir, question, options, None)

@@ -103,9 +103,13 @@ def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
                    features=tuple(replace(f, column=rename[f.column]) for f in model.features))
 
 
-def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
+def bind(model: PipelineModel, domain: Any, keep: Any = (), reorder: bool = False) -> tuple[Any, Any]:
     """(a ReluNetwork or TreeEnsemble over the domain's features, the domain restricted to the
-    model's columns) computing the pipeline's label at every point of the domain."""
+    model's columns) computing the pipeline's label at every point of the domain.
+
+    With `reorder`, a network's categorical columns (but the `keep` ones) get their categories
+    sorted by effect (`order_by_effect`), and the returned domain says so: callers must code
+    points with it."""
     from .linear import LinearModel
     from .network import ReluNetwork
     from .trees import TreeEnsemble
@@ -115,9 +119,12 @@ def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     check_known_values(model, dom)
     est = model.estimator
     if isinstance(est, (ReluNetwork, LinearModel)):
-        from .pipeline_network import bind_network
+        from .pipeline_network import bind_network, order_by_effect
 
         bound = bind_network(model, dom)
+        ordered = order_by_effect(bound, dom, fixed=set(keep)) if reorder else dom
+        if ordered is not dom:
+            dom, bound = ordered, bind_network(model, ordered)
     elif isinstance(est, TreeEnsemble):
         from .pipeline_trees import bind_trees
 
@@ -125,7 +132,21 @@ def bind(model: PipelineModel, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
     else:
         raise ModelFormatError(f"a pipeline ending in {type(est).__name__} cannot be bound to a domain")
     check_bound(model, bound, dom)
+    _check_tables(bound, dom)
     return bound, dom
+
+
+def _check_tables(bound: Any, domain: Any, n: int = 400) -> None:
+    """A network's lookup form of its first layers must equal those layers on the grid."""
+    tables = getattr(bound, "input_tables", None)
+    if tables is None:
+        return
+    X = sample_domain(domain, n)
+    h = np.maximum(X @ bound.weights[0].T + bound.biases[0], 0.0) @ bound.weights[1].T + bound.biases[1]
+    gap = np.abs(tables.first_layer(X) - h)
+    if not np.all(gap <= 1e-9 * (1.0 + np.abs(h))):
+        raise ModelFormatError(f"{bound.source}: the lookup form of the pipeline's encodings disagrees with its "
+                               f"network by {float(gap.max()):.3g}")
 
 
 def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
@@ -174,15 +195,16 @@ def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> 
                                "combination of preprocessing steps is not translated faithfully")
 
 
-def bind_to_domain(model: Any, domain: Any, keep: Any = ()) -> tuple[Any, Any]:
+def bind_to_domain(model: Any, domain: Any, keep: Any = (), reorder: bool = False) -> tuple[Any, Any]:
     """Pipelines and linear models over raw columns become a network or trees over the domain's
-    features (those they read, and the `keep` ones); other models pass through unchanged."""
+    features (those they read, and the `keep` ones); other models pass through unchanged. The
+    domain returned is the one to code points with (with `reorder`, see `bind`)."""
     from .linear import LinearModel
 
     if isinstance(model, LinearModel):
         model = from_linear(model)
     if isinstance(model, PipelineModel):
-        return bind(model, domain, keep)
+        return bind(model, domain, keep, reorder)
     return model, domain
 
 

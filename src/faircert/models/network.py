@@ -14,6 +14,36 @@ import numpy as np
 from ..errors import ModelFormatError
 
 
+@dataclass(frozen=True)
+class InputTables:
+    """The network's first two layers as one lookup per discrete column, exact on the domain's grid.
+
+    A pipeline's one-hot and ordinal encodings are step functions of a raw column; the network
+    computes them with a layer of ReLUs whose interval bounds are loose. On the grid, the
+    pre-activation of the estimator's first layer is exactly
+    `linear @ x + bias + sum_j tables[j][x[columns[j]] - starts[j]]`, where each table row is one
+    grid value's contribution; bounding engines use this form and min/max over a box's rows.
+    """
+
+    linear: np.ndarray               # (n1, n_inputs): columns used as numbers
+    bias: np.ndarray                 # (n1,)
+    columns: tuple[int, ...]         # input index of each table
+    starts: tuple[float, ...]        # grid value of each table's row 0 (the grid steps by 1)
+    tables: tuple[np.ndarray, ...]   # each (grid size, n1)
+
+    def rows(self, k: int, values: np.ndarray) -> np.ndarray:
+        """Row index of each grid value of table k (clipped to the table)."""
+        index = np.rint(np.asarray(values, dtype=np.float64) - self.starts[k]).astype(np.int64)
+        return np.clip(index, 0, self.tables[k].shape[0] - 1)
+
+    def first_layer(self, X: np.ndarray) -> np.ndarray:
+        """Pre-activations (n, n1) of grid points X (n, n_inputs)."""
+        h = X @ self.linear.T + self.bias
+        for k, (j, table) in enumerate(zip(self.columns, self.tables)):
+            h += table[self.rows(k, X[:, j])]
+        return h
+
+
 @dataclass
 class ReluNetwork:
     """Affine layers `x -> W x + b` (W of shape out x in) with ReLU after every layer but the last."""
@@ -29,6 +59,8 @@ class ReluNetwork:
     #: How the file's output was turned into one logit ("logit", "sigmoid", "softmax2", ...).
     output_semantics: str = "logit"
     metadata: dict = field(default_factory=dict)
+    #: The first two layers as per-column lookups (pipelines with step encodings); see InputTables.
+    input_tables: InputTables | None = None
 
     def __post_init__(self) -> None:
         self.weights = [np.asarray(w, dtype=np.float64) for w in self.weights]
@@ -65,6 +97,15 @@ class ReluNetwork:
             h = h @ w.T + b
             if k < last:
                 np.maximum(h, 0.0, out=h)
+        return h[:, 0]
+
+    def logit_from_first(self, h: np.ndarray, start: int) -> np.ndarray:
+        """The logit (n,) from the outputs h (n, width) of the ReLU after layer `start - 1`."""
+        last = len(self.weights) - 1
+        for k in range(start, last + 1):
+            h = h @ self.weights[k].T + self.biases[k]
+            if k < last:
+                h = np.maximum(h, 0.0)
         return h[:, 0]
 
     def predict(self, X: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DomainError
-from .network import ReluNetwork
+from .network import InputTables, ReluNetwork
 from .pipeline import MAX_GRID, PipelineModel, raw_values
 
 
@@ -89,6 +89,75 @@ def bind_network(model: PipelineModel, domain) -> ReluNetwork:
                 A[i, units[key]] += c
         layers = [H, weights[0] @ A] + weights[1:]
         bias = [hb, weights[0] @ const + biases[0]] + biases[1:]
+    tables = None if identity_only else _input_tables(model, domain, weights[0], biases[0])
     return ReluNetwork(layers, bias, input_names=list(domain.names), source=model.source,
                        output_semantics=semantics,
-                       metadata={**metadata, "pipeline": True, "raw_columns": list(domain.names)})
+                       metadata={**metadata, "pipeline": True, "raw_columns": list(domain.names)},
+                       input_tables=tables)
+
+
+#: Domain points over which each category's effect on the logit is averaged (fixed seed).
+EFFECT_SAMPLE = 2000
+
+
+def order_by_effect(network: ReluNetwork, domain, fixed=()):
+    """The domain with each categorical column's categories sorted by their mean effect on the logit.
+
+    Categories are nominal, so their codes' order is free; the box engines split a column's codes
+    into ranges, and ranges of categories with like effects are bounded more tightly. Columns in
+    `fixed` (the protected ones) and two-category columns keep their order. Returns the domain
+    itself when nothing moves."""
+    from dataclasses import replace
+
+    tables = network.input_tables
+    if tables is None:
+        return domain
+    rng = np.random.default_rng(0)
+    points = np.stack([rng.integers(int(f.min), int(f.max) + 1, EFFECT_SAMPLE) if f.is_discrete
+                       else rng.uniform(f.min, f.max, EFFECT_SAMPLE) for f in domain.features], axis=1)
+    features = list(domain.features)
+    for k, j in enumerate(tables.columns):
+        f = features[j]
+        if f.categories is None or f.name in fixed or len(f.categories) <= 2:
+            continue
+        h = points @ tables.linear.T + tables.bias
+        for other, (i, table) in enumerate(zip(tables.columns, tables.tables)):
+            if i != j:
+                h += table[tables.rows(other, points[:, i])]
+        effect = [network.logit_from_first(np.maximum(h + row, 0.0), start=2).mean() for row in tables.tables[k]]
+        order = np.argsort(effect, kind="stable")
+        if np.any(order != np.arange(order.size)):
+            features[j] = replace(f, categories=tuple(f.categories[i] for i in order))
+    return domain if features == list(domain.features) else replace(domain, features=tuple(features))
+
+
+def _input_tables(model: PipelineModel, domain, w0: np.ndarray, b0: np.ndarray) -> InputTables:
+    """The estimator's first layer as lookups of the columns with a step encoding, exact on the grid.
+
+    Every encoded feature of such a column (its identity parts too) goes into the column's table,
+    so a box's range of the column is bounded jointly; other columns stay linear."""
+    col = {name: j for j, name in enumerate(domain.names)}
+    stepped = sorted({col[f.column] for f in model.features if f.encoder.kind != "identity"})
+    linear = np.zeros((w0.shape[0], len(domain)))
+    bias = np.array(b0, dtype=np.float64)
+    tables = {j: np.zeros((int(domain.features[j].size), w0.shape[0])) for j in stepped}
+    for i, f in enumerate(model.features):
+        j = col[f.column]
+        if j in tables:
+            feature = domain.features[j]
+            tables[j] += np.outer(f.value(raw_values(feature, feature.values())), w0[:, i])
+        else:
+            a, b = f.affine()
+            linear[:, j] += a * w0[:, i]
+            bias += b * w0[:, i]
+    for j in list(tables):  # an affine table (ordinal ranks) is better read as a number: its rows move together
+        table, start = tables[j], float(domain.features[j].min)
+        slope = table[1] - table[0] if table.shape[0] > 1 else np.zeros(table.shape[1])
+        line = table[0] + np.arange(table.shape[0])[:, None] * slope
+        if np.all(np.abs(table - line) <= 1e-12 * (1.0 + np.abs(table))):
+            linear[:, j] += slope
+            bias += table[0] - start * slope
+            del tables[j]
+    kept = sorted(tables)
+    return InputTables(linear, bias, tuple(kept), tuple(float(domain.features[j].min) for j in kept),
+                       tuple(tables[j] for j in kept))

@@ -31,6 +31,9 @@ class Problem:
     eps: np.ndarray           # (d,) tolerance of each free feature (floored for discrete ones)
     domain_size: float
     tol: float = 0.0
+    #: The twins as the bounds see them: through the network's input tables where it has them
+    #: (`twin` is the network itself, layer by layer, for exact checks).
+    bounder: TwinNet | None = None
 
     @classmethod
     def build(cls, network: ReluNetwork, prop: IndividualFairness) -> Problem:
@@ -51,6 +54,7 @@ class Problem:
         p = cls(network, TwinNet.build(network, free, protected, combos), free, protected, combos,
                 dom.lower[free], dom.upper[free], disc, eps, size)
         p.tol = REL_TOL * (1.0 + p.logit_scale())
+        p.bounder = TwinNet.build(network, free, protected, combos, lookups=True)
         return p
 
     @property
@@ -88,10 +92,10 @@ class Problem:
     def window_bounds(self, lo: np.ndarray, hi: np.ndarray, tight: bool) -> tuple[TwinBounds, TwinBounds]:
         """Twin logit bounds over each box's epsilon-window (what decides fairness) and over the box
         itself (what decides its points' own labels); one and the same without epsilon."""
-        own = bound_twins(self.twin, lo, hi, tight)
+        own = bound_twins(self.bounder, lo, hi, tight)
         if not self.has_eps:
             return own, own
-        return bound_twins(self.twin, *self.enlarge(lo, hi), tight), own
+        return bound_twins(self.bounder, *self.enlarge(lo, hi), tight), own
 
     def enlarge(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""

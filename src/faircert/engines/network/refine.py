@@ -92,11 +92,11 @@ class Refinement:
         self.rng = np.random.default_rng(seed)
         self.progress = progress
         self.clear()
-        width = max(pb.twin.widths)
+        width = max(pb.bounder.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
-        self.tight = (crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO
-                      and len(pb.twin.widths) <= TIGHT_MAX_DEPTH)
+        self.tight = (crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO
+                      and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH)
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self._last_report = 0.0

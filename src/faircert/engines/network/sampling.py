@@ -41,7 +41,7 @@ def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -
     wlo, whi = pb.enlarge(x[rest], x[rest])
     fair = np.zeros(rest.size, dtype=bool)
     for s in range(0, rest.size, chunk):
-        bd = bound_twins(pb.twin, wlo[s:s + chunk], whi[s:s + chunk])
+        bd = bound_twins(pb.bounder, wlo[s:s + chunk], whi[s:s + chunk])
         fair[s:s + chunk] = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
     open_ = rest[~fair]
     # x is unfair when a twin a of x and an allowed twin b of a window point disagree

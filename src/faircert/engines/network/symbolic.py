@@ -11,6 +11,13 @@ Two bounds are computed for every (box, twin) row and intersected:
 
 The intersection is therefore never looser than FairQuant's bounds. The backward pass also gives
 the linear coefficients of the logit bounds in the inputs, used to choose split features.
+
+A pipeline's encoded columns (one-hot, ordinal) can be read through lookups instead (see
+`InputTables`): each such column adds one table row per grid value to the first layer. Both passes
+then take, per box and per column, the min and max of a linear function over the box's rows of the
+table, which is exact per column, where the network's own encoding layer would be relaxed. Their
+linear forms have coefficient 0 on those columns, and a column's split score is the spread of its
+rows' contribution to the bounds.
 """
 
 from __future__ import annotations
@@ -30,13 +37,32 @@ class TwinNet:
     b1: np.ndarray          # (T, n1) bias per twin (bias + protected columns @ protected values)
     weights: list[np.ndarray]  # later layers (n_k, n_{k-1})
     biases: list[np.ndarray]
+    #: Free inputs read through lookups: (position among the free inputs, grid start, table (K, n1)).
+    tables: tuple[tuple[int, float, np.ndarray], ...] = ()
 
     @classmethod
-    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> TwinNet:
+    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray,
+              lookups: bool = False) -> TwinNet:
+        """The twins of `network`; with `lookups`, through its input tables where it has them."""
+        if lookups and network.input_tables is not None and len(network.weights) > 2:
+            return cls._from_tables(network, free, protected, combos)
         w = network.weights[0]
         b1 = network.biases[0][None, :] + combos @ w[:, protected].T if protected else network.biases[0][None, :]
         return cls(np.ascontiguousarray(w[:, free]), np.ascontiguousarray(b1),
                    list(network.weights[1:]), list(network.biases[1:]))
+
+    @classmethod
+    def _from_tables(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> TwinNet:
+        it = network.input_tables
+        b1 = it.bias[None, :] + combos @ it.linear[:, protected].T
+        tables = []
+        for k, j in enumerate(it.columns):
+            if j in protected:
+                b1 = b1 + it.tables[k][it.rows(k, combos[:, protected.index(j)])]
+            else:
+                tables.append((free.index(j), it.starts[k], it.tables[k]))
+        return cls(np.ascontiguousarray(it.linear[:, free]), np.ascontiguousarray(b1), list(network.weights[2:]),
+                   list(network.biases[2:]), tuple(tables))
 
     @property
     def n_twins(self) -> int:
@@ -49,7 +75,10 @@ class TwinNet:
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Concrete logits (n, T) of free points x (n, d) for every twin."""
         n, T = x.shape[0], self.n_twins
-        h = ((x @ self.w1.T)[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
+        z = x @ self.w1.T
+        for p, start, table in self.tables:
+            z += table[np.clip(np.rint(x[:, p] - start).astype(np.int64), 0, table.shape[0] - 1)]
+        h = (z[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
         for w, b in zip(self.weights, self.biases):
             np.maximum(h, 0.0, out=h)
             h = h @ w.T + b
@@ -90,31 +119,40 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     T = net.n_twins
     mid = (lo + hi) * 0.5
     rad = (hi - lo) * 0.5
+    rows = _table_rows(net, lo, hi)
     # layer 1: exact pre-activation bounds, shared linear form, per-twin constant
+    t_min, t_max = _table_ranges(net, rows, B)                               # (B, n1) each
     c1 = mid @ net.w1.T
     r1 = rad @ np.abs(net.w1).T
-    l = (c1 - r1)[:, None, :] + net.b1[None]          # (B, T, n1)
-    u = (c1 + r1)[:, None, :] + net.b1[None]
+    l = (c1 - r1 + t_min)[:, None, :] + net.b1[None]          # (B, T, n1)
+    u = (c1 + r1 + t_max)[:, None, :] + net.b1[None]
     l = l.reshape(B * T, -1)
     u = u.reshape(B * T, -1)
     pre = [(l, u)]
     midm = np.repeat(mid, T, axis=0)
     radm = np.repeat(rad, T, axis=0)
+    rowsm = [np.repeat(r, T, axis=0) for r in rows]
     if net.weights:
-        base = np.empty((B * T, d + 1, l.shape[1]))
-        base[:, :d, :] = net.w1.T[None]
-        base[:, d, :] = np.tile(net.b1, (B, 1))
-        up, low = _relax(base, base, l, u, l, u, inplace=False)
-        del base
+        # the tables enter the forms as constants (their min in the lower form, max in the upper):
+        # indicators per table row would keep them exact but cost a symbolic variable per row
+        low = np.empty((B * T, d + 1, l.shape[1]))
+        low[:, :d, :] = net.w1.T[None]
+        low[:, d, :] = np.tile(net.b1, (B, 1))
+        up = low.copy()
+        if net.tables:
+            low[:, d, :] += np.repeat(t_min, T, axis=0)
+            up[:, d, :] += np.repeat(t_max, T, axis=0)
+        spread = np.repeat(t_max - t_min, T, axis=0)
+        up, low = _relax(up, low, l, u, l + spread, u - spread)
         for k, (w, b) in enumerate(zip(net.weights, net.biases)):
             c = up + low
             c *= 0.5
             r = np.subtract(up, low, out=up)
             r *= 0.5
             del low
-            M, rows, n_prev = c.shape
-            c = (c.reshape(-1, n_prev) @ w.T).reshape(M, rows, -1)
-            r = (r.reshape(-1, n_prev) @ np.abs(w).T).reshape(M, rows, -1)
+            M, n_rows, n_prev = c.shape
+            c = (c.reshape(-1, n_prev) @ w.T).reshape(M, n_rows, -1)
+            r = (r.reshape(-1, n_prev) @ np.abs(w).T).reshape(M, n_rows, -1)
             c[:, d, :] += b
             low = c - r
             up = np.add(c, r, out=c)
@@ -129,13 +167,37 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     else:
         f_low, f_up = l[:, 0], u[:, 0]
     if tight and len(pre) > 1:
-        tighten(net, pre, midm, radm)
-    b_low, b_up, coef, const = _backward(net, pre, midm, radm)
+        tighten(net, pre, midm, radm, rowsm)
+    b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm)
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
+    for (p, _, _), spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
+        np.divide(spread.reshape(2, B, T).sum(axis=(0, 2)), hi[:, p] - lo[:, p], out=sens[:, p],
+                  where=hi[:, p] > lo[:, p])
     hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
     return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T), hidden)
+
+
+def _table_rows(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+    """Per table, (B, K) which of its rows (grid values) each box holds."""
+    out = []
+    for p, start, table in net.tables:
+        k = np.arange(table.shape[0])
+        first = np.ceil(lo[:, p] - start - 1e-9)
+        last = np.floor(hi[:, p] - start + 1e-9)
+        out.append((k >= first[:, None]) & (k <= last[:, None]))
+    return out
+
+
+def _table_ranges(net: TwinNet, rows: list[np.ndarray], B: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over the tables of each first-layer neuron's min and max over each box's rows (B, n1)."""
+    t_min, t_max = np.zeros((B, net.w1.shape[0])), np.zeros((B, net.w1.shape[0]))
+    for (_, _, table), held in zip(net.tables, rows):
+        inside = held[:, :, None]
+        t_min += np.where(inside, table[None], np.inf).min(axis=1)
+        t_max += np.where(inside, table[None], -np.inf).max(axis=1)
+    return t_min, t_max
 
 
 def _relax(up, low, l, u, lu, ul, inplace=True):
@@ -166,31 +228,33 @@ def _relax(up, low, l, u, lu, ul, inplace=True):
     return up, low
 
 
-def _backward(net: TwinNet, pre, midm, radm):
-    """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer."""
+def _backward(net: TwinNet, pre, midm, radm, rowsm):
+    """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer, their
+    linear forms, and each table's spread (2M,) in them."""
     M = midm.shape[0]
     T = net.n_twins
-    if not net.weights:
+    if not net.weights:  # built without tables (they need a hidden layer)
         w = np.broadcast_to(net.w1[0], (M, net.w1.shape[1]))
         const = np.tile(net.b1[:, 0], M // T)
         centre = np.einsum("md,md->m", midm, w) + const
         spread = radm @ np.abs(net.w1[0])
         return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0),
-                np.concatenate([const, -const]))
+                np.concatenate([const, -const]), [])
     w_out, b_out = net.weights[-1], net.biases[-1]
     lam = np.concatenate([np.broadcast_to(w_out, (M, 1, w_out.shape[1])),
                           np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))])
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
-    val, lam, const = _crown(net, pre, len(pre) - 1, lam, const, midm, radm)
-    return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0]
+    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm)
+    return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
 
-def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm):
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm):
     """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
 
     lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
     the negated functions (so their lower bound is minus an upper bound). Returns the lower bounds
-    (2M, K) and the final linear forms in the free inputs.
+    (2M, K), the final linear forms in the free inputs (tables' minima in the constant) and each
+    table's spread (2M, K) over the rows' boxes.
     """
     M = midm.shape[0]
     T = net.n_twins
@@ -211,6 +275,13 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm):
         lam = np.where(neg, lam2 * s, lam2 * a_low).reshape(2 * M, K, -1)
         if k == 0:
             const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
+            spreads = []
+            for (_, _, table), held in zip(net.tables, rowsm):
+                vals = lam @ table.T                                  # (2M, K, rows)
+                inside = np.concatenate([held, held])[:, None, :]
+                low = np.where(inside, vals, np.inf).min(axis=2)
+                const = const + low
+                spreads.append(np.where(inside, vals, -np.inf).max(axis=2) - low)
             lam = lam @ net.w1
         else:
             w, b = layers[k]
@@ -219,17 +290,17 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm):
     mid2 = np.concatenate([midm, midm])[:, None, :]
     rad2 = np.concatenate([radm, radm])[:, None, :]
     val = (lam * mid2).sum(axis=2) - (np.abs(lam) * rad2).sum(axis=2) + const
-    return val, lam, const
+    return val, lam, const, spreads
 
 
-def tighten(net: TwinNet, pre, midm, radm) -> None:
+def tighten(net: TwinNet, pre, midm, radm, rowsm) -> None:
     """Replace each hidden layer's pre-activation bounds by their intersection with CROWN's."""
     M = midm.shape[0]
     for k in range(1, len(pre)):
         w, b = net.weights[k - 1], net.biases[k - 1]
         lam = np.concatenate([np.broadcast_to(w, (M,) + w.shape), np.broadcast_to(-w, (M,) + w.shape)])
         const = np.concatenate([np.broadcast_to(b, (M, b.shape[0])), np.broadcast_to(-b, (M, b.shape[0]))])
-        val, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm)
+        val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm)
         l, u = pre[k]
         pre[k] = (np.maximum(l, val[:M]), np.minimum(u, -val[M:]))
 

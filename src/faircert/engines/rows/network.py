@@ -61,7 +61,7 @@ class NetworkRows:
         pb = self.pb
         lo, hi = audit.windows(rows)
         free = pb.free
-        bd = bound_twins(pb.twin, lo[:, free], hi[:, free])
+        bd = bound_twins(pb.bounder, lo[:, free], hi[:, free])
         verdicts, methods, twins = [], [], []
         for k, i in enumerate(rows):
             positive = audit.labels[i] == 1
