@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 import warnings
 from pathlib import Path
@@ -206,7 +207,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    models = [m for m in args.models.split(",") if m]
+    models = [m for m in re.split(r",(?![^(]*\))", args.models) if m]  # "MLP(64,64)" is one name
     for name in args.datasets.split(","):
         rows = measure(name, models, args.time_limit, args.rows)
         path = OUT / f"{name}.json"

@@ -180,12 +180,13 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
 
 
 def _table_rows(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
-    """Per table, (B, K) which of its rows (grid values) each box holds."""
+    """Per table, (B, K) which of its rows (grid values) each box holds (at least one: a box with no
+    grid value has no point to count, and empty rows would make the bounds infinite)."""
     out = []
     for p, start, table in net.tables:
         k = np.arange(table.shape[0])
-        first = np.ceil(lo[:, p] - start - 1e-9)
-        last = np.floor(hi[:, p] - start + 1e-9)
+        first = np.clip(np.ceil(lo[:, p] - start - 1e-9), 0, k[-1])
+        last = np.clip(np.floor(hi[:, p] - start + 1e-9), first, k[-1])
         out.append((k >= first[:, None]) & (k <= last[:, None]))
     return out
 
