@@ -88,7 +88,8 @@ def test_bounds_through_tables_are_sound_and_tighter(bound, tight):
     width, old_width = bd.upper - bd.lower, old.upper - old.lower
     assert np.mean(width) < 0.9 * np.mean(old_width)  # measured 0.72-0.87
     # a looked-up column's split score is the spread of its rows: 0 where the box holds one row
-    for k, (q, _, _) in enumerate(looked_up.tables):
+    for t in looked_up.tables:
+        q = t.position
         single = lo[:, q] == hi[:, q]
         assert np.all(bd.score[single, q] == 0) and np.any(bd.score[~single, q] > 0)
 

@@ -191,7 +191,7 @@ class Refinement:
             x = random_points(self.rng, np.tile(self.pb.lo, (4096, 1)), np.tile(self.pb.hi, (4096, 1)),
                               self.pb.discrete)
             t = time.perf_counter()
-            twin_split(self.pb, x)
+            twin_split(self.pb, x, fast=True)
             self.point_cost = (time.perf_counter() - t) / 4096 * (20 if self.pb.has_eps else 1)
         und = self._open_mass() / self.pb.domain_size
         p = min(0.5, max(self.probe_hits / self.probes, 0.01)) if self.probes >= 1000 else 0.25

@@ -23,9 +23,12 @@ def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, disc
     return x
 
 
-def twin_split(pb: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Logits (n, T) of points; which points separate twins; a positive and a negative twin."""
-    z = pb.twin.logits(x)
+def twin_split(pb: Problem, x: np.ndarray, fast: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Logits (n, T) of points; which points separate twins; a positive and a negative twin.
+
+    `fast` computes them through the input tables (equal on the grid up to rounding; for
+    estimates, never for evidence)."""
+    z = (pb.bounder if fast else pb.twin).logits(x)
     pos = z > 0
     bad = pos.any(axis=1) & ~pos.all(axis=1)
     return z, bad, np.argmax(z, axis=1), np.argmin(z, axis=1)
@@ -33,7 +36,7 @@ def twin_split(pb: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
     """(unfair, unknown) flags of sampled points; unknown only with epsilon > 0."""
-    _, bad, _, _ = twin_split(pb, x)
+    _, bad, _, _ = twin_split(pb, x, fast=True)
     unknown = np.zeros(x.shape[0], dtype=bool)
     if not pb.has_eps:
         return bad, unknown
@@ -106,8 +109,8 @@ class Sampler:
             s_lo, s_hi = wilson(k + unk / 2, n, z)
             # points whose window could not be decided widen the interval; more samples cannot help there
             done = share * (s_hi - s_lo) / 2 <= self.halfwidth
-            # sampling is cheap without epsilon: finish the interval even past the deadline
-            late = (self.pb.has_eps and deadline is not None and time.perf_counter() > deadline) or stop_requested()
+            # past the deadline the interval stays as wide as its samples make it
+            late = (deadline is not None and time.perf_counter() > deadline) or stop_requested()
             cap = self.max_samples_eps if self.pb.has_eps else self.max_samples
             if n >= cap or (n >= self.min_samples and (done or late)):
                 break

@@ -22,11 +22,55 @@ rows' contribution to the bounds.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...models.network import ReluNetwork
+
+
+@dataclass
+class Lookup:
+    """A free input read through a table: row k (grid value start + k) adds table[k] to layer 1.
+
+    Sparse tables of row minima and maxima answer a box's range of rows in two reads."""
+
+    position: int            # among the free inputs
+    start: float
+    table: np.ndarray        # (K, n1)
+
+    def __post_init__(self) -> None:
+        self.mins, self.maxs = [self.table], [self.table]
+        width = 1
+        while 2 * width <= self.table.shape[0]:
+            self.mins.append(np.minimum(self.mins[-1][:-width], self.mins[-1][width:]))
+            self.maxs.append(np.maximum(self.maxs[-1][:-width], self.maxs[-1][width:]))
+            width *= 2
+
+    def span(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and last row (B,) of each box's range (at least one row: a box with no grid value
+        has no point to count, and an empty range would make the bounds infinite)."""
+        top = self.table.shape[0] - 1
+        first = np.clip(np.ceil(lo[:, self.position] - self.start - 1e-9), 0, top).astype(np.int64)
+        last = np.clip(np.floor(hi[:, self.position] - self.start + 1e-9), first, top).astype(np.int64)
+        return first, last
+
+    def extremes(self, first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each neuron's min and max (B, n1) over rows first..last."""
+        level = np.floor(np.log2(last - first + 1)).astype(np.int64)
+        end = last - (1 << level) + 1
+        t_min, t_max = np.empty((first.size, self.table.shape[1])), np.empty((first.size, self.table.shape[1]))
+        for v in np.unique(level):
+            at = level == v
+            t_min[at] = np.minimum(self.mins[v][first[at]], self.mins[v][end[at]])
+            t_max[at] = np.maximum(self.maxs[v][first[at]], self.maxs[v][end[at]])
+        return t_min, t_max
+
+    def held(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """(B, K) which rows each box holds."""
+        k = np.arange(self.table.shape[0])
+        return (k >= first[:, None]) & (k <= last[:, None])
 
 
 @dataclass
@@ -37,8 +81,8 @@ class TwinNet:
     b1: np.ndarray          # (T, n1) bias per twin (bias + protected columns @ protected values)
     weights: list[np.ndarray]  # later layers (n_k, n_{k-1})
     biases: list[np.ndarray]
-    #: Free inputs read through lookups: (position among the free inputs, grid start, table (K, n1)).
-    tables: tuple[tuple[int, float, np.ndarray], ...] = ()
+    #: Free inputs read through lookups.
+    tables: tuple[Lookup, ...] = ()
 
     @classmethod
     def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray,
@@ -60,9 +104,19 @@ class TwinNet:
             if j in protected:
                 b1 = b1 + it.tables[k][it.rows(k, combos[:, protected.index(j)])]
             else:
-                tables.append((free.index(j), it.starts[k], it.tables[k]))
+                tables.append(Lookup(free.index(j), it.starts[k], it.tables[k]))
         return cls(np.ascontiguousarray(it.linear[:, free]), np.ascontiguousarray(b1), list(network.weights[2:]),
                    list(network.biases[2:]), tuple(tables))
+
+    @functools.cached_property
+    def all_rows(self) -> np.ndarray:
+        """(n1, rows of every table) the tables' rows side by side."""
+        return np.concatenate([t.table for t in self.tables]).T.copy()
+
+    @functools.cached_property
+    def row_starts(self) -> np.ndarray:
+        """Where each table's rows start in `all_rows`."""
+        return np.cumsum([0] + [t.table.shape[0] for t in self.tables[:-1]])
 
     @property
     def n_twins(self) -> int:
@@ -76,8 +130,8 @@ class TwinNet:
         """Concrete logits (n, T) of free points x (n, d) for every twin."""
         n, T = x.shape[0], self.n_twins
         z = x @ self.w1.T
-        for p, start, table in self.tables:
-            z += table[np.clip(np.rint(x[:, p] - start).astype(np.int64), 0, table.shape[0] - 1)]
+        for t in self.tables:
+            z += t.table[t.span(x, x)[0]]
         h = (z[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
         for w, b in zip(self.weights, self.biases):
             np.maximum(h, 0.0, out=h)
@@ -119,9 +173,13 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     T = net.n_twins
     mid = (lo + hi) * 0.5
     rad = (hi - lo) * 0.5
-    rows = _table_rows(net, lo, hi)
+    spans = [t.span(lo, hi) for t in net.tables]
     # layer 1: exact pre-activation bounds, shared linear form, per-twin constant
-    t_min, t_max = _table_ranges(net, rows, B)                               # (B, n1) each
+    t_min, t_max = np.zeros((B, net.w1.shape[0])), np.zeros((B, net.w1.shape[0]))
+    for t, span in zip(net.tables, spans):
+        a, b = t.extremes(*span)
+        t_min += a
+        t_max += b
     c1 = mid @ net.w1.T
     r1 = rad @ np.abs(net.w1).T
     l = (c1 - r1 + t_min)[:, None, :] + net.b1[None]          # (B, T, n1)
@@ -131,7 +189,7 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     pre = [(l, u)]
     midm = np.repeat(mid, T, axis=0)
     radm = np.repeat(rad, T, axis=0)
-    rowsm = [np.repeat(r, T, axis=0) for r in rows]
+    rowsm = [np.repeat(t.held(*span), T, axis=0) for t, span in zip(net.tables, spans)]
     if net.weights:
         # the tables enter the forms as constants (their min in the lower form, max in the upper):
         # indicators per table row would keep them exact but cost a symbolic variable per row
@@ -172,33 +230,12 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
-    for (p, _, _), spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
+    for t, spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
+        p = t.position
         np.divide(spread.reshape(2, B, T).sum(axis=(0, 2)), hi[:, p] - lo[:, p], out=sens[:, p],
                   where=hi[:, p] > lo[:, p])
     hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
     return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T), hidden)
-
-
-def _table_rows(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
-    """Per table, (B, K) which of its rows (grid values) each box holds (at least one: a box with no
-    grid value has no point to count, and empty rows would make the bounds infinite)."""
-    out = []
-    for p, start, table in net.tables:
-        k = np.arange(table.shape[0])
-        first = np.clip(np.ceil(lo[:, p] - start - 1e-9), 0, k[-1])
-        last = np.clip(np.floor(hi[:, p] - start + 1e-9), first, k[-1])
-        out.append((k >= first[:, None]) & (k <= last[:, None]))
-    return out
-
-
-def _table_ranges(net: TwinNet, rows: list[np.ndarray], B: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sum over the tables of each first-layer neuron's min and max over each box's rows (B, n1)."""
-    t_min, t_max = np.zeros((B, net.w1.shape[0])), np.zeros((B, net.w1.shape[0]))
-    for (_, _, table), held in zip(net.tables, rows):
-        inside = held[:, :, None]
-        t_min += np.where(inside, table[None], np.inf).min(axis=1)
-        t_max += np.where(inside, table[None], -np.inf).max(axis=1)
-    return t_min, t_max
 
 
 def _relax(up, low, l, u, lu, ul, inplace=True):
@@ -245,17 +282,17 @@ def _backward(net: TwinNet, pre, midm, radm, rowsm):
     lam = np.concatenate([np.broadcast_to(w_out, (M, 1, w_out.shape[1])),
                           np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))])
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
-    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm)
+    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, spread=True)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
 
-def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm):
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False):
     """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
 
     lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
     the negated functions (so their lower bound is minus an upper bound). Returns the lower bounds
-    (2M, K), the final linear forms in the free inputs (tables' minima in the constant) and each
-    table's spread (2M, K) over the rows' boxes.
+    (2M, K), the final linear forms in the free inputs (tables' minima in the constant) and, with
+    `spread`, each table's spread (2M, K) over the rows' boxes.
     """
     M = midm.shape[0]
     T = net.n_twins
@@ -271,18 +308,27 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm):
         s = s[:, None, :]
         K = lam.shape[1]
         lam2 = lam.reshape(2, M, K, -1)
-        neg = lam2 < 0
-        const = const + np.where(neg, lam2 * icpt, 0.0).sum(axis=3).reshape(2 * M, K)
-        lam = np.where(neg, lam2 * s, lam2 * a_low).reshape(2 * M, K, -1)
+        # negative coefficients take the upper relaxation (slope s, intercept), others the lower
+        neg = np.minimum(lam2, 0.0)
+        const = const + np.matmul(neg, icpt.transpose(0, 2, 1)[None]).reshape(2 * M, K)
+        neg *= s - a_low
+        lam = np.multiply(lam2, a_low, out=np.empty_like(lam2))
+        lam += neg
+        lam = lam.reshape(2 * M, K, -1)
+        del neg
         if k == 0:
             const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
             spreads = []
-            for (_, _, table), held in zip(net.tables, rowsm):
-                vals = lam @ table.T                                  # (2M, K, rows)
-                inside = np.concatenate([held, held])[:, None, :]
-                low = np.where(inside, vals, np.inf).min(axis=2)
-                const = const + low
-                spreads.append(np.where(inside, vals, -np.inf).max(axis=2) - low)
+            if net.tables:  # every table at once: rows side by side, min and max per table
+                vals = lam @ net.all_rows                             # (2M, K, rows of all tables)
+                outside = ~np.concatenate([np.concatenate(rowsm, axis=1)] * 2)[:, None, :]
+                if spread:
+                    high = np.maximum.reduceat(np.where(outside, -np.inf, vals), net.row_starts, axis=2)
+                np.copyto(vals, np.inf, where=outside)
+                low = np.minimum.reduceat(vals, net.row_starts, axis=2)
+                const = const + low.sum(axis=2)
+                if spread:
+                    spreads = list(np.moveaxis(high - low, 2, 0))
             lam = lam @ net.w1
         else:
             w, b = layers[k]
