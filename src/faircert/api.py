@@ -124,6 +124,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
 
 def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, rows,
             population, data, options, progress) -> Result | RowsResult:
+    started = time.perf_counter()
     population = _verify_population(population, rows)
     if population == "empirical":
         rows = _population_data(data, domain, population)
@@ -148,7 +149,8 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     if population == "bayesnet":
         result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
                                  preprocessor, options)
-    else:
+    else:  # compiling the model counts in the time limit
+        options = _after(options, time.perf_counter() - started)
         result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
     result.population = population or "uniform"
     _codes_as_given(result, prop.domain, given)
@@ -468,8 +470,8 @@ def _estimate(ir: Any, question: Any, options: GroupOptions, started: float) -> 
 MIN_ENGINE_S = 0.05
 
 
-def _after(options: GroupOptions, spent_s: float) -> GroupOptions:
-    """The options with the time limit less what learning the population already spent."""
+def _after(options: Any, spent_s: float) -> Any:
+    """The options with the time limit less what was already spent (compiling, learning a population)."""
     from dataclasses import replace
 
     if options.time_limit is None or spent_s <= 0:

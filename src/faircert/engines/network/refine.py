@@ -124,6 +124,7 @@ class Refinement:
         end = None if time_limit is None else self.t0 + time_limit * 0.97
         lo, hi = self.first_batch()
         while True:
+            round_started = time.perf_counter()
             pend_lo = pend_hi = np.empty((0, pb.d))
             if lo is not None and lo.shape[0]:
                 pend_lo, pend_hi = self._process(lo, hi)
@@ -132,7 +133,8 @@ class Refinement:
             und = self.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
             if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(self.pool) == 0):
                 break
-            if end is not None and time.perf_counter() > end - self._sampling_time(time_limit):
+            now = time.perf_counter()  # stop before a round like the last would end past the limit
+            if end is not None and now + (now - round_started) > end - self._sampling_time(time_limit):
                 break
             if stop_requested():
                 self.stats["interrupted"] = True

@@ -98,9 +98,11 @@ class Sampler:
         cdf = np.cumsum(mass) / total
         n = k = unk = 0
         while True:
+            started = time.perf_counter()
             pick = np.minimum(np.searchsorted(cdf, self.rng.random(self.chunk), side="right"), len(mass) - 1)
             x = random_points(self.rng, lo[pick], hi[pick], self.pb.discrete)
             bad, unknown = classify(self.pb, self.rng, x, bound_chunk)
+            per_point = (time.perf_counter() - started) / self.chunk
             n += self.chunk
             k += int(bad.sum())
             unk += int(unknown.sum())
@@ -118,6 +120,9 @@ class Sampler:
                 p = (k + unk / 2) / n
                 need = (z * share) ** 2 * max(p * (1 - p), 1.0 / n) / self.halfwidth ** 2
                 self.chunk = int(np.clip(need - n, self.chunk, 500_000))
+                if deadline is not None:  # the next chunk must fit in the time left
+                    fits = (deadline - time.perf_counter()) / max(per_point, 1e-9)
+                    self.chunk = int(max(min(self.chunk, fits), 1000))
         return StatisticalEstimate(
             unfair=falsified + share * (k + unk / 2) / n,
             ci_low=falsified + share * lo_p, ci_high=falsified + share * hi_p,
