@@ -29,10 +29,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import practitioner  # noqa: E402
+import practitioner
 
-from faircert import api  # noqa: E402
-from faircert.engines.network.refine import verify_network  # noqa: E402
+from faircert import api
+from faircert.engines.network.refine import verify_network
 
 OUT = HERE / "results"
 VARIANTS = {"encoding layer": (False, False), "lookups": (True, False), "lookups + order": (True, True)}

@@ -13,3 +13,14 @@ def shared_benchmarks() -> Path:
     if not BENCHMARKS.is_dir():
         pytest.skip("shared benchmark files are not present")
     return BENCHMARKS
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of a few dozen boxes, so that a short run has rounds of many chunks; no whole-domain
+    enumeration (the boxes are bounded and split)."""
+    from faircert.engines.network import refine
+
+    monkeypatch.setattr(refine, "ROWS_PER_CHUNK", 2000)
+    monkeypatch.setattr(refine, "EXACT_POINTS", 0)
+    monkeypatch.setattr(refine, "EXACT_PER_INPUT", 1)

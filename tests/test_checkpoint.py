@@ -40,8 +40,7 @@ def test_a_resumed_audit_equals_an_uninterrupted_one(tmp_path):
     chunked = state["state"]["rows"]
     assert state["format"] == "faircert-checkpoint" and len(chunked) > 100
     # a run killed half way: only part of the chunked rows were saved
-    state["state"]["rows"] = chunked[: len(chunked) // 2]
-    path.write_text(json.dumps(state))
+    Checkpoint(path, "rows", state["identity"]).save({"rows": chunked[: len(chunked) // 2]})
     resumed = _run(net, question, resume=str(path))
     assert resumed.verdicts == whole.verdicts and resumed.twins == whole.twins and resumed.methods == whole.methods
     assert len(json.loads(path.read_text())["state"]["rows"]) == len(chunked)  # it kept writing to the same file
@@ -63,22 +62,20 @@ def test_resuming_with_another_model_rows_or_question_is_refused(tmp_path):
         _run(net, wider, resume=str(path))
 
 
-BAD_ROW = ('{"format": "faircert-checkpoint", "version": 1, "kind": "rows", "identity": {}, '
-           '"state": {"rows": [[0, "maybe", "", null]]}}')
-
-
-@pytest.mark.parametrize("damage", ["", "{", '{"format": "x"}', BAD_ROW])
+@pytest.mark.parametrize("damage", ["", "{", '{"format": "x"}', "bad row", "changed row"])
 def test_damaged_checkpoints_are_refused_in_one_line(tmp_path, damage):
     net, question = _audit(n=50)
     path = tmp_path / "bad.ckpt"
     path.write_text(damage)
-    if damage.startswith('{"format": "faircert-checkpoint"'):  # right identity, bad row entry
-        ident = Checkpoint(path, "rows", {}).identity
-        body = json.loads(damage)
-        body["identity"] = _identity(question)
-        path.write_text(json.dumps(body))
-        assert ident == {}
-    with pytest.raises(PropertyError):
+    message = "JSON|json|not a faircert checkpoint"
+    if damage == "bad row":  # right identity and digest, a malformed row entry
+        Checkpoint(path, "rows", _identity(question)).save({"rows": [[0, "maybe", "", None]]})
+        message = "malformed row entry"
+    elif damage == "changed row":  # a verdict edited by hand
+        Checkpoint(path, "rows", _identity(question)).save({"rows": [[0, "fair", "bounds", None]]})
+        path.write_text(path.read_text().replace('"fair"', '"unfair"'))
+        message = "digest"
+    with pytest.raises(PropertyError, match=message):
         _run(net, question, resume=str(path))
     with pytest.raises(PropertyError, match="not found"):
         _run(net, question, resume=str(tmp_path / "missing.ckpt"))
@@ -132,4 +129,4 @@ def test_checkpoint_options_outside_the_per_row_audit_or_out_of_range_are_refuse
     with pytest.raises(PropertyError, match="checkpoint interval"):
         VerifyOptions(checkpoint=str(tmp_path / "c"), checkpoint_every=0)
     with pytest.raises(PropertyError, match="per-row audit"):
-        faircert.verify(net, DOM, protected="s", checkpoint=tmp_path / "c")
+        faircert.verify(net, DOM, protected="s", checkpoint=tmp_path / "c", complete=True)

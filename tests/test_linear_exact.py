@@ -193,7 +193,7 @@ def test_populations_are_refused_where_they_are_not_answered():
     with pytest.raises(faircert.errors.PropertyError, match="is taken from data"):
         faircert.verify(model, dom, protected="s", population="independent")
     net = random_network(np.random.default_rng(0), 4, [4])
-    with pytest.raises(faircert.errors.PropertyError, match="for networks and tree ensembles use"):
+    with pytest.raises(faircert.errors.PropertyError, match="real-valued features"):
         faircert.verify(net, dom, protected="s", population="independent", data=frame)
 
 

@@ -13,7 +13,6 @@ from boxes_oracle import random_network, unfair_points
 import faircert
 from faircert import interrupt
 from faircert.domain import Domain, Feature
-from faircert.engines.network import refine
 from faircert.engines.network.refine import verify_network
 from faircert.engines.network.rounds import ChunkWork
 from faircert.properties import individual_fairness
@@ -26,15 +25,6 @@ MEDIUM = (Feature("a", "integer", 0, 39), Feature("p", "integer", 0, 2), Feature
 # too large to finish in a test: a run stops at its box budget
 LARGE = (Feature("a", "integer", 0, 200), Feature("p", "binary"), Feature("b", "integer", -50, 50),
          Feature("c", "real", 0, 10), Feature("d", "integer", 0, 300), Feature("e", "real", -1, 1))
-
-
-@pytest.fixture
-def small_chunks(monkeypatch):
-    """Chunks of a few dozen boxes, so that a short run has rounds of many chunks; no whole-domain
-    enumeration (the boxes are bounded and split)."""
-    monkeypatch.setattr(refine, "ROWS_PER_CHUNK", 2000)
-    monkeypatch.setattr(refine, "EXACT_POINTS", 0)
-    monkeypatch.setattr(refine, "EXACT_PER_INPUT", 1)
 
 
 def brute_force_case(seed: int, features=SMALL):

@@ -99,9 +99,11 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
     partition_size).
 
-    With `rows`, `checkpoint=FILE` writes the audit's state every `checkpoint_every` seconds and
-    at the end, and `resume=FILE` continues a run that was killed: the rows it decided are kept, the
-    rest are decided as an uninterrupted run would (another model, rows or question is refused).
+    With `rows`, or a network's box refinement, `checkpoint=FILE` writes the run's state every
+    `checkpoint_every` seconds and at the end, and `resume=FILE` continues a run that was killed:
+    the rows it decided, or the boxes it refined, are kept, and the rest goes as an uninterrupted
+    run would (another model, domain, rows or question is refused). Under `max_boxes` a resumed
+    refinement gives the uninterrupted run's shares and counterexamples.
 
     `complete=True` decides the question instead: `fair` with a proof, `unfair` with a re-checked
     pair, `unknown` only when the time limit runs out; `result.decision` holds the decision and its
@@ -128,16 +130,13 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     population = _verify_population(population, rows)
     if population == "empirical":
         rows = _population_data(data, domain, population)
-    if rows is None and (options.checkpoint or options.resume):
-        raise PropertyError("checkpoints are kept for the per-row audit (rows=..., --rows); the other verify runs "
-                            "start afresh")
     if rows is not None:
         result = _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
                              options, progress)
         result.population = population or "rows"
         return result
     # boxes over a network's categories split better with like categories side by side
-    reorder = population in (None, "uniform") and options.partition_size is None
+    reorder = population in (None, "uniform", "independent") and options.partition_size is None
     try:
         ir, prop, given = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
                                               trust_pickle, preprocessor, reorder)
@@ -147,17 +146,31 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     if population == "independent":
         prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
     if population == "bayesnet":
+        _refuse_checkpoint(options, "the learned-network measure")
         result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
                                  preprocessor, options)
     else:  # compiling the model counts in the time limit
         options = _after(options, time.perf_counter() - started)
-        result = find_engine(ir, prop, options.method).run(ir, prop, options, progress)
+        engine = find_engine(ir, prop, options.method)
+        if engine.name not in CHECKPOINTED:
+            _refuse_checkpoint(options, engine.name)
+        result = engine.run(ir, prop, options, progress)
     result.population = population or "uniform"
     _codes_as_given(result, prop.domain, given)
     result.categories = {f.name: list(given[f.name].categories if f.name in given.names else f.categories)
                          for f in prop.domain.features if f.categories is not None}
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
+
+
+#: Engines that write checkpoints and resume from them (besides the per-row audit).
+CHECKPOINTED = ("network-boxes",)
+
+
+def _refuse_checkpoint(options: VerifyOptions, what: str) -> None:
+    if options.checkpoint or options.resume:
+        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the network box "
+                            f"refinement; this run ({what}) starts afresh: leave out checkpoint and resume")
 
 
 #: The measures `verify` takes (`population=`).
@@ -214,17 +227,25 @@ def _population_data(data: Any, domain: Any, population: str) -> Any:
 
 
 def _with_marginals(ir, prop, frame, options):
-    """The property measured under the data's independent marginals; only separable models answer it."""
+    """The property measured under the data's independent marginals: exactly for separable models,
+    by box refinement (sound bounds) for networks whose measured features are discrete."""
     from dataclasses import replace
 
     from .data import encode_table
     from .engines.linear.verify import accepts
+    from .models.network import ReluNetwork
     from .population.marginals import Marginals
 
-    if not accepts(ir, prop) or options.method != "sound":
-        raise PropertyError("population 'independent' is answered exactly for linear models and pipelines ending in "
-                            "one, without epsilon or --complete; for networks and tree ensembles use 'uniform' or "
-                            "'empirical' (the per-row audit of the data)")
+    measured = [prop.domain.features[j] for j in prop.free]
+    network = isinstance(ir, ReluNetwork) and all(f.is_discrete for f in measured)
+    if not (accepts(ir, prop) or network) or options.method != "sound":
+        real = [f.name for f in measured if not f.is_discrete]
+        why = (f"; the network's real-valued features ({', '.join(real[:3])}) would need a continuous measure: "
+               "declare them integer if they are") if isinstance(ir, ReluNetwork) and real else ""
+        raise PropertyError("population 'independent' is answered for linear models and pipelines ending in one "
+                            "(exactly, without epsilon) and for networks over discrete features, not with "
+                            "--complete; for tree ensembles use 'uniform' or 'empirical' (the per-row audit of the "
+                            f"data){why}")
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():
@@ -239,8 +260,8 @@ def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pic
 
     frame = read_table(rows)
     try:
-        ir, prop, _ = _model_and_property(model, frame if domain is None else domain, protected, epsilon, epsilon_rate,
-                                       None, False, trust_pickle, preprocessor)
+        ir, prop, _ = _model_and_property(model, frame if domain is None else domain, protected, epsilon,
+                                          epsilon_rate, None, False, trust_pickle, preprocessor)
     except UnsupportedModelError:
         if preprocessor is not None:
             raise
@@ -333,8 +354,8 @@ def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str 
     from .engines.network.vnnlib import export
     from .models.network import ReluNetwork
 
-    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle,
-                                   preprocessor)
+    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness,
+                                      trust_pickle, preprocessor)
     if not isinstance(ir, ReluNetwork):
         raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
     return export(Problem.build(ir, prop), out_dir)
@@ -354,8 +375,8 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
     """
     options = options or VerifyOptions(time_limit=time_limit, seed=seed)
-    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
-                                   preprocessor)
+    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
+                                      trust_pickle, preprocessor)
     question = UnfairSamples(prop, n)
     frame = find_engine(ir, question).run(ir, question, options, None)
     for f in prop.domain.features:  # coded categories by name, as the data had them

@@ -10,6 +10,7 @@ files are read like any untrusted input: size and nesting bounded, plain JSON on
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -22,7 +23,7 @@ import numpy as np
 from .errors import PropertyError
 
 FORMAT = "faircert-checkpoint"
-VERSION = 1
+VERSION = 2
 
 
 def fingerprint(obj: Any) -> str:
@@ -62,40 +63,98 @@ def _feed(digest: Any, obj: Any, depth: int) -> None:
 class Checkpoint:
     """Where a job's state goes (`path`), how often (`every` seconds), and what it must match."""
 
-    def __init__(self, path: str | Path, kind: str, identity: dict[str, str], every: float = 30.0) -> None:
+    def __init__(self, path: str | Path, kind: str, identity: dict[str, str], every: float = 30.0,
+                 source: str | Path | None = None) -> None:
         self.path, self.kind, self.identity, self.every = Path(path), kind, dict(identity), float(every)
+        #: where `load` reads (a resumed run may write its checkpoints elsewhere)
+        self.source = Path(source) if source is not None else self.path
         self._last = time.monotonic()
+
+    @classmethod
+    def of(cls, options: Any, kind: str, identity: dict[str, str]) -> Checkpoint | None:
+        """The checkpoint options ask for (`checkpoint`, `resume`, `checkpoint_every`), or None."""
+        path = getattr(options, "checkpoint", None) or getattr(options, "resume", None)
+        if path is None:
+            return None
+        return cls(path, kind, identity, getattr(options, "checkpoint_every", 30.0), getattr(options, "resume", None))
 
     def due(self) -> bool:
         return time.monotonic() - self._last >= self.every
 
     def save(self, state: dict[str, Any]) -> None:
-        """Write the state atomically (a temporary file renamed over the checkpoint)."""
+        """Write the state atomically (a temporary file renamed over the checkpoint), with its digest."""
         from .files import write_text
 
+        text = _text(state)
         body = {"format": FORMAT, "version": VERSION, "kind": self.kind, "identity": self.identity,
-                "written": time.time(), "state": state}
-        write_text(self.path, json.dumps(body, separators=(",", ":"), default=_plain) + "\n")
+                "written": time.time(), "digest": hashlib.sha256(text.encode()).hexdigest()}
+        head = json.dumps(body, separators=(",", ":"))
+        write_text(self.path, head[:-1] + ',"state":' + text + "}\n")
         self._last = time.monotonic()
 
     def load(self) -> dict[str, Any]:
         """The state a previous run saved here, after checking it is this job's."""
         from .limits import loads_json, read_text
 
-        if not self.path.is_file():
-            raise PropertyError(f"checkpoint not found: {self.path}")
-        data = loads_json(read_text(self.path, PropertyError, "checkpoint"), str(self.path), PropertyError)
+        path = self.source
+        if not path.is_file():
+            raise PropertyError(f"checkpoint not found: {path}")
+        data = loads_json(read_text(path, PropertyError, "checkpoint"), str(path), PropertyError)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("state"), dict):
-            raise PropertyError(f"{self.path}: not a faircert checkpoint")
+            raise PropertyError(f"{path}: not a faircert checkpoint")
         if data.get("version") != VERSION or data.get("kind") != self.kind:
-            raise PropertyError(f"{self.path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
+            raise PropertyError(f"{path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
                                 f"not of {self.kind!r} (version {VERSION})")
         theirs = data.get("identity") if isinstance(data.get("identity"), dict) else {}
         differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
         if differ:
-            raise PropertyError(f"{self.path} was written for another {', '.join(differ)}; resume with the same "
+            raise PropertyError(f"{path} was written for another {', '.join(differ)}; resume with the same "
                                 "model, data and options, or start afresh without --resume")
+        if data.get("digest") != hashlib.sha256(_text(data["state"]).encode()).hexdigest():
+            raise PropertyError(f"{path}: the checkpoint's state does not match its digest (changed or "
+                                "damaged); start afresh without --resume")
         return data["state"]
+
+
+def _text(state: dict[str, Any]) -> str:
+    return json.dumps(state, separators=(",", ":"), default=_plain)
+
+
+def pack(array: np.ndarray) -> dict[str, Any]:
+    """An array as JSON: its dtype, shape and raw bytes in base64 (exact, and fast to write)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype not in ARRAY_TYPES.values():
+        raise TypeError(f"checkpoint: arrays of {array.dtype} are not stored")
+    kind = next(k for k, t in ARRAY_TYPES.items() if t == array.dtype)
+    return {"dtype": kind, "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
+    """An array `pack` wrote, checked: its dtype, a 1-d or (n, width) shape, its byte count, finite values."""
+    ok = isinstance(value, dict) and value.get("dtype") == kind and isinstance(value.get("shape"), list) \
+        and isinstance(value.get("data"), str)
+    shape = value.get("shape") if ok else None
+    if ok:
+        want = [int] if width is None else [int, int]
+        ok = len(shape) == len(want) and all(isinstance(n, int) and n >= 0 for n in shape) \
+            and (width is None or shape[1] == width)
+    if not ok:
+        raise PropertyError(f"checkpoint: malformed array (want {kind}{'' if width is None else f' x {width}'})")
+    try:
+        raw = base64.b64decode(value["data"], validate=True)
+    except ValueError:
+        raise PropertyError("checkpoint: an array's data is not base64") from None
+    dtype = ARRAY_TYPES[kind]
+    if len(raw) != int(np.prod(shape)) * dtype.itemsize:
+        raise PropertyError("checkpoint: an array's data does not match its shape")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if kind == "f8" and not np.all(np.isfinite(array)):
+        raise PropertyError("checkpoint: an array holds non-finite numbers")
+    return array
+
+
+#: The arrays a checkpoint holds: little-endian float64 and int64.
+ARRAY_TYPES = {"f8": np.dtype("<f8"), "i8": np.dtype("<i8")}
 
 
 def _plain(value: Any) -> Any:

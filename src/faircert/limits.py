@@ -160,7 +160,7 @@ def nesting_depth(text: str) -> int:
     return int(np.max(np.cumsum(np.where((steps == ord("[")) | (steps == ord("{")), 1, -1))))
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: linear and fast on long strings
 _BRACKET = re.compile(r"[\[\]{}]")
 
 

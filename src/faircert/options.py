@@ -77,8 +77,9 @@ class VerifyOptions(Budget):
     #: Fairify's partitioned verification: cut integer features into chunks of this many values
     #: and decide every partition (implies `complete`)
     partition_size: int | None = None
-    #: the per-row audit: write its state to this file every `checkpoint_every` seconds and at the
-    #: end; `resume` continues from such a file (and keeps writing to it unless `checkpoint` is given)
+    #: the per-row audit and the network box refinement: write the state to this file every
+    #: `checkpoint_every` seconds and at the end; `resume` continues from such a file (and keeps
+    #: writing to it unless `checkpoint` is given)
     checkpoint: str | None = None
     checkpoint_every: float = 30.0
     resume: str | None = None

@@ -52,13 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "value, each --epsilon feature within its tolerance, every other feature equal) the model "
                         "decides differently? The domain, if not given, is inferred from these rows")
     p.add_argument("--checkpoint", metavar="FILE",
-                   help="with --rows: write the audit's state to FILE every --checkpoint-every seconds and at the end "
-                        "(atomically), so a killed run can be resumed")
+                   help="with --rows, or a network's box refinement: write the run's state to FILE every "
+                        "--checkpoint-every seconds and at the end (atomically), so a killed run can be resumed")
     p.add_argument("--checkpoint-every", type=float, default=30.0, metavar="S",
                    help="seconds between checkpoints (default 30)")
     p.add_argument("--resume", metavar="FILE",
-                   help="with --rows: continue the audit a checkpoint holds (same model, rows and options; refused "
-                        "otherwise); the rows it decided are kept")
+                   help="continue the run a checkpoint holds (same model, domain or rows, and question; refused "
+                        "otherwise): the rows it decided, or the boxes it refined, are kept")
     p.add_argument("--rows-csv", metavar="OUT.csv",
                    help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
                         "features)")

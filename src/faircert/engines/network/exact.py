@@ -13,7 +13,7 @@ from .problem import Problem
 class ExactResult:
     """Per-box counts of unfair grid points, plus unfair points with a separating twin pair."""
 
-    unfair: np.ndarray     # (K,) unfair points per box
+    unfair: np.ndarray     # (K,) unfair points per box (their mass, under a non-uniform measure)
     cex_x: np.ndarray      # (n, d) free part of x
     cex_xp: np.ndarray     # (n, d) free part of x'
     cex_a: np.ndarray      # (n,) twin of x
@@ -49,7 +49,7 @@ def exact_boxes(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int = 64)
     x, box = grid_points(lo, hi)
     lab = labels(pb, x)
     bad = lab.any(axis=1) & ~lab.all(axis=1)
-    unfair = np.bincount(box, weights=bad, minlength=lo.shape[0])
+    unfair = np.bincount(box, weights=bad * pb.point_mass(x), minlength=lo.shape[0])
     where = np.flatnonzero(bad)
     _, first = np.unique(box[where], return_index=True)  # grid_points lists each box's points together
     idx = np.concatenate([where[first], np.delete(where, first)])[:want_cex]
@@ -81,7 +81,7 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
         bad = ((pos & neg_other) | (~pos & pos_other)).any(axis=0)
         crop = tuple(slice(int(a), int(b) + 1) for a, b in zip((lo[k] - elo)[::-1], (hi[k] - elo)[::-1]))
         inner = bad[crop]
-        unfair[k] = inner.sum()
+        unfair[k] = (inner.ravel() * pb.point_mass(grid_points(lo[k][None], hi[k][None])[0])).sum()
         if len(cx) < want_cex and unfair[k]:  # one witness per box, so that every unfair box has one
             for pt in np.argwhere(inner)[:3]:
                 xv = lo[k] + pt[::-1]

@@ -17,6 +17,61 @@ REL_TOL = 1e-9
 
 
 @dataclass
+class Weights:
+    """A product measure over the free features: each a finite distribution (the data's values with
+    their frequencies), as `population.marginals.Marginals` holds them."""
+
+    values: list[np.ndarray]   # per free feature, its values in increasing order
+    cum: list[np.ndarray]      # per free feature, 0 then the cumulative probabilities
+
+    @classmethod
+    def of(cls, marginals, free: list[int]) -> Weights:
+        values = [np.asarray(marginals.values[j], dtype=np.float64) for j in free]
+        cum = [np.concatenate([[0.0], np.cumsum(marginals.counts[j]) / marginals.rows]) for j in free]
+        return cls(values, cum)
+
+    def _range(self, j: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.searchsorted(self.values[j], lo, "left"), np.searchsorted(self.values[j], hi, "right")
+
+    def mass(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Probability of each box (rows of lo, hi)."""
+        out = np.ones(lo.shape[:-1])
+        for j in range(len(self.values)):
+            a, b = self._range(j, lo[..., j], hi[..., j])
+            out *= self.cum[j][b] - self.cum[j][a]
+        return out
+
+    def point(self, x: np.ndarray) -> np.ndarray:
+        """Probability of each point (rows of x); 0 off the data's values."""
+        return self.mass(x, x)
+
+    def median(self, feature: np.ndarray, lo: np.ndarray, hi: np.ndarray, mid: np.ndarray) -> np.ndarray:
+        """Where to cut each range [lo, hi] of an integer feature (cut after the value returned): at
+        the value that halves its mass, kept inside [lo, hi - 1]; `mid` where the range has none."""
+        out = mid.copy()
+        for j in np.unique(feature):
+            at = np.flatnonzero(feature == j)
+            a, b = self._range(j, lo[at], hi[at])
+            c = self.cum[j]
+            k = np.searchsorted(c, (c[a] + c[b]) / 2, "left") - 1
+            value = self.values[j][np.clip(k, 0, len(self.values[j]) - 1)]
+            held = b > a
+            out[at] = np.where(held, np.clip(value, lo[at], hi[at] - 1), mid[at])
+        return out
+
+    def sample(self, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """One point per box, drawn from the measure restricted to the box (boxes of mass > 0)."""
+        x = np.empty(lo.shape)
+        for j in range(len(self.values)):
+            a, b = self._range(j, lo[:, j], hi[:, j])
+            c = self.cum[j]
+            u = c[a] + rng.random(lo.shape[0]) * (c[b] - c[a])
+            k = np.clip(np.searchsorted(c, u, "right") - 1, a, np.maximum(b - 1, a))
+            x[:, j] = self.values[j][np.minimum(k, len(self.values[j]) - 1)]
+        return x
+
+
+@dataclass
 class Problem:
     """Everything the refinement needs, expressed over the free (non-protected) features."""
 
@@ -34,6 +89,9 @@ class Problem:
     #: The twins as the bounds see them: through the network's input tables where it has them
     #: (`twin` is the network itself, layer by layer, for exact checks).
     bounder: TwinNet | None = None
+    #: The measure when it is not uniform (the data's independent marginals); None: grid counts
+    #: times volume.
+    weights: Weights | None = None
 
     @classmethod
     def build(cls, network: ReluNetwork, prop: IndividualFairness) -> Problem:
@@ -48,11 +106,13 @@ class Problem:
         disc = dom.discrete_mask[free]
         eps = np.asarray(prop.epsilon, dtype=np.float64)[free]
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
-        size = dom.measure(exclude=protected)
+        weights = None if prop.population is None else Weights.of(prop.population, free)
+        size = dom.measure(exclude=protected) if weights is None else \
+            float(weights.mass(dom.lower[free], dom.upper[free]))
         if not size > 0:
             raise PropertyError("the measured part of the domain has size 0 (a real feature with min == max?)")
         p = cls(network, TwinNet.build(network, free, protected, combos), free, protected, combos,
-                dom.lower[free], dom.upper[free], disc, eps, size)
+                dom.lower[free], dom.upper[free], disc, eps, size, weights=weights)
         p.tol = REL_TOL * (1.0 + p.logit_scale())
         p.bounder = TwinNet.build(network, free, protected, combos, lookups=True)
         return p
@@ -85,9 +145,15 @@ class Problem:
         return float(h.max())
 
     def mass(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Grid count times volume of each box (rows)."""
+        """Grid count times volume of each box (rows), or its probability under `weights`."""
+        if self.weights is not None:
+            return self.weights.mass(lo, hi)
         size = np.where(self.discrete, hi - lo + 1.0, hi - lo)
         return np.prod(size, axis=-1)
+
+    def point_mass(self, x: np.ndarray) -> np.ndarray:
+        """What each grid point (rows of x) counts for: 1, or its probability under `weights`."""
+        return np.ones(x.shape[0]) if self.weights is None else self.weights.point(x)
 
     def window_bounds(self, lo: np.ndarray, hi: np.ndarray, tight: bool) -> tuple[TwinBounds, TwinBounds]:
         """Twin logit bounds over each box's epsilon-window (what decides fairness) and over the box

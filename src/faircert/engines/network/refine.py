@@ -65,18 +65,20 @@ def _one_blas_thread():
 def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
                    target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
                    max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
-                   parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Result:
+                   parallel: Parallelism = SERIAL, max_boxes: int | None = None, checkpoint: Any = None,
+                   resume: bool = False) -> Result:
     """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence.
 
-    With several workers (`parallel`) or a box budget (`max_boxes`: stop after the round that
-    examines that many boxes) the refinement runs in rounds of chunks (`rounds`), whose result
-    up to a box budget does not depend on where the chunks ran."""
+    With several workers (`parallel`), a box budget (`max_boxes`: stop after the round that
+    examines that many boxes) or a `checkpoint` the refinement runs in rounds of chunks (`rounds`),
+    whose result up to a box budget does not depend on where the chunks ran, nor on a resume
+    from a checkpoint between them."""
     with _one_blas_thread():
         run = Refinement(network, prop, seed, progress)
-        if parallel == SERIAL and max_boxes is None:
+        if parallel == SERIAL and max_boxes is None and checkpoint is None:
             run.refine(time_limit, target_undecided)
         else:
-            refine_in_rounds(run, parallel, time_limit, target_undecided, max_boxes)
+            refine_in_rounds(run, parallel, time_limit, target_undecided, max_boxes, checkpoint, resume)
         return run.result(time_limit, confidence, max_counterexamples)
 
 
@@ -214,6 +216,8 @@ class Refinement:
         a, b = lo[r, split], hi[r, split]
         disc = self.pb.discrete[split]
         mid = np.where(disc, np.floor((a + b) / 2), (a + b) / 2)
+        if self.pb.weights is not None:  # halve the mass, not the range (every feature is discrete then)
+            mid = self.pb.weights.median(split, a, b, mid)
         left_hi = hi.copy()
         left_hi[r, split] = mid
         right_lo = lo.copy()
@@ -282,6 +286,8 @@ class Refinement:
     def _credit(self, bd, own, src, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """Shares of the boxes (rows `src` of the bounds) proven fair and unfair by their forms."""
         pb = self.pb
+        if pb.weights is not None:  # the tail bounds hold for points uniform in a box
+            return np.zeros(lo.shape[0]), np.zeros(lo.shape[0])
         t = time.perf_counter()
         fair_forms = None
         if pb.has_eps:
@@ -501,9 +507,12 @@ def epsilon_semantics(prop: IndividualFairness) -> str:
 def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
            progress: Callable[[dict], None] | None = None) -> Result:
     """Registry entry point: `verify_network` with the command's options."""
+    from .resume import checkpoint_for
+
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
                           confidence=options.confidence, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism.of(options.workers, options.ray_address), max_boxes=options.max_boxes)
+                          parallel=Parallelism.of(options.workers, options.ray_address), max_boxes=options.max_boxes,
+                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume))

@@ -33,7 +33,7 @@ ROUND_CHUNKS = 8
 CHUNK_CALLS = 4
 #: growth around counterexamples may bound at most this share of the boxes bounded so far
 GROW_WORK = 0.02
-_COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
+COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
              "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
 
 
@@ -84,7 +84,7 @@ class ChunkWork:
         cex = (np.array([c[0] for c in items]).reshape(-1, d), np.array([c[1] for c in items]).reshape(-1, d),
                np.array([c[2] for c in items], dtype=np.int64), np.array([c[3] for c in items], dtype=np.int64))
         return Batch(run.cert, run.fal, pool, stuck[0], stuck[1], pend_lo, pend_hi, cex, run.cex_found,
-                     {k: run.stats[k] for k in _COUNTERS}, run.probes, run.probe_hits)
+                     {k: run.stats[k] for k in COUNTERS}, run.probes, run.probe_hits)
 
 
 def absorb(run: Any, b: Batch) -> None:
@@ -97,7 +97,7 @@ def absorb(run: Any, b: Batch) -> None:
         run.stuck_hi.append(b.stuck_hi)
     run._record(*b.cex)
     run.cex_found += b.cex_found - b.cex[0].shape[0]  # found in the chunk beyond the ones it kept
-    for k in _COUNTERS:
+    for k in COUNTERS:
         run.stats[k] += b.stats[k]
     run.probes += b.probes
     run.probe_hits += b.probe_hits
@@ -112,38 +112,34 @@ def chunks(n: int, bound_rows: int) -> list[slice]:
 
 
 def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, target: float,
-                     max_boxes: int | None) -> None:
+                     max_boxes: int | None, checkpoint: Any = None, resume: bool = False) -> None:
     """`run.refine` (a `refine.Refinement`) with each round's box work in chunks on `parallel`'s
-    workers; stops, besides, after the round that brings the boxes examined to `max_boxes`."""
+    workers; stops, besides, after the round that brings the boxes examined to `max_boxes`.
+
+    With a `checkpoint`, the partition is saved between rounds when one is due and at the end;
+    with `resume`, the run starts from the partition saved there."""
+    from .resume import restore, state_of
+
     pb = run.pb
     end = None if time_limit is None else run.t0 + time_limit * 0.97
     full = ROUND_CHUNKS * CHUNK_CALLS * run.chunk // 2  # pool boxes split per round, at most
-    lo, hi = run.first_batch()
+    lo = hi = None
     examined = 0
+    if resume:  # the saved round is done: go on from its checks
+        pend_lo, pend_hi, examined = restore(run, checkpoint.load())
+    else:
+        lo, hi = run.first_batch()
     round_s = 0.0
     with parallel.open(ChunkWork(run)) as workers:
         run.stats["workers"] = workers.n
         while True:
             t = time.perf_counter()
-            pend_lo = pend_hi = np.empty((0, pb.d))
-            if lo is not None and lo.shape[0]:
-                examined += lo.shape[0]
-                # growth may catch up to its share of the boxes bounded by the end of this round;
-                # the first chunk gets it all: split eight ways it would often pay for no growth
-                budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0])
-                             - run.stats["boxes_bounded_grow"])
-                tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
-                         for i, s in enumerate(chunks(lo.shape[0], run.chunk))]
-                pend = []
-                for batch in workers.map("work", tasks):
-                    absorb(run, batch)
-                    pend.append((batch.pend_lo, batch.pend_hi))
-                pend_lo = np.concatenate([p[0] for p in pend])
-                pend_hi = np.concatenate([p[1] for p in pend])
-                run.stats["workers_restarted"] = workers.restarts
-            run.stats["rounds"] += 1
-            run.stats["boxes_examined"] = examined
-            run._report()
+            if resume:
+                resume = False
+            else:
+                pend_lo, pend_hi, examined = _round(run, workers, lo, hi, examined)
+                if checkpoint is not None and checkpoint.due():
+                    checkpoint.save(state_of(run, pend_lo, pend_hi, examined))
             round_s = time.perf_counter() - t
             und = run.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
             if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(run.pool) == 0):
@@ -161,7 +157,34 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
                 run.stats["memory_cap_reached"] = True
                 break
             lo, hi = run.next_batch(pend_lo, pend_hi, full)
+    if checkpoint is not None:
+        checkpoint.save(state_of(run, pend_lo, pend_hi, examined))
     run.park(pend_lo, pend_hi)
+
+
+def _round(run: Any, workers: Any, lo: np.ndarray | None, hi: np.ndarray | None,
+           examined: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """One round: the boxes bounded in chunks on the workers, merged in order; returns the cut
+    pieces for the next round and the boxes examined so far."""
+    pend_lo = pend_hi = np.empty((0, run.pb.d))
+    if lo is not None and lo.shape[0]:
+        examined += lo.shape[0]
+        # growth may catch up to its share of the boxes bounded by the end of this round;
+        # the first chunk gets it all: split eight ways it would often pay for no growth
+        budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0]) - run.stats["boxes_bounded_grow"])
+        tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
+                 for i, s in enumerate(chunks(lo.shape[0], run.chunk))]
+        pend = []
+        for batch in workers.map("work", tasks):
+            absorb(run, batch)
+            pend.append((batch.pend_lo, batch.pend_hi))
+        pend_lo = np.concatenate([p[0] for p in pend])
+        pend_hi = np.concatenate([p[1] for p in pend])
+        run.stats["workers_restarted"] = workers.restarts
+    run.stats["rounds"] += 1
+    run.stats["boxes_examined"] = examined
+    run._report()
+    return pend_lo, pend_hi, examined
 
 
 def _blas_on_one_thread() -> None:

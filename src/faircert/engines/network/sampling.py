@@ -100,7 +100,8 @@ class Sampler:
         while True:
             started = time.perf_counter()
             pick = np.minimum(np.searchsorted(cdf, self.rng.random(self.chunk), side="right"), len(mass) - 1)
-            x = random_points(self.rng, lo[pick], hi[pick], self.pb.discrete)
+            x = random_points(self.rng, lo[pick], hi[pick], self.pb.discrete) if self.pb.weights is None \
+                else self.pb.weights.sample(self.rng, lo[pick], hi[pick])
             bad, unknown = classify(self.pb, self.rng, x, bound_chunk)
             per_point = (time.perf_counter() - started) / self.chunk
             n += self.chunk

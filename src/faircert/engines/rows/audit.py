@@ -197,14 +197,13 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
 def _checkpoint(question: RowAudit, options: Any) -> Checkpoint | None:
     """Where this audit's state goes, and what it must match: the model, the rows, the domain and
     the question (the time limit and workers do not change any row's verdict)."""
-    path = getattr(options, "checkpoint", None) or getattr(options, "resume", None)
-    if path is None:
+    if getattr(options, "checkpoint", None) is None and getattr(options, "resume", None) is None:
         return None
     prop = question.prop
     identity = {"model": question.model_id, "rows": fingerprint(question.rows),
                 "domain": fingerprint(prop.domain.to_dict()),
                 "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)])}
-    return Checkpoint(path, "rows", identity, getattr(options, "checkpoint_every", 30.0))
+    return Checkpoint.of(options, "rows", identity)
 
 
 def _state(verdicts: list[str], methods: list[str], twins: list) -> dict[str, Any]:

@@ -1,0 +1,102 @@
+"""Checkpoints of the network box refinement: the partition between two rounds, and back.
+
+The state is what the next round depends on: the decided masses, the pool in its order (the
+heaviest boxes are taken by priority, ties by position), the unsplittable boxes, the cut pieces
+waiting for the next round, the counterexamples in the order found, the counters that seed the
+chunks (`rounds`) and budget the growth, and the driver's random state. A run resumed from it
+therefore takes the same rounds as the run that wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...checkpoint import Checkpoint, fingerprint, pack, unpack
+from ...errors import PropertyError
+from .rounds import COUNTERS
+
+POOL = ("lo", "hi", "mass", "split", "prio", "fair", "unfair")
+
+
+def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
+    """Where this refinement's state goes, and what it must match: the network, the domain, the
+    question and the seed (time limits, box budgets and workers may change between runs)."""
+    if getattr(options, "checkpoint", None) is None and getattr(options, "resume", None) is None:
+        return None
+    identity = {"model": fingerprint(network), "domain": fingerprint(prop.domain.to_dict()),
+                "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64),
+                                         prop.robustness, options.seed])}
+    return Checkpoint.of(options, "network-boxes", identity)
+
+
+def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
+    d = run.pb.d
+    n = len(run.pool)
+    stuck = [np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi)]
+    items = list(run.cex.values())
+    rng = run.rng.bit_generator.state
+    return {
+        "cert": run.cert, "fal": run.fal, "examined": examined, "cex_found": run.cex_found,
+        "probes": run.probes, "probe_hits": run.probe_hits,
+        "stats": {k: run.stats[k] for k in COUNTERS + ("rounds",)},
+        "pool": {name: pack(getattr(run.pool, name)[:n]) for name in POOL},
+        "stuck": [pack(stuck[0]), pack(stuck[1])], "pending": [pack(pend_lo), pack(pend_hi)],
+        "cex": [pack(np.array([c[0] for c in items]).reshape(-1, d)), pack(np.array([c[1] for c in items]).reshape(-1, d)),
+                pack(np.array([c[2] for c in items], dtype=np.int64)), pack(np.array([c[3] for c in items], dtype=np.int64))],
+        "rng": {"bit_generator": rng["bit_generator"], "state": hex(rng["state"]["state"]),
+                "inc": hex(rng["state"]["inc"]), "has_uint32": rng["has_uint32"], "uinteger": rng["uinteger"]},
+    }
+
+
+def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Put a checkpoint's partition into a fresh run (every value checked: the file is untrusted
+    input); returns the pending pieces and the boxes examined so far."""
+    pb, d = run.pb, run.pb.d
+    try:
+        pool = {name: unpack(state["pool"][name], "i8" if name == "split" else "f8", d if name in ("lo", "hi") else None)
+                for name in POOL}
+        stuck = [unpack(a, "f8", d) for a in state["stuck"]]
+        pend = [unpack(a, "f8", d) for a in state["pending"]]
+        cx, cxp = unpack(state["cex"][0], "f8", d), unpack(state["cex"][1], "f8", d)
+        ca, cb = unpack(state["cex"][2], "i8"), unpack(state["cex"][3], "i8")
+        scalars = [state[k] for k in ("cert", "fal")] + [state["stats"][k] for k in COUNTERS]
+        counts = [state[k] for k in ("examined", "cex_found", "probes", "probe_hits")] + [state["stats"]["rounds"]]
+        rng = state["rng"]
+        rng_state = {"bit_generator": rng["bit_generator"], "state": {"state": int(rng["state"], 16),
+                                                                       "inc": int(rng["inc"], 16)},
+                     "has_uint32": rng["has_uint32"], "uinteger": rng["uinteger"]}
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
+                            f"{str(exc)[:80]})") from None
+    n = pool["lo"].shape[0]
+    boxes = [pool["lo"], pool["hi"], stuck[0], stuck[1], pend[0], pend[1]]
+    ok = (all(pool[k].shape == (n,) for k in POOL[2:])
+          and stuck[0].shape == stuck[1].shape and pend[0].shape == pend[1].shape
+          and cx.shape == cxp.shape and ca.shape == cb.shape == (cx.shape[0],)
+          and all(np.all(b >= pb.lo) and np.all(b <= pb.hi) for b in boxes)
+          and all(np.all(a <= b) for a, b in zip(boxes[::2], boxes[1::2]))
+          and np.all((pool["split"] >= 0) & (pool["split"] < d))
+          and np.all((ca >= 0) & (ca < pb.n_twins) & (cb >= 0) & (cb < pb.n_twins))
+          and all(isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in scalars)
+          and all(isinstance(v, int) and v >= 0 for v in counts))
+    if not ok:
+        raise PropertyError("checkpoint: its boxes or counts do not fit this domain and network")
+    try:
+        run.rng.bit_generator.state = rng_state
+    except (TypeError, ValueError, KeyError) as exc:
+        raise PropertyError(f"checkpoint: its random state is malformed ({str(exc)[:80]})") from None
+    run.started = True
+    run.cert, run.fal = float(state["cert"]), float(state["fal"])
+    run.pool.push(*(pool[k] for k in POOL))
+    if stuck[0].shape[0]:
+        run.stuck_lo.append(stuck[0])
+        run.stuck_hi.append(stuck[1])
+    run.cex = {cx[i].tobytes() + cxp[i].tobytes(): (cx[i], cxp[i], int(ca[i]), int(cb[i])) for i in range(cx.shape[0])}
+    run.cex_found = state["cex_found"]
+    run.probes, run.probe_hits = state["probes"], state["probe_hits"]
+    for k in COUNTERS:
+        run.stats[k] = state["stats"][k]
+    run.stats["rounds"] = state["stats"]["rounds"]
+    return pend[0], pend[1], state["examined"]

@@ -1,0 +1,146 @@
+"""Checkpoint and resume of the network box refinement: under a box budget a run stopped after any
+round (or killed at any moment) and resumed gives the uninterrupted run's shares, boxes and
+counterexamples; another network, domain or question, or a changed or damaged file, is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from test_network_parallel import large_case, shares
+
+import faircert
+from faircert.checkpoint import Checkpoint
+from faircert.errors import PropertyError
+
+BUDGET = 3000
+
+
+def _verify(net, dom, **options):
+    options.setdefault("time_limit", 60)  # a box budget ends the run first
+    return faircert.verify(net, dom, protected="p", workers=1, **options)
+
+
+def _same(a, b) -> None:
+    assert shares(a) == shares(b)
+    assert a.stats["boxes_bounded"] == b.stats["boxes_bounded"] and a.stats["rounds"] == b.stats["rounds"]
+    assert [(c.x, c.x_prime) for c in a.counterexamples] == [(c.x, c.x_prime) for c in b.counterexamples]
+
+
+@pytest.mark.parametrize("stop", [1, 600, 2000])
+def test_a_run_stopped_after_any_round_resumes_to_the_uninterrupted_answer(tmp_path, small_chunks, stop):
+    net, dom = large_case()
+    whole = _verify(net, dom, max_boxes=BUDGET)
+    path = tmp_path / "run.ckpt"
+    part = _verify(net, dom, max_boxes=stop, checkpoint=path)
+    assert part.stats["rounds"] < whole.stats["rounds"]
+    resumed = _verify(net, dom, max_boxes=BUDGET, resume=path)
+    _same(whole, resumed)
+    # the resumed run kept writing to the same file: resuming its end changes nothing
+    _same(whole, _verify(net, dom, max_boxes=BUDGET, resume=path))
+
+
+def test_resuming_into_another_file_leaves_the_first_one(tmp_path, small_chunks):
+    net, dom = large_case()
+    first, second = tmp_path / "a.ckpt", tmp_path / "b.ckpt"
+    _verify(net, dom, max_boxes=1000, checkpoint=first)
+    before = first.read_text()
+    _verify(net, dom, max_boxes=2000, resume=first, checkpoint=second)
+    assert first.read_text() == before
+    assert json.loads(second.read_text())["state"]["examined"] >= 2000
+
+
+def test_another_network_domain_or_question_is_refused(tmp_path, small_chunks):
+    net, dom = large_case()
+    path = tmp_path / "run.ckpt"
+    _verify(net, dom, max_boxes=500, checkpoint=path)
+    other = large_case()[0]
+    other.weights[0][0, 0] += 1.0
+    with pytest.raises(PropertyError, match="written for another model"):
+        _verify(other, dom, resume=path, max_boxes=600)
+    with pytest.raises(PropertyError, match="written for another question"):
+        _verify(net, dom, resume=path, max_boxes=600, seed=1)
+    wider = faircert.domain.Domain(tuple(f if f.name != "d" else faircert.domain.Feature("d", "integer", 0, 301)
+                                         for f in dom.features))
+    with pytest.raises(PropertyError, match="written for another domain"):
+        _verify(net, wider, resume=path, max_boxes=600)
+
+
+def _state(path):
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "version"])
+def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, damage):
+    net, dom = large_case()
+    path = tmp_path / "run.ckpt"
+    _verify(net, dom, max_boxes=500, checkpoint=path)
+    body = _state(path)
+    if damage == "digest":  # one number changed by hand
+        body["state"]["cert"] = body["state"]["cert"] + 1.0
+        path.write_text(json.dumps(body))
+    elif damage == "truncated":
+        path.write_text(path.read_text()[: len(path.read_text()) // 2])
+    elif damage == "boxes outside":  # a consistent file whose boxes leave the domain
+        from faircert.checkpoint import pack, unpack
+
+        lo = unpack(body["state"]["pool"]["lo"], "f8", 5)
+        lo[0, 0] = -1e9
+        body["state"]["pool"]["lo"] = pack(lo)
+        Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
+    else:
+        body["version"] = 1
+        path.write_text(json.dumps(body))
+    message = {"digest": "digest", "truncated": "JSON|json", "boxes outside": "do not fit",
+               "version": "version 1"}[damage]
+    with pytest.raises(PropertyError, match=message):
+        _verify(net, dom, resume=path, max_boxes=600)
+
+
+def test_other_engines_refuse_checkpoints(tmp_path):
+    net, dom = large_case()
+    with pytest.raises(PropertyError, match="starts afresh"):
+        _verify(net, dom, checkpoint=tmp_path / "c", complete=True, time_limit=5)
+
+
+@pytest.mark.slow
+def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
+    """SIGKILL at eight moments of a box-budget run, each then resumed: the same JSON answer."""
+    from faircert.models.io.nnet import save_nnet
+
+    net, dom = large_case()
+    save_nnet(net, tmp_path / "net.nnet")
+    dom.save(tmp_path / "dom.json")
+    base = [sys.executable, "-m", "faircert", "verify", str(tmp_path / "net.nnet"), "--domain",
+            str(tmp_path / "dom.json"), "--protected", "p", "--epsilon", "a=2", "--workers", "1", "--max-boxes",
+            "60000", "--time-limit", "600", "--quiet"]
+    whole = tmp_path / "whole.json"
+    subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
+    expected = json.loads(whole.read_text())
+    resumed_after_kill = 0
+    for k, after in enumerate(np.linspace(1.2, 4.5, 8)):
+        path = tmp_path / f"run{k}.ckpt"
+        child = subprocess.Popen(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"])
+        time.sleep(after)
+        killed = child.poll() is None
+        if killed:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+        resumed = tmp_path / f"resumed{k}.json"
+        if path.exists():
+            resumed_after_kill += killed
+            code = subprocess.run(base + ["--resume", str(path), "--json", str(resumed)], check=False,
+                                  timeout=300).returncode
+        else:  # killed before its first checkpoint: start afresh
+            code = subprocess.run(base + ["--json", str(resumed)], check=False, timeout=300).returncode
+        got = json.loads(resumed.read_text())
+        assert code in (0, 1, 2)
+        for key in ("certified", "falsified", "undecided", "counterexamples"):
+            assert got[key] == expected[key], (k, after, key)
+    assert resumed_after_kill >= 4  # most kills hit a run part way, after a checkpoint
