@@ -15,8 +15,9 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint, pack, unpack
 from ...errors import PropertyError
-from .rounds import COUNTERS
-
+#: The refinement's counters: what each chunk reports to the driver, and what a checkpoint carries.
+COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
+            "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
 POOL = ("lo", "hi", "mass", "split", "prio", "fair", "unfair")
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...interrupt import requested as stop_requested
 from ..boxes.workers import Parallelism
+from .resume import COUNTERS, restore, state_of
 
 #: chunks a round holds at most: fixed, so that a run limited by boxes is the same for any worker count
 ROUND_CHUNKS = 8
@@ -33,8 +34,6 @@ ROUND_CHUNKS = 8
 CHUNK_CALLS = 4
 #: growth around counterexamples may bound at most this share of the boxes bounded so far
 GROW_WORK = 0.02
-COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
-             "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
 
 
 @dataclass
@@ -118,8 +117,6 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
 
     With a `checkpoint`, the partition is saved between rounds when one is due and at the end;
     with `resume`, the run starts from the partition saved there."""
-    from .resume import restore, state_of
-
     pb = run.pb
     end = None if time_limit is None else run.t0 + time_limit * 0.97
     full = ROUND_CHUNKS * CHUNK_CALLS * run.chunk // 2  # pool boxes split per round, at most

@@ -68,7 +68,7 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
         except ImportError:  # the symbolic engine is optional here
             bound_twins = None
         if bound_twins is not None:
-            twin = TwinNet.build(net, list(range(net.n_inputs)), [], np.zeros((1, 0)))
+            twin = TwinNet.build(net, list(range(net.n_inputs)), [], np.zeros((1, 0)), lookups=True)
             tb = bound_twins(twin, x_lo[finite], x_hi[finite])
             n_ops = sum(W.shape[1] for W in net.weights) + 8
             pad = 1e-9 * n_ops * (1.0 + mag[finite])
