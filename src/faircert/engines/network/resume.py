@@ -32,20 +32,35 @@ def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
     return Checkpoint.of(options, "network-boxes", identity)
 
 
-def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
+def cex_arrays(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's stored counterexamples in the order found: x, x' (n, d) and their twins (n,)."""
     d = run.pb.d
-    n = len(run.pool)
-    stuck = [np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi)]
     items = list(run.cex.values())
+    return (np.array([c[0] for c in items]).reshape(-1, d), np.array([c[1] for c in items]).reshape(-1, d),
+            np.array([c[2] for c in items], dtype=np.int64), np.array([c[3] for c in items], dtype=np.int64))
+
+
+def pool_arrays(run: Any) -> tuple[np.ndarray, ...]:
+    """Copies of the pool's arrays (as `POOL` names them), in the pool's order."""
+    n = len(run.pool)
+    return tuple(getattr(run.pool, name)[:n].copy() for name in POOL)
+
+
+def stuck_arrays(run: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes that cannot be split (lo, hi)."""
+    d = run.pb.d
+    return tuple(np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi))
+
+
+def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
     rng = run.rng.bit_generator.state
     return {
         "cert": run.cert, "fal": run.fal, "examined": examined, "cex_found": run.cex_found,
         "probes": run.probes, "probe_hits": run.probe_hits,
         "stats": {k: run.stats[k] for k in COUNTERS + ("rounds",)},
-        "pool": {name: pack(getattr(run.pool, name)[:n]) for name in POOL},
-        "stuck": [pack(stuck[0]), pack(stuck[1])], "pending": [pack(pend_lo), pack(pend_hi)],
-        "cex": [pack(np.array([c[0] for c in items]).reshape(-1, d)), pack(np.array([c[1] for c in items]).reshape(-1, d)),
-                pack(np.array([c[2] for c in items], dtype=np.int64)), pack(np.array([c[3] for c in items], dtype=np.int64))],
+        "pool": {name: pack(a) for name, a in zip(POOL, pool_arrays(run))},
+        "stuck": [pack(a) for a in stuck_arrays(run)], "pending": [pack(pend_lo), pack(pend_hi)],
+        "cex": [pack(a) for a in cex_arrays(run)],
         "rng": {"bit_generator": rng["bit_generator"], "state": hex(rng["state"]["state"]),
                 "inc": hex(rng["state"]["inc"]), "has_uint32": rng["has_uint32"], "uinteger": rng["uinteger"]},
     }
@@ -56,8 +71,8 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
     input); returns the pending pieces and the boxes examined so far."""
     pb, d = run.pb, run.pb.d
     try:
-        pool = {name: unpack(state["pool"][name], "i8" if name == "split" else "f8", d if name in ("lo", "hi") else None)
-                for name in POOL}
+        pool = {name: unpack(state["pool"][name], "i8" if name == "split" else "f8",
+                             d if name in ("lo", "hi") else None) for name in POOL}
         stuck = [unpack(a, "f8", d) for a in state["stuck"]]
         pend = [unpack(a, "f8", d) for a in state["pending"]]
         cx, cxp = unpack(state["cex"][0], "f8", d), unpack(state["cex"][1], "f8", d)

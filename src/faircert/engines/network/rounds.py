@@ -26,7 +26,7 @@ import numpy as np
 
 from ...interrupt import requested as stop_requested
 from ..boxes.workers import Parallelism
-from .resume import COUNTERS, restore, state_of
+from .resume import COUNTERS, cex_arrays, pool_arrays, restore, state_of, stuck_arrays
 
 #: chunks a round holds at most: fixed, so that a run limited by boxes is the same for any worker count
 ROUND_CHUNKS = 8
@@ -74,16 +74,8 @@ class ChunkWork:
         run.rng = np.random.default_rng(seed)
         run.grow_budget = grow_budget
         pend_lo, pend_hi = run._process(lo, hi)
-        d = lo.shape[1]
-        n = len(run.pool)
-        pool = tuple(a[:n].copy() for a in (run.pool.lo, run.pool.hi, run.pool.mass, run.pool.split,
-                                            run.pool.prio, run.pool.fair, run.pool.unfair))
-        stuck = [np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi)]
-        items = list(run.cex.values())
-        cex = (np.array([c[0] for c in items]).reshape(-1, d), np.array([c[1] for c in items]).reshape(-1, d),
-               np.array([c[2] for c in items], dtype=np.int64), np.array([c[3] for c in items], dtype=np.int64))
-        return Batch(run.cert, run.fal, pool, stuck[0], stuck[1], pend_lo, pend_hi, cex, run.cex_found,
-                     {k: run.stats[k] for k in COUNTERS}, run.probes, run.probe_hits)
+        return Batch(run.cert, run.fal, pool_arrays(run), *stuck_arrays(run), pend_lo, pend_hi, cex_arrays(run),
+                     run.cex_found, {k: run.stats[k] for k in COUNTERS}, run.probes, run.probe_hits)
 
 
 def absorb(run: Any, b: Batch) -> None:
