@@ -49,8 +49,10 @@ def test_yaml_domain_round_trip(tmp_path):
 def test_bad_domain_files(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    with pytest.raises(DomainError, match=message):
+    with pytest.raises(DomainError, match=message) as caught:
         Domain.load(path)
+    assert str(caught.value).startswith(f"{path}: ")  # every message names the file
+    assert "np." not in str(caught.value)  # plain numbers, no numpy reprs
 
 
 def test_binary_or_malformed_domain_file_is_a_one_line_error(tmp_path):

@@ -236,7 +236,12 @@ class Domain:
         match = data.get("match", "names")
         if match not in MATCHES:
             raise DomainError(f"{source}: 'match' must be one of {', '.join(MATCHES)}, got {quoted(match)}")
-        return cls(tuple(_feature(entry, i, source) for i, entry in enumerate(data["features"])), match)
+        try:
+            return cls(tuple(_feature(entry, i, source) for i, entry in enumerate(data["features"])), match)
+        except DomainError as exc:  # a feature's own check: say which file holds it
+            if str(exc).startswith(f"{source}:"):
+                raise
+            raise DomainError(f"{source}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Domain:
