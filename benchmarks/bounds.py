@@ -25,8 +25,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import practitioner
@@ -39,18 +37,8 @@ VARIANTS = {"encoding layer": (False, False), "lookups": (True, False), "lookups
 warnings.filterwarnings("ignore")
 
 
-def _mlp(name: str):
-    df, protected, _ = practitioner.DATASETS[name]()
-    X, y = df.drop(columns="y"), df["y"]
-    rng = np.random.default_rng(0)
-    test = rng.permutation(len(df))[:min(2000, len(df) // 4)]
-    train = np.setdiff1d(np.arange(len(df)), test)
-    model = practitioner.pipeline(X, practitioner.classifiers()["MLP(64,64)"]()).fit(X.iloc[train], y.iloc[train])
-    return model, X, protected
-
-
 def measure(name: str, time_limit: float) -> list[dict]:
-    model, X, protected = _mlp(name)
+    model, X, protected = practitioner.fitted(name, "MLP(64,64)")
     rows = []
     for variant, (lookups, order) in VARIANTS.items():
         ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, order)

@@ -122,12 +122,24 @@ def timed(call):
         return None, time.perf_counter() - t0, str(exc).splitlines()[0]
 
 
+def held_out(n: int, n_rows: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Training and held-out row indices (fixed seed): min(n_rows, n / 4) rows held out."""
+    test = np.random.default_rng(0).permutation(n)[:min(n_rows, n // 4)]
+    return np.setdiff1d(np.arange(n), test), test
+
+
+def fitted(name: str, model_name: str, n_rows: int = 2000):
+    """(the fitted pipeline, the raw columns, the protected attribute) as `measure` trains them."""
+    df, protected, _ = DATASETS[name]()
+    X, y = df.drop(columns="y"), df["y"]
+    train, _ = held_out(len(df), n_rows)
+    return pipeline(X, classifiers()[model_name]()).fit(X.iloc[train], y.iloc[train]), X, protected
+
+
 def measure(name: str, model_names: list[str], time_limit: float, n_rows: int) -> list[dict]:
     df, protected, eps = DATASETS[name]()
     X, y = df.drop(columns="y"), df["y"]
-    rng = np.random.default_rng(0)
-    test = rng.permutation(len(df))[:min(n_rows, len(df) // 4)]
-    train = np.setdiff1d(np.arange(len(df)), test)
+    train, test = held_out(len(df), n_rows)
     rows = []
     for model_name, make in classifiers().items():
         if model_names and model_name not in model_names:

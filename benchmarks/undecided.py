@@ -36,12 +36,8 @@ warnings.filterwarnings("ignore")
 
 
 def measure(name: str, time_limit: float, n_boxes: int) -> dict:
-    df, protected, _ = practitioner.DATASETS[name]()
-    X, y = df.drop(columns="y"), df["y"]
+    model, X, protected = practitioner.fitted(name, "MLP(64,64)")
     rng = np.random.default_rng(0)
-    test = rng.permutation(len(df))[:min(2000, len(df) // 4)]
-    train = np.setdiff1d(np.arange(len(df)), test)
-    model = practitioner.pipeline(X, practitioner.classifiers()["MLP(64,64)"]()).fit(X.iloc[train], y.iloc[train])
     ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, True)
     run = Refinement(ir, prop, 0, None)
     run.refine(time_limit, 0.0)

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,13 @@ class Checkpoint:
         self._last = time.monotonic()
 
     @classmethod
-    def of(cls, options: Any, kind: str, identity: dict[str, str]) -> Checkpoint | None:
-        """The checkpoint options ask for (`checkpoint`, `resume`, `checkpoint_every`), or None."""
+    def of(cls, options: Any, kind: str, identity: Callable[[], dict[str, str]]) -> Checkpoint | None:
+        """The checkpoint options ask for (`checkpoint`, `resume`, `checkpoint_every`), or None;
+        `identity` is called only then (hashing a model or rows takes time)."""
         path = getattr(options, "checkpoint", None) or getattr(options, "resume", None)
         if path is None:
             return None
-        return cls(path, kind, identity, getattr(options, "checkpoint_every", 30.0), getattr(options, "resume", None))
+        return cls(path, kind, identity(), getattr(options, "checkpoint_every", 30.0), getattr(options, "resume", None))
 
     def due(self) -> bool:
         return time.monotonic() - self._last >= self.every
@@ -131,13 +133,10 @@ def pack(array: np.ndarray) -> dict[str, Any]:
 
 def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
     """An array `pack` wrote, checked: its dtype, a 1-d or (n, width) shape, its byte count, finite values."""
-    ok = isinstance(value, dict) and value.get("dtype") == kind and isinstance(value.get("shape"), list) \
-        and isinstance(value.get("data"), str)
-    shape = value.get("shape") if ok else None
-    if ok:
-        want = [int] if width is None else [int, int]
-        ok = len(shape) == len(want) and all(isinstance(n, int) and n >= 0 for n in shape) \
-            and (width is None or shape[1] == width)
+    shape = value.get("shape") if isinstance(value, dict) else None
+    ok = (isinstance(shape, list) and value.get("dtype") == kind and isinstance(value.get("data"), str)
+          and len(shape) == (1 if width is None else 2) and all(isinstance(n, int) and n >= 0 for n in shape)
+          and (width is None or shape[1] == width))
     if not ok:
         raise PropertyError(f"checkpoint: malformed array (want {kind}{'' if width is None else f' x {width}'})")
     try:

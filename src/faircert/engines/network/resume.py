@@ -24,12 +24,10 @@ POOL = ("lo", "hi", "mass", "split", "prio", "fair", "unfair")
 def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
     """Where this refinement's state goes, and what it must match: the network, the domain, the
     question and the seed (time limits, box budgets and workers may change between runs)."""
-    if getattr(options, "checkpoint", None) is None and getattr(options, "resume", None) is None:
-        return None
-    identity = {"model": fingerprint(network), "domain": fingerprint(prop.domain.to_dict()),
-                "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64),
-                                         prop.robustness, options.seed])}
-    return Checkpoint.of(options, "network-boxes", identity)
+    return Checkpoint.of(options, "network-boxes", lambda: {
+        "model": fingerprint(network), "domain": fingerprint(prop.domain.to_dict()),
+        "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.robustness,
+                                 options.seed])})
 
 
 def cex_arrays(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

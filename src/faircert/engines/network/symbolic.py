@@ -175,15 +175,19 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     rad = (hi - lo) * 0.5
     spans = [t.span(lo, hi) for t in net.tables]
     # layer 1: exact pre-activation bounds, shared linear form, per-twin constant
-    t_min, t_max = np.zeros((B, net.w1.shape[0])), np.zeros((B, net.w1.shape[0]))
-    for t, span in zip(net.tables, spans):
-        a, b = t.extremes(*span)
-        t_min += a
-        t_max += b
     c1 = mid @ net.w1.T
     r1 = rad @ np.abs(net.w1).T
-    l = (c1 - r1 + t_min)[:, None, :] + net.b1[None]          # (B, T, n1)
-    u = (c1 + r1 + t_max)[:, None, :] + net.b1[None]
+    low1, up1 = c1 - r1, c1 + r1
+    if net.tables:  # each table adds its min and max over the box's rows
+        t_min, t_max = np.zeros_like(c1), np.zeros_like(c1)
+        for t, span in zip(net.tables, spans):
+            a, b = t.extremes(*span)
+            t_min += a
+            t_max += b
+        low1 += t_min
+        up1 += t_max
+    l = low1[:, None, :] + net.b1[None]          # (B, T, n1)
+    u = up1[:, None, :] + net.b1[None]
     l = l.reshape(B * T, -1)
     u = u.reshape(B * T, -1)
     pre = [(l, u)]
@@ -197,11 +201,13 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
         low[:, :d, :] = net.w1.T[None]
         low[:, d, :] = np.tile(net.b1, (B, 1))
         up = low.copy()
+        lu, ul = l, u  # min of the upper form, max of the lower form
         if net.tables:
             low[:, d, :] += np.repeat(t_min, T, axis=0)
             up[:, d, :] += np.repeat(t_max, T, axis=0)
-        spread = np.repeat(t_max - t_min, T, axis=0)
-        up, low = _relax(up, low, l, u, l + spread, u - spread)
+            spread = np.repeat(t_max - t_min, T, axis=0)
+            lu, ul = l + spread, u - spread
+        up, low = _relax(up, low, l, u, lu, ul)
         for k, (w, b) in enumerate(zip(net.weights, net.biases)):
             c = up + low
             c *= 0.5

@@ -197,13 +197,10 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
 def _checkpoint(question: RowAudit, options: Any) -> Checkpoint | None:
     """Where this audit's state goes, and what it must match: the model, the rows, the domain and
     the question (the time limit and workers do not change any row's verdict)."""
-    if getattr(options, "checkpoint", None) is None and getattr(options, "resume", None) is None:
-        return None
     prop = question.prop
-    identity = {"model": question.model_id, "rows": fingerprint(question.rows),
-                "domain": fingerprint(prop.domain.to_dict()),
-                "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)])}
-    return Checkpoint.of(options, "rows", identity)
+    return Checkpoint.of(options, "rows", lambda: {
+        "model": question.model_id, "rows": fingerprint(question.rows), "domain": fingerprint(prop.domain.to_dict()),
+        "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)])})
 
 
 def _state(verdicts: list[str], methods: list[str], twins: list) -> dict[str, Any]:
