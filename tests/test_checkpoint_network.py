@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_network_parallel import large_case, shares
 
@@ -104,9 +105,14 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
 
 
 def test_other_engines_refuse_checkpoints(tmp_path):
-    net, dom = large_case()
-    with pytest.raises(PropertyError, match="starts afresh"):
-        _verify(net, dom, checkpoint=tmp_path / "c", complete=True, time_limit=5)
+    from sklearn.linear_model import LogisticRegression
+
+    _, dom = large_case()
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(dom.lower, dom.upper, size=(200, len(dom))), columns=dom.names)
+    model = LogisticRegression().fit(X, X["a"] > 100)
+    with pytest.raises(PropertyError, match=r"this run \(linear-exact\) starts afresh"):
+        _verify(model, dom, checkpoint=tmp_path / "c", time_limit=5)
 
 
 @pytest.mark.slow

@@ -99,9 +99,10 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
     partition_size).
 
-    With `rows`, or a network's box refinement, `checkpoint=FILE` writes the run's state every
-    `checkpoint_every` seconds and at the end, and `resume=FILE` continues a run that was killed:
-    the rows it decided, or the boxes it refined, are kept, and the rest goes as an uninterrupted
+    With `rows`, a network's box refinement or complete (partitioned) decision, or a tree
+    ensemble's box refinement, `checkpoint=FILE` writes the run's state every `checkpoint_every`
+    seconds and at the end, and `resume=FILE` continues a run that was killed: the rows it decided,
+    the boxes it refined or the regions it decided are kept, and the rest goes as an uninterrupted
     run would (another model, domain, rows or question is refused). Under `max_boxes` a resumed
     refinement gives the uninterrupted run's shares and counterexamples.
 
@@ -164,13 +165,14 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
 
 
 #: Engines that write checkpoints and resume from them (besides the per-row audit).
-CHECKPOINTED = ("network-boxes",)
+CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes")
 
 
 def _refuse_checkpoint(options: VerifyOptions, what: str) -> None:
     if options.checkpoint or options.resume:
-        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the network box "
-                            f"refinement; this run ({what}) starts afresh: leave out checkpoint and resume")
+        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the engines "
+                            f"{', '.join(CHECKPOINTED)}; this run ({what}) starts afresh: leave out checkpoint "
+                            "and resume")
 
 
 #: The measures `verify` takes (`population=`).

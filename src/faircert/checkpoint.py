@@ -70,6 +70,8 @@ class Checkpoint:
         #: where `load` reads (a resumed run may write its checkpoints elsewhere)
         self.source = Path(source) if source is not None else self.path
         self._last = time.monotonic()
+        #: checkpoints written by this run, and the seconds spent writing them
+        self.saves, self.save_s = 0, 0.0
 
     @classmethod
     def of(cls, options: Any, kind: str, identity: Callable[[], dict[str, str]]) -> Checkpoint | None:
@@ -87,12 +89,15 @@ class Checkpoint:
         """Write the state atomically (a temporary file renamed over the checkpoint), with its digest."""
         from .files import write_text
 
+        t0 = time.perf_counter()
         text = _text(state)
         body = {"format": FORMAT, "version": VERSION, "kind": self.kind, "identity": self.identity,
                 "written": time.time(), "digest": hashlib.sha256(text.encode()).hexdigest()}
         head = json.dumps(body, separators=(",", ":"))
         write_text(self.path, head[:-1] + ',"state":' + text + "}\n")
         self._last = time.monotonic()
+        self.saves += 1
+        self.save_s += time.perf_counter() - t0
 
     def load(self) -> dict[str, Any]:
         """The state a previous run saved here, after checking it is this job's."""
@@ -116,6 +121,23 @@ class Checkpoint:
             raise PropertyError(f"{path}: the checkpoint's state does not match its digest (changed or "
                                 "damaged); start afresh without --resume")
         return data["state"]
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    """A PCG64 generator's state as JSON (its 128-bit words in hex)."""
+    st = rng.bit_generator.state
+    return {"bit_generator": st["bit_generator"], "state": hex(st["state"]["state"]), "inc": hex(st["state"]["inc"]),
+            "has_uint32": st["has_uint32"], "uinteger": st["uinteger"]}
+
+
+def set_rng_state(rng: np.random.Generator, saved: Any) -> None:
+    """Put a state `rng_state` wrote back into `rng` (checked: the file is untrusted)."""
+    try:
+        rng.bit_generator.state = {"bit_generator": saved["bit_generator"],
+                                   "state": {"state": int(saved["state"], 16), "inc": int(saved["inc"], 16)},
+                                   "has_uint32": saved["has_uint32"], "uinteger": saved["uinteger"]}
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise PropertyError(f"checkpoint: its random state is malformed ({str(exc)[:80]})") from None
 
 
 def _text(state: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from ...results import Counterexample
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
 from .problem import Problem
+from .regions_resume import frontier_state, regions_state, restore_frontier, restore_regions
 from .sampling import random_points, twin_split
 from .symbolic import crown_cost_ratio
 
@@ -120,11 +122,19 @@ class BranchAndBound:
                           milp_unknown=0, milp_s=0.0, pairs_rejected=0, rounds=0)
 
     # ----- driving ------------------------------------------------------------------------------
-    def run(self, time_limit: float | None) -> RegionOutcome:
+    def run(self, time_limit: float | None, checkpoint: Any = None, resume: bool = False) -> RegionOutcome:
+        """Decide the regions; with a `checkpoint`, the state is saved between rounds when one is
+        due and at the end; with `resume`, the run starts from the state saved there."""
         t0 = time.perf_counter()
         end = None if time_limit is None else t0 + time_limit
         self.end = end
+        if resume:
+            state = checkpoint.load()
+            restore_regions(self.pb, self, state, recheck)
+            restore_frontier(self, state)
         while True:
+            if checkpoint is not None and checkpoint.due():
+                checkpoint.save(self.state())
             self._drop_decided()
             live = ~self.stuck
             if not live.any() or (end is not None and time.perf_counter() >= end):
@@ -146,8 +156,16 @@ class BranchAndBound:
             self._close_regions()
             self._report(t0)
         self._close_regions()
+        if checkpoint is not None:
+            checkpoint.save(self.state())
+            self.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)
         return RegionOutcome(self.verdict.copy(), list(self.pairs), self.seconds, self.fair_mass,
                              self.unfair_mass, list(self.evidence), dict(self.stats))
+
+    def state(self) -> dict[str, Any]:
+        """What a resumed run needs (`regions_resume`): the regions and the open boxes."""
+        self._drop_decided()
+        return dict(regions_state(self.pb, self), **frontier_state(self))
 
     def _late(self) -> bool:
         return self.end is not None and time.perf_counter() >= self.end
@@ -463,6 +481,7 @@ class BranchAndBound:
 
 def decide_regions(pb: Problem, lo: np.ndarray, hi: np.ndarray, *, time_limit: float | None = None,
                    seed: int = 0, milp_depth: int | None = None, milp_time: float | None = None,
-                   progress: Callable[[dict], None] | None = None) -> RegionOutcome:
+                   progress: Callable[[dict], None] | None = None, checkpoint: Any = None,
+                   resume: bool = False) -> RegionOutcome:
     """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit."""
-    return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress).run(time_limit)
+    return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress).run(time_limit, checkpoint, resume)

@@ -22,9 +22,10 @@ from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Result
 from ..boxes.workers import SERIAL, Parallelism
-from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions
+from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck
 from .partitions import partition_grid
 from .problem import Problem
+from .regions_resume import checkpoint_for, regions_state, restore_regions
 from .refine import epsilon_semantics
 
 
@@ -35,12 +36,16 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return decide_network(network, prop, time_limit=options.time_limit, partition_size=options.partition_size,
                           seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism.of(options.workers, options.ray_address))
+                          parallel=Parallelism.of(options.workers, options.ray_address),
+                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume))
 
 
 def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
                    partition_size: int | None = None, seed: int = 0, max_counterexamples: int = 100,
-                   progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL) -> Result:
+                   progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
+                   checkpoint: Any = None, resume: bool = False) -> Result:
+    """Decide the whole domain or every partition; with a `checkpoint` the state is saved as the
+    run goes and at its end, and `resume` continues from the saved state (`regions_resume`)."""
     t0 = time.perf_counter()
     pb = Problem.build(network, prop)
     if partition_size is None:
@@ -54,9 +59,10 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
             progress(dict(info, certified=info["fair"] / lo.shape[0], falsified=info["unfair"] / lo.shape[0]))
 
     if parallel == SERIAL or lo.shape[0] == 1:
-        out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report)
+        out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report, checkpoint=checkpoint,
+                             resume=resume)
     else:
-        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report)
+        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report, checkpoint, resume)
     elapsed = time.perf_counter() - t0
     v = out.verdict
     n_fair, n_unfair, n_unknown = int((v == FAIR).sum()), int((v == UNFAIR).sum()), int((v == UNKNOWN).sum())
@@ -107,17 +113,22 @@ class RegionJob:
 
 
 def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: float | None, seed: int,
-                       parallel: Parallelism, report: Callable[[dict], None]) -> RegionOutcome:
+                       parallel: Parallelism, report: Callable[[dict], None], checkpoint: Any = None,
+                       resume: bool = False) -> RegionOutcome:
     """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
     `parallel`'s workers. A round gives every chunk an equal share of the time left, at most its
     slice (`SLICE_S`, doubled for every round a region has already had); the regions a chunk left
     unknown when its slice ran out are decided again, from the start, in the next round with the
     longer slice, and those it left unknown before that (stuck) are not. Masses proven inside a
     region still unknown are kept from the round that proved the most (each is sound on its own).
-    Without a time limit every chunk runs until its regions are decided or stuck."""
+    Without a time limit every chunk runs until its regions are decided or stuck. A checkpoint is
+    saved after every round that finds one due, and at the end; a resumed run decides the regions
+    the saved state left unknown."""
     K = lo.shape[0]
     out = RegionOutcome(np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K),
                         [""] * K, {})
+    if resume:
+        restore_regions(pb, out, checkpoint.load(), recheck)
     t0 = time.perf_counter()
     end = None if time_limit is None else t0 + time_limit
     retry = np.ones(K, dtype=bool)
@@ -136,6 +147,8 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
                 _merge(out, c, res)
                 retry[c] = timed_out
             slice_s *= 2
+            if checkpoint is not None and checkpoint.due():
+                checkpoint.save(regions_state(pb, out))
             v = out.verdict
             report(dict(fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
                         unknown=int((v == UNKNOWN).sum()), elapsed=time.perf_counter() - t0))
@@ -143,6 +156,9 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
         out.stats["workers_restarted"] = workers.restarts
     if stop_requested():
         out.stats["interrupted"] = True
+    if checkpoint is not None:
+        checkpoint.save(regions_state(pb, out))
+        out.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...checkpoint import Checkpoint, fingerprint, pack, unpack
+from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_state, unpack
 from ...errors import PropertyError
 #: The refinement's counters: what each chunk reports to the driver, and what a checkpoint carries.
 COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
@@ -51,7 +51,6 @@ def stuck_arrays(run: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
-    rng = run.rng.bit_generator.state
     return {
         "cert": run.cert, "fal": run.fal, "examined": examined, "cex_found": run.cex_found,
         "probes": run.probes, "probe_hits": run.probe_hits,
@@ -59,8 +58,7 @@ def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) 
         "pool": {name: pack(a) for name, a in zip(POOL, pool_arrays(run))},
         "stuck": [pack(a) for a in stuck_arrays(run)], "pending": [pack(pend_lo), pack(pend_hi)],
         "cex": [pack(a) for a in cex_arrays(run)],
-        "rng": {"bit_generator": rng["bit_generator"], "state": hex(rng["state"]["state"]),
-                "inc": hex(rng["state"]["inc"]), "has_uint32": rng["has_uint32"], "uinteger": rng["uinteger"]},
+        "rng": rng_state(run.rng),
     }
 
 
@@ -77,10 +75,6 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
         ca, cb = unpack(state["cex"][2], "i8"), unpack(state["cex"][3], "i8")
         scalars = [state[k] for k in ("cert", "fal")] + [state["stats"][k] for k in COUNTERS]
         counts = [state[k] for k in ("examined", "cex_found", "probes", "probe_hits")] + [state["stats"]["rounds"]]
-        rng = state["rng"]
-        rng_state = {"bit_generator": rng["bit_generator"], "state": {"state": int(rng["state"], 16),
-                                                                       "inc": int(rng["inc"], 16)},
-                     "has_uint32": rng["has_uint32"], "uinteger": rng["uinteger"]}
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
                             f"{str(exc)[:80]})") from None
@@ -97,10 +91,7 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
           and all(isinstance(v, int) and v >= 0 for v in counts))
     if not ok:
         raise PropertyError("checkpoint: its boxes or counts do not fit this domain and network")
-    try:
-        run.rng.bit_generator.state = rng_state
-    except (TypeError, ValueError, KeyError) as exc:
-        raise PropertyError(f"checkpoint: its random state is malformed ({str(exc)[:80]})") from None
+    set_rng_state(run.rng, state.get("rng"))
     run.started = True
     run.cert, run.fal = float(state["cert"]), float(state["fal"])
     run.pool.push(*(pool[k] for k in POOL))

@@ -148,6 +148,7 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
             lo, hi = run.next_batch(pend_lo, pend_hi, full)
     if checkpoint is not None:
         checkpoint.save(state_of(run, pend_lo, pend_hi, examined))
+        run.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)
     run.park(pend_lo, pend_hi)
 
 
