@@ -110,7 +110,7 @@ def test_other_engines_refuse_checkpoints(tmp_path):
     _, dom = large_case()
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.uniform(dom.lower, dom.upper, size=(200, len(dom))), columns=dom.names)
-    model = LogisticRegression().fit(X, X["a"] > 100)
+    model = LogisticRegression(max_iter=2000).fit(X, X["a"] > 100)
     with pytest.raises(PropertyError, match=r"this run \(linear-exact\) starts afresh"):
         _verify(model, dom, checkpoint=tmp_path / "c", time_limit=5)
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .checkpoint import CHECKPOINTED
+from .checkpoint import refuse as refuse_checkpoint
 from .data import infer_domain
 from .domain import Domain, Feature
 from .engines.registry import find_engine
@@ -117,9 +119,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size,
-                                       checkpoint=None if checkpoint is None else str(checkpoint),
-                                       resume=None if resume is None else str(resume),
-                                       checkpoint_every=checkpoint_every)
+                                       **_checkpointing(checkpoint, resume, checkpoint_every))
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
         return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                        preprocessor, rows, population, data, options, progress)
@@ -147,14 +147,14 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     if population == "independent":
         prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
     if population == "bayesnet":
-        _refuse_checkpoint(options, "the learned-network measure")
+        refuse_checkpoint(options, "the learned-network measure")
         result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
                                  preprocessor, options)
     else:  # compiling the model counts in the time limit
         options = _after(options, time.perf_counter() - started)
         engine = find_engine(ir, prop, options.method)
         if engine.name not in CHECKPOINTED:
-            _refuse_checkpoint(options, engine.name)
+            refuse_checkpoint(options, engine.name)
         result = engine.run(ir, prop, options, progress)
     result.population = population or "uniform"
     _codes_as_given(result, prop.domain, given)
@@ -164,15 +164,10 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     return result
 
 
-#: Engines that write checkpoints and resume from them (besides the per-row audit).
-CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes")
-
-
-def _refuse_checkpoint(options: VerifyOptions, what: str) -> None:
-    if options.checkpoint or options.resume:
-        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the engines "
-                            f"{', '.join(CHECKPOINTED)}; this run ({what}) starts afresh: leave out checkpoint "
-                            "and resume")
+def _checkpointing(checkpoint: str | Path | None, resume: str | Path | None, every: float) -> dict[str, Any]:
+    """The checkpoint keywords as the options take them."""
+    return {"checkpoint": None if checkpoint is None else str(checkpoint),
+            "resume": None if resume is None else str(resume), "checkpoint_every": every}
 
 
 #: The measures `verify` takes (`population=`).
@@ -397,8 +392,9 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           max_bins: int = 10, binning: str = "quantile", bin_value: str = "data", score: str = "k2",
           max_indegree: int = 3, max_width: int | None = 2000, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
-          delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None, progress: Progress | None = None,
-          options: GroupOptions | None = None) -> GroupResult:
+          delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None,
+          checkpoint: str | Path | None = None, resume: str | Path | None = None, checkpoint_every: float = 30.0,
+          progress: Progress | None = None, options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -417,7 +413,10 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
     `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
     <= `delta` (for models or populations too large for the sound engines). `workers` processes (or
-    Ray actors at `ray_address`) evaluate the sound bounds' trial splits.
+    Ray actors at `ray_address`) evaluate the sound bounds' trial splits. `checkpoint=FILE` writes
+    the sound bounds' refinement state every `checkpoint_every` seconds and at the end, and
+    `resume=FILE` continues it (the probability-bounds engine; another model, population or
+    question is refused).
     """
     from .engines.group.linear import resolve_population
     from .models.binding import bind_to_population
@@ -432,7 +431,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     metrics = group_metrics(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
-                                      ray_address=ray_address)
+                                      ray_address=ray_address, **_checkpointing(checkpoint, resume, checkpoint_every))
     with time_budget(options.time_limit):
         ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
@@ -450,6 +449,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
         frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
     spec = find_engine(ir, question, options.method)
+    if spec.name not in CHECKPOINTED:
+        refuse_checkpoint(options, spec.name)
     sound_options = _after(options, learning_s + compile_s)
     estimating = spec.name == "probability-bounds"  # bounds that may stay wide: keep time to sample
     if estimating and sound_options.time_limit is not None:
@@ -560,7 +561,9 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
                    kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
                    ratio_width: float | None = None, workers: int | None = None, ray_address: str | None = None,
-                   progress: Progress | None = None, options: ProgramOptions | None = None) -> ProgramResult:
+                   checkpoint: str | Path | None = None, resume: str | Path | None = None,
+                   checkpoint_every: float = 30.0, progress: Progress | None = None,
+                   options: ProgramOptions | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -572,12 +575,18 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     With `query` (an expression over the program's final variables, e.g. "x1 + x2 >= 0"), bounds
     P[query] instead: proven above / below `above` when given, else to within `tolerance` (sound only).
     `workers` processes (or Ray actors at `ray_address`) evaluate the sound refinement's trial splits.
+    `checkpoint=FILE` writes the sound refinement's state every `checkpoint_every` seconds and at
+    the end; `resume=FILE` continues it (another program or question is refused).
     """
     from .models.program import load_program
 
     options = options or ProgramOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, bound=bound,
                                         ratio_width=ratio_width, tolerance=tolerance, workers=workers,
-                                        ray_address=ray_address)
+                                        ray_address=ray_address, **_checkpointing(checkpoint, resume,
+                                                                                  checkpoint_every))
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
-    return find_engine(parsed, question, options.method).run(parsed, question, options, progress)
+    engine = find_engine(parsed, question, options.method)
+    if engine.name not in CHECKPOINTED:
+        refuse_checkpoint(options, engine.name)
+    return engine.run(parsed, question, options, progress)

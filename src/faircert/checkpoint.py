@@ -35,6 +35,15 @@ def fingerprint(obj: Any) -> str:
     return digest.hexdigest()
 
 
+def identity(obj: Any) -> str:
+    """`fingerprint`, or for objects that nest too deeply for it (a parsed program) the hash of
+    their repr."""
+    try:
+        return fingerprint(obj)
+    except PropertyError:
+        return hashlib.sha256(repr(obj).encode()).hexdigest()
+
+
 def _feed(digest: Any, obj: Any, depth: int) -> None:
     if depth > 64:
         raise PropertyError("checkpoint: the object to fingerprint nests too deeply")
@@ -51,6 +60,10 @@ def _feed(digest: Any, obj: Any, depth: int) -> None:
         for key in sorted(obj, key=repr):
             _feed(digest, key, depth + 1)
             _feed(digest, obj[key], depth + 1)
+    elif isinstance(obj, (set, frozenset)):  # in a stable order (their own depends on the process)
+        digest.update(f"e{len(obj)}".encode())
+        for item in sorted(obj, key=repr):
+            _feed(digest, item, depth + 1)
     elif isinstance(obj, (list, tuple)):
         digest.update(f"l{len(obj)}".encode())
         for item in obj:
@@ -121,6 +134,53 @@ class Checkpoint:
             raise PropertyError(f"{path}: the checkpoint's state does not match its digest (changed or "
                                 "damaged); start afresh without --resume")
         return data["state"]
+
+
+#: Engines that write checkpoints and resume from them (besides the per-row audit).
+CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes", "probability-bounds", "program-bounds")
+
+
+def refuse(options: Any, what: str) -> None:
+    """One line for a run that asks for a checkpoint its engine (`what`) does not keep."""
+    if getattr(options, "checkpoint", None) or getattr(options, "resume", None):
+        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the engines "
+                            f"{', '.join(CHECKPOINTED)}; this run ({what}) starts afresh: leave out checkpoint "
+                            "and resume")
+
+
+class Parts:
+    """One checkpoint file shared by the refinements of one job, in the order they run (a group
+    question with equalized odds refines several times): each saves and resumes its own part."""
+
+    def __init__(self, checkpoint: Checkpoint, resume: bool) -> None:
+        self.checkpoint = checkpoint
+        self.states: dict[str, Any] = checkpoint.load().get("parts", {}) if resume else {}
+        if not isinstance(self.states, dict) or not all(isinstance(v, dict) for v in self.states.values()):
+            raise PropertyError(f"{checkpoint.source}: its parts are malformed")
+        self._next = 0
+
+    def next(self) -> Part:
+        """The part of the next refinement."""
+        self._next += 1
+        return Part(self, str(self._next - 1))
+
+
+class Part:
+    """A `Checkpoint` for one refinement of a `Parts` file: `due`, `save` (the whole file) and
+    `load` (its own state, or None when the file has none: the refinement starts afresh)."""
+
+    def __init__(self, parts: Parts, name: str) -> None:
+        self.parts, self.name = parts, name
+
+    def due(self) -> bool:
+        return self.parts.checkpoint.due()
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.parts.states[self.name] = state
+        self.parts.checkpoint.save({"parts": self.parts.states})
+
+    def load(self) -> dict[str, Any] | None:
+        return self.parts.states.get(self.name)
 
 
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:

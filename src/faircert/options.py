@@ -48,10 +48,19 @@ class Budget:
 
     time_limit: float | None = 60.0
     seed: int = 0
+    #: long jobs (the engines `checkpoint.CHECKPOINTED` names): write the state to this file every
+    #: `checkpoint_every` seconds and at the end; `resume` continues from such a file (and keeps
+    #: writing to it unless `checkpoint` is given)
+    checkpoint: str | None = None
+    checkpoint_every: float = 30.0
+    resume: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
         _check_count("seed", self.seed, 0)
+        if not (isinstance(self.checkpoint_every, (int, float)) and math.isfinite(self.checkpoint_every)
+                and self.checkpoint_every > 0):
+            raise PropertyError(f"checkpoint interval must be a positive number of seconds, got {self.checkpoint_every!r}")
 
 
 @dataclass(frozen=True)
@@ -77,20 +86,11 @@ class VerifyOptions(Budget):
     #: Fairify's partitioned verification: cut integer features into chunks of this many values
     #: and decide every partition (implies `complete`)
     partition_size: int | None = None
-    #: the per-row audit and the network box refinement: write the state to this file every
-    #: `checkpoint_every` seconds and at the end; `resume` continues from such a file (and keeps
-    #: writing to it unless `checkpoint` is given)
-    checkpoint: str | None = None
-    checkpoint_every: float = 30.0
-    resume: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
-        if not (isinstance(self.checkpoint_every, (int, float)) and math.isfinite(self.checkpoint_every)
-                and self.checkpoint_every > 0):
-            raise PropertyError(f"checkpoint interval must be a positive number of seconds, got {self.checkpoint_every!r}")
         if self.max_boxes is not None:
             _check_count("max boxes", self.max_boxes, 1)
         if not 0.0 <= self.target_undecided <= 1.0:

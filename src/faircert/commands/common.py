@@ -49,6 +49,23 @@ def add_parallel_arguments(p: Any, work: str) -> None:
                         "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
 
 
+def add_checkpoint_arguments(p: Any, job: str) -> None:
+    """--checkpoint, --checkpoint-every and --resume: a killed `job` continues where it stood."""
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help=f"write {job}'s state to FILE every --checkpoint-every seconds and at the end "
+                        "(atomically), so a killed run can be resumed")
+    p.add_argument("--checkpoint-every", type=float, default=30.0, metavar="S",
+                   help="seconds between checkpoints (default 30)")
+    p.add_argument("--resume", metavar="FILE",
+                   help="continue the run a checkpoint holds (same model, data and question; refused otherwise); "
+                        "it keeps writing to FILE unless --checkpoint names another")
+
+
+def checkpoint_keywords(args: Any) -> dict[str, Any]:
+    """The options' checkpoint keywords from the command line."""
+    return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every, "resume": args.resume}
+
+
 def emit_json(text: str, destination: str | None) -> None:
     """Write JSON to a file, to stdout for '-', or nowhere when no destination was asked for."""
     if destination == STDOUT:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
-from .common import add_model_loading, add_parallel_arguments, emit_json, mark_interrupted, run_guard
+from .common import (
+    add_checkpoint_arguments,
+    add_model_loading,
+    add_parallel_arguments,
+    checkpoint_keywords,
+    emit_json,
+    mark_interrupted,
+    run_guard,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="model: linear JSON (weights, intercept, encoding), a pickled scikit-learn "
                                  "estimator/Pipeline (.pkl/.joblib, needs --trust-pickle), or any format verify reads")
     add_group_options(p)
+    add_checkpoint_arguments(p, "the sound bounds' refinement (models other than linear ones under a population)")
     p.set_defaults(handler=run)
 
 
@@ -100,7 +109,8 @@ def group_keywords(args: argparse.Namespace) -> dict:
             "preprocessor": args.preprocessor,
             "save_population": args.save_population, "bin_bounds": args.bin_bounds,
             "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
-                                    delta=args.delta, workers=args.workers, ray_address=args.ray)}
+                                    delta=args.delta, workers=args.workers, ray_address=args.ray,
+                                    **(checkpoint_keywords(args) if hasattr(args, "checkpoint") else {}))}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.console import budget_progress
     from ..report.group import print_group
 
-    with run_guard([args.json, args.save_population, args.html], args.quiet), \
+    with run_guard([args.json, args.save_population, args.html, args.checkpoint], args.quiet), \
             budget_progress(not args.quiet, args.time_limit, "group fairness") as progress:
         result = group(args.model, args.data, protected=args.protected, progress=progress, **group_keywords(args))
     mark_interrupted(result)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_model_loading, add_parallel_arguments, emit_json, mark_interrupted, name_values, run_guard
+from .common import (
+    add_checkpoint_arguments,
+    add_model_loading,
+    add_parallel_arguments,
+    checkpoint_keywords,
+    emit_json,
+    mark_interrupted,
+    name_values,
+    run_guard,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,14 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
                         "value, each --epsilon feature within its tolerance, every other feature equal) the model "
                         "decides differently? The domain, if not given, is inferred from these rows")
-    p.add_argument("--checkpoint", metavar="FILE",
-                   help="with --rows, or a network's box refinement: write the run's state to FILE every "
-                        "--checkpoint-every seconds and at the end (atomically), so a killed run can be resumed")
-    p.add_argument("--checkpoint-every", type=float, default=30.0, metavar="S",
-                   help="seconds between checkpoints (default 30)")
-    p.add_argument("--resume", metavar="FILE",
-                   help="continue the run a checkpoint holds (same model, domain or rows, and question; refused "
-                        "otherwise): the rows it decided, or the boxes it refined, are kept")
+    add_checkpoint_arguments(p, "the per-row audit, a network's box refinement or complete (partitioned) "
+                                "decision, or a tree ensemble's box refinement")
     p.add_argument("--rows-csv", metavar="OUT.csv",
                    help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
                         "features)")
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
                             workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray,
                             complete=args.complete, partition_size=args.partition_size,
-                            checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
+                            **checkpoint_keywords(args))
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
     per_row = bool(args.rows) or args.population == "empirical"

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ...checkpoint import Checkpoint, Parts, fingerprint, identity
 from ...errors import PropertyError
 from ...models.program import Expr, Program, load_program, parse_expression
 from ...population.program import site_marginals
@@ -51,7 +52,7 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
                      time_limit: float | None = 60.0, ratio_width: float | None = None,
-                     progress=None, parallel: Parallelism = SERIAL) -> ProgramResult:
+                     progress=None, parallel: Parallelism = SERIAL, checkpoint: Any = None) -> ProgramResult:
     """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
     (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
@@ -68,7 +69,8 @@ def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = 
         r_lo, r_hi = ratio_interval(*conditionals(lo, hi))
         return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
 
-    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress, parallel=parallel)
+    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress, parallel=parallel,
+               checkpoint=checkpoint)
     return _program_result(prog, spec, b)
 
 
@@ -111,7 +113,8 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
 
 
 def probability_result(program: str | Program, query: str, above: float | None = None, tolerance: float = 1e-4,
-                       time_limit: float | None = 60.0, parallel: Parallelism = SERIAL) -> ProgramResult:
+                       time_limit: float | None = 60.0, parallel: Parallelism = SERIAL,
+                       checkpoint: Any = None) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
     from ...models.program import variables_used
@@ -138,7 +141,8 @@ def probability_result(program: str | Program, query: str, above: float | None =
             return None
         return "tight" if hi[0] - lo[0] <= tol else None
 
-    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit, parallel=parallel)
+    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit, parallel=parallel,
+               checkpoint=checkpoint)
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
     return ProgramResult(verdict=v, ratio_low=float("nan"), ratio_high=float("nan"),
@@ -153,7 +157,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
                  seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
-                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL):
+                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL, checkpoint: Any = None):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
@@ -163,6 +167,7 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
     (and each checked gap against its threshold), when every box is decided, when every group
     interval is narrower than `target_width` (if given), or at the time limit; an undecided DI keeps
     refining while the budget lasts. `stats["stopped"]` says which. `label` names the model output (reports only).
+    With a `checkpoint` (a `checkpoint.Part`) the refinement saves its state and resumes one saved there.
     """
     from .models import model_events
 
@@ -204,7 +209,7 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
         return np.array(out)
 
     b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress,
-               parallel=parallel)
+               parallel=parallel, checkpoint=checkpoint)
     groups = groups_from(b.low, b.high)
     res = GroupResult.build(groups, engine="probability-bounds", population=setup.population, threshold=threshold,
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
@@ -242,16 +247,34 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 
 def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
-    the groups' bounds given each label value too (see `with_equalized_odds`)."""
+    the groups' bounds given each label value too (see `with_equalized_odds`). With a checkpoint in
+    the options, each of these refinements keeps its own part of the file."""
+    parts = _parts(options, "probability-bounds", lambda: {
+        "model": fingerprint(model), "population": identity(question.population),
+        "question": fingerprint([list(question.protected), question.label, list(question.metrics),
+                                 question.threshold, dict(question.gap_thresholds)])})
 
     def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
             check_di=True):
         return group_bounds(model, population, protected=protected, label=question.label, metrics=metrics,
                             threshold=threshold, time_limit=time_limit, seed=options.seed,
                             gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
-                            check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address))
+                            check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address),
+                            checkpoint=None if parts is None else parts.next())
 
-    return with_equalized_odds(run, question, options.time_limit, target_width=1e-3)
+    return _with_checkpoints(with_equalized_odds(run, question, options.time_limit, target_width=1e-3), parts)
+
+
+def _parts(options: Any, kind: str, identity: Callable[[], dict[str, str]]) -> Parts | None:
+    """The checkpoint file the options ask for, shared by the job's refinements, or None."""
+    checkpoint = Checkpoint.of(options, kind, identity)
+    return None if checkpoint is None else Parts(checkpoint, bool(options.resume))
+
+
+def _with_checkpoints(result: Any, parts: Parts | None) -> Any:
+    if parts is not None:
+        result.stats.update(checkpoints=parts.checkpoint.saves, checkpoint_s=parts.checkpoint.save_s)
+    return result
 
 
 def with_equalized_odds(run: Callable, question: Any, limit: float | None, target_width: float,
@@ -334,8 +357,15 @@ def _worst_stop(reasons: list[str]) -> str:
 def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
     """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
     parallel = Parallelism.of(options.workers, options.ray_address)
+    parts = _parts(options, "program-bounds", lambda: {
+        "model": identity(program), "question": fingerprint([question.epsilon, question.kind, question.query,
+                                                            question.above, options.tolerance, options.ratio_width])})
+    part = None if parts is None else parts.next()
     if question.query is not None:
-        return probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
-                                  time_limit=options.time_limit, parallel=parallel)
-    return program_fairness(program, epsilon=question.epsilon, kind=question.kind, time_limit=options.time_limit,
-                            ratio_width=options.ratio_width, progress=progress, parallel=parallel)
+        result = probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
+                                    time_limit=options.time_limit, parallel=parallel, checkpoint=part)
+    else:
+        result = program_fairness(program, epsilon=question.epsilon, kind=question.kind,
+                                  time_limit=options.time_limit, ratio_width=options.ratio_width, progress=progress,
+                                  parallel=parallel, checkpoint=part)
+    return _with_checkpoints(result, parts)

@@ -14,6 +14,7 @@ Fractions, so bounds stay sound in float64.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,10 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from ...checkpoint import pack, unpack
+from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ..boxes.workers import SERIAL, Parallelism
 
 _U = 2.0 ** -53
+#: longest decided mass a checkpoint may hold (a sum of float64 masses: a few hundred digits)
+MAX_FRACTION_CHARS = 4000
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
 TIGHT = 1e-13
 #: restrict trial splits to the two inputs weighing most in (nearly) affine undecided conditions
@@ -60,6 +65,13 @@ def _sum_down(values: np.ndarray, d: int) -> Fraction:
     # each mass is a product of d rounded widths (<= 2d roundings); summation adds <= n more
     s *= 1.0 - (values.size + 2 * d + 8) * 2 * _U
     return Fraction(max(0.0, float(np.nextafter(s, 0.0))))
+
+
+def _fraction(text: Any) -> Fraction:
+    """A decided mass as a checkpoint stores it ("p/q"), bounded in size (the file is untrusted)."""
+    if not isinstance(text, str) or len(text) > MAX_FRACTION_CHARS or not re.fullmatch(r"\d+(/\d+)?", text):
+        raise ValueError("not a fraction")
+    return Fraction(text)
 
 
 def _down(x: Fraction) -> float:
@@ -106,6 +118,34 @@ class Refiner:
         self.L, self.H, self.mt, self.mf, self.dep, self.w = lo, hi, mt, mf, dep, w
         self.S = self._dense(sens, 1)
         self._retire()
+
+    def state(self, iterations: int) -> dict[str, Any]:
+        """What a resumed refinement needs: the undecided boxes and the exact decided masses (the
+        boxes' events are evaluated again on resuming, so the file holds no verdicts)."""
+        return {"lo": pack(self.L), "hi": pack(self.H), "true": [str(x) for x in self.acc_true],
+                "false": [str(x) for x in self.acc_false], "evaluations": self.evaluations, "iterations": iterations}
+
+    def restore(self, state: dict[str, Any]) -> int:
+        """Take a saved state (checked: the file is untrusted); returns the iterations it had run."""
+        try:
+            L, H = unpack(state["lo"], "f8", self.d), unpack(state["hi"], "f8", self.d)
+            true, false = [_fraction(x) for x in state["true"]], [_fraction(x) for x in state["false"]]
+            evaluations, iterations = state["evaluations"], state["iterations"]
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise PropertyError(f"checkpoint: its bounds' state is incomplete or malformed ({type(exc).__name__})") \
+                from None
+        ok = (L.shape == H.shape and np.all(L >= 0) and np.all(H <= 1) and np.all(L <= H)
+              and len(true) == len(false) == self.m and all(t >= 0 and f >= 0 and t + f <= 1 for t, f in zip(true, false))
+              and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (evaluations, iterations)))
+        if not ok:
+            raise PropertyError("checkpoint: its boxes or decided masses do not fit this question")
+        self.acc_true, self.acc_false = true, false
+        self.L, self.H = L, H
+        self.mt, self.mf, self.dep, self.w, sens = self._eval(L, H)
+        self.S = self._dense(sens, len(L))
+        self.evaluations = evaluations + len(L)
+        self._retire()
+        return iterations
 
     def _dense(self, sens: dict | None, n: int) -> np.ndarray:
         """(n, d + 1): each input's |coefficient| in the undecided forms, then all computed symbols'
@@ -279,20 +319,26 @@ def refine(marginals: list, evaluate: Evaluator, n_events: int,
            decide: Callable[[list[Fraction], list[Fraction]], str | None],
            weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
            time_limit: float | None = 60.0, max_cells: float = 2e7,
-           progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL) -> Bounds:
+           progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
+           checkpoint: Any = None) -> Bounds:
     """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends.
     With `parallel`, the trial splits of each step are evaluated on its workers, one input per call;
-    the result is the same as in one process."""
+    the result is the same as in one process. With a `checkpoint` (a `checkpoint.Part`), the state
+    is saved between steps when one is due and at the end, and a state already there is resumed."""
     if parallel == SERIAL:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, None)
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, None,
+                       checkpoint)
     with parallel.open(TrialJob(evaluate)) as workers:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, workers)
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, workers,
+                       checkpoint)
 
 
-def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, trials) -> Bounds:
+def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, trials,
+            checkpoint) -> Bounds:
     start = time.perf_counter()
     r = Refiner(marginals, evaluate, n_events, trials)
-    iterations = 0
+    saved = checkpoint.load() if checkpoint is not None else None
+    iterations = 0 if saved is None else r.restore(saved)
     exhausted = ""
     per_split = 0.0  # the slowest seconds per split seen so far
     while True:
@@ -322,5 +368,9 @@ def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cell
         iterations += 1
         if progress is not None:
             progress({"boxes": len(r.L), "iterations": iterations, "elapsed_s": elapsed})
+        if checkpoint is not None and checkpoint.due():
+            checkpoint.save(r.state(iterations))
+    if checkpoint is not None:
+        checkpoint.save(r.state(iterations))
     return Bounds([_down(x) for x in low], [_up(x) for x in high], verdict, len(r.L), r.evaluations,
                   iterations, time.perf_counter() - start, exhausted)
