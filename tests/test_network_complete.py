@@ -429,8 +429,8 @@ def test_parallel_partitions_without_a_time_limit_end_and_stuck_regions_are_not_
     net, dom, prop, _ = small_case(0, 5, None, effect=0.1)
     real = decide.decide_regions
 
-    def stuck_regions(pb, lo, hi, time_limit=None, seed=0):
-        out = real(pb, lo, hi, time_limit=time_limit, seed=seed)
+    def stuck_regions(pb, lo, hi, time_limit=None, seed=0, **options):
+        out = real(pb, lo, hi, time_limit=time_limit, seed=seed, **options)
         out.verdict[:] = UNKNOWN  # as if every box were unsplittable
         out.stats["calls"], out.stats["unlimited"] = 1, int(time_limit is None)
         return out

@@ -17,6 +17,7 @@ from .domain import Domain, Feature
 from .engines.registry import find_engine
 from .errors import DataError, DomainError, FaircertError, PropertyError, UnsupportedModelError
 from .limits import time_budget
+from .memory import STOPPED as MEMORY_STOPPED
 from .options import (
     GroupOptions,
     GroupQuestion,
@@ -72,7 +73,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
            ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
            trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, population: str | None = None,
            data: Any = None, checkpoint: str | Path | None = None, resume: str | Path | None = None,
-           checkpoint_every: float = 30.0, progress: Progress | None = None,
+           checkpoint_every: float = 30.0, memory_limit: int | str | None = None, progress: Progress | None = None,
            options: VerifyOptions | None = None) -> Result | RowsResult:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
@@ -108,6 +109,10 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     run would (another model, domain, rows or question is refused). Under `max_boxes` a resumed
     refinement gives the uninterrupted run's shares and counterexamples.
 
+    `memory_limit` (bytes, or text such as "2G"; default a share of the machine's memory) bounds
+    the state a run keeps, per process; reaching it ends the run with its sound partial result and
+    `result.stats["stopped"] == "memory limit"`.
+
     `complete=True` decides the question instead: `fair` with a proof, `unfair` with a re-checked
     pair, `unknown` only when the time limit runs out; `result.decision` holds the decision and its
     evidence. `partition_size=MS` does Fairify's partitioned verification (implies `complete`):
@@ -119,7 +124,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
                                        confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
                                        workers=workers, max_boxes=max_boxes, ray_address=ray_address,
                                        complete=complete, partition_size=partition_size,
-                                       **_checkpointing(checkpoint, resume, checkpoint_every))
+                                       **_job_keywords(checkpoint, resume, checkpoint_every, memory_limit))
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
         return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                        preprocessor, rows, population, data, options, progress)
@@ -156,6 +161,8 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
         if engine.name not in CHECKPOINTED:
             refuse_checkpoint(options, engine.name)
         result = engine.run(ir, prop, options, progress)
+    if result.stats.get("memory_limited"):
+        result.stats.setdefault("stopped", MEMORY_STOPPED)
     result.population = population or "uniform"
     _codes_as_given(result, prop.domain, given)
     result.categories = {f.name: list(given[f.name].categories if f.name in given.names else f.categories)
@@ -164,10 +171,12 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     return result
 
 
-def _checkpointing(checkpoint: str | Path | None, resume: str | Path | None, every: float) -> dict[str, Any]:
-    """The checkpoint keywords as the options take them."""
+def _job_keywords(checkpoint: str | Path | None, resume: str | Path | None, every: float,
+                 memory_limit: int | str | None) -> dict[str, Any]:
+    """The checkpoint and memory keywords as the options take them."""
     return {"checkpoint": None if checkpoint is None else str(checkpoint),
-            "resume": None if resume is None else str(resume), "checkpoint_every": every}
+            "resume": None if resume is None else str(resume), "checkpoint_every": every,
+            "memory_limit": memory_limit}
 
 
 #: The measures `verify` takes (`population=`).
@@ -394,7 +403,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
           preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
           delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None,
           checkpoint: str | Path | None = None, resume: str | Path | None = None, checkpoint_every: float = 30.0,
-          progress: Progress | None = None, options: GroupOptions | None = None) -> GroupResult:
+          memory_limit: int | str | None = None, progress: Progress | None = None,
+          options: GroupOptions | None = None) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -431,7 +441,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     metrics = group_metrics(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
-                                      ray_address=ray_address, **_checkpointing(checkpoint, resume, checkpoint_every))
+                                      ray_address=ray_address,
+                                      **_job_keywords(checkpoint, resume, checkpoint_every, memory_limit))
     with time_budget(options.time_limit):
         ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
@@ -562,8 +573,8 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
                    query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
                    ratio_width: float | None = None, workers: int | None = None, ray_address: str | None = None,
                    checkpoint: str | Path | None = None, resume: str | Path | None = None,
-                   checkpoint_every: float = 30.0, progress: Progress | None = None,
-                   options: ProgramOptions | None = None) -> ProgramResult:
+                   checkpoint_every: float = 30.0, memory_limit: int | str | None = None,
+                   progress: Progress | None = None, options: ProgramOptions | None = None) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -582,8 +593,8 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
 
     options = options or ProgramOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, bound=bound,
                                         ratio_width=ratio_width, tolerance=tolerance, workers=workers,
-                                        ray_address=ray_address, **_checkpointing(checkpoint, resume,
-                                                                                  checkpoint_every))
+                                        ray_address=ray_address, **_job_keywords(checkpoint, resume,
+                                                                                 checkpoint_every, memory_limit))
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
     engine = find_engine(parsed, question, options.method)

@@ -54,9 +54,15 @@ class Budget:
     checkpoint: str | None = None
     checkpoint_every: float = 30.0
     resume: str | None = None
+    #: bytes of state the run may keep, per process (`memory`); None: a share of the machine's memory
+    memory_limit: int | str | None = None
 
     def __post_init__(self) -> None:
+        from .memory import check_limit, default_limit
+
         object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        object.__setattr__(self, "memory_limit",
+                           default_limit() if self.memory_limit is None else check_limit(self.memory_limit))
         _check_count("seed", self.seed, 0)
         if not (isinstance(self.checkpoint_every, (int, float)) and math.isfinite(self.checkpoint_every)
                 and self.checkpoint_every > 0):

@@ -61,9 +61,18 @@ def add_checkpoint_arguments(p: Any, job: str) -> None:
                         "it keeps writing to FILE unless --checkpoint names another")
 
 
-def checkpoint_keywords(args: Any) -> dict[str, Any]:
-    """The options' checkpoint keywords from the command line."""
-    return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every, "resume": args.resume}
+def add_memory_argument(p: Any) -> None:
+    """--memory-limit: the state a run may keep."""
+    p.add_argument("--memory-limit", metavar="BYTES",
+                   help="bytes of state the run may keep, per process (e.g. 800M, 2G, 1.5GiB; default 1/16 of this "
+                        "machine's memory); reaching it ends the run with its sound partial result (exit 2, "
+                        "stopped: memory limit)")
+
+
+def job_keywords(args: Any) -> dict[str, Any]:
+    """The options' checkpoint and memory keywords from the command line (those the command has)."""
+    names = ("checkpoint", "checkpoint_every", "resume", "memory_limit")
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 
 def emit_json(text: str, destination: str | None) -> None:

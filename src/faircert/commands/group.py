@@ -7,10 +7,11 @@ import argparse
 from ..errors import FaircertError
 from .common import (
     add_checkpoint_arguments,
+    add_memory_argument,
     add_model_loading,
     add_parallel_arguments,
-    checkpoint_keywords,
     emit_json,
+    job_keywords,
     mark_interrupted,
     run_guard,
 )
@@ -68,6 +69,7 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for the whole answer: learning the population, compiling the model for it, "
                         "and bounding (default 60)")
+    add_memory_argument(p)
     add_parallel_arguments(p, "the sound bounds' trial splits")
     p.add_argument("--method", choices=("sound", "sampling"), default="sound",
                    help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta")
@@ -110,7 +112,7 @@ def group_keywords(args: argparse.Namespace) -> dict:
             "save_population": args.save_population, "bin_bounds": args.bin_bounds,
             "options": GroupOptions(time_limit=args.time_limit, seed=args.seed, method=args.method,
                                     delta=args.delta, workers=args.workers, ray_address=args.ray,
-                                    **(checkpoint_keywords(args) if hasattr(args, "checkpoint") else {}))}
+                                    **job_keywords(args))}
 
 
 def run(args: argparse.Namespace) -> int:

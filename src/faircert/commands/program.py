@@ -6,9 +6,10 @@ import argparse
 
 from .common import (
     add_checkpoint_arguments,
+    add_memory_argument,
     add_parallel_arguments,
-    checkpoint_keywords,
     emit_json,
+    job_keywords,
     mark_interrupted,
     run_guard,
 )
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
     add_parallel_arguments(p, "the sound bounds' trial splits")
+    add_memory_argument(p)
     add_checkpoint_arguments(p, "the sound bounds' refinement")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
                              bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance,
-                             workers=args.workers, ray_address=args.ray, **checkpoint_keywords(args))
+                             workers=args.workers, ray_address=args.ray, **job_keywords(args))
     with run_guard([args.json, args.html, args.checkpoint], args.quiet):
         result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
                                 above=args.above, options=options)

@@ -6,10 +6,11 @@ import argparse
 
 from .common import (
     add_checkpoint_arguments,
+    add_memory_argument,
     add_model_loading,
     add_parallel_arguments,
-    checkpoint_keywords,
     emit_json,
+    job_keywords,
     mark_interrupted,
     name_values,
     run_guard,
@@ -60,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
                         "value, each --epsilon feature within its tolerance, every other feature equal) the model "
                         "decides differently? The domain, if not given, is inferred from these rows")
+    add_memory_argument(p)
     add_checkpoint_arguments(p, "the per-row audit, a network's box refinement or complete (partitioned) "
                                 "decision, or a tree ensemble's box refinement")
     p.add_argument("--rows-csv", metavar="OUT.csv",
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                             confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
                             workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray,
                             complete=args.complete, partition_size=args.partition_size,
-                            **checkpoint_keywords(args))
+                            **job_keywords(args))
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
     per_row = bool(args.rows) or args.population == "empirical"

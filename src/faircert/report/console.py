@@ -118,7 +118,7 @@ def result_table(result: Result) -> Table:
     table.add_row("counterexamples (re-checked)", f"{len(result.counterexamples):,}")
     table.add_row("engine / time", f"{result.engine} / {result.elapsed_s:.2f} s")
     if (result.stats or {}).get("memory_limited"):
-        table.add_row("stopped early", "[yellow]box memory limit reached before the time limit[/]")
+        table.add_row("stopped early", "[yellow]memory limit reached (--memory-limit) before the time limit[/]")
     return table
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...interrupt import requested as stop_requested
+from ...memory import default_limit
 from ...results import Counterexample
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
@@ -94,8 +95,9 @@ class BranchAndBound:
 
     def __init__(self, pb: Problem, lo: np.ndarray, hi: np.ndarray, seed: int = 0,
                  milp_depth: int | None = None, milp_time: float | None = None,
-                 progress: Callable[[dict], None] | None = None) -> None:
+                 progress: Callable[[dict], None] | None = None, memory_limit: int | None = None) -> None:
         self.pb = pb
+        self.memory_limit = default_limit() if memory_limit is None else memory_limit
         K = lo.shape[0]
         self.lo, self.hi = lo.astype(np.float64), hi.astype(np.float64)
         self.owner = np.arange(K)
@@ -142,6 +144,9 @@ class BranchAndBound:
             if stop_requested():
                 self.stats["interrupted"] = True
                 break
+            if self.stored_bytes() > self.memory_limit:
+                self.stats["memory_limited"] = True
+                break
             self.stats["rounds"] += 1
             fresh = np.flatnonzero(live & ~self.ripe)
             # boxes the bounds already left open once (ripe ones, and children of open boxes)
@@ -166,6 +171,10 @@ class BranchAndBound:
         """What a resumed run needs (`regions_resume`): the regions and the open boxes."""
         self._drop_decided()
         return dict(regions_state(self.pb, self), **frontier_state(self))
+
+    def stored_bytes(self) -> int:
+        """What the open boxes take (their bounds, owners, depths, splits and flags)."""
+        return sum(getattr(self, name).nbytes for name in ("lo", "hi", "owner", "depth", "split", "stuck", "ripe"))
 
     def _late(self) -> bool:
         return self.end is not None and time.perf_counter() >= self.end
@@ -482,6 +491,8 @@ class BranchAndBound:
 def decide_regions(pb: Problem, lo: np.ndarray, hi: np.ndarray, *, time_limit: float | None = None,
                    seed: int = 0, milp_depth: int | None = None, milp_time: float | None = None,
                    progress: Callable[[dict], None] | None = None, checkpoint: Any = None,
-                   resume: bool = False) -> RegionOutcome:
-    """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit."""
-    return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress).run(time_limit, checkpoint, resume)
+                   resume: bool = False, memory_limit: int | None = None) -> RegionOutcome:
+    """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit and
+    `memory_limit` bytes of open boxes."""
+    return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress, memory_limit).run(time_limit, checkpoint,
+                                                                                                resume)

@@ -25,8 +25,8 @@ from ..boxes.workers import SERIAL, Parallelism
 from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck
 from .partitions import partition_grid
 from .problem import Problem
-from .regions_resume import checkpoint_for, regions_state, restore_regions
 from .refine import epsilon_semantics
+from .regions_resume import checkpoint_for, regions_state, restore_regions
 
 
 def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
@@ -37,13 +37,14 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
     return decide_network(network, prop, time_limit=options.time_limit, partition_size=options.partition_size,
                           seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress,
                           parallel=Parallelism.of(options.workers, options.ray_address),
-                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume))
+                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume),
+                          memory_limit=options.memory_limit)
 
 
 def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
                    partition_size: int | None = None, seed: int = 0, max_counterexamples: int = 100,
                    progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
-                   checkpoint: Any = None, resume: bool = False) -> Result:
+                   checkpoint: Any = None, resume: bool = False, memory_limit: int | None = None) -> Result:
     """Decide the whole domain or every partition; with a `checkpoint` the state is saved as the
     run goes and at its end, and `resume` continues from the saved state (`regions_resume`)."""
     t0 = time.perf_counter()
@@ -60,9 +61,9 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
 
     if parallel == SERIAL or lo.shape[0] == 1:
         out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report, checkpoint=checkpoint,
-                             resume=resume)
+                             resume=resume, memory_limit=memory_limit)
     else:
-        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report, checkpoint, resume)
+        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report, checkpoint, resume, memory_limit)
     elapsed = time.perf_counter() - t0
     v = out.verdict
     n_fair, n_unfair, n_unknown = int((v == FAIR).sum()), int((v == UNFAIR).sum()), int((v == UNKNOWN).sum())
@@ -101,20 +102,20 @@ SLICE_S = 10.0
 class RegionJob:
     """What workers hold: the problem; `decide` runs the branch and bound on a chunk of regions."""
 
-    def __init__(self, pb: Problem, seed: int) -> None:
-        self.pb, self.seed = pb, seed
+    def __init__(self, pb: Problem, seed: int, memory_limit: int | None = None) -> None:
+        self.pb, self.seed, self.memory_limit = pb, seed, memory_limit
 
     def decide(self, lo: np.ndarray, hi: np.ndarray, seconds: float | None) -> tuple[RegionOutcome, bool]:
         """The chunk's outcome, and whether it ran out of time (else its unknown regions are stuck:
         boxes the branch and bound cannot split further, which more time would not decide)."""
         t0 = time.perf_counter()
-        out = decide_regions(self.pb, lo, hi, time_limit=seconds, seed=self.seed)
+        out = decide_regions(self.pb, lo, hi, time_limit=seconds, seed=self.seed, memory_limit=self.memory_limit)
         return out, seconds is not None and time.perf_counter() - t0 >= 0.95 * seconds
 
 
 def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: float | None, seed: int,
                        parallel: Parallelism, report: Callable[[dict], None], checkpoint: Any = None,
-                       resume: bool = False) -> RegionOutcome:
+                       resume: bool = False, memory_limit: int | None = None) -> RegionOutcome:
     """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
     `parallel`'s workers. A round gives every chunk an equal share of the time left, at most its
     slice (`SLICE_S`, doubled for every round a region has already had); the regions a chunk left
@@ -133,7 +134,7 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
     end = None if time_limit is None else t0 + time_limit
     retry = np.ones(K, dtype=bool)
     # rounds give every chunk a share of the time: the workers start at once, not after a run's first second
-    with replace(parallel, start_after=0.0).open(RegionJob(pb, seed)) as workers:
+    with replace(parallel, start_after=0.0).open(RegionJob(pb, seed, memory_limit)) as workers:
         slice_s = SLICE_S
         while True:
             todo = np.flatnonzero((out.verdict == UNKNOWN) & retry)
@@ -172,6 +173,8 @@ def _merge(out: RegionOutcome, idx: np.ndarray, res: RegionOutcome) -> None:
     for key, value in res.stats.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out.stats[key] = out.stats.get(key, 0) + value
+    if res.stats.get("memory_limited"):
+        out.stats["memory_limited"] = True
 
 
 def _rows(pb: Problem, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, out) -> list[dict]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from ...memory import default_limit
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -40,7 +41,6 @@ ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding ca
 EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
 EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per free feature (+1)
 CEX_STORE = 20_000           # counterexamples kept for reporting and growth
-POOL_BYTES = 600_000_000     # stop refining when the undecided boxes would take more memory
 GROW_SHARE = 0.02            # at most this share of the time goes into growing unfair boxes (measured: more costs undecided mass)
 GROW_BATCH = 64
 TIGHT_MAX_RATIO = 4.0        # full CROWN when it costs at most this many forward passes
@@ -66,15 +66,16 @@ def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
                    target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
                    max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
                    parallel: Parallelism = SERIAL, max_boxes: int | None = None, checkpoint: Any = None,
-                   resume: bool = False) -> Result:
+                   resume: bool = False, memory_limit: int | None = None) -> Result:
     """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence.
 
     With several workers (`parallel`), a box budget (`max_boxes`: stop after the round that
     examines that many boxes) or a `checkpoint` the refinement runs in rounds of chunks (`rounds`),
     whose result up to a box budget does not depend on where the chunks ran, nor on a resume
-    from a checkpoint between them."""
+    from a checkpoint between them. The pool of undecided boxes stops growing at `memory_limit`
+    bytes (default `memory.default_limit()`)."""
     with _one_blas_thread():
-        run = Refinement(network, prop, seed, progress)
+        run = Refinement(network, prop, seed, progress, memory_limit)
         if parallel == SERIAL and max_boxes is None and checkpoint is None:
             run.refine(time_limit, target_undecided)
         else:
@@ -86,8 +87,9 @@ class Refinement:
     """State of one run: the partition (decided masses + pool of undecided boxes) and evidence."""
 
     def __init__(self, network: ReluNetwork, prop: IndividualFairness, seed: int,
-                 progress: Callable[[dict], None] | None) -> None:
+                 progress: Callable[[dict], None] | None, memory_limit: int | None = None) -> None:
         self.t0 = time.perf_counter()
+        self.memory_limit = default_limit() if memory_limit is None else memory_limit
         self.network, self.prop = network, prop
         self.pb = pb = Problem.build(network, prop)
         self.seed = seed
@@ -144,7 +146,7 @@ class Refinement:
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break
             if self.pool_full():
-                self.stats["memory_cap_reached"] = True
+                self.stats["memory_limited"] = True
                 break
             lo, hi = self.next_batch(pend_lo, pend_hi, 4 * self.chunk)
         self.park(pend_lo, pend_hi)
@@ -170,7 +172,7 @@ class Refinement:
 
     def pool_full(self) -> bool:
         """Whether the undecided boxes take the memory refining may use."""
-        return len(self.pool) * (16 * self.pb.d + 32) > POOL_BYTES
+        return len(self.pool) * (16 * self.pb.d + 32) > self.memory_limit
 
     def first_batch(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The boxes a (resumed) refinement starts from: the whole domain, enumerated at once when
@@ -515,4 +517,5 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
                           confidence=options.confidence, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress,
                           parallel=Parallelism.of(options.workers, options.ray_address), max_boxes=options.max_boxes,
-                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume))
+                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume),
+                          memory_limit=options.memory_limit)

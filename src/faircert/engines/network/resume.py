@@ -15,6 +15,7 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_state, unpack
 from ...errors import PropertyError
+
 #: The refinement's counters: what each chunk reports to the driver, and what a checkpoint carries.
 COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
             "cuts", "t_bound", "t_exact", "t_grow", "t_credit")

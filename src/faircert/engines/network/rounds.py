@@ -143,7 +143,7 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
                 run.stats["box_budget_reached"] = True
                 break
             if run.pool_full():
-                run.stats["memory_cap_reached"] = True
+                run.stats["memory_limited"] = True
                 break
             lo, hi = run.next_batch(pend_lo, pend_hi, full)
     if checkpoint is not None:

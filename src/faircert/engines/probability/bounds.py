@@ -52,7 +52,8 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
 
 def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
                      time_limit: float | None = 60.0, ratio_width: float | None = None,
-                     progress=None, parallel: Parallelism = SERIAL, checkpoint: Any = None) -> ProgramResult:
+                     progress=None, parallel: Parallelism = SERIAL, checkpoint: Any = None,
+                     memory_limit: int | None = None) -> ProgramResult:
     """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
     (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
@@ -70,7 +71,7 @@ def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = 
         return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
 
     b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress, parallel=parallel,
-               checkpoint=checkpoint)
+               checkpoint=checkpoint, memory_limit=memory_limit)
     return _program_result(prog, spec, b)
 
 
@@ -114,7 +115,7 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
 
 def probability_result(program: str | Program, query: str, above: float | None = None, tolerance: float = 1e-4,
                        time_limit: float | None = 60.0, parallel: Parallelism = SERIAL,
-                       checkpoint: Any = None) -> ProgramResult:
+                       checkpoint: Any = None, memory_limit: int | None = None) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
     from ...models.program import variables_used
@@ -142,7 +143,7 @@ def probability_result(program: str | Program, query: str, above: float | None =
         return "tight" if hi[0] - lo[0] <= tol else None
 
     b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit, parallel=parallel,
-               checkpoint=checkpoint)
+               checkpoint=checkpoint, memory_limit=memory_limit)
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
     return ProgramResult(verdict=v, ratio_low=float("nan"), ratio_high=float("nan"),
@@ -157,7 +158,8 @@ def probability_result(program: str | Program, query: str, above: float | None =
 def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
                  metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
                  seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
-                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL, checkpoint: Any = None):
+                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL, checkpoint: Any = None,
+                 memory_limit: int | None = None):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
@@ -209,7 +211,7 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
         return np.array(out)
 
     b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress,
-               parallel=parallel, checkpoint=checkpoint)
+               parallel=parallel, checkpoint=checkpoint, memory_limit=memory_limit)
     groups = groups_from(b.low, b.high)
     res = GroupResult.build(groups, engine="probability-bounds", population=setup.population, threshold=threshold,
                             gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
@@ -223,12 +225,12 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
 
 
 #: Why a refinement stopped, in the words every group result uses (`stats["stopped"]`).
-STOP_WORDS = {"time limit": "budget", "box budget": "box limit", "tight": "converged"}
+STOP_WORDS = {"time limit": "budget", "tight": "converged"}
 
 
 def stop_reason(b: Bounds) -> str:
     """converged (every box decided, or bounds as tight as floating point allows), threshold decided,
-    target width (bounds as tight as asked), budget (time limit) or box limit (memory)."""
+    target width (bounds as tight as asked), budget (time limit) or memory limit."""
     if b.exhausted:
         return STOP_WORDS.get(b.exhausted, b.exhausted)
     if b.verdict == "unknown-tight":
@@ -260,7 +262,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
                             threshold=threshold, time_limit=time_limit, seed=options.seed,
                             gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
                             check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address),
-                            checkpoint=None if parts is None else parts.next())
+                            checkpoint=None if parts is None else parts.next(), memory_limit=options.memory_limit)
 
     return _with_checkpoints(with_equalized_odds(run, question, options.time_limit, target_width=1e-3), parts)
 
@@ -363,9 +365,10 @@ def answer_program(program: Program, question: Any, options: Any, progress=None)
     part = None if parts is None else parts.next()
     if question.query is not None:
         result = probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
-                                    time_limit=options.time_limit, parallel=parallel, checkpoint=part)
+                                    time_limit=options.time_limit, parallel=parallel, checkpoint=part,
+                                    memory_limit=options.memory_limit)
     else:
         result = program_fairness(program, epsilon=question.epsilon, kind=question.kind,
                                   time_limit=options.time_limit, ratio_width=options.ratio_width, progress=progress,
-                                  parallel=parallel, checkpoint=part)
+                                  parallel=parallel, checkpoint=part, memory_limit=options.memory_limit)
     return _with_checkpoints(result, parts)

@@ -26,6 +26,7 @@ import numpy as np
 from ...checkpoint import pack, unpack
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from ...memory import STOPPED, default_limit
 from ..boxes.workers import SERIAL, Parallelism
 
 _U = 2.0 ** -53
@@ -176,6 +177,12 @@ class Refiner:
         return self.evaluate(lo, hi)
 
     @property
+    def nbytes(self) -> int:
+        """What the undecided boxes take, with what is known of each."""
+        return sum(a.nbytes for a in (self.L, self.H, self.mt, self.mf, self.w, self.S)) + (
+            0 if self.dep is None else self.dep.nbytes)
+
+    @property
     def mass(self) -> np.ndarray:
         return np.prod(self.H - self.L, axis=1)
 
@@ -318,22 +325,24 @@ class Refiner:
 def refine(marginals: list, evaluate: Evaluator, n_events: int,
            decide: Callable[[list[Fraction], list[Fraction]], str | None],
            weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
-           time_limit: float | None = 60.0, max_cells: float = 2e7,
+           time_limit: float | None = 60.0, memory_limit: int | None = None,
            progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
            checkpoint: Any = None) -> Bounds:
     """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends.
     With `parallel`, the trial splits of each step are evaluated on its workers, one input per call;
-    the result is the same as in one process. With a `checkpoint` (a `checkpoint.Part`), the state
+    the result is the same as in one process. The undecided boxes stop growing at `memory_limit`
+    bytes (default `memory.default_limit()`). With a `checkpoint` (a `checkpoint.Part`), the state
     is saved between steps when one is due and at the end, and a state already there is resumed."""
+    memory_limit = default_limit() if memory_limit is None else memory_limit
     if parallel == SERIAL:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, None,
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, None,
                        checkpoint)
     with parallel.open(TrialJob(evaluate)) as workers:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, workers,
+        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, workers,
                        checkpoint)
 
 
-def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cells, progress, trials,
+def _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, trials,
             checkpoint) -> Bounds:
     start = time.perf_counter()
     r = Refiner(marginals, evaluate, n_events, trials)
@@ -356,8 +365,8 @@ def _refine(marginals, evaluate, n_events, decide, weights, time_limit, max_cell
         if stop_requested():
             exhausted = "interrupted"
             break
-        if len(r.L) * max(r.d, 1) * 2 > max_cells:
-            exhausted = "box budget"
+        if r.nbytes > memory_limit:
+            exhausted = STOPPED
             break
         batch = int(np.clip(len(r.L) // 2, 1, 8192))
         if time_limit is not None and per_split > 0:  # a step must not run far past the time limit

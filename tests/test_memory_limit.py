@@ -1,0 +1,97 @@
+"""`--memory-limit`: every growing engine stops at the limit with its sound partial result, says
+`stopped: memory limit`, and the command exits 2; limits are read as users write them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from program_examples import FIG1
+from test_checkpoint_complete import medium_case
+from test_equalized_odds_populations import NET, PROGRAM
+from test_network_parallel import large_case
+
+import faircert
+from faircert.cli import main
+from faircert.errors import PropertyError
+from faircert.memory import MIN_BYTES, default_limit, machine_bytes, parse_bytes
+from faircert.options import GroupOptions, VerifyOptions
+
+
+@pytest.mark.parametrize("text,value", [("800000000", 800_000_000), ("800M", 800_000_000), ("1.5G", 1_500_000_000),
+                                        ("2GiB", 2 * 2**30), ("64kib", 65536), (" 3 mb ", 3_000_000)])
+def test_limits_are_read_as_users_write_them(text, value):
+    assert parse_bytes(text) == value
+    assert VerifyOptions(memory_limit=text).memory_limit == value
+
+
+@pytest.mark.parametrize("bad", ["lots", "1e9", "-5M", "", 0, 100, -1, True, float("nan"), float("inf")])
+def test_impossible_limits_are_refused(bad):
+    with pytest.raises(PropertyError, match="memory limit"):
+        GroupOptions(memory_limit=bad)
+
+
+def test_the_default_is_a_share_of_the_machine():
+    total = machine_bytes()
+    assert VerifyOptions().memory_limit == default_limit() >= MIN_BYTES
+    if total:
+        assert default_limit() == total // 16
+
+
+def _fair_case():
+    """A network that ignores the protected attribute: only the memory limit can stop its refinement."""
+    net, dom = large_case()
+    net.weights[0][:, 1] = 0.0
+    return net, dom
+
+
+def _partial(result) -> None:
+    assert result.stats["stopped"] == "memory limit" and result.stats["memory_limited"]
+    assert result.undecided > 0 and result.verdict == "unknown" and result.falsified == 0
+    assert abs(result.certified + result.falsified + result.undecided - 1) < 1e-12
+
+
+def test_the_network_refinement_stops_at_the_limit():
+    net, dom = _fair_case()
+    whole = faircert.verify(net, dom, protected="p", time_limit=4, workers=1, seed=1)
+    res = faircert.verify(net, dom, protected="p", time_limit=60, workers=1, seed=1, memory_limit=20_000)
+    _partial(res)
+    assert res.elapsed_s < 20 and res.stats["boxes_bounded"] < whole.stats["boxes_bounded"]
+
+
+def test_the_complete_decision_stops_at_the_limit():
+    net, dom, _ = medium_case()
+    res = faircert.verify(net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=2, workers=1,
+                          memory_limit=MIN_BYTES)
+    assert res.stats["stopped"] == "memory limit" and res.decision["unknown"] > 0 and res.verdict != "fair"
+
+
+def test_the_probability_bounds_stop_at_the_limit(tmp_path):
+    res = faircert.verify_program(FIG1, query="expRank > -5", tolerance=1e-12, workers=1, memory_limit=200_000)
+    low, high = res.probabilities["expRank > -5"]
+    assert res.stopped == "memory limit" and 0 < low < high < 1
+    pop = tmp_path / "pop.fr"
+    pop.write_text(PROGRAM)
+    g = faircert.group(NET, population=pop, protected="sex < 1", workers=1, memory_limit=MIN_BYTES,
+                       time_limit=20)
+    assert g.stats["stopped"] == "memory limit" and all(x.low <= x.high for x in g.groups)
+
+
+def test_the_command_exits_2_and_says_why(tmp_path, capsys):
+    from faircert.models.io.nnet import save_nnet
+
+    net, dom = _fair_case()
+    save_nnet(net, tmp_path / "net.nnet")
+    dom.save(tmp_path / "dom.json")
+    out = tmp_path / "out.json"
+    code = main(["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "dom.json"), "--protected", "p",
+                 "--workers", "1", "--memory-limit", "20K", "--json", str(out)])
+    assert code == 2 and json.loads(out.read_text())["stats"]["stopped"] == "memory limit"
+    assert "memory limit" in capsys.readouterr().err
+    program = tmp_path / "fig1.fr"
+    program.write_text(FIG1)
+    assert main(["program", str(program), "--probability", "expRank > -5", "--tolerance", "1e-12", "--workers", "1",
+                 "--memory-limit", "200K", "--quiet"]) == 2
+    assert main(["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "dom.json"), "--protected", "p",
+                 "--memory-limit", "much"]) == 3
+    assert "memory limit must be a number of bytes" in capsys.readouterr().err
