@@ -77,7 +77,7 @@ def _state(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "version"])
+@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "version", "release"])
 def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, damage):
     net, dom = large_case()
     path = tmp_path / "run.ckpt"
@@ -95,11 +95,14 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         lo[0, 0] = -1e9
         body["state"]["pool"]["lo"] = pack(lo)
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
-    else:
+    elif damage == "version":
         body["version"] = 1
         path.write_text(json.dumps(body))
+    else:  # written by another release of faircert
+        body["faircert"] = "0.0.9"
+        path.write_text(json.dumps(body))
     message = {"digest": "digest", "truncated": "JSON|json", "boxes outside": "do not fit",
-               "version": "version 1"}[damage]
+               "version": "version 1", "release": "written by faircert 0.0.9; this is faircert"}[damage]
     with pytest.raises(PropertyError, match=message):
         _verify(net, dom, resume=path, max_boxes=600)
 

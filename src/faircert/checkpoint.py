@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from ._version import __version__
 from .errors import PropertyError
 
 FORMAT = "faircert-checkpoint"
-VERSION = 2
+VERSION = 3
 
 
 def fingerprint(obj: Any) -> str:
@@ -104,7 +105,8 @@ class Checkpoint:
 
         t0 = time.perf_counter()
         text = _text(state)
-        body = {"format": FORMAT, "version": VERSION, "kind": self.kind, "identity": self.identity,
+        body = {"format": FORMAT, "version": VERSION, "faircert": __version__, "kind": self.kind,
+                "identity": self.identity,
                 "written": time.time(), "digest": hashlib.sha256(text.encode()).hexdigest()}
         head = json.dumps(body, separators=(",", ":"))
         write_text(self.path, head[:-1] + ',"state":' + text + "}\n")
@@ -125,6 +127,9 @@ class Checkpoint:
         if data.get("version") != VERSION or data.get("kind") != self.kind:
             raise PropertyError(f"{path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
                                 f"not of {self.kind!r} (version {VERSION})")
+        if data.get("faircert") != __version__:  # an engine's state may change between releases
+            raise PropertyError(f"{path} was written by faircert {data.get('faircert')}; this is faircert "
+                                f"{__version__}: start afresh without --resume, or resume with that version")
         theirs = data.get("identity") if isinstance(data.get("identity"), dict) else {}
         differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
         if differ:
