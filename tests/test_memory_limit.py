@@ -95,3 +95,25 @@ def test_the_command_exits_2_and_says_why(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "dom.json"), "--protected", "p",
                  "--memory-limit", "much"]) == 3
     assert "memory limit must be a number of bytes" in capsys.readouterr().err
+
+
+def test_linear_rates_on_score_grids_stay_sound_within_the_limit():
+    """A small limit keeps the grids coarse: wider bounds around the same truth, and the result says why."""
+    import numpy as np
+    import pandas as pd
+
+    from faircert.models.linear import LinearModel
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "x": rng.normal(0, 1, n), "y": rng.normal(0, 1, n),
+                          "z": rng.integers(0, 4, n)})
+    model = LinearModel.plain([0.4, 1.3, 0.7, -0.2], -0.3, ["s", "x", "y", "z"])  # too many sums: grids
+    fine = faircert.group(model, frame, protected="s", population="independent", time_limit=30)
+    coarse = faircert.group(model, frame, protected="s", population="independent", time_limit=30,
+                            memory_limit=64_000)
+    assert coarse.stats["stopped"] == "memory limit" and fine.stats["stopped"] == "converged"
+    assert coarse.engine == fine.engine == "score histograms (sound bounds)"
+    for f, c in zip(fine.groups, coarse.groups):
+        assert c.low <= f.low + 1e-12 and f.high <= c.high + 1e-12
+    assert max(c.high - c.low for c in coarse.groups) > max(f.high - f.low for f in fine.groups)

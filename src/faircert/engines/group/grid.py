@@ -42,6 +42,10 @@ MAX_LENGTH = 1 << 22
 FIRST_CELLS = CELLS // 16
 REFINE = 4
 REFINED_WIDTH = 1e-4
+#: Bytes a grid cell costs while a message is built (the message, its parents and temporaries):
+#: a memory limit of B bytes allows messages of B / CELL_BYTES cells.
+CELL_BYTES = 32
+MIN_CELLS = 1 << 10
 #: Most distinct shifts a variable is applied with (more are rounded down to a coarser multiple).
 MAX_SHIFTS = 4096
 #: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
@@ -52,11 +56,13 @@ T = TypeVar("T")
 
 
 def refined(compute: Callable[[int, bool], T], width: Callable[[T], float | None],
-            deadline: float | None) -> tuple[T, int]:
+            deadline: float | None, memory_limit: int | None = None) -> tuple[T, int, bool]:
     """`compute(cells, first)` on grids refined fourfold while the bounds are wider than
-    `REFINED_WIDTH` (`width` gives None where no grid was needed) and the time left (monotonic
-    `deadline`) allows another pass, its cost estimated from the last; the answer and the passes."""
-    cells, passes = FIRST_CELLS, 0
+    `REFINED_WIDTH` (`width` gives None where no grid was needed), the time left (monotonic
+    `deadline`) allows another pass, its cost estimated from the last, and a finer grid fits
+    `memory_limit` bytes; the answer, the passes, and whether the memory limit stopped them."""
+    most = CELLS if memory_limit is None else int(np.clip(memory_limit // CELL_BYTES, MIN_CELLS, CELLS))
+    cells, passes = min(FIRST_CELLS, most), 0
     while True:
         started = time.monotonic()
         out = compute(cells, passes == 0)
@@ -64,10 +70,12 @@ def refined(compute: Callable[[int, bool], T], width: Callable[[T], float | None
         took = time.monotonic() - started
         wide = width(out)
         if wide is None or wide <= REFINED_WIDTH or cells >= CELLS:
-            return out, passes
+            return out, passes, False
+        if cells >= most:
+            return out, passes, True
         if deadline is not None and time.monotonic() + (REFINE + 0.5) * took > deadline:
-            return out, passes
-        cells *= REFINE
+            return out, passes, False
+        cells = min(cells * REFINE, most)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError, PropertyError
+from ...memory import STOPPED as MEMORY_STOPPED
 from ...models.linear import ColumnEncoding, LinearModel
 from ...models.program import Program
 from ...population.discrete import BIN_SUFFIX, DiscretePopulation
@@ -104,7 +105,7 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
             mediators: Sequence[str] | None = None, threshold: float = 0.8,
             gap_thresholds: dict[str, float] | None = None, influence: bool | Sequence[Sequence[str]] = False,
             frame: Any = None, model_name: str = "", learning_s: float = 0.0, bin_bounds: bool = False,
-            deadline: float | None = None) -> GroupResult:
+            deadline: float | None = None, memory_limit: int | None = None) -> GroupResult:
     """Everything `faircert group` reports for a linear model under a discrete population.
 
     `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's probability and
@@ -112,7 +113,7 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     """
     start = time.perf_counter()
     metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
-    groups, conditional, stats = _refined_rates(model, pop, "eo" in metrics, deadline)
+    groups, conditional, stats = _refined_rates(model, pop, "eo" in metrics, deadline, memory_limit)
     approximations = _binning_notes(pop)
     if "pcf" in metrics:
         if not mediators:
@@ -152,7 +153,7 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     engine_s = time.perf_counter() - start
     stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info,
                  stopped="budget" if stats.get("over_budget") else "row limit" if stats.get("bucketed")
-                 else "converged")
+                 else MEMORY_STOPPED if stats.get("memory_limited") else "converged")
     engine = "score histograms (sound bounds)" if stats.get("grid") else "subset-sum (exact)"
     if stats.get("grid"):
         approximations.append(f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
@@ -166,9 +167,11 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     return result
 
 
-def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool, deadline: float | None
+def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool, deadline: float | None,
+                   memory_limit: int | None = None
                    ) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
-    """Group rates (and given each label value): exact, or on score grids refined while time allows."""
+    """Group rates (and given each label value): exact, or on score grids refined while time and
+    the memory limit allow."""
 
     def compute(cells: int, first: bool):
         stats: dict[str, Any] = {}
@@ -183,9 +186,11 @@ def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool
         groups, conditional, stats = out
         return max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs) if stats.get("grid") else None
 
-    (groups, conditional, stats), passes = grid.refined(compute, width, deadline)
+    (groups, conditional, stats), passes, limited = grid.refined(compute, width, deadline, memory_limit)
     if stats.get("grid"):
         stats["grid_passes"] = passes
+    if limited:
+        stats["memory_limited"] = True
     return groups, conditional, stats
 
 
@@ -338,7 +343,8 @@ def answer(model: LinearModel, question: Any, options: Any, progress: Any = None
                      else [list(s) for s in question.influence],
                      frame=question.data, model_name=question.model_name, learning_s=question.learning_s,
                      bin_bounds=question.bin_bounds,
-                     deadline=None if options.time_limit is None else time.monotonic() + options.time_limit)
+                     deadline=None if options.time_limit is None else time.monotonic() + options.time_limit,
+                     memory_limit=options.memory_limit)
     if progress is not None:
         progress({"elapsed_s": result.elapsed_s})
     return result

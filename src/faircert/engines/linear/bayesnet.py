@@ -27,12 +27,14 @@ DRAWS = 20_000
 
 
 def refined_unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
-                               deadline: float | None = None) -> tuple[float, float, dict[str, Any]]:
-    """`unfair_probability` on score grids refined while the time left allows (`grid.refined`)."""
-    (low, high, stats), passes = grid.refined(
+                               deadline: float | None = None, memory_limit: int | None = None
+                               ) -> tuple[float, float, dict[str, Any]]:
+    """`unfair_probability` on score grids refined while the time left and the memory limit allow
+    (`grid.refined`)."""
+    (low, high, stats), passes, limited = grid.refined(
         lambda cells, first: unfair_probability(model, pop, protected, deadline, cells),
-        lambda out: out[1] - out[0], deadline)
-    return low, high, dict(stats, grid_passes=passes)
+        lambda out: out[1] - out[0], deadline, memory_limit)
+    return low, high, dict(stats, grid_passes=passes, **({"memory_limited": True} if limited else {}))
 
 
 def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
@@ -67,7 +69,8 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
 
     start = time.perf_counter()
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-    low, high, stats = refined_unfair_probability(model, pop, list(prop.protected_names), deadline)
+    low, high, stats = refined_unfair_probability(model, pop, list(prop.protected_names), deadline,
+                                                  options.memory_limit)
     cexs: list[Counterexample] = []
     if high > 0 and options.max_counterexamples > 0:
         flat = pop.expanded()
