@@ -76,6 +76,26 @@ def test_a_local_cluster_gives_the_same_network_shares(local_cluster):
     _same_network_shares("auto")
 
 
+def test_a_driver_resumed_on_the_cluster_restarts_its_workers_and_gives_the_uninterrupted_shares(local_cluster,
+                                                                                                  tmp_path):
+    """A run checkpointed on the cluster, then continued by a new driver call on the cluster: the
+    workers are started afresh (actors hold no state a checkpoint lacks) and the shares are those of
+    one uninterrupted process."""
+    from test_network_parallel import large_case
+
+    import faircert
+
+    net, dom = large_case()
+    path = tmp_path / "run.ckpt"
+    faircert.verify(net, dom, "p", max_boxes=3000, workers=2, ray_address="auto", checkpoint=path)
+    resumed = faircert.verify(net, dom, "p", max_boxes=6000, workers=2, ray_address="auto", resume=path)
+    whole = faircert.verify(net, dom, "p", max_boxes=6000, workers=1)
+    assert (resumed.certified, resumed.falsified, resumed.undecided) == (whole.certified, whole.falsified,
+                                                                         whole.undecided)
+    assert resumed.stats["workers"] == 2 and [c.x for c in resumed.counterexamples] == [c.x for c in
+                                                                                       whole.counterexamples]
+
+
 def test_a_local_cluster_gives_the_same_row_verdicts(local_cluster):
     from test_rows import _network_audit
 
