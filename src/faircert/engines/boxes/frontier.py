@@ -14,6 +14,7 @@ table). Boxes are decoded to float64 where a chunk is processed.
 
 from __future__ import annotations
 
+import base64
 import heapq
 from collections.abc import Sequence
 
@@ -125,12 +126,33 @@ class RawBoxes:
     def __init__(self, width: int) -> None:
         self.width = width
         self.bytes_per_box = 16 * width
+        self.dtype = np.dtype((np.float64, (2 * width,)))  # a record: one row (lo, hi)
 
     def encode(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return np.concatenate([lo, hi], axis=1)
 
     def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return rec[:, :self.width], rec[:, self.width:]
+
+
+def records_text(arrays: Sequence[np.ndarray]) -> str:
+    """The records of these arrays (encoded boxes, or any rows) in order, as text for a checkpoint:
+    their bytes, little-endian, in base64 (an encoded box takes a few bytes where its decoded rows
+    take 16 per feature). Joined as bytes: concatenating structured arrays is much slower."""
+    raw = b"".join(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes() for a in arrays)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def text_records(text: str, dtype: np.dtype, rows: int) -> np.ndarray:
+    """The `rows` records of `dtype` that `records_text` wrote; ValueError when the text is not that
+    (its values are the caller's to check: decode them, compare them with the domain)."""
+    dtype = np.dtype(dtype)
+    if not (isinstance(text, str) and type(rows) is int and rows >= 0):
+        raise ValueError("malformed records")
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != rows * dtype.itemsize:
+        raise ValueError("records whose bytes do not match their count")
+    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).copy()
 
 
 class Frontier:

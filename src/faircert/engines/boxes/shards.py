@@ -18,6 +18,13 @@ A worker that dies is replaced and given its share again, from the boxes first d
 driver drops what it had reported, and the replay settles the same boxes again (at the current
 level, the same ones). A stop request or the time limit ends the run after the current slice of
 `SLICE_S`, with sound partial sums.
+
+With a checkpoint (`Saving`) the driver writes the refinement's state between slices when one is
+due, and at the end: the level tau and every shard's state (`Shard.state`: its open boxes with
+their per-box data, its unfair boxes, its exact sums and counts), gathered from the workers. A
+resumed run puts all of it into the driver's shard (`Shard.restore`) and deals the open boxes out
+again; as the boxes settled by the end of a level do not depend on how they were dealt, a run
+under a box budget resumed from any checkpoint ends with the uninterrupted run's sums.
 """
 
 from __future__ import annotations
@@ -26,12 +33,14 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from . import frontier as stores
-from .frontier import Frontier
+from .frontier import Frontier, records_text, text_records
 from .sums import ExactSum
 from .workers import LOST, SERIAL, Parallelism, usable_cores
 
@@ -42,6 +51,7 @@ MEASURES = ("nonconf", "settled", "unfair")
 FIRST_BATCH = 256           # boxes settled at once before the pace is known
 MIN_BATCH = 16
 BATCH_SHARE = 0.25          # of a step's time left, for one batch at the measured pace
+MAX_SAVED_SHARDS = 4096     # shard states a checkpoint may hold (one per worker, and the driver's)
 
 
 @dataclass
@@ -80,7 +90,12 @@ class Shard:
     """Part of a refinement's open boxes with what refining them proved. `settler.settle(lo, hi,
     ...)` returns a `Step`; `region` is an empty store of unfair boxes (`add`, `absorb`, `nbytes`,
     `found`) copied for each shard; `limit_bytes` bounds the open and unfair boxes it stores
-    (`frontier.MAX_STORED_BYTES` by default)."""
+    (`frontier.MAX_STORED_BYTES` by default).
+
+    For checkpoints the region store also has `state()` and `restore(state, dlo, dhi)`, and the
+    settler may say what data its open boxes carry besides (lo, hi): `open_data`, the numpy dtype of
+    each such array's rows (e.g. `(bool, (n,))` for n flags per box), zeros for a box that has none
+    yet (the boxes a refinement starts from)."""
 
     def __init__(self, settler, free: np.ndarray, chunk: int, codec, region,
                  limit_bytes: int | None = None) -> None:
@@ -158,6 +173,62 @@ class Shard:
         """The unfair boxes found and (when asked) the open boxes, encoded."""
         return self.region, (self.frontier.take_all() if with_open else None)
 
+    def state(self) -> dict:
+        """What this shard holds, as JSON for a checkpoint: its open boxes (the records its codec
+        stores, with their per-box data), its unfair boxes, its exact sums and its counts."""
+        spec = _open_data(self.settler)
+        # a box the refinement starts from carries no data yet: zeros, as `Shard` says
+        entries = [e if len(e) > 1 else e + tuple(np.zeros(len(e[0]), dtype=d) for d in spec)
+                   for e in self.frontier.parts().entries]
+        rows = sum(len(e[0]) for e in entries)
+        t = self.totals
+        return {"open": {"boxes": rows, "records": [records_text([e[k] for e in entries])
+                                                    for k in range(1 + len(spec))]},
+                "region": self.region.state(), "sums": {m: t.sums[m].state() for m in MEASURES},
+                "boxes": t.boxes, "examined": t.examined}
+
+    def restore(self, state: dict, dlo: np.ndarray, dhi: np.ndarray) -> None:
+        """Add a shard's saved `state` to this one, every value checked (a checkpoint is untrusted
+        input): its boxes inside the domain box [dlo, dhi], its counts and sums non-negative."""
+        spec = _open_data(self.settler)
+        codec = self.frontier.codec
+        try:
+            rows, texts = state["open"]["boxes"], state["open"]["records"]
+            if not isinstance(texts, list) or len(texts) != 1 + len(spec):
+                raise ValueError("not the arrays of open boxes this refinement keeps")
+            lo, hi = codec.decode(text_records(texts[0], codec.dtype, rows))  # IndexError: off the tables
+            data = [text_records(text, d, rows) for text, d in zip(texts[1:], spec)]
+            sums = {m: ExactSum.of_state(state["sums"][m]) for m in MEASURES}
+            values = {m: float(sums[m]) for m in MEASURES}
+            boxes, examined, region = state["boxes"], state["examined"], state["region"]
+        except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as exc:
+            raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
+                                f"{str(exc)[:80]})") from None
+        ok = (np.all(lo >= dlo) and np.all(hi <= dhi) and np.all(lo <= hi) and all(map(_plain_values, data))
+              and all(type(v) is int and v >= 0 for v in (boxes, examined)) and boxes <= examined
+              and all(math.isfinite(v) and v >= 0 for v in values.values()) and values["unfair"] <= values["settled"])
+        if not ok:
+            raise PropertyError("checkpoint: its boxes or counts do not fit this domain and model")
+        self.frontier.push(lo, hi, *data)  # decoded by this codec: they encode again exactly
+        self.region.restore(region, dlo, dhi)
+        t = self.totals
+        for m in MEASURES:
+            t.sums[m].absorb(sums[m])
+        t.boxes += boxes
+        t.examined += examined
+
+
+def _open_data(settler) -> tuple[np.dtype, ...]:
+    return tuple(np.dtype(d) for d in getattr(settler, "open_data", ()))
+
+
+def _plain_values(array: np.ndarray) -> bool:
+    """Whether a per-box array read from a checkpoint holds only values of its kind (bools 0 or 1,
+    finite floats)."""
+    if array.dtype.base == bool:
+        return bool(np.all(array.view(np.uint8) <= 1))
+    return array.dtype.base.kind != "f" or bool(np.all(np.isfinite(array)))
+
 
 @dataclass
 class Refined:
@@ -170,6 +241,19 @@ class Refined:
     open_entries: list | None
     totals: Progress
     workers: int = 0  # how many workers held shares (0: all was refined here)
+
+
+@dataclass
+class Saving:
+    """A refinement's checkpoint (`checkpoint.Checkpoint`): `header`, the caller's fields written with
+    every state; `state`, a loaded state to go on from (None: start afresh). Counts the checkpoints
+    written and the seconds they took (gathering the workers' shards included)."""
+
+    checkpoint: Any
+    header: dict = field(default_factory=dict)
+    state: dict | None = None
+    written: int = 0
+    seconds: float = 0.0
 
 
 def _sum(parts: list[Progress]) -> Progress:
@@ -188,13 +272,17 @@ def _sum(parts: list[Progress]) -> Progress:
 
 
 def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parallel: Parallelism = SERIAL,
-           max_boxes: int | None = None, on_progress=None) -> Refined:
+           max_boxes: int | None = None, on_progress=None, saving: Saving | None = None) -> Refined:
     """Refine the boxes (lo, hi) with `shard`'s settler until none is open, the deadline, a stop
     request, a shard's memory limit or (at the end of a level) `max_boxes` examined boxes;
-    `on_progress(totals, restarts)` after every slice."""
+    `on_progress(totals, restarts)` after every slice. With `saving`, from its state when it has one
+    (whose boxes must lie in the box around lo and hi), writing checkpoints when due and at the end."""
     local = shard.fresh()
-    local.frontier.push(lo, hi)
-    tau = local.frontier.largest() * LEVEL_RATIO if max_boxes is not None else 0.0
+    if saving is not None and saving.state is not None:
+        tau = _restored(local, saving.state, lo.min(axis=0), hi.max(axis=0), max_boxes)
+    else:
+        local.frontier.push(lo, hi)
+        tau = local.frontier.largest() * LEVEL_RATIO if max_boxes is not None else 0.0
     spread = parallel.workers > 1 or parallel.ray_address
     seeds = SEEDS_PER_WORKER * (parallel.workers if parallel.workers > 1 else usable_cores())
     deal_after = time.monotonic() + parallel.start_after  # short runs end before workers would pay
@@ -222,6 +310,8 @@ def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parall
                     complete = False
                     break
                 tau = min(tau, total.largest) * LEVEL_RATIO  # (no empty levels)
+            if saving is not None and saving.checkpoint.due():
+                _save(saving, tau, local, pool, parts, shares)
             now = time.monotonic()
             seconds = max(0.0, min(SLICE_S, deadline - now))
             ready = spread and now >= deal_after
@@ -240,14 +330,51 @@ def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parall
                     parts[k + 1] = _restarted(pool, k, shares[k])
                 elif p is not None:
                     parts[k + 1] = p
+        if saving is not None and not _save(saving, tau, local, pool, parts, shares):
+            complete = False  # a worker lost meanwhile holds its first share again, unrefined
         return _gather(local, pool, parts, shares, complete)
 
 
+def _save(saving: Saving, tau: float, local: Shard, pool, parts: list[Progress], shares) -> bool:
+    """Write the refinement's state: the level and every shard's (the driver's and the workers').
+    False when a worker was lost meanwhile: it is given its share again and nothing is written (the
+    previous checkpoint stays)."""
+    t = time.perf_counter()
+    states = [local.state()]
+    if pool is not None:
+        out = pool.each("state", [()] * (len(parts) - 1))
+        lost = [k for k, s in enumerate(out) if s is LOST]
+        for k in lost:
+            parts[k + 1] = _restarted(pool, k, shares[k])
+        if lost:
+            return False
+        states += out
+    saving.checkpoint.save({**saving.header, "tau": tau, "shards": states})
+    saving.written += 1
+    saving.seconds += time.perf_counter() - t
+    return True
+
+
+def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_boxes: int | None) -> float:
+    """Put a saved refinement into the driver's shard; returns the level to go on at: the saved one
+    under a box budget (a run saved without one starts its levels at its largest open box)."""
+    shards, tau = state.get("shards"), state.get("tau")
+    if not (isinstance(shards, list) and 0 < len(shards) <= MAX_SAVED_SHARDS and all(isinstance(s, dict) for s in shards)
+            and isinstance(tau, (int, float)) and not isinstance(tau, bool) and math.isfinite(tau) and tau >= 0):
+        raise PropertyError("checkpoint: its state is incomplete or malformed (no shards or no level)")
+    for s in shards:
+        local.restore(s, dlo, dhi)
+    if max_boxes is None:
+        return 0.0
+    return float(tau) if tau > 0 else local.frontier.largest() * LEVEL_RATIO
+
+
 def refine_into(acc: dict, report, shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float,
-                parallel: Parallelism = SERIAL, max_boxes: int | None = None) -> Refined:
+                parallel: Parallelism = SERIAL, max_boxes: int | None = None, saving: Saving | None = None) -> Refined:
     """`refine`, keeping a tree refinement's accumulator `acc` up to date (its sizes, boxes settled
-    and examined, unfair boxes found, restarts, memory limit; at the end the workers used and whether
-    the open boxes were gathered) and calling `report(acc)` after every step."""
+    and examined, unfair boxes found, restarts, memory limit; at the end the workers used, whether
+    the open boxes were gathered and, with `saving`, the checkpoints written and their seconds) and
+    calling `report(acc)` after every step."""
 
     def on_progress(totals: Progress, restarts: int) -> None:
         acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
@@ -257,8 +384,10 @@ def refine_into(acc: dict, report, shard: Shard, lo: np.ndarray, hi: np.ndarray,
             acc["memory_limited"] = True
         report(acc)
 
-    out = refine(shard, lo, hi, deadline, parallel, max_boxes, on_progress)
+    out = refine(shard, lo, hi, deadline, parallel, max_boxes, on_progress, saving)
     acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
+    if saving is not None:
+        acc.update(checkpoints=saving.written, checkpoint_s=saving.seconds)
     return out
 
 

@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 _EXACT_INT = 2.0 ** 53  # integral float sums below this are exact in any order
+_MAX_DIGITS = 400        # of a saved integer part (a float's integral value has at most 309)
+_MAX_PARTIALS = 100
 
 
 class ExactSum:
@@ -52,6 +54,26 @@ class ExactSum:
         self.whole += other.whole
         for x in other.partials:
             self._add_one(x)
+
+    def state(self) -> dict:
+        """The sum exactly, as JSON (a checkpoint's): the integer part in decimal, the partials as hex floats."""
+        return {"whole": str(self.whole), "partials": [x.hex() for x in self.partials]}
+
+    @classmethod
+    def of_state(cls, state: dict) -> ExactSum:
+        """The sum `state` wrote; ValueError when it holds no finite sum in that form."""
+        whole, partials = state.get("whole"), state.get("partials")
+        # bounded: an exact sum of float64 terms has at most about 40 partials
+        if not (isinstance(whole, str) and len(whole) <= _MAX_DIGITS and isinstance(partials, list)
+                and len(partials) <= _MAX_PARTIALS and all(isinstance(p, str) and len(p) <= 32 for p in partials)):
+            raise ValueError("not an exact sum")
+        out = cls()
+        out.whole = int(whole)
+        # as saved: each step of `_add_one` is exact for any partials, and `float` rounds them once
+        out.partials = [float.fromhex(p) for p in partials]
+        if not all(math.isfinite(x) for x in out.partials):
+            raise ValueError("an exact sum with a non-finite part")
+        return out
 
     def __float__(self) -> float:
         # the integer part as an exact sum of floats (each step takes its leading 53 bits), then one rounding

@@ -5,8 +5,9 @@ fair measure, the exact counterexample region and uniform samples from it (`Unfa
 `quantify` runs the refinement: `boxes` partitions the domain by the trees' splits, `joint` and
 `dilated` refine it for epsilon = 0 and epsilon > 0, `union` measures unions of boxes; `open`
 estimates and samples what is left undecided; `sampling` turns pieces into re-checked
-counterexamples and draws testing-mode samples; `verify` assembles the result; `cells` counts the
-leaf-tuple cells an epsilon-0 refinement down to single leaves holds (a measure of problem size). Entry points:
+counterexamples and draws testing-mode samples; `verify` assembles the result; `resume` keeps the
+refinements' checkpoints; `cells` counts the leaf-tuple cells an epsilon-0 refinement down to
+single leaves holds (a measure of problem size). Entry points:
 `verify.verify_trees` (registry: `verify.answer`), `quantify.quantify`, `sampling.sample_unfair`
 (registry: `sampling.answer_samples`).
 """

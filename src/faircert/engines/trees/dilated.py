@@ -25,10 +25,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...checkpoint import pack, unpack
+from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import OpenParts, RawBoxes
-from ..boxes.shards import Shard, Step, refine_into
+from ..boxes.shards import Saving, Shard, Step, refine_into
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import _in_slice, _SliceBounds, slice_status
@@ -37,7 +39,7 @@ from .joint import _in_slice, _SliceBounds, slice_status
 def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
                      c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
                      dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512,
-                     parallel: Parallelism = SERIAL, max_boxes: int | None = None):
+                     parallel: Parallelism = SERIAL, max_boxes: int | None = None, saving: Saving | None = None):
     """Fill `acc` (nonconf, settled, unfair, boxes, examined); return (complete, twin boxes, pieces lo,
     hi, twin, open boxes): the open boxes as a sequence of (lo, hi, open slices) chunks (None when the
     workers held more than this process may gather).
@@ -45,7 +47,8 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     The refinement runs in shards (`boxes.shards`): here, or on local processes or a Ray cluster as
     `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
     end of the first level of box sizes by which that many boxes were examined (then the same for
-    any worker count, when the time limit does not cut it first). `deadline` is on `time.monotonic`."""
+    any worker count, when the time limit does not cut it first). `deadline` is on `time.monotonic`.
+    With `saving` it writes checkpoints and goes on from the state it holds (`shards.refine`)."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     # the neighbourhood searches run on the workers, maybe other machines: their deadline is on the wall clock
@@ -54,7 +57,7 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
                              _candidates(nt, eps, free), wall)
 
     out = refine_into(acc, report, Shard(settler, free, chunk, None, _Pieces(len(dlo))), dlo[None].copy(),
-                      dhi[None].copy(), deadline, parallel, max_boxes)
+                      dhi[None].copy(), deadline, parallel, max_boxes, saving)
     open_parts = (OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices)
                   if out.open_entries is not None else None)
     return (out.complete,) + out.region.result() + (open_parts,)
@@ -78,6 +81,7 @@ class DilatedSettler:
         self.free = np.ones(len(dlo), dtype=bool)
         self.free[prot] = False
         self._sb: _SliceBounds | None = None
+        self.open_data = ((bool, (len(slo),)),)  # an open box's settled slices (`shards.Shard`)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it
@@ -421,6 +425,27 @@ class _Pieces:
             self.add(*part)
         self.merged = True
 
+    def state(self) -> dict:
+        """The pieces and their twin boxes as JSON for a checkpoint."""
+        return {"pieces": [pack(a) for a in self.arguments() or (np.zeros((0, self.width)),) * 4]}
+
+    def restore(self, state: dict, dlo: np.ndarray, dhi: np.ndarray) -> None:
+        """Add the pieces a checkpoint's `state` holds (as a worker's part, `absorb`), every box
+        checked to lie in the domain box [dlo, dhi]."""
+        try:
+            arrays = state["pieces"]
+            if not isinstance(arrays, list) or len(arrays) != 4:
+                raise ValueError("not four arrays of pieces")
+            boxes = [unpack(a, "f8", self.width) for a in arrays]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PropertyError(f"checkpoint: its unfair pieces are incomplete or malformed ({str(exc)[:80]})") from None
+        if not (all(b.shape == boxes[0].shape for b in boxes) and all(np.all(b >= dlo) and np.all(b <= dhi) for b in boxes)
+                and all(np.all(a <= b) for a, b in (boxes[:2], boxes[2:]))):
+            raise PropertyError("checkpoint: its unfair pieces do not fit this domain")
+        saved = _Pieces(self.width)
+        saved.add(*boxes)
+        self.absorb(saved)
+
     def arguments(self) -> tuple:
         """The pieces as one call's arguments of `add` (empty: none)."""
         if not self.parts:
@@ -429,8 +454,9 @@ class _Pieces:
 
     def result(self):
         """(twin boxes as a Partition, pieces lo, pieces hi, each piece's twin index). After a run
-        on workers the pieces come sorted by their lower corner (then upper): an order that does not
-        depend on how the boxes were dealt; those of one process keep the order they were found in."""
+        on workers, or one resumed from a checkpoint, the pieces come sorted by their lower corner
+        (then upper): an order that does not depend on how the boxes were dealt; those of one
+        process keep the order they were found in."""
         if self.parts:
             plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*self.parts))
         else:

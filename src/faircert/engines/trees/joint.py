@@ -17,7 +17,7 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, OpenParts
-from ..boxes.shards import Shard, Step, refine_into
+from ..boxes.shards import Saving, Shard, Step, refine_into
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
@@ -28,7 +28,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
                    kappa: float | None,
                    tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
                    report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-                   keep: int | None = None, split: str = DEFAULT_SPLIT) -> tuple:
+                   keep: int | None = None, split: str = DEFAULT_SPLIT, saving: Saving | None = None) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
     the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
     a sequence of (lo, hi, None) chunks, undecided in every slice (None when the workers held more
@@ -38,7 +38,8 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
     end of the first level of box sizes by which that many boxes were examined (then the same for
     any worker count). Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
-    feature's cut positions). `split` says how open boxes are cut (`leafsplit`)."""
+    feature's cut positions). `split` says how open boxes are cut (`leafsplit`). With `saving` it
+    writes checkpoints and goes on from the state it holds (`shards.refine`)."""
     free = np.ones(len(dlo), dtype=bool)
     free[prot] = False
     inner = nt.node_left >= 0
@@ -47,7 +48,7 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     settler = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
 
     out = refine_into(acc, report, Shard(settler, free, chunk, codec, region), dlo[None].copy(), dhi[None].copy(),
-                      deadline, parallel, max_boxes)
+                      deadline, parallel, max_boxes, saving)
     open_parts = OpenParts(codec, out.open_entries).map(_all_open) if out.open_entries is not None else None
     return out.complete, out.region, open_parts
 

@@ -28,6 +28,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from .boxes import (
 from .dilated import dilated_quantify
 from .joint import joint_quantify
 from .leafsplit import DEFAULT_SPLIT, check_split
+from .resume import known_bounds, saving_for
 from .unfair import UnfairBoxes
 from .union import covered
 
@@ -201,7 +203,8 @@ REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refin
 def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
              progress: Callable[[dict], None] | None = None, regions: int = 1,
              method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-             keep_pieces: int | None = None, split: str = DEFAULT_SPLIT) -> Quantification:
+             keep_pieces: int | None = None, split: str = DEFAULT_SPLIT, checkpoint: Any = None,
+             resume: bool = False) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
@@ -215,6 +218,10 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     the unfair boxes holding that many largest pieces of the unfair region (enough for as many
     counterexamples; testing mode needs the whole region), so its memory goes to open boxes.
     `split` says how it cuts open boxes ("node" or "leaves", `leafsplit`).
+
+    With a `checkpoint` (`checkpoint.Checkpoint`) the refinements write their state to it when one
+    is due and at the end; with `resume` they go on from the state it holds (`resume`): a resumed
+    "auto" run goes straight to its refinement, with the bounds its region path had proved.
     """
     if method not in ("auto", "regions", "refinement"):
         raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
@@ -223,13 +230,13 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     if time_limit:  # normalising a large ensemble takes seconds of the same budget
         time_limit = max(time_limit - (time.monotonic() - t0), 0.1 * time_limit)
     q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces,
-                  check_split(split))
+                  check_split(split), checkpoint, resume)
     q.nt = nt
     return q
 
 
 def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes,
-              keep_pieces=None, split=DEFAULT_SPLIT) -> Quantification:
+              keep_pieces=None, split=DEFAULT_SPLIT, checkpoint=None, resume=False) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -241,10 +248,15 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
         return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces, split)
+                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces, split,
+                               saving_for(checkpoint, resume, "joint", split))
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
-    if method == "refinement" or (method == "auto" and time_limit):
-        if method == "auto":
+    saving = saving_for(checkpoint, resume, "dilated")
+    resumed = saving is not None and saving.state is not None
+    if method == "refinement" or (method == "auto" and (time_limit or resumed)):
+        if resumed:  # the region path of "auto" ended before this state was written
+            known = known_bounds(saving)
+        elif method == "auto":
             first = _quantify_regions(*args, ydims, min(deadline, t0 + REGIONS_SHARE * time_limit), _acc(),
                                       _reporter(progress, total, t0), t0, regions)
             if first.complete:
@@ -252,8 +264,10 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
             known = first.bounds
         else:
             known = (0.0, 1.0)
+        if saving is not None:
+            saving.header["known"] = list(known)
         q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0, parallel,
-                              max_boxes)
+                              max_boxes, saving)
         q.known = known
         return q
     return _quantify_regions(*args, ydims, deadline, _acc(), _reporter(progress, total, t0), t0, regions)
@@ -329,12 +343,12 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
 
 
 def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
-                    max_boxes, keep_pieces, split=DEFAULT_SPLIT) -> Quantification:
+                    max_boxes, keep_pieces, split=DEFAULT_SPLIT, saving=None) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
     complete, region, open_parts = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi,
                                                   deadline, acc, report, parallel=parallel, max_boxes=max_boxes,
-                                                  keep=keep_pieces, split=split)
+                                                  keep=keep_pieces, split=split, saving=saving)
     n = len(dlo)
     none = Partition(np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), np.zeros(0, np.int64),
                      np.zeros(0, bool), np.zeros(0, bool), True, 0.0, np.zeros(0, bool))
@@ -346,12 +360,12 @@ def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadli
 
 
 def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0,
-                      parallel=SERIAL, max_boxes=None) -> Quantification:
+                      parallel=SERIAL, max_boxes=None, saving=None) -> Quantification:
     """Epsilon > 0 or robustness: one box refinement (`dilated`), run as `parallel` says."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
     found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
-                             acc, report, parallel=parallel, max_boxes=max_boxes)
+                             acc, report, parallel=parallel, max_boxes=max_boxes, saving=saving)
     return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
@@ -365,6 +379,8 @@ def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
                "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False)),
                "examined": int(acc.get("examined", 0)), "workers": int(acc.get("workers", 0)),
                "open_boxes_gathered": bool(acc.get("open_gathered", True))}
+    if "checkpoints" in acc:
+        q.stats.update(checkpoints=int(acc["checkpoints"]), checkpoint_s=float(acc["checkpoint_s"]))
     return q
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..boxes.frontier import BoxCodec, RawBoxes, _uint
+from ...errors import PropertyError
+from ..boxes.frontier import BoxCodec, RawBoxes, _uint, records_text, text_records
 from .boxes import uniform_points
 
 
@@ -67,6 +68,40 @@ class UnfairBoxes:
         self.pieces += other.pieces
         for chunk in other.chunks:
             self._store(chunk)
+
+    def state(self) -> dict:
+        """The stored boxes as JSON for a checkpoint (their records as stored: encoded boxes, slice
+        bit masks, twin slices), with the counts of boxes and pieces found."""
+        return {"boxes": self.boxes, "records": [records_text([c[k] for c in self.chunks]) for k in range(5)],
+                "found": self.found, "pieces": self.pieces}
+
+    def _dtypes(self) -> list[np.dtype]:
+        """The dtypes of a stored chunk's arrays' rows."""
+        bits = np.dtype((np.uint8, ((self.n_sl + 7) // 8,)))
+        return [self.codec.dtype, bits, bits, self.sl_dtype, self.sl_dtype]
+
+    def restore(self, state: dict, dlo: np.ndarray, dhi: np.ndarray) -> None:
+        """Add the boxes a checkpoint's `state` holds (as a worker's part, `absorb`), every value
+        checked: boxes inside the domain box [dlo, dhi], twins among the slices, counts that hold them."""
+        try:
+            rows, texts, found, pieces = state["boxes"], state["records"], state["found"], state["pieces"]
+            if not isinstance(texts, list) or len(texts) != 5:
+                raise ValueError("not five arrays of unfair boxes")
+            chunk = tuple(text_records(t, d, rows) for t, d in zip(texts, self._dtypes()))
+            lo, hi = self.codec.decode(chunk[0])  # IndexError: off the tables
+            unfair = np.unpackbits(chunk[1], axis=1, count=self.n_sl)
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise PropertyError(f"checkpoint: its unfair boxes are incomplete or malformed ({str(exc)[:80]})") from None
+        ok = (np.all(lo >= dlo) and np.all(hi <= dhi) and np.all(lo <= hi)
+              and all(np.all(t < self.n_sl) for t in chunk[3:])
+              and type(found) is int and type(pieces) is int and found >= rows and pieces >= int(unfair.sum()))
+        if not ok:
+            raise PropertyError("checkpoint: its unfair boxes do not fit this domain and model")
+        saved = UnfairBoxes(self.codec, self.free, self.slo, self.prot, self.discrete)
+        if rows:
+            saved._store(chunk)
+        saved.found, saved.pieces = found, pieces
+        self.absorb(saved)
 
     def _size(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return np.prod(np.where(self.free, hi - lo, 1.0), axis=1)

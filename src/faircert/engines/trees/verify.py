@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ...checkpoint import Checkpoint
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -30,6 +32,7 @@ from ..boxes.workers import SERIAL, Parallelism
 from .leafsplit import DEFAULT_SPLIT
 from .open import estimate_unfair_share
 from .quantify import check_not_vacuous, quantify
+from .resume import checkpoint_for, identity
 from .sampling import piece_points, recheck, sample_unfair, twins_of
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
@@ -45,19 +48,20 @@ def _counterexamples(ir: TreeEnsemble, x: np.ndarray, xp: np.ndarray) -> list[Co
 def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
                  max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
                  method: str = "auto", confidence: float = 0.99, parallel: Parallelism = SERIAL,
-                 max_boxes: int | None = None, split: str = DEFAULT_SPLIT) -> Result:
+                 max_boxes: int | None = None, split: str = DEFAULT_SPLIT, checkpoint: Any = None,
+                 resume: bool = False) -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met, a statistical estimate of the unfair share (at the given
     `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
-    bounds get the rest.
+    bounds get the rest. `checkpoint` and `resume`: see `quantify`.
     """
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
     q = quantify(ir, prop, max(time_limit - reserve, 0.1 * time_limit) if time_limit else None, progress,
                  method=method, parallel=parallel, max_boxes=max_boxes, keep_pieces=max(0, max_counterexamples),
-                 split=split)
+                 split=split, checkpoint=checkpoint, resume=resume)
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
@@ -70,7 +74,8 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
             x, xp = q.unfair_boxes.largest(max_counterexamples)
         else:
             size = np.prod(q.piece_hi - q.piece_lo, axis=1)
-            rows = np.argsort(-size, kind="stable")[:max_counterexamples]
+            # ties by corner: the same pieces whichever worker, or which run before a resume, found them
+            rows = np.lexsort(np.vstack([np.hstack([q.piece_lo, q.piece_hi]).T[::-1], -size]))[:max_counterexamples]
             x = piece_points(q, rows)
             xp = twins_of(q, x, q.piece_twin[rows])
         ok = recheck(ir, q, x, xp)
@@ -109,6 +114,26 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: C
     result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
                           max_counterexamples=options.max_counterexamples, progress=progress,
                           confidence=options.confidence, parallel=Parallelism.of(options.workers, options.ray_address),
-                          max_boxes=options.max_boxes)
+                          max_boxes=options.max_boxes, checkpoint=checkpoint_for(ir, prop, options),
+                          resume=bool(options.resume))
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result
+
+
+def checkpoint_cost(ir: TreeEnsemble, prop: IndividualFairness, path: str | Path, every: float = 30.0,
+                    time_limit: float | None = None, max_boxes: int | None = None,
+                    parallel: Parallelism = SERIAL) -> dict:
+    """What checkpoints cost a refinement (for benchmarks): one quantification (the refinement of
+    method "refinement", no region path) writing its state to `path` every `every` seconds and at the
+    end. Returns its wall time, the checkpoints written and the seconds they took (`checkpoint_s`,
+    gathering the workers' shards included) with their share of the wall time, the last
+    checkpoint's size, the boxes examined and settled, and the bounds."""
+    t0 = time.perf_counter()
+    q = quantify(ir, prop, time_limit, method="refinement", parallel=parallel, max_boxes=max_boxes,
+                 checkpoint=Checkpoint(path, "tree-boxes", identity(ir, prop, 0), every))
+    wall = time.perf_counter() - t0
+    lower, upper = q.bounds
+    return {"wall_s": wall, "checkpoints": q.stats["checkpoints"], "checkpoint_s": q.stats["checkpoint_s"],
+            "checkpoint_share": q.stats["checkpoint_s"] / wall, "size_bytes": Path(path).stat().st_size,
+            "examined": q.stats["examined"], "boxes": q.stats["boxes"], "measure_lower": lower,
+            "measure_upper": upper, "complete": q.complete, "memory_limited": q.stats["memory_limited"]}
