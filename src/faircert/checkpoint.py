@@ -14,6 +14,10 @@ import base64
 import dataclasses
 import hashlib
 import json
+import math
+import os
+import re
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,15 +105,23 @@ class Checkpoint:
 
     def save(self, state: dict[str, Any]) -> None:
         """Write the state atomically (a temporary file renamed over the checkpoint), with its digest."""
-        from .files import write_text
+        from .files import write_atomic
 
         t0 = time.perf_counter()
-        text = _text(state)
+        pieces = _pieces(state)
+        digest = hashlib.sha256()
+        for piece in pieces:
+            digest.update(piece)
         body = {"format": FORMAT, "version": VERSION, "faircert": __version__, "kind": self.kind,
-                "identity": self.identity,
-                "written": time.time(), "digest": hashlib.sha256(text.encode()).hexdigest()}
-        head = json.dumps(body, separators=(",", ":"))
-        write_text(self.path, head[:-1] + ',"state":' + text + "}\n")
+                "identity": self.identity, "written": time.time(), "digest": digest.hexdigest()}
+        head = json.dumps(body, separators=(",", ":"))[:-1] + ',"state":'
+
+        def write(handle: Any) -> None:
+            handle.flush()
+            for piece in [head.encode("ascii"), *pieces, b"}\n"]:
+                handle.buffer.write(piece)
+
+        write_atomic(self.path, write)
         self._last = time.monotonic()
         self.saves += 1
         self.save_s += time.perf_counter() - t0
@@ -119,7 +131,7 @@ class Checkpoint:
         from .limits import loads_json, read_text
 
         path = self.source
-        if not path.is_file():
+        if not os.path.isfile(path):  # False, not an error, for a name the system refuses (too long)
             raise PropertyError(f"checkpoint not found: {path}")
         data = loads_json(read_text(path, PropertyError, "checkpoint"), str(path), PropertyError)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("state"), dict):
@@ -135,7 +147,10 @@ class Checkpoint:
         if differ:
             raise PropertyError(f"{path} was written for another {', '.join(differ)}; resume with the same "
                                 "model, data and options, or start afresh without --resume")
-        if data.get("digest") != hashlib.sha256(_text(data["state"]).encode()).hexdigest():
+        digest = hashlib.sha256()
+        for piece in _pieces(data["state"]):
+            digest.update(piece)
+        if data.get("digest") != digest.hexdigest():
             raise PropertyError(f"{path}: the checkpoint's state does not match its digest (changed or "
                                 "damaged); start afresh without --resume")
         return data["state"]
@@ -201,12 +216,42 @@ def set_rng_state(rng: np.random.Generator, saved: Any) -> None:
         rng.bit_generator.state = {"bit_generator": saved["bit_generator"],
                                    "state": {"state": int(saved["state"], 16), "inc": int(saved["inc"], 16)},
                                    "has_uint32": saved["has_uint32"], "uinteger": saved["uinteger"]}
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
         raise PropertyError(f"checkpoint: its random state is malformed ({str(exc)[:80]})") from None
 
 
-def _text(state: dict[str, Any]) -> str:
-    return json.dumps(state, separators=(",", ":"), default=_plain)
+#: strings at least this long (arrays in base64) are spliced into the text rather than encoded
+LONG = 1 << 16
+#: the characters JSON writes as they are (printable ASCII but the quote and the backslash)
+_VERBATIM = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
+
+
+def _pieces(state: dict[str, Any]) -> list[bytes]:
+    """The state's compact JSON text (ASCII bytes), in pieces. Long strings that JSON writes as they
+    are (arrays in base64) are spliced in rather than scanned by the encoder, so a state of hundreds
+    of megabytes is written and digested with one copy of it."""
+    long: list[bytes] = []
+    marker = f"\x00{secrets.token_hex(8)}:"
+
+    def swap(obj: Any) -> Any:
+        if isinstance(obj, str) and len(obj) >= LONG and obj.isascii():
+            raw = obj.encode("ascii")
+            if not raw.translate(None, _VERBATIM):  # nothing the encoder would escape
+                long.append(raw)
+                return f"{marker}{len(long) - 1}"
+        if isinstance(obj, dict):
+            return {k: swap(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [swap(v) for v in obj]
+        return obj
+
+    text = json.dumps(swap(state), separators=(",", ":"), default=_plain)
+    quoted = json.dumps(marker)[:-1]  # how the encoder wrote the marker (its NUL escaped)
+    parts = re.split(re.escape(quoted) + r'(\d+)"', text)
+    out = [parts[0].encode("ascii")]
+    for k in range(1, len(parts), 2):
+        out += [b'"', long[int(parts[k])], b'"', parts[k + 1].encode("ascii")]
+    return out
 
 
 def pack(array: np.ndarray) -> dict[str, Any]:
@@ -231,7 +276,7 @@ def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
     except ValueError:
         raise PropertyError("checkpoint: an array's data is not base64") from None
     dtype = ARRAY_TYPES[kind]
-    if len(raw) != int(np.prod(shape)) * dtype.itemsize:
+    if len(raw) != math.prod(shape) * dtype.itemsize:  # exact: numpy's product of huge dims would wrap
         raise PropertyError("checkpoint: an array's data does not match its shape")
     array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     if kind == "f8" and not np.all(np.isfinite(array)):
