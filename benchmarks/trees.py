@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trees_data import DATA, DATASETS
 
 from faircert.domain import Domain
-from faircert.engines.boxes.frontier import MAX_STORED_BYTES
 from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.quantify import quantify
 from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 from faircert.engines.trees.verify import verify_trees
+from faircert.memory import default_limit
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
 
@@ -416,7 +416,7 @@ def markdown(out) -> str:
         lines += ["", f"## Scaling (kappa 0.5; fairness r_eps 0 and robustness r_eps 0.1; limit {out['scale_limit_s']:g} s)", "",
                   "COMPAS: more trees, deeper trees, a random forest. Adult, Bank, German: how the work to converge "
                   "grows with the number of trees on their 13 to 20 features ('boxes': settled boxes; 'memory cap': "
-                  f"stopped early at the {MAX_STORED_BYTES / 1e9:.1f} GB of open and unfair boxes a refinement may "
+                  f"stopped early at the {default_limit() / 1e9:.1f} GB of open and unfair boxes a refinement may "
                   "hold).", "",
                   "| model | dataset | property | converged | gap | time (s) | stopped by | boxes |",
                   "|---|---|---|---|---|---|---|---|"]

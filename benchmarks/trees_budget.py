@@ -5,7 +5,7 @@ Same models and grid as benchmarks/trees.py (XGBoost 50 trees, depth 3, seed 0; 
 r_eps 0 and 0.1, RQ2 kappa 0.7 at r_eps 0.1; fairness per protected attribute and robustness).
 COMPAS converges in well under a second in every configuration and is left out by default.
 A run ends converged, at the time limit, or at the refinement's memory limit
-(`engines.boxes.frontier.MAX_STORED_BYTES` of stored boxes). Writes
+(the default `--memory-limit` of stored boxes). Writes
 benchmarks/results/trees_budget.{md,json}, one row per configuration as it finishes.
 
     python benchmarks/trees_budget.py [--limit 600] [--datasets adult,bank,german] [--rates 0,0.1]
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trees import run, train  # noqa: E402
 from trees_data import DATASETS  # noqa: E402
 
-from faircert.engines.boxes.frontier import MAX_STORED_BYTES  # noqa: E402
+from faircert.memory import default_limit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,13 +39,13 @@ def grid(name: str) -> list[tuple[str, str | None, float, float]]:
 def write(rows: list[dict], args) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "trees_budget.json").write_text(json.dumps(dict(
-        limit_s=args.limit, max_stored_bytes=MAX_STORED_BYTES, machine=platform.machine(), cores=os.cpu_count(),
+        limit_s=args.limit, max_stored_bytes=default_limit(), machine=platform.machine(), cores=os.cpu_count(),
         rows=rows), indent=1) + "\n")
     done = sum(r["converged"] for r in rows)
     out = ["# Tree refinement with a 600 s budget", "",
            f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
            f"({os.cpu_count()} cores, shared with other jobs), time limit {args.limit:g} s per configuration, "
-           f"memory limit {MAX_STORED_BYTES / 1e9:.1f} GB of stored boxes. Gap = upper - lower bound on the fairness measure; "
+           f"memory limit {default_limit() / 1e9:.1f} GB of stored boxes. Gap = upper - lower bound on the fairness measure; "
            "stopped = why the run ended.", "",
            f"**Converged: {done} of {len(rows)}** configurations measured (the target is 8 of the 24 unconverged "
            "at 10 s, Adult at r_eps 0 on all three attributes among them).", "",

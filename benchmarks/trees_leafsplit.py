@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trees import NAMES, train
 from trees_data import DATASETS
 
-from faircert.engines.boxes.frontier import MAX_STORED_BYTES
 from faircert.engines.trees.quantify import quantify
+from faircert.memory import default_limit
 from faircert.properties import individual_fairness
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -123,7 +123,7 @@ def main() -> None:
         out = json.loads((RESULTS / "trees_leafsplit.json").read_text())
         (RESULTS / "trees_leafsplit.md").write_text(markdown(out))
         return
-    out = {"machine": platform.machine(), "limit_s": args.limit, "max_stored_bytes": MAX_STORED_BYTES, "runs": []}
+    out = {"machine": platform.machine(), "limit_s": args.limit, "max_stored_bytes": default_limit(), "runs": []}
     for spec in args.models.split(","):
         name, trees = spec.split(":")
         ir, dom, _ = train(name, int(trees))

@@ -31,7 +31,7 @@ def probe(attr: str, limit: float) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from trees import train
 
-    from faircert.engines.boxes import frontier as fr
+    from faircert import memory
     from faircert.engines.boxes import shards
     from faircert.engines.trees.quantify import quantify
     from faircert.properties import individual_fairness
@@ -51,11 +51,11 @@ def probe(attr: str, limit: float) -> dict:
     prop = individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5)
     q = quantify(ir, prop, time_limit=limit)
     lo, hi = q.bounds
-    limit_bytes = getattr(fr, "MAX_STORED_BYTES", None)
+    limit_bytes = memory.limit()
     return {"attr": attr, "limit_s": limit, "time_s": q.elapsed, "memory_limited": q.stats["memory_limited"],
             "converged": bool(q.complete and hi - lo <= 1e-12), "gap": hi - lo, "measure_lower": lo,
             "measure_upper": hi, "settled_boxes": q.stats["boxes"], "slices": q.stats["slices"],
-            "max_stored_boxes": getattr(fr, "MAX_STORED_BOXES", None), "max_stored_bytes": limit_bytes,
+            "max_stored_bytes": limit_bytes,
             "stored_boxes": last.get("open_boxes", 0) + last.get("unfair_boxes", 0),
             "stored_bytes": last.get("open_bytes", 0) + last.get("unfair_bytes", 0), **last,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}

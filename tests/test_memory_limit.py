@@ -117,3 +117,12 @@ def test_linear_rates_on_score_grids_stay_sound_within_the_limit():
     for f, c in zip(fine.groups, coarse.groups):
         assert c.low <= f.low + 1e-12 and f.high <= c.high + 1e-12
     assert max(c.high - c.low for c in coarse.groups) > max(f.high - f.low for f in fine.groups)
+
+
+def test_the_tree_refinement_stops_at_the_limit():
+    from test_trees_memory import _large_problem
+
+    ir, dom = _large_problem()
+    res = faircert.verify(ir, dom, protected="p", kappa=0.5, workers=1, time_limit=60, memory_limit=400_000)
+    assert res.stats["stopped"] == "memory limit" and res.stats["memory_limited"]
+    assert res.measure_lower < res.measure_upper and res.elapsed_s < 30

@@ -243,9 +243,9 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
 
 @pytest.mark.parametrize("method", ["refinement", pytest.param("regions", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("eps,robust", [(0, False), (1, False), (1, True)])
-def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypatch, eps, robust, method):
+def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(eps, robust, method):
     pytest.importorskip("xgboost")
-    from faircert.engines.boxes import frontier as trees_frontier
+    from faircert import memory
 
     X, y, dom = _small_problem(0)
     ir = next(_models(X, y, 0))
@@ -257,8 +257,8 @@ def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(monkeypa
     truth = 1 - unfair / conf
     full = verify_trees(ir, prop, method=method)
     assert full.stats["converged"] and not full.stats["memory_limited"] and full.statistical is None
-    monkeypatch.setattr(trees_frontier, "MAX_STORED_BYTES", 3 * 16 * len(dom.features))  # three float64 boxes
-    cut = verify_trees(ir, prop, method=method)
+    with memory.limited(3 * 16 * len(dom.features)):  # three float64 boxes
+        cut = verify_trees(ir, prop, method=method)
     assert cut.stats["memory_limited"] and not cut.stats["converged"]
     assert cut.measure_lower <= truth <= cut.measure_upper and cut.measure_upper - cut.measure_lower > 0
     # the estimate of what is left open (the whole space on the region path) is inside the bounds

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from test_trees_engine import _small_problem, brute_force_masks
 
+from faircert import memory
 from faircert.domain import Domain, Feature
-from faircert.engines.boxes import frontier as trees_frontier
 from faircert.engines.boxes.frontier import BoxCodec, Frontier
 from faircert.engines.trees.quantify import quantify
 from faircert.engines.trees.sampling import region_is_exact, sample_unfair
@@ -117,12 +117,12 @@ def _large_problem():
     return load_model(clf), Domain(tuple(feats))
 
 
-def test_the_byte_limit_holds_at_least_three_times_the_boxes_it_held_before(monkeypatch):
+def test_the_byte_limit_holds_at_least_three_times_the_boxes_it_held_before():
     ir, dom = _large_problem()
     n = len(dom.features)
     budget = 400_000
-    monkeypatch.setattr(trees_frontier, "MAX_STORED_BYTES", budget)
-    q = quantify(ir, individual_fairness(dom, "p", epsilon=0.0, kappa=0.5))
+    with memory.limited(budget):
+        q = quantify(ir, individual_fairness(dom, "p", epsilon=0.0, kappa=0.5))
     assert q.stats["memory_limited"] and not q.complete
     open_boxes = sum(len(p[0]) for p in q.open_parts)
     stored = open_boxes + q.unfair_boxes.boxes

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .errors import PropertyError
 
@@ -56,3 +59,23 @@ def check_limit(value: object) -> int:
             or value != value or value == float("inf"):
         raise PropertyError(f"memory limit must be at least {MIN_BYTES} bytes, got {value!r}")
     return int(value)
+
+
+#: the limit of the run in progress, where an engine reads it deep inside (the tree refinements)
+_current: ContextVar[int | None] = ContextVar("memory_limit", default=None)
+
+
+@contextmanager
+def limited(nbytes: int | None) -> Iterator[None]:
+    """Within the block, `limit()` is `nbytes` (None: the default)."""
+    token = _current.set(nbytes)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def limit() -> int:
+    """The limit of the run in progress (`limited`), else the default."""
+    value = _current.get()
+    return default_limit() if value is None else value

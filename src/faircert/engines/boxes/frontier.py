@@ -3,8 +3,8 @@ may take.
 
 Boxes are refined largest first, so that the bounds tighten fastest. On large ensembles the open
 boxes and the unfair boxes found grow with the run time (tens of millions of boxes within minutes),
-so a refinement also stops, as at its time limit, once the arrays it keeps take `MAX_STORED_BYTES`
-bytes; the result then says so ("memory_limited").
+so a refinement also stops, as at its time limit, once the arrays it keeps take the run's memory
+limit (`memory.limit()`, per process); the result then says so ("memory_limited").
 
 Stored boxes are encoded by a `BoxCodec`: each coordinate as the smallest unsigned integer that
 holds it (an index into the feature's sorted table of possible values where the refinement only
@@ -20,12 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-#: The limit the refinements had in boxes (open boxes plus unfair pieces, each two or four float64
-#: rows), kept for reference: `MAX_STORED_BYTES` is what they took at this count.
-MAX_STORED_BOXES = 5_000_000
-#: Bytes of stored boxes a refinement may hold: the footprint of the former limit of
-#: `MAX_STORED_BOXES` boxes on the Adult benchmark model (benchmarks/results/trees_memory.md).
-MAX_STORED_BYTES = 1_400_000_000
+from ... import memory
 
 
 def _uint(n: int) -> np.dtype:
@@ -279,7 +274,7 @@ class OpenParts(Sequence):
 def over_memory(frontier: Frontier, stored_bytes: int, acc: dict) -> bool:
     """Whether the refinement holds too much to go on: its open boxes and `stored_bytes` more
     (recorded in `acc`)."""
-    if frontier.nbytes + stored_bytes > MAX_STORED_BYTES:
+    if frontier.nbytes + stored_bytes > memory.limit():
         acc["memory_limited"] = True
         return True
     return False

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from ... import memory
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
-from . import frontier as stores
 from .frontier import Frontier, records_text, text_records
 from .sums import ExactSum
 from .workers import LOST, SERIAL, Parallelism, usable_cores
@@ -90,7 +90,8 @@ class Shard:
     """Part of a refinement's open boxes with what refining them proved. `settler.settle(lo, hi,
     ...)` returns a `Step`; `region` is an empty store of unfair boxes (`add`, `absorb`, `nbytes`,
     `found`) copied for each shard; `limit_bytes` bounds the open and unfair boxes it stores
-    (`frontier.MAX_STORED_BYTES` by default).
+    (by default the run's memory limit, `memory.limit()`, read where the shard is made: workers
+    get it with the shard).
 
     For checkpoints the region store also has `state()` and `restore(state, dlo, dhi)`, and the
     settler may say what data its open boxes carry besides (lo, hi): `open_data`, the numpy dtype of
@@ -100,7 +101,7 @@ class Shard:
     def __init__(self, settler, free: np.ndarray, chunk: int, codec, region,
                  limit_bytes: int | None = None) -> None:
         self.settler, self.free, self.chunk, self.codec = settler, free, chunk, codec
-        self.empty_region, self.limit_bytes = region, limit_bytes
+        self.empty_region, self.limit_bytes = region, limit_bytes or memory.limit()
         self.start([])
 
     def fresh(self) -> Shard:
@@ -123,7 +124,7 @@ class Shard:
         end = time.monotonic() + seconds
         t = self.totals
         while self.frontier.largest() > tau and not t.memory_limited:
-            if self.frontier.nbytes + self.region.nbytes > (self.limit_bytes or stores.MAX_STORED_BYTES):
+            if self.frontier.nbytes + self.region.nbytes > self.limit_bytes:
                 t.memory_limited = True
                 break
             # as many boxes as fit a quarter of the time left, at the pace measured so far: one
@@ -408,7 +409,7 @@ def _gather(local: Shard, pool, parts: list[Progress], shares, complete: bool) -
     region, entries = local.result(with_open=True)
     if pool is None:
         return Refined(complete, region, entries, _sum(parts))
-    with_open = sum(p.open_bytes for p in parts[1:]) <= stores.MAX_STORED_BYTES
+    with_open = sum(p.open_bytes for p in parts[1:]) <= local.limit_bytes
     out = pool.each("result", [(with_open,)] * (len(parts) - 1))
     for k, r in enumerate(out):
         if r is LOST:  # its share is gone: its sums go too (the rest stays sound), and the open part is partial

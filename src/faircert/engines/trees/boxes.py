@@ -275,7 +275,7 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     it is cut in two at the first cutting node of the tree with the widest reachable range, so
     boxes are refined only where the decision is still open. Boxes whose exact margin is within
     `tol` of a threshold are flagged `tie`. Like the refinements, it stops as at the deadline once it
-    holds more than `MAX_STORED_BYTES` bytes of boxes (settled and open).
+    holds more than the run's memory limit in boxes (settled and open).
     """
     out_lo, out_hi, out_start, out_label, out_conf, out_tie, out_early = [], [], [], [], [], [], []
     # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import memory
 from ...models.trees import TreeEnsemble
 from ...properties import UnfairSamples
 from ..boxes.workers import Parallelism
@@ -162,8 +163,9 @@ def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
     import pandas as pd
 
     prop = question.prop
-    q = quantify(ir, prop, options.time_limit, parallel=Parallelism.of(options.workers, options.ray_address),
-                 max_boxes=getattr(options, "max_boxes", None))
+    with memory.limited(options.memory_limit):
+        q = quantify(ir, prop, options.time_limit, parallel=Parallelism.of(options.workers, options.ray_address),
+                     max_boxes=getattr(options, "max_boxes", None))
     check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()
     x, xp, rejected = sample_unfair(ir, q, question.n, seed=options.seed)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import memory
 from ...checkpoint import Checkpoint
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
@@ -110,12 +111,15 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
 
 def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
            ) -> Result:
-    """Registry entry point: `verify_trees` with the command's options."""
-    result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
-                          max_counterexamples=options.max_counterexamples, progress=progress,
-                          confidence=options.confidence, parallel=Parallelism.of(options.workers, options.ray_address),
-                          max_boxes=options.max_boxes, checkpoint=checkpoint_for(ir, prop, options),
-                          resume=bool(options.resume))
+    """Registry entry point: `verify_trees` with the command's options (its stored boxes within the
+    memory limit)."""
+    with memory.limited(options.memory_limit):
+        result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
+                              max_counterexamples=options.max_counterexamples, progress=progress,
+                              confidence=options.confidence,
+                              parallel=Parallelism.of(options.workers, options.ray_address),
+                              max_boxes=options.max_boxes, checkpoint=checkpoint_for(ir, prop, options),
+                              resume=bool(options.resume))
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result
 
