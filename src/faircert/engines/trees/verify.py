@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ... import memory
-from ...checkpoint import Checkpoint
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -33,7 +31,7 @@ from ..boxes.workers import SERIAL, Parallelism
 from .leafsplit import DEFAULT_SPLIT
 from .open import estimate_unfair_share
 from .quantify import check_not_vacuous, quantify
-from .resume import checkpoint_for, identity
+from .resume import checkpoint_for
 from .sampling import piece_points, recheck, sample_unfair, twins_of
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
@@ -122,22 +120,3 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: C
                               resume=bool(options.resume))
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result
-
-
-def checkpoint_cost(ir: TreeEnsemble, prop: IndividualFairness, path: str | Path, every: float = 30.0,
-                    time_limit: float | None = None, max_boxes: int | None = None,
-                    parallel: Parallelism = SERIAL) -> dict:
-    """What checkpoints cost a refinement (for benchmarks): one quantification (the refinement of
-    method "refinement", no region path) writing its state to `path` every `every` seconds and at the
-    end. Returns its wall time, the checkpoints written and the seconds they took (`checkpoint_s`,
-    gathering the workers' shards included) with their share of the wall time, the last
-    checkpoint's size, the boxes examined and settled, and the bounds."""
-    t0 = time.perf_counter()
-    q = quantify(ir, prop, time_limit, method="refinement", parallel=parallel, max_boxes=max_boxes,
-                 checkpoint=Checkpoint(path, "tree-boxes", identity(ir, prop, 0), every))
-    wall = time.perf_counter() - t0
-    lower, upper = q.bounds
-    return {"wall_s": wall, "checkpoints": q.stats["checkpoints"], "checkpoint_s": q.stats["checkpoint_s"],
-            "checkpoint_share": q.stats["checkpoint_s"] / wall, "size_bytes": Path(path).stat().st_size,
-            "examined": q.stats["examined"], "boxes": q.stats["boxes"], "measure_lower": lower,
-            "measure_upper": upper, "complete": q.complete, "memory_limited": q.stats["memory_limited"]}
