@@ -14,7 +14,15 @@ import argparse
 import json
 import sys
 
-from .common import add_model_loading, add_parallel_arguments, emit_json, name_values, run_guard
+from .common import (
+    add_memory_argument,
+    add_model_loading,
+    add_parallel_arguments,
+    emit_json,
+    job_keywords,
+    name_values,
+    run_guard,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
     p.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="seconds for the region (default 600)")
     add_parallel_arguments(p, "the region's box refinement")
+    add_memory_argument(p)
     p.add_argument("--json", metavar="OUT", help="write a JSON summary here ('-' for stdout)")
     add_model_loading(p)
     p.set_defaults(handler=run)
@@ -53,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
                                        epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
                                        kappa=args.kappa, robustness=args.robustness, trust_pickle=args.trust_pickle, preprocessor=args.preprocessor,
                                        options=VerifyOptions(time_limit=args.time_limit, seed=args.seed,
-                                                             workers=args.workers, ray_address=args.ray))
+                                                             workers=args.workers, ray_address=args.ray,
+                                                             **job_keywords(args)))
     summary = frame.attrs.pop("summary")
     _write_csv(args.out, frame)
     emit_json(json.dumps(summary, indent=2), args.json)
