@@ -125,3 +125,15 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
 def test_checkpoint_intervals_out_of_range_are_refused(tmp_path):
     with pytest.raises(PropertyError, match="checkpoint interval"):
         VerifyOptions(checkpoint=str(tmp_path / "c"), checkpoint_every=0)
+
+
+def test_a_costly_checkpoint_is_written_less_often(tmp_path):
+    """Checkpoints take at most 5% of a run: after a save of 1 s the next is due in 20 s, not in `every`."""
+    from faircert.checkpoint import MAX_SHARE, Checkpoint
+
+    c = Checkpoint(tmp_path / "c.json", "k", {"m": "1"}, every=0.001)
+    c.save({"x": 1}, started=time.perf_counter() - 1.0)  # gathering the state took a second
+    time.sleep(0.01)
+    assert MAX_SHARE == 0.05 and not c.due() and 1.0 <= c.save_s < 2.0
+    c._last -= 25.0
+    assert c.due()

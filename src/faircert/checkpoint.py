@@ -29,6 +29,8 @@ from ._version import __version__
 from .errors import PropertyError
 
 FORMAT = "faircert-checkpoint"
+#: the largest share of a run's time its checkpoints may take (`Checkpoint.due` waits longer)
+MAX_SHARE = 0.05
 VERSION = 3
 
 
@@ -88,6 +90,7 @@ class Checkpoint:
         #: where `load` reads (a resumed run may write its checkpoints elsewhere)
         self.source = Path(source) if source is not None else self.path
         self._last = time.monotonic()
+        self._last_cost = 0.0
         #: checkpoints written by this run, and the seconds spent writing them
         self.saves, self.save_s = 0, 0.0
 
@@ -101,13 +104,16 @@ class Checkpoint:
         return cls(path, kind, identity(), getattr(options, "checkpoint_every", 30.0), getattr(options, "resume", None))
 
     def due(self) -> bool:
-        return time.monotonic() - self._last >= self.every
+        """Whether `every` seconds have passed since the last save, and enough more that writing
+        checkpoints takes at most `MAX_SHARE` of the run (a state of a gigabyte takes seconds)."""
+        return time.monotonic() - self._last >= max(self.every, self._last_cost / MAX_SHARE)
 
-    def save(self, state: dict[str, Any]) -> None:
-        """Write the state atomically (a temporary file renamed over the checkpoint), with its digest."""
+    def save(self, state: dict[str, Any], started: float | None = None) -> None:
+        """Write the state atomically (a temporary file renamed over the checkpoint), with its digest;
+        `started` (a `time.perf_counter()`) is when gathering the state began, counted in its cost."""
         from .files import write_atomic
 
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if started is None else started
         pieces = _pieces(state)
         digest = hashlib.sha256()
         for piece in pieces:
@@ -123,8 +129,9 @@ class Checkpoint:
 
         write_atomic(self.path, write)
         self._last = time.monotonic()
+        self._last_cost = time.perf_counter() - t0
         self.saves += 1
-        self.save_s += time.perf_counter() - t0
+        self.save_s += self._last_cost
 
     def load(self) -> dict[str, Any]:
         """The state a previous run saved here, after checking it is this job's."""

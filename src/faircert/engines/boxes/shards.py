@@ -350,7 +350,7 @@ def _save(saving: Saving, tau: float, local: Shard, pool, parts: list[Progress],
         if lost:
             return False
         states += out
-    saving.checkpoint.save({**saving.header, "tau": tau, "shards": states})
+    saving.checkpoint.save({**saving.header, "tau": tau, "shards": states}, started=t)
     saving.written += 1
     saving.seconds += time.perf_counter() - t
     return True
