@@ -494,5 +494,5 @@ def decide_regions(pb: Problem, lo: np.ndarray, hi: np.ndarray, *, time_limit: f
                    resume: bool = False, memory_limit: int | None = None) -> RegionOutcome:
     """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit and
     `memory_limit` bytes of open boxes."""
-    return BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress, memory_limit).run(time_limit, checkpoint,
-                                                                                                resume)
+    bb = BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress, memory_limit)
+    return bb.run(time_limit, checkpoint, resume)
