@@ -11,11 +11,13 @@ import zlib
 import numpy as np
 import pandas as pd
 import pytest
+from program_examples import FIG1
 
 import faircert
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.report.group_html import write_group_html
 from faircert.report.html import write_html
+from faircert.report.program_html import write_program_html
 from faircert.report.rows import write_rows_html
 
 pytestmark = pytest.mark.slow
@@ -48,7 +50,9 @@ def test_reports_render_in_a_headless_browser(tmp_path):
     write_group_html(faircert.group(model, df, protected="sex,race", population="independent", influence=True), tmp_path / "group.html")
     write_rows_html(faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}),
                     tmp_path / "rows.html")
-    for name in ("verify", "group", "rows"):
+    write_program_html(faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10),
+                       tmp_path / "program.html")
+    for name in ("verify", "group", "rows", "program"):
         shot = tmp_path / f"{name}.png"
         subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         "--window-size=1000,1400", f"--screenshot={shot}", (tmp_path / f"{name}.html").as_uri()],

@@ -128,3 +128,29 @@ def test_compare_an_original_and_a_mitigated_model(data, tmp_path, capsys):
     saved = json.loads((tmp_path / "c.json").read_text())
     assert [m["verdict"] for m in saved["models"]] == ["unfair", "fair"]
     assert _tags((tmp_path / "c.html").read_text()).count("svg") == 2
+
+
+@pytest.mark.parametrize("kind,thresholds", [("ratio", [0.9]), ("parity", [0.9, 1 / 0.9]), ("difference", [0.1])])
+def test_the_program_report_plots_the_decided_quantity_against_its_thresholds(kind, thresholds):
+    """The ratio (or gap) interval with a dashed line at each threshold, placed on the chart's scale;
+    then every probability's bounds."""
+    import re
+
+    from faircert.report.program_html import PLOT, render_program
+
+    result = faircert.verify_program(FIG1, epsilon=0.1, kind=kind, time_limit=10)
+    page = render_program(result)
+    first = page[page.index("<h2>Decision</h2>"):page.index("<h2>Probabilities</h2>")]
+    lines = [float(x) for x in re.findall(r'<line x1="([\d.]+)"[^>]*stroke-dasharray', first)]
+    ticks = [float(t) for t in re.findall(r'text-anchor="middle">([\d.]+)<', first)]
+    left = float(re.search(r'<line x1="([\d.]+)"', first).group(1))  # the axis' zero
+    top = ticks[-1]
+    pixel = top / PLOT  # positions are written to a tenth of a pixel
+    assert len(lines) == len(thresholds)
+    assert all(abs((x - left) * pixel - t) <= 0.06 * pixel for x, t in zip(lines, thresholds))
+    bar = re.search(r'<rect x="([\d.]+)" y="[\d.-]+" width="([\d.]+)"', first)
+    low, high = (result.ratio_low, result.ratio_high) if kind != "difference" else (None, None)
+    if low is not None:
+        assert abs(float(bar.group(1)) - (left + PLOT * low / top)) < 0.06
+        assert abs(float(bar.group(2)) - PLOT * (high - low) / top) < 0.12
+    assert page.count("<svg") == 2 and "target_given_sensitive" in page[page.index("<h2>Probabilities</h2>"):]
