@@ -40,3 +40,55 @@ def test_tight_answers_get_no_estimate():
     r = faircert.group(pipe, df, protected="sex", population="independent")
     assert r.estimate is None and r.to_dict()["estimate"] is None
     assert max(g.high - g.low for g in r.groups) < 1e-3
+
+
+def _driven_by_one_feature():
+    """A forest whose decision follows `a` (which depends on s) and barely `x`."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    s = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.3 + 0.4 * s, "hi", "lo")
+    x = rng.normal(0, 1, n)
+    y = ((a == "hi") * 1.5 + 0.3 * x + rng.normal(0, 0.5, n) > 0.8).astype(int)
+    df = pd.DataFrame({"s": s, "a": a, "x": x})
+    prep = ColumnTransformer([("oh", OneHotEncoder(), ["a"]), ("sc", StandardScaler(), ["x", "s"])])
+    return df, Pipeline([("prep", prep), ("clf", RandomForestClassifier(10, max_depth=4, random_state=0))]).fit(df, y)
+
+
+def test_influence_of_a_model_without_tight_bounds_is_sampled_and_ranks_the_driving_feature(monkeypatch):
+    """FVGM's influence by sampling: making `a` uniform moves SP far more than making `x` uniform, and
+    the result says the values are sampled, with their error."""
+    monkeypatch.setattr(api, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
+    df, pipe = _driven_by_one_feature()
+    r = faircert.group(pipe, df, protected="s", population="bayesnet", influence=True, time_limit=12)
+    assert r.engine == "probability-bounds" and r.estimate is not None
+    note = next(a for a in r.approximations if "influence" in a)
+    assert note.startswith("influence estimated by sampling")
+    error = float(note.split("within ")[1].split(",")[0])
+    fif = {tuple(i.features): i.sp for i in r.influence}
+    # the learned network carries s -> a: made uniform, `a` no longer passes s's effect on to the model
+    assert set(fif) == {("a",), ("x",)} and abs(fif[("a",)]) > abs(fif[("x",)]) + error
+    assert 0.2 < fif[("a",)] < 0.6 and r.elapsed_s < 12 * 1.1 + 2
+
+
+def test_sampled_influence_too_close_to_its_error_is_not_reported(monkeypatch):
+    """Under independent marginals `a` does not depend on s: making it uniform hardly moves SP, and
+    the sampled values cannot rank features."""
+    monkeypatch.setattr(api, "ESTIMATE_WIDTH", -1.0)
+    df, pipe = _driven_by_one_feature()
+    r = faircert.group(pipe, df, protected="s", population="independent", influence=True, time_limit=8)
+    assert not r.influence
+    assert any(a.startswith("influence not computed: sampled") for a in r.approximations)
+
+
+def test_sampled_influence_says_why_when_there_is_no_time():
+    df, pipe = _driven_by_one_feature()
+    r = faircert.group(pipe, df, protected="s", population="bayesnet", influence=True, time_limit=1)
+    assert not r.influence and any(a.startswith("influence not computed") for a in r.approximations)

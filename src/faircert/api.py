@@ -464,11 +464,14 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         refuse_checkpoint(options, spec.name)
     sound_options = _after(options, learning_s + compile_s)
     estimating = spec.name == "probability-bounds"  # bounds that may stay wide: keep time to sample
+    sampled_share = ESTIMATE_SHARE if not question.influence else INFLUENCE_SHARE  # influence samples too
     if estimating and sound_options.time_limit is not None:
-        sound_options = replace(sound_options, time_limit=sound_options.time_limit * (1 - ESTIMATE_SHARE))
+        sound_options = replace(sound_options, time_limit=sound_options.time_limit * (1 - sampled_share))
     result = spec.run(ir, question, sound_options, progress)
     if estimating and max(g.high - g.low for g in result.groups) > ESTIMATE_WIDTH:
-        result.estimate = _estimate(ir, question, options, started)
+        result.estimate = _estimate(ir, question, options, started, 0.5 if question.influence else 1.0)
+        if question.influence and result.estimate is not None:
+            _sampled_influence(ir, question, result, options, started)
     result.stats.setdefault("learning_s", learning_s)
     result.stats.setdefault("compile_s", compile_s)  # counted inside the time limit, as learning is
     if question.influence and not result.influence and not any("influence" in a for a in result.approximations):
@@ -488,16 +491,66 @@ MIN_ESTIMATE_S = 1.0
 ESTIMATE_DELTA = 1e-3
 
 
-def _estimate(ir: Any, question: Any, options: GroupOptions, started: float) -> GroupResult | None:
-    """The question answered by sampling the same population (None where it cannot be sampled)."""
+def _estimate(ir: Any, question: Any, options: GroupOptions, started: float, share: float = 1.0
+              ) -> GroupResult | None:
+    """The question answered by sampling the same population (None where it cannot be sampled), in
+    `share` of the time left."""
     from .engines.sampling.sequential import estimate_group
 
-    left = None if options.time_limit is None else max(options.time_limit - (time.perf_counter() - started),
-                                                       MIN_ESTIMATE_S)
+    left = None if options.time_limit is None else max(
+        share * (options.time_limit - (time.perf_counter() - started)), MIN_ESTIMATE_S)
     try:
         return estimate_group(ir, question, left, options.seed, ESTIMATE_DELTA)
     except FaircertError:
         return None
+
+
+#: With influence asked, the share of the time limit for sampling (the estimate, then each feature
+#: made uniform).
+INFLUENCE_SHARE = 0.5
+
+
+def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: GroupOptions, started: float) -> None:
+    """Fairness influence from sampled rates, where the sound bounds are too wide to rank features:
+    the estimate's rates against those sampled with each feature set made uniform (an equal share
+    of the time left each). Kept only when every sampled rate is tight enough to rank features."""
+    from .engines.group.influence import influences, requested_subsets
+    from .engines.sampling.sequential import estimate_group
+    from .population.discrete import BIN_SUFFIX, DiscretePopulation
+
+    pop, base = question.population, result.estimate.groups
+    if not isinstance(pop, DiscretePopulation):
+        result.approximations.append("influence not computed: it makes features uniform in a learned or saved "
+                                     "discrete population, and this one is not")
+        return
+    columns = [c for c in getattr(ir, "input_names", None) or pop.variables if not c.endswith(BIN_SUFFIX)]
+    subsets = requested_subsets(question.influence, pop, columns)
+    left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - started)
+    if left is not None and left < MIN_ESTIMATE_S * len(subsets):
+        result.approximations.append(f"influence not computed: {max(left, 0):.1f} s were left to sample "
+                                     f"{len(subsets)} feature sets")
+        return
+    widest = [max(g.high - g.low for g in base)]
+
+    def sampled(population: DiscretePopulation) -> list:
+        each = None if left is None else left / len(subsets)
+        groups = estimate_group(ir, replace(question, population=population), each, options.seed,
+                                ESTIMATE_DELTA).groups
+        widest.append(max(g.high - g.low for g in groups))
+        return groups
+
+    found = influences(pop, base, sampled, subsets)
+    # a FIF on SP is off by at most the widths of two rates of the base and two of the perturbed run
+    error = 2 * widest[0] + 2 * max(widest[1:])
+    largest = max(abs(f.sp) for f in found)
+    if largest <= error:
+        result.approximations.append(f"influence not computed: sampled, the largest influence on SP "
+                                     f"({largest:.3g}) is within its sampling error ({error:.3g}), too close to "
+                                     "rank features")
+        return
+    result.influence = found
+    result.approximations.append(f"influence estimated by sampling: each value on SP within {error:.3g}, every "
+                                 f"rate wrong with probability <= {ESTIMATE_DELTA:g} (not a bound)")
 
 
 #: The least time an engine is given, even when learning the population spent the whole budget:

@@ -49,10 +49,24 @@ def influences(population: DiscretePopulation, base: list[GroupProbability], gro
     return out
 
 
+#: Influence is computed only when every group rate is known to within this (else it cannot rank).
+INFLUENCE_WIDTH = 0.01
+
+
 def default_subsets(population: DiscretePopulation, columns: Sequence[str]) -> list[list[str]]:
     """Each non-protected feature the model reads, on its own."""
     skip = set(population.protected) | {population.label}
     return [[c] for c in columns if c in population.variables and c not in skip]
+
+
+def requested_subsets(influence: bool | Sequence[Sequence[str]], population: DiscretePopulation,
+                      columns: Sequence[str]) -> list[list[str]]:
+    """The feature sets a question asks the influence of: every feature on its own (True, or "*"
+    among the sets), and the sets given."""
+    every = default_subsets(population, columns)
+    if influence is True:
+        return every
+    return [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
 
 
 def _point(m) -> float:

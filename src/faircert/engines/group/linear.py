@@ -18,11 +18,9 @@ from ...population.program import ProgramPopulation
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
 from . import grid
 from .grid import GridEngine
-from .influence import default_subsets, influences
+from .influence import INFLUENCE_WIDTH, influences, requested_subsets
 from .subset_sum import Engine
 
-#: Influence is computed only when every group rate is known to within this (else it cannot rank).
-INFLUENCE_WIDTH = 0.01
 #: Rows the exact subset-sum tables may reach before the histogram engine answers instead.
 EXACT_ROWS = 200_000
 
@@ -136,10 +134,8 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         approximations.append(f"influence not computed: a group rate is only known to within {widest:.3g}, too wide "
                               f"to rank features (needs {INFLUENCE_WIDTH:g})")
     elif influence:
-        every = default_subsets(pop, model.columns)
-        subsets = every if influence is True else [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
         result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
-                                      subsets)
+                                      requested_subsets(influence, pop, model.columns))
     if bin_bounds:
         spread = group_probabilities(model, pop, spread_bins=True, deadline=deadline)
         di, sp = di_interval(spread), gap_interval("sp", spread)

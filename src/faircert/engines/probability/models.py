@@ -299,6 +299,17 @@ class _CodeInput:
         self.breaks = np.unique(inner[(inner > 0) & (inner < 1)])
 
 
+def _range_extremes(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) with lo[a, b] / hi[a, b] the least / greatest of vals[a..b] (NaN where b < a): one
+    running extreme per start, not one per range (a variable may have thousands of states)."""
+    n = len(vals)
+    lo, hi = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    for a in range(n):
+        lo[a, a:] = np.minimum.accumulate(vals[a:])
+        hi[a, a:] = np.maximum.accumulate(vals[a:])
+    return lo, hi
+
+
 def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> ModelSetup:
     """Any model under a discrete population (independent or Bayesian network) by box refinement:
     a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
@@ -330,9 +341,7 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
             except (TypeError, ValueError):
                 raise PropertyError(f"model input {n!r} has non-numeric states {v.states[:4]}; "
                                     "a model reads numbers") from None
-            lo_t = np.array([[vals[a:b + 1].min() if b >= a else np.nan for b in range(v.card)] for a in range(v.card)])
-            hi_t = np.array([[vals[a:b + 1].max() if b >= a else np.nan for b in range(v.card)] for a in range(v.card)])
-            values.append((lo_t, hi_t))
+            values.append(_range_extremes(vals))
         else:
             values.append(None)
         bit = 1 << index[n] if len(order) <= 64 else 0

@@ -70,6 +70,10 @@ def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_
     verdict, stopped = None, ""
     while True:
         todo = next_look - n if bound == "binomial" else min(max(first_batch, n), max_batch)
+        elapsed = time.perf_counter() - start
+        if n and time_limit is not None and elapsed + todo * elapsed / n > time_limit:
+            stopped = "time limit"  # the next look (twice the samples) would end past the limit
+            break
         while todo > 0:
             size = min(todo, max_batch)
             counts += np.asarray(sample(rng, size), dtype=bool).sum(axis=0)
