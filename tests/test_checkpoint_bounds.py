@@ -6,14 +6,12 @@ question, and damaged states, are refused in one line."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from killing import killed_after
 from program_examples import FIG1
 from test_equalized_odds_populations import NET, PROGRAM
 
@@ -149,12 +147,7 @@ def test_a_killed_program_command_resumes_to_bounds_at_least_as_tight(tmp_path):
     resumed_after_kill = 0
     for k, after in enumerate(np.linspace(2.0, 5.0, 4)):
         path = tmp_path / f"run{k}.ckpt"
-        child = subprocess.Popen(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"])
-        time.sleep(after)
-        killed = child.poll() is None
-        if killed:
-            os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+        killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"], after)
         if not path.exists():
             continue
         resumed_after_kill += killed

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from killing import killed_after
 from test_network_complete import _brute_region
 from test_network_parallel import MEDIUM, brute_force_case
 
@@ -182,12 +180,7 @@ def test_a_killed_partitioned_command_resumes_to_the_same_verdicts(tmp_path):
     resumed_after_kill = 0
     for k, after in enumerate(np.linspace(2.0, 5.0, 5)):
         path = tmp_path / f"run{k}.ckpt"
-        child = subprocess.Popen(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"])
-        time.sleep(after)
-        killed = child.poll() is None
-        if killed:
-            os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+        killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"], after)
         out = tmp_path / f"resumed{k}.json"
         args = ["--resume", str(path)] if path.exists() else []
         resumed_after_kill += killed and bool(args)

@@ -5,15 +5,13 @@ counterexamples; another network, domain or question, or a changed or damaged fi
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from killing import killed_after
 from test_network_parallel import large_case, shares
 
 import faircert
@@ -135,12 +133,7 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     resumed_after_kill = 0
     for k, after in enumerate(np.linspace(1.2, 4.5, 8)):
         path = tmp_path / f"run{k}.ckpt"
-        child = subprocess.Popen(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"])
-        time.sleep(after)
-        killed = child.poll() is None
-        if killed:
-            os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+        killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"], after)
         resumed = tmp_path / f"resumed{k}.json"
         if path.exists():
             resumed_after_kill += killed

@@ -8,15 +8,13 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
-import signal
 import struct
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from killing import killed_after
 from test_trees_dilated_parallel import _cases, _rows
 from test_workers import _adult_like
 
@@ -286,12 +284,7 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     resumed_after_kill = 0
     for k, after in enumerate(np.linspace(2.0, 8.0, 6)):
         path = tmp_path / f"run{k}.ckpt"
-        child = subprocess.Popen(base + ["--checkpoint", str(path), "--checkpoint-every", "0.1"])
-        time.sleep(after)
-        killed = child.poll() is None
-        if killed:
-            os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+        killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.1"], after)
         resumed = tmp_path / f"resumed{k}.json"
         if path.exists():
             resumed_after_kill += killed

@@ -1,0 +1,19 @@
+"""Killing a command part way, as a power loss or the OOM killer would (for the resume tests)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+
+def killed_after(args: list[str], seconds: float) -> bool:
+    """Run `args`, SIGKILL it after `seconds` if it is still running; whether it was killed."""
+    child = subprocess.Popen(args)
+    time.sleep(seconds)
+    killed = child.poll() is None
+    if killed:
+        os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
+    return killed
