@@ -17,3 +17,10 @@ def killed_after(args: list[str], seconds: float) -> bool:
         os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=60)
     return killed
+
+
+def rerun(args: list[str], checkpoint, out) -> int:
+    """Run `args` again, writing JSON to `out`: resumed from `checkpoint` when the killed run wrote
+    one, afresh otherwise; the exit code."""
+    resume = ["--resume", str(checkpoint)] if checkpoint.exists() else []
+    return subprocess.run(args + resume + ["--json", str(out)], check=False, timeout=300).returncode

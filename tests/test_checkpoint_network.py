@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from killing import killed_after
+from killing import killed_after, rerun
 from test_network_parallel import large_case, shares
 
 import faircert
@@ -135,12 +135,8 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
         path = tmp_path / f"run{k}.ckpt"
         killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"], after)
         resumed = tmp_path / f"resumed{k}.json"
-        if path.exists():
-            resumed_after_kill += killed
-            code = subprocess.run(base + ["--resume", str(path), "--json", str(resumed)], check=False,
-                                  timeout=300).returncode
-        else:  # killed before its first checkpoint: start afresh
-            code = subprocess.run(base + ["--json", str(resumed)], check=False, timeout=300).returncode
+        resumed_after_kill += killed and path.exists()
+        code = rerun(base, path, resumed)
         got = json.loads(resumed.read_text())
         assert code in (0, 1, 2)
         for key in ("certified", "falsified", "undecided", "counterexamples"):

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from killing import killed_after
+from killing import killed_after, rerun
 from test_trees_dilated_parallel import _cases, _rows
 from test_workers import _adult_like
 
@@ -286,12 +286,8 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
         path = tmp_path / f"run{k}.ckpt"
         killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.1"], after)
         resumed = tmp_path / f"resumed{k}.json"
-        if path.exists():
-            resumed_after_kill += killed
-            code = subprocess.run(base + ["--resume", str(path), "--json", str(resumed)], check=False,
-                                  timeout=300).returncode
-        else:  # killed before its first checkpoint: start afresh
-            code = subprocess.run(base + ["--json", str(resumed)], check=False, timeout=300).returncode
+        resumed_after_kill += killed and path.exists()
+        code = rerun(base, path, resumed)
         got = json.loads(resumed.read_text())
         assert code in (0, 1, 2)
         for key in ("certified", "falsified", "undecided", "measure_lower", "measure_upper", "confident_size",
