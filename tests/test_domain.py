@@ -150,3 +150,105 @@ def test_a_model_wider_than_a_domain_of_categories_is_pointed_to_the_preprocesso
     with pytest.raises(Error) as plain:
         Domain.from_bounds([0, 0], [1, 1]).check_width(3)
     assert "--preprocessor" not in str(plain.value)
+
+
+# ----- large and hostile YAML domains ----------------------------------------------------------
+#: CPU seconds (this process's, unaffected by other jobs on the machine) a read at the limits may
+#: take: loading a 100,000-feature YAML domain takes about 3 s, inferring one from a 20,000-column
+#: CSV about 2 s (PyYAML's own loader and emitter took a minute and 9 s).
+CPU_SECONDS = 10
+
+
+def _cpu_seconds(call):
+    import time
+
+    start = time.process_time()
+    call()
+    return time.process_time() - start
+
+
+def test_a_yaml_domain_of_100000_features_reads_in_seconds(tmp_path):
+    from faircert.limits import MAX_FEATURES
+
+    domain = Domain(tuple(Feature(f"f{i}", "integer", 0, i % 9 + 1, protected=i == 1) for i in range(MAX_FEATURES)))
+    domain.save(tmp_path / "d.yaml")
+    loaded = []
+    assert _cpu_seconds(lambda: loaded.append(Domain.load(tmp_path / "d.yaml"))) < CPU_SECONDS
+    assert loaded == [domain]
+
+
+@pytest.mark.parametrize("text,message", [
+    (lambda: "features:\n" + "- 0\n" * 4_000_000, r"the number of features is more than 100,000"),  # 16 MB
+    (lambda: "features: [" + "{name: a, kind: binary}, " * 600_000 + "]\n", r"the number of features is more than"),
+    (lambda: "a: " + "[" * 101 + "]" * 101 + "\n", r"YAML nested more than 100 levels deep"),
+], ids=["16 MB of list items", "600,000 features", "nested 101 deep"])
+def test_hostile_yaml_domains_are_refused_in_one_line_quickly(tmp_path, text, message):
+    """Refused as soon as the limit is passed, not after reading the whole file."""
+    from faircert.limits import LimitError
+
+    path = tmp_path / "d.yaml"
+    path.write_text(text())
+    errors = []
+
+    def load():
+        with pytest.raises(LimitError, match=message) as err:
+            Domain.load(path)
+        errors.append(str(err.value))
+
+    assert _cpu_seconds(load) < CPU_SECONDS / 2
+    assert "\n" not in errors[0]
+
+
+def test_yaml_domains_of_too_many_values_are_refused_with_a_pointer_to_json(tmp_path, monkeypatch):
+    import faircert.domain
+    from faircert.limits import LimitError
+
+    monkeypatch.setattr(faircert.domain, "MAX_YAML_VALUES", 1_000)
+    path = tmp_path / "d.yaml"
+    path.write_text("notes: [" + "0, " * 1_000 + "]\nfeatures: [{name: a, kind: binary}]\n")
+    with pytest.raises(LimitError, match=r"more than 1,000 values .* write a domain this large as JSON"):
+        Domain.load(path)
+    path.write_text("notes: [" + "0, " * 900 + "]\nfeatures: [{name: a, kind: binary}]\n")
+    assert Domain.load(path).names == ["a"]
+
+
+def test_without_libyaml_small_yaml_domains_read_the_same_and_large_ones_are_refused(tmp_path, monkeypatch):
+    from faircert.limits import LimitError
+
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "d.yaml"
+    path.write_text(YAML)
+    with_libyaml = Domain.load(path)
+    monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    assert Domain.load(path) == with_libyaml
+    path.write_text("features:\n" + "".join(f"  - {{name: f{i}, kind: binary}}\n" for i in range(40_000)))
+    with pytest.raises(LimitError, match=r"more than faircert reads without libyaml .* write the domain as JSON"):
+        Domain.load(path)
+
+
+def test_yaml_written_for_any_names_reads_back_as_the_same_domain(tmp_path):
+    names = ["a: b", "yes", "null", "1.5", "", " x", "#c", "- y", "'q'", '"d"', "back\\slash", "tab\tnew\nline",
+             "\u00e9t\u00e9", "\U0001f600", "\x85\u2028\ufeff\x7f", "=SUM(A1)", "[x]", "{y}", "&a", "*a", "!t"]
+    features = [Feature(n, "integer", -3, 3, protected=k == 0) for k, n in enumerate(names)]
+    features += [Feature("r", "real", -1e-300, 1e15), Feature("big", "integer", -(2**53), 2**53),
+                 Feature("c", "categorical", 0, len(names) - 1, categories=tuple(names))]
+    domain = Domain(tuple(features), match="position")
+    domain.save(tmp_path / "d.yaml")
+    assert Domain.load(tmp_path / "d.yaml") == domain
+    import yaml
+
+    assert yaml.safe_load(domain.to_yaml()) == domain.to_dict()  # plain YAML, as any reader reads it
+
+
+def test_domain_infer_of_a_wide_csv_takes_seconds(tmp_path, capsys):
+    from faircert.cli import main
+
+    rng = np.random.default_rng(0)
+    table = rng.integers(0, 5, size=(20, 20_000))
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{i}" for i in range(table.shape[1])) + "\n"
+                    + "".join(",".join(map(str, row)) + "\n" for row in table))
+    assert _cpu_seconds(lambda: main(["domain", "infer", str(path)])) < CPU_SECONDS / 2
+    out = capsys.readouterr().out
+    (tmp_path / "d.yaml").write_text(out)
+    assert Domain.load(tmp_path / "d.yaml") == infer_domain(path)

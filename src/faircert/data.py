@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,16 +23,26 @@ def read_table(data: Any):
         return data
     if isinstance(data, (str, Path)):
         path = Path(data)
-        if not path.is_file():
+        if not os.path.isfile(path):  # False, not an error, for a name the system refuses (too long)
             raise DataError(f"data file not found: {path}")
         check_file_size(path, DataError)
         try:
-            frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
+            with warnings.catch_warnings():
+                # a row longer than the header: pandas would drop its last fields (index_col=False; by
+                # default it would read the first field as an index and shift every value a column)
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed types: refused below, in one line
+                frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True, index_col=False)
+        except pd.errors.ParserWarning:
+            raise DataError(f"{path}: a row has more fields than the header names; name every column in the "
+                            "header (a separator at the end of a line makes an empty last field)") from None
         except Exception as exc:  # pandas raises several parser errors
             raise DataError(f"{path}: cannot read as CSV: {' '.join(str(exc).split())[:200]}") from None
         if frame.empty:
             raise DataError(f"{path}: no rows")
         check_at_most("the number of columns", frame.shape[1], MAX_FEATURES, str(path))
+        if frame.shape[1] > WIDE:  # pandas' parser leaves each column a block of its own: a copy joins them,
+            frame = frame.copy()  # so that taking many columns at once is one pass, not one per column
         _check_numbers(frame, str(path))
         return frame
     array = np.asarray(data)
@@ -52,6 +63,8 @@ def _separator(path: Path) -> str:
         return ","
 
 
+#: Columns from which a CSV file's table is copied into one block per type after reading.
+WIDE = 1_000
 #: Characters of a CSV file's start read to find its separator.
 SNIFF_BYTES = 16_384
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DomainError
-from .limits import MAX_FEATURES, MAX_TEXT_BYTES, check_at_most, listed, loads_json, quoted, read_text
+from .errors import DomainError, FaircertError
+from .limits import (
+    MAX_FEATURES,
+    MAX_NESTING,
+    MAX_PURE_YAML_BYTES,
+    MAX_TEXT_BYTES,
+    MAX_YAML_VALUES,
+    LimitError,
+    check_at_most,
+    listed,
+    loads_json,
+    quoted,
+    read_text,
+)
 
 KINDS = ("binary", "integer", "real", "categorical")
 #: Largest magnitude of a bound: integers up to it are exact in float64, which the engines use.
@@ -202,7 +215,8 @@ class Domain:
     def measure(self, exclude: Sequence[int] = ()) -> float:
         """Grid count times volume of the box, leaving out the features in `exclude`."""
         skip = set(exclude)
-        return float(np.prod([f.size for i, f in enumerate(self.features) if i not in skip], dtype=np.float64))
+        with np.errstate(over="ignore"):  # a wide domain's size overflows to inf, quietly
+            return float(np.prod([f.size for i, f in enumerate(self.features) if i not in skip], dtype=np.float64))
 
     def contains(self, X: np.ndarray) -> np.ndarray:
         """Rows of X that lie in the domain (bounds and integrality)."""
@@ -224,9 +238,23 @@ class Domain:
         if Path(path).suffix.lower() == ".json":
             write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         else:
-            import yaml
+            write_text(path, self.to_yaml())
 
-            write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None))
+    def to_yaml(self) -> str:
+        """The domain as YAML, one feature a line (a flow mapping), written in time linear in its
+        features (PyYAML's emitter takes minutes for 100,000); `load` reads it back as this domain."""
+        lines = ["features:"]
+        for f in self.features:
+            items = [f"name: {_yaml_text(f.name)}", f"kind: {f.kind}", f"min: {_yaml_number(f.min)}",
+                     f"max: {_yaml_number(f.max)}"]
+            if f.protected:
+                items.append("protected: true")
+            if f.categories is not None:
+                items.append(f"categories: [{', '.join(map(_yaml_text, f.categories))}]")
+            lines.append(f"- {{{', '.join(items)}}}")
+        if self.match != "names":
+            lines.append(f"match: {self.match}")
+        return "\n".join(lines) + "\n"
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "domain") -> Domain:
@@ -246,7 +274,7 @@ class Domain:
     @classmethod
     def load(cls, path: str | Path) -> Domain:
         path = Path(path)
-        if not path.is_file():
+        if not os.path.isfile(path):  # False, not an error, for a name the system refuses (too long)
             raise DomainError(f"domain file not found: {path}")
         text = read_text(path, DomainError, "domain", MAX_TEXT_BYTES)
         if path.suffix.lower() == ".json":
@@ -266,6 +294,44 @@ class Domain:
     def __str__(self) -> str:
         rows = [f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features]
         return "Domain(\n  " + "\n  ".join(rows) + "\n)"
+
+
+#: Text written as a plain YAML scalar when the resolvers read it as text (not a bool, null, number).
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+#: Characters written as they are inside a double-quoted YAML scalar (printable, no line breaks).
+_QUOTED_RAW = re.compile("[ !#-\\[\\]-~\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
+
+
+def _yaml_text(text: str) -> str:
+    """A string as a YAML scalar that reads back as the same string: plain where that is safe,
+    otherwise double-quoted with escapes."""
+    import yaml
+
+    if _PLAIN.fullmatch(text) and _yaml_tools()[0].resolve(yaml.ScalarNode, text, (True, False)) == _YAML_STR:
+        return text
+    if _QUOTED_RAW.fullmatch(text):
+        return f'"{text}"'
+    out = []
+    for ch in text:
+        if _QUOTED_RAW.fullmatch(ch):
+            out.append(ch)
+        elif ch in '"\\':
+            out.append("\\" + ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return f'"{"".join(out)}"'
+
+
+def _yaml_number(value: float) -> str:
+    """A bound as YAML 1.1 reads it back: a float keeps a '.' before its exponent (1.0e+20, not 1e+20)."""
+    if isinstance(value, float):
+        text = repr(value)
+        return text.replace("e", ".0e") if "e" in text and "." not in text else text
+    return str(int(value))
+
+
+_YAML_STR = "tag:yaml.org,2002:str"
 
 
 _GENERIC_NAME = re.compile(r"(f|x|Column_|feature_|input_?)\d+")
@@ -315,14 +381,26 @@ def _feature(entry: Any, i: int, source: str) -> Feature:
 
 def _load_yaml(text: str, source: str) -> Any:
     """YAML without aliases (`*name` references can expand a small file exponentially) or tags,
-    in time linear in the file: libyaml's parser where installed, objects built here from its events."""
+    in time linear in the file: objects built here from the parser's events, within
+    `MAX_YAML_VALUES` values and `MAX_NESTING` levels, a domain's features counted as they are read.
+    libyaml's parser where installed; PyYAML's pure-Python one (far slower) reads small files only."""
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        size = len(text.encode("utf-8", "replace"))
+        if size > MAX_PURE_YAML_BYTES:
+            raise LimitError(f"{source}: a YAML file of {size:,} bytes, more than faircert reads without libyaml "
+                             f"({MAX_PURE_YAML_BYTES:,}; see faircert.limits); write the domain as JSON, or install "
+                             "PyYAML with libyaml (its C extension)")
+        loader = yaml.SafeLoader
     try:
-        if not hasattr(yaml, "CSafeLoader"):
-            return _load_yaml_python(text, source)
-        return _from_events(yaml.parse(text, Loader=yaml.CSafeLoader), source)
-    except DomainError:
+        parser = loader(text)
+        try:
+            return _from_events(parser.get_event, source)
+        finally:
+            parser.dispose()
+    except FaircertError:
         raise
     except RecursionError:
         raise DomainError(f"{source}: YAML nested too deeply") from None
@@ -331,22 +409,27 @@ def _load_yaml(text: str, source: str) -> Any:
         raise DomainError(f"{source}: cannot parse domain file: {reason[:300]}") from None
 
 
-#: Nesting a domain file never needs (a deeper file is refused before it costs anything).
-MAX_YAML_DEPTH = 64
-
-
-def _from_events(events: Any, source: str) -> Any:
-    """Python objects from a YAML event stream, scalars resolved as PyYAML's SafeLoader does."""
+def _from_events(next_event: Any, source: str) -> Any:
+    """Python objects from a YAML parser's events (`next_event()` gives the next), scalars resolved
+    as PyYAML's SafeLoader resolves them."""
     import yaml
 
+    scalar_event, alias_event, end_event = yaml.ScalarEvent, yaml.AliasEvent, yaml.StreamEndEvent
+    sequence_start, mapping_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
+    closing = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
     stack: list[Any] = []   # open collections: lists and _Mapping frames
     result: list[Any] = []
+    features: list[Any] | None = None  # the top-level mapping's 'features' list, counted as it grows
+    cache = _scalars()
+    resolved = _yaml_tools()[2]
+    texts: dict[str, str] = {}
+    values = 0
 
     def add(value: Any) -> None:
         top = stack[-1] if stack else None
         if top is None:
             result.append(value)
-        elif isinstance(top, list):
+        elif type(top) is list:
             top.append(value)
         elif top.key is _NO_KEY:
             try:
@@ -358,29 +441,59 @@ def _from_events(events: Any, source: str) -> Any:
             top.items[top.key] = value
             top.key = _NO_KEY
 
-    for event in events:
-        if isinstance(event, yaml.AliasEvent):
+    while True:
+        event = next_event()
+        kind = type(event)
+        if kind is scalar_event or kind is sequence_start or kind is mapping_start:
+            tag = event.tag
+            if tag is not None and tag != "!" and not tag.startswith("tag:yaml.org,2002:"):
+                raise DomainError(f"{source}:{event.start_mark.line + 1}: YAML tag {quoted(tag)} is not allowed in "
+                                  "domain files")
+            values += 1
+            if values > MAX_YAML_VALUES:
+                raise LimitError(f"{source}: a YAML file of more than {MAX_YAML_VALUES:,} values (scalars, lists and "
+                                 "mappings), more than faircert reads (see faircert.limits); write a domain this "
+                                 "large as JSON")
+            top = stack[-1] if stack else None
+            if top is features and top is not None and len(top) >= MAX_FEATURES:
+                raise LimitError(f"{source}: the number of features is more than {MAX_FEATURES:,}, more than "
+                                 "faircert reads (see faircert.limits)")
+            if kind is scalar_event:
+                value = event.value
+                if tag is not None or (event.implicit[0] and (not value or value[0] in resolved)):
+                    key = (value, tag, event.implicit)  # a value a resolver may read as a number, bool, null...
+                    value = cache.get(key, _NO_KEY)
+                    if value is _NO_KEY:
+                        value = _scalar(event, key, cache)
+                else:  # text: one object for each distinct text (keys repeat on every feature)
+                    value = texts.setdefault(value, value)
+                if type(top) is list:  # the common cases inline: a list's item, a mapping's key or value
+                    top.append(value)
+                elif top is not None and top.key is not _NO_KEY:
+                    top.items[top.key] = value
+                    top.key = _NO_KEY
+                else:
+                    add(value)
+                continue
+            if len(stack) >= MAX_NESTING:
+                raise LimitError(f"{source}: YAML nested more than {MAX_NESTING} levels deep; faircert reads at most "
+                                 "that (see faircert.limits)")
+            if kind is sequence_start:
+                stack.append([])
+                if top is not None and len(stack) == 2 and not result and type(top) is _Mapping \
+                        and top.key == "features":
+                    features = stack[-1]
+            else:
+                stack.append(_Mapping())
+        elif kind in closing:
+            done = stack.pop()
+            add(done if type(done) is list else done.items)
+        elif kind is alias_event:
             mark = event.start_mark
             raise DomainError(f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; "
                               "write the value out")
-        tag = getattr(event, "tag", None)
-        if tag is not None and tag != "!" and not tag.startswith("tag:yaml.org,2002:"):
-            raise DomainError(f"{source}:{event.start_mark.line + 1}: YAML tag {quoted(tag)} is not allowed in "
-                              "domain files")
-        if isinstance(event, yaml.ScalarEvent):
-            add(_scalar(event))
-        elif isinstance(event, yaml.SequenceStartEvent):
-            if len(stack) >= MAX_YAML_DEPTH:
-                raise DomainError(f"{source}: YAML nested too deeply")
-            stack.append([])
-        elif isinstance(event, yaml.MappingStartEvent):
-            if len(stack) >= MAX_YAML_DEPTH:
-                raise DomainError(f"{source}: YAML nested too deeply")
-            stack.append(_Mapping())
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            done = stack.pop()
-            add(done if isinstance(done, list) else done.items)
-    return result[0] if result else None
+        elif kind is end_event or event is None:
+            return result[0] if result else None
 
 
 _NO_KEY = object()
@@ -396,20 +509,17 @@ class _Mapping:
         self.key: Any = _NO_KEY
 
 
-def _scalar(event: Any) -> Any:
+def _scalar(event: Any, key: tuple, cache: dict) -> Any:
     """A scalar as SafeLoader constructs it: its implicit resolvers pick the tag of a plain value.
-    Domain files repeat their words and small numbers, so each distinct scalar is resolved once."""
-    key = (event.value, event.tag, event.implicit)
-    cache = _scalars()
-    if key in cache:
-        return cache[key]
+    Domain files repeat their words and small numbers, so each distinct scalar is resolved once
+    (`key` in `cache`)."""
     import yaml
 
-    resolver, constructor = _yaml_tools()
+    resolver, constructor, _ = _yaml_tools()
     value, tag = event.value, event.tag
     if tag is None or tag == "!":
         tag = resolver.resolve(yaml.ScalarNode, value, event.implicit)
-    out = value if tag == "tag:yaml.org,2002:str" else \
+    out = value if tag == _YAML_STR else \
         constructor.construct_object(yaml.ScalarNode(tag, value), deep=False)
     if len(cache) >= 100_000:
         cache.clear()
@@ -424,24 +534,17 @@ def _scalars() -> dict:
 
 
 @functools.cache
-def _yaml_tools() -> tuple[Any, Any]:
-    """PyYAML's own resolver and safe constructor, made once."""
+def _yaml_tools() -> tuple[Any, Any, Any]:
+    """PyYAML's own resolver and safe constructor, made once, and the first characters of the plain
+    scalars its implicit resolvers may read as something other than text: any other plain scalar is
+    text (unless a resolver for every first character was registered)."""
     import yaml
 
-    return yaml.resolver.Resolver(), yaml.constructor.SafeConstructor()
+    resolver = yaml.resolver.Resolver()
+    first = frozenset(resolver.yaml_implicit_resolvers)
+    return resolver, yaml.constructor.SafeConstructor(), first if None not in first else _AnyCharacter()
 
 
-def _load_yaml_python(text: str, source: str) -> Any:
-    """Without libyaml: PyYAML's pure-Python SafeLoader, aliases refused while composing (errors
-    become one line in `_load_yaml`)."""
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.events.AliasEvent):
-                mark = self.peek_event().start_mark
-                raise DomainError(f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; "
-                                  "write the value out")
-            return super().compose_node(parent, index)
-
-    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+class _AnyCharacter:
+    def __contains__(self, item: object) -> bool:
+        return True

@@ -30,8 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_infer(args: argparse.Namespace) -> int:
-    import yaml
-
     from ..data import infer_domain
     from ..files import check_writable, print_stdout
 
@@ -43,7 +41,7 @@ def run_infer(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {len(domain)} features, protected: {', '.join(domain.protected_names) or 'none'}",
               file=sys.stderr)
     else:
-        print_stdout(yaml.safe_dump(domain.to_dict(), sort_keys=False, default_flow_style=None))
+        print_stdout(domain.to_yaml())
     return 0
 
 

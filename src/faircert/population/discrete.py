@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,8 @@ class Variable:
 
     def __post_init__(self) -> None:
         self.states = tuple(self.states)
+        if not all(isinstance(s, (str, bool, np.bool_)) or _finite_number(s) for s in self.states):
+            raise DataError(f"variable {self.name!r}: each state must be a label or a finite number")
         if self.within is not None:
             try:
                 self.within = tuple((tuple(v), tuple(float(x) for x in q)) for v, q in self.within)
@@ -45,11 +48,13 @@ class Variable:
                 raise DataError(f"variable {self.name!r}: 'within' must list (values, probabilities) per state") from None
             if len(self.within) != len(self.states) or any(
                     len(v) != len(q) or not v or any(not np.isfinite(x) or x < 0 for x in q)
-                    or abs(sum(q) - 1.0) > 1e-9 for v, q in self.within):
+                    or abs(sum(q) - 1.0) > 1e-9 or not all(map(_finite_number, v)) for v, q in self.within):
                 raise DataError(f"variable {self.name!r}: 'within' needs, for each of its {len(self.states)} states, "
-                                "values with probabilities >= 0 that sum to 1")
+                                "values (finite numbers) with probabilities >= 0 that sum to 1")
         self.labels = tuple(str(x) for x in self.labels) if self.labels else tuple(str(s) for s in self.states)
         self.parents = tuple(self.parents)
+        if not all(isinstance(p, str) for p in self.parents):
+            raise DataError(f"variable {self.name!r}: its parents must be variable names")
         self.cpt = np.asarray(self.cpt, dtype=np.float64)
         if len(self.labels) != len(self.states):
             raise DataError(f"variable {self.name!r}: {len(self.labels)} labels for {len(self.states)} states")
@@ -94,13 +99,17 @@ class Variable:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Variable:
+        from ..limits import quoted
+
+        if not isinstance(d, dict):
+            raise DataError(f"population variable {quoted(d)}: malformed (not a mapping)")
         try:
             return cls(str(d["name"]), tuple(d["states"]), tuple(d.get("labels") or ()), tuple(d.get("parents", ())),
                        np.asarray(d["table"], dtype=np.float64),
                        tuple(d["edges"]) if d.get("edges") is not None else None, d.get("within"))
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"population variable {d.get('name', '?') if isinstance(d, dict) else d!r}: "
-                            f"malformed ({exc})") from None
+            raise DataError(f"population variable {quoted(d.get('name', '?'))}: malformed "
+                            f"({' '.join(str(exc).split())[:200]})") from None
 
 
 @dataclass
@@ -299,9 +308,16 @@ class DiscretePopulation:
         for d in data["variables"]:
             v = Variable.from_dict(d)
             variables[v.name] = v
-        by_label = {str(k): cls.from_dict(p, source) for k, p in (data.get("by_label") or {}).items()}
-        return cls(variables, tuple(data.get("protected", ())), data.get("label"), data.get("kind", "bayesnet"),
-                   by_label, dict(data.get("info") or {}))
+        protected, label = data.get("protected", []), data.get("label")
+        by_label, info = data.get("by_label") or {}, data.get("info") or {}
+        if not (isinstance(protected, list) and all(isinstance(p, str) for p in protected)
+                and (label is None or isinstance(label, str)) and isinstance(data.get("kind", ""), str)
+                and isinstance(by_label, dict) and isinstance(info, dict) and _report_info(info)):
+            raise DataError(f"{source}: malformed population ('protected' must list names, 'label' be a name or "
+                            "null, 'kind' a name, 'by_label' and 'info' mappings, info's 'binning' a mapping of "
+                            "plain values and its 'edges_dropped' a list of {edge: [parent, child], loglik})")
+        by_label = {str(k): cls.from_dict(p, source) for k, p in by_label.items()}
+        return cls(variables, tuple(protected), label, data.get("kind", "bayesnet"), by_label, info)
 
     def save(self, path: str | Path) -> None:
         from ..files import write_text
@@ -311,11 +327,28 @@ class DiscretePopulation:
     @classmethod
     def load(cls, path: str | Path) -> DiscretePopulation:
         path = Path(path)
-        if not path.is_file():
+        if not os.path.isfile(path):  # False, not an error, for a name the system refuses (too long)
             raise DataError(f"population file not found: {path}")
         from ..limits import loads_json, read_text
 
         return cls.from_dict(loads_json(read_text(path, DataError, "population"), str(path), DataError), str(path))
+
+
+def _report_info(info: dict) -> bool:
+    """Whether what a saved population says of how it was made has the shape reports read."""
+    binning, dropped = info.get("binning", {}), info.get("edges_dropped") or []
+    plain = (str, int, float, bool, type(None))
+    return (isinstance(binning, dict) and all(isinstance(v, plain) for v in binning.values())
+            and isinstance(info.get("label"), (str, type(None))) and isinstance(dropped, list)
+            and all(isinstance(d, dict) and isinstance(d.get("edge"), list) and len(d["edge"]) == 2
+                    and isinstance(d.get("loglik"), (int, float)) and not isinstance(d["loglik"], bool)
+                    for d in dropped))
+
+
+def _finite_number(value: Any) -> bool:
+    """A data value of a binned variable: an int or float, not a bool, finite."""
+    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+            and bool(np.isfinite(value)))
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,12 +6,14 @@ model's features) are the features. Its `sensitiveAttribute`, when present, defi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import PropertyError
-from ..models.program import Gaussian, Program, constant_value, load_program
+from ..limits import quoted
+from ..models.program import Gaussian, Program, ProgramError, constant_value, load_program
 from .continuous import Gaussian as G
 from .continuous import Step, Uniform
 
@@ -26,6 +28,10 @@ class ProgramPopulation:
 
     @classmethod
     def load(cls, source: str | Path | Program) -> ProgramPopulation:
+        text = str(source)
+        named = isinstance(source, Path) or (isinstance(source, str) and "\n" not in text and text.endswith(".fr"))
+        if named and not os.path.isfile(text):  # checked here: a name the system refuses (too long) is no file either
+            raise ProgramError(f"cannot read program file {quoted(text)}: no such file")
         return cls(load_program(source))
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -304,7 +305,7 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if path.suffix.lower() == ".json":
             return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
         looks_like_program = isinstance(population, str) and "\n" in population
-        if path.suffix.lower() == ".fr" or looks_like_program or (not path.suffix and path.is_file()):
+        if path.suffix.lower() == ".fr" or looks_like_program or (not path.suffix and os.path.isfile(path)):
             return model, ProgramPopulation.load(population), frame, 0.0
         if not path.suffix:  # a word that names no population (a typo of one, most likely)
             raise PropertyError(f"unknown population {str(population)!r}: choose independent, bayesnet, empirical, a "

@@ -9,6 +9,7 @@ therefore takes the same rounds as the run that wrote it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -70,8 +71,8 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
     try:
         pool = {name: unpack(state["pool"][name], "i8" if name == "split" else "f8",
                              d if name in ("lo", "hi") else None) for name in POOL}
-        stuck = [unpack(a, "f8", d) for a in state["stuck"]]
-        pend = [unpack(a, "f8", d) for a in state["pending"]]
+        stuck = [unpack(a, "f8", d) for a in _pair(state["stuck"])]
+        pend = [unpack(a, "f8", d) for a in _pair(state["pending"])]
         cx, cxp = unpack(state["cex"][0], "f8", d), unpack(state["cex"][1], "f8", d)
         ca, cb = unpack(state["cex"][2], "i8"), unpack(state["cex"][3], "i8")
         scalars = [state[k] for k in ("cert", "fal")] + [state["stats"][k] for k in COUNTERS]
@@ -88,7 +89,8 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
           and all(np.all(a <= b) for a, b in zip(boxes[::2], boxes[1::2]))
           and np.all((pool["split"] >= 0) & (pool["split"] < d))
           and np.all((ca >= 0) & (ca < pb.n_twins) & (cb >= 0) & (cb < pb.n_twins))
-          and all(isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in scalars)
+          and all(_finite_amount(v) for v in scalars)
+          and state["cert"] + state["fal"] <= pb.domain_size * (1 + 1e-9)  # masses of this domain
           and all(isinstance(v, int) and v >= 0 for v in counts))
     if not ok:
         raise PropertyError("checkpoint: its boxes or counts do not fit this domain and network")
@@ -106,3 +108,20 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
         run.stats[k] = state["stats"][k]
     run.stats["rounds"] = state["stats"]["rounds"]
     return pend[0], pend[1], state["examined"]
+
+
+def _pair(value: Any) -> list:
+    """The two arrays (lo, hi) a state lists, or ValueError."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("not a pair of arrays")
+    return value
+
+
+def _finite_amount(value: Any) -> bool:
+    """A non-negative finite number as JSON gives one (an integer may exceed every float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value)) and value >= 0
+    except OverflowError:
+        return False

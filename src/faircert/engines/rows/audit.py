@@ -143,7 +143,9 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
         open_rows = np.array([], dtype=np.int64)
     checkpoint = _checkpoint(question, options)
     if options.resume:  # rows a killed run decided stay decided; the rest continue
-        for i, v, m, t in _restored(checkpoint.load(), n, question.rows.shape[1]):
+        restored = _restored(checkpoint.load(), n, question.rows.shape[1])
+        _check_twins(kind, audit, restored)
+        for i, v, m, t in restored:
             verdicts[i], methods[i], twins[i] = v, m, t
         open_rows = np.array([i for i in open_rows if methods[i] == "not reached"], dtype=np.int64)
     stopped = "done"
@@ -220,15 +222,50 @@ def _restored(state: dict[str, Any], n: int, width: int) -> list[tuple[int, str,
     if not isinstance(rows, list):
         raise PropertyError("checkpoint: its state has no list of rows")
     out = []
-    for item in rows:
-        ok = (isinstance(item, list) and len(item) == 4 and isinstance(item[0], int) and 0 <= item[0] < n
-              and item[1] in (FAIR, UNFAIR, UNKNOWN) and isinstance(item[2], str) and len(item[2]) <= 200
+    seen: set[int] = set()
+    for item in rows:  # an unfair row has its twin, other rows none; each row once; no true/false for numbers
+        ok = (isinstance(item, list) and len(item) == 4 and type(item[0]) is int and 0 <= item[0] < n
+              and item[0] not in seen and item[1] in (FAIR, UNFAIR, UNKNOWN) and isinstance(item[2], str)
+              and len(item[2]) <= 200 and (item[3] is None) == (item[1] != UNFAIR)
               and (item[3] is None or (isinstance(item[3], list) and len(item[3]) == width
-                                       and all(isinstance(v, (int, float)) for v in item[3]))))
+                                       and all(type(v) in (int, float) for v in item[3]))))
         if not ok:
             raise PropertyError(f"checkpoint: malformed row entry {str(item)[:80]}")
+        seen.add(item[0])
         out.append((item[0], item[1], item[2], None if item[3] is None else np.asarray(item[3], dtype=np.float64)))
     return out
+
+
+#: How far a restored twin's feature may lie outside its row's ball, relative to 1 + |the ball's
+#: nearest value| (a solver's twin is feasible to its tolerance, about 1e-7).
+TWIN_SLACK = 1e-6
+
+
+def _check_twins(kind: RowModel, audit: Audit, restored: list) -> None:
+    """A restored unfair row's twin is checked as the run checks the twins it finds: one of the
+    row's twins (another protected combination of the domain; every other feature within the row's
+    ball, discrete ones whole) that the model decides the other way."""
+    found = [(i, t) for i, v, _, t in restored if v == UNFAIR]
+    if not found:
+        return
+    rows = np.array([i for i, _ in found], dtype=np.int64)
+    twins = np.stack([t for _, t in found])
+    lo, hi = audit.windows(rows)
+    protected = list(audit.prop.protected)
+    inside = np.clip(twins, lo, hi)
+    near = np.abs(twins - inside) <= TWIN_SLACK * (1.0 + np.abs(inside))
+    near[:, protected] = True
+    whole = np.where(audit.discrete, twins == np.round(twins), True)
+    combos = {tuple(c): k for k, c in enumerate(audit.combos)}
+    other = np.array([combos.get(tuple(t[protected]), audit.own[i]) != audit.own[i] or not protected
+                      for i, t in zip(rows, twins)])
+    ok = near.all(axis=1) & whole.all(axis=1) & other
+    if ok.all():  # the model sees only twins inside the domain (no overflow on numbers far outside)
+        ok &= (kind.margins(twins) > 0) != (audit.labels[rows] == 1)
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        raise PropertyError(f"checkpoint: the twin of row {int(rows[bad[0]])} is not a twin the model decides "
+                            "differently (changed or damaged); start afresh without --resume")
 
 
 @dataclass
