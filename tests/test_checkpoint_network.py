@@ -75,7 +75,8 @@ def _state(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "version", "release"])
+@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "counterexample outside", "version",
+                                    "release"])
 def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, damage):
     net, dom = large_case()
     path = tmp_path / "run.ckpt"
@@ -93,6 +94,12 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         lo[0, 0] = -1e9
         body["state"]["pool"]["lo"] = pack(lo)
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
+    elif damage == "counterexample outside":  # a consistent file whose pair lies far outside the domain
+        from faircert.checkpoint import pack
+
+        x = np.full((1, 5), -1e300)
+        body["state"]["cex"] = [pack(x), pack(x), pack(np.array([0])), pack(np.array([1]))]
+        Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage == "version":
         body["version"] = 1
         path.write_text(json.dumps(body))
@@ -100,6 +107,7 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         body["faircert"] = "0.0.9"
         path.write_text(json.dumps(body))
     message = {"digest": "digest", "truncated": "JSON|json", "boxes outside": "do not fit",
+               "counterexample outside": "do not fit",
                "version": "version 1", "release": "written by faircert 0.0.9; this is faircert"}[damage]
     with pytest.raises(PropertyError, match=message):
         _verify(net, dom, resume=path, max_boxes=600)

@@ -81,7 +81,8 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
         raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
                             f"{str(exc)[:80]})") from None
     n = pool["lo"].shape[0]
-    boxes = [pool["lo"], pool["hi"], stuck[0], stuck[1], pend[0], pend[1]]
+    # counterexamples are grown into boxes: each point must be one of the domain's
+    boxes = [pool["lo"], pool["hi"], stuck[0], stuck[1], pend[0], pend[1], cx, cx, cxp, cxp]
     ok = (all(pool[k].shape == (n,) for k in POOL[2:])
           and stuck[0].shape == stuck[1].shape and pend[0].shape == pend[1].shape
           and cx.shape == cxp.shape and ca.shape == cb.shape == (cx.shape[0],)
