@@ -178,6 +178,29 @@ def _tree_case() -> Case:
     return Case(ir, prop, VerifyOptions(time_limit=30), check)
 
 
+def _tree_population_case() -> Case:
+    """Under skewed marginals (some values never seen): the exact probability of an unfair twin."""
+    from dataclasses import replace
+
+    from faircert.population.marginals import Marginals
+
+    ir = _trees()
+    codes = np.array([[a, 0, b] for a, b, n in [(0, -3, 5), (1, 0, 2), (3, 0, 1), (3, 2, 4), (5, 3, 3)]
+                      for _ in range(n)], dtype=float)
+    prop = replace(individual_fairness(DOM, "s"), population=Marginals.from_codes(codes))
+    unfair = _tree_unfair_inputs(ir)
+    a, na = np.unique(codes[:, 0], return_counts=True)
+    b, nb = np.unique(codes[:, 2], return_counts=True)
+    truth = sum(pa * pb for x, pa in zip(a, na / len(codes)) for y, pb in zip(b, nb / len(codes))
+                if (x, 0.0, y) in unfair)
+
+    def check(result):
+        assert 0 < truth < 1 and result.undecided == 0 and result.domain_size == 1.0
+        assert result.falsified == pytest.approx(truth, abs=1e-12) and result.verdict == "unfair"
+
+    return Case(ir, prop, VerifyOptions(time_limit=30), check)
+
+
 def _tree_complete_case() -> Case:
     ir = _trees()
     prop = individual_fairness(DOM, "s")
@@ -312,6 +335,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "network-boxes": _network_case,
     "network-complete": _network_complete_case,
     "tree-complete": _tree_complete_case,
+    "tree-population": _tree_population_case,
     "tree-boxes": _tree_case,
     "tree-sampling": _tree_sampling_case,
     "subset-sum": _subset_sum_case,

@@ -233,25 +233,27 @@ def _population_data(data: Any, domain: Any, population: str) -> Any:
 
 
 def _with_marginals(ir, prop, frame, options):
-    """The property measured under the data's independent marginals: exactly for separable models,
-    by box refinement (sound bounds) for networks whose measured features are discrete."""
+    """The property measured under the data's independent marginals: exactly for separable models
+    and tree ensembles (epsilon 0), by box refinement (sound bounds) for networks whose measured
+    features are discrete."""
     from dataclasses import replace
 
     from .data import encode_table
     from .engines.linear.verify import accepts
     from .models.network import ReluNetwork
+    from .models.trees import TreeEnsemble
     from .population.marginals import Marginals
 
     measured = [prop.domain.features[j] for j in prop.free]
     network = isinstance(ir, ReluNetwork) and all(f.is_discrete for f in measured)
-    if not (accepts(ir, prop) or network) or options.method != "sound":
+    if not (accepts(ir, prop) or network or isinstance(ir, TreeEnsemble)) or options.method != "sound":
         real = [f.name for f in measured if not f.is_discrete]
         why = (f"; the network's real-valued features ({', '.join(real[:3])}) would need a continuous measure: "
                "declare them integer if they are") if isinstance(ir, ReluNetwork) and real else ""
         raise PropertyError("population 'independent' is answered for linear models and pipelines ending in one "
-                            "(exactly, without epsilon) and for networks over discrete features, not with "
-                            "--complete; for tree ensembles use 'uniform' or 'empirical' (the per-row audit of the "
-                            f"data){why}")
+                            "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks over "
+                            "discrete features, not with --complete; otherwise use 'uniform' or 'empirical' (the "
+                            f"per-row audit of the data){why}")
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():

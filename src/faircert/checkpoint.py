@@ -164,7 +164,7 @@ class Checkpoint:
 
 
 #: Engines that write checkpoints and resume from them (besides the per-row audit).
-CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes", "probability-bounds", "program-bounds")
+CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes", "tree-population", "probability-bounds", "program-bounds")
 
 
 def refuse(options: Any, what: str) -> None:

@@ -69,8 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "features)")
     p.add_argument("--population", choices=("uniform", "independent", "bayesnet", "empirical"), default=None,
                    help="the measure of the shares: uniform over the domain (default), independent (each feature "
-                        "drawn from --data, features independent: shares become probabilities; linear models and "
-                        "pipelines ending in one), bayesnet (a Bayesian network learned from --data; linear models, "
+                        "drawn from --data, features independent: shares become probabilities; linear models, tree "
+                        "ensembles with epsilon 0, networks over discrete features), bayesnet (a Bayesian network learned from --data; linear models, "
                         "epsilon 0) or empirical (the per-row audit of --data)")
     p.add_argument("--data", metavar="DATA.csv",
                    help="the data a --population is taken from (default: --domain when it is a CSV)")

@@ -33,6 +33,7 @@ DISCRETE = "faircert.population.discrete.DiscretePopulation"
 PRODUCT = "faircert.population.continuous.ProductPopulation"
 PROGRAM_POPULATION = "faircert.population.program.ProgramPopulation"
 EMPIRICAL = "faircert.population.empirical.EmpiricalPopulation"
+MARGINALS = "faircert.population.marginals.Marginals"
 PIPELINE = "faircert.models.pipeline.PipelineModel"
 BLACKBOX = "faircert.models.blackbox.BlackBoxModel"
 
@@ -59,7 +60,8 @@ class EngineSpec:
     #: fully qualified class names of the model IRs and questions accepted
     models: tuple[str, ...]
     questions: tuple[str, ...]
-    #: population types accepted (group questions); empty when the question has none
+    #: population types accepted; empty: the question's population is not looked at (engines
+    #: listed earlier take the ones they answer)
     populations: tuple[str, ...] = ()
     methods: tuple[str, ...] = ("sound",)
     #: "module:function" with the signature (model, question, options, progress) -> result
@@ -110,6 +112,9 @@ ENGINES: tuple[EngineSpec, ...] = (
     EngineSpec("tree-complete", "complete (and partitioned) individual-fairness verification of tree ensembles: "
                "a mixed-integer program of the twin query", (TREES,), (INDIVIDUAL,), methods=("complete",),
                entry="faircert.engines.trees.complete:answer"),
+    EngineSpec("tree-population", "exact individual-fairness probabilities of tree ensembles under the data's "
+               "independent marginals (epsilon 0): the uniform engine on each feature's stretched grid",
+               (TREES,), (INDIVIDUAL,), (MARGINALS,), entry="faircert.engines.trees.population:answer"),
     EngineSpec("tree-boxes", "exact epsilon-kappa fairness / robustness measures of tree ensembles",
                (TREES,), (INDIVIDUAL,), entry="faircert.engines.trees.verify:answer"),
     EngineSpec("tree-sampling", "uniform samples of a tree ensemble's exact unfair region, re-checked",

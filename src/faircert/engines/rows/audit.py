@@ -230,7 +230,7 @@ def _restored(state: dict[str, Any], n: int, width: int) -> list[tuple[int, str,
               and (item[3] is None or (isinstance(item[3], list) and len(item[3]) == width
                                        and all(type(v) in (int, float) for v in item[3]))))
         if not ok:
-            raise PropertyError(f"checkpoint: malformed row entry {str(item)[:80]}")
+            raise PropertyError(f"checkpoint: malformed row entry {repr(item)[:80]}")
         seen.add(item[0])
         out.append((item[0], item[1], item[2], None if item[3] is None else np.asarray(item[3], dtype=np.float64)))
     return out
