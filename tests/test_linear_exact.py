@@ -188,8 +188,8 @@ def test_populations_are_refused_where_they_are_not_answered():
     with pytest.raises(faircert.errors.PropertyError, match="unknown population 'markov' for verify"):
         faircert.verify(model, dom, protected="s", population="markov", data=frame)
     net = random_network(np.random.default_rng(0), 4, [4])
-    with pytest.raises(faircert.errors.PropertyError, match="'bayesnet' is answered for linear models"):
-        faircert.verify(net, dom, protected="s", population="bayesnet", data=frame)
+    with pytest.raises(faircert.errors.PropertyError, match="'bayesnet' is answered with epsilon 0, without kappa"):
+        faircert.verify(net, dom, protected="s", population="bayesnet", data=frame, kappa=0.7)
     with pytest.raises(faircert.errors.PropertyError, match="is taken from data"):
         faircert.verify(model, dom, protected="s", population="independent")
     net = random_network(np.random.default_rng(0), 4, [4])

@@ -86,9 +86,11 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     `population` chooses the measure of the shares: "uniform" (the default: grid counts and
     volume), "independent" (each feature drawn from `data`'s rows, features independent; the
     shares become probabilities P[x has an unfair twin], exact for linear models and pipelines
-    ending in one), "bayesnet" (a Bayesian network learned from `data`, as `group` learns it;
-    linear models with epsilon 0, sound bounds of a stated width) or "empirical" (the data's rows
-    themselves: the per-row audit of `data`).
+    ending in one and for tree ensembles with epsilon 0 once their bounds meet, sound bounds for
+    networks over discrete features), "bayesnet" (a Bayesian network learned from `data`, as
+    `group` learns it; epsilon 0; sound bounds of a stated width, from score histograms for linear
+    models and box refinement for the others, with an estimate from draws where they stay apart)
+    or "empirical" (the data's rows themselves: the per-row audit of `data`).
     `data` defaults to `domain` when that is a DataFrame or a CSV file.
 
     Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
@@ -154,7 +156,7 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     if population == "bayesnet":
         refuse_checkpoint(options, "the learned-network measure")
         result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
-                                 preprocessor, options)
+                                 preprocessor, _after(options, time.perf_counter() - started), progress)
     else:  # compiling the model counts in the time limit
         options = _after(options, time.perf_counter() - started)
         engine = find_engine(ir, prop, options.method)
@@ -183,27 +185,36 @@ def _job_keywords(checkpoint: str | Path | None, resume: str | Path | None, ever
 VERIFY_POPULATIONS = ("uniform", "independent", "bayesnet", "empirical")
 
 
-def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options) -> Result:
-    """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`: linear models
-    (and pipelines ending in one) with epsilon 0."""
-    from .engines.group.linear import bind_to_frame
+def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options, progress) -> Result:
+    """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`, epsilon 0:
+    linear models (and pipelines ending in one) by score histograms, other models by sound box
+    refinement of the network's CDF space."""
+    from .engines.group.linear import bind_to_frame, resolve_population
     from .engines.linear import bayesnet
     from .engines.linear.verify import accepts
+    from .engines.probability import twins
     from .models.linear import LinearModel
     from .population.learn import learn_population
 
-    linear = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
-    if (not isinstance(linear, LinearModel) or not accepts(ir, prop) or options.method != "sound"
-            or any(e > 0 for e in np.asarray(prop.epsilon, dtype=float))):
-        raise PropertyError("population 'bayesnet' is answered for linear models and pipelines ending in one, with "
-                            "epsilon 0 and without --complete; for other models use 'uniform' or 'empirical' (the "
-                            "per-row audit of the data)")
-    linear = bind_to_frame(linear, frame, None)
+    if options.method != "sound" or any(e > 0 for e in np.asarray(prop.epsilon, dtype=float)) or prop.kappa:
+        raise PropertyError("population 'bayesnet' is answered with epsilon 0, without kappa and without "
+                            "--complete; otherwise use 'uniform', 'independent' or 'empirical' (the per-row audit "
+                            "of the data)")
+    loaded = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     started = time.perf_counter()
-    pop = learn_population(frame, linear.columns, prop.protected_names, kind="bayesnet").expanded()
+    if isinstance(loaded, LinearModel) and accepts(ir, prop):
+        linear = bind_to_frame(loaded, frame, None)
+        pop = learn_population(frame, linear.columns, prop.protected_names, kind="bayesnet").expanded()
+    else:
+        _, pop, _, _ = resolve_population("bayesnet", frame, loaded, prop.protected_names, None)
+        pop = pop.expanded()
     learning_s = time.perf_counter() - started
     left = None if options.time_limit is None else max(options.time_limit - learning_s, MIN_ENGINE_S)
-    result = bayesnet.answer(linear, ir, prop, pop, replace(options, time_limit=left))
+    options = replace(options, time_limit=left)
+    if isinstance(loaded, LinearModel) and accepts(ir, prop):
+        result = bayesnet.answer(linear, ir, prop, pop, options)
+    else:
+        result = twins.answer(ir, prop, loaded, pop, options, progress)
     result.stats["learning_s"] = learning_s
     return result
 

@@ -21,9 +21,7 @@ from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result
 from ..group import grid
 from ..group.grid import GridEngine
-
-#: Points drawn from the population to find re-checked counterexamples.
-DRAWS = 20_000
+from ..probability.twins import sampled_counterexamples, sampled_twins
 
 
 def refined_unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
@@ -65,32 +63,14 @@ def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: l
 def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation, options: Any) -> Result:
     """The verify result under the population: shares as probabilities, counterexamples drawn from
     the population and re-checked on the compiled network `network` over `prop.domain`'s codes."""
-    from ...data import encode_table
-
     start = time.perf_counter()
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
     low, high, stats = refined_unfair_probability(model, pop, list(prop.protected_names), deadline,
                                                   options.memory_limit)
     cexs: list[Counterexample] = []
     if high > 0 and options.max_counterexamples > 0:
-        flat = pop.expanded()
-        codes = flat.sample_codes(np.random.default_rng(options.seed), DRAWS)
-        import pandas as pd
-
-        frame = pd.DataFrame({n: np.asarray(flat.variables[n].states, dtype=object)[codes[n]]
-                              for n in prop.domain.names})
-        X = encode_table(frame.infer_objects(), prop.domain)
-        out = network.logit(X)
-        protected = list(prop.protected)
-        choices = itertools.product(*[prop.domain.features[i].values() for i in protected])
-        for combo in choices:
-            twin = X.copy()
-            twin[:, protected] = combo
-            other = network.logit(twin)
-            for j in np.flatnonzero((out > 0) != (other > 0))[: options.max_counterexamples - len(cexs)]:
-                cexs.append(Counterexample(X[j].tolist(), twin[j].tolist(), float(out[j]), float(other[j])))
-            if len(cexs) >= options.max_counterexamples:
-                break
+        X, _, pairs = sampled_twins(network, prop, pop.expanded(), options.seed)
+        cexs = sampled_counterexamples(network, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
     stats.update(population=pop.describe(), exact=False)
     return Result(verdict=verdict, certified=1.0 - high, falsified=low, undecided=high - low,

@@ -79,46 +79,82 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
     return hi > 0, lo <= 0, hi - lo
 
 
-def _tree_levels(tree: Any) -> list[np.ndarray]:
-    """The tree's inner nodes, level by level from the root."""
-    levels, frontier = [], np.array([0])
-    while len(frontier):
-        inner = frontier[tree.left[frontier] >= 0]
-        if len(inner):
-            levels.append(inner)
-        frontier = np.concatenate([tree.left[inner], tree.right[inner]])
-    return levels
+@dataclass
+class _Forest:
+    """Every tree's nodes in one numbering, inner nodes grouped by depth across trees, and the
+    leaves in tree order: the reachable leaves of all trees follow one tree level at a time."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    roots: np.ndarray
+    levels: list[np.ndarray]
+    leaves: np.ndarray
+    leaf_values: np.ndarray
+    tree_starts: np.ndarray  # where each tree's leaves start in `leaves`
+    total: float             # sum over trees of the largest |leaf value|
+
+    @classmethod
+    def of(cls, model: Any) -> _Forest:
+        cached = getattr(model, "_interval_forest", None)
+        if cached is not None:
+            return cached
+        offsets = np.cumsum([0] + [len(t.left) for t in model.trees])
+        feature = np.concatenate([t.feature for t in model.trees])
+        threshold = np.concatenate([t.threshold for t in model.trees])
+        left = np.concatenate([np.where(t.left >= 0, t.left + o, -1) for t, o in zip(model.trees, offsets)])
+        right = np.concatenate([np.where(t.right >= 0, t.right + o, -1) for t, o in zip(model.trees, offsets)])
+        levels, frontier = [], offsets[:-1].copy()
+        while len(frontier):
+            inner = frontier[left[frontier] >= 0]
+            if len(inner):
+                levels.append(inner)
+            frontier = np.concatenate([left[inner], right[inner]])
+        leaves = np.flatnonzero(left < 0)  # in tree order: the numbering follows the trees
+        starts = np.searchsorted(leaves, offsets[:-1])
+        forest = cls(feature, threshold, left, right, offsets[:-1], levels, leaves,
+                     np.concatenate([t.value for t in model.trees])[leaves], starts,
+                     float(sum(np.max(np.abs(t.value)) for t in model.trees)))
+        model._interval_forest = forest  # the model is not changed after loading
+        return forest
+
+
+#: Boxes evaluated at once by `trees_label` (its reachability matrix is boxes x nodes).
+TREE_CHUNK_CELLS = 4_000_000
 
 
 def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray, hi_open: np.ndarray):
     """(may be positive, may be negative, score width) of a TreeEnsemble from its reachable leaves:
     a node is reachable from a box if its parent is and the box meets the parent's test's side,
-    computed for all boxes at once, one tree level at a time."""
+    computed for all boxes and trees at once, one depth at a time."""
     if model.input_float32:  # rounding to float32 is monotone; its image of [lo, hi] is [f32(lo), f32(hi)]
         with np.errstate(over="ignore"):
             lo, hi = lo.astype(np.float32).astype(np.float64), hi.astype(np.float32).astype(np.float64)
         lo_open = hi_open = np.zeros_like(lo, dtype=bool)
+    forest = _Forest.of(model)
     le = model.split == "<="
     n = len(lo)
-    smin, smax, total = np.zeros(n), np.zeros(n), 0.0
-    for tree in model.trees:
-        reach = np.zeros((n, len(tree.left)), dtype=bool)
-        reach[:, 0] = True
-        for nodes in _tree_levels(tree):
-            f, t = tree.feature[nodes], tree.threshold[nodes]
-            lo_f, hi_f = lo[:, f], hi[:, f]
+    smin, smax = np.zeros(n), np.zeros(n)
+    step = max(1, TREE_CHUNK_CELLS // len(forest.feature))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        reach = np.zeros((b - a, len(forest.feature)), dtype=bool)
+        reach[:, forest.roots] = True
+        for nodes in forest.levels:
+            f, t = forest.feature[nodes], forest.threshold[nodes]
+            lo_f, hi_f = lo[a:b, f], hi[a:b, f]
             # x < t (or x <= t) possible; x >= t (or x > t) possible
-            left = (lo_f < t) | (le & (lo_f == t) & ~lo_open[:, f])
-            right = (hi_f > t) | ((not le) & (hi_f == t) & ~hi_open[:, f])
-            reach[:, tree.left[nodes]] = reach[:, nodes] & left
-            reach[:, tree.right[nodes]] = reach[:, nodes] & right
-        leaves = np.flatnonzero(tree.left < 0)
-        values, hit = tree.value[leaves], reach[:, leaves]
-        smin += np.where(hit, values, np.inf).min(axis=1)
-        smax += np.where(hit, values, -np.inf).max(axis=1)
-        total += float(np.max(np.abs(tree.value)))
+            go_left = (lo_f < t) | (le & (lo_f == t) & ~lo_open[a:b, f])
+            go_right = (hi_f > t) | ((not le) & (hi_f == t) & ~hi_open[a:b, f])
+            reach[:, forest.left[nodes]] = reach[:, nodes] & go_left
+            reach[:, forest.right[nodes]] = reach[:, nodes] & go_right
+        hit = reach[:, forest.leaves]
+        smin[a:b] = np.minimum.reduceat(np.where(hit, forest.leaf_values, np.inf), forest.tree_starts, axis=1).sum(1)
+        smax[a:b] = np.maximum.reduceat(np.where(hit, forest.leaf_values, -np.inf), forest.tree_starts,
+                                        axis=1).sum(1)
     offset, _, tol = model.margin_view(None)
-    pad = (len(model.trees) + 4) * 4 * _U * (total * model.scale + abs(offset)) + tol
+    pad = (len(model.trees) + 4) * 4 * _U * (forest.total * model.scale + abs(offset)) + tol
     lo_m = offset + model.scale * smin - pad
     hi_m = offset + model.scale * smax + pad
     return hi_m > 0, lo_m <= 0, hi_m - lo_m
@@ -310,52 +346,53 @@ def _range_extremes(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> ModelSetup:
-    """Any model under a discrete population (independent or Bayesian network) by box refinement:
-    a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
-    its possible states; a box is decided once the model's label and the groups are."""
+class DiscreteBoxes:
+    """Boxes of a discrete population's CDF space (one coordinate per variable, in elimination
+    order): each box's range of states of every variable, given the ranges of its parents', and
+    the interval of each model input it implies."""
 
-    order = pop.order()
-    index = {n: j for j, n in enumerate(order)}
-    missing = [n for n in names if n not in pop.variables]
-    if missing:
-        raise PropertyError(f"the population has no variable for model input(s) {missing}; it has: {', '.join(order)}")
-    prot = prot or list(pop.protected)
-    if not prot:
-        raise PropertyError("name the protected attribute(s) (protected=...)")
-    for p in prot:
-        if p not in pop.variables:
-            raise PropertyError(f"unknown protected attribute {p!r}; the population has: {', '.join(order)}")
-    tables, values, masks = [], [], []
-    for n in order:
-        v = pop.variables[n]
-        rows = v.cpt.reshape(-1, v.card)
-        cum = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(rows, axis=1)], axis=1)
-        cum = cum / cum[:, -1:]
-        cum[:, -1] = 1.0
-        configs = np.array(list(np.ndindex(*v.cpt.shape[:-1])) or [()], dtype=np.int64).reshape(len(rows), -1)
-        tables.append((cum, configs, [index[p] for p in v.parents]))
-        if n in names:
-            try:
-                vals = np.array([float(x) for x in v.states])
-            except (TypeError, ValueError):
-                raise PropertyError(f"model input {n!r} has non-numeric states {v.states[:4]}; "
-                                    "a model reads numbers") from None
-            values.append(_range_extremes(vals))
-        else:
-            values.append(None)
-        bit = 1 << index[n] if len(order) <= 64 else 0
-        masks.append(bit | (0 if not v.parents else int(np.bitwise_or.reduce([masks[index[p]] for p in v.parents]))))
-    inputs = [_CodeInput(t[0]) for t in tables]
-    groups = pop.groups() if tuple(prot) == tuple(pop.protected) else [
-        dict(zip(prot, combo)) for combo in itertools.product(*[range(pop.variables[p].card) for p in prot])]
-    label_mask = int(np.bitwise_or.reduce([masks[index[n]] for n in names])) if names else 0
-    track = len(order) <= 64
+    def __init__(self, pop: Any, names: list[str]) -> None:
+        self.order = pop.order()
+        self.index = {n: j for j, n in enumerate(self.order)}
+        missing = [n for n in names if n not in pop.variables]
+        if missing:
+            raise PropertyError(f"the population has no variable for model input(s) {missing}; it has: "
+                                f"{', '.join(self.order)}")
+        self.names = names
+        self.tables, self.values, self.masks = [], [], []
+        for n in self.order:
+            v = pop.variables[n]
+            rows = v.cpt.reshape(-1, v.card)
+            cum = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(rows, axis=1)], axis=1)
+            cum = cum / cum[:, -1:]
+            cum[:, -1] = 1.0
+            configs = np.array(list(np.ndindex(*v.cpt.shape[:-1])) or [()], dtype=np.int64).reshape(len(rows), -1)
+            self.tables.append((cum, configs, [self.index[p] for p in v.parents]))
+            if n in names:
+                try:
+                    vals = np.array([float(x) for x in v.states])
+                except (TypeError, ValueError):
+                    raise PropertyError(f"model input {n!r} has non-numeric states {v.states[:4]}; "
+                                        "a model reads numbers") from None
+                self.values.append(_range_extremes(vals))
+            else:
+                self.values.append(None)
+            bit = 1 << self.index[n] if len(self.order) <= 64 else 0
+            self.masks.append(bit | (0 if not v.parents else
+                                     int(np.bitwise_or.reduce([self.masks[self.index[p]] for p in v.parents]))))
+        self.inputs = [_CodeInput(t[0]) for t in self.tables]
+        self.track = len(self.order) <= 64
 
-    def codes(lo: np.ndarray, hi: np.ndarray) -> tuple[list, list]:
+    def mask(self, names: Sequence[str]) -> np.uint64 | None:
+        """The dependency bits of these variables (their own and their ancestors'), None untracked."""
+        bits = int(np.bitwise_or.reduce([self.masks[self.index[n]] for n in names])) if names else 0
+        return np.uint64(bits) if self.track else None
+
+    def codes(self, lo: np.ndarray, hi: np.ndarray) -> tuple[list, list]:
+        """Per variable, the least and greatest state index each box can give it."""
         klo, khi = [], []
-        for j, (cum, configs, parents) in enumerate(tables):
-            ul, uh = lo[:, j], hi[:, j]
+        for cum, configs, parents in self.tables:
+            ul, uh = lo[:, len(klo)], hi[:, len(klo)]
             cl = np.full(len(ul), np.iinfo(np.int64).max)
             ch = np.full(len(ul), -1)
             for r in range(len(cum)):
@@ -373,31 +410,93 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
             khi.append(ch)
         return klo, khi
 
+    def features(self, klo: list, khi: list) -> dict[str, iv.Iv]:
+        """The interval of each model input over each box."""
+        out = {}
+        for name in self.names:
+            j = self.index[name]
+            lo_t, hi_t = self.values[j]
+            z = np.zeros(len(klo[j]), dtype=bool)
+            out[name] = iv.Iv(lo_t[klo[j], khi[j]], hi_t[klo[j], khi[j]], z, z, None)
+        return out
+
+
+def _protected_names(pop: Any, prot: list[str]) -> list[str]:
+    prot = prot or list(pop.protected)
+    if not prot:
+        raise PropertyError("name the protected attribute(s) (protected=...)")
+    for p in prot:
+        if p not in pop.variables:
+            raise PropertyError(f"unknown protected attribute {p!r}; the population has: {', '.join(pop.order())}")
+    return prot
+
+
+def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> ModelSetup:
+    """Any model under a discrete population (independent or Bayesian network) by box refinement:
+    a box's coordinate for each variable, given the ranges of its parents' states, gives the range of
+    its possible states; a box is decided once the model's label and the groups are."""
+    boxes = DiscreteBoxes(pop, names)
+    prot = _protected_names(pop, prot)
+    groups = pop.groups() if tuple(prot) == tuple(pop.protected) else [
+        dict(zip(prot, combo)) for combo in itertools.product(*[range(pop.variables[p].card) for p in prot])]
+    label_mask = boxes.mask(names)
+
     def evaluate(lo: np.ndarray, hi: np.ndarray):
         n = len(lo)
-        klo, khi = codes(lo, hi)
-        feats = {}
-        for name in names:
-            j = index[name]
-            lo_t, hi_t = values[j]
-            z = np.zeros(n, dtype=bool)
-            feats[name] = iv.Iv(lo_t[klo[j], khi[j]], hi_t[klo[j], khi[j]], z, z, None)
-        pos_t, pos_f, width = _label(model, names, feats, n)
-        positive = iv.Bv(pos_t, pos_f, np.uint64(label_mask) if track else None, width)
+        klo, khi = boxes.codes(lo, hi)
+        pos_t, pos_f, width = _label(model, names, boxes.features(klo, khi), n)
+        positive = iv.Bv(pos_t, pos_f, label_mask, width)
         events = []
         for g in groups:
             sure = np.ones(n, dtype=bool)
             maybe = np.ones(n, dtype=bool)
-            gmask = 0
             for p, state in g.items():
-                j = index[p]
+                j = boxes.index[p]
                 sure &= (klo[j] == state) & (khi[j] == state)
                 maybe &= (klo[j] <= state) & (state <= khi[j])
-                gmask |= masks[j]
-            member = iv.Bv(maybe, ~sure, np.uint64(gmask) if track else None, 1.0)
+            member = iv.Bv(maybe, ~sure, boxes.mask(list(g)), 1.0)
             events += [iv.and_(member, positive), iv.and_(member, iv.not_(positive))]
         return stack_events(events, n)
 
     named = [pop.group_name(g) if hasattr(pop, "group_name") else g for g in groups]
-    return ModelSetup(inputs, evaluate, named, pop.describe() if hasattr(pop, "describe") else str(pop),
+    return ModelSetup(boxes.inputs, evaluate, named, pop.describe() if hasattr(pop, "describe") else str(pop),
                       _model_name(model), prot)
+
+
+def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
+    """The one event "x has an unfair twin" under a discrete population: the model's labels on x
+    with each combination of protected states are not all equal (whatever x's own protected state,
+    some other combination then decides otherwise). Decided on a box once every twin's label is,
+    or once two twins' labels surely differ."""
+    names = _feature_names(model)
+    prot = _protected_names(pop, prot)
+    boxes = DiscreteBoxes(pop, names)
+    prot = [p for p in prot if p in names]  # an attribute the model does not read changes no decision
+    free = [n for n in names if n not in prot]
+    combos = list(itertools.product(*[pop.variables[p].states for p in prot]))
+    mask = boxes.mask(free)
+
+    def evaluate(lo: np.ndarray, hi: np.ndarray):
+        n = len(lo)
+        if not prot:
+            return stack_events([iv.Bv(np.zeros(n, dtype=bool), np.ones(n, dtype=bool), None, 0.0)], n)
+        values = boxes.features(*boxes.codes(lo, hi))
+        # every twin of every box in one call: twin k of box i is row k * n + i
+        k = len(combos)
+        z = np.zeros(k * n, dtype=bool)
+        twins = {name: iv.Iv(np.tile(np.broadcast_to(v.lo, (n,)), k), np.tile(np.broadcast_to(v.hi, (n,)), k), z, z,
+                             None) for name, v in values.items()}
+        for j, p in enumerate(prot):
+            state = np.repeat(np.array([float(c[j]) for c in combos]), n)
+            twins[p] = iv.Iv(state, state, z, z, None)
+        may_positive, may_negative, w = _label(model, names, twins, k * n)
+        sure_positive = ~np.broadcast_to(may_negative, (k * n,)).reshape(k, n)
+        sure_negative = ~np.broadcast_to(may_positive, (k * n,)).reshape(k, n)
+        some_positive, all_positive = sure_positive.any(axis=0), sure_positive.all(axis=0)
+        some_negative, all_negative = sure_negative.any(axis=0), sure_negative.all(axis=0)
+        width = np.broadcast_to(w, (k * n,)).reshape(k, n).max(axis=0)
+        unfair = iv.Bv(~(all_positive | all_negative), ~(some_positive & some_negative), mask, width)
+        return stack_events([unfair], n)
+
+    return ModelSetup(boxes.inputs, evaluate, [], pop.describe() if hasattr(pop, "describe") else str(pop),
+                      _model_name(model), prot)  # (protected: those the model reads)
