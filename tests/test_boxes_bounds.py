@@ -4,13 +4,16 @@ import numpy as np
 import pytest
 from boxes_oracle import random_network
 
+from faircert.engines.network import symbolic
 from faircert.engines.network.symbolic import TwinNet, bound_twins
 from faircert.models.io.nnet import load_nnet
 
 
+@pytest.mark.parametrize("relational", [False, True])
 @pytest.mark.parametrize("tight", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_bounds_contain_sampled_logits_and_forms_are_valid(seed, tight):
+def test_bounds_contain_sampled_logits_and_forms_are_valid(monkeypatch, seed, tight, relational):
+    monkeypatch.setattr(symbolic, "RELATIONAL", relational)
     rng = np.random.default_rng(seed)
     n_in = int(rng.integers(2, 6))
     net = random_network(rng, n_in, list(rng.integers(1, 9, size=rng.integers(0, 5))))
@@ -86,3 +89,17 @@ def test_logits_of_no_points_are_empty():
     dom = Domain((Feature("a", "integer", 0, 5), Feature("s", "binary", 0, 1), Feature("b", "integer", 0, 3)))
     pb = Problem.build(net, individual_fairness(dom, "s"))
     assert pb.twin.logits(np.zeros((0, pb.d))).shape == (0, pb.n_twins)
+
+
+def test_the_relational_bounds_only_tighten(monkeypatch):
+    """Intersected with the twins' differences, no bound gets looser, and some get tighter."""
+    rng = np.random.default_rng(7)
+    net = random_network(rng, 5, [12, 12])
+    tn = TwinNet.build(net, [1, 2, 3, 4], [0], np.array([[0.0], [1.0]]))
+    lo = rng.uniform(-1, 0.5, size=(400, 4))
+    hi = lo + rng.uniform(0, 0.5, size=lo.shape)
+    plain = bound_twins(tn, lo, hi)
+    monkeypatch.setattr(symbolic, "RELATIONAL", True)
+    both = bound_twins(tn, lo, hi)
+    assert np.all(both.lower >= plain.lower) and np.all(both.upper <= plain.upper)
+    assert np.any(both.lower > plain.lower + 1e-9) or np.any(both.upper < plain.upper - 1e-9)

@@ -135,11 +135,13 @@ def test_the_stretched_ensemble_labels_every_grid_point_as_the_model_labels_its_
     assert np.array_equal(ir_s.predict(grid), ir.predict(stretch.back(grid)))
 
 
-def test_epsilon_and_the_complete_method_are_refused_in_one_line():
+def test_epsilon_kappa_and_the_complete_method_are_refused_in_one_line():
     frame, y = _data(0)
     model = RandomForestClassifier(5, max_depth=3, random_state=0).fit(frame, y)
     with pytest.raises(PropertyError, match="epsilon 0"):
         faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, epsilon={"a": 1})
+    with pytest.raises(PropertyError, match="without kappa"):
+        faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, kappa=0.6)
     with pytest.raises(PropertyError, match="not with --complete"):
         faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, complete=True)
 

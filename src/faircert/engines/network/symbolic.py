@@ -235,6 +235,8 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm)
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
+    if RELATIONAL and T > 1 and net.weights:
+        lower, upper = _relational(net, pre, lower, upper, B, T)
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
     for t, spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
         p = t.position
@@ -242,6 +244,47 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
                   where=hi[:, p] > lo[:, p])
     hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
     return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T), hidden)
+
+
+#: Intersect the twins' bounds with those of their differences (`_relational`). Off: measured on
+#: FairQuant's models it decides about as much as it costs (`benchmarks/results/bounds.md`).
+RELATIONAL = False
+
+
+def _relational(net: TwinNet, pre, lower: np.ndarray, upper: np.ndarray, B: int, T: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The twins' logit bounds intersected with those their differences give (ReluDiff-style).
+
+    Twin t and twin 0 share every free input, so their first layers differ by the constant
+    b1[t] - b1[0]. Each ReLU maps a difference d = z_t - z_0 to one between 0 and d (it is
+    monotone and 1-Lipschitz), exactly d where both twins are active and 0 where both are
+    inactive; later layers map the difference interval by their weights alone. Where the
+    independent bounds are loose, z_t >= z_0 + min difference (and so on) decides boxes they
+    leave open."""
+    dl = np.broadcast_to(net.b1 - net.b1[:1], (B, T, net.b1.shape[1]))
+    du = dl
+    for k, (w, _) in enumerate(zip(net.weights, net.biases)):
+        l, u = (x.reshape(B, T, -1) for x in pre[k])
+        l0, u0 = l[:, :1], u[:, :1]
+        relu = functools.partial(np.maximum, 0.0)
+        rl = np.maximum(np.minimum(dl, 0.0), relu(l) - relu(u0))
+        ru = np.minimum(np.maximum(du, 0.0), relu(u) - relu(l0))
+        both_on = (l >= 0) & (l0 >= 0)
+        both_off = (u <= 0) & (u0 <= 0)
+        rl = np.where(both_on, np.maximum(rl, dl), np.where(both_off, 0.0, rl))
+        ru = np.where(both_on, np.minimum(ru, du), np.where(both_off, 0.0, ru))
+        centre = ((rl + ru) * 0.5) @ w.T
+        radius = ((ru - rl) * 0.5) @ np.abs(w).T
+        # the biases cancel; a relative margin covers the float rounding of both passes
+        pad = 1e-12 * (np.abs(centre) + radius) + 1e-300
+        dl, du = centre - radius - pad, centre + radius + pad
+    dl, du = dl[..., 0], du[..., 0]  # (B, T): bounds of logit_t - logit_0
+    low0, up0 = lower[:, :1], upper[:, :1]
+    new_lower = np.maximum(lower, low0 + dl)
+    new_upper = np.minimum(upper, up0 + du)
+    new_lower[:, 0] = np.maximum(lower[:, 0], (lower - du).max(axis=1))
+    new_upper[:, 0] = np.minimum(upper[:, 0], (upper - dl).min(axis=1))
+    return new_lower, new_upper
 
 
 def _relax(up, low, l, u, lu, ul, inplace=True):

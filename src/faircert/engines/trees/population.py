@@ -10,7 +10,9 @@ shares are the probabilities under the marginals; the uniform engine answers it,
 counterexamples are mapped back to the domain and re-checked on the model itself.
 
 Epsilon must be 0 on the free features: a twin within epsilon of x in value is not a fixed
-ball on the stretched grid. Protected features keep their domain values (twins take every one).
+ball on the stretched grid. Protected features keep their domain values (twins take every one);
+whether x has an unfair twin does not depend on its own protected value, so their measure does
+not matter, but the confident set of kappa would, and kappa is refused.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def stretched(ir: TreeEnsemble, prop: IndividualFairness) -> tuple[TreeEnsemble,
         raise PropertyError("tree ensembles under a population are answered with epsilon 0 (a twin within epsilon "
                             "is not a ball under the data's measure); use the uniform domain or the per-row audit "
                             "for epsilon")
+    if prop.kappa is not None:  # X_kappa depends on x's own protected value, which stays uniform here
+        raise PropertyError("tree ensembles under a population are answered without kappa; use the uniform "
+                            "domain for kappa")
     pop = prop.population
     features = list(prop.domain.features)
     values, ends = [], []
