@@ -25,8 +25,10 @@ from ..network.sampling import wilson
 from .models import twin_setup
 from .refine import refine
 
-#: Draws from the population for counterexamples and the estimate.
+#: Draws from the population for counterexamples and the estimate, and the share of the time
+#: limit kept for them (at least 0.1 s, at most 10 s).
 DRAWS = 20_000
+DRAW_SHARE = 0.1
 
 
 def _labels_and_outputs(model: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,15 +86,19 @@ def answer(model: Any, prop: Any, loaded: Any, pop: DiscretePopulation, options:
     start = time.perf_counter()
     bound, coded = bind_to_population(loaded, pop)
     setup = twin_setup(bound, coded, list(prop.protected_names))
+    left = None
+    if options.time_limit is not None:  # compiling counts, and the draws keep their share
+        reserve = float(np.clip(DRAW_SHARE * options.time_limit, 0.1, 10.0))
+        left = max(options.time_limit - (time.perf_counter() - start) - reserve, 0.05)
     b = refine(setup.marginals, setup.evaluate, 1, lambda low, high: None, lambda low, high: np.ones(1),
-               time_limit=options.time_limit, memory_limit=options.memory_limit, progress=progress)
+               time_limit=left, memory_limit=options.memory_limit, progress=progress)
     low, high = float(b.low[0]), float(b.high[0])
     if b.boxes == 0 and low == 0:  # every box proven fair: the upper bound's slack is only rounding
         high = 0.0
     X, unfair, pairs = sampled_twins(model, prop, pop, options.seed)
     z = float(norm.ppf(0.5 + options.confidence / 2))
     ci_low, ci_high = wilson(float(unfair.sum()), len(unfair), z)
-    estimate = StatisticalEstimate(float(unfair.mean()), ci_low, ci_high, options.confidence, len(unfair),
+    estimate = StatisticalEstimate(float(unfair.mean()), float(ci_low), float(ci_high), options.confidence, len(unfair),
                                    method="population draws")
     cexs = sampled_counterexamples(model, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
