@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from ...errors import PropertyError
 from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result, StatisticalEstimate
 from ..network.sampling import wilson
@@ -47,6 +48,10 @@ def sampled_twins(model: Any, prop: Any, pop: DiscretePopulation, seed: int, dra
 
     from ...data import encode_table
 
+    missing = [n for n in prop.domain.names if n not in pop.variables]
+    if missing:
+        raise PropertyError(f"the population has no variable for domain feature(s) {missing[:5]}; it has: "
+                            f"{', '.join(list(pop.variables)[:20])}")
     codes = pop.sample_codes(np.random.default_rng(seed), draws)
     frame = pd.DataFrame({n: np.asarray(pop.variables[n].states, dtype=object)[codes[n]] for n in prop.domain.names})
     X = encode_table(frame.infer_objects(), prop.domain)
@@ -103,8 +108,7 @@ def answer(model: Any, prop: Any, loaded: Any, pop: DiscretePopulation, options:
     cexs = sampled_counterexamples(model, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
     stats = {"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
-             "stopped": b.exhausted or ("converged" if b.boxes == 0 else "decided"), "population": pop.describe(),
-             "exact": False}
+             "stopped": b.exhausted or "converged", "population": pop.describe()}
     return Result(verdict=verdict, certified=1.0 - high, falsified=low, undecided=max(0.0, high - low),
                   domain_size=1.0, counterexamples=cexs, statistical=estimate if high - low > 1e-9 else None,
                   elapsed_s=time.perf_counter() - start, engine="probability bounds under a population",
