@@ -14,7 +14,6 @@ import itertools
 import time
 from typing import Any
 
-import numpy as np
 
 from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation

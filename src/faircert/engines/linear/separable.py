@@ -111,7 +111,7 @@ class SeparableScore:
         if len(network.weights) > 2 or network.n_inputs != len(domain):
             return None
         if len(network.weights) == 1:
-            w, bias = network.weights[0][0], float(network.biases[0][0])
+            bias = float(network.biases[0][0])
             reads = None
         else:
             W1, b1 = network.weights[0], network.biases[0]
