@@ -52,6 +52,11 @@ def _hoeffding(n: int, m: int, delta: float) -> float:
     return math.sqrt((0.6 * math.log(math.log(n, 1.1) + 1) + math.log(24 * m / delta) / 1.8) / n)
 
 
+#: Samples drawn per call: a look's time is checked between calls, so that one larger than its
+#: predicted cost (sampling slows down on large batches) is cut short near the time limit.
+CHUNK = 50_000
+
+
 def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_events: int,
                     decide: Callable[[list, list], str | None], delta: float = 1e-6, bound: str = "binomial",
                     time_limit: float | None = 60.0, max_samples: int = 10 ** 9, first_batch: int = 10_000,
@@ -74,11 +79,18 @@ def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_
         if n and time_limit is not None and elapsed + todo * elapsed / n > time_limit:
             stopped = "time limit"  # the next look (twice the samples) would end past the limit
             break
+        drawn, more = counts.copy(), 0
         while todo > 0:
-            size = min(todo, max_batch)
-            counts += np.asarray(sample(rng, size), dtype=bool).sum(axis=0)
-            n += size
+            size = min(todo, max_batch, CHUNK)
+            drawn += np.asarray(sample(rng, size), dtype=bool).sum(axis=0)
+            more += size
             todo -= size
+            if todo and n and time_limit is not None and time.perf_counter() - start >= time_limit:
+                break  # a look cut short is not taken: the last one's intervals stand
+        if todo:
+            stopped = "time limit"
+            break
+        counts, n = drawn, n + more
         if bound == "binomial":
             alpha = delta / (n_events * (look + 1) * (look + 2))
             lo, hi = _clopper_pearson(counts, n, alpha)
