@@ -202,7 +202,8 @@ def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options,
                             "of the data)")
     loaded = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     started = time.perf_counter()
-    if isinstance(loaded, LinearModel) and accepts(ir, prop):
+    separable = isinstance(loaded, LinearModel) and accepts(ir, prop)
+    if separable:
         linear = bind_to_frame(loaded, frame, None)
         pop = learn_population(frame, linear.columns, prop.protected_names, kind="bayesnet").expanded()
     else:
@@ -211,7 +212,7 @@ def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options,
     learning_s = time.perf_counter() - started
     left = None if options.time_limit is None else max(options.time_limit - learning_s, MIN_ENGINE_S)
     options = replace(options, time_limit=left)
-    if isinstance(loaded, LinearModel) and accepts(ir, prop):
+    if separable:
         result = bayesnet.answer(linear, ir, prop, pop, options)
     else:
         result = twins.answer(ir, prop, loaded, pop, options, progress)
