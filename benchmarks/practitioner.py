@@ -212,10 +212,10 @@ def markdown(rows: list[dict]) -> str:
                    f"{counts(eps)} | {wall(flip)}, {wall(eps)} |")
     out += ["", "Independent: `verify --population independent` (each feature drawn from the data, features "
             "independent): P[a person has an unfair twin], exact for linear pipelines, sound bounds [proven unfair, "
-            "proven unfair + undecided] for networks over discrete features (box refinement under the data's "
-            "marginals), exact for tree ensembles (the uniform engine on each feature's grid stretched by its "
-            "counts) when its bounds meet, sound bounds otherwise; networks with real-valued features are not "
-            "answered under a population yet. Bayesnet: `verify --population bayesnet` (a Bayesian network learned "
+            "proven unfair + undecided] for networks (box refinement under the data's marginals; a real "
+            "feature's box holds the data values in [lo, hi), so a value on a cut counts once), with the sampled "
+            "estimate in brackets, exact for tree ensembles (the uniform engine on each feature's grid stretched "
+            "by its counts) when its bounds meet, sound bounds otherwise. Bayesnet: `verify --population bayesnet` (a Bayesian network learned "
             "from the data, numeric columns in 10 bins holding the data's values): sound bounds on the same "
             "probability (score histograms for linear pipelines, box refinement of the network's CDF space for "
             "the others), with the estimate from 20,000 draws of the network where the bounds stay apart. "
@@ -226,7 +226,7 @@ def markdown(rows: list[dict]) -> str:
 def _probability(x: dict) -> str:
     """P[unfair] under a population: exact, or [lower, upper] (the estimate beside them, if any)."""
     if "error" in x:
-        return "real-valued features" if "real-valued" in x["error"] else x["error"]
+        return x["error"]
     if x["undecided"] < 1e-12:
         return _pct(x["falsified"])
     estimate = f" ({_pct(x['estimate'])})" if x.get("estimate") is not None else ""

@@ -192,9 +192,6 @@ def test_populations_are_refused_where_they_are_not_answered():
         faircert.verify(net, dom, protected="s", population="bayesnet", data=frame, kappa=0.7)
     with pytest.raises(faircert.errors.PropertyError, match="is taken from data"):
         faircert.verify(model, dom, protected="s", population="independent")
-    net = random_network(np.random.default_rng(0), 4, [4])
-    with pytest.raises(faircert.errors.PropertyError, match="real-valued features"):
-        faircert.verify(net, dom, protected="s", population="independent", data=frame)
 
 
 def test_the_empirical_population_is_the_audit_of_the_data_rows():

@@ -126,11 +126,104 @@ def test_a_pipeline_network_under_independent_marginals_from_the_api():
     assert (model.predict(df) != model.predict(flipped)).any() == (truth > 0)
 
 
-def test_real_valued_features_and_trees_are_refused_under_marginals():
+def test_a_pipeline_network_over_a_real_column_under_independent_marginals():
+    pytest.importorskip("sklearn")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(1)
+    n = 400
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pq"), n),
+                       "rate": rng.choice(np.round(np.linspace(-1.5, 2.5, 17), 2), n)})
+    y = (df.rate + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.8).astype(int)
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["rate"])])
+    model = Pipeline([("prep", prep), ("clf", MLPClassifier((8,), max_iter=500, random_state=0))]).fit(df, y)
+    res = faircert.verify(model, df, protected="sex", population="independent", data=df, time_limit=30, workers=1)
+    grid = pd.DataFrame(list(itertools.product(["F"], sorted(set(df.job)), sorted(set(df.rate)))),
+                        columns=["sex", "job", "rate"])
+    w = grid.job.map(df.job.value_counts(normalize=True)).to_numpy() * \
+        grid.rate.map(df.rate.value_counts(normalize=True)).to_numpy()
+    truth = float((w * (model.predict(grid) != model.predict(grid.assign(sex="M")))).sum())
+    assert res.feature_ranges["rate"] == [-1.5, 2.5] and res.population == "independent"
+    assert res.undecided < 1e-9 and res.falsified == pytest.approx(truth, abs=1e-9) and truth > 0
+    assert res.counterexamples
+    for c in res.counterexamples:  # the data's own rates
+        x, xp = (pd.DataFrame([{"sex": res.categories["sex"][int(v[0])], "job": res.categories["job"][int(v[1])],
+                                "rate": v[2]}]) for v in (c.x, c.x_prime))
+        assert x.rate[0] in set(df.rate) and model.predict(x)[0] != model.predict(xp)[0]
+
+
+def _real_case(seed: int):
+    """MEDIUM with `a` and `c` real; data values on a coarse lattice, so the cuts at midpoints, at
+    quarters and at the range's ends fall on data values, and some values repeat."""
+    net, dom, _ = brute_force_case(seed, MEDIUM)
+    real = Domain(tuple(Feature(f.name, "real", f.min, f.max) if f.name in ("a", "c") else f
+                        for f in dom.features))
+    rng = np.random.default_rng(seed)
+    n = 400
+    codes = np.stack([rng.integers(f.min, f.max + 1, n) for f in dom.features], axis=1).astype(float)
+    codes[:, 0] = rng.choice(np.linspace(0, 39, 9), n)          # 0, 4.875, ..., 19.5, ..., 39
+    codes[:, 3] = np.where(rng.random(n) < 0.3, 19.0, rng.choice(np.linspace(0, 19, 5), n) + 0.25 * (rng.random(n) < 0.5))
+    codes[:, 3] = np.minimum(codes[:, 3], 19.0)
+    return net, real, Marginals.from_codes(codes)
+
+
+def _truth_real(net, prop, m: Marginals) -> float:
+    """P[x has an unfair twin], x drawn from the marginals: the product of the observed values."""
+    free = prop.free
+    grid = np.array(list(itertools.product(*[m.values[j] for j in free])), dtype=np.float64)
+    w = np.ones(len(grid))
+    for k, j in enumerate(free):
+        p = dict(zip(m.values[j], m.counts[j] / m.rows))
+        w *= np.array([p[v] for v in grid[:, k]])
+    labels = []
+    for c in itertools.product(*[prop.domain.features[j].values() for j in prop.protected]):
+        X = np.zeros((len(grid), len(prop.domain)))
+        X[:, free], X[:, list(prop.protected)] = grid, c
+        labels.append(net.logit(X) > 0)
+    lab = np.stack(labels, axis=1)
+    return float((w * (lab.any(axis=1) & ~lab.all(axis=1))).sum())
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_real_valued_features_under_marginals_match_the_product_of_the_data_values(seed, small_chunks):
+    net, dom, m = _real_case(seed)
+    prop = replace(individual_fairness(dom, ["p", "q"]), population=m)
+    res = verify_network(net, prop, time_limit=60)
+    truth = _truth_real(net, prop, m)
+    assert res.domain_size == pytest.approx(1.0)
+    assert res.certified + res.falsified + res.undecided == pytest.approx(1.0)
+    assert res.falsified <= truth + 1e-9 <= res.falsified + res.undecided + 2e-9
+    assert res.undecided < 1e-9 and res.falsified == pytest.approx(truth, abs=1e-9) and 0 < truth < 0.5
+    assert res.counterexamples
+    for c in res.counterexamples:  # data values, and unfair on the network
+        x = np.array(c.x)
+        assert all(x[j] in m.values[j] for j in prop.free)
+        assert (net.logit(x[None])[0] > 0) != (net.logit(np.array(c.x_prime)[None])[0] > 0)
+
+
+def test_a_real_value_on_a_shared_cut_counts_once():
+    m = Marginals((np.array([0.0, 1.0, 2.0]),), (np.array([1, 2, 1]),), 4)
+    w = Weights.of(m, [0], np.array([True]), np.array([0.0]), np.array([2.0]))
+    # [0, 1] and [1, 2] share 1: it counts in the box above it; the top value in the box reaching it
+    np.testing.assert_allclose(w.mass(np.array([[0.0], [1.0], [2.0], [0.0]]), np.array([[1.0], [2.0], [2.0], [2.0]])),
+                               [0.25, 0.75, 0.0, 1.0])
+    # carved around a point: [0, 1], [1, 1], [1, 2] hold 0.25, 0 and 0.75
+    np.testing.assert_allclose(w.mass(np.array([[0.0], [1.0], [1.0]]), np.array([[1.0], [1.0], [2.0]])),
+                               [0.25, 0.0, 0.75])
+    # a cut of a real feature lies halfway between data values, near the median of the mass; a
+    # range holding one value is cut at its middle
+    cut = w.median(np.array([0, 0]), np.array([0.0, 1.5]), np.array([2.0, 2.0]), np.array([1.0, 1.75]))
+    np.testing.assert_array_equal(cut, [1.5, 1.75])
+    one = Weights.of(Marginals((np.array([3.0]),), (np.array([4]),), 4), [0], np.array([True]), np.array([3.0]),
+                     np.array([3.0]))
+    np.testing.assert_allclose(one.mass(np.array([[3.0]]), np.array([[3.0]])), [1.0])
+
+
+def test_networks_are_refused_under_marginals_with_complete():
     net, dom, _ = brute_force_case(0)
-    real = Domain(tuple(Feature(f.name, "real", f.min, f.max) if f.name == "a" else f for f in dom.features))
     data = pd.DataFrame({f.name: np.linspace(f.min, f.max, 20).round() for f in dom.features})
-    with pytest.raises(PropertyError, match="real-valued features"):
-        faircert.verify(net, real, protected=["p", "q"], population="independent", data=data)
     with pytest.raises(PropertyError, match="independent"):
         faircert.verify(net, dom, protected=["p", "q"], population="independent", data=data, complete=True)

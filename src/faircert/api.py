@@ -87,7 +87,7 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     volume), "independent" (each feature drawn from `data`'s rows, features independent; the
     shares become probabilities P[x has an unfair twin], exact for linear models and pipelines
     ending in one and for tree ensembles with epsilon 0 once their bounds meet, sound bounds for
-    networks over discrete features), "bayesnet" (a Bayesian network learned from `data`, as
+    networks), "bayesnet" (a Bayesian network learned from `data`, as
     `group` learns it; epsilon 0; sound bounds of a stated width, from score histograms for linear
     models and box refinement for the others, with an estimate from draws where they stay apart)
     or "empirical" (the data's rows themselves: the per-row audit of `data`).
@@ -246,8 +246,7 @@ def _population_data(data: Any, domain: Any, population: str) -> Any:
 
 def _with_marginals(ir, prop, frame, options):
     """The property measured under the data's independent marginals: exactly for separable models
-    and tree ensembles (epsilon 0), by box refinement (sound bounds) for networks whose measured
-    features are discrete."""
+    and tree ensembles (epsilon 0), by box refinement (sound bounds) for networks."""
     from dataclasses import replace
 
     from .data import encode_table
@@ -256,16 +255,11 @@ def _with_marginals(ir, prop, frame, options):
     from .models.trees import TreeEnsemble
     from .population.marginals import Marginals
 
-    measured = [prop.domain.features[j] for j in prop.free]
-    network = isinstance(ir, ReluNetwork) and all(f.is_discrete for f in measured)
-    if not (accepts(ir, prop) or network or isinstance(ir, TreeEnsemble)) or options.method != "sound":
-        real = [f.name for f in measured if not f.is_discrete]
-        why = (f"; the network's real-valued features ({', '.join(real[:3])}) would need a continuous measure: "
-               "declare them integer if they are") if isinstance(ir, ReluNetwork) and real else ""
+    if not (accepts(ir, prop) or isinstance(ir, (ReluNetwork, TreeEnsemble))) or options.method != "sound":
         raise PropertyError("population 'independent' is answered for linear models and pipelines ending in one "
-                            "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks over "
-                            "discrete features, not with --complete; otherwise use 'uniform' or 'empirical' (the "
-                            f"per-row audit of the data){why}")
+                            "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks, not "
+                            "with --complete; otherwise use 'uniform' or 'empirical' (the per-row audit of the "
+                            "data)")
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():

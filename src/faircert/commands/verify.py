@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--population", choices=("uniform", "independent", "bayesnet", "empirical"), default=None,
                    help="the measure of the shares: uniform over the domain (default), independent (each feature "
                         "drawn from --data, features independent: shares become probabilities; linear models, tree "
-                        "ensembles with epsilon 0, networks over discrete features), bayesnet (a Bayesian network learned from --data; epsilon 0: "
+                        "ensembles with epsilon 0, networks), bayesnet (a Bayesian network learned from --data; epsilon 0: "
                         "score histograms for linear models, box refinement for the others) or empirical (the per-row audit of --data)")
     p.add_argument("--data", metavar="DATA.csv",
                    help="the data a --population is taken from (default: --domain when it is a CSV)")

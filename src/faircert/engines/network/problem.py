@@ -19,44 +19,67 @@ REL_TOL = 1e-9
 @dataclass
 class Weights:
     """A product measure over the free features: each a finite distribution (the data's values with
-    their frequencies), as `population.marginals.Marginals` holds them."""
+    their frequencies), as `population.marginals.Marginals` holds them.
+
+    Boxes of an integer feature are disjoint ([lo, c] and [c + 1, hi]); boxes of a real feature
+    share their cut ([lo, c] and [c, hi]), so a real feature's box holds the values in [lo, hi),
+    and its top value only in a box reaching it from below: a data value on a cut counts once.
+    A verdict covers the closed box, hence every value it is credited with."""
 
     values: list[np.ndarray]   # per free feature, its values in increasing order
     cum: list[np.ndarray]      # per free feature, 0 then the cumulative probabilities
+    real: np.ndarray | None = None    # (d,) bool: boxes of this feature share their cuts
+    bottom: np.ndarray | None = None  # (d,) the domain's range of each free feature
+    top: np.ndarray | None = None
 
     @classmethod
-    def of(cls, marginals, free: list[int]) -> Weights:
+    def of(cls, marginals, free: list[int], real: np.ndarray | None = None, bottom: np.ndarray | None = None,
+           top: np.ndarray | None = None) -> Weights:
         values = [np.asarray(marginals.values[j], dtype=np.float64) for j in free]
         cum = [np.concatenate([[0.0], np.cumsum(marginals.counts[j]) / marginals.rows]) for j in free]
-        return cls(values, cum)
+        return cls(values, cum, real, bottom, top)
 
     def _range(self, j: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return np.searchsorted(self.values[j], lo, "left"), np.searchsorted(self.values[j], hi, "right")
+        a = np.searchsorted(self.values[j], lo, "left")
+        b = np.searchsorted(self.values[j], hi, "right")
+        if self.real is not None and self.real[j]:
+            # [lo, hi), with the top value where the box reaches it from below (or the range is one point)
+            shut = (hi >= self.top[j]) & ((lo < hi) | (lo <= self.bottom[j]))
+            b = np.where(shut, b, np.searchsorted(self.values[j], hi, "left"))
+        return a, b
 
     def mass(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Probability of each box (rows of lo, hi)."""
         out = np.ones(lo.shape[:-1])
         for j in range(len(self.values)):
             a, b = self._range(j, lo[..., j], hi[..., j])
-            out *= self.cum[j][b] - self.cum[j][a]
+            out *= self.cum[j][np.maximum(a, b)] - self.cum[j][a]
         return out
 
     def point(self, x: np.ndarray) -> np.ndarray:
-        """Probability of each point (rows of x); 0 off the data's values."""
+        """Probability of each point (rows of x); 0 off the data's values (and, for a real feature,
+        the probability its degenerate box holds: see the class)."""
         return self.mass(x, x)
 
     def median(self, feature: np.ndarray, lo: np.ndarray, hi: np.ndarray, mid: np.ndarray) -> np.ndarray:
-        """Where to cut each range [lo, hi] of an integer feature (cut after the value returned): at
-        the value that halves its mass, kept inside [lo, hi - 1]; `mid` where the range has none."""
+        """Where to cut each range [lo, hi] (an integer feature's left part ends at the value
+        returned; a real feature is cut there): so that each side holds about half the range's
+        mass, strictly inside the range; `mid` where the range holds fewer than two values."""
         out = mid.copy()
         for j in np.unique(feature):
             at = np.flatnonzero(feature == j)
             a, b = self._range(j, lo[at], hi[at])
-            c = self.cum[j]
+            c, v = self.cum[j], self.values[j]
             k = np.searchsorted(c, (c[a] + c[b]) / 2, "left") - 1
-            value = self.values[j][np.clip(k, 0, len(self.values[j]) - 1)]
-            held = b > a
-            out[at] = np.where(held, np.clip(value, lo[at], hi[at] - 1), mid[at])
+            if self.real is not None and self.real[j]:
+                # halfway between the k-th value and the next: no data value lies on the cut
+                k = np.minimum(np.clip(k, a, np.maximum(b - 2, a)), len(v) - 2)
+                cut = (v[np.maximum(k, 0)] + v[k + 1]) / 2 if len(v) > 1 else mid[at]
+                held = (b - a >= 2) & (cut > lo[at]) & (cut < hi[at])
+                out[at] = np.where(held, cut, mid[at])
+            else:
+                held = b > a
+                out[at] = np.where(held, np.clip(v[np.clip(k, 0, len(v) - 1)], lo[at], hi[at] - 1), mid[at])
         return out
 
     def sample(self, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -65,7 +88,7 @@ class Weights:
         for j in range(len(self.values)):
             a, b = self._range(j, lo[:, j], hi[:, j])
             c = self.cum[j]
-            u = c[a] + rng.random(lo.shape[0]) * (c[b] - c[a])
+            u = c[a] + rng.random(lo.shape[0]) * (c[np.maximum(a, b)] - c[a])
             k = np.clip(np.searchsorted(c, u, "right") - 1, a, np.maximum(b - 1, a))
             x[:, j] = self.values[j][np.minimum(k, len(self.values[j]) - 1)]
         return x
@@ -106,7 +129,8 @@ class Problem:
         disc = dom.discrete_mask[free]
         eps = np.asarray(prop.epsilon, dtype=np.float64)[free]
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
-        weights = None if prop.population is None else Weights.of(prop.population, free)
+        weights = None if prop.population is None else \
+            Weights.of(prop.population, free, ~disc, dom.lower[free], dom.upper[free])
         size = dom.measure(exclude=protected) if weights is None else \
             float(weights.mass(dom.lower[free], dom.upper[free]))
         if not size > 0:

@@ -33,7 +33,7 @@ from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
 from .rounds import refine_in_rounds
-from .sampling import Sampler, random_points, twin_split
+from .sampling import Sampler, draw_points, random_points, twin_split
 from .symbolic import crown_cost_ratio
 from .tail import decided_shares
 
@@ -218,7 +218,7 @@ class Refinement:
         a, b = lo[r, split], hi[r, split]
         disc = self.pb.discrete[split]
         mid = np.where(disc, np.floor((a + b) / 2), (a + b) / 2)
-        if self.pb.weights is not None:  # halve the mass, not the range (every feature is discrete then)
+        if self.pb.weights is not None:  # halve the mass, not the range
             mid = self.pb.weights.median(split, a, b, mid)
         left_hi = hi.copy()
         left_hi[r, split] = mid
@@ -230,6 +230,9 @@ class Refinement:
     def _process(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Decide a batch of new boxes; undecided ones go to the pool, cut pieces are returned."""
         pb = self.pb
+        if pb.weights is not None:  # boxes the data's values miss count for nothing
+            held = pb.mass(lo, hi) > 0
+            lo, hi = lo[held], hi[held]
         ex = exact_ok(pb, lo, hi, self.exact_limit)
         if ex.any():
             self._exact(lo[ex], hi[ex])
@@ -325,7 +328,7 @@ class Refinement:
         """
         pb = self.pb
         n = lo.shape[0]
-        x = random_points(self.rng, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)), pb.discrete)
+        x = draw_points(self.rng, pb, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)))
         z, bad, a, b = twin_split(pb, x)
         self.probes += x.shape[0]
         self.probe_hits += int(bad.sum())

@@ -23,6 +23,14 @@ def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, disc
     return x
 
 
+def draw_points(rng: np.random.Generator, pb: Problem, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """One point per box drawn from the problem's measure: uniform, or the data's values under its
+    marginals (boxes of mass > 0)."""
+    if pb.weights is None:
+        return random_points(rng, lo, hi, pb.discrete)
+    return pb.weights.sample(rng, lo, hi)
+
+
 def twin_split(pb: Problem, x: np.ndarray, fast: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Logits (n, T) of points; which points separate twins; a positive and a negative twin.
 
@@ -100,8 +108,7 @@ class Sampler:
         while True:
             started = time.perf_counter()
             pick = np.minimum(np.searchsorted(cdf, self.rng.random(self.chunk), side="right"), len(mass) - 1)
-            x = random_points(self.rng, lo[pick], hi[pick], self.pb.discrete) if self.pb.weights is None \
-                else self.pb.weights.sample(self.rng, lo[pick], hi[pick])
+            x = draw_points(self.rng, self.pb, lo[pick], hi[pick])
             bad, unknown = classify(self.pb, self.rng, x, bound_chunk)
             per_point = (time.perf_counter() - started) / self.chunk
             n += self.chunk
