@@ -64,7 +64,7 @@ def population(tmp_path_factory):
     return path
 
 
-def test_group_rates_with_equalized_odds_resume_part_by_part(tmp_path, monkeypatch, population):
+def test_group_rates_with_label_conditions_resume_part_by_part(tmp_path, monkeypatch, population):
     whole = _group(population)
     path = tmp_path / "g.json"
     for steps in (3, 40):  # inside the first refinement, and inside a label condition's

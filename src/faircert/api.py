@@ -18,6 +18,7 @@ from .engines.registry import find_engine
 from .errors import DataError, DomainError, FaircertError, PropertyError, UnsupportedModelError
 from .limits import time_budget
 from .memory import STOPPED as MEMORY_STOPPED
+from .metrics import metric_names
 from .options import (
     GroupOptions,
     GroupQuestion,
@@ -25,7 +26,6 @@ from .options import (
     ProgramQuestion,
     VerifyOptions,
     check_metric_inputs,
-    group_metrics,
 )
 from .properties import RowAudit, UnfairSamples, individual_fairness, split_names
 from .results import Comparison, GroupResult, ProgramResult, Result
@@ -446,8 +446,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
             raise PropertyError("no population: give data (its rows are the population, as fairlearn counts them) "
                                 "or name one (population=independent|bayesnet|empirical|FILE)")
         population = "empirical"
-    metrics = group_metrics(metrics)
-    check_metric_inputs(metrics, label, tuple(_names(mediators)), learned=str(population) in LEARNED)
+    metrics = metric_names(metrics)
+    check_metric_inputs(metrics, label, tuple(_names(mediators)), str(population))
     options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
                                       ray_address=ray_address,
                                       **_job_keywords(checkpoint, resume, checkpoint_every, memory_limit))
@@ -592,10 +592,6 @@ def compare(models: Mapping[str, Any] | Iterable[Any], data: Any = None, protect
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
     return [str(n) for n in split_names(names)]
-
-
-#: Populations learned from the data (the data then holds the label column).
-LEARNED = ("independent", "bayesnet", "empirical")
 
 
 def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import PropertyError
+from .metrics import needing, spelled
 
 
 def check_time_limit(time_limit: float | None) -> float | None:
@@ -169,40 +170,21 @@ class ProgramOptions(MethodOptions):
             raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
 
 
-#: Group metrics by every accepted name: faircert's short names and fairlearn's function names.
-METRIC_NAMES = {
-    "di": "di", "sp": "sp", "eo": "eo", "pcf": "pcf",
-    "demographic_parity_ratio": "di", "disparate_impact": "di",
-    "demographic_parity_difference": "sp", "statistical_parity": "sp",
-    "equalized_odds_difference": "eo", "equalized_odds": "eo",
-}
-
-
-def group_metrics(names: Any) -> tuple[str, ...]:
-    """Metric names (a comma-separated string or a list) as faircert's short names, in order, once."""
-    items = names.split(",") if isinstance(names, str) else list(names or ())
-    out: list[str] = []
-    for item in items:
-        key = str(item).strip().lower().replace("-", "_")
-        if not key:
-            continue
-        if key not in METRIC_NAMES:
-            raise PropertyError(f"unknown metric {str(item).strip()!r}; choose from di, sp, eo, pcf or fairlearn's "
-                                "demographic_parity_ratio, demographic_parity_difference, equalized_odds_difference")
-        if METRIC_NAMES[key] not in out:
-            out.append(METRIC_NAMES[key])
-    return tuple(out) or ("di", "sp")
-
-
 def check_metric_inputs(metrics: tuple[str, ...], label: str | None, mediators: tuple[str, ...],
-                        learned: bool) -> None:
-    """What a metric needs, before any model is read: EO the true label of a learned population,
-    PCF its mediators."""
-    if "eo" in metrics and label is None and learned:
-        raise PropertyError("equalized odds (eo) compares groups given the true label: name the label column "
+                        population: str) -> None:
+    """What the metrics need, before any model is read: the true label (equalized odds, equal
+    opportunity, predictive parity) of a learned population or the data, mediators (PCF), the
+    data's rows (predictive parity)."""
+    needs_label = needing(metrics, "label") + needing(metrics, "predicted")
+    if needs_label and label is None and population in ("independent", "bayesnet", "empirical"):
+        raise PropertyError(f"{spelled(needs_label)}: compared given the true label: name the label column "
                             "(label=... / --label NAME)")
-    if "pcf" in metrics and not mediators:
+    if needing(metrics, "mediators") and not mediators:
         raise PropertyError("path-specific causal fairness (pcf) needs the mediators (mediators=... / --mediators)")
+    if needing(metrics, "predicted") and population != "empirical":
+        raise PropertyError(f"predictive parity (pp) conditions on the model's decision, which faircert measures "
+                            f"over the data's rows: use population 'empirical' (the default with data), not "
+                            f"{population!r}")
 
 
 @dataclass(frozen=True)

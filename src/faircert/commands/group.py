@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FaircertError
+from ..metrics import METRICS
 from .common import (
     add_checkpoint_arguments,
     add_memory_argument,
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "population model (the data's own rows: the default with --data; independent marginals or a "
                     "Bayesian network learned from --data; a saved population .json; or a population program .fr), "
                     "and the metrics DI = min/max over groups, SP = max - min, EO (the worse of the Y=0 / Y=1 "
-                    "gaps), PCF. Linear models under discrete populations: exact, or sound bounds a few 1e-3 wide "
+                    "gaps), equal opportunity (TPR gap or ratio), predictive parity (precision gap), PCF. Linear models under discrete populations: exact, or sound bounds a few 1e-3 wide "
                     "on score grids; other models: sound bounds, with a sampled estimate beside them where they "
                     "stay wide. Exit code: 0 fair at the thresholds, 1 unfair, 2 undecided, 3 bad input.")
     p.add_argument("model", help="model: linear JSON (weights, intercept, encoding), a pickled scikit-learn "
@@ -38,16 +39,21 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     """What `group` and `compare` share: the data, groups, population, metrics, budget and outputs."""
     p.add_argument("--data", help="CSV of raw rows to learn the population from (and to bin continuous columns)")
     p.add_argument("--protected", help="protected attribute(s), comma-separated; their value combinations are the groups")
-    p.add_argument("--label", help="true-label column (needed for --metric eo)")
+    p.add_argument("--label", help="true-label column (needed for --metric eo, eop, eopr, pp)")
     p.add_argument("--population", default=None,
                    help="empirical (the data's rows, as fairlearn's MetricFrame: the default with --data), "
                         "independent, bayesnet, a saved population .json, or a population program .fr")
-    p.add_argument("--metric", default="di,sp", help="metrics, comma-separated from di,sp,eo,pcf (default di,sp)")
+    p.add_argument("--metric", default="di,sp",
+                   help="metrics, comma-separated (default di,sp): " + ", ".join(
+                       f"{m.name} ({m.summary().split(':')[0].lower()})" for m in METRICS.values()) +
+                        "; fairlearn's and AIF360's names are accepted too (e.g. demographic_parity_ratio, "
+                        "equal_opportunity_difference)")
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
     p.add_argument("--threshold", type=float, default=0.8,
-                   help="DI threshold: fair iff DI = min/max >= T (default 0.8, the four-fifths rule)")
+                   help="ratio threshold: fair iff DI = min/max >= T (default 0.8, the four-fifths rule), and so "
+                        "for every ratio metric computed (eopr)")
     p.add_argument("--max-gap", type=float, metavar="G",
-                   help="also require SP (and EO, PCF when computed) <= G")
+                   help="also require SP (and every other gap metric computed: eo, eop, pp, pcf) <= G")
     p.add_argument("--influence", action="store_true", help="fairness influence of every non-protected feature")
     p.add_argument("--influence-set", action="append", metavar="A,B",
                    help="influence of a set of features made uniform together (repeatable)")
@@ -98,7 +104,8 @@ def group_keywords(args: argparse.Namespace) -> dict:
     """The keywords of `faircert.group` from the shared options."""
     from ..options import GroupOptions
 
-    gaps = {m: args.max_gap for m in ("sp", "eo", "pcf")} if args.max_gap is not None else None
+    gaps = {m.name: args.max_gap for m in METRICS.values() if m.direction == "<="} if args.max_gap is not None \
+        else None
     influence: bool | list = args.influence
     if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
         influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]

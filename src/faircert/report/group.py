@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from ..metrics import METRICS
+from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
 from .console import VERDICT_STYLE, console
 
@@ -20,7 +22,7 @@ def groups_table(result: GroupResult) -> Table:
     table.add_column(escape("P[group]"), justify="right")
     table.add_column(escape("P[yhat=1 | group]"), justify="right")
     for cond in result.conditional:
-        table.add_column(escape(f"| {cond}") if cond.startswith("Y=") else cond.upper(), justify="right")
+        table.add_column(escape(condition_title(cond)), justify="right")
     table.add_column("")
     by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
     for g in sorted(result.groups, key=lambda g: -g.value):
@@ -59,13 +61,12 @@ def metrics_table(result: GroupResult) -> Table:
     table.add_column("value", justify="right")
     table.add_column("check", justify="right")
     table.add_column("attained by")
-    names = {"di": "DI (min/max)", "sp": "SP (max-min)", "eo": "EO (worse label gap)", "pcf": "PCF (max-min)"}
     for m in result.metrics.values():
         check = ""
         if m.threshold is not None:
-            op = ">=" if m.name == "di" else "<="
-            check = f"{op} {m.threshold:g}: [{VERDICT_STYLE.get(m.verdict, '')}]{m.verdict}[/]"
-        table.add_row(names.get(m.name, m.name), _interval(m.low, m.high), check, escape(m.detail))
+            check = f"{m.direction} {m.threshold:g}: [{VERDICT_STYLE.get(m.verdict, '')}]{m.verdict}[/]"
+        title = METRICS[m.name].title if m.name in METRICS else m.name
+        table.add_row(title, _interval(m.low, m.high), check, escape(m.detail))
     return table
 
 

@@ -8,6 +8,8 @@ import html
 from pathlib import Path
 
 from ..files import write_text
+from ..metrics import METRICS
+from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
 from .html import STYLE, fragment_style
 
@@ -117,14 +119,14 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
         ["stopped", e(str(result.stats.get("stopped", "")))]])
     conditions = list(result.conditional)
     by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
-    groups = _table(["group", "P[group]", "P[yhat=1 | group]"] + [e(f"| {c}") for c in conditions],
+    groups = _table(["group", "P[group]", "P[yhat=1 | group]"] + [e(condition_title(c)) for c in conditions],
                     [[e(g.name), _interval(g.size, g.size if g.size_high is None else g.size_high),
                       _interval(g.low, g.high)]
                      + [_interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
                         for c in conditions] for g in sorted(result.groups, key=lambda g: -g.value)])
     metrics = _table(["metric", "value", "check", "attained by"], [
-        [m.name.upper(), _interval(m.low, m.high),
-         (f"{'&ge;' if m.name == 'di' else '&le;'} {m.threshold:g}: <b class='{m.verdict}'>{m.verdict}</b>"
+        [e(METRICS[m.name].title if m.name in METRICS else m.name), _interval(m.low, m.high),
+         (f"{'&ge;' if m.direction == '>=' else '&le;'} {m.threshold:g}: <b class='{m.verdict}'>{m.verdict}</b>"
           if m.threshold is not None else ""), e(m.detail)] for m in result.metrics.values()])
     notes = _estimate(result) + "".join(f"<p class='note'>approximation: {e(a)}</p>" for a in result.approximations)
     dropped = result.stats.get("rows_dropped_missing", 0)

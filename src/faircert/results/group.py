@@ -6,11 +6,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import PropertyError
+from ..metrics import METRICS, MetricInterval, gap_interval, ratio_interval
 from .base import DECISION_TOLERANCE, Verdict
 
-#: Metrics of group fairness. DI is a ratio (min/max over groups, higher is fairer, checked as
-#: DI >= threshold); SP, EO and PCF are gaps (max - min, lower is fairer, checked as gap <= threshold).
-GROUP_METRICS = ("di", "sp", "eo", "pcf")
+#: Metrics of group fairness (`faircert.metrics`): ratios (DI: min/max over groups, higher is
+#: fairer, checked as value >= threshold) and gaps (SP, EO, ...: max - min, checked as value <= threshold).
+GROUP_METRICS = tuple(METRICS)
 
 
 @dataclass
@@ -46,35 +47,6 @@ class GroupProbability:
 
 
 @dataclass
-class MetricInterval:
-    """A group-fairness metric as a sound interval, and its check against a threshold if one is set."""
-
-    name: str
-    low: float
-    high: float
-    threshold: float | None = None
-    #: "fair" (proven within the threshold), "unfair" (proven outside), "unknown", or "" if unchecked.
-    verdict: str = ""
-    #: Which groups (or condition) attain it, for people: e.g. "Y=1: min race=0 / max race=1".
-    detail: str = ""
-
-    def check(self, tolerance: float = DECISION_TOLERANCE) -> str:
-        """Decide against the threshold on strict margins (DI: ratio >= t; gaps: value <= t)."""
-        if self.threshold is None:
-            self.verdict = ""
-        elif self.name == "di":
-            self.verdict = ("fair" if self.low >= self.threshold + tolerance else
-                            "unfair" if self.high <= self.threshold - tolerance else "unknown")
-        else:
-            self.verdict = ("fair" if self.high <= self.threshold - tolerance else
-                            "unfair" if self.low >= self.threshold + tolerance else "unknown")
-        return self.verdict
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
 class Influence:
     """Fairness influence of a feature set S: quantity(population) - quantity(S made uniform)."""
 
@@ -99,7 +71,7 @@ class GroupResult(Verdict):
     metrics: dict[str, MetricInterval]
     most_favoured: str
     least_favoured: str
-    #: DI threshold (four-fifths rule by default); gap thresholds for SP/EO/PCF live in `metrics`.
+    #: Threshold of the ratio metrics (DI, the four-fifths rule by default); gaps keep theirs in `metrics`.
     threshold: float
     engine: str
     population: str
@@ -167,10 +139,12 @@ class GroupResult(Verdict):
               stats: dict[str, Any] | None = None) -> GroupResult:
         """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
 
-        DI and SP come from `groups`; EO from the two `conditional["Y=<label value>"]` lists; PCF
-        from `conditional["pcf"]`. DI is checked against `threshold`, a gap metric against
-        `gap_thresholds[name]` when given. The verdict is unfair if any checked metric is proven
-        violated, fair if all are proven satisfied, unknown otherwise.
+        DI and SP come from `groups`; the other metrics from the conditional probabilities they need
+        (`faircert.metrics`): `conditional["Y=<label value>"]` (EO, equal opportunity),
+        `conditional["yhat=1"]` (predictive parity), `conditional["pcf"]`. Ratios are checked
+        against `threshold`, a gap metric against `gap_thresholds[name]` when given. The verdict is
+        unfair if any checked metric is proven violated, fair if all are proven satisfied, unknown
+        otherwise.
         """
         conditional = dict(conditional or {})
         gap_thresholds = dict(gap_thresholds or {})
@@ -180,26 +154,10 @@ class GroupResult(Verdict):
         if unknown:
             raise PropertyError(f"unknown metric(s) {unknown}; choose from {', '.join(GROUP_METRICS)}")
         wanted = ["di", "sp"] + [m for m in metrics if m not in ("di", "sp")]
-        out: dict[str, MetricInterval] = {}
-        out["di"] = di_interval(groups)
-        out["sp"] = gap_interval("sp", groups)
-        if "eo" in wanted:
-            parts = [gap_interval("eo", v, prefix=f"{k}: ") for k, v in conditional.items() if k.startswith("Y=")]
-            if len(parts) != 2:
-                raise PropertyError("equalized odds needs the group probabilities given each of the two labels "
-                                    "(conditional keys 'Y=<value>')")
-            worst = max(parts, key=lambda m: (m.high, m.low))
-            out["eo"] = MetricInterval("eo", max(m.low for m in parts), max(m.high for m in parts),
-                                       detail=worst.detail)
-        if "pcf" in wanted:
-            if "pcf" not in conditional:
-                raise PropertyError("path-specific causal fairness needs the group probabilities with mediators redistributed")
-            out["pcf"] = gap_interval("pcf", conditional["pcf"])
-        out["di"].threshold = threshold
-        for name, t in gap_thresholds.items():
-            if name in out and name != "di":
-                out[name].threshold = t
-        checked = [m.check() for m in out.values() if m.threshold is not None]
+        out: dict[str, MetricInterval] = {name: METRICS[name].interval(groups, conditional) for name in wanted}
+        for m in out.values():  # ratios are checked against `threshold`, gaps against their own
+            m.threshold = threshold if m.direction == ">=" else gap_thresholds.get(m.name)
+        checked = [m.check(DECISION_TOLERANCE) for m in out.values() if m.threshold is not None]
         verdict = ("unfair" if "unfair" in checked else
                    "fair" if checked and all(v == "fair" for v in checked) else "unknown")
         top = max(groups, key=lambda g: g.value)
@@ -255,8 +213,7 @@ class GroupResult(Verdict):
         for m in self.metrics.values():
             check = ""
             if m.threshold is not None:
-                op = ">=" if m.name == "di" else "<="
-                check = f"  ({op} {m.threshold:g}: {m.verdict})"
+                check = f"  ({m.direction} {m.threshold:g}: {m.verdict})"
             lines.append(f"{m.name.upper()} = {interval(m.low, m.high)}{check}")
         for a in self.approximations:
             lines.append(f"approximation: {a}")
@@ -270,30 +227,9 @@ class GroupResult(Verdict):
 
 
 def di_interval(groups: list[GroupProbability]) -> MetricInterval:
-    """min_g p_g / max_g p_g as a sound interval; 1 when every group's probability is 0 (no disparity)."""
-    min_lo = min(g.low for g in groups)
-    min_hi = min(g.high for g in groups)
-    max_lo = max(g.low for g in groups)
-    max_hi = max(g.high for g in groups)
-    low = min_lo / max_hi if max_hi > 0 else 1.0
-    high = min(1.0, min_hi / max_lo) if max_lo > 0 else 1.0
-    low = min(low, high)
-    bottom = min(groups, key=lambda g: g.value)
-    top = max(groups, key=lambda g: g.value)
-    detail = f"min {bottom.name} / max {top.name}"
-    if max_hi == 0:
-        detail = "no group ever gets the positive decision; DI taken as 1 (no disparity)"
-    return MetricInterval("di", low, high, detail=detail)
+    """DI: min_g p_g / max_g p_g as a sound interval (`metrics.base.ratio_interval`)."""
+    return ratio_interval("di", groups)
 
 
-def gap_interval(name: str, groups: list[GroupProbability], prefix: str = "") -> MetricInterval:
-    """max_g p_g - min_g p_g as a sound interval."""
-    if not groups:
-        raise PropertyError(f"{name}: no group to compare")
-    low = max(0.0, max(g.low for g in groups) - min(g.high for g in groups))
-    high = max(g.high for g in groups) - min(g.low for g in groups)
-    bottom = min(groups, key=lambda g: g.value)
-    top = max(groups, key=lambda g: g.value)
-    return MetricInterval(name, low, high, detail=f"{prefix}max {top.name} - min {bottom.name}")
-
-
+__all__ = ["GROUP_METRICS", "GroupProbability", "GroupResult", "Influence", "MetricInterval", "di_interval",
+           "gap_interval"]

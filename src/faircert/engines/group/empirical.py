@@ -3,8 +3,9 @@
 P[yhat = 1 | group] is the share of the group's rows the model labels positive (fairlearn's
 selection rate). Linear scores within rounding of 0 are recomputed in exact rational
 arithmetic; for networks and trees such a row counts as undecided, so the result is an interval
-only where floating point could flip a decision. With a label column, EO
-conditions on each of its values, as fairlearn's equalized_odds_difference does.
+only where floating point could flip a decision. With a label column, the metrics that need it
+condition on each of its values, as fairlearn's equalized_odds_difference does, and predictive
+parity on the model's positive decision: P[Y = positive | yhat = 1, group].
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import numpy as np
 
 from ...data import encode_table, infer_domain
 from ...errors import DataError, PropertyError
+from ...metrics import needing, spelled
+from ...metrics.base import label_keys
 from ...models.binding import bind
 from ...models.linear import LinearModel
 from ...models.network import ReluNetwork
@@ -107,6 +110,33 @@ def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure:
     return out
 
 
+def _precisions(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure: np.ndarray,
+                good: np.ndarray, names: Any = None) -> list[GroupProbability]:
+    """P[Y = positive | yhat = 1, group] per group, as an interval over the undecided rows'
+    decisions (it falls as undecided rows with Y negative turn positive and rises as those with Y
+    positive do); a group the model never labels positive has none and is left out. Sizes:
+    P[group | yhat = 1]."""
+    keys = (names if names is not None else frame[list(protected)]).loc[:, list(protected)].astype(str)
+    by = list(protected) if len(protected) > 1 else protected[0]
+    out, picked_all, unsure_all = [], int(positive.sum()), int(unsure.sum())
+    for values, index in keys.groupby(by, sort=True).groups.items():
+        values = values if isinstance(values, tuple) else (values,)
+        m = np.asarray(frame.index.get_indexer(index))
+        hits, picked = int((positive[m] & good[m]).sum()), int(positive[m].sum())
+        maybe_good, maybe_bad = int((unsure[m] & good[m]).sum()), int((unsure[m] & ~good[m]).sum())
+        maybe = maybe_good + maybe_bad
+        if picked + maybe == 0:
+            continue
+        low = hits / (picked + maybe_bad) if picked + maybe_bad else 1.0
+        high = (hits + maybe_good) / (picked + maybe_good) if picked + maybe_good else 0.0
+        size = picked / (picked_all + unsure_all - maybe) if picked else 0.0
+        size_high = min(1.0, (picked + maybe) / (picked_all + maybe)) if unsure_all else None
+        out.append(GroupProbability(dict(zip(protected, values)), low, high, size, size_high))
+    if not out:
+        raise PropertyError("predictive parity: the model labels no row positive, so no group has a precision")
+    return out
+
+
 def answer(model: Any, question: Any, options: Any, progress: Any = None) -> GroupResult:
     """Registry entry point: exact selection rates per group over the data's rows."""
     start = time.perf_counter()
@@ -121,13 +151,20 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     everyone = np.ones(len(frame), dtype=bool)
     groups = _rates(frame, pop.protected, positive, unsure, everyone, pop.groups)
     conditional = {}
-    if "eo" in question.metrics:
+    asked = needing(question.metrics, "label") + needing(question.metrics, "predicted")
+    if asked:
         if pop.label is None:
-            raise PropertyError("equalized odds (eo) needs the label column (label=... / --label NAME)")
+            raise PropertyError(f"{spelled(asked)}: needs the label column (label=... / --label NAME)")
         truth = frame[pop.label].astype(str)
-        for value in sorted(truth.unique()):
+        values = sorted(truth.unique())
+        if len(values) != 2:
+            raise PropertyError(f"{spelled(asked)}: needs a label with two values; {pop.label!r} has {len(values)}")
+        for value in values:
             conditional[f"Y={value}"] = _rates(frame, pop.protected, positive, unsure, (truth == value).to_numpy(),
                                                pop.groups)
+        if needing(question.metrics, "predicted"):
+            good = (truth == label_keys("predictive parity", conditional)[-1][2:]).to_numpy()
+            conditional["yhat=1"] = _precisions(frame, pop.protected, positive, unsure, good, pop.groups)
     if progress is not None:
         progress({"elapsed_s": time.perf_counter() - start})
     stats = {"rows": len(frame), "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),

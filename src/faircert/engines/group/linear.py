@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import DataError, PropertyError
 from ...memory import STOPPED as MEMORY_STOPPED
+from ...metrics import needing
 from ...models.linear import ColumnEncoding, LinearModel
 from ...models.program import Program
 from ...population.discrete import BIN_SUFFIX, DiscretePopulation
@@ -97,7 +98,8 @@ def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulat
         return [(f"Y={lab}", pop, {pop.label: i}) for i, lab in enumerate(var.labels)]
     if pop.by_label:
         return [(f"Y={lab}", sub, {}) for lab, sub in pop.by_label.items()]
-    raise PropertyError("equalized odds needs the true label: pass label=<column> (CLI: --label)")
+    raise PropertyError("the metrics given the label (eo, eop, eopr) need the true label: pass label=<column> "
+                        "(CLI: --label)")
 
 
 def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[str] = ("di", "sp"),
@@ -112,7 +114,7 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
     """
     start = time.perf_counter()
     metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
-    groups, conditional, stats = _refined_rates(model, pop, "eo" in metrics, deadline, memory_limit)
+    groups, conditional, stats = _refined_rates(model, pop, bool(needing(metrics, "label")), deadline, memory_limit)
     approximations = _binning_notes(pop)
     if "pcf" in metrics:
         if not mediators:

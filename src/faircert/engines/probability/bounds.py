@@ -18,6 +18,7 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, Parts, fingerprint, identity
 from ...errors import PropertyError
+from ...metrics import needing, spelled
 from ...models.program import Expr, Program, load_program, parse_expression
 from ...population.program import site_marginals
 from ...results import GroupProbability, GroupResult, ProgramResult
@@ -249,7 +250,7 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
 
 def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
-    the groups' bounds given each label value too (see `with_equalized_odds`). With a checkpoint in
+    the groups' bounds given each label value too (see `with_label_conditions`). With a checkpoint in
     the options, each of these refinements keeps its own part of the file."""
     parts = _parts(options, "probability-bounds", lambda: {
         "model": fingerprint(model), "population": identity(question.population),
@@ -264,7 +265,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
                             check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address),
                             checkpoint=None if parts is None else parts.next(), memory_limit=options.memory_limit)
 
-    return _with_checkpoints(with_equalized_odds(run, question, options.time_limit, target_width=1e-3), parts)
+    return _with_checkpoints(with_label_conditions(run, question, options.time_limit, target_width=1e-3), parts)
 
 
 def _parts(options: Any, kind: str, identity: Callable[[], dict[str, str]]) -> Parts | None:
@@ -279,11 +280,12 @@ def _with_checkpoints(result: Any, parts: Parts | None) -> Any:
     return result
 
 
-def with_equalized_odds(run: Callable, question: Any, limit: float | None, target_width: float,
+def with_label_conditions(run: Callable, question: Any, limit: float | None, target_width: float,
                         conditions: list | None = None):
-    """The groups under the question's population, and with EO their rates given each label value:
-    half the time limit goes to the groups, the rest to the label conditions, each refined until
-    decided by the EO gap threshold if there is one, else `target_width` wide (or the budget).
+    """The groups under the question's population, and with a metric that needs the label (EO,
+    equal opportunity) their rates given each label value: half the time limit goes to the groups,
+    the rest to the label conditions, each refined until decided by the smallest gap threshold of
+    those metrics if there is one, else `target_width` wide (or the budget).
     `run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=,
     check_di=)` answers one of these questions with a GroupResult; `conditions` are the question's
     `label_conditions` when the caller has them already."""
@@ -293,13 +295,13 @@ def with_equalized_odds(run: Callable, question: Any, limit: float | None, targe
         return run(question.population, list(question.protected) or None, question.metrics, question.threshold,
                    limit, gaps)
     start = time.perf_counter()
-    plain = tuple(m for m in question.metrics if m != "eo")
+    plain = tuple(m for m in question.metrics if m not in needing(question.metrics, "label"))
     res = run(question.population, list(question.protected) or None, plain, question.threshold,
               None if limit is None else limit / 2, gaps)
     conditional, stopped = {}, [res.stats.get("stopped", "")]
     for i, (population, protected, split_on, values) in enumerate(conditions):
         left = None if limit is None else max(limit - (time.perf_counter() - start), 0.05) / (len(conditions) - i)
-        eo_gap = gaps.get("eo")
+        eo_gap = min((gaps[m] for m in needing(question.metrics, "label") if m in gaps), default=None)
         part = run(population, protected, ("di", "sp"), question.threshold, left,
                    {} if eo_gap is None else {"sp": eo_gap}, target_width=target_width, check_di=False)
         stopped.append(part.stats.get("stopped", ""))
@@ -315,7 +317,7 @@ def with_equalized_odds(run: Callable, question: Any, limit: float | None, targe
 
 
 def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, list[str]]]:
-    """The runs that give the groups' bounds given each label value, where EO is asked and the
+    """The runs that give the groups' bounds given each label value, where a metric needs it and the
     learned population knows the label: (population, protected, variable to split the groups on,
     label values). A Bayesian network with the label as a variable: one run over the compound
     groups (protected x label); independent populations fitted per label value: one run each."""
@@ -323,10 +325,11 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
     from ...population.program import ProgramPopulation
 
     pop, label = question.population, question.label
-    if "eo" not in question.metrics:
+    asked = needing(question.metrics, "label")
+    if not asked:
         return []
     if label is None:
-        raise PropertyError("equalized odds (eo) compares groups given the true label: name it (label=... / "
+        raise PropertyError(f"{spelled(asked)}: compared given the true label: name it (label=... / "
                             "--label), a variable of the population")
     if isinstance(pop, (str, Path, Program)):
         pop = ProgramPopulation.load(pop)
@@ -338,7 +341,7 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
             raise PropertyError(f"the label {label!r} is not a feature of the population ({', '.join(pop.names)})")
         marginal = pop.marginals[pop.names.index(label)]
         if not isinstance(marginal, Discrete) or len(marginal._v) != 2:
-            raise PropertyError(f"equalized odds needs a label with two values; {label!r} has the marginal {marginal}")
+            raise PropertyError(f"{spelled(asked)}: needs a label with two values; {label!r} has the marginal {marginal}")
         return [(pop, protected + [label], label, [str(float(v)) for v in marginal._v])]
     protected = protected or list(pop.protected)
     if label in pop.variables:

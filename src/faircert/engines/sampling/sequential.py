@@ -309,7 +309,7 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
 def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: group-fairness verdicts by sequential tests, wrong with probability <= delta
     in all (with EO, the groups given each label value are further tests: delta is shared among them)."""
-    from ..probability.bounds import label_conditions, with_equalized_odds
+    from ..probability.bounds import label_conditions, with_label_conditions
 
     conditions = label_conditions(question)
     tests = 1 + len(conditions)
@@ -324,7 +324,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
             progress({"elapsed_s": result.elapsed_s})
         return result
 
-    result = with_equalized_odds(run, question, options.time_limit, target_width=0.01, conditions=conditions)
+    result = with_label_conditions(run, question, options.time_limit, target_width=0.01, conditions=conditions)
     if tests > 1:
         result.approximations.append(f"statistical: P[any wrong verdict] <= {options.delta:g} over all {tests} "
                                      f"sequential tests (each at delta {delta:g})")
@@ -335,7 +335,7 @@ def estimate_group(model: Any, question: Any, time_limit: float | None, seed: in
                    target_width: float = 0.005):
     """The group rates estimated by sampling, for a result whose sound bounds stay wide: no verdict
     stops the sampling, only each rate's interval reaching `target_width` or the time limit."""
-    from ..probability.bounds import label_conditions, with_equalized_odds
+    from ..probability.bounds import label_conditions, with_label_conditions
 
     conditions = label_conditions(question)
     share = delta / (1 + len(conditions))
@@ -346,7 +346,7 @@ def estimate_group(model: Any, question: Any, time_limit: float | None, seed: in
                              time_limit=limit, seed=seed, gap_thresholds={}, label=question.label,
                              target_width=target_width, check_di=False)
 
-    result = with_equalized_odds(run, question, time_limit, target_width=target_width, conditions=conditions)
+    result = with_label_conditions(run, question, time_limit, target_width=target_width, conditions=conditions)
     result.stats["delta"] = delta
     return result
 
