@@ -61,3 +61,25 @@ def test_api_and_cli_share_one_validation_path(tmp_path, capsys):
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
     assert main(["program", missing, "--above", "0.3"]) == 3
     assert "needs a probability query" in capsys.readouterr().err
+
+
+def test_options_and_the_keywords_they_hold_are_not_given_together(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    import faircert
+    from faircert.domain import Domain, Feature
+    from faircert.models.linear import ColumnEncoding, LinearModel
+
+    model = LinearModel(np.array([1.0, -0.5]), -0.2, (ColumnEncoding("s"), ColumnEncoding("x")))
+    dom = Domain((Feature("s", "binary"), Feature("x", "integer", 0, 9)))
+    with pytest.raises(PropertyError, match=r"give options= or the keywords it holds \(time_limit, seed\)"):
+        verify(model, dom, protected="s", time_limit=5, seed=3, options=VerifyOptions(time_limit=9))
+    # keywords left at their defaults beside options= are no clash; options= is what runs
+    res = verify(model, dom, protected="s", options=VerifyOptions(time_limit=9, max_counterexamples=1))
+    assert len(res.counterexamples) <= 1 and res.undecided == 0
+    frame = pd.DataFrame({"s": [0, 1, 0, 1], "x": [1, 2, 3, 4]})
+    with pytest.raises(PropertyError, match=r"\(checkpoint\)"):
+        faircert.group(model, frame, protected="s", checkpoint=tmp_path / "c.json", options=GroupOptions())
+    with pytest.raises(PropertyError, match=r"\(delta\)"):
+        faircert.verify_program("x = gaussian(0, 1)", delta=0.01, options=ProgramOptions())

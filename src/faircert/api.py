@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -100,9 +101,9 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     the data are then raw columns. `workers` processes (or the Ray cluster at
     `ray_address`: "local", "auto" or an address; default every usable core, once a run outlasts a
     second) share the box work; `max_boxes` is a budget by
-    work. `options`, when given, replaces these budget keywords (time_limit, target_undecided,
-    confidence, seed, max_counterexamples, workers, max_boxes, ray_address, complete,
-    partition_size).
+    work. `options` (a `VerifyOptions`) may hold these keywords instead (time_limit,
+    target_undecided, confidence, seed, max_counterexamples, workers, max_boxes, ray_address,
+    complete, partition_size, the checkpoint and memory keywords); giving both is an error.
 
     With `rows`, a network's box refinement or complete (partitioned) decision, or a tree
     ensemble's box refinement, `checkpoint=FILE` writes the run's state every `checkpoint_every`
@@ -122,11 +123,11 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     partition is decided, and `result.partitions` lists them.
     """
     protected = _column_names(_protected(protected, sensitive_features))
-    options = options or VerifyOptions(time_limit=time_limit, target_undecided=target_undecided,
-                                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples,
-                                       workers=workers, max_boxes=max_boxes, ray_address=ray_address,
-                                       complete=complete, partition_size=partition_size,
-                                       **_job_keywords(checkpoint, resume, checkpoint_every, memory_limit))
+    options = _options(verify, VerifyOptions, options, time_limit=time_limit, target_undecided=target_undecided,
+                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples, workers=workers,
+                       max_boxes=max_boxes, ray_address=ray_address, complete=complete,
+                       partition_size=partition_size, checkpoint=checkpoint, resume=resume,
+                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
         return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
                        preprocessor, rows, population, data, options, progress)
@@ -173,12 +174,27 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
     return result
 
 
-def _job_keywords(checkpoint: str | Path | None, resume: str | Path | None, every: float,
-                 memory_limit: int | str | None) -> dict[str, Any]:
-    """The checkpoint and memory keywords as the options take them."""
-    return {"checkpoint": None if checkpoint is None else str(checkpoint),
-            "resume": None if resume is None else str(resume), "checkpoint_every": every,
-            "memory_limit": memory_limit}
+def _options(fn: Any, cls: type, options: Any, **keywords: Any) -> Any:
+    """The run's options: `options` as given, or built from `fn`'s keywords. Both at once would
+    leave one silently unused, so a keyword changed from its default beside `options` is an error."""
+    if options is None:
+        for name in ("checkpoint", "resume"):
+            if keywords.get(name) is not None:
+                keywords[name] = str(keywords[name])
+        return cls(**keywords)
+    defaults = inspect.signature(fn).parameters
+    clash = [k for k, v in keywords.items() if not _same(v, defaults[k].default)]
+    if clash:
+        raise PropertyError(f"give options= or the keywords it holds ({', '.join(clash)}), not both: options "
+                            "replaces them")
+    return options
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # arrays and the like
+        return value is default
 
 
 #: The measures `verify` takes (`population=`).
@@ -386,9 +402,9 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     Returns a DataFrame: the input's features (categories by name), the twin's (suffix `_prime`), and the model's
     probability of the positive label for both (`output`, `output_prime`); `frame.attrs["summary"]`
     holds the measure's bounds, the region's sizes, whether the draws are uniform over the exact
-    region (`region_exact`) and the timings. `options`, when given, replaces time_limit and seed.
+    region (`region_exact`) and the timings. `options` may hold time_limit and seed instead (not both).
     """
-    options = options or VerifyOptions(time_limit=time_limit, seed=seed)
+    options = _options(sample_counterexamples, VerifyOptions, options, time_limit=time_limit, seed=seed)
     ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
                                       trust_pickle, preprocessor)
     question = UnfairSamples(prop, n)
@@ -448,9 +464,9 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
         population = "empirical"
     metrics = metric_names(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), str(population))
-    options = options or GroupOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, workers=workers,
-                                      ray_address=ray_address,
-                                      **_job_keywords(checkpoint, resume, checkpoint_every, memory_limit))
+    options = _options(group, GroupOptions, options, time_limit=time_limit, seed=seed, method=method, delta=delta,
+                       workers=workers, ray_address=ray_address, checkpoint=checkpoint, resume=resume,
+                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
     with time_budget(options.time_limit):
         ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
@@ -648,10 +664,10 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     """
     from .models.program import load_program
 
-    options = options or ProgramOptions(time_limit=time_limit, seed=seed, method=method, delta=delta, bound=bound,
-                                        ratio_width=ratio_width, tolerance=tolerance, workers=workers,
-                                        ray_address=ray_address, **_job_keywords(checkpoint, resume,
-                                                                                 checkpoint_every, memory_limit))
+    options = _options(verify_program, ProgramOptions, options, time_limit=time_limit, seed=seed, method=method,
+                       delta=delta, bound=bound, ratio_width=ratio_width, tolerance=tolerance, workers=workers,
+                       ray_address=ray_address, checkpoint=checkpoint, resume=resume,
+                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
     engine = find_engine(parsed, question, options.method)
