@@ -13,12 +13,22 @@ inferred from the data, protected attribute as there, one core, under three boun
   so that a box's range of codes holds categories of like effect (what `verify` runs);
 - `... + relational`: the same, each twin's bounds intersected with bounds on its logit's
   difference from the first twin's (`symbolic.RELATIONAL`, ReluDiff-style intervals: the twins'
-  first layers differ by a constant, and each ReLU maps a difference d to one between 0 and d).
+  first layers differ by a constant, and each ReLU maps a difference d to one between 0 and d);
+- `... + optimised slopes`: the same, the boxes the fixed slopes leave undecided bounded again with
+  their lower relaxation slopes optimised (`symbolic.OPTIMISED_SLOPES`, alpha-CROWN on the final
+  bound: 20 Adam steps on the slopes, hidden bounds held).
 
 Networks that read no encoded column (the FairQuant and Fairify benchmarks) have no tables: their
 bounds are the encoding-layer ones, and their tables are `fairquant.md` and `fairify.md`; with
-`--fairquant AC-5,...` those models are measured here too, with and without the relational bound.
+`--fairquant AC-5,...` those models are measured here too, with and without the relational bound
+and the optimised slopes (`--fairquant-variants` picks some).
 A run of some datasets or variants keeps the stored rows of the others.
+
+`--headroom AC-5,AC-7` measures what a tighter bound could decide at all: random boxes of the
+domain (halved along random features 22, 30 and 34 times), and among those the fixed slopes leave
+undecided, the share whose twins keep one sign at 256 sampled points (an upper limit for any
+bound: the others straddle the decision boundary and must be split), and the shares the optimised
+slopes and full CROWN tightening decide, with each bound's time per box.
 """
 
 from __future__ import annotations
@@ -40,21 +50,27 @@ from faircert.engines.network.refine import verify_network
 from faircert.properties import individual_fairness
 
 OUT = HERE / "results"
-#: bound -> (input tables, categories ordered, relational)
-VARIANTS = {"encoding layer": (False, False, False), "lookups": (True, False, False),
-            "lookups + order": (True, True, False), "lookups + order + relational": (True, True, True)}
-#: FairQuant's models have no tables: their bound with and without the relational one
-FAIRQUANT_VARIANTS = {"encoding layer": False, "encoding layer + relational": True}
+#: bound -> (input tables, categories ordered, extra bound: "", "relational" or "slopes")
+VARIANTS = {"encoding layer": (False, False, ""), "lookups": (True, False, ""),
+            "lookups + order": (True, True, ""), "lookups + order + relational": (True, True, "relational"),
+            "lookups + order + optimised slopes": (True, True, "slopes")}
+#: FairQuant's models have no tables: their bound with and without each extra one
+FAIRQUANT_VARIANTS = {"encoding layer": "", "encoding layer + relational": "relational",
+                      "encoding layer + optimised slopes": "slopes"}
 warnings.filterwarnings("ignore")
 
 
-def _row(name: str, protected: str, variant: str, time_limit: float, ir, prop, relational: bool) -> dict:
-    symbolic.RELATIONAL = relational
+def _row(name: str, protected: str, variant: str, time_limit: float, ir, prop, extra: str) -> dict:
+    symbolic.RELATIONAL, symbolic.OPTIMISED_SLOPES = extra == "relational", extra == "slopes"
+    if extra == "slopes":  # one core, as every row
+        import torch
+
+        torch.set_num_threads(1)
     t0 = time.perf_counter()
     try:
         r = verify_network(ir, prop, time_limit=time_limit)
     finally:
-        symbolic.RELATIONAL = False
+        symbolic.RELATIONAL = symbolic.OPTIMISED_SLOPES = False
     wall = time.perf_counter() - t0
     row = {"dataset": name, "protected": protected, "bound": variant, "time_limit": time_limit,
            "certified": r.certified, "falsified": r.falsified, "undecided": r.undecided, "wall_s": wall,
@@ -67,21 +83,95 @@ def measure(name: str, time_limit: float, variants: list[str]) -> list[dict]:
     model, X, protected = practitioner.fitted(name, "MLP(64,64)")
     rows = []
     for variant in variants:
-        lookups, order, relational = VARIANTS[variant]
+        lookups, order, extra = VARIANTS[variant]
         ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, order)
         if not lookups:
             ir.input_tables = None
-        rows.append(_row(name, protected, variant, time_limit, ir, prop, relational))
+        rows.append(_row(name, protected, variant, time_limit, ir, prop, extra))
     return rows
 
 
-def measure_fairquant(name: str, time_limit: float) -> list[dict]:
+def measure_fairquant(name: str, time_limit: float, variants: list[str]) -> list[dict]:
     import fairquant
 
     net, dom, p = fairquant.load_case(name, "header")
     prop = individual_fairness(dom, [p])
-    return [_row(name, dom.names[p], variant, time_limit, net, prop, relational)
-            for variant, relational in FAIRQUANT_VARIANTS.items()]
+    return [_row(name, dom.names[p], variant, time_limit, net, prop, FAIRQUANT_VARIANTS[variant])
+            for variant in variants]
+
+
+def headroom(name: str, depths=(22, 30, 34), boxes: int = 2000, seed: int = 0) -> list[dict]:
+    """What a tighter bound could decide, on random boxes of a FairQuant model (see the docstring)."""
+    import fairquant
+    import numpy as np
+    import torch
+
+    from faircert.engines.network.problem import Problem
+    from faircert.engines.network.sampling import random_points
+
+    torch.set_num_threads(1)
+    net, dom, p = fairquant.load_case(name, "header")
+    pb = Problem.build(net, individual_fairness(dom, [p]))
+    rng = np.random.default_rng(seed)
+    out = []
+    for depth in depths:
+        lo, hi = np.tile(pb.lo, (boxes, 1)), np.tile(pb.hi, (boxes, 1))
+        r = np.arange(boxes)
+        for _ in range(depth):  # halve each box along a random feature, keeping a random half
+            j = rng.integers(0, pb.d, boxes)
+            a, b = lo[r, j], hi[r, j]
+            mid = np.where(pb.discrete[j], np.floor((a + b) / 2), (a + b) / 2)
+            left, ok = rng.random(boxes) < 0.5, b > a
+            hi[r[left & ok], j[left & ok]] = mid[left & ok]
+            right = ~left & ok
+            lo[r[right], j[right]] = np.where(pb.discrete[j[right]], mid[right] + 1, mid[right])
+
+        def decided(bd):
+            return np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
+
+        t = time.perf_counter()
+        fixed = symbolic.bound_twins(pb.bounder, lo, hi)
+        t_fixed = (time.perf_counter() - t) / boxes
+        open_ = np.flatnonzero(~decided(fixed))
+        olo, ohi = lo[open_], hi[open_]
+        t = time.perf_counter()
+        tight = symbolic.bound_twins(pb.bounder, olo, ohi, tight=True)
+        t_tight = (time.perf_counter() - t) / len(open_)
+        symbolic.OPTIMISED_SLOPES = True
+        try:
+            t = time.perf_counter()
+            optimised = symbolic.bound_twins(pb.bounder, olo, ohi)
+            t_slopes = (time.perf_counter() - t) / len(open_)
+        finally:
+            symbolic.OPTIMISED_SLOPES = False
+        one_sign = 0
+        for k in range(len(open_)):
+            x = random_points(rng, np.tile(olo[k], (256, 1)), np.tile(ohi[k], (256, 1)), pb.discrete)
+            z = pb.bounder.logits(x)
+            one_sign += bool(np.all(z > 0) or np.all(z < 0))
+        row = {"model": name, "depth": depth, "boxes": boxes, "fixed_decides": float(decided(fixed).mean()),
+               "undecided": int(len(open_)), "one_sign": one_sign / len(open_),
+               "slopes_decide": float(decided(optimised).mean()), "tight_decides": float(decided(tight).mean()),
+               "fixed_ms": 1e3 * t_fixed, "slopes_ms": 1e3 * t_slopes, "tight_ms": 1e3 * t_tight}
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
+
+
+def headroom_markdown(rows: list[dict]) -> str:
+    lines = ["", "## What a tighter bound could decide", "",
+             "Random boxes of each model's domain (2,000 per depth, halved along random features), bounded "
+             "with the fixed slopes; of the boxes they leave undecided: the share whose twins keep one sign "
+             "at 256 sampled points (the most any bound could decide), and the shares the optimised slopes "
+             "and full CROWN tightening decide. Times are per box, one core.", "",
+             "| model | halvings | decided by fixed slopes | undecided boxes | one sign at every sample | "
+             "optimised slopes decide | CROWN tightening decides | ms per box: fixed / slopes / tightening |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['depth']} | {r['fixed_decides']:.1%} | {r['undecided']:,} | "
+                     f"{r['one_sign']:.1%} | {r['slopes_decide']:.1%} | {r['tight_decides']:.1%} | "
+                     f"{r['fixed_ms']:.3f} / {r['slopes_ms']:.3f} / {r['tight_ms']:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[dict]) -> str:
@@ -103,10 +193,20 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--fairquant", default="", help="FairQuant models to measure too (AC-5,AC-7,...)")
+    parser.add_argument("--fairquant-variants", default=",".join(FAIRQUANT_VARIANTS))
+    parser.add_argument("--headroom", default="", help="FairQuant models whose random boxes measure what a tighter "
+                        "bound could decide (only this is run)")
     args = parser.parse_args()
+    if args.headroom:
+        rows = [row for name in args.headroom.split(",") for row in headroom(name)]
+        (OUT / "bounds_headroom.json").write_text(json.dumps(rows, indent=1) + "\n")
+        _write_markdown()
+        return
     variants = [v for v in args.variants.split(",") if v]
+    fq_variants = [v for v in args.fairquant_variants.split(",") if v]
     rows = [row for name in args.datasets.split(",") if name for row in measure(name, args.time_limit, variants)]
-    rows += [row for name in args.fairquant.split(",") if name for row in measure_fairquant(name, args.time_limit)]
+    rows += [row for name in args.fairquant.split(",") if name
+             for row in measure_fairquant(name, args.time_limit, fq_variants)]
     path = OUT / "bounds.json"
     new = {(r["dataset"], r["bound"]) for r in rows}
     kept = [r for r in json.loads(path.read_text()) if (r["dataset"], r["bound"]) not in new] if path.exists() else []
@@ -114,7 +214,14 @@ def main() -> None:
     datasets = list(dict.fromkeys([r["dataset"] for r in kept + rows]))
     rows = sorted(kept + rows, key=lambda r: (datasets.index(r["dataset"]), order.index(r["bound"])))
     path.write_text(json.dumps(rows, indent=1) + "\n")
-    (OUT / "bounds.md").write_text(markdown(rows))
+    _write_markdown()
+
+
+def _write_markdown() -> None:
+    text = markdown(json.loads((OUT / "bounds.json").read_text()))
+    if (OUT / "bounds_headroom.json").exists():
+        text += headroom_markdown(json.loads((OUT / "bounds_headroom.json").read_text()))
+    (OUT / "bounds.md").write_text(text)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ from faircert.engines.network.symbolic import TwinNet, bound_twins
 from faircert.models.io.nnet import load_nnet
 
 
-@pytest.mark.parametrize("relational", [False, True])
+@pytest.mark.parametrize("extra", ["", "relational", "slopes"])
 @pytest.mark.parametrize("tight", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_bounds_contain_sampled_logits_and_forms_are_valid(monkeypatch, seed, tight, relational):
-    monkeypatch.setattr(symbolic, "RELATIONAL", relational)
+def test_bounds_contain_sampled_logits_and_forms_are_valid(monkeypatch, seed, tight, extra):
+    monkeypatch.setattr(symbolic, "RELATIONAL", extra == "relational")
+    monkeypatch.setattr(symbolic, "OPTIMISED_SLOPES", extra == "slopes")
     rng = np.random.default_rng(seed)
     n_in = int(rng.integers(2, 6))
     net = random_network(rng, n_in, list(rng.integers(1, 9, size=rng.integers(0, 5))))
@@ -103,3 +104,20 @@ def test_the_relational_bounds_only_tighten(monkeypatch):
     both = bound_twins(tn, lo, hi)
     assert np.all(both.lower >= plain.lower) and np.all(both.upper <= plain.upper)
     assert np.any(both.lower > plain.lower + 1e-9) or np.any(both.upper < plain.upper - 1e-9)
+
+
+def test_optimised_slopes_are_never_looser_and_tighten_deep_networks(monkeypatch):
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    net = random_network(rng, 5, [16, 12, 8])
+    tn = TwinNet.build(net, [1, 2, 3, 4], [0], np.array([[0.0], [1.0]]))
+    lo = rng.uniform(-1, 0.5, size=(300, 4))
+    hi = lo + rng.uniform(0, 0.8, size=lo.shape)
+    plain = bound_twins(tn, lo, hi)
+    monkeypatch.setattr(symbolic, "OPTIMISED_SLOPES", True)
+    both = bound_twins(tn, lo, hi)
+    assert np.all(both.lower >= plain.lower) and np.all(both.upper <= plain.upper)
+    assert np.mean((both.upper - both.lower) < (plain.upper - plain.lower) - 1e-9) > 0.2
+    x = rng.uniform(lo[:, None, :], hi[:, None, :], size=(300, 200, 4))
+    z = np.stack([tn.logits(x[b]) for b in range(300)])  # (B, 200, T)
+    assert np.all(z >= both.lower[:, None, :] - 1e-9) and np.all(z <= both.upper[:, None, :] + 1e-9)

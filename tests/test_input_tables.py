@@ -13,6 +13,7 @@ import pytest
 
 import faircert
 from faircert.data import infer_domain
+from faircert.engines.network import symbolic
 from faircert.engines.network.symbolic import TwinNet, bound_twins
 from faircert.models.binding import bind_to_domain, raw_frame
 from faircert.models.io import load_model
@@ -60,8 +61,11 @@ def test_tables_equal_the_network_and_the_pipeline_on_every_grid_point(bound):
     assert np.array_equal(net.predict(X), model.predict(raw_frame(dom, X)[model.feature_names_in_]))
 
 
-@pytest.mark.parametrize("tight", [False, True])
-def test_bounds_through_tables_are_sound_and_tighter(bound, tight):
+@pytest.mark.parametrize("tight, slopes", [(False, False), (True, False), (False, True)])
+def test_bounds_through_tables_are_sound_and_tighter(bound, tight, slopes, monkeypatch):
+    if slopes:
+        pytest.importorskip("torch")
+        monkeypatch.setattr(symbolic, "OPTIMISED_SLOPES", True)
     _, net, dom = bound
     p = dom.names.index("sex")
     free = [j for j in range(len(dom)) if j != p]
