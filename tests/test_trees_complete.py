@@ -8,6 +8,7 @@ import pytest
 from test_trees_engine import _models, _small_problem, _tree, brute_force, toy_ensemble
 
 from faircert.domain import Domain, Feature
+from faircert.engines.trees import complete
 from faircert.engines.trees.complete import decide_trees, recheck_pair
 from faircert.models.trees import TreeEnsemble
 from faircert.properties import individual_fairness
@@ -62,14 +63,18 @@ def _fair_by_construction(rng: np.random.Generator, dom: Domain, protected: set[
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_fair_by_construction_ensembles_get_a_proof(seed):
+def test_fair_by_construction_ensembles_get_a_proof(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 6),
                   Feature("q", "binary", 0, 1), Feature("c", "integer", -3, 3)))
     ir = _fair_by_construction(rng, dom, {1, 3})
     for kappa in (None, 0.6):
         prop = individual_fairness(dom, ["p", "q"], kappa=kappa)
-        assert _check(ir, dom, prop).verdict == "fair"
+        # no tree reads p or q: proven without a solver
+        assert decide_trees(ir, prop).stats["proof"].startswith("no tree reads a protected feature")
+        with monkeypatch.context() as m:  # and the program proves it too
+            m.setattr(complete, "_reads_no_protected", lambda ir, prop: False)
+            assert _check(ir, dom, prop).verdict == "fair"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -122,8 +127,10 @@ def test_a_solver_time_out_is_unknown_never_a_proof(monkeypatch):
         return Result()
 
     monkeypatch.setattr(complete._Program, "solve", no_time)
+    monkeypatch.setattr(complete, "_search", lambda *args: (None, 0))
     dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "binary", 0, 1)))
-    ir = TreeEnsemble([_tree([(0, 5.0, 1, 2, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])], 2, input_float32=False)
+    ir = TreeEnsemble([_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 5.0, 3, 4, 0), (L, 0, L, L, -1.0),
+                             (L, 0, L, L, 1.0)])], 2, input_float32=False)
     decision = decide_trees(ir, individual_fairness(dom, "p"))
     assert decision.verdict == "unknown" and "Time limit reached" in decision.reason
 
@@ -183,3 +190,36 @@ def test_a_partition_grid_over_the_limit_is_one_clear_error(monkeypatch):
         complete.partitions(individual_fairness(dom, "p"), 10)
     with pytest.raises(PropertyError, match="partition size must be an integer >= 1"):
         complete.partitions(individual_fairness(dom, "p"), 0)
+
+
+def test_random_pairs_find_a_common_counterexample_before_any_program():
+    dom = Domain((Feature("a", "integer", 0, 99), Feature("p", "binary", 0, 1)))
+    # unfair wherever a >= 20: most of the domain
+    ir = TreeEnsemble([_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 20.0, 3, 4, 0), (L, 0, L, L, -1.0),
+                             (L, 0, L, L, 1.0)])], 2, input_float32=False)
+    prop = individual_fairness(dom, "p")
+    decision = decide_trees(ir, prop)
+    assert decision.verdict == "unfair" and decision.stats["solves"] == 0 and decision.stats["pairs_drawn"] > 0
+    assert recheck_pair(ir, prop, np.array(decision.x), np.array(decision.x_prime)) and decision.x[0] >= 20
+
+
+def test_large_programs_are_solved_in_a_child_stopped_at_the_time_limit(monkeypatch):
+    import time
+
+    monkeypatch.setattr(complete, "CHILD_VARIABLES", 0)
+    monkeypatch.setattr(complete, "_search", lambda *args: (None, 0))
+    X, y, dom = _small_problem(0)
+    pytest.importorskip("xgboost")
+    ir = next(_models(X, y, 0))
+    for eps, kappa, robust in CASES[:3]:  # the same answers through the child
+        _check(ir, dom, _prop(dom, eps, kappa, robust))
+
+    def stuck(*args):  # a solver that never looks at the clock
+        time.sleep(60)
+
+    monkeypatch.setattr(complete, "_solve", stuck)
+    program = complete._Program()
+    program.var(0.0, 1.0, integer=True)
+    start = time.monotonic()
+    res = program.solve({0: 1.0}, time_limit=0.5)
+    assert res.status == 1 and res.x is None and time.monotonic() - start < 0.5 + complete.CHILD_GRACE_S + 1.0

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import multiprocessing
 import os
 import sys
 import time
@@ -51,6 +52,14 @@ from ...results import Counterexample, Result
 SOLVER_TOLERANCE = 1e-5
 MAX_PROTECTED_VALUES = 4096  # one-hot variables per protected feature and copy
 FLOAT32_TOP = 2.0 ** 24  # integers beyond this are not all float32 values
+#: Programs with more variables are solved in a child process killed at the time limit.
+CHILD_VARIABLES = 20_000
+CHILD_GRACE_S = 1.0
+#: Share of the time limit (and at most SEARCH_S seconds) spent drawing random pairs before the
+#: program is built: where counterexamples are common they are found in milliseconds.
+SEARCH_SHARE = 0.1
+SEARCH_S = 2.0
+SEARCH_BATCH = 1024
 
 
 @dataclass
@@ -100,10 +109,58 @@ class _Program:
         a = coo_array((val, (r, col)), shape=(len(self.rows), n)).tocsr()
         lo = np.array([lb for _, lb, _ in self.rows])
         hi = np.array([ub for _, _, ub in self.rows])
-        with _native_stdout_silenced():
-            return milp(c, constraints=LinearConstraint(a, lo, hi), integrality=np.array(self.integer),
-                        bounds=Bounds(np.array(self.lb), np.array(self.ub)),
-                        options={"time_limit": max(time_limit, 0.05), "presolve": True})
+        problem = (c, a, lo, hi, np.array(self.integer), np.array(self.lb), np.array(self.ub), max(time_limit, 0.05))
+        if n > CHILD_VARIABLES and "fork" in multiprocessing.get_all_start_methods():
+            return _solve_in_child(problem)
+        return _solve(*problem)
+
+
+def _solve(c, a, lo, hi, integrality, lb, ub, time_limit) -> Any:
+    with _native_stdout_silenced():
+        return milp(c, constraints=LinearConstraint(a, lo, hi), integrality=integrality, bounds=Bounds(lb, ub),
+                    options={"time_limit": time_limit, "presolve": True})
+
+
+class _Stopped:
+    """What a solve stopped at its time limit answers: no solution, no proof."""
+
+    status = 1
+    x = None
+    message = "time limit (the solver was stopped)"
+
+
+def _solve_in_child(problem: tuple) -> Any:
+    """HiGHS on a large program can run far past its time limit (presolve and the first relaxation
+    do not look at the clock), so it runs in a forked child that is killed at the limit."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def work() -> None:
+        res = _solve(*problem)
+        send.send((res.status, res.x, res.message))
+
+    child = context.Process(target=work, daemon=True)
+    child.start()
+    send.close()
+    try:
+        if receive.poll(problem[-1] + CHILD_GRACE_S):
+            status, x, message = receive.recv()
+            return _Answer(status, x, message)
+        return _Stopped()
+    except EOFError:  # the child died without an answer (out of memory, killed)
+        return _Stopped()
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+
+
+@dataclass
+class _Answer:
+    status: int
+    x: Any
+    message: str
 
 
 @contextmanager
@@ -353,6 +410,47 @@ def recheck_pair(ir: TreeEnsemble, prop: IndividualFairness, x: np.ndarray, xp: 
     return bool(confident[0] and label[0] != label[1])
 
 
+def _reads_no_protected(ir: TreeEnsemble, prop: IndividualFairness) -> bool:
+    """Fairness at epsilon 0 where no tree splits on a protected feature: twins reach the same
+    leaves, so their scores are the same numbers summed in the same order."""
+    eps = np.asarray(prop.epsilon, dtype=float)
+    free = [i for i in range(len(prop.domain)) if i not in prop.protected]
+    return (bool(prop.protected) and not prop.robustness and not np.any(eps[free] > 0)
+            and len(ir.trees_reading(list(prop.protected))) == 0)
+
+
+def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, deadline: float
+            ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    """Random pairs until `deadline`: x uniform in the region [lo, hi], x' another protected value
+    (fairness) and within epsilon of x on the other features; the first pair the model confirms
+    (`recheck_pair`), and how many were drawn."""
+    dom = prop.domain
+    rng = np.random.default_rng(0)
+    eps = np.asarray(prop.epsilon, dtype=float)
+    disc = dom.discrete_mask
+    protected = list(prop.protected)
+    drawn = 0
+    while time.monotonic() < deadline:
+        n = SEARCH_BATCH
+        u = rng.random((n, len(dom)))
+        x = np.where(disc, np.floor(lo + u * (hi - lo + 1)), lo + u * (hi - lo))
+        x = np.minimum(x, hi)
+        step = rng.random((n, len(dom))) * 2 - 1
+        step = np.where(disc, np.round(step * np.floor(eps + 1e-12)), step * eps)
+        xp = np.clip(x + step, dom.lower, dom.upper)
+        for i in protected:  # another value of each protected feature (at least one differs)
+            f = dom.features[i]
+            xp[:, i] = f.min + rng.integers(0, f.max - f.min + 1, n) if disc[i] else rng.uniform(f.min, f.max, n)
+        twins = ~np.all(xp[:, protected] == x[:, protected], axis=1) if protected else np.ones(n, dtype=bool)
+        label, confident = ir.label_and_confident(ir.score(np.vstack([x, xp])), prop.kappa)
+        bad = np.flatnonzero(twins & confident[:n] & (label[:n] != label[n:]))
+        drawn += n
+        for k in bad[:8]:
+            if recheck_pair(ir, prop, x[k], xp[k]):
+                return (x[k], xp[k]), drawn
+    return None, drawn
+
+
 def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 10.0,
                  region: tuple[np.ndarray, np.ndarray] | None = None) -> TreeDecision:
     """Is there any counterexample to `prop` on `ir` in the domain (with x inside `region`, a box
@@ -364,8 +462,16 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """
     t0 = time.monotonic()
     budget = 60.0 if time_limit is None else float(time_limit)
+    if _reads_no_protected(ir, prop):
+        return TreeDecision("fair", elapsed_s=time.monotonic() - t0,
+                            stats={"proof": "no tree reads a protected feature and epsilon is 0"})
+    lo, hi = (prop.domain.lower, prop.domain.upper) if region is None else region
+    found, drawn = _search(ir, prop, lo, hi, t0 + min(SEARCH_SHARE * budget, SEARCH_S))
+    if found is not None:
+        return TreeDecision("unfair", found[0].tolist(), found[1].tolist(), elapsed_s=time.monotonic() - t0,
+                            stats={"pairs_drawn": drawn, "solves": 0})
     enc = _Encoder(ir, prop, region)
-    stats = {"variables": len(enc.p.lb), "rows": len(enc.p.rows), "solves": 0}
+    stats = {"variables": len(enc.p.lb), "rows": len(enc.p.rows), "solves": 0, "pairs_drawn": drawn}
     proven: dict[str, bool] = {}
     reasons = []
     for name, positive in (("x positive", True), ("x negative", False)):
