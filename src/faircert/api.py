@@ -205,7 +205,7 @@ def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options,
     """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`, epsilon 0:
     linear models (and pipelines ending in one) by score histograms, other models by sound box
     refinement of the network's CDF space."""
-    from .engines.group.linear import bind_to_frame, resolve_population
+    from .population.resolve import bind_to_frame, resolve_population
     from .engines.linear import bayesnet
     from .engines.linear.verify import accepts
     from .engines.probability import twins
@@ -452,7 +452,7 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `resume=FILE` continues it (the probability-bounds engine; another model, population or
     question is refused).
     """
-    from .engines.group.linear import resolve_population
+    from .population.resolve import resolve_population
     from .models.binding import bind_to_population
 
     started = time.perf_counter()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -14,9 +13,7 @@ from ...errors import DataError, PropertyError
 from ...memory import STOPPED as MEMORY_STOPPED
 from ...metrics import needing
 from ...models.linear import ColumnEncoding, LinearModel
-from ...models.program import Program
 from ...population.discrete import BIN_SUFFIX, DiscretePopulation
-from ...population.program import ProgramPopulation
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
 from . import grid
 from .grid import GridEngine
@@ -236,101 +233,11 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
     return notes
 
 
-# ----- inputs: model, data and population ------------------------------------------------------------
-def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearModel:
-    """The model with its columns named as in the data (a model without names reads them in order)."""
-    have = [str(c) for c in frame.columns]
-    missing = [c for c in model.columns if c not in have]
-    if not missing:
-        return model
-    default = [f"x{i}" for i in range(len(model.encoding))]
-    if model.columns != default or len(missing) != len(model.columns):
-        raise DataError(f"unknown column(s) {missing}: the model reads them but the data has only: {', '.join(have)}")
-    candidates = [c for c in have if c != label]
-    if len(candidates) != len(model.encoding):
-        raise DataError(f"the model takes {len(model.encoding)} unnamed inputs but the data has {len(candidates)} "
-                        "columns besides the label; give the data exactly the model's columns in order, "
-                        "or fit the model on a DataFrame so it knows its column names")
-    from dataclasses import replace
-
-    encoding = tuple(replace(e, column=c) for e, c in zip(model.encoding, candidates))
-    return LinearModel(model.weights, model.intercept, encoding, model.strict, model.source, model.classes,
-                       dict(model.metadata))
-
-
 def bind_columns(model: LinearModel, pop: DiscretePopulation) -> LinearModel:
     missing = [c for c in model.columns if c not in pop.variables]
     if missing:
         raise DataError(f"the population has no variable for model column(s) {missing}; it has: {', '.join(pop.variables)}")
     return model
-
-
-def resolve_population(population: Any, data: Any, model: Any, protected: list[str], label: str | None,
-                       **learn: Any) -> tuple[Any, Any, Any, float]:
-    """(model, population, data frame or None, learning seconds) from what the user gave; a model
-    without column names gets the data's."""
-    from pathlib import Path
-
-    from ...data import read_table
-    from ...population.learn import learn_population
-
-    frame = read_table(data) if data is not None else None
-    if isinstance(population, DiscretePopulation):
-        return model, _with_protected(population, protected), frame, 0.0
-    if isinstance(population, (str, Path)) and str(population) in ("independent", "bayesnet", "empirical"):
-        if frame is None:
-            raise DataError(f"a {population} population is learned from data: pass data (CLI: --data DATA.csv)")
-        if not protected:
-            raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
-        have = [str(c) for c in frame.columns]
-        for name in protected + ([label] if label else []):
-            if name not in have:
-                raise DataError(f"unknown column {name!r}; the data has: {', '.join(have)}")
-        if isinstance(model, LinearModel):
-            model = bind_to_frame(model, frame, label)
-            columns = model.columns
-        else:
-            names = getattr(model, "input_names", None) or getattr(model, "feature_names", None)
-            columns = [c for c in (names or have) if c != label]
-        if label and label in protected:
-            raise PropertyError(f"{label!r} is both the label and a protected attribute")
-        start = time.perf_counter()
-        if str(population) == "empirical":
-            from ...population.empirical import EmpiricalPopulation
-
-            pop = EmpiricalPopulation.from_data(frame, columns, protected, label, **learn)
-            return model, pop, frame, time.perf_counter() - start
-        pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
-        return model, pop, frame, time.perf_counter() - start
-    if isinstance(population, (str, Path)):
-        path = Path(population)
-        if path.suffix.lower() == ".json":
-            return model, _with_protected(DiscretePopulation.load(path), protected), frame, 0.0
-        looks_like_program = isinstance(population, str) and "\n" in population
-        if path.suffix.lower() == ".fr" or looks_like_program or (not path.suffix and os.path.isfile(path)):
-            return model, ProgramPopulation.load(population), frame, 0.0
-        if not path.suffix:  # a word that names no population (a typo of one, most likely)
-            raise PropertyError(f"unknown population {str(population)!r}: choose independent, bayesnet, empirical, a "
-                                "saved population (.json) or a population program (.fr file or program text)")
-        raise DataError(f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
-                        "or a population program (.fr)")
-    if isinstance(population, Program):
-        return model, ProgramPopulation(population), frame, 0.0
-    return model, population, frame, 0.0
-
-
-def _with_protected(pop: DiscretePopulation, protected: list[str]) -> DiscretePopulation:
-    from dataclasses import replace
-
-    if protected:
-        for p in protected:
-            if p not in pop.variables:
-                raise DataError(f"unknown protected attribute {p!r}; the population has: {', '.join(pop.variables)}")
-        pop = replace(pop, protected=tuple(protected))
-    if not pop.protected:
-        raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
-    return pop
-
 
 
 def answer(model: LinearModel, question: Any, options: Any, progress: Any = None) -> GroupResult:
