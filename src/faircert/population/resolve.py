@@ -69,10 +69,10 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
             raise PropertyError(f"{label!r} is both the label and a protected attribute")
         start = time.perf_counter()
         if str(population) == "empirical":
-            pop = EmpiricalPopulation.from_data(frame, columns, protected, label, **learn)
-            return model, pop, frame, time.perf_counter() - start
-        pop = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
-        return model, pop, frame, time.perf_counter() - start
+            rows = EmpiricalPopulation.from_data(frame, columns, protected, label, **learn)
+            return model, rows, frame, time.perf_counter() - start
+        learned = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
+        return model, learned, frame, time.perf_counter() - start
     if isinstance(population, (str, Path)):
         path = Path(population)
         if path.suffix.lower() == ".json":

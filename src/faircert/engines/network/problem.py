@@ -43,8 +43,10 @@ class Weights:
         a = np.searchsorted(self.values[j], lo, "left")
         b = np.searchsorted(self.values[j], hi, "right")
         if self.real is not None and self.real[j]:
+            top, bottom = self.top, self.bottom
+            assert top is not None and bottom is not None  # given with `real`
             # [lo, hi), with the top value where the box reaches it from below (or the range is one point)
-            shut = (hi >= self.top[j]) & ((lo < hi) | (lo <= self.bottom[j]))
+            shut = (hi >= top[j]) & ((lo < hi) | (lo <= bottom[j]))
             b = np.where(shut, b, np.searchsorted(self.values[j], hi, "left"))
         return a, b
 
@@ -108,10 +110,10 @@ class Problem:
     discrete: np.ndarray      # (d,) bool
     eps: np.ndarray           # (d,) tolerance of each free feature (floored for discrete ones)
     domain_size: float
-    tol: float = 0.0
     #: The twins as the bounds see them: through the network's input tables where it has them
     #: (`twin` is the network itself, layer by layer, for exact checks).
-    bounder: TwinNet | None = None
+    bounder: TwinNet
+    tol: float = 0.0
     #: The measure when it is not uniform (the data's independent marginals); None: grid counts
     #: times volume.
     weights: Weights | None = None
@@ -124,8 +126,8 @@ class Problem:
         if not free:
             raise PropertyError("every feature is protected; there is nothing left to measure")
         values = [dom.features[i].values() for i in protected]
-        combos = list(itertools.product(*values))
-        combos = np.array(combos, dtype=np.float64).reshape(len(combos), len(protected))
+        product = list(itertools.product(*values))
+        combos = np.array(product, dtype=np.float64).reshape(len(product), len(protected))
         disc = dom.discrete_mask[free]
         eps = np.asarray(prop.epsilon, dtype=np.float64)[free]
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
@@ -136,9 +138,9 @@ class Problem:
         if not size > 0:
             raise PropertyError("the measured part of the domain has size 0 (a real feature with min == max?)")
         p = cls(network, TwinNet.build(network, free, protected, combos), free, protected, combos,
-                dom.lower[free], dom.upper[free], disc, eps, size, weights=weights)
+                dom.lower[free], dom.upper[free], disc, eps, size,
+                TwinNet.build(network, free, protected, combos, lookups=True), weights=weights)
         p.tol = REL_TOL * (1.0 + p.logit_scale())
-        p.bounder = TwinNet.build(network, free, protected, combos, lookups=True)
         return p
 
     @property

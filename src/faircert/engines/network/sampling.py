@@ -38,7 +38,7 @@ def twin_split(pb: Problem, x: np.ndarray, fast: bool = False) -> tuple[np.ndarr
     estimates, never for evidence)."""
     z = (pb.bounder if fast else pb.twin).logits(x)
     pos = z > 0
-    bad = pos.any(axis=1) & ~pos.all(axis=1)
+    bad = np.asarray(pos.any(axis=1) & ~pos.all(axis=1))
     return z, bad, np.argmax(z, axis=1), np.argmin(z, axis=1)
 
 

@@ -262,7 +262,7 @@ class _Encoder:
         """A binary b = [x goes left at t], tied to x by big-M rows."""
         f = self.dom.features[i]
         if self._exact_integer(i):
-            left_top = math.ceil(t) - 1 if self.ir.split == "<" else math.floor(t)
+            left_top: float = math.ceil(t) - 1 if self.ir.split == "<" else math.floor(t)
             right_bottom = left_top + 1
         else:  # real (or float32-rounded) values: the boundary may go either way; widen by float32 rounding
             slack = float(np.spacing(np.float32(t))) if self.ir.input_float32 else 0.0
@@ -440,7 +440,7 @@ def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.n
         xp = np.clip(x + step, dom.lower, dom.upper)
         for i in protected:  # another value of each protected feature (at least one differs)
             f = dom.features[i]
-            xp[:, i] = f.min + rng.integers(0, f.max - f.min + 1, n) if disc[i] else rng.uniform(f.min, f.max, n)
+            xp[:, i] = f.min + rng.integers(0, int(f.max - f.min) + 1, n) if disc[i] else rng.uniform(f.min, f.max, n)
         twins = ~np.all(xp[:, protected] == x[:, protected], axis=1) if protected else np.ones(n, dtype=bool)
         label, confident = ir.label_and_confident(ir.score(np.vstack([x, xp])), prop.kappa)
         bad = np.flatnonzero(twins & confident[:n] & (label[:n] != label[n:]))
@@ -510,10 +510,10 @@ def partitions(prop: IndividualFairness, size: int) -> tuple[np.ndarray, np.ndar
     chunks of `size` (inclusive bounds, one row per partition, the first feature varying slowest)."""
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise PropertyError(f"partition size must be an integer >= 1, got {size!r}")
-    per_feature = []
+    per_feature: list[list[tuple[float, float]]] = []
     for i, f in enumerate(prop.domain.features):
         if f.is_discrete and i not in prop.protected and f.max - f.min + 1 > size:
-            per_feature.append([(s, min(s + size - 1, f.max)) for s in range(f.min, f.max + 1, size)])
+            per_feature.append([(s, min(s + size - 1, f.max)) for s in range(int(f.min), int(f.max) + 1, size)])
         else:
             per_feature.append([(f.min, f.max)])
     count = math.prod(len(c) for c in per_feature)
@@ -546,7 +546,7 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=No
             d = TreeDecision("unknown", reason="time limit")
         else:
             d = decide_trees(ir, prop, left, (lo[k], hi[k]) if options.partition_size is not None else None)
-        if d.verdict == "unfair":
+        if d.verdict == "unfair" and d.x is not None and d.x_prime is not None:
             pairs.append(Counterexample(d.x, d.x_prime, *map(float, ir.predict_proba(np.array([d.x, d.x_prime])))))
         rows.append(dict(id=k, verdict=d.verdict, seconds=time.monotonic() - start, evidence=_evidence(d),
                          counterexample=pairs[-1].to_dict() if d.verdict == "unfair" else None,
