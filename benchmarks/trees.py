@@ -345,7 +345,7 @@ def markdown(out) -> str:
                      f"{m['train_accuracy']:.3f} |")
     head = ["| dataset | attr. | converged | gap | time (s) | measure [lower, upper] | estimate [99% CI], samples | boxes "
             "| paper conv. (gap) | paper time (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for title, rows, key in [("RQ1: kappa 0.5, r_eps 0 (fairness)", [r for r in out["rq1"] if r["rate"] == 0], "rq1"),
+    for title, rows, _key in [("RQ1: kappa 0.5, r_eps 0 (fairness)", [r for r in out["rq1"] if r["rate"] == 0], "rq1"),
                              ("RQ1: kappa 0.5, r_eps 0.1 (fairness; attr. '-' = robustness)",
                               [r for r in out["rq1"] if r["rate"] > 0], "rq1"),
                              ("RQ2: kappa 0.7, r_eps 0.1 (fairness; attr. '-' = robustness)", out["rq2"], "rq2")]:

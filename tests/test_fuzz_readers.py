@@ -43,7 +43,7 @@ def seeds(tmp_path_factory):
     """One valid file per format (formats whose framework is missing are left out)."""
     folder = tmp_path_factory.mktemp("seeds")
     out = {}
-    for fmt, (name, build, _) in hf.FORMATS.items():
+    for fmt, (_name, build, _) in hf.FORMATS.items():
         if fmt in FRAMEWORKS:
             try:
                 __import__(FRAMEWORKS[fmt])

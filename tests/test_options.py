@@ -9,7 +9,13 @@ import pytest
 
 from faircert import PropertyError, verify
 from faircert.cli import main
-from faircert.options import GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
+from faircert.options import (
+    GroupOptions,
+    GroupQuestion,
+    ProgramOptions,
+    ProgramQuestion,
+    VerifyOptions,
+)
 
 BAD = [
     (VerifyOptions, {"time_limit": 0}, "time limit must be a positive number of seconds"),

@@ -204,8 +204,8 @@ def test_affine_forms_keep_correlations_soundly():
 
 def _random_rich_program(rng: np.random.Generator) -> tuple[str, str]:
     """Nested ifs, products and quotients of variables, abs/min/max, chained comparisons."""
-    lines = ["a = gaussian(%.3f, %.3f)" % (rng.normal(), rng.uniform(0.3, 3)),
-             "b = uniform(%.3f, %.3f)" % (-1 - rng.random(), 1 + rng.random()),
+    lines = [f"a = gaussian({rng.normal():.3f}, {rng.uniform(0.3, 3):.3f})",
+             f"b = uniform({-1 - rng.random():.3f}, {1 + rng.random():.3f})",
              "c = step([(0, 1, 0.2), (1, 3, 0.5), (4, 5, 0.3)])"]
     e1 = rng.choice(["a * b", "a / (c + 1)", "abs(a) - b", "max(a, b) * 0.5", "min(a, c) + b * b"])
     lines.append(f"x = {e1}")

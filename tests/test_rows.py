@@ -15,8 +15,8 @@ from faircert import interrupt
 from faircert.cli import main
 from faircert.domain import Domain, Feature
 from faircert.engines.registry import find_engine
-from faircert.engines.rows.network import NetworkRows
 from faircert.engines.rows.audit import run
+from faircert.engines.rows.network import NetworkRows
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble

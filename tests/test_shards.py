@@ -92,7 +92,8 @@ class Count:
         self.found += other.found
 
 
-def _run(settler, parallel=Parallelism(), max_boxes=None, limit_bytes=None):
+def _run(settler, parallel=None, max_boxes=None, limit_bytes=None):
+    parallel = Parallelism() if parallel is None else parallel
     shard = Shard(settler, np.ones(2, dtype=bool), 64, None, Count(), limit_bytes)
     return refine(shard, np.zeros((1, 2)), np.full((1, 2), float(SIDE)), math.inf, parallel, max_boxes)
 

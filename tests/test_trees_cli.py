@@ -93,7 +93,8 @@ def test_sample_counterexamples_refuses_a_bad_worker_count(xgb_model, tmp_path, 
 
 
 def test_python_api_accepts_fitted_models():
-    pytest.importorskip("sklearn"); pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    pytest.importorskip("lightgbm")
     import lightgbm as lgb
     from sklearn.ensemble import RandomForestClassifier
 

@@ -37,7 +37,9 @@ def _check(ir, dom, prop):
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_random_framework_ensembles_match_brute_force(seed):
-    pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
+    pytest.importorskip("xgboost")
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
     X, y, dom = _small_problem(seed)
     verdicts = []
     for ir in _models(X, y, seed):

@@ -125,7 +125,9 @@ def _models(X, y, seed):
 @pytest.mark.parametrize("method", ["regions", "refinement"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_random_ensembles_match_brute_force(seed, method):
-    pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
+    pytest.importorskip("xgboost")
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
     X, y, dom = _small_problem(seed)
     for ir in _models(X, y, seed):
         for eps, kappa, robust in [(0, 0.5, False), (1, None, False), (2, 0.7, False), (1, 0.5, True), (1, 0.8, True)]:

@@ -122,7 +122,8 @@ def _forest_onnx(clf, single_column: bool):
         tr = est.tree_
         for k in range(tr.node_count):
             leaf = tr.children_left[k] < 0
-            a["nodes_treeids"].append(t); a["nodes_nodeids"].append(k)
+            a["nodes_treeids"].append(t)
+            a["nodes_nodeids"].append(k)
             a["nodes_featureids"].append(0 if leaf else int(tr.feature[k]))
             a["nodes_modes"].append("LEAF" if leaf else "BRANCH_LEQ")
             a["nodes_values"].append(0.0 if leaf else float(tr.threshold[k]))
@@ -131,8 +132,10 @@ def _forest_onnx(clf, single_column: bool):
             if leaf:
                 p = tr.value[k, 0] / tr.value[k, 0].sum()
                 for c in ([1] if single_column else [0, 1]):
-                    a["class_treeids"].append(t); a["class_nodeids"].append(k)
-                    a["class_ids"].append(0 if single_column else c); a["class_weights"].append(float(p[c] / m))
+                    a["class_treeids"].append(t)
+                    a["class_nodeids"].append(k)
+                    a["class_ids"].append(0 if single_column else c)
+                    a["class_weights"].append(float(p[c] / m))
     node = helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml",
                             classlabels_int64s=[0, 1], post_transform="NONE", **a)
     d = clf.n_features_in_

@@ -134,7 +134,9 @@ def _case(robust: bool, eps: float, kappa: float | None):
                                               pytest.param(False, 1.5, 0.7, marks=pytest.mark.slow),
                                               (True, 0.4, 0.5), (True, 1.0, 0.8)])
 def test_real_domains_match_the_cell_oracle(method, robust, eps, kappa):
-    pytest.importorskip("xgboost"); pytest.importorskip("lightgbm"); pytest.importorskip("sklearn")
+    pytest.importorskip("xgboost")
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
     free = slice(None) if robust else slice(1, None)
     for ir, prop, (conf, unfair) in _case(robust, eps, kappa):
         seen = []

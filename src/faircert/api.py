@@ -205,12 +205,12 @@ def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options,
     """P[x has an unfair twin] for x drawn from a Bayesian network learned from `frame`, epsilon 0:
     linear models (and pipelines ending in one) by score histograms, other models by sound box
     refinement of the network's CDF space."""
-    from .population.resolve import bind_to_frame, resolve_population
     from .engines.linear import bayesnet
     from .engines.linear.verify import accepts
     from .engines.probability import twins
     from .models.linear import LinearModel
     from .population.learn import learn_population
+    from .population.resolve import bind_to_frame, resolve_population
 
     if options.method != "sound" or any(e > 0 for e in np.asarray(prop.epsilon, dtype=float)) or prop.kappa:
         raise PropertyError("population 'bayesnet' is answered with epsilon 0, without kappa and without "
@@ -452,8 +452,8 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     `resume=FILE` continues it (the probability-bounds engine; another model, population or
     question is refused).
     """
-    from .population.resolve import resolve_population
     from .models.binding import bind_to_population
+    from .population.resolve import resolve_population
 
     started = time.perf_counter()
     protected, data = _sensitive(_protected(protected, sensitive_features), data)

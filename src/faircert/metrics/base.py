@@ -3,8 +3,9 @@ needs from an engine, and its value as a sound interval computed from the groups
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..errors import PropertyError
 

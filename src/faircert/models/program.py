@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 
@@ -88,7 +87,7 @@ class IfExp:
     orelse: Expr
 
 
-Expr = Union[Num, Var, BinOp, Neg, Call, Compare, BoolOp, Not, IfExp]
+Expr = Num | Var | BinOp | Neg | Call | Compare | BoolOp | Not | IfExp
 BOOLEAN_NODES = (Compare, BoolOp, Not)
 
 
@@ -114,7 +113,7 @@ class Step:
     bars: tuple[tuple[float, float, float], ...]
 
 
-Dist = Union[Gaussian, Uniform, Step]
+Dist = Gaussian | Uniform | Step
 
 
 # ----- statements --------------------------------------------------------------------------------
@@ -148,7 +147,7 @@ class Annotate:
     line: int
 
 
-Stmt = Union[Assign, Draw, If, Annotate]
+Stmt = Assign | Draw | If | Annotate
 
 
 @dataclass

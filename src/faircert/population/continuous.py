@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 from scipy.special import ndtri
@@ -191,7 +190,7 @@ class Discrete:
         return "discrete(" + ", ".join(f"{v:g}:{p:g}" for v, p in zip(self.values, self.probs)) + ")"
 
 
-Marginal = Union[Gaussian, Step, Discrete]
+Marginal = Gaussian | Step | Discrete
 
 
 def marginal(spec: Marginal | Mapping | Iterable, name: str = "") -> Marginal:

@@ -226,7 +226,7 @@ def _open_data(settler) -> tuple[np.dtype, ...]:
 def _plain_values(array: np.ndarray) -> bool:
     """Whether a per-box array read from a checkpoint holds only values of its kind (bools 0 or 1,
     finite floats)."""
-    if array.dtype.base == bool:
+    if array.dtype.base == np.dtype(bool):
         return bool(np.all(array.view(np.uint8) <= 1))
     return array.dtype.base.kind != "f" or bool(np.all(np.isfinite(array)))
 

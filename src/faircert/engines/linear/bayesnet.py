@@ -14,7 +14,6 @@ import itertools
 import time
 from typing import Any
 
-
 from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result

@@ -178,7 +178,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
     twin_labels: list[int | None] = [None] * n
     for i, label in zip(found, rechecked):
         twin_labels[i] = int(label)
-    for i, t in enumerate(twins):  # every unfair row's twin is re-checked on the model
+    for i in range(len(twins)):  # every unfair row's twin is re-checked on the model
         if verdicts[i] == UNFAIR and twin_labels[i] == int(audit.labels[i]):
             raise AssertionError(f"row {i}: the twin found does not change the decision")
     counts = {v: verdicts.count(v) for v in (FAIR, UNFAIR, UNKNOWN)}

@@ -100,8 +100,10 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
         inner = ~t.is_leaf
         bounds = np.zeros(len(t.feature))
         bounds[inner] = split_boundaries(ens, domain, t.feature[inner], t.threshold[inner])
-        nf.append(t.feature); nb.append(bounds)
-        nl.append(np.where(inner, t.left + base, -1)); nr.append(np.where(inner, t.right + base, -1))
+        nf.append(t.feature)
+        nb.append(bounds)
+        nl.append(np.where(inner, t.left + base, -1))
+        nr.append(np.where(inner, t.right + base, -1))
         roots.append(base)
         base += len(t.feature)
         los, his, vals = [], [], []
@@ -289,8 +291,11 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
             # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
-            out_lo.append(lo); out_hi.append(hi); out_start.append(st)
-            out_label.append(np.zeros(len(lo), dtype=np.int64)); out_conf.append(np.zeros(len(lo), dtype=bool))
+            out_lo.append(lo)
+            out_hi.append(hi)
+            out_start.append(st)
+            out_label.append(np.zeros(len(lo), dtype=np.int64))
+            out_conf.append(np.zeros(len(lo), dtype=bool))
             out_tie.append(np.ones(len(lo), dtype=bool))
             out_early.append(np.zeros(len(lo), dtype=bool))
             continue
@@ -313,8 +318,11 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         if done.any():
             d = done
             label = np.where(pos[d], POS, NEG)
-            out_lo.append(lo[d]); out_hi.append(hi[d]); out_start.append(st[d])
-            out_label.append(label); out_conf.append(conf[d])
+            out_lo.append(lo[d])
+            out_hi.append(hi[d])
+            out_start.append(st[d])
+            out_label.append(label)
+            out_conf.append(conf[d])
             out_tie.append(~decided[d])
             stored += sum(a[-1].nbytes for a in (out_lo, out_hi, out_start, out_label, out_conf, out_tie))
             early = on_done(lo[d], hi[d], st[d], label, conf[d], ~decided[d]) if on_done is not None else None
@@ -327,8 +335,10 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         lo, hi, st = lo[keep], hi[keep], st[keep]
         f, b = nt.cut(lo, hi, None, np.argmax(spread[keep], axis=1))
         rows = np.arange(len(lo))
-        left_hi = hi.copy(); left_hi[rows, f] = b
-        right_lo = lo.copy(); right_lo[rows, f] = b
+        left_hi = hi.copy()
+        left_hi[rows, f] = b
+        right_lo = lo.copy()
+        right_lo[rows, f] = b
         frontier.push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]), np.concatenate([st, st]))
     cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
     n = lo0.shape[1]

@@ -160,8 +160,10 @@ class DilatedSettler:
         f[recut], b[recut] = recut_f[keep][recut], recut_b[keep][recut]
         rows = np.arange(len(lo))
         cut = b > lo[rows, f]  # no cut only after an interrupted search: the box goes back whole
-        left_hi = hi.copy(); left_hi[rows, f] = b
-        right_lo = lo.copy(); right_lo[rows, f] = b
+        left_hi = hi.copy()
+        left_hi[rows, f] = b
+        right_lo = lo.copy()
+        right_lo[rows, f] = b
         step.open = (np.concatenate([lo[~cut], lo[cut], right_lo[cut]]),
                      np.concatenate([hi[~cut], left_hi[cut], hi[cut]]),
                      np.concatenate([settled[~cut], settled[cut], settled[cut]]))
@@ -378,8 +380,10 @@ def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.n
         lo, hi, want, qid, slices, width = lo[live], hi[live], want[live], qid[live], slices[live], width[live]
         f, b = nt.cut(lo, hi, None, np.argmax(width, axis=1))
         rows = np.arange(len(lo))
-        left_hi = hi.copy(); left_hi[rows, f] = b
-        right_lo = lo.copy(); right_lo[rows, f] = b
+        left_hi = hi.copy()
+        left_hi[rows, f] = b
+        right_lo = lo.copy()
+        right_lo[rows, f] = b
         lo, hi = np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
         want, qid, slices = (np.concatenate([a, a]) for a in (want, qid, slices))
     return point, resolved

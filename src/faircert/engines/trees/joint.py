@@ -114,8 +114,10 @@ class JointSettler:
             return out
         vlo, vhi = _in_slice(lo, hi, slo[v], prot)
         f, b = nt.cut(vlo, vhi, None, widest[rows, v])
-        left_hi = hi.copy(); left_hi[rows, f] = b
-        right_lo = lo.copy(); right_lo[rows, f] = b
+        left_hi = hi.copy()
+        left_hi[rows, f] = b
+        right_lo = lo.copy()
+        right_lo[rows, f] = b
         out.open = (np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]))
         return out
 

@@ -318,7 +318,8 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
     n = len(dlo)
     if acc["early_pieces"]:  # pieces proven unfair during the partition, with their twin boxes
         plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*acc["early_pieces"]))
-        pieces_lo.append(plo); pieces_hi.append(phi)
+        pieces_lo.append(plo)
+        pieces_hi.append(phi)
         twins.append(offset + np.arange(len(tlo)))
         m = len(tlo)
         parts.append(Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
@@ -483,7 +484,9 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
                 pa = a_idx[np.concatenate(res.piece_a)]
                 plo, phi = part.lo[pa].copy(), part.hi[pa].copy()
                 plo[:, ydims], phi[:, ydims] = np.concatenate(res.piece_lo), np.concatenate(res.piece_hi)
-                pieces_lo.append(plo); pieces_hi.append(phi); twins.append(offset + u_idx[np.concatenate(res.piece_u)])
+                pieces_lo.append(plo)
+                pieces_hi.append(phi)
+                twins.append(offset + u_idx[np.concatenate(res.piece_u)])
             t_idx = np.nonzero(other & part.tie)[0]
             if len(t_idx):
                 both = np.concatenate([u_idx, t_idx])

@@ -152,7 +152,8 @@ class UnfairBoxes:
             r = int(b - start[k])
             sl = np.nonzero(self._unfair_row(k, r))[0][:n - got]
             x, xp = self._pairs(k, np.full(len(sl), r), sl, None)
-            xs.append(x); xps.append(xp)
+            xs.append(x)
+            xps.append(xp)
             got += len(sl)
         return np.concatenate(xs), np.concatenate(xps)
 
@@ -177,7 +178,8 @@ class UnfairBoxes:
             j = np.floor(rng.random(len(r)) * bits.sum(axis=1)).astype(np.int64)  # the j-th unfair slice
             sl = np.argmax(np.cumsum(bits, axis=1) > j[:, None], axis=1)
             x, xp = self._pairs(k, r, sl, rng)
-            xs.append(x); xps.append(xp)
+            xs.append(x)
+            xps.append(xp)
         if not xs:
             return np.zeros((0, width)), np.zeros((0, width))
         return np.concatenate(xs), np.concatenate(xps)
@@ -186,7 +188,7 @@ class UnfairBoxes:
         """Every stored piece as a box with its protected features fixed to the slice, and its twin
         box (lo, hi, twin lo, twin hi): the region as the region path gives it (small runs, tests)."""
         out = []
-        for k, (rec, bits, pos, tpos, tneg) in enumerate(self.chunks):
+        for k, (rec, _bits, pos, tpos, tneg) in enumerate(self.chunks):
             lo, hi = self.codec.decode(rec)
             rows, sl = np.nonzero(self._unfair(k))
             positive = np.unpackbits(pos, axis=1, count=self.n_sl).astype(bool)[rows, sl]

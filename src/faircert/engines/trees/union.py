@@ -114,7 +114,8 @@ def _step(r_lo, r_hi, a: _Boxes, u: _Boxes, out: Covered, keep_pieces: bool):
     rows = np.arange(len(ks))
     left_hi[rows, dim[ks]] = value[ks]
     right_lo[rows, dim[ks]] = value[ks]
-    c_lo = np.empty((2 * len(ks), r_lo.shape[1])); c_hi = np.empty_like(c_lo)
+    c_lo = np.empty((2 * len(ks), r_lo.shape[1]))
+    c_hi = np.empty_like(c_lo)
     c_lo[0::2], c_hi[0::2] = r_lo[ks], left_hi
     c_lo[1::2], c_hi[1::2] = right_lo, r_hi[ks]
     return c_lo, c_hi, _halves(a, dim, value, new_id), _halves(u, dim, value, new_id)
@@ -181,4 +182,7 @@ def _split_batch(r_lo, r_hi, a: _Boxes, u: _Boxes) -> list:
 
 
 def _add_pieces(out: Covered, lo, hi, a_idx, u_idx) -> None:
-    out.piece_lo.append(lo); out.piece_hi.append(hi); out.piece_a.append(a_idx); out.piece_u.append(u_idx)
+    out.piece_lo.append(lo)
+    out.piece_hi.append(hi)
+    out.piece_a.append(a_idx)
+    out.piece_u.append(u_idx)

@@ -188,7 +188,11 @@ def _tree(root: dict, source: str) -> Tree:
         k = len(feat)
         if parent >= 0:
             (right if is_right else left)[parent] = k
-        feat.append(0); thr.append(0.0); left.append(-1); right.append(-1); value.append(0.0)
+        feat.append(0)
+        thr.append(0.0)
+        left.append(-1)
+        right.append(-1)
+        value.append(0.0)
         if "leaf_value" in node:
             value[k] = float(node["leaf_value"])
             continue
