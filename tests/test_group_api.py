@@ -201,6 +201,20 @@ def test_model_without_names_reads_data_columns_in_order(frame):
     assert len(r.groups) == 7
 
 
+def test_a_network_trained_on_encoded_columns_without_its_preprocessing_gets_a_hint(frame):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import OneHotEncoder
+
+    raw = frame[["sex", "race", "edu"]]
+    prep = ColumnTransformer([("oh", OneHotEncoder(), ["sex", "race"])], remainder="passthrough").fit(raw)
+    net = MLPClassifier((4,), max_iter=20, random_state=0).fit(prep.transform(raw), frame.y)
+    with pytest.raises(DataError, match="6 unnamed inputs but the data has 3 .* --preprocessor PREP.pkl"):
+        faircert.group(net, raw, protected="sex")
+    r = faircert.group(net, raw, protected="sex", preprocessor=prep)
+    assert len(r.groups) == 2 and r.engine == "empirical (exact)"
+
+
 # ----- the continuous synthetic benchmark: discretisation error shrinks with the bins -------------------
 def gaussian_population(mu: np.ndarray, sigma: float, bins: int) -> DiscretePopulation:
     """A -> X_i with X_i | A=a ~ N(mu[a, i], sigma^2), equal-width bins over mean +- 5 sigma, each bin

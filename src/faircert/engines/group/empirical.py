@@ -85,8 +85,11 @@ def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
     else:
         columns = [c for c in have if c != label]
         if len(columns) != width:
+            hint = ("; if it was trained on encoded columns (one-hot, scaled), give its fitted preprocessing "
+                    "(preprocessor=PREP / --preprocessor PREP.pkl) or the whole scikit-learn Pipeline"
+                    if width > len(columns) else "")
             raise DataError(f"the model takes {width} unnamed inputs but the data has {len(columns)} columns besides "
-                            "the label; give the data exactly the model's columns in order")
+                            f"the label; give the data exactly the model's columns in order{hint}")
     try:
         return frame[columns].to_numpy(dtype=np.float64)
     except (TypeError, ValueError):
