@@ -156,6 +156,13 @@ def test_unsupported_op_names_op_and_node():
         load_onnx(proto)
 
 
+def test_a_bias_that_fits_no_output_width_is_a_format_error():
+    """Found by the reader fuzzing: a Gemm's bias of 3 values on 1 output was a numpy broadcast error."""
+    proto = chain([helper.make_node("Gemm", ["b", "W2", "B2"], ["y"], name="out")], b2=RNG.normal(size=3))
+    with pytest.raises(ModelFormatError, match=r"'out' \(Gemm\) adds a bias of 3 values to 1 outputs"):
+        load_onnx(proto)
+
+
 def test_hidden_sigmoid_and_three_class_softmax():
     proto = model([helper.make_node("Gemm", ["x", "W1", "B1"], ["a"], name="d1"),
                    helper.make_node("Sigmoid", ["a"], ["b"], name="sig"),

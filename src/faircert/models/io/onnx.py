@@ -242,7 +242,10 @@ class _Chain:
                 raise unsupported(f"a matrix product on a {list(self.shape)}-shaped tensor", where)
             if self.shape[-1] != w.shape[0]:
                 raise ModelFormatError(f"{where} takes {w.shape[0]} inputs but receives {self.shape[-1]}")
-        bias = np.broadcast_to(np.asarray(c, dtype=np.float64).reshape(-1) if np.ndim(c) else c, (w.shape[1],))
+        bias = np.asarray(c, dtype=np.float64).reshape(-1) if np.ndim(c) else np.asarray(c, dtype=np.float64)
+        if bias.size not in (1, w.shape[1]):
+            raise ModelFormatError(f"{where} adds a bias of {bias.size} values to {w.shape[1]} outputs")
+        bias = np.broadcast_to(bias, (w.shape[1],))
         self.shape = (self.shape[:-1] if self.shape else ()) + (w.shape[1],)
         return affine(w.T, bias, where)
 
