@@ -55,11 +55,13 @@ FLOAT32_TOP = 2.0 ** 24  # integers beyond this are not all float32 values
 #: Programs with more variables are solved in a child process killed at the time limit.
 CHILD_VARIABLES = 20_000
 CHILD_GRACE_S = 1.0
-#: Share of the time limit (and at most SEARCH_S seconds) spent drawing random pairs before the
-#: program is built: where counterexamples are common they are found in milliseconds.
+#: Random pairs drawn before the program is built, in batches: where counterexamples are common
+#: they are found in milliseconds. At most SEARCH_BATCHES batches for the whole domain (one per
+#: partition: most partitions of a fair model have none), a tenth of the time limit and SEARCH_S.
 SEARCH_SHARE = 0.1
 SEARCH_S = 2.0
 SEARCH_BATCH = 1024
+SEARCH_BATCHES = 8
 
 
 @dataclass
@@ -419,18 +421,20 @@ def _reads_no_protected(ir: TreeEnsemble, prop: IndividualFairness) -> bool:
             and len(ir.trees_reading(list(prop.protected))) == 0)
 
 
-def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, deadline: float
-            ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
-    """Random pairs until `deadline`: x uniform in the region [lo, hi], x' another protected value
-    (fairness) and within epsilon of x on the other features; the first pair the model confirms
-    (`recheck_pair`), and how many were drawn."""
+def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, deadline: float,
+            batches: int) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    """Random pairs, `batches` batches or until `deadline`: x uniform in the region [lo, hi], x'
+    another protected value (fairness) and within epsilon of x on the other features; the first
+    pair the model confirms (`recheck_pair`), and how many were drawn."""
     dom = prop.domain
     rng = np.random.default_rng(0)
     eps = np.asarray(prop.epsilon, dtype=float)
     disc = dom.discrete_mask
     protected = list(prop.protected)
     drawn = 0
-    while time.monotonic() < deadline:
+    for _ in range(batches):
+        if time.monotonic() >= deadline:
+            break
         n = SEARCH_BATCH
         u = rng.random((n, len(dom)))
         x = np.where(disc, np.floor(lo + u * (hi - lo + 1)), lo + u * (hi - lo))
@@ -466,7 +470,8 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
         return TreeDecision("fair", elapsed_s=time.monotonic() - t0,
                             stats={"proof": "no tree reads a protected feature and epsilon is 0"})
     lo, hi = (prop.domain.lower, prop.domain.upper) if region is None else region
-    found, drawn = _search(ir, prop, lo, hi, t0 + min(SEARCH_SHARE * budget, SEARCH_S))
+    found, drawn = _search(ir, prop, lo, hi, t0 + min(SEARCH_SHARE * budget, SEARCH_S),
+                           SEARCH_BATCHES if region is None else 1)
     if found is not None:
         return TreeDecision("unfair", found[0].tolist(), found[1].tolist(), elapsed_s=time.monotonic() - t0,
                             stats={"pairs_drawn": drawn, "solves": 0})
