@@ -87,7 +87,7 @@ def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
         if len(columns) != width:
             hint = ("; if it was trained on encoded columns (one-hot, scaled), give its fitted preprocessing "
                     "(preprocessor=PREP / --preprocessor PREP.pkl) or the whole scikit-learn Pipeline"
-                    if width > len(columns) else "")
+                    if width is not None and width > len(columns) else "")
             raise DataError(f"the model takes {width} unnamed inputs but the data has {len(columns)} columns besides "
                             f"the label; give the data exactly the model's columns in order{hint}")
     try:
