@@ -23,6 +23,8 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,6 +43,18 @@ def configurations(name: str) -> list[tuple[str, str | None, float, float]]:
     attrs = DATASETS[name][1]
     rows = [("RQ1", a, 0.0, 0.5) for a in attrs] + [("RQ1", a, 0.1, 0.5) for a in attrs] + [("RQ1", None, 0.1, 0.5)]
     return rows + [("RQ2", a, 0.1, 0.7) for a in attrs] + [("RQ2", None, 0.1, 0.7)]
+
+
+@contextmanager
+def program_only(on: bool = True) -> Iterator[None]:
+    """Within the block, the complete check asks the program alone: no structural proof, no random pairs."""
+    shortcuts = complete._reads_no_protected, complete._search
+    if on:
+        complete._reads_no_protected, complete._search = (lambda ir, prop: False), (lambda *args: (None, 0))
+    try:
+        yield
+    finally:
+        complete._reads_no_protected, complete._search = shortcuts
 
 
 def blind_model(name: str, attr: str):
@@ -76,14 +90,10 @@ def main() -> None:
         for attr in DATASETS[name][1]:
             ir, dom = blind_model(name, attr)
             prop = individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5)
-            shortcuts = complete._reads_no_protected, complete._search
-            complete._reads_no_protected, complete._search = (lambda ir, prop: False), (lambda *a: (None, 0))
-            try:
+            with program_only():
                 t0 = time.perf_counter()
                 d = decide_trees(ir, prop, time_limit=args.limit)
                 wall = time.perf_counter() - t0
-            finally:
-                complete._reads_no_protected, complete._search = shortcuts
             rows.append({"rq": "blind", "dataset": name, "attr": attr, "rate": 0.0, "kappa": 0.5,
                          "verdict": d.verdict, "wall_s": wall, "x": d.x, "x_prime": d.x_prime, "tau": d.tau,
                          "reason": d.reason, **d.stats})

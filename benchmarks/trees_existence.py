@@ -28,9 +28,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from trees import train  # noqa: E402
+from trees_complete import program_only as asking_program_only  # noqa: E402
 from trees_data import DATASETS  # noqa: E402
 
-from faircert.engines.trees import complete  # noqa: E402
 from faircert.engines.trees.complete import decide_trees  # noqa: E402
 from faircert.models.io import load_model  # noqa: E402
 from faircert.properties import individual_fairness  # noqa: E402
@@ -58,15 +58,10 @@ def how(d) -> str:
 
 def run(ir, dom, model: str, attr: str | None, rate: float, limit: float, program_only: bool = False) -> dict:
     prop = individual_fairness(dom, attr, epsilon_rate=rate, kappa=0.5, robustness=attr is None)
-    shortcuts = complete._reads_no_protected, complete._search
-    if program_only:
-        complete._reads_no_protected, complete._search = (lambda ir, prop: False), (lambda *args: (None, 0))
-    try:
+    with asking_program_only(program_only):
         t0 = time.perf_counter()
         d = decide_trees(ir, prop, time_limit=limit)
         wall = time.perf_counter() - t0
-    finally:
-        complete._reads_no_protected, complete._search = shortcuts
     row = {"model": model + (" (program only)" if program_only else ""), "attr": attr, "rate": rate,
            "verdict": d.verdict, "wall_s": wall, "how": how(d),
            "pairs_drawn": d.stats.get("pairs_drawn", 0), "variables": d.stats.get("variables"),
