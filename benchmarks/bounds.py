@@ -51,12 +51,19 @@ from faircert.properties import individual_fairness
 
 OUT = HERE / "results"
 #: bound -> (input tables, categories ordered, extra bound: "", "relational" or "slopes")
-VARIANTS = {"encoding layer": (False, False, ""), "lookups": (True, False, ""),
-            "lookups + order": (True, True, ""), "lookups + order + relational": (True, True, "relational"),
-            "lookups + order + optimised slopes": (True, True, "slopes")}
+VARIANTS = {
+    "encoding layer": (False, False, ""),
+    "lookups": (True, False, ""),
+    "lookups + order": (True, True, ""),
+    "lookups + order + relational": (True, True, "relational"),
+    "lookups + order + optimised slopes": (True, True, "slopes"),
+}
 #: FairQuant's models have no tables: their bound with and without each extra one
-FAIRQUANT_VARIANTS = {"encoding layer": "", "encoding layer + relational": "relational",
-                      "encoding layer + optimised slopes": "slopes"}
+FAIRQUANT_VARIANTS = {
+    "encoding layer": "",
+    "encoding layer + relational": "relational",
+    "encoding layer + optimised slopes": "slopes",
+}
 warnings.filterwarnings("ignore")
 
 
@@ -72,9 +79,18 @@ def _row(name: str, protected: str, variant: str, time_limit: float, ir, prop, e
     finally:
         symbolic.RELATIONAL = symbolic.OPTIMISED_SLOPES = False
     wall = time.perf_counter() - t0
-    row = {"dataset": name, "protected": protected, "bound": variant, "time_limit": time_limit,
-           "certified": r.certified, "falsified": r.falsified, "undecided": r.undecided, "wall_s": wall,
-           "boxes": int(r.stats.get("boxes_bounded", 0)), "decided_per_s": (r.certified + r.falsified) / wall}
+    row = {
+        "dataset": name,
+        "protected": protected,
+        "bound": variant,
+        "time_limit": time_limit,
+        "certified": r.certified,
+        "falsified": r.falsified,
+        "undecided": r.undecided,
+        "wall_s": wall,
+        "boxes": int(r.stats.get("boxes_bounded", 0)),
+        "decided_per_s": (r.certified + r.falsified) / wall,
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -96,8 +112,9 @@ def measure_fairquant(name: str, time_limit: float, variants: list[str]) -> list
 
     net, dom, p = fairquant.load_case(name, "header")
     prop = individual_fairness(dom, [p])
-    return [_row(name, dom.names[p], variant, time_limit, net, prop, FAIRQUANT_VARIANTS[variant])
-            for variant in variants]
+    return [
+        _row(name, dom.names[p], variant, time_limit, net, prop, FAIRQUANT_VARIANTS[variant]) for variant in variants
+    ]
 
 
 def headroom(name: str, depths=(22, 30, 34), boxes: int = 2000, seed: int = 0) -> list[dict]:
@@ -149,41 +166,66 @@ def headroom(name: str, depths=(22, 30, 34), boxes: int = 2000, seed: int = 0) -
             x = random_points(rng, np.tile(olo[k], (256, 1)), np.tile(ohi[k], (256, 1)), pb.discrete)
             z = pb.bounder.logits(x)
             one_sign += bool(np.all(z > 0) or np.all(z < 0))
-        row = {"model": name, "depth": depth, "boxes": boxes, "fixed_decides": float(decided(fixed).mean()),
-               "undecided": int(len(open_)), "one_sign": one_sign / len(open_),
-               "slopes_decide": float(decided(optimised).mean()), "tight_decides": float(decided(tight).mean()),
-               "fixed_ms": 1e3 * t_fixed, "slopes_ms": 1e3 * t_slopes, "tight_ms": 1e3 * t_tight}
+        row = {
+            "model": name,
+            "depth": depth,
+            "boxes": boxes,
+            "fixed_decides": float(decided(fixed).mean()),
+            "undecided": int(len(open_)),
+            "one_sign": one_sign / len(open_),
+            "slopes_decide": float(decided(optimised).mean()),
+            "tight_decides": float(decided(tight).mean()),
+            "fixed_ms": 1e3 * t_fixed,
+            "slopes_ms": 1e3 * t_slopes,
+            "tight_ms": 1e3 * t_tight,
+        }
         print(json.dumps(row), flush=True)
         out.append(row)
     return out
 
 
 def headroom_markdown(rows: list[dict]) -> str:
-    lines = ["", "## What a tighter bound could decide", "",
-             "Random boxes of each model's domain (2,000 per depth, halved along random features), bounded "
-             "with the fixed slopes; of the boxes they leave undecided: the share whose twins keep one sign "
-             "at 256 sampled points (the most any bound could decide), and the shares the optimised slopes "
-             "and full CROWN tightening decide. Times are per box, one core.", "",
-             "| model | halvings | decided by fixed slopes | undecided boxes | one sign at every sample | "
-             "optimised slopes decide | CROWN tightening decides | ms per box: fixed / slopes / tightening |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## What a tighter bound could decide",
+        "",
+        "Random boxes of each model's domain (2,000 per depth, halved along random features), bounded "
+        "with the fixed slopes; of the boxes they leave undecided: the share whose twins keep one sign "
+        "at 256 sampled points (the most any bound could decide), and the shares the optimised slopes "
+        "and full CROWN tightening decide. Times are per box, one core.",
+        "",
+        "| model | halvings | decided by fixed slopes | undecided boxes | one sign at every sample | "
+        "optimised slopes decide | CROWN tightening decides | ms per box: fixed / slopes / tightening |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['depth']} | {r['fixed_decides']:.1%} | {r['undecided']:,} | "
-                     f"{r['one_sign']:.1%} | {r['slopes_decide']:.1%} | {r['tight_decides']:.1%} | "
-                     f"{r['fixed_ms']:.3f} / {r['slopes_ms']:.3f} / {r['tight_ms']:.3f} |")
+        lines.append(
+            f"| {r['model']} | {r['depth']} | {r['fixed_decides']:.1%} | {r['undecided']:,} | "
+            f"{r['one_sign']:.1%} | {r['slopes_decide']:.1%} | {r['tight_decides']:.1%} | "
+            f"{r['fixed_ms']:.3f} / {r['slopes_ms']:.3f} / {r['tight_ms']:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = [__doc__.split("\n\n")[0].replace("\n", " "), "",
-             "| dataset (protected) | bound | certified | falsified | undecided | boxes bounded | wall / limit (s) "
-             "| decided share per s |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        __doc__.split("\n\n")[0].replace("\n", " "),
+        "",
+        "| dataset (protected) | bound | certified | falsified | undecided | boxes bounded | wall / limit (s) "
+        "| decided share per s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['dataset']} ({r['protected']}) | {r['bound']} | {r['certified']:.4%} | "
-                     f"{r['falsified']:.4%} | {r['undecided']:.4%} | {r['boxes']:,} | "
-                     f"{r['wall_s']:.1f} / {r['time_limit']:.0f} | {r['decided_per_s']:.3%} |")
-    lines += ["", "Shares are sound (certified and falsified are proven; undecided is the gap). One core, "
-              "one process per row, fixed seeds."]
+        lines.append(
+            f"| {r['dataset']} ({r['protected']}) | {r['bound']} | {r['certified']:.4%} | "
+            f"{r['falsified']:.4%} | {r['undecided']:.4%} | {r['boxes']:,} | "
+            f"{r['wall_s']:.1f} / {r['time_limit']:.0f} | {r['decided_per_s']:.3%} |"
+        )
+    lines += [
+        "",
+        "Shares are sound (certified and falsified are proven; undecided is the gap). One core, "
+        "one process per row, fixed seeds.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -194,8 +236,11 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--fairquant", default="", help="FairQuant models to measure too (AC-5,AC-7,...)")
     parser.add_argument("--fairquant-variants", default=",".join(FAIRQUANT_VARIANTS))
-    parser.add_argument("--headroom", default="", help="FairQuant models whose random boxes measure what a tighter "
-                        "bound could decide (only this is run)")
+    parser.add_argument(
+        "--headroom",
+        default="",
+        help="FairQuant models whose random boxes measure what a tighter bound could decide (only this is run)",
+    )
     args = parser.parse_args()
     if args.headroom:
         rows = [row for name in args.headroom.split(",") for row in headroom(name)]
@@ -205,8 +250,12 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     fq_variants = [v for v in args.fairquant_variants.split(",") if v]
     rows = [row for name in args.datasets.split(",") if name for row in measure(name, args.time_limit, variants)]
-    rows += [row for name in args.fairquant.split(",") if name
-             for row in measure_fairquant(name, args.time_limit, fq_variants)]
+    rows += [
+        row
+        for name in args.fairquant.split(",")
+        if name
+        for row in measure_fairquant(name, args.time_limit, fq_variants)
+    ]
     path = OUT / "bounds.json"
     new = {(r["dataset"], r["bound"]) for r in rows}
     kept = [r for r in json.loads(path.read_text()) if (r["dataset"], r["bound"]) not in new] if path.exists() else []

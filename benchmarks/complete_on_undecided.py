@@ -47,8 +47,14 @@ def decide(run: Refinement, idx: np.ndarray, seconds: float) -> dict:
     out = decide_regions(pb, pool.lo[idx].copy(), pool.hi[idx].copy(), time_limit=seconds, seed=0)
     v = out.verdict
     gain = float((pool.mass[idx] - pool.fair[idx])[v == FAIR].sum()) / pb.domain_size
-    return dict(boxes=len(idx), fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
-                unknown=int((v == 0).sum()), certified_gain=gain, seconds=time.perf_counter() - t)
+    return dict(
+        boxes=len(idx),
+        fair=int((v == FAIR).sum()),
+        unfair=int((v == UNFAIR).sum()),
+        unknown=int((v == 0).sum()),
+        certified_gain=gain,
+        seconds=time.perf_counter() - t,
+    )
 
 
 def measure(name: str, refine_s: float, seconds: float, k: int) -> dict:
@@ -60,9 +66,17 @@ def measure(name: str, refine_s: float, seconds: float, k: int) -> dict:
     mass = run.pool.mass[: run.pool.n]
     heaviest = cand[np.argsort(-mass[cand])][:k]
     drawn = np.random.default_rng(0).choice(cand, min(k, len(cand)), replace=False)
-    row = dict(model=name, refine_s=refine_s, certified=cert0, undecided=und0, pool=run.pool.n,
-               candidates=len(cand), candidate_mass=float(mass[cand].sum()) / run.pb.domain_size,
-               heaviest=decide(run, heaviest, seconds), drawn=decide(run, drawn, seconds))
+    row = dict(
+        model=name,
+        refine_s=refine_s,
+        certified=cert0,
+        undecided=und0,
+        pool=run.pool.n,
+        candidates=len(cand),
+        candidate_mass=float(mass[cand].sum()) / run.pb.domain_size,
+        heaviest=decide(run, heaviest, seconds),
+        drawn=decide(run, drawn, seconds),
+    )
     t = time.perf_counter()
     run.refine((t - run.t0 + seconds) / 0.97, 0.0)  # about `seconds` more (less the final estimate's reserve)
     row["refine_more"] = dict(seconds=time.perf_counter() - t, certified_gain=run.shares()[0] - cert0)
@@ -71,24 +85,42 @@ def measure(name: str, refine_s: float, seconds: float, k: int) -> dict:
 
 def write(rows: list[dict], args) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "complete_on_undecided.json").write_text(json.dumps(dict(
-        refine_s=args.refine, seconds=args.seconds, boxes=args.boxes, machine=platform.machine(),
-        cores=os.cpu_count(), rows=rows), indent=1) + "\n")
-    out = ["# The complete check on the boxes `verify` leaves undecided (networks)", "",
-           f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
-           f"({os.cpu_count()} cores). Each model: the quantifier refines for {args.refine:g} s; then the "
-           f"complete procedure gets {args.seconds:g} s for the {args.boxes} heaviest undecided boxes with no "
-           f"counterexample found in them, and {args.seconds:g} s for {args.boxes} drawn uniformly among "
-           "them; a box proven fair would count whole in `certified`. Last column: the quantifier's own "
-           "certified gain when it refines on for the same time. Shares in % of the domain.", "",
-           "| model | certified % | undecided % | boxes without a known pair (mass %) | heaviest: fair / unfair / unknown | gain % | drawn: fair / unfair / unknown | gain % | refining on: gain % (s) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    (RESULTS / "complete_on_undecided.json").write_text(
+        json.dumps(
+            dict(
+                refine_s=args.refine,
+                seconds=args.seconds,
+                boxes=args.boxes,
+                machine=platform.machine(),
+                cores=os.cpu_count(),
+                rows=rows,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
+    out = [
+        "# The complete check on the boxes `verify` leaves undecided (networks)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
+        f"({os.cpu_count()} cores). Each model: the quantifier refines for {args.refine:g} s; then the "
+        f"complete procedure gets {args.seconds:g} s for the {args.boxes} heaviest undecided boxes with no "
+        f"counterexample found in them, and {args.seconds:g} s for {args.boxes} drawn uniformly among "
+        "them; a box proven fair would count whole in `certified`. Last column: the quantifier's own "
+        "certified gain when it refines on for the same time. Shares in % of the domain.",
+        "",
+        "| model | certified % | undecided % | boxes without a known pair (mass %) | heaviest: fair / unfair / "
+        "unknown | gain % | drawn: fair / unfair / unknown | gain % | refining on: gain % (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         h, d, m = r["heaviest"], r["drawn"], r["refine_more"]
-        out.append(f"| {r['model']} | {100 * r['certified']:.2f} | {100 * r['undecided']:.2f} | {r['candidates']} "
-                   f"({100 * r['candidate_mass']:.2f}) | {h['fair']} / {h['unfair']} / {h['unknown']} | "
-                   f"{100 * h['certified_gain']:.4f} | {d['fair']} / {d['unfair']} / {d['unknown']} | "
-                   f"{100 * d['certified_gain']:.4f} | {100 * m['certified_gain']:.3f} ({m['seconds']:.0f}) |")
+        out.append(
+            f"| {r['model']} | {100 * r['certified']:.2f} | {100 * r['undecided']:.2f} | {r['candidates']} "
+            f"({100 * r['candidate_mass']:.2f}) | {h['fair']} / {h['unfair']} / {h['unknown']} | "
+            f"{100 * h['certified_gain']:.4f} | {d['fair']} / {d['unfair']} / {d['unknown']} | "
+            f"{100 * d['certified_gain']:.4f} | {100 * m['certified_gain']:.3f} ({m['seconds']:.0f}) |"
+        )
     (RESULTS / "complete_on_undecided.md").write_text("\n".join(out) + "\n")
 
 

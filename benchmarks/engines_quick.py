@@ -37,8 +37,21 @@ from trees_data import DATASETS  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "benchmarks"
 RESULTS = HERE / "results"
-ADULT_NAMES = ["age", "workclass", "education", "education-num", "marital-status", "occupation", "relationship",
-               "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country"]
+ADULT_NAMES = [
+    "age",
+    "workclass",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+]
 
 
 def prepare(work: Path) -> list[tuple[str, str, list[str]]]:
@@ -50,14 +63,32 @@ def prepare(work: Path) -> list[tuple[str, str, list[str]]]:
     from faircert.models.io.nnet import load_nnet
 
     net = load_nnet(SHARED / "models" / "adult" / "AC-1.nnet")
-    Domain(tuple(Feature(n, "binary" if n == "sex" else "integer", int(lo), int(hi), protected=n == "sex")
-                 for n, lo, hi in zip(ADULT_NAMES, net.input_lower, net.input_upper))).save(work / "adult-nnet.yaml")
+    Domain(
+        tuple(
+            Feature(n, "binary" if n == "sex" else "integer", int(lo), int(hi), protected=n == "sex")
+            for n, lo, hi in zip(ADULT_NAMES, net.input_lower, net.input_upper)
+        )
+    ).save(work / "adult-nnet.yaml")
     runs = []
     for name in ("AC-1", "AC-3"):
-        runs.append(("network-boxes", f"{name}, sex, until undecided <= 10% or 20 s",
-                     ["verify", str(SHARED / "models" / "adult" / f"{name}.nnet"), "--domain",
-                      str(work / "adult-nnet.yaml"), "--protected", "sex", "--target-undecided", "0.1",
-                      "--time-limit", "20"]))
+        runs.append(
+            (
+                "network-boxes",
+                f"{name}, sex, until undecided <= 10% or 20 s",
+                [
+                    "verify",
+                    str(SHARED / "models" / "adult" / f"{name}.nnet"),
+                    "--domain",
+                    str(work / "adult-nnet.yaml"),
+                    "--protected",
+                    "sex",
+                    "--target-undecided",
+                    "0.1",
+                    "--time-limit",
+                    "20",
+                ],
+            )
+        )
     for data, n_trees, attr in (("adult", 25, "age"), ("compas", 50, "race")):
         X, y, dom = DATASETS[data][0]()
         clf = xgb.XGBClassifier(n_estimators=n_trees, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
@@ -65,12 +96,40 @@ def prepare(work: Path) -> list[tuple[str, str, list[str]]]:
         booster.feature_names = dom.names  # the population and the domain name the model's inputs
         booster.save_model(str(work / f"{data}-{n_trees}.json"))
         dom.save(work / f"{data}.yaml")
-        runs.append(("tree-boxes", f"{data} XGBoost {n_trees}x3, {attr}, exact",
-                     ["verify", str(work / f"{data}-{n_trees}.json"), "--domain", str(work / f"{data}.yaml"),
-                      "--protected", attr, "--time-limit", "60"]))
-    runs.append(("tree-sampling", "compas XGBoost 50x3, race, 200,000 samples",
-                 ["sample-counterexamples", str(work / "compas-50.json"), "--domain", str(work / "compas.yaml"),
-                  "--protected", "race", "-n", "200000", "--out", str(work / "samples.csv")]))
+        runs.append(
+            (
+                "tree-boxes",
+                f"{data} XGBoost {n_trees}x3, {attr}, exact",
+                [
+                    "verify",
+                    str(work / f"{data}-{n_trees}.json"),
+                    "--domain",
+                    str(work / f"{data}.yaml"),
+                    "--protected",
+                    attr,
+                    "--time-limit",
+                    "60",
+                ],
+            )
+        )
+    runs.append(
+        (
+            "tree-sampling",
+            "compas XGBoost 50x3, race, 200,000 samples",
+            [
+                "sample-counterexamples",
+                str(work / "compas-50.json"),
+                "--domain",
+                str(work / "compas.yaml"),
+                "--protected",
+                "race",
+                "-n",
+                "200000",
+                "--out",
+                str(work / "samples.csv"),
+            ],
+        )
+    )
     X, y, dom = DATASETS["adult"][0]()
     import pandas as pd
 
@@ -79,20 +138,69 @@ def prepare(work: Path) -> list[tuple[str, str, list[str]]]:
     frame.to_csv(work / "adult.csv", index=False)
     with open(work / "adult-logreg.pkl", "wb") as fh:
         pickle.dump(LogisticRegression(max_iter=2000).fit(frame[dom.names], y), fh)
-    runs.append(("subset-sum", "adult logistic regression, sex, independent population",
-                 ["group", str(work / "adult-logreg.pkl"), "--trust-pickle", "--data", str(work / "adult.csv"),
-                  "--protected", "sex", "--label", "y", "--metric", "di,sp,eo"]))
-    runs.append(("probability-bounds", "adult XGBoost 25x3, sex, independent population, 20 s",
-                 ["group", str(work / "adult-25.json"), "--data", str(work / "adult.csv"), "--protected", "sex",
-                  "--time-limit", "20"]))
-    runs.append(("sequential-test", "adult XGBoost 25x3, sex, delta 1e-6",
-                 ["group", str(work / "adult-25.json"), "--data", str(work / "adult.csv"), "--protected", "sex",
-                  "--method", "sampling", "--time-limit", "20"]))
+    runs.append(
+        (
+            "subset-sum",
+            "adult logistic regression, sex, independent population",
+            [
+                "group",
+                str(work / "adult-logreg.pkl"),
+                "--trust-pickle",
+                "--data",
+                str(work / "adult.csv"),
+                "--protected",
+                "sex",
+                "--label",
+                "y",
+                "--metric",
+                "di,sp,eo",
+            ],
+        )
+    )
+    runs.append(
+        (
+            "probability-bounds",
+            "adult XGBoost 25x3, sex, independent population, 20 s",
+            [
+                "group",
+                str(work / "adult-25.json"),
+                "--data",
+                str(work / "adult.csv"),
+                "--protected",
+                "sex",
+                "--time-limit",
+                "20",
+            ],
+        )
+    )
+    runs.append(
+        (
+            "sequential-test",
+            "adult XGBoost 25x3, sex, delta 1e-6",
+            [
+                "group",
+                str(work / "adult-25.json"),
+                "--data",
+                str(work / "adult.csv"),
+                "--protected",
+                "sex",
+                "--method",
+                "sampling",
+                "--time-limit",
+                "20",
+            ],
+        )
+    )
     programs = SHARED / "programs" / "fairsquare"
     for program in ("M_BN_F_DT_V3_D2_N44.fr", "M_BN_F_NN_V3_H2.fr"):
         runs.append(("program-bounds", program, ["program", str(programs / program), "--time-limit", "60"]))
-    runs.append(("program-sequential-test", "M_BN_F_NN_V3_H2.fr",
-                 ["program", str(programs / "M_BN_F_NN_V3_H2.fr"), "--method", "sampling"]))
+    runs.append(
+        (
+            "program-sequential-test",
+            "M_BN_F_NN_V3_H2.fr",
+            ["program", str(programs / "M_BN_F_NN_V3_H2.fr"), "--method", "sampling"],
+        )
+    )
     return runs
 
 
@@ -107,8 +215,17 @@ def run_once(src: Path, args: list[str], out: Path) -> dict:
     if proc.returncode not in (0, 1, 2):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     result = json.loads(out.read_text())
-    keep = ("verdict", "certified", "falsified", "undecided", "written", "measure_lower", "measure_upper", "ratio",
-            "metrics")
+    keep = (
+        "verdict",
+        "certified",
+        "falsified",
+        "undecided",
+        "written",
+        "measure_lower",
+        "measure_upper",
+        "ratio",
+        "metrics",
+    )
     return {"wall_s": wall, **{k: result[k] for k in keep if k in result}}
 
 
@@ -118,17 +235,23 @@ def main() -> None:
     ap.add_argument("--head", default="HEAD", help="git revision to measure (default HEAD)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    base_rev = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-    head_rev = subprocess.run(["git", "rev-parse", "--short", args.head], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
+    base_rev = subprocess.run(
+        ["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    head_rev = subprocess.run(
+        ["git", "rev-parse", "--short", args.head], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "files"
         work.mkdir()
         trees = {"head": Path(tmp) / "head", "baseline": Path(tmp) / "baseline"}
         for label, rev in (("head", head_rev), ("baseline", base_rev)):
-            subprocess.run(["git", "worktree", "add", "--detach", str(trees[label]), rev], cwd=ROOT, check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["git", "worktree", "add", "--detach", str(trees[label]), rev],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
         trees = {label: path / "src" for label, path in trees.items()}
         try:
             runs = prepare(work)
@@ -140,17 +263,29 @@ def main() -> None:
                         times[label].append(run_once(src, cmd, work / "out.json"))
                 row = {"engine": engine, "workload": what}
                 for label in trees:
-                    row[label] = {"median_s": statistics.median(r["wall_s"] for r in times[label]),
-                                  "runs_s": [r["wall_s"] for r in times[label]], "last": times[label][-1]}
+                    row[label] = {
+                        "median_s": statistics.median(r["wall_s"] for r in times[label]),
+                        "runs_s": [r["wall_s"] for r in times[label]],
+                        "last": times[label][-1],
+                    }
                 row["ratio"] = row["head"]["median_s"] / row["baseline"]["median_s"]
                 rows.append(row)
-                print(f"{engine:24s} {what[:50]:50s} head {row['head']['median_s']:6.2f} s  "
-                      f"baseline {row['baseline']['median_s']:6.2f} s  ratio {row['ratio']:.2f}", flush=True)
+                print(
+                    f"{engine:24s} {what[:50]:50s} head {row['head']['median_s']:6.2f} s  "
+                    f"baseline {row['baseline']['median_s']:6.2f} s  ratio {row['ratio']:.2f}",
+                    flush=True,
+                )
         finally:
             for src in trees.values():
                 subprocess.run(["git", "worktree", "remove", "--force", str(src.parent)], cwd=ROOT, capture_output=True)
-    meta = {"head": head_rev, "baseline": base_rev, "repeats": args.repeats, "python": platform.python_version(),
-            "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    meta = {
+        "head": head_rev,
+        "baseline": base_rev,
+        "repeats": args.repeats,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "engines_quick.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     (RESULTS / "engines_quick.md").write_text(markdown(meta, rows))
@@ -170,17 +305,24 @@ def _answer(last: dict) -> str:
 
 
 def markdown(meta: dict, rows: list[dict]) -> str:
-    lines = [f"# One quick workload per engine: {meta['head']} against {meta['baseline']}", "",
-             f"Median wall time of {meta['repeats']} runs each, alternating between the two revisions, of one "
-             f"`faircert` command (process start and model loading included; model files prepared once) on this {meta['cpus']}-core machine, "
-             f"{meta['date']}. `ratio` = this checkout / baseline: above 1 is slower. Runs of one revision "
-             "vary by up to a third on this machine when other work shares it.", "",
-             "| engine | workload | baseline s | this checkout s | ratio | answer (this checkout) | answer (baseline) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# One quick workload per engine: {meta['head']} against {meta['baseline']}",
+        "",
+        f"Median wall time of {meta['repeats']} runs each, alternating between the two revisions, of one "
+        "`faircert` command (process start and model loading included; model files prepared once) on this "
+        f"{meta['cpus']}-core machine, "
+        f"{meta['date']}. `ratio` = this checkout / baseline: above 1 is slower. Runs of one revision "
+        "vary by up to a third on this machine when other work shares it.",
+        "",
+        "| engine | workload | baseline s | this checkout s | ratio | answer (this checkout) | answer (baseline) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['engine']} | {r['workload']} | {r['baseline']['median_s']:.2f} | "
-                     f"{r['head']['median_s']:.2f} | {r['ratio']:.2f} | {_answer(r['head']['last'])} | "
-                     f"{_answer(r['baseline']['last'])} |")
+        lines.append(
+            f"| {r['engine']} | {r['workload']} | {r['baseline']['median_s']:.2f} | "
+            f"{r['head']['median_s']:.2f} | {r['ratio']:.2f} | {_answer(r['head']['last'])} | "
+            f"{_answer(r['baseline']['last'])} |"
+        )
     ratios = [r["ratio"] for r in rows]
     lines += ["", f"Geometric mean of the ratios: {float(np.exp(np.mean(np.log(ratios)))):.2f}."]
     return "\n".join(lines) + "\n"

@@ -23,9 +23,21 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT.parent / "shared" / "benchmarks" / "programs" / "fairsquare"
 OUT = ROOT / "benchmarks" / "results" / "fairsquare"
 
-NAMES = {"DT_V2_D2_N4": "DT4", "DT_V2_D3_N14": "DT14", "DT_V2_D2_N16": "DT16", "DT_A": "DT16^a",
-         "DT_V3_D2_N44": "DT44", "SVM_V3": "SVM3", "SVM_V4": "SVM4", "SVM_A": "SVM4^a", "SVM_V5": "SVM5",
-         "SVM_V6": "SVM6", "NN_V2_H1": "NN2,1", "NN_V2_H2": "NN2,2", "NN_V3_H2": "NN3,2"}
+NAMES = {
+    "DT_V2_D2_N4": "DT4",
+    "DT_V2_D3_N14": "DT14",
+    "DT_V2_D2_N16": "DT16",
+    "DT_A": "DT16^a",
+    "DT_V3_D2_N44": "DT44",
+    "SVM_V3": "SVM3",
+    "SVM_V4": "SVM4",
+    "SVM_A": "SVM4^a",
+    "SVM_V5": "SVM5",
+    "SVM_V6": "SVM6",
+    "NN_V2_H1": "NN2,1",
+    "NN_V2_H2": "NN2,2",
+    "NN_V3_H2": "NN3,2",
+}
 MODELS = {"ind": "Ind", "BN": "BN1", "BNc": "BN2"}
 
 # FairSquare, Fig. 8 (published): result, #, Vol s, QE s per (program, model); "TO" = timeout.
@@ -39,19 +51,33 @@ FIG8 = {
     "SVM4": {"Ind": ("fair", 10, 2.7, 0.8), "BN1": ("unfair", 18, 13.3, 3.1), "BN2": ("unfair", 14, 33.7, 20.1)},
     "SVM4^a": {"Ind": ("fair", 10, 3.0, 0.8), "BN1": ("fair", 22, 15.7, 3.2), "BN2": ("fair", 14, 33.4, 63.2)},
     "SVM5": {"Ind": ("fair", 10, 8.5, 1.3), "BN1": ("unfair", 10, 12.2, 6.3), "BN2": ("TO_q", None, None, "TO")},
-    "SVM6": {"Ind": ("[0.02, 35.3]", 634, "TO", 2.4), "BN1": ("[0.09, 3.03]", 434, "TO", 12.8),
-             "BN2": ("TO_q", None, None, "TO")},
+    "SVM6": {
+        "Ind": ("[0.02, 35.3]", 634, "TO", 2.4),
+        "BN1": ("[0.09, 3.03]", 434, "TO", 12.8),
+        "BN2": ("TO_q", None, None, "TO"),
+    },
     "NN2,1": {"Ind": ("fair", 78, 21.6, 0.8), "BN1": ("fair", 466, 456.1, 3.4), "BN2": ("fair", 154, 132.9, 7.2)},
     "NN2,2": {"Ind": ("fair", 62, 27.8, 2.0), "BN1": ("fair", 238, 236.5, 7.2), "BN2": ("fair", 174, 233.5, 18.2)},
-    "NN3,2": {"Ind": ("[0.03, 674.7]", 442, "TO", 10.0), "BN1": ("[0.00, 5.24]", 34, "TO", 55.9),
-              "BN2": ("TO_q", None, None, "TO")},
+    "NN3,2": {
+        "Ind": ("[0.03, 674.7]", 442, "TO", 10.0),
+        "BN1": ("[0.00, 5.24]", 34, "TO", 55.9),
+        "BN2": ("TO_q", None, None, "TO"),
+    },
 }
 # Monte-Carlo ratio P[H|F]/P[H|M] from the notes (400k samples, +- 0.004..0.010).
 MONTE_CARLO = {
-    "DT4": (1.005, 0.377, 0.384), "DT14": (0.985, 0.979, 0.995), "DT16": (0.996, 0.525, 0.528),
-    "DT16^a": (1.432, 0.970, 0.972), "DT44": (1.006, 0.699, 0.702), "SVM3": (1.005, 0.661, 0.666),
-    "SVM4": (0.997, 0.666, 0.662), "SVM4^a": (1.282, 1.028, 1.025), "SVM5": (1.003, 0.662, 0.666),
-    "SVM6": (0.989, 0.663, 0.663), "NN2,1": (1.002, 0.995, 1.000), "NN2,2": (1.004, 1.002, 1.002),
+    "DT4": (1.005, 0.377, 0.384),
+    "DT14": (0.985, 0.979, 0.995),
+    "DT16": (0.996, 0.525, 0.528),
+    "DT16^a": (1.432, 0.970, 0.972),
+    "DT44": (1.006, 0.699, 0.702),
+    "SVM3": (1.005, 0.661, 0.666),
+    "SVM4": (0.997, 0.666, 0.662),
+    "SVM4^a": (1.282, 1.028, 1.025),
+    "SVM5": (1.003, 0.662, 0.666),
+    "SVM6": (0.989, 0.663, 0.663),
+    "NN2,1": (1.002, 0.995, 1.000),
+    "NN2,2": (1.004, 1.002, 1.002),
     "NN3,2": (0.994, 0.882, 0.882),
 }
 
@@ -77,26 +103,60 @@ def run(args: argparse.Namespace) -> dict:
         mc = MONTE_CARLO[name][list(MODELS.values()).index(model)]
         expected = "fair" if mc > 1 - args.epsilon else "unfair"
         sound = faircert.verify_program(path, epsilon=args.epsilon, time_limit=args.time_limit)
-        row = {"program": name, "model": model, "file": path.name, "monte_carlo_ratio": mc, "expected": expected,
-               "sound": {"verdict": sound.verdict, "ratio": [sound.ratio_low, sound.ratio_high],
-                         "elapsed_s": round(sound.elapsed_s, 3), "boxes_evaluated": sound.stats["box_evaluations"],
-                         "random_inputs": sound.stats["random_inputs"], "stopped": sound.stopped}}
+        row = {
+            "program": name,
+            "model": model,
+            "file": path.name,
+            "monte_carlo_ratio": mc,
+            "expected": expected,
+            "sound": {
+                "verdict": sound.verdict,
+                "ratio": [sound.ratio_low, sound.ratio_high],
+                "elapsed_s": round(sound.elapsed_s, 3),
+                "boxes_evaluated": sound.stats["box_evaluations"],
+                "random_inputs": sound.stats["random_inputs"],
+                "stopped": sound.stopped,
+            },
+        }
         if not args.skip_sampling:
-            sampled = faircert.verify_program(path, epsilon=args.epsilon, time_limit=args.sampling_limit,
-                                              method="sampling", delta=args.delta, seed=args.seed)
-            row["sampling"] = {"verdict": sampled.verdict, "ratio": [sampled.ratio_low, sampled.ratio_high],
-                               "samples": sampled.samples, "elapsed_s": round(sampled.elapsed_s, 3)}
+            sampled = faircert.verify_program(
+                path,
+                epsilon=args.epsilon,
+                time_limit=args.sampling_limit,
+                method="sampling",
+                delta=args.delta,
+                seed=args.seed,
+            )
+            row["sampling"] = {
+                "verdict": sampled.verdict,
+                "ratio": [sampled.ratio_low, sampled.ratio_high],
+                "samples": sampled.samples,
+                "elapsed_s": round(sampled.elapsed_s, 3),
+            }
         fs = FIG8[name][model]
         row["fairsquare"] = {"result": fs[0], "calls": fs[1], "vol_s": fs[2], "qe_s": fs[3]}
         rows.append(row)
         s = row["sound"]
-        print(f"{name:7s} {model:4s} sound {s['verdict']:7s} [{fmt(s['ratio'][0])}, {fmt(s['ratio'][1])}] "
-              f"{s['elapsed_s']:6.2f}s" + (f" | sampling {row['sampling']['verdict']:7s} "
-                                            f"{row['sampling']['elapsed_s']:5.2f}s" if "sampling" in row else "")
-              + f" | MC {mc:.3f} | FairSquare {fs[0]}", flush=True)
-    return {"epsilon": args.epsilon, "time_limit_s": args.time_limit, "sampling_limit_s": args.sampling_limit,
-            "delta": args.delta, "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-            "python": platform.python_version(), "rows": rows}
+        print(
+            f"{name:7s} {model:4s} sound {s['verdict']:7s} [{fmt(s['ratio'][0])}, {fmt(s['ratio'][1])}] "
+            f"{s['elapsed_s']:6.2f}s"
+            + (
+                f" | sampling {row['sampling']['verdict']:7s} {row['sampling']['elapsed_s']:5.2f}s"
+                if "sampling" in row
+                else ""
+            )
+            + f" | MC {mc:.3f} | FairSquare {fs[0]}",
+            flush=True,
+        )
+    return {
+        "epsilon": args.epsilon,
+        "time_limit_s": args.time_limit,
+        "sampling_limit_s": args.sampling_limit,
+        "delta": args.delta,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "rows": rows,
+    }
 
 
 def summarise(data: dict) -> dict:
@@ -114,9 +174,11 @@ def summarise(data: dict) -> dict:
     }
     sampled = [r for r in rows if "sampling" in r]
     if sampled:
-        out.update(sampling_decided=sum(r["sampling"]["verdict"] != "unknown" for r in sampled),
-                   sampling_consistent=sum(r["sampling"]["verdict"] == r["expected"] for r in sampled),
-                   sampling_max_s=max(r["sampling"]["elapsed_s"] for r in sampled))
+        out.update(
+            sampling_decided=sum(r["sampling"]["verdict"] != "unknown" for r in sampled),
+            sampling_consistent=sum(r["sampling"]["verdict"] == r["expected"] for r in sampled),
+            sampling_max_s=max(r["sampling"]["elapsed_s"] for r in sampled),
+        )
     return out
 
 
@@ -140,23 +202,37 @@ def markdown(data: dict, summary: dict) -> str:
         f"FairSquare: {summary['fairsquare_solved']}/39 solved.",
     ]
     if "sampling_decided" in summary:
-        lines += ["", f"**Sampling: {summary['sampling_decided']}/{summary['problems']} decided, "
-                     f"{summary['sampling_consistent']} consistent with Monte Carlo, slowest "
-                     f"{summary['sampling_max_s']:.2f} s.**"]
-    lines += ["", "| program | model | MC ratio | sound verdict | ratio bounds | sound s | sampling verdict | samples "
-              "| sampling s | FairSquare result | # | Vol s | QE s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"**Sampling: {summary['sampling_decided']}/{summary['problems']} decided, "
+            f"{summary['sampling_consistent']} consistent with Monte Carlo, slowest "
+            f"{summary['sampling_max_s']:.2f} s.**",
+        ]
+    lines += [
+        "",
+        "| program | model | MC ratio | sound verdict | ratio bounds | sound s | sampling verdict | samples "
+        "| sampling s | FairSquare result | # | Vol s | QE s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in data["rows"]:
         s = r["sound"]
         ok = " ok" if s["verdict"] == r["expected"] else (" **MISMATCH**" if s["verdict"] != "unknown" else "")
         sp = r.get("sampling")
-        sp_cells = (f"{sym[sp['verdict']]}{' ok' if sp['verdict'] == r['expected'] else ''} | {sp['samples']:,} | "
-                    f"{sp['elapsed_s']:.2f}") if sp else "- | - | -"
+        sp_cells = (
+            (
+                f"{sym[sp['verdict']]}{' ok' if sp['verdict'] == r['expected'] else ''} | {sp['samples']:,} | "
+                f"{sp['elapsed_s']:.2f}"
+            )
+            if sp
+            else "- | - | -"
+        )
         fs = r["fairsquare"]
-        lines.append(f"| {r['program']} | {r['model']} | {r['monte_carlo_ratio']:.3f} | {sym[s['verdict']]}{ok} | "
-                     f"[{fmt(s['ratio'][0])}, {fmt(s['ratio'][1])}] | {s['elapsed_s']:.2f} | {sp_cells} | {fs['result']} | "
-                     f"{fs['calls'] if fs['calls'] is not None else '-'} | {fs['vol_s'] if fs['vol_s'] is not None else '-'} | "
-                     f"{fs['qe_s']} |")
+        lines.append(
+            f"| {r['program']} | {r['model']} | {r['monte_carlo_ratio']:.3f} | {sym[s['verdict']]}{ok} | "
+            f"[{fmt(s['ratio'][0])}, {fmt(s['ratio'][1])}] | {s['elapsed_s']:.2f} | {sp_cells} | {fs['result']} | "
+            f"{fs['calls'] if fs['calls'] is not None else '-'} | {fs['vol_s'] if fs['vol_s'] is not None else '-'} | "
+            f"{fs['qe_s']} |"
+        )
     lines.append("")
     return "\n".join(lines)
 

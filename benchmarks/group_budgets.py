@@ -29,29 +29,56 @@ def main() -> None:
     rows = []
     t0 = time.perf_counter()
     pop = learn_population(df, list(X.columns), ["race", "sex"], label="y", kind="bayesnet")
-    rows.append({"run": "learn the network (raw Adult, 14 columns)", "wall_s": round(time.perf_counter() - t0, 2),
-                 "detail": f"{len(pop.edges)} edges, {len(pop.info['edges_dropped'])} dropped for width"})
+    rows.append(
+        {
+            "run": "learn the network (raw Adult, 14 columns)",
+            "wall_s": round(time.perf_counter() - t0, 2),
+            "detail": f"{len(pop.edges)} edges, {len(pop.info['edges_dropped'])} dropped for width",
+        }
+    )
     models = classifiers()
-    for name, population, limits in (("LogisticRegression", "bayesnet", (10, 60)),
-                                     ("RandomForest 100x10", "independent", (10, 30))):
+    for name, population, limits in (
+        ("LogisticRegression", "bayesnet", (10, 60)),
+        ("RandomForest 100x10", "independent", (10, 30)),
+    ):
         model = pipeline(X, models[name]()).fit(X, y)
         for limit in limits:
             t0 = time.perf_counter()
-            r = faircert.group(model, df, protected=["race", "sex"], label="y", population=population,
-                               metrics=["di", "sp", "eo"], time_limit=limit)
+            r = faircert.group(
+                model,
+                df,
+                protected=["race", "sex"],
+                label="y",
+                population=population,
+                metrics=["di", "sp", "eo"],
+                time_limit=limit,
+            )
             wall = round(time.perf_counter() - t0, 2)
             di = r.metrics["di"]
-            rows.append({"run": f"{name}, {population}, limit {limit} s", "wall_s": wall, "limit_s": limit,
-                         "within_rule": wall <= 1.1 * limit + 2, "di": [di.low, di.high],
-                         "widest_rate": max(g.high - g.low for g in r.groups), "engine": r.engine,
-                         "detail": f"DI [{di.low:.4f}, {di.high:.4f}], widest rate "
-                                   f"{max(g.high - g.low for g in r.groups):.4f}"})
+            rows.append(
+                {
+                    "run": f"{name}, {population}, limit {limit} s",
+                    "wall_s": wall,
+                    "limit_s": limit,
+                    "within_rule": wall <= 1.1 * limit + 2,
+                    "di": [di.low, di.high],
+                    "widest_rate": max(g.high - g.low for g in r.groups),
+                    "engine": r.engine,
+                    "detail": f"DI [{di.low:.4f}, {di.high:.4f}], widest rate "
+                    f"{max(g.high - g.low for g in r.groups):.4f}",
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "group_budgets.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["# group on raw Adult: learning time and time limits", "",
-             "Written by `benchmarks/group_budgets.py` on 2 cores. Target: wall <= limit x 1.1 + 2 s.", "",
-             "| run | wall s | within the rule | result |", "|---|---|---|---|"]
+    lines = [
+        "# group on raw Adult: learning time and time limits",
+        "",
+        "Written by `benchmarks/group_budgets.py` on 2 cores. Target: wall <= limit x 1.1 + 2 s.",
+        "",
+        "| run | wall s | within the rule | result |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         rule = "" if "within_rule" not in r else ("PASS" if r["within_rule"] else "FAIL")
         lines.append(f"| {r['run']} | {r['wall_s']} | {rule} | {r['detail']} |")

@@ -40,8 +40,9 @@ def sampled_di(model, population, protected: list[str], n: int = 1_000_000, seed
         return None
     pop = population.expanded()  # a bin's data values, as the engines see them
     codes = pop.sample_codes(np.random.default_rng(seed), n)
-    frame = pd.DataFrame({name: np.asarray(pop.variables[name].states, dtype=object)[codes[name]]
-                          for name in pop.variables})
+    frame = pd.DataFrame(
+        {name: np.asarray(pop.variables[name].states, dtype=object)[codes[name]] for name in pop.variables}
+    )
     yhat = model.predict(frame[[c for c in model.feature_names_in_]].infer_objects())
     rates = frame.assign(yhat=yhat).groupby(protected)["yhat"].mean()
     return float(rates.min() / rates.max()) if rates.max() > 0 else None
@@ -53,8 +54,15 @@ def run(name: str, model, df, population: str, time_limit: float) -> dict:
     t0 = time.perf_counter()
     row: dict = {"model": name, "population": population, "time_limit_s": time_limit}
     try:
-        result = faircert.group(model, df, protected=["race", "sex"], label="y", population=population,
-                                metrics=["di", "sp", "eo"], time_limit=time_limit)
+        result = faircert.group(
+            model,
+            df,
+            protected=["race", "sex"],
+            label="y",
+            population=population,
+            metrics=["di", "sp", "eo"],
+            time_limit=time_limit,
+        )
     except faircert.errors.FaircertError as exc:
         row.update(error=str(exc), wall_s=round(time.perf_counter() - t0, 2))
         return row
@@ -77,9 +85,11 @@ def run(name: str, model, df, population: str, time_limit: float) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| model | population | engine | widest rate | DI | DI width | SP width | EO width | DI estimate (result) "
-           "| DI on 10^6 draws | wall s (limit) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| model | population | engine | widest rate | DI | DI width | SP width | EO width | DI estimate (result) "
+        "| DI on 10^6 draws | wall s (limit) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "error" in r:
             out.append(f"| {r['model']} | {r['population']} | error: {r['error'][:60]} | | | | | | | {r['wall_s']} |")
@@ -87,9 +97,11 @@ def table(rows: list[dict]) -> str:
         di = f"[{r['di'][0]:.4f}, {r['di'][1]:.4f}]"
         sampled = f"{r['di_sampled']:.4f}" if r.get("di_sampled") is not None else ""
         estimate = f"[{r['di_estimate'][0]:.3f}, {r['di_estimate'][1]:.3f}]" if r.get("di_estimate") else ""
-        out.append(f"| {r['model']} | {r['population']} | {r['engine']} | {r['max_rate_width']:.4f} | {di} | "
-                   f"{r['di_width']:.4f} | {r['sp_width']:.4f} | {r['eo_width']:.4f} | {estimate} | {sampled} | "
-                   f"{r['wall_s']} ({r['time_limit_s']:g}) |")
+        out.append(
+            f"| {r['model']} | {r['population']} | {r['engine']} | {r['max_rate_width']:.4f} | {di} | "
+            f"{r['di_width']:.4f} | {r['sp_width']:.4f} | {r['eo_width']:.4f} | {estimate} | {sampled} | "
+            f"{r['wall_s']} ({r['time_limit_s']:g}) |"
+        )
     return "\n".join(out)
 
 
@@ -112,13 +124,15 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "group_practitioner.json").write_text(json.dumps(rows, indent=1) + "\n")
-    header = ("# Group fairness of the practitioner pipelines (raw Adult, race x sex, DI/SP/EO)\n\n"
-              "Written by `benchmarks/group_practitioner.py` on 2 cores. Widths are of the sound intervals. "
-              "`DI estimate (result)` is the sampled interval the result shows beside bounds wider than 0.05 "
-              "(wrong with probability at most its delta); `DI on 10^6 draws` is the model's DI on a million "
-              "rows drawn from the same learned population (a point estimate, not a bound, noisy where a "
-              "group is tiny). Wall time includes loading, population learning and compiling the model "
-              "for the population.\n\n")
+    header = (
+        "# Group fairness of the practitioner pipelines (raw Adult, race x sex, DI/SP/EO)\n\n"
+        "Written by `benchmarks/group_practitioner.py` on 2 cores. Widths are of the sound intervals. "
+        "`DI estimate (result)` is the sampled interval the result shows beside bounds wider than 0.05 "
+        "(wrong with probability at most its delta); `DI on 10^6 draws` is the model's DI on a million "
+        "rows drawn from the same learned population (a point estimate, not a bound, noisy where a "
+        "group is tiny). Wall time includes loading, population learning and compiling the model "
+        "for the population.\n\n"
+    )
     (OUT / "group_practitioner.md").write_text(header + table(rows) + "\n")
 
 

@@ -76,8 +76,14 @@ def run(ir, prop, parallel: Parallelism, max_boxes: int) -> dict:
     t0 = time.perf_counter()
     q = quantify(ir, prop, None, parallel=parallel, max_boxes=max_boxes)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "bounds": list(q.bounds), "unfair": q.unfair, "boxes": q.stats.get("boxes"),
-            "examined": q.stats["examined"], "complete": q.complete}
+    return {
+        "wall_s": wall,
+        "bounds": list(q.bounds),
+        "unfair": q.unfair,
+        "boxes": q.stats.get("boxes"),
+        "examined": q.stats["examined"],
+        "complete": q.complete,
+    }
 
 
 def main() -> None:
@@ -93,16 +99,28 @@ def main() -> None:
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--timed-s", type=float, default=20.0, help="seconds of the time-limited tree runs")
     ap.add_argument("--scale-s", type=float, default=120.0, help="seconds per tree-scale run")
-    ap.add_argument("--scale-memory-mb", type=float, default=100.0,
-                    help="the smaller memory limit (per worker) of the tree-scale runs")
+    ap.add_argument(
+        "--scale-memory-mb",
+        type=float,
+        default=100.0,
+        help="the smaller memory limit (per worker) of the tree-scale runs",
+    )
     args = ap.parse_args()
     old = json.loads((RESULTS / "parallel.json").read_text()) if (RESULTS / "parallel.json").exists() else {}
-    meta = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
-            "load_before": os.getloadavg()[0]}
+    meta = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"),
+        "load_before": os.getloadavg()[0],
+    }
     out = {"meta": meta}
-    for part, key, make in (("trees", "rows", tree_rows), ("tree-scale", "scale_rows", scale_rows),
-                            ("networks", "network_rows", network_rows),
-                            ("partitions", "partition_rows", partition_rows), ("programs", "program_rows", program_rows)):
+    for part, key, make in (
+        ("trees", "rows", tree_rows),
+        ("tree-scale", "scale_rows", scale_rows),
+        ("networks", "network_rows", network_rows),
+        ("partitions", "partition_rows", partition_rows),
+        ("programs", "program_rows", program_rows),
+    ):
         keep = args.only is not None and args.only != part
         out[key] = old.get(key, []) if keep else make(args)
         if key != "rows":
@@ -111,12 +129,14 @@ def main() -> None:
         out["meta"] = old.get("meta", meta)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "parallel.json").write_text(json.dumps(out, indent=2) + "\n")
-    (RESULTS / "parallel.md").write_text("# Box work on several processes and on Ray\n\n"
-                                         + markdown(out["meta"], out["rows"])
-                                         + scale_markdown(out["tree-scale_meta"], out["scale_rows"])
-                                         + network_markdown(out["networks_meta"], out["network_rows"])
-                                         + partition_markdown(out["partitions_meta"], out["partition_rows"])
-                                         + program_markdown(out["programs_meta"], out["program_rows"]))
+    (RESULTS / "parallel.md").write_text(
+        "# Box work on several processes and on Ray\n\n"
+        + markdown(out["meta"], out["rows"])
+        + scale_markdown(out["tree-scale_meta"], out["scale_rows"])
+        + network_markdown(out["networks_meta"], out["network_rows"])
+        + partition_markdown(out["partitions_meta"], out["partition_rows"])
+        + program_markdown(out["programs_meta"], out["program_rows"])
+    )
 
 
 def _ray_setup(setups: dict, args) -> None:
@@ -139,7 +159,7 @@ def _timed_two_processes(call) -> tuple[int, float, float]:
     2-process run of `call(parallel)` (its refinement only, where it returns the time that took)."""
     _TimedWorkers.rounds = []
     original = Parallelism.open
-    Parallelism.open = (lambda self, job: _TimedWorkers(job, self.workers))
+    Parallelism.open = lambda self, job: _TimedWorkers(job, self.workers)
     try:
         t0 = time.perf_counter()
         out = call(Parallelism(2))
@@ -169,20 +189,35 @@ def tree_rows(args) -> list[dict]:
             timed[name] = q.stats["examined"] / q.elapsed
         _ray_shutdown(args)
         reference = runs["1 process"][0]
-        same = all((r["bounds"], r["unfair"]) == (reference["bounds"], reference["unfair"])
-                   for rs in runs.values() for r in rs)
+        same = all(
+            (r["bounds"], r["unfair"]) == (reference["bounds"], reference["unfair"]) for rs in runs.values() for r in rs
+        )
         # the driver's share of a 2-worker round: round wall time minus the workers' map time
         n_rounds, driver_s, map_s = _timed_two_processes(
-            lambda parallel: quantify(ir, prop, None, parallel=parallel, max_boxes=args.max_boxes))
+            lambda parallel: quantify(ir, prop, None, parallel=parallel, max_boxes=args.max_boxes)
+        )
         one = statistics.median(r["wall_s"] for r in runs["1 process"])
-        row = {"attr": attr, "max_boxes": args.max_boxes, "examined": reference["examined"], "same_shares": same,
-               "bounds": reference["bounds"], "rounds": n_rounds, "driver_s_per_round": driver_s,
-               "map_s_per_round": map_s, "slice_s": shards.SLICE_S}
+        row = {
+            "attr": attr,
+            "max_boxes": args.max_boxes,
+            "examined": reference["examined"],
+            "same_shares": same,
+            "bounds": reference["bounds"],
+            "rounds": n_rounds,
+            "driver_s_per_round": driver_s,
+            "map_s_per_round": map_s,
+            "slice_s": shards.SLICE_S,
+        }
         for name, rs in runs.items():
             med = statistics.median(r["wall_s"] for r in rs)
-            row[name] = {"median_s": med, "runs_s": [r["wall_s"] for r in rs], "speedup": one / med,
-                         "boxes_per_s": reference["examined"] / med, "timed_boxes_per_s": timed[name],
-                         "timed_speedup": timed[name] / timed["1 process"]}
+            row[name] = {
+                "median_s": med,
+                "runs_s": [r["wall_s"] for r in rs],
+                "speedup": one / med,
+                "boxes_per_s": reference["examined"] / med,
+                "timed_boxes_per_s": timed[name],
+                "timed_speedup": timed[name] / timed["1 process"],
+            }
         row["timed_s"] = args.timed_s
         # every step costs the driver about the same per worker (a call and its progress merged):
         # it keeps workers busy while their count times that cost stays below a step's work
@@ -196,53 +231,77 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     if not rows:
         return ""
     setups = [k for k in rows[0] if isinstance(rows[0][k], dict) and "median_s" in rows[0][k]]
-    lines = ["## Tree ensembles", "",
-             f"Tree refinement at epsilon 0, Adult XGBoost 50x3, kappa 0.5, a budget of {rows[0]['max_boxes']:,} "
-             "boxes per run (the run ends with the level of box sizes that reaches it: "
-             f"{rows[0].get('examined', 0):,} and {rows[-1].get('examined', 0):,} boxes examined), median of the runs, on this "
-             f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open boxes (shards); "
-             "the driver only tells it how far to go. Ray: a local cluster of 2 CPUs, started before timing. Target: "
-             "2 processes >= 1.8x one; Ray within 15% of the local pool.", "",
-             "| attr. | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "## Tree ensembles",
+        "",
+        f"Tree refinement at epsilon 0, Adult XGBoost 50x3, kappa 0.5, a budget of {rows[0]['max_boxes']:,} "
+        "boxes per run (the run ends with the level of box sizes that reaches it: "
+        f"{rows[0].get('examined', 0):,} and {rows[-1].get('examined', 0):,} boxes examined), median of the runs, "
+        "on this "
+        f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open boxes (shards); "
+        "the driver only tells it how far to go. Ray: a local cluster of 2 CPUs, started before timing. Target: "
+        "2 processes >= 1.8x one; Ray within 15% of the local pool.",
+        "",
+        "| attr. | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         for name in setups:
             s = r[name]
-            lines.append(f"| {r['attr']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
-                         f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} |")
+            lines.append(
+                f"| {r['attr']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
+                f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} |"
+            )
     if "timed_s" in rows[0]:
-        lines += ["", f"Time-limited runs ({rows[0]['timed_s']:.0f} s, one each; the default way to run: no levels, "
-                  "each worker refines its share largest first at its own pace):", "",
-                  "| attr. | setup | boxes examined/s | over 1 process |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Time-limited runs ({rows[0]['timed_s']:.0f} s, one each; the default way to run: no levels, "
+            "each worker refines its share largest first at its own pace):",
+            "",
+            "| attr. | setup | boxes examined/s | over 1 process |",
+            "|---|---|---|---|",
+        ]
         for r in rows:
             for name in setups:
                 s = r[name]
                 lines.append(f"| {r['attr']} | {name} | {s['timed_boxes_per_s']:,.0f} | {s['timed_speedup']:.2f}x |")
-    lines += ["", f"Driver throughput (2 processes): steps of at most {rows[0].get('slice_s')} s of work per worker, the "
-              "driver's time per step outside the workers (merging their totals; the run's first boxes, refined "
-              "here before they are dealt out, and the open boxes gathered at the end count too), and a projection "
-              "of how many workers one driver could keep busy (a step's work against the driver's cost per worker "
-              "and step; a projection, not a measurement):", "",
-              "| attr. | steps | driver ms/step | workers' ms/step | projected workers per driver |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"Driver throughput (2 processes): steps of at most {rows[0].get('slice_s')} s of work per worker, the "
+        "driver's time per step outside the workers (merging their totals; the run's first boxes, refined "
+        "here before they are dealt out, and the open boxes gathered at the end count too), and a projection "
+        "of how many workers one driver could keep busy (a step's work against the driver's cost per worker "
+        "and step; a projection, not a measurement):",
+        "",
+        "| attr. | steps | driver ms/step | workers' ms/step | projected workers per driver |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
-        lines.append(f"| {r['attr']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
-                     f"{1000 * r['map_s_per_round']:.1f} | {proj} |")
+        lines.append(
+            f"| {r['attr']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
+            f"{1000 * r['map_s_per_round']:.1f} | {proj} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def net_run(net, prop, parallel: Parallelism, max_boxes: int) -> dict:
-    res = refine.verify_network(net, prop, time_limit=None, max_counterexamples=0, parallel=parallel,
-                                max_boxes=max_boxes)
+    res = refine.verify_network(
+        net, prop, time_limit=None, max_counterexamples=0, parallel=parallel, max_boxes=max_boxes
+    )
     st = res.stats
-    return {"refine_s": st["elapsed_refine_s"], "shares": [res.certified, res.falsified, res.undecided],
-            "boxes": st["boxes_examined"], "rounds": st["rounds"]}
+    return {
+        "refine_s": st["elapsed_refine_s"],
+        "shares": [res.certified, res.falsified, res.undecided],
+        "boxes": st["boxes_examined"],
+        "rounds": st["rounds"],
+    }
 
 
 def serial_loop(net, prop, max_boxes: int) -> dict:
     """The one-process loop without a box budget (the default path), stopped by a stop request once
     its progress report counts `max_boxes` boxes (reports come every 0.25 s: a little beyond)."""
+
     def stop_near_budget(p: dict) -> None:
         if p["boxes"] >= max_boxes:
             interrupt.request()
@@ -252,8 +311,12 @@ def serial_loop(net, prop, max_boxes: int) -> dict:
     finally:
         interrupt.clear()
     st = res.stats
-    return {"refine_s": st["elapsed_refine_s"], "shares": [res.certified, res.falsified, res.undecided],
-            "boxes": st["boxes_bounded"] + st["boxes_exact"], "rounds": st["rounds"]}
+    return {
+        "refine_s": st["elapsed_refine_s"],
+        "shares": [res.certified, res.falsified, res.undecided],
+        "boxes": st["boxes_bounded"] + st["boxes_exact"],
+        "rounds": st["rounds"],
+    }
 
 
 def network_rows(args) -> list[dict]:
@@ -271,22 +334,40 @@ def network_rows(args) -> list[dict]:
             loop.append(serial_loop(net, prop, args.net_max_boxes))
         _ray_shutdown(args)
         reference = runs["1 process"][0]
-        same = all((r["shares"], r["boxes"]) == (reference["shares"], reference["boxes"])
-                   for rs in runs.values() for r in rs)
+        same = all(
+            (r["shares"], r["boxes"]) == (reference["shares"], reference["boxes"]) for rs in runs.values() for r in rs
+        )
         n_rounds, driver_s, map_s = _timed_two_processes(
-            lambda parallel: net_run(net, prop, parallel, args.net_max_boxes))
+            lambda parallel: net_run(net, prop, parallel, args.net_max_boxes)
+        )
         one = statistics.median(r["refine_s"] for r in runs["1 process"])
-        row = {"model": name, "max_boxes": args.net_max_boxes, "boxes": reference["boxes"], "same_shares": same,
-               "shares": reference["shares"], "rounds": n_rounds, "driver_s_per_round": driver_s,
-               "map_s_per_round": map_s, "chunks_per_round": rounds.ROUND_CHUNKS}
+        row = {
+            "model": name,
+            "max_boxes": args.net_max_boxes,
+            "boxes": reference["boxes"],
+            "same_shares": same,
+            "shares": reference["shares"],
+            "rounds": n_rounds,
+            "driver_s_per_round": driver_s,
+            "map_s_per_round": map_s,
+            "chunks_per_round": rounds.ROUND_CHUNKS,
+        }
         for setup, rs in runs.items():
             med = statistics.median(r["refine_s"] for r in rs)
-            row[setup] = {"median_s": med, "runs_s": [r["refine_s"] for r in rs], "speedup": one / med,
-                          "boxes_per_s": reference["boxes"] / med}
+            row[setup] = {
+                "median_s": med,
+                "runs_s": [r["refine_s"] for r in rs],
+                "speedup": one / med,
+                "boxes_per_s": reference["boxes"] / med,
+            }
         med = statistics.median(r["refine_s"] for r in loop)
         rate = statistics.median(r["boxes"] / r["refine_s"] for r in loop)
-        row["serial loop"] = {"median_s": med, "boxes": [r["boxes"] for r in loop], "boxes_per_s": rate,
-                              "undecided": [r["shares"][2] for r in loop]}
+        row["serial loop"] = {
+            "median_s": med,
+            "boxes": [r["boxes"] for r in loop],
+            "boxes_per_s": rate,
+            "undecided": [r["shares"][2] for r in loop],
+        }
         row["projected_max_workers"] = (2 * map_s / driver_s) if driver_s > 0 and map_s else None
         rows.append(row)
         print(json.dumps(row, default=str), flush=True)
@@ -310,9 +391,18 @@ def scale_rows(args) -> list[dict]:
                     q = quantify(ir, prop, args.scale_s, parallel=Parallelism(workers))
                     wall = time.perf_counter() - t0
                     lo, hi = q.bounds
-                    row = {"trees": trees, "limit_bytes": limit, "workers": workers, "limit_s": args.scale_s, "wall_s": wall,
-                           "converged": bool(q.complete and hi - lo <= 1e-12), "gap": hi - lo, "bounds": [lo, hi],
-                           "examined": q.stats["examined"], "memory_limited": q.stats["memory_limited"]}
+                    row = {
+                        "trees": trees,
+                        "limit_bytes": limit,
+                        "workers": workers,
+                        "limit_s": args.scale_s,
+                        "wall_s": wall,
+                        "converged": bool(q.complete and hi - lo <= 1e-12),
+                        "gap": hi - lo,
+                        "bounds": [lo, hi],
+                        "examined": q.stats["examined"],
+                        "memory_limited": q.stats["memory_limited"],
+                    }
                     rows.append(row)
                     print(json.dumps(row), flush=True)
             finally:
@@ -323,18 +413,25 @@ def scale_rows(args) -> list[dict]:
 def scale_markdown(meta: dict, rows: list[dict]) -> str:
     if not rows:
         return ""
-    lines = ["", "## Tree ensembles past one process's memory", "",
-             f"Adult XGBoost 35 and 40 trees (depth 3), fairness for age, epsilon 0, kappa 0.5, "
-             f"{rows[0]['limit_s']:.0f} s per run, on this "
-             f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open and unfair boxes "
-             "under its own memory limit (stored bytes, per worker), so two workers hold twice what one process may.",
-             "", "| trees | memory limit per worker | workers | converged | gap | boxes examined | s | stopped by |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Tree ensembles past one process's memory",
+        "",
+        f"Adult XGBoost 35 and 40 trees (depth 3), fairness for age, epsilon 0, kappa 0.5, "
+        f"{rows[0]['limit_s']:.0f} s per run, on this "
+        f"{meta['cpus']}-core machine, {meta['date']}. Each worker keeps its share of the open and unfair boxes "
+        "under its own memory limit (stored bytes, per worker), so two workers hold twice what one process may.",
+        "",
+        "| trees | memory limit per worker | workers | converged | gap | boxes examined | s | stopped by |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         stop = "-" if r["converged"] else ("memory limit" if r["memory_limited"] else "time limit")
-        lines.append(f"| {r['trees']} | {r['limit_bytes'] / 1e6:,.0f} MB | {r['workers']} | "
-                     f"{'yes' if r['converged'] else 'no'} | {r['gap']:.2g} | {r['examined']:,} | {r['wall_s']:.1f} | "
-                     f"{stop} |")
+        lines.append(
+            f"| {r['trees']} | {r['limit_bytes'] / 1e6:,.0f} MB | {r['workers']} | "
+            f"{'yes' if r['converged'] else 'no'} | {r['gap']:.2g} | {r['examined']:,} | {r['wall_s']:.1f} | "
+            f"{stop} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -342,32 +439,46 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
     if not rows:
         return ""
     setups = [k for k in rows[0] if isinstance(rows[0][k], dict) and "speedup" in rows[0][k]]
-    lines = ["", "## ReLU networks", "",
-             f"Box refinement of the FairQuant networks (header domains), {rows[0]['max_boxes']:,} boxes per run "
-             f"(a budget by work: the run stops after the round that reaches it), median refinement time of the "
-             f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. Rounds of up to "
-             f"{rows[0]['chunks_per_round']} chunks. The serial loop is the one-process path without a box budget "
-             "(smaller rounds, growth limited by time), stopped near the same number of boxes.", "",
-             "| model | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process | undecided |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## ReLU networks",
+        "",
+        f"Box refinement of the FairQuant networks (header domains), {rows[0]['max_boxes']:,} boxes per run "
+        f"(a budget by work: the run stops after the round that reaches it), median refinement time of the "
+        f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. Rounds of up to "
+        f"{rows[0]['chunks_per_round']} chunks. The serial loop is the one-process path without a box budget "
+        "(smaller rounds, growth limited by time), stopped near the same number of boxes.",
+        "",
+        "| model | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process | undecided |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         for name in setups:
             s = r[name]
-            lines.append(f"| {r['model']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
-                         f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} | {100 * r['shares'][2]:.2f}% |")
+            lines.append(
+                f"| {r['model']} | {name} | {s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | "
+                f"{s['speedup']:.2f}x | {'yes' if r['same_shares'] else 'NO'} | {100 * r['shares'][2]:.2f}% |"
+            )
         s = r["serial loop"]
         und = statistics.median(s["undecided"])
-        lines.append(f"| {r['model']} | 1 process, serial loop ({statistics.median(s['boxes']):,.0f} boxes) | "
-                     f"{s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | - | - | {100 * und:.2f}% |")
-    lines += ["", "Driver throughput (2 processes), as for trees:", "",
-              "| model | rounds | driver ms/round | workers' map ms/round | projected workers per driver |",
-              "|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['model']} | 1 process, serial loop ({statistics.median(s['boxes']):,.0f} boxes) | "
+            f"{s['median_s']:.2f} | {s['boxes_per_s']:,.0f} | - | - | {100 * und:.2f}% |"
+        )
+    lines += [
+        "",
+        "Driver throughput (2 processes), as for trees:",
+        "",
+        "| model | rounds | driver ms/round | workers' map ms/round | projected workers per driver |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         proj = f"{r['projected_max_workers']:.0f}" if r["projected_max_workers"] else "-"
-        lines.append(f"| {r['model']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
-                     f"{1000 * r['map_s_per_round']:.1f} | {proj} |")
+        lines.append(
+            f"| {r['model']} | {r['rounds']:,} | {1000 * r['driver_s_per_round']:.1f} | "
+            f"{1000 * r['map_s_per_round']:.1f} | {proj} |"
+        )
     return "\n".join(lines) + "\n"
-
 
 
 def partition_rows(args) -> list[dict]:
@@ -384,8 +495,14 @@ def partition_rows(args) -> list[dict]:
             t0 = time.perf_counter()
             res = decide_network(net, prop, time_limit=args.partition_s, partition_size=ms, parallel=parallel)
             d = res.decision
-            row[setup] = {"wall_s": time.perf_counter() - t0, "decided": d["fair"] + d["unfair"], "fair": d["fair"],
-                          "unfair": d["unfair"], "unknown": d["unknown"], "coverage": d["coverage"]}
+            row[setup] = {
+                "wall_s": time.perf_counter() - t0,
+                "decided": d["fair"] + d["unfair"],
+                "fair": d["fair"],
+                "unfair": d["unfair"],
+                "unknown": d["unknown"],
+                "coverage": d["coverage"],
+            }
             verdicts[setup] = [p["verdict"] for p in res.partitions]
         both = [(a, b) for a, b in zip(*verdicts.values()) if "unknown" not in (a, b)]
         row["agree"] = all(a == b for a, b in both)
@@ -398,19 +515,27 @@ def partition_rows(args) -> list[dict]:
 def partition_markdown(meta: dict, rows: list[dict]) -> str:
     if not rows:
         return ""
-    lines = ["", "## Partitioned network verification", "",
-             f"Fairify's Table II partitions (benchmarks/fairify.py), the time limit of each run as listed, on this "
-             f"{meta['cpus']}-core machine, {meta['date']}. Time-limited: decided partitions with 1 and 2 local "
-             "worker processes; 'agree' checks the verdicts of partitions both decided.", "",
-             "| model | partitions | limit s | 1 process: decided (coverage), s | 2 processes: decided (coverage), s | "
-             "2 over 1 | agree |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Partitioned network verification",
+        "",
+        f"Fairify's Table II partitions (benchmarks/fairify.py), the time limit of each run as listed, on this "
+        f"{meta['cpus']}-core machine, {meta['date']}. Time-limited: decided partitions with 1 and 2 local "
+        "worker processes; 'agree' checks the verdicts of partitions both decided.",
+        "",
+        "| model | partitions | limit s | 1 process: decided (coverage), s | 2 processes: decided (coverage), s | "
+        "2 over 1 | agree |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         one, two = r["1 process"], r["2 processes"]
         total = one["decided"] + one["unknown"]
-        lines.append(f"| {r['model']} | {total:,} | {r['seconds']:g} | {one['decided']:,} ({100 * one['coverage']:.2f}%), "
-                     f"{one['wall_s']:.1f} | {two['decided']:,} ({100 * two['coverage']:.2f}%), {two['wall_s']:.1f} | "
-                     f"{r['gain']:.2f}x | "
-                     f"{'yes' if r['agree'] else 'NO'} |")
+        lines.append(
+            f"| {r['model']} | {total:,} | {r['seconds']:g} | {one['decided']:,} ({100 * one['coverage']:.2f}%), "
+            f"{one['wall_s']:.1f} | {two['decided']:,} ({100 * two['coverage']:.2f}%), {two['wall_s']:.1f} | "
+            f"{r['gain']:.2f}x | "
+            f"{'yes' if r['agree'] else 'NO'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -448,16 +573,29 @@ def program_rows(args) -> list[dict]:
             for setup, parallel in (("1 process", Parallelism(1)), ("2 processes", Parallelism(2))):
                 t0 = time.perf_counter()
                 res = program_fairness(PROGRAMS / file, epsilon=0.15, time_limit=None, parallel=parallel)
-                runs[setup].append((time.perf_counter() - t0, (res.ratio_low, res.ratio_high, res.verdict,
-                                                               res.stats["box_evaluations"])))
+                runs[setup].append(
+                    (
+                        time.perf_counter() - t0,
+                        (res.ratio_low, res.ratio_high, res.verdict, res.stats["box_evaluations"]),
+                    )
+                )
         one = statistics.median(t for t, _ in runs["1 process"])
         two = statistics.median(t for t, _ in runs["2 processes"])
         same = len({r for rs in runs.values() for _, r in rs}) == 1
         share = _trial_share(lambda: program_fairness(PROGRAMS / file, epsilon=0.15, time_limit=None))
-        rows.append({"program": file, "verdict": runs["1 process"][0][1][2], "one_s": one, "two_s": two,
-                     "speedup": one / two, "same_bounds": same,
-                     "evaluations": runs["1 process"][0][1][3], "trial_share": share,
-                     "amdahl_2": 1.0 / ((1.0 - share) + share / 2)})
+        rows.append(
+            {
+                "program": file,
+                "verdict": runs["1 process"][0][1][2],
+                "one_s": one,
+                "two_s": two,
+                "speedup": one / two,
+                "same_bounds": same,
+                "evaluations": runs["1 process"][0][1][3],
+                "trial_share": share,
+                "amdahl_2": 1.0 / ((1.0 - share) + share / 2),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -465,19 +603,26 @@ def program_rows(args) -> list[dict]:
 def program_markdown(meta: dict, rows: list[dict]) -> str:
     if not rows:
         return ""
-    lines = ["", "## Program bounds", "",
-             f"Sound bounds of the slowest FairSquare programs (epsilon 0.15) to their verdict, median of the runs, "
-             f"on this {meta['cpus']}-core machine, {meta['date']}; each step's trial splits are evaluated on the "
-             "workers. 'Trial share': the share of a one-process run spent evaluating trial splits, the part the "
-             "workers take over; the rest (choosing the boxes, keeping the split's halves, retiring decided boxes) "
-             "stays in the driver, which bounds the speedup of 2 workers at 1 / ((1 - share) + share / 2).", "",
-             "| program | verdict | box evaluations | 1 process s | 2 processes s | speedup | same bounds | "
-             "trial share | bound for 2 workers |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Program bounds",
+        "",
+        f"Sound bounds of the slowest FairSquare programs (epsilon 0.15) to their verdict, median of the runs, "
+        f"on this {meta['cpus']}-core machine, {meta['date']}; each step's trial splits are evaluated on the "
+        "workers. 'Trial share': the share of a one-process run spent evaluating trial splits, the part the "
+        "workers take over; the rest (choosing the boxes, keeping the split's halves, retiring decided boxes) "
+        "stays in the driver, which bounds the speedup of 2 workers at 1 / ((1 - share) + share / 2).",
+        "",
+        "| program | verdict | box evaluations | 1 process s | 2 processes s | speedup | same bounds | "
+        "trial share | bound for 2 workers |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         bound = f"{r['trial_share']:.2f} | {r['amdahl_2']:.2f}x" if "trial_share" in r else "- | -"
-        lines.append(f"| {r['program']} | {r['verdict']} | {r['evaluations']:,} | {r['one_s']:.2f} | "
-                     f"{r['two_s']:.2f} | {r['speedup']:.2f}x | {'yes' if r['same_bounds'] else 'NO'} | {bound} |")
+        lines.append(
+            f"| {r['program']} | {r['verdict']} | {r['evaluations']:,} | {r['one_s']:.2f} | "
+            f"{r['two_s']:.2f} | {r['speedup']:.2f}x | {'yes' if r['same_bounds'] else 'NO'} | {bound} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -61,16 +61,41 @@ def _timed(call):
     return out, time.perf_counter() - t
 
 
-def _row(case: str, model: str, budget: str, t_plain: float, t_saved: float, saved_stats: dict, size: int,
-         t_resume: float, resumed_ok: bool, **extra) -> dict:
-    return dict(case=case, model=model, budget=budget, wall_plain_s=t_plain, wall_checkpointed_s=t_saved,
-                checkpoints=saved_stats["checkpoints"], save_s=saved_stats["checkpoint_s"],
-                size_bytes=size, resume_s=t_resume, resumed_ok=resumed_ok, **extra)
+def _row(
+    case: str,
+    model: str,
+    budget: str,
+    t_plain: float,
+    t_saved: float,
+    saved_stats: dict,
+    size: int,
+    t_resume: float,
+    resumed_ok: bool,
+    **extra,
+) -> dict:
+    return dict(
+        case=case,
+        model=model,
+        budget=budget,
+        wall_plain_s=t_plain,
+        wall_checkpointed_s=t_saved,
+        checkpoints=saved_stats["checkpoints"],
+        save_s=saved_stats["checkpoint_s"],
+        size_bytes=size,
+        resume_s=t_resume,
+        resumed_ok=resumed_ok,
+        **extra,
+    )
 
 
 def _key(res) -> tuple:
-    return (res.certified, res.falsified, res.undecided, res.stats["boxes_bounded"],
-            [(c.x, c.x_prime) for c in res.counterexamples])
+    return (
+        res.certified,
+        res.falsified,
+        res.undecided,
+        res.stats["boxes_bounded"],
+        [(c.x, c.x_prime) for c in res.counterexamples],
+    )
 
 
 def ac5(every: float, boxes: int) -> dict:
@@ -79,8 +104,9 @@ def ac5(every: float, boxes: int) -> dict:
     identity = resume.checkpoint_for(net, prop, VerifyOptions(checkpoint="x", seed=0)).identity
 
     def run(n, checkpoint=None, resume_=False):
-        return _timed(lambda: verify_network(net, prop, time_limit=3600, max_boxes=n, checkpoint=checkpoint,
-                                             resume=resume_))
+        return _timed(
+            lambda: verify_network(net, prop, time_limit=3600, max_boxes=n, checkpoint=checkpoint, resume=resume_)
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.ckpt"
@@ -94,9 +120,20 @@ def ac5(every: float, boxes: int) -> dict:
         t_resume = time.perf_counter() - t
         whole, _ = run(2 * boxes)
         continued, _ = run(2 * boxes, Checkpoint(path, "network-boxes", identity), resume_=True)
-        return _row("ac5", "AC-5", f"{boxes:,} boxes", (t_first + t_again) / 2, t_saved, saved.stats, size, t_resume,
-                    _key(whole) == _key(continued), same_as_plain=_key(plain) == _key(saved),
-                    wall_plain_runs_s=[t_first, t_again], pool=saved.stats["pool"])
+        return _row(
+            "ac5",
+            "AC-5",
+            f"{boxes:,} boxes",
+            (t_first + t_again) / 2,
+            t_saved,
+            saved.stats,
+            size,
+            t_resume,
+            _key(whole) == _key(continued),
+            same_as_plain=_key(plain) == _key(saved),
+            wall_plain_runs_s=[t_first, t_again],
+            pool=saved.stats["pool"],
+        )
 
 
 def ac7(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
@@ -104,8 +141,11 @@ def ac7(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
     options = VerifyOptions(checkpoint="x", seed=0, partition_size=ms)
 
     def run(seconds, checkpoint=None, resume_=False):
-        return _timed(lambda: decide_network(net, prop, time_limit=seconds, partition_size=ms, parallel=SERIAL,
-                                             checkpoint=checkpoint, resume=resume_))
+        return _timed(
+            lambda: decide_network(
+                net, prop, time_limit=seconds, partition_size=ms, parallel=SERIAL, checkpoint=checkpoint, resume=resume_
+            )
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.ckpt"
@@ -125,9 +165,21 @@ def ac7(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
     before = [row["verdict"] for row in saved.partitions]
     after = [row["verdict"] for row in continued.partitions]
     kept = all(now == then for then, now in zip(before, after) if then != "unknown")
-    return _row("ac7", "AC-7 partitions", f"{limit:g} s", t_plain, t_saved, saved.stats, size, t_resume, kept,
-                coverage=saved.decision["coverage"], coverage_plain=plain.decision["coverage"],
-                coverage_resumed=continued.decision["coverage"], resumed_for_s=more)
+    return _row(
+        "ac7",
+        "AC-7 partitions",
+        f"{limit:g} s",
+        t_plain,
+        t_saved,
+        saved.stats,
+        size,
+        t_resume,
+        kept,
+        coverage=saved.decision["coverage"],
+        coverage_plain=plain.decision["coverage"],
+        coverage_resumed=continued.decision["coverage"],
+        resumed_for_s=more,
+    )
 
 
 def trees(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
@@ -140,8 +192,7 @@ def trees(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
     prop = individual_fairness(dom, "age", epsilon_rate=0.0, kappa=0.5)
 
     def run(seconds, checkpoint=None, resume_=False):
-        return _timed(lambda: quantify(ir, prop, seconds, method="refinement", checkpoint=checkpoint,
-                                       resume=resume_))
+        return _timed(lambda: quantify(ir, prop, seconds, method="refinement", checkpoint=checkpoint, resume=resume_))
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.ckpt"
@@ -154,9 +205,22 @@ def trees(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
         t_resume = time.perf_counter() - t  # read and check; the boxes are restored as the run starts
         continued, _ = run(more, Checkpoint(Path(tmp) / "next.ckpt", "tree-boxes", ident, every, path), True)
     ok = continued.bounds[0] >= saved.bounds[0] and continued.bounds[1] <= saved.bounds[1]
-    return _row("trees", "Adult 40 trees (age, kappa 0.5)", f"{limit:g} s", t_plain, t_saved, saved.stats, size,
-                t_resume, ok, bounds=list(saved.bounds), bounds_plain=list(plain.bounds),
-                bounds_resumed=list(continued.bounds), examined=saved.stats["examined"], resumed_for_s=more)
+    return _row(
+        "trees",
+        "Adult 40 trees (age, kappa 0.5)",
+        f"{limit:g} s",
+        t_plain,
+        t_saved,
+        saved.stats,
+        size,
+        t_resume,
+        ok,
+        bounds=list(saved.bounds),
+        bounds_plain=list(plain.bounds),
+        bounds_resumed=list(continued.bounds),
+        examined=saved.stats["examined"],
+        resumed_for_s=more,
+    )
 
 
 def program(every: float, limit: float = 60.0, more: float = 10.0) -> dict:
@@ -167,8 +231,11 @@ def program(every: float, limit: float = 60.0, more: float = 10.0) -> dict:
     from faircert.models.program import load_program
 
     def run(seconds, **options):
-        return _timed(lambda: faircert.verify_program(PROGRAM, ratio_width=1e-4, time_limit=seconds, workers=1,
-                                                      checkpoint_every=every, **options))
+        return _timed(
+            lambda: faircert.verify_program(
+                PROGRAM, ratio_width=1e-4, time_limit=seconds, workers=1, checkpoint_every=every, **options
+            )
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.ckpt"
@@ -178,14 +245,28 @@ def program(every: float, limit: float = 60.0, more: float = 10.0) -> dict:
         identity = json.loads(path.read_text())["identity"]
         t = time.perf_counter()
         parts = Parts(Checkpoint(path, "program-bounds", identity), resume=True)
-        marginals, evaluate = program_evaluator(load_program(PROGRAM), lambda notes, _: fairness_events(INTERVAL, notes))
+        marginals, evaluate = program_evaluator(
+            load_program(PROGRAM), lambda notes, _: fairness_events(INTERVAL, notes)
+        )
         Refiner(marginals, evaluate, 6).restore(parts.next().load())
         t_resume = time.perf_counter() - t
         continued, _ = run(more, resume=path, checkpoint=Path(tmp) / "next.ckpt")
     ok = continued.ratio_low >= saved.ratio_low and continued.ratio_high <= saved.ratio_high
-    return _row("program", "FairSquare NN3,2 (BN2)", f"{limit:g} s", t_plain, t_saved, saved.stats, size, t_resume,
-                ok, ratio=[saved.ratio_low, saved.ratio_high], ratio_plain=[plain.ratio_low, plain.ratio_high],
-                ratio_resumed=[continued.ratio_low, continued.ratio_high], resumed_for_s=more)
+    return _row(
+        "program",
+        "FairSquare NN3,2 (BN2)",
+        f"{limit:g} s",
+        t_plain,
+        t_saved,
+        saved.stats,
+        size,
+        t_resume,
+        ok,
+        ratio=[saved.ratio_low, saved.ratio_high],
+        ratio_plain=[plain.ratio_low, plain.ratio_high],
+        ratio_resumed=[continued.ratio_low, continued.ratio_high],
+        resumed_for_s=more,
+    )
 
 
 CASES = {"ac5": ac5, "ac7": ac7, "trees": trees, "program": program}
@@ -193,35 +274,51 @@ CASES = {"ac5": ac5, "ac7": ac7, "trees": trees, "program": program}
 
 def _outcome(row: dict) -> str:
     if row["case"] == "ac5":
-        return (f"finished to {2 * int(row['budget'].split()[0].replace(',', '')):,} boxes: the uninterrupted "
-                f"run's shares, boxes and counterexamples: {row['resumed_ok']}")
+        return (
+            f"finished to {2 * int(row['budget'].split()[0].replace(',', '')):,} boxes: the uninterrupted "
+            f"run's shares, boxes and counterexamples: {row['resumed_ok']}"
+        )
     if row["case"] == "ac7":
-        return (f"coverage {row['coverage']:.1%} (plain run {row['coverage_plain']:.1%}); {row['resumed_for_s']:g} s "
-                f"more: {row['coverage_resumed']:.1%}, every decided partition kept: {row['resumed_ok']}")
+        return (
+            f"coverage {row['coverage']:.1%} (plain run {row['coverage_plain']:.1%}); {row['resumed_for_s']:g} s "
+            f"more: {row['coverage_resumed']:.1%}, every decided partition kept: {row['resumed_ok']}"
+        )
     if row["case"] == "trees":
         (lo, hi), (plo, phi), (rlo, rhi) = row["bounds"], row["bounds_plain"], row["bounds_resumed"]
-        return (f"measure [{lo:.4f}, {hi:.4f}] after {row['examined']:,} boxes (plain run [{plo:.4f}, {phi:.4f}]); "
-                f"{row['resumed_for_s']:g} s more: [{rlo:.4f}, {rhi:.4f}], bounds as tight: {row['resumed_ok']}")
+        return (
+            f"measure [{lo:.4f}, {hi:.4f}] after {row['examined']:,} boxes (plain run [{plo:.4f}, {phi:.4f}]); "
+            f"{row['resumed_for_s']:g} s more: [{rlo:.4f}, {rhi:.4f}], bounds as tight: {row['resumed_ok']}"
+        )
     lo, hi = row["ratio"]
-    return (f"ratio [{lo:.5f}, {hi:.5f}]; {row['resumed_for_s']:g} s more: [{row['ratio_resumed'][0]:.5f}, "
-            f"{row['ratio_resumed'][1]:.5f}], bounds as tight: {row['resumed_ok']}")
+    return (
+        f"ratio [{lo:.5f}, {hi:.5f}]; {row['resumed_for_s']:g} s more: [{row['ratio_resumed'][0]:.5f}, "
+        f"{row['ratio_resumed'][1]:.5f}], bounds as tight: {row['resumed_ok']}"
+    )
 
 
 def markdown(rows: list[dict], every: float) -> str:
-    lines = [__doc__.split("\n\n")[0], "",
-             f"| job | budget | wall, no checkpoint (s) | wall, checkpoint every {every:g} s (s) | checkpoints "
-             "| time saving (target <= 5%) | size | resume (s) | resumed run |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        __doc__.split("\n\n")[0],
+        "",
+        f"| job | budget | wall, no checkpoint (s) | wall, checkpoint every {every:g} s (s) | checkpoints "
+        "| time saving (target <= 5%) | size | resume (s) | resumed run |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         share = row["save_s"] / row["wall_checkpointed_s"]
         status = "PASS" if share <= TARGET_OVERHEAD else "FAIL"
-        lines.append(f"| {row['model']} | {row['budget']} | {row['wall_plain_s']:.1f} | "
-                     f"{row['wall_checkpointed_s']:.1f} | {row['checkpoints']} ({row['save_s']:.2f} s) | "
-                     f"{share:.2%} {status} | {row['size_bytes'] / 2**20:.2f} MiB | {row['resume_s']:.2f} | "
-                     f"{_outcome(row)} |")
-    lines += ["", "One core per run; wall times include each engine's final estimate. The per-row audit's "
-              "checkpoints (its decided rows) are tested in `tests/test_checkpoint.py`; SIGKILL-and-resume tests "
-              "of every engine are in `tests/test_checkpoint_*.py`."]
+        lines.append(
+            f"| {row['model']} | {row['budget']} | {row['wall_plain_s']:.1f} | "
+            f"{row['wall_checkpointed_s']:.1f} | {row['checkpoints']} ({row['save_s']:.2f} s) | "
+            f"{share:.2%} {status} | {row['size_bytes'] / 2**20:.2f} MiB | {row['resume_s']:.2f} | "
+            f"{_outcome(row)} |"
+        )
+    lines += [
+        "",
+        "One core per run; wall times include each engine's final estimate. The per-row audit's "
+        "checkpoints (its decided rows) are tested in `tests/test_checkpoint.py`; SIGKILL-and-resume tests "
+        "of every engine are in `tests/test_checkpoint_*.py`.",
+    ]
     return "\n".join(lines) + "\n"
 
 

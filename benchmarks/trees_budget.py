@@ -38,24 +38,42 @@ def grid(name: str) -> list[tuple[str, str | None, float, float]]:
 
 def write(rows: list[dict], args) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "trees_budget.json").write_text(json.dumps(dict(
-        limit_s=args.limit, max_stored_bytes=default_limit(), machine=platform.machine(), cores=os.cpu_count(),
-        rows=rows), indent=1) + "\n")
+    (RESULTS / "trees_budget.json").write_text(
+        json.dumps(
+            dict(
+                limit_s=args.limit,
+                max_stored_bytes=default_limit(),
+                machine=platform.machine(),
+                cores=os.cpu_count(),
+                rows=rows,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
     done = sum(r["converged"] for r in rows)
-    out = ["# Tree refinement with a 600 s budget", "",
-           f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
-           f"({os.cpu_count()} cores, shared with other jobs), time limit {args.limit:g} s per configuration, "
-           f"memory limit {default_limit() / 1e9:.1f} GB of stored boxes. Gap = upper - lower bound on the fairness measure; "
-           "stopped = why the run ended.", "",
-           f"**Converged: {done} of {len(rows)}** configurations measured (the target is 8 of the 24 unconverged "
-           "at 10 s, Adult at r_eps 0 on all three attributes among them).", "",
-           "| grid | dataset | attribute | r_eps | kappa | converged | gap | lower | upper | stopped | time s | boxes |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "# Tree refinement with a 600 s budget",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
+        f"({os.cpu_count()} cores, shared with other jobs), time limit {args.limit:g} s per configuration, "
+        f"memory limit {default_limit() / 1e9:.1f} GB of stored boxes. Gap = upper - lower bound on the fairness "
+        "measure; "
+        "stopped = why the run ended.",
+        "",
+        f"**Converged: {done} of {len(rows)}** configurations measured (the target is 8 of the 24 unconverged "
+        "at 10 s, Adult at r_eps 0 on all three attributes among them).",
+        "",
+        "| grid | dataset | attribute | r_eps | kappa | converged | gap | lower | upper | stopped | time s | boxes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         stop = "converged" if r["converged"] else ("memory limit" if r["memory_limited"] else "time limit")
-        out.append(f"| {r['grid']} | {r['dataset']} | {r['attr'] or 'robustness'} | {r['rate']:g} | {r['kappa']:g} | "
-                   f"{'yes' if r['converged'] else 'no'} | {_gap(r['gap'])} | {r['measure_lower']:.4f} | "
-                   f"{r['measure_upper']:.4f} | {stop} | {r['time_s']:.1f} | {r['boxes']:,} |")
+        out.append(
+            f"| {r['grid']} | {r['dataset']} | {r['attr'] or 'robustness'} | {r['rate']:g} | {r['kappa']:g} | "
+            f"{'yes' if r['converged'] else 'no'} | {_gap(r['gap'])} | {r['measure_lower']:.4f} | "
+            f"{r['measure_upper']:.4f} | {stop} | {r['time_s']:.1f} | {r['boxes']:,} |"
+        )
     (RESULTS / "trees_budget.md").write_text("\n".join(out) + "\n")
 
 

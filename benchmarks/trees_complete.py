@@ -81,11 +81,26 @@ def main() -> None:
             t0 = time.perf_counter()
             d = decide_trees(ir, prop, time_limit=args.limit)
             wall = time.perf_counter() - t0
-            rows.append({"rq": rq, "dataset": name, "attr": attr, "rate": rate, "kappa": kappa,
-                         "verdict": d.verdict, "wall_s": wall, "x": d.x, "x_prime": d.x_prime,
-                         "tau": d.tau, "reason": d.reason, **d.stats})
-            print(f"{rq} {name:7s} {attr or '-':5s} r_eps {rate:<4g} kappa {kappa:<4g} {d.verdict:8s} {wall:6.2f} s",
-                  flush=True)
+            rows.append(
+                {
+                    "rq": rq,
+                    "dataset": name,
+                    "attr": attr,
+                    "rate": rate,
+                    "kappa": kappa,
+                    "verdict": d.verdict,
+                    "wall_s": wall,
+                    "x": d.x,
+                    "x_prime": d.x_prime,
+                    "tau": d.tau,
+                    "reason": d.reason,
+                    **d.stats,
+                }
+            )
+            print(
+                f"{rq} {name:7s} {attr or '-':5s} r_eps {rate:<4g} kappa {kappa:<4g} {d.verdict:8s} {wall:6.2f} s",
+                flush=True,
+            )
     for name in args.datasets.split(","):
         for attr in DATASETS[name][1]:
             ir, dom = blind_model(name, attr)
@@ -94,12 +109,29 @@ def main() -> None:
                 t0 = time.perf_counter()
                 d = decide_trees(ir, prop, time_limit=args.limit)
                 wall = time.perf_counter() - t0
-            rows.append({"rq": "blind", "dataset": name, "attr": attr, "rate": 0.0, "kappa": 0.5,
-                         "verdict": d.verdict, "wall_s": wall, "x": d.x, "x_prime": d.x_prime, "tau": d.tau,
-                         "reason": d.reason, **d.stats})
+            rows.append(
+                {
+                    "rq": "blind",
+                    "dataset": name,
+                    "attr": attr,
+                    "rate": 0.0,
+                    "kappa": 0.5,
+                    "verdict": d.verdict,
+                    "wall_s": wall,
+                    "x": d.x,
+                    "x_prime": d.x_prime,
+                    "tau": d.tau,
+                    "reason": d.reason,
+                    **d.stats,
+                }
+            )
             print(f"blind {name:7s} {attr:5s} {d.verdict:8s} {wall:6.2f} s", flush=True)
-    meta = {"limit_s": args.limit, "python": platform.python_version(), "cpus": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%d")}
+    meta = {
+        "limit_s": args.limit,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "trees_complete.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     (RESULTS / "trees_complete.md").write_text(markdown(meta, rows))
@@ -111,17 +143,22 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     within = sum(r["verdict"] != "unknown" and r["wall_s"] <= meta["limit_s"] for r in grid)
     blind = [r for r in rows if r["rq"] == "blind"]
     proofs = sum(r["verdict"] == "fair" for r in blind)
-    lines = ["# Tree ensembles: the complete check on the paper's grid", "",
-             f"XGBoost 50 trees, depth 3 (benchmarks/trees.py's models); time limit {meta['limit_s']:g} s per "
-             f"configuration on this {meta['cpus']}-core machine, {meta['date']}. `unfair`: a pair re-checked on "
-             "the model (x confident at kappa, labels differ); `fair`: the solver finds no pair whose "
-             "separation exceeds -tau in either direction. Wall time includes the random draws and building the "
-             "program; variables: '-' where the draws found a pair first.", "",
-             f"**{decided}/{len(grid)} configurations decided, {within} within {meta['limit_s']:g} s "
-             f"(target: 32/32 within 10 s). Blind models (fair by construction at r_eps 0): {proofs}/{len(blind)} "
-             "proven fair.**", "",
-             "| RQ | dataset | attr. | r_eps | kappa | verdict | wall s | variables | evidence |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Tree ensembles: the complete check on the paper's grid",
+        "",
+        f"XGBoost 50 trees, depth 3 (benchmarks/trees.py's models); time limit {meta['limit_s']:g} s per "
+        f"configuration on this {meta['cpus']}-core machine, {meta['date']}. `unfair`: a pair re-checked on "
+        "the model (x confident at kappa, labels differ); `fair`: the solver finds no pair whose "
+        "separation exceeds -tau in either direction. Wall time includes the random draws and building the "
+        "program; variables: '-' where the draws found a pair first.",
+        "",
+        f"**{decided}/{len(grid)} configurations decided, {within} within {meta['limit_s']:g} s "
+        f"(target: 32/32 within 10 s). Blind models (fair by construction at r_eps 0): {proofs}/{len(blind)} "
+        "proven fair.**",
+        "",
+        "| RQ | dataset | attr. | r_eps | kappa | verdict | wall s | variables | evidence |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if r["verdict"] == "unfair":
             found = "random draws" if r.get("solves", 0) == 0 else "program"
@@ -130,9 +167,11 @@ def markdown(meta: dict, rows: list[dict]) -> str:
             evidence = f"no pair separated by more than -{r['tau']:.1g} in either direction"
         else:
             evidence = r["reason"]
-        lines.append(f"| {r['rq']} | {r['dataset']} | {r['attr'] or '-'} | {r['rate']:g} | {r['kappa']:g} | "
-                     f"{r['verdict']} | {r['wall_s']:.2f} | {format(r['variables'], ',') if r.get('variables') else '-'} "
-                     f"| {evidence} |")
+        lines.append(
+            f"| {r['rq']} | {r['dataset']} | {r['attr'] or '-'} | {r['rate']:g} | {r['kappa']:g} | "
+            f"{r['verdict']} | {r['wall_s']:.2f} | {format(r['variables'], ',') if r.get('variables') else '-'} "
+            f"| {evidence} |"
+        )
     return "\n".join(lines) + "\n"
 
 

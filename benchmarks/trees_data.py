@@ -25,24 +25,49 @@ def _codes(series: pd.Series) -> np.ndarray:
 
 def _finish(frame: pd.DataFrame, label: np.ndarray, categorical: set[str]):
     X = frame.to_numpy(dtype=np.float64)
-    feats = tuple(Feature(c, "categorical" if c in categorical else "integer", int(frame[c].min()), int(frame[c].max()))
-                  for c in frame.columns)
+    feats = tuple(
+        Feature(c, "categorical" if c in categorical else "integer", int(frame[c].min()), int(frame[c].max()))
+        for c in frame.columns
+    )
     return X, label.astype(np.int64), Domain(feats)
 
 
 def adult():
-    cols = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-            "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "y"]
+    cols = [
+        "age",
+        "workclass",
+        "fnlwgt",
+        "education",
+        "education-num",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+        "native-country",
+        "y",
+    ]
     df = pd.read_csv(DATA / "adult" / "adult.data", names=cols, skipinitialspace=True, na_values="?").dropna()
-    out = pd.DataFrame({
-        "age": df["age"] // 10,
-        "workclass": _codes(df["workclass"]), "education": _codes(df["education"]),
-        "education-num": df["education-num"], "marital-status": _codes(df["marital-status"]),
-        "occupation": _codes(df["occupation"]), "relationship": _codes(df["relationship"]),
-        "race": _codes(df["race"]), "sex": _codes(df["sex"]),
-        "capital-gain": np.minimum(df["capital-gain"] // 5000, 19), "capital-loss": np.minimum(df["capital-loss"] // 250, 19),
-        "hours-per-week": df["hours-per-week"], "native-country": _codes(df["native-country"]),
-    })
+    out = pd.DataFrame(
+        {
+            "age": df["age"] // 10,
+            "workclass": _codes(df["workclass"]),
+            "education": _codes(df["education"]),
+            "education-num": df["education-num"],
+            "marital-status": _codes(df["marital-status"]),
+            "occupation": _codes(df["occupation"]),
+            "relationship": _codes(df["relationship"]),
+            "race": _codes(df["race"]),
+            "sex": _codes(df["sex"]),
+            "capital-gain": np.minimum(df["capital-gain"] // 5000, 19),
+            "capital-loss": np.minimum(df["capital-loss"] // 250, 19),
+            "hours-per-week": df["hours-per-week"],
+            "native-country": _codes(df["native-country"]),
+        }
+    )
     cat = {"workclass", "education", "marital-status", "occupation", "relationship", "race", "sex", "native-country"}
     return _finish(out, (df["y"].str.strip() == ">50K").to_numpy(), cat)
 
@@ -63,22 +88,49 @@ def bank():
 
 def compas():
     df = pd.read_csv(DATA / "compas" / "compas-scores-two-years.csv")
-    df = df[(df["days_b_screening_arrest"] <= 30) & (df["days_b_screening_arrest"] >= -30)
-            & (df["is_recid"] != -1) & (df["c_charge_degree"] != "O")]
-    out = pd.DataFrame({
-        "sex": _codes(df["sex"]), "age": df["age"] // 10, "race": _codes(df["race"]),
-        "priors_count": np.minimum(df["priors_count"], 38), "juv_count": np.minimum(df["juv_fel_count"] + df["juv_misd_count"], 10),
-        "charge_degree": _codes(df["c_charge_degree"]),
-    })
+    df = df[
+        (df["days_b_screening_arrest"] <= 30)
+        & (df["days_b_screening_arrest"] >= -30)
+        & (df["is_recid"] != -1)
+        & (df["c_charge_degree"] != "O")
+    ]
+    out = pd.DataFrame(
+        {
+            "sex": _codes(df["sex"]),
+            "age": df["age"] // 10,
+            "race": _codes(df["race"]),
+            "priors_count": np.minimum(df["priors_count"], 38),
+            "juv_count": np.minimum(df["juv_fel_count"] + df["juv_misd_count"], 10),
+            "charge_degree": _codes(df["c_charge_degree"]),
+        }
+    )
     return _finish(out, df["two_year_recid"].to_numpy(), {"sex", "race", "charge_degree"})
 
 
 def german():
     df = pd.read_csv(DATA / "german" / "german.data", sep=" ", header=None)
-    names = ["status", "month", "credit_history", "purpose", "credit_amount", "savings", "employment",
-             "installment_rate", "sex", "other_debtors", "residence_since", "property", "age",
-             "installment_plans", "housing", "number_of_credits", "skill_level", "people_liable",
-             "telephone", "foreign_worker"]
+    names = [
+        "status",
+        "month",
+        "credit_history",
+        "purpose",
+        "credit_amount",
+        "savings",
+        "employment",
+        "installment_rate",
+        "sex",
+        "other_debtors",
+        "residence_since",
+        "property",
+        "age",
+        "installment_plans",
+        "housing",
+        "number_of_credits",
+        "skill_level",
+        "people_liable",
+        "telephone",
+        "foreign_worker",
+    ]
     out = pd.DataFrame()
     numeric = {1, 4, 7, 10, 12, 15, 17}
     for i, name in enumerate(names):
@@ -97,5 +149,9 @@ def german():
     return _finish(out, (df[20] == 1).to_numpy(), cat)
 
 
-DATASETS = {"adult": (adult, ["age", "race", "sex"]), "bank": (bank, ["age"]),
-            "compas": (compas, ["race", "sex"]), "german": (german, ["age", "sex"])}
+DATASETS = {
+    "adult": (adult, ["age", "race", "sex"]),
+    "bank": (bank, ["age"]),
+    "compas": (compas, ["race", "sex"]),
+    "german": (german, ["age", "sex"]),
+}

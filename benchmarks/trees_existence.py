@@ -62,10 +62,18 @@ def run(ir, dom, model: str, attr: str | None, rate: float, limit: float, progra
         t0 = time.perf_counter()
         d = decide_trees(ir, prop, time_limit=limit)
         wall = time.perf_counter() - t0
-    row = {"model": model + (" (program only)" if program_only else ""), "attr": attr, "rate": rate,
-           "verdict": d.verdict, "wall_s": wall, "how": how(d),
-           "pairs_drawn": d.stats.get("pairs_drawn", 0), "variables": d.stats.get("variables"),
-           "x": d.x, "x_prime": d.x_prime}
+    row = {
+        "model": model + (" (program only)" if program_only else ""),
+        "attr": attr,
+        "rate": rate,
+        "verdict": d.verdict,
+        "wall_s": wall,
+        "how": how(d),
+        "pairs_drawn": d.stats.get("pairs_drawn", 0),
+        "variables": d.stats.get("variables"),
+        "x": d.x,
+        "x_prime": d.x_prime,
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -91,9 +99,17 @@ def main() -> None:
             rows.append(run(b, bdom, f"{name}, blind to {attr}", attr, rate, args.limit))
     for attr, (b, bdom) in blinds.items():
         rows.append(run(b, bdom, f"{name}, blind to {attr}", attr, 0.0, args.limit, program_only=True))
-    meta = {"limit_s": args.limit, "trees": args.trees, "depth": args.depth, "leaves": int(sum(t.is_leaf.sum() for t in ir.trees)),
-            "accuracy": accuracy, "train_s": train_s, "python": platform.python_version(), "cpus": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%d")}
+    meta = {
+        "limit_s": args.limit,
+        "trees": args.trees,
+        "depth": args.depth,
+        "leaves": int(sum(t.is_leaf.sum() for t in ir.trees)),
+        "accuracy": accuracy,
+        "train_s": train_s,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "trees_existence.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     (RESULTS / "trees_existence.md").write_text(markdown(meta, rows))
@@ -103,19 +119,27 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     decided = [r for r in rows if r["verdict"] != "unknown"]
     within = [r for r in decided if r["wall_s"] <= meta["limit_s"]]
     over = max(r["wall_s"] for r in rows)
-    lines = [f"# Tree ensembles: the existence check on XGBoost {meta['trees']}x{meta['depth']} (Adult)", "",
-             __doc__.split("\n\n")[1].replace("\n", " "), "",
-             f"{meta['leaves']:,} leaves; training accuracy {meta['accuracy']:.3f}; limit {meta['limit_s']:g} s per "
-             f"question; {meta['cpus']} cores, {meta['date']}.", "",
-             f"**{len(decided)}/{len(rows)} questions decided, {len(within)} within {meta['limit_s']:g} s "
-             f"(target: a verdict within 60 s where a counterexample exists or a proof is within reach); the "
-             f"longest question took {over:.1f} s.**", "",
-             "| model | attribute | r_eps | verdict | evidence | wall s | pairs drawn | program variables |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Tree ensembles: the existence check on XGBoost {meta['trees']}x{meta['depth']} (Adult)",
+        "",
+        __doc__.split("\n\n")[1].replace("\n", " "),
+        "",
+        f"{meta['leaves']:,} leaves; training accuracy {meta['accuracy']:.3f}; limit {meta['limit_s']:g} s per "
+        f"question; {meta['cpus']} cores, {meta['date']}.",
+        "",
+        f"**{len(decided)}/{len(rows)} questions decided, {len(within)} within {meta['limit_s']:g} s "
+        f"(target: a verdict within 60 s where a counterexample exists or a proof is within reach); the "
+        f"longest question took {over:.1f} s.**",
+        "",
+        "| model | attribute | r_eps | verdict | evidence | wall s | pairs drawn | program variables |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['attr'] or '- (robustness)'} | {r['rate']:g} | {r['verdict']} | "
-                     f"{r['how']} | {r['wall_s']:.2f} | {r['pairs_drawn']:,} | "
-                     f"{'-' if r['variables'] is None else format(r['variables'], ',')} |")
+        lines.append(
+            f"| {r['model']} | {r['attr'] or '- (robustness)'} | {r['rate']:g} | {r['verdict']} | "
+            f"{r['how']} | {r['wall_s']:.2f} | {r['pairs_drawn']:,} | "
+            f"{'-' if r['variables'] is None else format(r['variables'], ',')} |"
+        )
     return "\n".join(lines) + "\n"
 
 

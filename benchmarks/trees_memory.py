@@ -42,8 +42,12 @@ def probe(attr: str, limit: float) -> dict:
     def watched(shard, *args, **kwargs):
         """The shard's step, then what it stores (one process: the only shard)."""
         out = step(shard, *args, **kwargs)
-        last.update(open_boxes=shard.frontier.count, open_bytes=shard.frontier.nbytes,
-                    unfair_bytes=shard.region.nbytes, unfair_boxes=shard.region.boxes)
+        last.update(
+            open_boxes=shard.frontier.count,
+            open_bytes=shard.frontier.nbytes,
+            unfair_bytes=shard.region.nbytes,
+            unfair_boxes=shard.region.boxes,
+        )
         return out
 
     shards.Shard.step = watched
@@ -52,44 +56,71 @@ def probe(attr: str, limit: float) -> dict:
     q = quantify(ir, prop, time_limit=limit)
     lo, hi = q.bounds
     limit_bytes = memory.limit()
-    return {"attr": attr, "limit_s": limit, "time_s": q.elapsed, "memory_limited": q.stats["memory_limited"],
-            "converged": bool(q.complete and hi - lo <= 1e-12), "gap": hi - lo, "measure_lower": lo,
-            "measure_upper": hi, "settled_boxes": q.stats["boxes"], "slices": q.stats["slices"],
-            "max_stored_bytes": limit_bytes,
-            "stored_boxes": last.get("open_boxes", 0) + last.get("unfair_boxes", 0),
-            "stored_bytes": last.get("open_bytes", 0) + last.get("unfair_bytes", 0), **last,
-            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+    return {
+        "attr": attr,
+        "limit_s": limit,
+        "time_s": q.elapsed,
+        "memory_limited": q.stats["memory_limited"],
+        "converged": bool(q.complete and hi - lo <= 1e-12),
+        "gap": hi - lo,
+        "measure_lower": lo,
+        "measure_upper": hi,
+        "settled_boxes": q.stats["boxes"],
+        "slices": q.stats["slices"],
+        "max_stored_bytes": limit_bytes,
+        "stored_boxes": last.get("open_boxes", 0) + last.get("unfair_boxes", 0),
+        "stored_bytes": last.get("open_bytes", 0) + last.get("unfair_bytes", 0),
+        **last,
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+    }
 
 
 def write(label: str, rows: list[dict], limit: float, measured: str | None = None) -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "trees_memory.json"
     runs = json.loads(path.read_text())["runs"] if path.exists() else {}
-    runs[label] = {"measured": measured or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "limit_s": limit,
-                   "machine": platform.machine(), "cores": os.cpu_count(), "rows": rows}
+    runs[label] = {
+        "measured": measured or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "limit_s": limit,
+        "machine": platform.machine(),
+        "cores": os.cpu_count(),
+        "rows": rows,
+    }
     path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
-    out = ["# Memory of the epsilon-0 tree refinement (Adult, r_eps 0, kappa 0.5)", "",
-           "XGBoost 50 trees depth 3 (benchmarks/trees.py), one process per run, time limit per run as "
-           "listed. 'stored' = open boxes plus stored unfair boxes at the last check of the memory limit, "
-           "with the bytes of their arrays; 'B/open', 'B/unfair' = bytes per open box and per stored unfair "
-           "box; the limit is in boxes (5,000,000) or bytes as the run's code had it. Where the limit was in "
-           "boxes, an unfair box was stored once per protected value it is unfair in (with its twin box), "
-           "and 'unfair boxes' counts those copies. Gap = upper - lower bound of the measure.", ""]
+    out = [
+        "# Memory of the epsilon-0 tree refinement (Adult, r_eps 0, kappa 0.5)",
+        "",
+        "XGBoost 50 trees depth 3 (benchmarks/trees.py), one process per run, time limit per run as "
+        "listed. 'stored' = open boxes plus stored unfair boxes at the last check of the memory limit, "
+        "with the bytes of their arrays; 'B/open', 'B/unfair' = bytes per open box and per stored unfair "
+        "box; the limit is in boxes (5,000,000) or bytes as the run's code had it. Where the limit was in "
+        "boxes, an unfair box was stored once per protected value it is unfair in (with its twin box), "
+        "and 'unfair boxes' counts those copies. Gap = upper - lower bound of the measure.",
+        "",
+    ]
     for name, run in runs.items():
-        out += [f"## {name} ({run['measured']}, {run['machine']}, {run['cores']} cores, limit {run['limit_s']:g} s)",
-                "", "| attr. | slices | limit | stopped | time s | gap | lower | upper | open boxes | unfair boxes | "
-                "stored | stored MB | B/open | B/unfair | peak RSS GB |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            f"## {name} ({run['measured']}, {run['machine']}, {run['cores']} cores, limit {run['limit_s']:g} s)",
+            "",
+            "| attr. | slices | limit | stopped | time s | gap | lower | upper | open boxes | unfair boxes | "
+            "stored | stored MB | B/open | B/unfair | peak RSS GB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in run["rows"]:
             stop = "converged" if r["converged"] else ("memory limit" if r["memory_limited"] else "time limit")
-            lim = (f"{r['max_stored_bytes'] / 1e6:,.0f} MB" if r.get("max_stored_bytes")
-                   else f"{r['max_stored_boxes']:,} boxes")
-            per = (lambda b, n: f"{b / n:.1f}" if n else "-")
-            out.append(f"| {r['attr']} | {r['slices']} | {lim} | {stop} | {r['time_s']:.1f} | {r['gap']:.4f} | "
-                       f"{r['measure_lower']:.4f} | {r['measure_upper']:.4f} | {r.get('open_boxes', 0):,} | "
-                       f"{r.get('unfair_boxes', 0):,} | {r['stored_boxes']:,} | {r['stored_bytes'] / 1e6:,.0f} | "
-                       f"{per(r.get('open_bytes', 0), r.get('open_boxes', 0))} | "
-                       f"{per(r.get('unfair_bytes', 0), r.get('unfair_boxes', 0))} | {r['peak_rss_gb']:.2f} |")
+            lim = (
+                f"{r['max_stored_bytes'] / 1e6:,.0f} MB"
+                if r.get("max_stored_bytes")
+                else f"{r['max_stored_boxes']:,} boxes"
+            )
+            per = lambda b, n: f"{b / n:.1f}" if n else "-"
+            out.append(
+                f"| {r['attr']} | {r['slices']} | {lim} | {stop} | {r['time_s']:.1f} | {r['gap']:.4f} | "
+                f"{r['measure_lower']:.4f} | {r['measure_upper']:.4f} | {r.get('open_boxes', 0):,} | "
+                f"{r.get('unfair_boxes', 0):,} | {r['stored_boxes']:,} | {r['stored_bytes'] / 1e6:,.0f} | "
+                f"{per(r.get('open_bytes', 0), r.get('open_boxes', 0))} | "
+                f"{per(r.get('unfair_bytes', 0), r.get('unfair_boxes', 0))} | {r['peak_rss_gb']:.2f} |"
+            )
         out.append("")
     (RESULTS / "trees_memory.md").write_text("\n".join(out))
 
@@ -112,8 +143,12 @@ def main() -> None:
         return
     rows = []
     for attr in args.attrs.split(","):
-        done = subprocess.run([sys.executable, __file__, "--probe", attr, "--limit", str(args.limit)],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--probe", attr, "--limit", str(args.limit)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
         write(args.label, rows, args.limit)

@@ -53,24 +53,42 @@ def measure(name: str, time_limit: float, n_boxes: int) -> dict:
         below.append(float((z.min(axis=0) - bd.lower[row]).mean()))
         above.append(float((bd.upper[row] - z.max(axis=0)).mean()))
         spread.append(float((z.max(axis=0) - z.min(axis=0)).mean()))
-    return {"dataset": name, "protected": protected, "time_limit": time_limit, "certified": run.cert / pb.domain_size,
-            "undecided": run.undecided_mass() / pb.domain_size, "pool": int(lo.shape[0]), "boxes_drawn": int(pick.size),
-            "both_signs": mixed / pick.size, "bound_below_min": float(np.mean(below)),
-            "bound_above_max": float(np.mean(above)), "sampled_range": float(np.mean(spread))}
+    return {
+        "dataset": name,
+        "protected": protected,
+        "time_limit": time_limit,
+        "certified": run.cert / pb.domain_size,
+        "undecided": run.undecided_mass() / pb.domain_size,
+        "pool": int(lo.shape[0]),
+        "boxes_drawn": int(pick.size),
+        "both_signs": mixed / pick.size,
+        "bound_below_min": float(np.mean(below)),
+        "bound_above_max": float(np.mean(above)),
+        "sampled_range": float(np.mean(spread)),
+    }
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = [__doc__.split("\n\n")[0], "",
-             "| dataset (protected) | refined (s) | certified (whole boxes) | undecided | undecided boxes | drawn | holding both "
-             "signs | bound below sampled min | bound above sampled max | sampled range |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        __doc__.split("\n\n")[0],
+        "",
+        "| dataset (protected) | refined (s) | certified (whole boxes) | undecided | undecided boxes | drawn | "
+        "holding both "
+        "signs | bound below sampled min | bound above sampled max | sampled range |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['dataset']} ({r['protected']}) | {r['time_limit']:.0f} | {r['certified']:.2%} | "
-                     f"{r['undecided']:.2%} | {r['pool']:,} | {r['boxes_drawn']} | {r['both_signs']:.0%} | "
-                     f"{r['bound_below_min']:.2f} | {r['bound_above_max']:.2f} | {r['sampled_range']:.2f} |")
-    lines += ["", "Logit units, averaged over the drawn boxes and the twins. A box holding both signs stays "
-              "undecided under any bound: it must be split. The others are undecided because their bounds are "
-              "looser than the logit's range."]
+        lines.append(
+            f"| {r['dataset']} ({r['protected']}) | {r['time_limit']:.0f} | {r['certified']:.2%} | "
+            f"{r['undecided']:.2%} | {r['pool']:,} | {r['boxes_drawn']} | {r['both_signs']:.0%} | "
+            f"{r['bound_below_min']:.2f} | {r['bound_above_max']:.2f} | {r['sampled_range']:.2f} |"
+        )
+    lines += [
+        "",
+        "Logit units, averaged over the drawn boxes and the twins. A box holding both signs stays "
+        "undecided under any bound: it must be split. The others are undecided because their bounds are "
+        "looser than the logit's range.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -36,21 +36,36 @@ def main() -> None:
     for population in ("uniform", "independent", "bayesnet"):
         t0 = time.perf_counter()
         r = faircert.verify(model, X, protected=protected, population=population, time_limit=args.time_limit)
-        rows.append({"population": population, "certified": r.certified, "unfair": r.falsified,
-                     "undecided": r.undecided, "counterexamples": len(r.counterexamples), "engine": r.engine,
-                     "wall_s": round(time.perf_counter() - t0, 2), "time_limit_s": args.time_limit,
-                     "learning_s": r.stats.get("learning_s")})
+        rows.append(
+            {
+                "population": population,
+                "certified": r.certified,
+                "unfair": r.falsified,
+                "undecided": r.undecided,
+                "counterexamples": len(r.counterexamples),
+                "engine": r.engine,
+                "wall_s": round(time.perf_counter() - t0, 2),
+                "time_limit_s": args.time_limit,
+                "learning_s": r.stats.get("learning_s"),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "verify_populations.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["# Individual fairness (epsilon 0, sex) of the LogisticRegression pipeline on raw Adult, by measure",
-             "", "Written by `benchmarks/verify_populations.py` on 2 cores. Shares are of the domain's points "
-             "(uniform) or probabilities of drawing an x with an unfair twin (independent, bayesnet).", "",
-             "| measure | certified | proven unfair | undecided | counterexamples | engine | wall s (limit) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Individual fairness (epsilon 0, sex) of the LogisticRegression pipeline on raw Adult, by measure",
+        "",
+        "Written by `benchmarks/verify_populations.py` on 2 cores. Shares are of the domain's points "
+        "(uniform) or probabilities of drawing an x with an unfair twin (independent, bayesnet).",
+        "",
+        "| measure | certified | proven unfair | undecided | counterexamples | engine | wall s (limit) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['population']} | {r['certified']:.6f} | {r['unfair']:.6f} | {r['undecided']:.2e} | "
-                     f"{r['counterexamples']} | {r['engine']} | {r['wall_s']} ({r['time_limit_s']:g}) |")
+        lines.append(
+            f"| {r['population']} | {r['certified']:.6f} | {r['unfair']:.6f} | {r['undecided']:.2e} | "
+            f"{r['counterexamples']} | {r['engine']} | {r['wall_s']} ({r['time_limit_s']:g}) |"
+        )
     (OUT / "verify_populations.md").write_text("\n".join(lines) + "\n")
 
 

@@ -52,14 +52,18 @@ def cli() -> str:
 def metrics() -> str:
     from faircert.metrics import METRICS
 
-    needs = {"": "the groups' rates", "label": "the rates given each label value (--label)",
-             "mediators": "the rates with the mediators redistributed (--mediators)",
-             "predicted": "P[Y=1 | yhat=1, group] (the data's rows)"}
+    needs = {
+        "": "the groups' rates",
+        "label": "the rates given each label value (--label)",
+        "mediators": "the rates with the mediators redistributed (--mediators)",
+        "predicted": "P[Y=1 | yhat=1, group] (the data's rows)",
+    }
     rows = ["| name | title | also called | checked as | needs |", "|---|---|---|---|---|"]
     for m in METRICS.values():
         check = "value >= threshold (a ratio)" if m.direction == ">=" else "value <= gap threshold"
-        rows.append(f"| `{m.name}` | {m.title} | {', '.join(f'`{a}`' for a in m.aliases)} | {check} | "
-                    f"{needs[m.needs]} |")
+        rows.append(
+            f"| `{m.name}` | {m.title} | {', '.join(f'`{a}`' for a in m.aliases)} | {check} | {needs[m.needs]} |"
+        )
     rows.append("")
     for m in METRICS.values():
         rows += [f"## `{m.name}`: {m.title}", "", " ".join((type(m).__doc__ or "").split()), ""]
@@ -74,8 +78,10 @@ def engines() -> str:
 
     rows = ["| engine | answers | models | questions | populations | methods |", "|---|---|---|---|---|---|"]
     for e in ENGINES:
-        rows.append(f"| `{e.name}` | {e.answers} | {short(e.models)} | {short(e.questions)} | "
-                    f"{short(e.populations)} | {', '.join(e.methods)} |")
+        rows.append(
+            f"| `{e.name}` | {e.answers} | {short(e.models)} | {short(e.questions)} | "
+            f"{short(e.populations)} | {', '.join(e.methods)} |"
+        )
     return "\n".join(rows)
 
 
@@ -88,5 +94,11 @@ def benchmarks() -> str:
     return "\n".join(rows)
 
 
-FILLS = {"readme_intro": readme_intro, "readme_guide": readme_guide, "cli": cli, "metrics": metrics,
-         "engines": engines, "benchmarks": benchmarks}
+FILLS = {
+    "readme_intro": readme_intro,
+    "readme_guide": readme_guide,
+    "cli": cli,
+    "metrics": metrics,
+    "engines": engines,
+    "benchmarks": benchmarks,
+}

@@ -38,10 +38,16 @@ def unfair_points(net: ReluNetwork, dom: Domain, protected: list[int], eps: dict
 
     count = 0
     for x in itertools.product(*(values[i] for i in free)):
-        ranges = [range(max(v - eps.get(i, 0), dom.features[i].min), min(v + eps.get(i, 0), dom.features[i].max) + 1)
-                  for i, v in zip(free, x)]
+        ranges = [
+            range(max(v - eps.get(i, 0), dom.features[i].min), min(v + eps.get(i, 0), dom.features[i].max) + 1)
+            for i, v in zip(free, x)
+        ]
         own = {pv: label(x, pv) for pv in combos}
-        count += any(own[pv] != label(xp, qv)
-                     for xp in itertools.product(*ranges) for pv in combos for qv in combos
-                     if qv != pv or len(combos) == 1)
+        count += any(
+            own[pv] != label(xp, qv)
+            for xp in itertools.product(*ranges)
+            for pv in combos
+            for qv in combos
+            if qv != pv or len(combos) == 1
+        )
     return count

@@ -32,8 +32,12 @@ def main() -> int:
             outcome, message = "error", str(exc)
         except BaseException as exc:  # noqa: BLE001 - what the test is looking for
             outcome, message = "bug", f"{type(exc).__name__}: {exc}"[:2000]
-        print(json.dumps({"file": name, "outcome": outcome, "message": message,
-                          "seconds": round(time.monotonic() - start, 3)}), flush=True)
+        print(
+            json.dumps(
+                {"file": name, "outcome": outcome, "message": message, "seconds": round(time.monotonic() - start, 3)}
+            ),
+            flush=True,
+        )
     return 0
 
 

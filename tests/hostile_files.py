@@ -37,9 +37,19 @@ def onnx_file(folder: Path) -> Path:
 
 
 def keras_config(use_bias: bool = True) -> dict:
-    layers = [{"class_name": "Dense", "config": {"name": "d1", "units": 3, "activation": "relu", "use_bias": use_bias,
-                                                 "batch_input_shape": [None, 4]}},
-              {"class_name": "Dense", "config": {"name": "d2", "units": 1, "activation": "sigmoid", "use_bias": True}}]
+    layers = [
+        {
+            "class_name": "Dense",
+            "config": {
+                "name": "d1",
+                "units": 3,
+                "activation": "relu",
+                "use_bias": use_bias,
+                "batch_input_shape": [None, 4],
+            },
+        },
+        {"class_name": "Dense", "config": {"name": "d2", "units": 1, "activation": "sigmoid", "use_bias": True}},
+    ]
     return {"class_name": "Sequential", "config": {"name": "s", "layers": layers}}
 
 
@@ -69,8 +79,9 @@ def xgboost_file(folder: Path, suffix: str = ".json") -> Path:
     import xgboost as xgb
 
     X, y = _tree_data()
-    booster = xgb.train({"objective": "binary:logistic", "max_depth": 2, "nthread": 1}, xgb.DMatrix(X, y),
-                        num_boost_round=3)
+    booster = xgb.train(
+        {"objective": "binary:logistic", "max_depth": 2, "nthread": 1}, xgb.DMatrix(X, y), num_boost_round=3
+    )
     path = folder / f"m{suffix}"
     booster.save_model(str(path))
     return path
@@ -80,8 +91,11 @@ def lightgbm_file(folder: Path) -> Path:
     import lightgbm as lgb
 
     X, y = _tree_data()
-    booster = lgb.train({"objective": "binary", "num_leaves": 4, "verbose": -1, "num_threads": 1,
-                         "min_data_in_leaf": 5}, lgb.Dataset(X, y), num_boost_round=3)
+    booster = lgb.train(
+        {"objective": "binary", "num_leaves": 4, "verbose": -1, "num_threads": 1, "min_data_in_leaf": 5},
+        lgb.Dataset(X, y),
+        num_boost_round=3,
+    )
     path = folder / "m.txt"
     booster.save_model(str(path))
     return path
@@ -135,14 +149,14 @@ def mutate(data: bytes, ops: list[tuple[str, int, int]]) -> bytes:
             break
         p = pos % len(data)
         if kind == "flip":
-            data = data[:p] + bytes([data[p] ^ (1 << (choice % 8))]) + data[p + 1:]
+            data = data[:p] + bytes([data[p] ^ (1 << (choice % 8))]) + data[p + 1 :]
         elif kind == "truncate":
             data = data[:p]
         elif kind == "number":
             numbers = list(NUMBER.finditer(data))
             if numbers:
                 m = numbers[pos % len(numbers)]
-                data = data[:m.start()] + HOSTILE_NUMBERS[choice % len(HOSTILE_NUMBERS)] + data[m.end():]
+                data = data[: m.start()] + HOSTILE_NUMBERS[choice % len(HOSTILE_NUMBERS)] + data[m.end() :]
         elif kind == "delete_line":
             lines = data.split(b"\n")
             del lines[pos % len(lines)]
@@ -200,8 +214,11 @@ def _audit_rows(path: Path):
     import faircert
     from faircert.models.linear import ColumnEncoding, LinearModel
 
-    model = LinearModel(np.array([0.05, 1.0, -0.5]), -1.0, (ColumnEncoding("age"), ColumnEncoding("sex", "onehot", ("M",)),
-                                                           ColumnEncoding("income")))
+    model = LinearModel(
+        np.array([0.05, 1.0, -0.5]),
+        -1.0,
+        (ColumnEncoding("age"), ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("income")),
+    )
     return faircert.verify(model, protected="sex", rows=path, epsilon={"age": 1}, time_limit=10)
 
 
@@ -220,10 +237,23 @@ FORMATS = {
     "linear": ("lin.json", linear_file, _load_model),
     "program": ("p.fr", lambda d: text_file(d, "p.fr", PROGRAM), _load_program),
     "domain_yaml": ("d.yaml", lambda d: text_file(d, "d.yaml", DOMAIN_YAML), _load_domain),
-    "domain_json": ("d.json", lambda d: text_file(d, "d.json", json.dumps(
-        {"features": [{"name": "age", "kind": "integer", "min": 18, "max": 90},
-                      {"name": "sex", "kind": "binary", "protected": True},
-                      {"name": "income", "kind": "real", "min": 0.0, "max": 1.5}]})), _load_domain),
+    "domain_json": (
+        "d.json",
+        lambda d: text_file(
+            d,
+            "d.json",
+            json.dumps(
+                {
+                    "features": [
+                        {"name": "age", "kind": "integer", "min": 18, "max": 90},
+                        {"name": "sex", "kind": "binary", "protected": True},
+                        {"name": "income", "kind": "real", "min": 0.0, "max": 1.5},
+                    ]
+                }
+            ),
+        ),
+        _load_domain,
+    ),
     "csv": ("d.csv", lambda d: text_file(d, "d.csv", CSV), _infer_domain),
     "rows_csv": ("rows.csv", lambda d: text_file(d, "rows.csv", CSV), _audit_rows),
 }

@@ -105,13 +105,30 @@ def test_cycle_finder_finds_a_planted_cycle():
 def test_lower_layers_never_import_higher_ones():
     graph = import_graph()
     lower_to_forbidden = {
-        "faircert.population": ("faircert.engines", "faircert.api", "faircert.cli", "faircert.commands",
-                                "faircert.report"),
-        "faircert.models": ("faircert.engines", "faircert.population", "faircert.api", "faircert.cli",
-                            "faircert.commands", "faircert.report"),
+        "faircert.population": (
+            "faircert.engines",
+            "faircert.api",
+            "faircert.cli",
+            "faircert.commands",
+            "faircert.report",
+        ),
+        "faircert.models": (
+            "faircert.engines",
+            "faircert.population",
+            "faircert.api",
+            "faircert.cli",
+            "faircert.commands",
+            "faircert.report",
+        ),
         "faircert.engines": ("faircert.api", "faircert.cli", "faircert.commands", "faircert.report"),
         "faircert.results": ("faircert.engines", "faircert.api", "faircert.cli", "faircert.commands"),
     }
-    bad = sorted((src, dst) for src, dsts in graph.items() for low, banned in lower_to_forbidden.items()
-                 if src == low or src.startswith(low + ".") for dst in dsts if dst.startswith(banned))
+    bad = sorted(
+        (src, dst)
+        for src, dsts in graph.items()
+        for low, banned in lower_to_forbidden.items()
+        if src == low or src.startswith(low + ".")
+        for dst in dsts
+        if dst.startswith(banned)
+    )
     assert bad == []

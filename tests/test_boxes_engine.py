@@ -11,8 +11,13 @@ from faircert.engines.network.refine import Refinement, verify_network
 from faircert.properties import individual_fairness
 
 # domain: three free integer features and two protected ones (3 values and 2 values)
-FEATURES = (Feature("a", "integer", 0, 9), Feature("p", "integer", 0, 2), Feature("b", "integer", -3, 5),
-            Feature("c", "integer", 0, 6), Feature("q", "binary"))
+FEATURES = (
+    Feature("a", "integer", 0, 9),
+    Feature("p", "integer", 0, 2),
+    Feature("b", "integer", -3, 5),
+    Feature("c", "integer", 0, 6),
+    Feature("q", "binary"),
+)
 PROTECTED = [1, 4]
 
 

@@ -55,13 +55,13 @@ def test_decided_shares_never_exceed_enumerated_truth(seed):
     lo = rng.integers(0, 4, size=(B, d)).astype(float)
     hi = lo + rng.integers(1, 6, size=(B, d))
     # lower forms L of each twin, and forms N <= -L of its negation (as the bounds give them)
-    a0 = rng.normal(size=(B, 1, d)) + 0.1 * rng.normal(size=(B, T, d))   # twins of a box alike
+    a0 = rng.normal(size=(B, 1, d)) + 0.1 * rng.normal(size=(B, T, d))  # twins of a box alike
     half_range = (np.abs(a0) * (hi - lo)[:, None, :]).sum(axis=2) / 2
     c0 = rng.uniform(-1.0, 1.0, size=(B, 1)) * half_range - np.einsum("btd,bd->bt", a0, (lo + hi) / 2)
     delta = 0.05 * rng.normal(size=(B, T, d))
     a1 = -a0 - delta
     dmin = np.minimum(delta * lo[:, None], delta * hi[:, None]).sum(axis=2)
-    c1 = -c0 + dmin - 0.1 * half_range * rng.random(size=(B, T))      # -L - N >= 0 on the box
+    c1 = -c0 + dmin - 0.1 * half_range * rng.random(size=(B, T))  # -L - N >= 0 on the box
     a, c = np.stack([a0, a1]), np.stack([c0, c1])
     shift = -0.2 * half_range[None] * rng.random(size=(2, B, T))  # windows: fair forms lowered
     disc = np.ones(d, bool)
@@ -83,8 +83,9 @@ def test_decided_shares_never_exceed_enumerated_truth(seed):
 
 
 def test_decided_shares_of_no_boxes():
-    fair, unfair = decided_shares(np.zeros((2, 0, 2, 3)), np.zeros((2, 0, 2)), np.zeros((0, 3)), np.zeros((0, 3)),
-                                  np.ones(3, bool), 0.0)
+    fair, unfair = decided_shares(
+        np.zeros((2, 0, 2, 3)), np.zeros((2, 0, 2)), np.zeros((0, 3)), np.zeros((0, 3)), np.ones(3, bool), 0.0
+    )
     assert fair.shape == unfair.shape == (0,)
 
 

@@ -42,8 +42,9 @@ def test_a_run_out_of_time_says_budget_within_its_time_limit():
     names = [f"v{i}" for i in range(8)]
     variables = {n: Variable(n, tuple(range(6)), (), (), rng.dirichlet(np.ones(6))) for n in names}
     pop = DiscretePopulation(variables, ("v0",))
-    net = ReluNetwork([rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])],
-                      input_names=names)
+    net = ReluNetwork(
+        [rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])], input_names=names
+    )
     start = time.monotonic()
     r = group_bounds(net, pop, protected="v0", threshold=0.8, time_limit=1.0)
     assert time.monotonic() - start < 3.0
@@ -66,8 +67,9 @@ def test_exact_subset_sums_past_their_cap_finish_quickly_with_tight_sound_bounds
     variables = {"s": Variable("s", (0, 1), (), (), [0.5, 0.5])}
     previous = "s"
     for n in names:
-        variables[n] = Variable(n, tuple(range(12)), (), (previous,),
-                                rng.dirichlet(np.ones(12), size=variables[previous].card))
+        variables[n] = Variable(
+            n, tuple(range(12)), (), (previous,), rng.dirichlet(np.ones(12), size=variables[previous].card)
+        )
         previous = n
     pop = DiscretePopulation(variables, ("s",))
     model = LinearModel.plain(rng.normal(size=11), 0.1, ["s"] + names)
@@ -100,8 +102,11 @@ def test_population_learning_counts_against_the_time_limit(monkeypatch):
     rng = np.random.default_rng(1)
     df = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "age": rng.integers(0, 5, 300)})
     df["edu"] = (df.age + rng.integers(0, 2, 300)).astype(int)
-    model = LinearModel(np.array([1.0, 0.3, 0.2]), -1.1,
-                        (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age"), ColumnEncoding("edu")))
+    model = LinearModel(
+        np.array([1.0, 0.3, 0.2]),
+        -1.1,
+        (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("age"), ColumnEncoding("edu")),
+    )
     r = faircert.group(model, df, protected="sex", population="bayesnet", time_limit=30)
     assert seen["spent"] > 0 and seen["limit"] == pytest.approx(30 - seen["spent"])
     # learning the population and compiling the model for it are both spent before the engine starts

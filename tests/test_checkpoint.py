@@ -100,8 +100,23 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     y = ((df.age / 50 + df.hours / 60 + 0.3 * df.sex + rng.normal(0, 0.3, n)) > 1.4).astype(int)
     joblib.dump(MLPClassifier((16,), max_iter=300, random_state=0).fit(df, y), tmp_path / "m.pkl")
     df.to_csv(tmp_path / "rows.csv", index=False)
-    base = [sys.executable, "-m", "faircert", "verify", str(tmp_path / "m.pkl"), "--rows", str(tmp_path / "rows.csv"),
-            "--protected", "sex", "--trust-pickle", "--epsilon", "age=3,hours=4", "--workers", "1", "--quiet"]
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "verify",
+        str(tmp_path / "m.pkl"),
+        "--rows",
+        str(tmp_path / "rows.csv"),
+        "--protected",
+        "sex",
+        "--trust-pickle",
+        "--epsilon",
+        "age=3,hours=4",
+        "--workers",
+        "1",
+        "--quiet",
+    ]
     whole = tmp_path / "whole.json"
     subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
     path = tmp_path / "run.ckpt"

@@ -41,20 +41,33 @@ def test_a_program_stopped_after_any_step_resumes_to_the_uninterrupted_bounds(tm
         part = _program(tmp_path, checkpoint=path)
     assert part.stats["iterations"] == steps and part.stats["checkpoints"] >= 1
     resumed = _program(tmp_path, resume=path)
-    assert (resumed.ratio_low, resumed.ratio_high, resumed.verdict) == (whole.ratio_low, whole.ratio_high,
-                                                                         whole.verdict)
+    assert (resumed.ratio_low, resumed.ratio_high, resumed.verdict) == (
+        whole.ratio_low,
+        whole.ratio_high,
+        whole.verdict,
+    )
     assert resumed.probabilities == whole.probabilities and resumed.stats["iterations"] == whole.stats["iterations"]
     assert resumed.ratio_low >= part.ratio_low and resumed.ratio_high <= part.ratio_high  # never looser
 
 
 def _group(program, **options):
-    return faircert.group(NET, population=program, protected="sex < 1", label="qualified",
-                          metrics=["di", "sp", "eo"], time_limit=None, workers=1, **options)
+    return faircert.group(
+        NET,
+        population=program,
+        protected="sex < 1",
+        label="qualified",
+        metrics=["di", "sp", "eo"],
+        time_limit=None,
+        workers=1,
+        **options,
+    )
 
 
 def _rates(result):
-    return ([(g.low, g.high) for g in result.groups],
-            {k: [(g.low, g.high) for g in v] for k, v in result.conditional.items()})
+    return (
+        [(g.low, g.high) for g in result.groups],
+        {k: [(g.low, g.high) for g in v] for k, v in result.conditional.items()},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +108,9 @@ def test_another_program_population_or_question_is_refused(tmp_path, monkeypatch
         _stop_after(m, 3)
         _group(population, checkpoint=g)
     with pytest.raises(PropertyError, match="another question"):
-        faircert.group(NET, population=population, protected="sex < 1", label="qualified", metrics=["di", "sp"],
-                       resume=g)
+        faircert.group(
+            NET, population=population, protected="sex < 1", label="qualified", metrics=["di", "sp"], resume=g
+        )
 
 
 def test_engines_without_checkpoints_refuse_them(tmp_path):
@@ -104,9 +118,16 @@ def test_engines_without_checkpoints_refuse_them(tmp_path):
         faircert.verify_program(FIG1, method="sampling", checkpoint=tmp_path / "c.json")
 
 
-@pytest.mark.parametrize("damage,message", [
-    ("box upside down", "do not fit"), ("mass above one", "do not fit"), ("huge exponent", "malformed"),
-    ("missing", "malformed"), ("parts", "parts are malformed")])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        ("box upside down", "do not fit"),
+        ("mass above one", "do not fit"),
+        ("huge exponent", "malformed"),
+        ("missing", "malformed"),
+        ("parts", "parts are malformed"),
+    ],
+)
 def test_damaged_states_are_refused(tmp_path, monkeypatch, damage, message):
     path = tmp_path / "p.json"
     with monkeypatch.context() as m:
@@ -139,8 +160,22 @@ def test_a_killed_program_command_resumes_to_bounds_at_least_as_tight(tmp_path):
     the uninterrupted run's verdict, and bounds at least as tight as the checkpoint it resumed."""
     source = tmp_path / "fig1.fr"
     source.write_text(FIG1)
-    base = [sys.executable, "-m", "faircert", "program", str(source), "--epsilon", "0.1", "--ratio-width", "1e-4",
-            "--workers", "1", "--time-limit", "8", "--quiet"]
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "program",
+        str(source),
+        "--epsilon",
+        "0.1",
+        "--ratio-width",
+        "1e-4",
+        "--workers",
+        "1",
+        "--time-limit",
+        "8",
+        "--quiet",
+    ]
     whole = tmp_path / "whole.json"
     subprocess.run(base + ["--json", str(whole)], check=False, timeout=120)
     expected = json.loads(whole.read_text())

@@ -62,8 +62,9 @@ def _verdicts(res):
 
 
 @pytest.mark.parametrize("rounds", [1, 5, 11])
-def test_a_serial_run_stopped_after_any_round_resumes_to_the_uninterrupted_answer(tmp_path, monkeypatch,
-                                                                                  many_rounds, rounds):
+def test_a_serial_run_stopped_after_any_round_resumes_to_the_uninterrupted_answer(
+    tmp_path, monkeypatch, many_rounds, rounds
+):
     net, _, prop = medium_case()
     whole = decide_network(net, prop, time_limit=60, partition_size=SIZE)
     assert whole.stats["rounds"] > 11
@@ -72,12 +73,13 @@ def test_a_serial_run_stopped_after_any_round_resumes_to_the_uninterrupted_answe
         _stop_after(m, rounds)
         part = decide_network(net, prop, time_limit=60, partition_size=SIZE, checkpoint=_checkpoint(path))
     assert part.stats["interrupted"] and part.stats["rounds"] == rounds
-    resumed = decide_network(net, prop, time_limit=60, partition_size=SIZE, checkpoint=_checkpoint(path),
-                             resume=True)
+    resumed = decide_network(net, prop, time_limit=60, partition_size=SIZE, checkpoint=_checkpoint(path), resume=True)
     assert _verdicts(resumed) == _verdicts(whole) == _truth(net, prop)
     assert (resumed.certified, resumed.falsified) == (whole.certified, whole.falsified)
-    assert resumed.stats["rounds"] == whole.stats["rounds"] and resumed.stats["boxes_bounded"] == whole.stats[
-        "boxes_bounded"]
+    assert (
+        resumed.stats["rounds"] == whole.stats["rounds"]
+        and resumed.stats["boxes_bounded"] == whole.stats["boxes_bounded"]
+    )
     assert [r["counterexample"] for r in resumed.partitions] == [r["counterexample"] for r in whole.partitions]
     # the partial run's sound shares are never looser after resuming
     assert resumed.certified >= part.certified and resumed.falsified >= part.falsified
@@ -91,15 +93,28 @@ def test_states_resume_in_the_other_mode(tmp_path, monkeypatch, many_rounds):
     with monkeypatch.context() as m:
         _stop_after(m, 2)
         decide_network(net, prop, time_limit=60, partition_size=SIZE, checkpoint=_checkpoint(serial))
-    res = decide_network(net, prop, time_limit=60, partition_size=SIZE, parallel=Parallelism(2),
-                         checkpoint=_checkpoint(parallel, source=serial), resume=True)
+    res = decide_network(
+        net,
+        prop,
+        time_limit=60,
+        partition_size=SIZE,
+        parallel=Parallelism(2),
+        checkpoint=_checkpoint(parallel, source=serial),
+        resume=True,
+    )
     assert _verdicts(res) == truth and res.stats["checkpoints"] >= 1
     state = json.loads(parallel.read_text())["state"]
     assert "frontier" not in state and unpack(state["verdict"], "i8").tolist() == [
-        {"fair": 1, "unfair": 2}[v] for v in truth]
-    res = decide_network(net, prop, time_limit=60, partition_size=SIZE, checkpoint=_checkpoint(tmp_path / "x.json",
-                                                                                            source=parallel),
-                         resume=True)
+        {"fair": 1, "unfair": 2}[v] for v in truth
+    ]
+    res = decide_network(
+        net,
+        prop,
+        time_limit=60,
+        partition_size=SIZE,
+        checkpoint=_checkpoint(tmp_path / "x.json", source=parallel),
+        resume=True,
+    )
     # nothing was left to do: no box bounded beyond the saved state's
     assert _verdicts(res) == truth and res.stats["boxes_bounded"] == state["stats"]["boxes_bounded"]
 
@@ -109,7 +124,9 @@ def test_the_api_checkpoints_partitions_and_refuses_another_partition_size(tmp_p
     path = tmp_path / "c.json"
     with monkeypatch.context() as m:
         _stop_after(m, 2)
-        faircert.verify(net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=SIZE, checkpoint=path, workers=1)
+        faircert.verify(
+            net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=SIZE, checkpoint=path, workers=1
+        )
     res = faircert.verify(net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=SIZE, resume=path, workers=1)
     assert [row["verdict"] for row in res.partitions] == _truth(net, prop)
     with pytest.raises(PropertyError, match="another question"):
@@ -129,9 +146,16 @@ def saved_state(tmp_path_factory):
     return json.loads(path.read_text())["state"]
 
 
-@pytest.mark.parametrize("damage,message", [
-    ("pair", "does not re-check"), ("box outside its region", "open boxes do not fit"),
-    ("unfair without a pair", "do not match"), ("verdict", "regions do not fit"), ("missing", "incomplete")])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        ("pair", "does not re-check"),
+        ("box outside its region", "open boxes do not fit"),
+        ("unfair without a pair", "do not match"),
+        ("verdict", "regions do not fit"),
+        ("missing", "incomplete"),
+    ],
+)
 def test_damaged_states_are_refused(tmp_path, saved_state, damage, message):
     def change(state):
         if damage == "pair":
@@ -144,9 +168,12 @@ def test_damaged_states_are_refused(tmp_path, saved_state, damage, message):
             owner[:] = (owner + 1) % 24
             state["frontier"]["owner"] = pack(owner)
         elif damage == "unfair without a pair":
-            state["pairs"] = {k: pack(unpack(v, "i8" if k in ("region", "a", "b") else "f8",
-                                             None if k in ("region", "a", "b") else 3)[:0])
-                              for k, v in state["pairs"].items()}
+            state["pairs"] = {
+                k: pack(
+                    unpack(v, "i8" if k in ("region", "a", "b") else "f8", None if k in ("region", "a", "b") else 3)[:0]
+                )
+                for k, v in state["pairs"].items()
+            }
         elif damage == "verdict":
             state["verdict"] = pack(np.full(24, 7, dtype=np.int64))
         else:
@@ -170,9 +197,28 @@ def test_a_killed_partitioned_command_resumes_to_the_same_verdicts(tmp_path):
     net, dom, _ = medium_case()
     save_nnet(net, tmp_path / "net.nnet")
     dom.save(tmp_path / "dom.json")
-    base = [sys.executable, "-m", "faircert", "verify", str(tmp_path / "net.nnet"), "--domain",
-            str(tmp_path / "dom.json"), "--protected", "p", "--protected", "q", "--epsilon", "b=1",
-            "--partition-size", "2", "--workers", "1", "--time-limit", "600", "--quiet"]
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "verify",
+        str(tmp_path / "net.nnet"),
+        "--domain",
+        str(tmp_path / "dom.json"),
+        "--protected",
+        "p",
+        "--protected",
+        "q",
+        "--epsilon",
+        "b=1",
+        "--partition-size",
+        "2",
+        "--workers",
+        "1",
+        "--time-limit",
+        "600",
+        "--quiet",
+    ]
     whole = tmp_path / "whole.json"
     subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
     expected = [row["verdict"] for row in json.loads(whole.read_text())["partitions"]]

@@ -65,8 +65,9 @@ def test_another_network_domain_or_question_is_refused(tmp_path, small_chunks):
         _verify(other, dom, resume=path, max_boxes=600)
     with pytest.raises(PropertyError, match="written for another question"):
         _verify(net, dom, resume=path, max_boxes=600, seed=1)
-    wider = faircert.domain.Domain(tuple(f if f.name != "d" else faircert.domain.Feature("d", "integer", 0, 301)
-                                         for f in dom.features))
+    wider = faircert.domain.Domain(
+        tuple(f if f.name != "d" else faircert.domain.Feature("d", "integer", 0, 301) for f in dom.features)
+    )
     with pytest.raises(PropertyError, match="written for another domain"):
         _verify(net, wider, resume=path, max_boxes=600)
 
@@ -75,8 +76,9 @@ def _state(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("damage", ["digest", "truncated", "boxes outside", "counterexample outside", "version",
-                                    "release"])
+@pytest.mark.parametrize(
+    "damage", ["digest", "truncated", "boxes outside", "counterexample outside", "version", "release"]
+)
 def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, damage):
     net, dom = large_case()
     path = tmp_path / "run.ckpt"
@@ -106,9 +108,14 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
     else:  # written by another release of faircert
         body["faircert"] = "0.0.9"
         path.write_text(json.dumps(body))
-    message = {"digest": "digest", "truncated": "JSON|json", "boxes outside": "do not fit",
-               "counterexample outside": "do not fit",
-               "version": "version 1", "release": "written by faircert 0.0.9; this is faircert"}[damage]
+    message = {
+        "digest": "digest",
+        "truncated": "JSON|json",
+        "boxes outside": "do not fit",
+        "counterexample outside": "do not fit",
+        "version": "version 1",
+        "release": "written by faircert 0.0.9; this is faircert",
+    }[damage]
     with pytest.raises(PropertyError, match=message):
         _verify(net, dom, resume=path, max_boxes=600)
 
@@ -132,9 +139,26 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     net, dom = large_case()
     save_nnet(net, tmp_path / "net.nnet")
     dom.save(tmp_path / "dom.json")
-    base = [sys.executable, "-m", "faircert", "verify", str(tmp_path / "net.nnet"), "--domain",
-            str(tmp_path / "dom.json"), "--protected", "p", "--epsilon", "a=2", "--workers", "1", "--max-boxes",
-            "60000", "--time-limit", "600", "--quiet"]
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "verify",
+        str(tmp_path / "net.nnet"),
+        "--domain",
+        str(tmp_path / "dom.json"),
+        "--protected",
+        "p",
+        "--epsilon",
+        "a=2",
+        "--workers",
+        "1",
+        "--max-boxes",
+        "60000",
+        "--time-limit",
+        "600",
+        "--quiet",
+    ]
     whole = tmp_path / "whole.json"
     subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
     expected = json.loads(whole.read_text())

@@ -44,9 +44,19 @@ def _verify(ir, dom, **options):
 
 
 def _answer(r) -> tuple:
-    return (r.certified, r.falsified, r.undecided, r.measure_lower, r.measure_upper, r.confident_size,
-            r.unfair_size, r.stats["boxes"], r.stats["examined"], r.stats["unfair_boxes"],
-            [(c.x, c.x_prime) for c in r.counterexamples])
+    return (
+        r.certified,
+        r.falsified,
+        r.undecided,
+        r.measure_lower,
+        r.measure_upper,
+        r.confident_size,
+        r.unfair_size,
+        r.stats["boxes"],
+        r.stats["examined"],
+        r.stats["unfair_boxes"],
+        [(c.x, c.x_prime) for c in r.counterexamples],
+    )
 
 
 @pytest.mark.parametrize("stop", [1, 300, 1000])
@@ -85,9 +95,15 @@ def _ckpt(ir, prop, **options):
 
 def _same(one, two) -> None:
     """The same shares, counts, unfair pieces with their twin boxes, and open boxes."""
-    assert (one.bounds, one.unfair, one.conf_settled, one.nonconf, one.complete) == \
-        (two.bounds, two.unfair, two.conf_settled, two.nonconf, two.complete)
+    assert (one.bounds, one.unfair, one.conf_settled, one.nonconf, one.complete) == (
+        two.bounds,
+        two.unfair,
+        two.conf_settled,
+        two.nonconf,
+        two.complete,
+    )
     assert one.stats["boxes"] == two.stats["boxes"] and one.stats["examined"] == two.stats["examined"]
+
     def region(q):
         return _rows(q.piece_lo, q.piece_hi, q.part.lo[q.piece_twin], q.part.hi[q.piece_twin])
 
@@ -106,11 +122,25 @@ def test_the_epsilon_refinement_resumes_to_the_uninterrupted_answer(tmp_path, mo
     part = quantify(ir, prop, method="refinement", max_boxes=budget // 3, checkpoint=_ckpt(ir, prop, checkpoint=path))
     assert part.stats["examined"] < whole.stats["examined"]
     # "auto" resumed from a refinement's state goes straight on with it (no region path first)
-    resumed = quantify(ir, prop, 60, method="auto", max_boxes=budget, resume=True,
-                       checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "auto.ckpt"))
+    resumed = quantify(
+        ir,
+        prop,
+        60,
+        method="auto",
+        max_boxes=budget,
+        resume=True,
+        checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "auto.ckpt"),
+    )
     _same(resumed, whole)
-    on_two = quantify(ir, prop, method="refinement", max_boxes=budget, parallel=Parallelism(2), resume=True,
-                      checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "two.ckpt"))
+    on_two = quantify(
+        ir,
+        prop,
+        method="refinement",
+        max_boxes=budget,
+        parallel=Parallelism(2),
+        resume=True,
+        checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "two.ckpt"),
+    )
     _same(on_two, whole)
     assert on_two.stats["workers"] == 2
 
@@ -177,9 +207,9 @@ DAMAGES = {
     "upside down": (_upside_down, "do not fit this domain"),
     "unfair box off the tables": (
         lambda s: _edit_bytes(s["shards"][0]["region"]["records"], 0, lambda raw: raw.__setitem__(1, 255)),
-        "unfair boxes are incomplete or malformed"),
-    "records short": (lambda s: s["shards"][0]["open"].update(boxes=s["shards"][0]["open"]["boxes"] + 1),
-                      "malformed"),
+        "unfair boxes are incomplete or malformed",
+    ),
+    "records short": (lambda s: s["shards"][0]["open"].update(boxes=s["shards"][0]["open"]["boxes"] + 1), "malformed"),
     "negative count": (lambda s: s["shards"][0].update(examined=-1), "do not fit"),
     "sum": (lambda s: s["shards"][0]["sums"]["settled"].update(whole="many"), "malformed"),
     "negative sum": (lambda s: s["shards"][0]["sums"]["unfair"].update(whole="-3"), "do not fit"),
@@ -210,6 +240,7 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, case, damage):
 def _move_out(which: str, k: int):
     """A change of the epsilon refinement's state (boxes stored as float64 rows lo, hi): the first
     box of `which` moved out of the domain."""
+
     def change(state):
         shard = state["shards"][0]
         records = shard["open"]["records"] if which == "open" else shard["region"]["pieces"]
@@ -235,8 +266,7 @@ def test_damaged_checkpoints_of_the_epsilon_refinement_are_refused(tmp_path, dam
         change = _move_out("open" if damage == "open box" else "pieces", 0 if damage == "piece" else 2)
     _damage(path, change)
     with pytest.raises(PropertyError, match="do not fit this domain"):
-        quantify(ir, prop, method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, resume=path),
-                 resume=True)
+        quantify(ir, prop, method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, resume=path), resume=True)
 
 
 def test_exact_sums_round_trip_exactly():
@@ -245,14 +275,18 @@ def test_exact_sums_round_trip_exactly():
     values[::5] = np.floor(values[::5])
     total = ExactSum()
     total.add(values)
-    total.add(np.array([2.0 ** 60, 0.1, -(2.0 ** 60)]))
+    total.add(np.array([2.0**60, 0.1, -(2.0**60)]))
     again = ExactSum.of_state(json.loads(json.dumps(total.state())))
     assert again.state() == total.state() and float(again) == float(total)
     for s in (total, again):
         s.add(np.array([1e-300, 3.5, 1e20]))
     assert float(again) == float(total) == math.fsum(values.tolist() + [0.1, 1e-300, 3.5, 1e20])
-    for bad in ({"whole": "0", "partials": ["inf"]}, {"whole": "1.5", "partials": []}, {"whole": "0"},
-                {"whole": "0", "partials": ["0x1p-1"] * 101}):
+    for bad in (
+        {"whole": "0", "partials": ["inf"]},
+        {"whole": "1.5", "partials": []},
+        {"whole": "0"},
+        {"whole": "0", "partials": ["0x1p-1"] * 101},
+    ):
         with pytest.raises(ValueError):
             ExactSum.of_state(bad)
 
@@ -262,21 +296,53 @@ def _tree_files(folder):
     seconds under the box budget of the test below."""
     xgb = pytest.importorskip("xgboost")
     rng = np.random.default_rng(0)
-    X = np.stack([rng.integers(0, 60, 3000), rng.integers(0, 2, 3000), rng.integers(0, 40, 3000),
-                  rng.integers(0, 30, 3000), rng.integers(0, 20, 3000)], axis=1).astype(float)
+    X = np.stack(
+        [
+            rng.integers(0, 60, 3000),
+            rng.integers(0, 2, 3000),
+            rng.integers(0, 40, 3000),
+            rng.integers(0, 30, 3000),
+            rng.integers(0, 20, 3000),
+        ],
+        axis=1,
+    ).astype(float)
     y = ((X[:, 0] / 60 + X[:, 2] / 40 + 0.3 * X[:, 1] - X[:, 4] / 40 + rng.normal(0, 0.3, 3000)) > 1.0).astype(int)
     xgb.XGBClassifier(n_estimators=80, max_depth=6, random_state=0, n_jobs=1).fit(X, y).save_model(folder / "m.json")
-    Domain((Feature("a", "integer", 0, 59), Feature("s", "binary", 0, 1), Feature("b", "integer", 0, 39),
-            Feature("c", "integer", 0, 29), Feature("d", "integer", 0, 19))).save(folder / "d.json")
+    Domain(
+        (
+            Feature("a", "integer", 0, 59),
+            Feature("s", "binary", 0, 1),
+            Feature("b", "integer", 0, 39),
+            Feature("c", "integer", 0, 29),
+            Feature("d", "integer", 0, 19),
+        )
+    ).save(folder / "d.json")
 
 
 @pytest.mark.slow
 def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     """SIGKILL at six moments of a box-budget run, each then resumed: the same JSON answer."""
     _tree_files(tmp_path)
-    base = [sys.executable, "-m", "faircert", "verify", str(tmp_path / "m.json"), "--domain", str(tmp_path / "d.json"),
-            "--protected", "s", "--kappa", "0.5", "--workers", "1", "--max-boxes", "100000", "--time-limit", "600",
-            "--quiet"]
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "verify",
+        str(tmp_path / "m.json"),
+        "--domain",
+        str(tmp_path / "d.json"),
+        "--protected",
+        "s",
+        "--kappa",
+        "0.5",
+        "--workers",
+        "1",
+        "--max-boxes",
+        "100000",
+        "--time-limit",
+        "600",
+        "--quiet",
+    ]
     whole = tmp_path / "whole.json"
     subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
     expected = json.loads(whole.read_text())
@@ -290,8 +356,16 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
         code = rerun(base, path, resumed)
         got = json.loads(resumed.read_text())
         assert code in (0, 1, 2)
-        for key in ("certified", "falsified", "undecided", "measure_lower", "measure_upper", "confident_size",
-                    "unfair_size", "counterexamples"):
+        for key in (
+            "certified",
+            "falsified",
+            "undecided",
+            "measure_lower",
+            "measure_upper",
+            "confident_size",
+            "unfair_size",
+            "counterexamples",
+        ):
             assert got[key] == expected[key], (k, after, key)
         assert got["stats"]["boxes"] == expected["stats"]["boxes"], (k, after)
         assert got["stats"]["examined"] == expected["stats"]["examined"], (k, after)

@@ -87,8 +87,9 @@ def test_pickled_models_need_explicit_trust(tmp_path, capsys):
     X = np.column_stack([rng.integers(0, 5, 200), rng.integers(0, 2, 200)]).astype(float)
     model = tree.DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, (X[:, 0] + 2 * X[:, 1] > 4).astype(int))
     joblib.dump(model, tmp_path / "m.joblib")
-    (tmp_path / "d.yaml").write_text("features:\n  - {name: a, kind: integer, min: 0, max: 4}\n"
-                                     "  - {name: s, kind: binary, protected: true}\n")
+    (tmp_path / "d.yaml").write_text(
+        "features:\n  - {name: a, kind: integer, min: 0, max: 4}\n  - {name: s, kind: binary, protected: true}\n"
+    )
     args = ["verify", str(tmp_path / "m.joblib"), "--domain", str(tmp_path / "d.yaml"), "--quiet"]
     assert main(args) == 3
     assert "--trust-pickle" in capsys.readouterr().err
@@ -106,15 +107,43 @@ def test_verify_infers_the_domain_from_a_csv_and_reports_bad_outputs(tmp_path, c
     save_nnet(ReluNetwork([np.array([[1.0, 3.0]])], [np.array([-2.0])]), tmp_path / "m.nnet")
     (tmp_path / "data.csv").write_text("a,s\n0,0\n4,1\n2,0\n")
     out = tmp_path / "r.json"
-    assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "data.csv"), "--protected", "s",
-                 "--quiet", "--json", str(out)]) == 1
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "m.nnet"),
+                "--domain",
+                str(tmp_path / "data.csv"),
+                "--protected",
+                "s",
+                "--quiet",
+                "--json",
+                str(out),
+            ]
+        )
+        == 1
+    )
     result = json.loads(out.read_text())
     assert result["feature_names"] == ["a", "s"] and result["falsified"] == pytest.approx(3 / 5)
     (tmp_path / "wide.csv").write_text("a,s,y\n0,0,1\n4,1,0\n")
     assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "wide.csv"), "--protected", "s"]) == 3
     assert "--label NAME" in capsys.readouterr().err
-    assert main(["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "data.csv"), "--protected", "s",
-                 "--quiet", "--html", str(tmp_path / "no" / "such" / "dir.html")]) == 3
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "m.nnet"),
+                "--domain",
+                str(tmp_path / "data.csv"),
+                "--protected",
+                "s",
+                "--quiet",
+                "--html",
+                str(tmp_path / "no" / "such" / "dir.html"),
+            ]
+        )
+        == 3
+    )
     assert "cannot write" in capsys.readouterr().err
 
 
@@ -124,8 +153,23 @@ def test_domain_show_missing_file_and_group_bad_delta(tmp_path, capsys):
     model = tmp_path / "lin.json"
     model.write_text(json.dumps({"weights": [1.0], "intercept": 0.0, "features": ["a"]}))
     (tmp_path / "d.csv").write_text("a,s\n1,0\n2,1\n")
-    assert main(["group", str(model), "--data", str(tmp_path / "d.csv"), "--protected", "s",
-                 "--method", "sampling", "--delta", "2"]) == 3
+    assert (
+        main(
+            [
+                "group",
+                str(model),
+                "--data",
+                str(tmp_path / "d.csv"),
+                "--protected",
+                "s",
+                "--method",
+                "sampling",
+                "--delta",
+                "2",
+            ]
+        )
+        == 3
+    )
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
 
 

@@ -46,9 +46,8 @@ def test_scores_equal_numpy_on_every_framework(seed):
 def test_float32_running_sum_is_kept():
     """Leaves 1, 2**-25, -1: float64 sums to 2**-25 > 0, XGBoost's float32 running sum to 0."""
     leaf = -1
-    trees = [Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, v, v])
-             for v in (1.0, 2.0 ** -25, -1.0)]
-    for f32, expect in ((True, 0.0), (False, 2.0 ** -25)):
+    trees = [Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, v, v]) for v in (1.0, 2.0**-25, -1.0)]
+    for f32, expect in ((True, 0.0), (False, 2.0**-25)):
         ir = TreeEnsemble(trees, 1, split="<", sum_float32=f32)
         X = np.zeros((3, 1))
         assert np.array_equal(trees_compiled.scores(ir, X), np.full(3, expect))

@@ -14,8 +14,12 @@ from faircert.errors import PropertyError
 from faircert.models.io.nnet import save_nnet
 from faircert.models.trees import Tree, TreeEnsemble
 
-FEATURES = (Feature("a", "integer", 0, 9), Feature("p", "integer", 0, 4), Feature("b", "integer", -3, 3),
-            Feature("c", "integer", 0, 4))
+FEATURES = (
+    Feature("a", "integer", 0, 9),
+    Feature("p", "integer", 0, 4),
+    Feature("b", "integer", -3, 3),
+    Feature("c", "integer", 0, 4),
+)
 
 
 def _net(seed: int, effect: float):
@@ -28,7 +32,7 @@ def _net(seed: int, effect: float):
 def files(tmp_path):
     dom = Domain(FEATURES)
     dom.save(tmp_path / "d.yaml")
-    fair = _net(0, 0.0)            # ignores p: fair by construction
+    fair = _net(0, 0.0)  # ignores p: fair by construction
     unfair = _net(1, 1.0)
     assert unfair_points(unfair, dom, [1]) > 0
     save_nnet(fair, tmp_path / "fair.nnet")
@@ -57,8 +61,23 @@ def test_api_complete_and_partitions(files):
 
 def test_cli_partitions_json_and_csv(files, capsys):
     out_json, out_csv = files / "r.json", files / "p.csv"
-    code = main(["verify", str(files / "unfair.nnet"), "--domain", str(files / "d.yaml"), "--protected", "p",
-                 "--partition-size", "7", "--json", str(out_json), "--partitions-csv", str(out_csv), "--quiet"])
+    code = main(
+        [
+            "verify",
+            str(files / "unfair.nnet"),
+            "--domain",
+            str(files / "d.yaml"),
+            "--protected",
+            "p",
+            "--partition-size",
+            "7",
+            "--json",
+            str(out_json),
+            "--partitions-csv",
+            str(out_csv),
+            "--quiet",
+        ]
+    )
     assert code == 1
     data = json.loads(out_json.read_text())
     assert data["decision"]["verdict"] == "unfair" and data["epsilon_semantics"] == "other_protected_value"
@@ -66,18 +85,46 @@ def test_cli_partitions_json_and_csv(files, capsys):
     assert len(rows) == 2 == len(data["partitions"])
     assert [r["a_min"] for r in rows] == ["0", "7"]
     assert all(r["verdict"] == p["verdict"] for r, p in zip(rows, data["partitions"]))
-    assert main(["verify", str(files / "fair.nnet"), "--domain", str(files / "d.yaml"), "--protected", "p",
-                 "--complete", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "verify",
+                str(files / "fair.nnet"),
+                "--domain",
+                str(files / "d.yaml"),
+                "--protected",
+                "p",
+                "--complete",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--partition-size", "0"], "partition size must be an integer >= 1"),
-    (["--partition-size", "1", "--epsilon", "b=1"], None),
-    (["--partitions-csv", "x.csv"], "--partitions-csv needs --partition-size"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--partition-size", "0"], "partition size must be an integer >= 1"),
+        (["--partition-size", "1", "--epsilon", "b=1"], None),
+        (["--partitions-csv", "x.csv"], "--partitions-csv needs --partition-size"),
+    ],
+)
 def test_cli_bad_partition_input_exits_3(files, capsys, args, message):
-    code = main(["verify", str(files / "unfair.nnet"), "--domain", str(files / "d.yaml"), "--protected", "p",
-                 "--quiet", "--time-limit", "5"] + args)
+    code = main(
+        [
+            "verify",
+            str(files / "unfair.nnet"),
+            "--domain",
+            str(files / "d.yaml"),
+            "--protected",
+            "p",
+            "--quiet",
+            "--time-limit",
+            "5",
+        ]
+        + args
+    )
     err = capsys.readouterr().err
     if message is None:  # a legal small grid: 10 * 7 * 5 partitions, decided
         assert code == 1
@@ -88,9 +135,21 @@ def test_cli_bad_partition_input_exits_3(files, capsys, args, message):
 
 def test_partition_grid_over_the_limit_is_one_line_error(files, monkeypatch, capsys):
     from faircert.engines.network import partitions
+
     monkeypatch.setattr(partitions, "MAX_PARTITIONS", 100)
-    code = main(["verify", str(files / "unfair.nnet"), "--domain", str(files / "d.yaml"), "--protected", "p",
-                 "--partition-size", "1", "--quiet"])
+    code = main(
+        [
+            "verify",
+            str(files / "unfair.nnet"),
+            "--domain",
+            str(files / "d.yaml"),
+            "--protected",
+            "p",
+            "--partition-size",
+            "1",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 3 and "into 350 partitions (limit 100); use a larger partition size" in err
 
@@ -113,8 +172,9 @@ def test_complete_on_a_tree_ensemble_decides_partitions():
 
 
 def test_robustness_is_accepted_for_networks(files):
-    res = faircert.verify(str(files / "fair.nnet"), Domain(FEATURES), robustness=True, epsilon={"a": 1},
-                          time_limit=None)
+    res = faircert.verify(
+        str(files / "fair.nnet"), Domain(FEATURES), robustness=True, epsilon={"a": 1}, time_limit=None
+    )
     assert res.epsilon_semantics == "robustness"
     assert res.undecided == 0.0
     truth = unfair_points(_net(0, 0.0), Domain(FEATURES), [], {0: 1})

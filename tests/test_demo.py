@@ -31,8 +31,13 @@ def test_demo_command_writes_files_and_json(tmp_path, capsys):
 
     assert main(["demo", "--out", str(tmp_path), "--quiet", "--time-limit", "20"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert {p.name for p in tmp_path.iterdir()} >= {"lending.csv", "domain.yaml", "model.nnet", "result.json",
-                                                     "counterexamples.csv"}
+    assert {p.name for p in tmp_path.iterdir()} >= {
+        "lending.csv",
+        "domain.yaml",
+        "model.nnet",
+        "result.json",
+        "counterexamples.csv",
+    }
     assert result["verdict"] == "unfair" and result["protected"] == ["sex"]
     assert abs(result["certified"] + result["falsified"] + result["undecided"] - 1) < 1e-12
     assert result["falsified"] > 0.01 and len(result["counterexamples"]) > 0

@@ -26,8 +26,13 @@ def test_the_site_builds_strictly_with_every_command_metric_and_engine(tmp_path)
     from faircert.engines.registry import ENGINES
     from faircert.metrics import METRICS
 
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     cli = _text(tmp_path / "cli" / "index.html")
     for command in ("verify", "group", "compare", "program", "sample-counterexamples", "export-vnnlib", "demo"):
@@ -39,4 +44,6 @@ def test_the_site_builds_strictly_with_every_command_metric_and_engine(tmp_path)
     assert "Prove, quantify and explain the fairness" in _text(tmp_path / "index.html")
     api = _text(tmp_path / "api" / "index.html")
     assert "faircert . api . verify (" in api and "GroupResult" in api
-    assert "What it answers" in _text(tmp_path / "index.html") and "The per-row audit" in _text(tmp_path / "guide" / "index.html")
+    assert "What it answers" in _text(tmp_path / "index.html") and "The per-row audit" in _text(
+        tmp_path / "guide" / "index.html"
+    )

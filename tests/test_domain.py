@@ -34,18 +34,24 @@ def test_yaml_domain_round_trip(tmp_path):
     assert json.loads((tmp_path / "again.json").read_text())["features"][1]["protected"] is True
 
 
-@pytest.mark.parametrize("text, message", [
-    ("features:\n  - {name: a, kind: integer, min: 5, max: 1}", "min 5 > max 1"),
-    ("features:\n  - {name: a, kind: weird, min: 0, max: 1}", "unknown kind"),
-    ("features:\n  - {name: a, kind: integer, min: 0.5, max: 3}", "must be integers"),
-    ("features:\n  - {name: a, kind: real, min: 0}", "needs 'min' and 'max'"),
-    ("features:\n  - {name: a, kind: real, min: 0, max: 1, colour: red}", "unknown keys"),
-    ("features:\n  - {name: a, kind: real, min: 0, max: 1}\n  - {name: a, kind: real, min: 0, max: 1}", "appears twice"),
-    ("features:\n  - {name: a, min: 0, max: 9}", "needs a 'kind'"),
-    ("features:\n  - {name: a, kind: binary, min: 0, max: 2}", "binary features take values in"),
-    ("- just a list", "expected a mapping"),
-    ("features: [", "cannot parse"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("features:\n  - {name: a, kind: integer, min: 5, max: 1}", "min 5 > max 1"),
+        ("features:\n  - {name: a, kind: weird, min: 0, max: 1}", "unknown kind"),
+        ("features:\n  - {name: a, kind: integer, min: 0.5, max: 3}", "must be integers"),
+        ("features:\n  - {name: a, kind: real, min: 0}", "needs 'min' and 'max'"),
+        ("features:\n  - {name: a, kind: real, min: 0, max: 1, colour: red}", "unknown keys"),
+        (
+            "features:\n  - {name: a, kind: real, min: 0, max: 1}\n  - {name: a, kind: real, min: 0, max: 1}",
+            "appears twice",
+        ),
+        ("features:\n  - {name: a, min: 0, max: 9}", "needs a 'kind'"),
+        ("features:\n  - {name: a, kind: binary, min: 0, max: 2}", "binary features take values in"),
+        ("- just a list", "expected a mapping"),
+        ("features: [", "cannot parse"),
+    ],
+)
 def test_bad_domain_files(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -73,10 +79,16 @@ def test_missing_domain_file(tmp_path):
 
 
 def test_infer_kinds_and_codes():
-    frame = pd.DataFrame({
-        "age": [20, 35, 61], "sex": ["M", "F", "F"], "race": ["b", "a", "c"],
-        "hours": [1.5, 40.0, 99.5], "flag": [0, 1, 1], "income": [0, 1, 0],
-    })
+    frame = pd.DataFrame(
+        {
+            "age": [20, 35, 61],
+            "sex": ["M", "F", "F"],
+            "race": ["b", "a", "c"],
+            "hours": [1.5, 40.0, 99.5],
+            "flag": [0, 1, 1],
+            "income": [0, 1, 0],
+        }
+    )
     dom = infer_domain(frame, protected=["sex"], label="income")
     assert dom.names == ["age", "sex", "race", "hours", "flag"]
     assert [f.kind for f in dom] == ["integer", "binary", "categorical", "real", "binary"]
@@ -121,11 +133,18 @@ def test_a_model_s_stored_names_and_an_unnamed_domain_are_refused_unless_matched
         Domain.load(path)
 
 
-@pytest.mark.parametrize("text", [
-    "features:\n  - {name: age, kind: integer, min: 18, max: 90}\n  - {name: s, kind: binary, protected: true}\n",
-    "a: [1, -2.5, 1.5e3, 0x1F, 1_000, .inf, .nan_is_text, ~, null, off, 'yes', \"no\", 2001-12-14]\nb: !!str 5\nc:\n",
-    "- [a, {b: [c, {d: e}]}]\n- ''\n- '1'\n", "", "# a comment only\n", "plain text",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "features:\n  - {name: age, kind: integer, min: 18, max: 90}\n  - {name: s, kind: binary, protected: true}\n",
+        "a: [1, -2.5, 1.5e3, 0x1F, 1_000, .inf, .nan_is_text, ~, null, off, 'yes', \"no\", 2001-12-14]\nb: !!str "
+        "5\nc:\n",
+        "- [a, {b: [c, {d: e}]}]\n- ''\n- '1'\n",
+        "",
+        "# a comment only\n",
+        "plain text",
+    ],
+)
 def test_yaml_domains_read_as_pyyaml_safe_loader_reads_them(text):
     yaml = pytest.importorskip("yaml")
     from faircert.domain import _load_yaml
@@ -136,8 +155,10 @@ def test_yaml_domains_read_as_pyyaml_safe_loader_reads_them(text):
 def test_a_wide_yaml_domain_reads_as_its_json_twin(tmp_path):
     rows = [{"name": f"f{i}", "kind": "integer", "min": 0, "max": i % 50 + 1} for i in range(20_000)]
     (tmp_path / "d.json").write_text(json.dumps({"features": rows}))
-    (tmp_path / "d.yaml").write_text("features:\n" + "".join(
-        f"  - {{name: f{i}, kind: integer, min: 0, max: {i % 50 + 1}}}\n" for i in range(20_000)))
+    (tmp_path / "d.yaml").write_text(
+        "features:\n"
+        + "".join(f"  - {{name: f{i}, kind: integer, min: 0, max: {i % 50 + 1}}}\n" for i in range(20_000))
+    )
     assert Domain.load(tmp_path / "d.yaml") == Domain.load(tmp_path / "d.json")
 
 
@@ -177,11 +198,15 @@ def test_a_yaml_domain_of_100000_features_reads_in_seconds(tmp_path):
     assert loaded == [domain]
 
 
-@pytest.mark.parametrize("text,message", [
-    (lambda: "features:\n" + "- 0\n" * 4_000_000, r"the number of features is more than 100,000"),  # 16 MB
-    (lambda: "features: [" + "{name: a, kind: binary}, " * 600_000 + "]\n", r"the number of features is more than"),
-    (lambda: "a: " + "[" * 101 + "]" * 101 + "\n", r"YAML nested more than 100 levels deep"),
-], ids=["16 MB of list items", "600,000 features", "nested 101 deep"])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (lambda: "features:\n" + "- 0\n" * 4_000_000, r"the number of features is more than 100,000"),  # 16 MB
+        (lambda: "features: [" + "{name: a, kind: binary}, " * 600_000 + "]\n", r"the number of features is more than"),
+        (lambda: "a: " + "[" * 101 + "]" * 101 + "\n", r"YAML nested more than 100 levels deep"),
+    ],
+    ids=["16 MB of list items", "600,000 features", "nested 101 deep"],
+)
 def test_hostile_yaml_domains_are_refused_in_one_line_quickly(tmp_path, text, message):
     """Refused as soon as the limit is passed, not after reading the whole file."""
     from faircert.limits import LimitError
@@ -227,11 +252,35 @@ def test_without_libyaml_small_yaml_domains_read_the_same_and_large_ones_are_ref
 
 
 def test_yaml_written_for_any_names_reads_back_as_the_same_domain(tmp_path):
-    names = ["a: b", "yes", "null", "1.5", "", " x", "#c", "- y", "'q'", '"d"', "back\\slash", "tab\tnew\nline",
-             "\u00e9t\u00e9", "\U0001f600", "\x85\u2028\ufeff\x7f", "=SUM(A1)", "[x]", "{y}", "&a", "*a", "!t"]
+    names = [
+        "a: b",
+        "yes",
+        "null",
+        "1.5",
+        "",
+        " x",
+        "#c",
+        "- y",
+        "'q'",
+        '"d"',
+        "back\\slash",
+        "tab\tnew\nline",
+        "\u00e9t\u00e9",
+        "\U0001f600",
+        "\x85\u2028\ufeff\x7f",
+        "=SUM(A1)",
+        "[x]",
+        "{y}",
+        "&a",
+        "*a",
+        "!t",
+    ]
     features = [Feature(n, "integer", -3, 3, protected=k == 0) for k, n in enumerate(names)]
-    features += [Feature("r", "real", -1e-300, 1e15), Feature("big", "integer", -(2**53), 2**53),
-                 Feature("c", "categorical", 0, len(names) - 1, categories=tuple(names))]
+    features += [
+        Feature("r", "real", -1e-300, 1e15),
+        Feature("big", "integer", -(2**53), 2**53),
+        Feature("c", "categorical", 0, len(names) - 1, categories=tuple(names)),
+    ]
     domain = Domain(tuple(features), match="position")
     domain.save(tmp_path / "d.yaml")
     assert Domain.load(tmp_path / "d.yaml") == domain
@@ -246,8 +295,11 @@ def test_domain_infer_of_a_wide_csv_takes_seconds(tmp_path, capsys):
     rng = np.random.default_rng(0)
     table = rng.integers(0, 5, size=(20, 20_000))
     path = tmp_path / "wide.csv"
-    path.write_text(",".join(f"c{i}" for i in range(table.shape[1])) + "\n"
-                    + "".join(",".join(map(str, row)) + "\n" for row in table))
+    path.write_text(
+        ",".join(f"c{i}" for i in range(table.shape[1]))
+        + "\n"
+        + "".join(",".join(map(str, row)) + "\n" for row in table)
+    )
     assert _cpu_seconds(lambda: main(["domain", "infer", str(path)])) < CPU_SECONDS / 2
     out = capsys.readouterr().out
     (tmp_path / "d.yaml").write_text(out)

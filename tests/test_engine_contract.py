@@ -108,8 +108,9 @@ def _rows_case(model, predict) -> Case:
     prop = individual_fairness(DOM, "s", epsilon={"a": 1})
     truth = []
     for x in rows:  # brute force over each row's ball
-        twins = [[a, s, x[2]] for a in range(int(max(0, x[0] - 1)), int(min(5, x[0] + 1)) + 1) for s in range(3)
-                 if s != x[1]]
+        twins = [
+            [a, s, x[2]] for a in range(int(max(0, x[0] - 1)), int(min(5, x[0] + 1)) + 1) for s in range(3) if s != x[1]
+        ]
         truth.append("unfair" if np.any(predict(np.array(twins, dtype=float)) != predict(x[None])[0]) else "fair")
 
     def check(result):
@@ -152,8 +153,15 @@ def _tree(nodes) -> Tree:
 
 
 def _trees() -> TreeEnsemble:
-    t1 = _tree([(1, 1, 1, 2, 0), (0, 3, 3, 4, 0), (LEAF, 0, LEAF, LEAF, 0.9),
-                (LEAF, 0, LEAF, LEAF, -0.6), (LEAF, 0, LEAF, LEAF, 0.4)])
+    t1 = _tree(
+        [
+            (1, 1, 1, 2, 0),
+            (0, 3, 3, 4, 0),
+            (LEAF, 0, LEAF, LEAF, 0.9),
+            (LEAF, 0, LEAF, LEAF, -0.6),
+            (LEAF, 0, LEAF, LEAF, 0.4),
+        ]
+    )
     t2 = _tree([(2, 0, 1, 2, 0), (LEAF, 0, LEAF, LEAF, -0.5), (LEAF, 0, LEAF, LEAF, 0.3)])
     return TreeEnsemble([t1, t2], 3, split="<", input_float32=False)
 
@@ -185,14 +193,17 @@ def _tree_population_case() -> Case:
     from faircert.population.marginals import Marginals
 
     ir = _trees()
-    codes = np.array([[a, 0, b] for a, b, n in [(0, -3, 5), (1, 0, 2), (3, 0, 1), (3, 2, 4), (5, 3, 3)]
-                      for _ in range(n)], dtype=float)
+    codes = np.array(
+        [[a, 0, b] for a, b, n in [(0, -3, 5), (1, 0, 2), (3, 0, 1), (3, 2, 4), (5, 3, 3)] for _ in range(n)],
+        dtype=float,
+    )
     prop = replace(individual_fairness(DOM, "s"), population=Marginals.from_codes(codes))
     unfair = _tree_unfair_inputs(ir)
     a, na = np.unique(codes[:, 0], return_counts=True)
     b, nb = np.unique(codes[:, 2], return_counts=True)
-    truth = sum(pa * pb for x, pa in zip(a, na / len(codes)) for y, pb in zip(b, nb / len(codes))
-                if (x, 0.0, y) in unfair)
+    truth = sum(
+        pa * pb for x, pa in zip(a, na / len(codes)) for y, pb in zip(b, nb / len(codes)) if (x, 0.0, y) in unfair
+    )
 
     def check(result):
         assert 0 < truth < 1 and result.undecided == 0 and result.domain_size == 1.0
@@ -231,6 +242,7 @@ def _tree_sampling_case() -> Case:
 
 
 # --- group fairness -----------------------------------------------------------------------------
+
 
 def _bern(name: str, p: float, parents: tuple = (), table=None) -> Variable:
     return Variable(name, (0, 1), ("0", "1"), parents, table if table is not None else [1 - p, p])
@@ -288,8 +300,13 @@ def _sequential_case() -> Case:
     def check(result):
         assert result.verdict == ("fair" if min(truth.values()) / max(truth.values()) >= 0.8 else "unfair")
 
-    return Case(_as_network(LINEAR), question, GroupOptions(time_limit=30, method="sampling", delta=1e-3), check,
-                method="sampling")
+    return Case(
+        _as_network(LINEAR),
+        question,
+        GroupOptions(time_limit=30, method="sampling", delta=1e-3),
+        check,
+        method="sampling",
+    )
 
 
 def _empirical_case() -> Case:
@@ -310,7 +327,6 @@ def _empirical_case() -> Case:
 # --- decision programs --------------------------------------------------------------------------
 
 
-
 def _program_check(result) -> None:
     assert result.verdict == "unfair"  # 0.594 < 1 - 0.15
     if result.method == "sound":
@@ -322,8 +338,13 @@ def _program_case() -> Case:
 
 
 def _program_sequential_case() -> Case:
-    return Case(load_program(PROGRAM), ProgramQuestion(epsilon=0.15),
-                ProgramOptions(time_limit=30, method="sampling", delta=1e-3), _program_check, method="sampling")
+    return Case(
+        load_program(PROGRAM),
+        ProgramQuestion(epsilon=0.15),
+        ProgramOptions(time_limit=30, method="sampling", delta=1e-3),
+        _program_check,
+        method="sampling",
+    )
 
 
 CASES: dict[str, Callable[[], Case]] = {
@@ -385,13 +406,15 @@ def _slow_network_case() -> Case:
 
 def _slow_network_complete_case() -> Case:
     case = _slow_network_case()
-    return Case(case.model, case.question, VerifyOptions(time_limit=1.0, partition_size=500), case.check,
-                method="complete")
+    return Case(
+        case.model, case.question, VerifyOptions(time_limit=1.0, partition_size=500), case.check, method="complete"
+    )
 
 
 def _slow_program_case() -> Case:
-    return Case(load_program(PROGRAM), ProgramQuestion(epsilon=1 - RATIO), ProgramOptions(time_limit=1.0),
-                lambda r: None)  # the threshold sits on the true ratio: refinement never settles
+    return Case(
+        load_program(PROGRAM), ProgramQuestion(epsilon=1 - RATIO), ProgramOptions(time_limit=1.0), lambda r: None
+    )  # the threshold sits on the true ratio: refinement never settles
 
 
 def _slow_trees_case() -> Case:
@@ -425,17 +448,31 @@ def _slow_group_linear_case() -> Case:
     variables = {"s": Variable("s", (0, 1), (), (), [0.5, 0.5])}
     previous = "s"
     for i in range(10):
-        variables[f"v{i}"] = Variable(f"v{i}", tuple(range(12)), (), (previous,),
-                                      rng.dirichlet(np.ones(12), size=variables[previous].card))
+        variables[f"v{i}"] = Variable(
+            f"v{i}", tuple(range(12)), (), (previous,), rng.dirichlet(np.ones(12), size=variables[previous].card)
+        )
         previous = f"v{i}"
     model = LinearModel.plain(rng.normal(size=11), 0.1, list(variables))
-    return Case(model, GroupQuestion(DiscretePopulation(variables, ("s",)), ("s",)), GroupOptions(time_limit=0.5),
-                lambda r: None)
+    return Case(
+        model,
+        GroupQuestion(DiscretePopulation(variables, ("s",)), ("s",)),
+        GroupOptions(time_limit=0.5),
+        lambda r: None,
+    )
 
 
-@pytest.mark.parametrize("make", [_slow_network_case, _slow_network_complete_case, _slow_program_case,
-                                  _slow_trees_case, _slow_group_trees_case, _slow_group_linear_case],
-                         ids=["network", "network-complete", "program", "trees", "group-trees", "group-linear"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        _slow_network_case,
+        _slow_network_complete_case,
+        _slow_program_case,
+        _slow_trees_case,
+        _slow_group_trees_case,
+        _slow_group_linear_case,
+    ],
+    ids=["network", "network-complete", "program", "trees", "group-trees", "group-linear"],
+)
 def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(make):
     case = make()
     spec = find_engine(case.model, case.question, case.method)
@@ -469,9 +506,13 @@ def test_registry_names_real_classes():
 def test_an_unsupported_pair_names_what_is_supported():
     from faircert.errors import PropertyError
 
-    with pytest.raises(PropertyError, match="individual-fairness verification needs a ReLU network or tree ensemble; "
-                                            "the model is a LinearModel"):
+    with pytest.raises(
+        PropertyError,
+        match="individual-fairness verification needs a ReLU network or tree ensemble; the model is a LinearModel",
+    ):
         find_engine(LINEAR, individual_fairness(DOM, "s"))
-    with pytest.raises(PropertyError, match="no engine answers program fairness of a Program with method 'exact'; "
-                                            "supported: program-bounds"):
+    with pytest.raises(
+        PropertyError,
+        match="no engine answers program fairness of a Program with method 'exact'; supported: program-bounds",
+    ):
         find_engine(load_program(PROGRAM), ProgramQuestion(), "exact")

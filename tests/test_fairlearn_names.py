@@ -19,12 +19,15 @@ from faircert.models.linear import ColumnEncoding, LinearModel
 def people():
     rng = np.random.default_rng(0)
     n = 400
-    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B"], n),
-                       "age": rng.integers(0, 4, n)})
+    df = pd.DataFrame(
+        {"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B"], n), "age": rng.integers(0, 4, n)}
+    )
     df["income"] = np.where(rng.random(n) < 0.3 + 0.3 * (df.sex == "Male"), "high", "low")
-    model = LinearModel(np.array([1.0, -0.5, 0.4]), -0.95,
-                        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("race", "onehot", ("B",)),
-                         ColumnEncoding("age")))
+    model = LinearModel(
+        np.array([1.0, -0.5, 0.4]),
+        -0.95,
+        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("race", "onehot", ("B",)), ColumnEncoding("age")),
+    )
     return df, model
 
 
@@ -50,9 +53,13 @@ def test_sensitive_features_as_a_series_or_a_dataframe(people):
 
 def test_fairlearn_metric_names_are_aliases_and_unknown_names_are_errors(people):
     df, model = people
-    r = faircert.group(model, df, protected="sex", label="income",
-                       metrics=["demographic_parity_ratio", "demographic_parity_difference",
-                                "equalized_odds_difference"])
+    r = faircert.group(
+        model,
+        df,
+        protected="sex",
+        label="income",
+        metrics=["demographic_parity_ratio", "demographic_parity_difference", "equalized_odds_difference"],
+    )
     assert set(r.metrics) == {"di", "sp", "eo"}
     short = faircert.group(model, df, protected="sex", label="income", metrics="di,sp,eo")
     assert r.metrics["eo"].low == short.metrics["eo"].low
@@ -82,7 +89,9 @@ def test_verify_takes_a_series_an_integer_position_and_gives_frames(people):
 
     with pytest.raises(DomainError, match="feature index 8 is out of range"):
         faircert.verify(model, df, protected=8)
-    assert by_position.falsified == by_series.falsified == pytest.approx(5 / 8)  # by hand: 3 of 4 ages (race A), 2 of 4 (B)
+    assert (
+        by_position.falsified == by_series.falsified == pytest.approx(5 / 8)
+    )  # by hand: 3 of 4 ages (race A), 2 of 4 (B)
     shares = by_series.to_frame()
     assert list(shares.index) == ["certified", "falsified", "undecided"]
     assert shares["share"].sum() == pytest.approx(1.0)

@@ -92,8 +92,14 @@ def _nested(depth: int):
 
 
 #: Values of each JSON type, to put where another type stands.
-BY_TYPE = {"null": [None], "bool": [True, False], "number": [0.5, -1, 10**29],
-           "string": ["", "x" * 300, "\u0000\udcff"], "list": [[], [[]], [None, "a"]], "dict": [{}, {"a": 1}]}
+BY_TYPE = {
+    "null": [None],
+    "bool": [True, False],
+    "number": [0.5, -1, 10**29],
+    "string": ["", "x" * 300, "\u0000\udcff"],
+    "list": [[], [[]], [None, "a"]],
+    "dict": [{}, {"a": 1}],
+}
 #: Numbers put where a number stands.
 NUMBERS = [-1, 0, 1, -0.0, 0.5, 1e308, -1e308, 5e-324, 2**31, 2**63, 10**29]
 #: The mutations, and whether one makes a malformed file where every value is required and typed
@@ -151,8 +157,10 @@ JSON_OPS = st.tuples(st.sampled_from(sorted(JSON_MUTATIONS)), st.integers(0, 2**
 
 def _strict_json(data: bytes):
     """The document, if `data` is JSON faircert reads (UTF-8, finite numbers); else None."""
+
     def refuse(name):
         raise ValueError(name)
+
     try:
         return json.loads(data.decode("utf-8"), parse_constant=refuse)
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -162,8 +170,12 @@ def _strict_json(data: bytes):
 # ----- the per-row audit: a small network, a domain, rows --------------------------------------
 W1 = np.array([[1.0, 2.0, -1.0, 0.5], [-1.0, 1.0, 1.0, -0.5], [0.5, -2.0, 0.5, 1.0]])
 B1, W2, B2 = np.array([-1.0, 0.5, -0.5]), np.array([[1.0, -1.0, 0.5]]), np.array([-0.25])
-FEATURES = [{"name": "x0", "kind": "integer", "min": 0, "max": 5}, {"name": "x1", "kind": "categorical", "min": 0, "max": 2},
-            {"name": "x2", "kind": "integer", "min": 0, "max": 5}, {"name": "x3", "kind": "real", "min": 0, "max": 5}]
+FEATURES = [
+    {"name": "x0", "kind": "integer", "min": 0, "max": 5},
+    {"name": "x1", "kind": "categorical", "min": 0, "max": 2},
+    {"name": "x2", "kind": "integer", "min": 0, "max": 5},
+    {"name": "x3", "kind": "real", "min": 0, "max": 5},
+]
 ROWS_OPTIONS = ["--protected", "x1", "--epsilon", "x0=1,x3=0.5", "--workers", "1", "--quiet", "--time-limit", "20"]
 N_ROWS = 30
 
@@ -180,31 +192,97 @@ def rows_case(tmp_path_factory):
     (folder / "d.json").write_text(json.dumps({"features": FEATURES}))
     table = _table()
     (folder / "rows.csv").write_text("".join(",".join(r) + "\n" for r in table))
-    base = ["verify", str(folder / "m.nnet"), "--domain", str(folder / "d.json"), "--rows", str(folder / "rows.csv"),
-            *ROWS_OPTIONS]
+    base = [
+        "verify",
+        str(folder / "m.nnet"),
+        "--domain",
+        str(folder / "d.json"),
+        "--rows",
+        str(folder / "rows.csv"),
+        *ROWS_OPTIONS,
+    ]
     assert main(base + ["--json", str(folder / "whole.json"), "--checkpoint", str(folder / "rows.ckpt")]) == 1
     answer = json.loads((folder / "whole.json").read_text())
     assert 0 < answer["counts"]["unfair"] < N_ROWS
     checkpoint = json.loads((folder / "rows.ckpt").read_text())
     assert len(checkpoint["state"]["rows"]) > 10
-    return SimpleNamespace(folder=folder, table=table, base=base, verdicts=answer["row_verdicts"],
-                           checkpoint=checkpoint, text=(folder / "rows.ckpt").read_bytes())
+    return SimpleNamespace(
+        folder=folder,
+        table=table,
+        base=base,
+        verdicts=answer["row_verdicts"],
+        checkpoint=checkpoint,
+        text=(folder / "rows.ckpt").read_bytes(),
+    )
 
 
 # ----- the rows CSV ----------------------------------------------------------------------------
 #: Cells a fuzzer puts in a rows file: missing, not finite, too long, formula-like, not numbers,
 #: numbers other parsers read, text that breaks the line or the row.
-HOSTILE_CELLS = ["", " ", "nan", "NaN", "NA", "null", "inf", "-inf", "1e400", "9" * 400, "1e-320", "-0", "2.5", "7",
-                 "-1", "+1", "=1+1", "=cmd|' /C calc'!A0", "@SUM(A1)", "\t3", "True", "false", "0x10", "1_000", " 2 ",
-                 "\uff12", "\u0663", '"1"', "1,5", "1;5", "3\n4", "\r", "\x00", "\u00e9", "\ufeff1", "a" * 100_000,
-                 "9" * 100_000]
+HOSTILE_CELLS = [
+    "",
+    " ",
+    "nan",
+    "NaN",
+    "NA",
+    "null",
+    "inf",
+    "-inf",
+    "1e400",
+    "9" * 400,
+    "1e-320",
+    "-0",
+    "2.5",
+    "7",
+    "-1",
+    "+1",
+    "=1+1",
+    "=cmd|' /C calc'!A0",
+    "@SUM(A1)",
+    "\t3",
+    "True",
+    "false",
+    "0x10",
+    "1_000",
+    " 2 ",
+    "\uff12",
+    "\u0663",
+    '"1"',
+    "1,5",
+    "1;5",
+    "3\n4",
+    "\r",
+    "\x00",
+    "\u00e9",
+    "\ufeff1",
+    "a" * 100_000,
+    "9" * 100_000,
+]
 HEADERS = ["x9", "", "X0", " x0", "x0 ", "=x0", "x0", "x1", "x0.1", "\ufeffx0"]
 ENCODINGS = ["utf-8", "utf-8-sig", "latin-1", "utf-16"]
 
-CELL_OPS = st.lists(st.tuples(st.sampled_from(["cell", "header", "drop_column", "swap_columns", "delete_row",
-                                               "duplicate_row", "blank_line", "long_row", "short_row"]),
-                              st.integers(0, 2**10), st.integers(0, 2**10), st.integers(0, 2**10)),
-                    min_size=1, max_size=4)
+CELL_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "cell",
+                "header",
+                "drop_column",
+                "swap_columns",
+                "delete_row",
+                "duplicate_row",
+                "blank_line",
+                "long_row",
+                "short_row",
+            ]
+        ),
+        st.integers(0, 2**10),
+        st.integers(0, 2**10),
+        st.integers(0, 2**10),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 @st.composite
@@ -216,19 +294,28 @@ def rows_files(draw):
         return b""
     if shape == "binary":
         return draw(st.binary(min_size=1, max_size=4000))
-    return _edited_table(draw(CELL_OPS), draw(st.sampled_from(ENCODINGS)),
-                         draw(st.one_of(st.just([]), hf_mutations())), draw(st.booleans()))
+    return _edited_table(
+        draw(CELL_OPS),
+        draw(st.sampled_from(ENCODINGS)),
+        draw(st.one_of(st.just([]), hf_mutations())),
+        draw(st.booleans()),
+    )
 
 
 def hf_mutations():
-    return st.lists(st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
-                    min_size=1, max_size=2)
+    return st.lists(
+        st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
+        min_size=1,
+        max_size=2,
+    )
 
 
 def _table():
     rng = np.random.default_rng(1)
-    return [["x0", "x1", "x2", "x3"]] + [[str(rng.integers(0, 6)), str(rng.integers(0, 3)), str(rng.integers(0, 6)),
-                                          f"{rng.uniform(0, 5):.2f}"] for _ in range(N_ROWS)]
+    return [["x0", "x1", "x2", "x3"]] + [
+        [str(rng.integers(0, 6)), str(rng.integers(0, 3)), str(rng.integers(0, 6)), f"{rng.uniform(0, 5):.2f}"]
+        for _ in range(N_ROWS)
+    ]
 
 
 def _edited_table(ops, encoding: str, byte_ops, quote: bool) -> bytes:
@@ -269,14 +356,34 @@ def _edited_table(ops, encoding: str, byte_ops, quote: bool) -> bytes:
         lines = [",".join(row) for row in table]
     for at, line in sorted(extra, reverse=True):
         lines.insert(at, line)
-    data = ("\n".join(lines) + "\n").encode(encoding, errors="surrogateescape" if encoding.startswith("utf-8")
-                                           else "replace")
+    data = ("\n".join(lines) + "\n").encode(
+        encoding, errors="surrogateescape" if encoding.startswith("utf-8") else "replace"
+    )
     return hf.mutate(data, byte_ops) if byte_ops else data
 
 
 #: Cells pandas reads as missing (its default NA words): a row holding one is refused.
-MISSING = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
-           "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+MISSING = {
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+}
 TRUE, FALSE = {"True", "TRUE", "true"}, {"False", "FALSE", "false"}
 
 
@@ -360,8 +467,17 @@ def _check_rows_file(capsys, rows_case, data: bytes, folder: Path, domain: bool)
     path.write_bytes(data)
     for stale in (out, table):
         stale.unlink(missing_ok=True)
-    argv = ["verify", str(rows_case.folder / "m.nnet"), "--rows", str(path), *ROWS_OPTIONS, "--json", str(out),
-            "--rows-csv", str(table)]
+    argv = [
+        "verify",
+        str(rows_case.folder / "m.nnet"),
+        "--rows",
+        str(path),
+        *ROWS_OPTIONS,
+        "--json",
+        str(out),
+        "--rows-csv",
+        str(table),
+    ]
     if domain:
         argv += ["--domain", str(rows_case.folder / "d.json")]
     code, _ = _cli(capsys, argv)
@@ -395,19 +511,51 @@ def test_fuzz_rows_csv_long(capsys, rows_case, tmp_path_factory, domain, data):
     _check_rows_file(capsys, rows_case, data, tmp_path_factory.mktemp("csv"), domain)
 
 
-@pytest.mark.parametrize("data", [
-    b"", b"\x00\x01\x02" * 500, b"x0,x1,x2,x3\n", b"x0,x1,x2,x3\n1,1,1,1,1\n2,2,2,2,2\n",  # one field more per row
-    b"x0,x1,x2,x3\n1,nan,1,1\n", b"x0,x1,x2,x3\n=1+1,1,1,1\n",
-    b"x0,x1,x2,x3\n1,1,1," + b"9" * 400 + b"\n", b"x0,x1,x2,x3\n1,1,1,\xff\xfe\n", "x0,x1,x2,x3\n1,1,1,1\n".encode("utf-16"),
-    b"x0,x1,x2\n1,1,1\n", b"x0,x1,x2,x3\n1,1,1,1\n" + b"2,2,2," + b"a" * 300_000 + b"\n",
-], ids=["empty", "binary", "header only", "longer rows", "nan", "formula", "400 digits",
-        "not utf-8", "utf-16", "a column missing", "long text cell"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x01\x02" * 500,
+        b"x0,x1,x2,x3\n",
+        b"x0,x1,x2,x3\n1,1,1,1,1\n2,2,2,2,2\n",  # one field more per row
+        b"x0,x1,x2,x3\n1,nan,1,1\n",
+        b"x0,x1,x2,x3\n=1+1,1,1,1\n",
+        b"x0,x1,x2,x3\n1,1,1," + b"9" * 400 + b"\n",
+        b"x0,x1,x2,x3\n1,1,1,\xff\xfe\n",
+        "x0,x1,x2,x3\n1,1,1,1\n".encode("utf-16"),
+        b"x0,x1,x2\n1,1,1\n",
+        b"x0,x1,x2,x3\n1,1,1,1\n" + b"2,2,2," + b"a" * 300_000 + b"\n",
+    ],
+    ids=[
+        "empty",
+        "binary",
+        "header only",
+        "longer rows",
+        "nan",
+        "formula",
+        "400 digits",
+        "not utf-8",
+        "utf-16",
+        "a column missing",
+        "long text cell",
+    ],
+)
 def test_rows_files_that_are_refused(capsys, rows_case, tmp_path, data):
     """Cases the fuzzer found or must keep finding: each is one line, exit 3."""
     (tmp_path / "rows.csv").write_bytes(data)
     assert not _rows_file_is_valid(data)
-    code, err = _cli(capsys, ["verify", str(rows_case.folder / "m.nnet"), "--domain", str(rows_case.folder / "d.json"),
-                              "--rows", str(tmp_path / "rows.csv"), *ROWS_OPTIONS])
+    code, err = _cli(
+        capsys,
+        [
+            "verify",
+            str(rows_case.folder / "m.nnet"),
+            "--domain",
+            str(rows_case.folder / "d.json"),
+            "--rows",
+            str(tmp_path / "rows.csv"),
+            *ROWS_OPTIONS,
+        ],
+    )
     assert code == 3, err
 
 
@@ -436,15 +584,32 @@ def population_case(tmp_path_factory):
     n = 300
     age, sex, hours = rng.integers(18, 70, n), rng.integers(0, 2, n), rng.integers(1, 60, n)
     label = (age / 50 + hours / 60 + 0.3 * sex + rng.normal(0, 0.3, n) > 1.4).astype(int)
-    (folder / "data.csv").write_text("age,sex,hours,label\n" + "".join(f"{a},{s},{h},{y}\n" for a, s, h, y in
-                                                                      zip(age, sex, hours, label)))
-    (folder / "lin.json").write_text(json.dumps({"weights": [0.05, 0.8, 0.03], "intercept": -3.0,
-                                                 "features": ["age", "sex", "hours"]}))
+    (folder / "data.csv").write_text(
+        "age,sex,hours,label\n" + "".join(f"{a},{s},{h},{y}\n" for a, s, h, y in zip(age, sex, hours, label))
+    )
+    (folder / "lin.json").write_text(
+        json.dumps({"weights": [0.05, 0.8, 0.03], "intercept": -3.0, "features": ["age", "sex", "hours"]})
+    )
     saved = {}
     for kind in ("bayesnet", "independent"):
         path = folder / f"{kind}.json"
-        assert main(["group", str(folder / "lin.json"), "--data", str(folder / "data.csv"), "--protected", "sex",
-                     "--label", "label", "--population", kind, "--save-population", str(path), "--quiet"]) in (0, 1)
+        assert main(
+            [
+                "group",
+                str(folder / "lin.json"),
+                "--data",
+                str(folder / "data.csv"),
+                "--protected",
+                "sex",
+                "--label",
+                "label",
+                "--population",
+                kind,
+                "--save-population",
+                str(path),
+                "--quiet",
+            ]
+        ) in (0, 1)
         saved[kind] = path.read_bytes()
     return SimpleNamespace(folder=folder, model=str(folder / "lin.json"), saved=saved)
 
@@ -452,27 +617,67 @@ def population_case(tmp_path_factory):
 def _group(capsys, population_case, population: str, *extra: str) -> int:
     """`group` of the linear model under `population` (given as --population=VALUE, so that a value
     starting with '-' is a value, as a script passing it through would write it)."""
-    code, _ = _cli(capsys, ["group", population_case.model, "--protected", "sex", f"--population={population}",
-                            "--quiet", "--time-limit", "10", *extra])
+    code, _ = _cli(
+        capsys,
+        [
+            "group",
+            population_case.model,
+            "--protected",
+            "sex",
+            f"--population={population}",
+            "--quiet",
+            "--time-limit",
+            "10",
+            *extra,
+        ],
+    )
     return code
 
 
 #: --population values besides random text: names of kinds (learned from data, none given),
 #: paths of files of other kinds, folders, devices, long names, program text.
-POPULATION_VALUES = ["independent", "bayesnet", "empirical", "uniform", "Bayesnet", "", "-", "--", ".", "..", "/",
-                     ".json", ".fr", "x.json", "x.fr", "x.JSON", "/dev/null", "/dev/null.json", "/dev/zero",
-                     "/proc/self/status", "x" * 300 + ".json", "x" * 300 + ".fr", "/" + "d/" * 3000 + "p.json",
-                     "sex = step([(0, 1, 1.0)])\n", "def popModel():\n    sex = 1\n",
-                     "def popModel(:\n", "def popModel():\n" + "    x = 1\n" * 20_000]
+POPULATION_VALUES = [
+    "independent",
+    "bayesnet",
+    "empirical",
+    "uniform",
+    "Bayesnet",
+    "",
+    "-",
+    "--",
+    ".",
+    "..",
+    "/",
+    ".json",
+    ".fr",
+    "x.json",
+    "x.fr",
+    "x.JSON",
+    "/dev/null",
+    "/dev/null.json",
+    "/dev/zero",
+    "/proc/self/status",
+    "x" * 300 + ".json",
+    "x" * 300 + ".fr",
+    "/" + "d/" * 3000 + "p.json",
+    "sex = step([(0, 1, 1.0)])\n",
+    "def popModel():\n    sex = 1\n",
+    "def popModel(:\n",
+    "def popModel():\n" + "    x = 1\n" * 20_000,
+]
 
 
 @st.composite
 def population_values(draw, folder: Path):
-    value = draw(st.one_of(
-        st.sampled_from(POPULATION_VALUES),
-        st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=60),
-        st.sampled_from(["data.csv", "lin.json", "bayesnet.json", "independent.json", ""]).map(lambda n: str(folder / n)),
-    ))
+    value = draw(
+        st.one_of(
+            st.sampled_from(POPULATION_VALUES),
+            st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=60),
+            st.sampled_from(["data.csv", "lin.json", "bayesnet.json", "independent.json", ""]).map(
+                lambda n: str(folder / n)
+            ),
+        )
+    )
     # a name the system refuses (a path part over 255 bytes) without a suffix: see
     # test_a_population_name_longer_than_a_file_name_is_one_line
     assume(Path(value).suffix or all(len(os.fsencode(p)) <= 255 for p in value.split("/")))
@@ -502,11 +707,17 @@ def _check_population_file(capsys, population_case, data: bytes, folder: Path) -
 
 @pytest.mark.parametrize("kind", ["bayesnet", "independent"])
 @FAST
-@given(ops=st.lists(st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
-                    min_size=1, max_size=4))
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_fuzz_saved_population_bytes(capsys, population_case, tmp_path_factory, kind, ops):
-    _check_population_file(capsys, population_case, hf.mutate(population_case.saved[kind], ops),
-                           tmp_path_factory.mktemp("pop"))
+    _check_population_file(
+        capsys, population_case, hf.mutate(population_case.saved[kind], ops), tmp_path_factory.mktemp("pop")
+    )
 
 
 @pytest.mark.parametrize("kind", ["bayesnet", "independent"])
@@ -523,16 +734,20 @@ def test_fuzz_saved_population_fields(capsys, population_case, tmp_path_factory,
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bayesnet", "independent"])
 @SLOW
-@given(ops=st.lists(JSON_OPS, min_size=1, max_size=3),
-       byte_ops=st.lists(st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
-                         max_size=3))
+@given(
+    ops=st.lists(JSON_OPS, min_size=1, max_size=3),
+    byte_ops=st.lists(
+        st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)), max_size=3
+    ),
+)
 def test_fuzz_saved_population_long(capsys, population_case, tmp_path_factory, kind, ops, byte_ops):
     doc = json.loads(population_case.saved[kind])
     for op in ops:
         changed = mutate_json(doc, *op)
         doc = changed[0] if changed else doc
-    _check_population_file(capsys, population_case, hf.mutate(json.dumps(doc).encode(), byte_ops),
-                           tmp_path_factory.mktemp("pop"))
+    _check_population_file(
+        capsys, population_case, hf.mutate(json.dumps(doc).encode(), byte_ops), tmp_path_factory.mktemp("pop")
+    )
 
 
 # ----- checkpoints -----------------------------------------------------------------------------
@@ -546,8 +761,10 @@ def _same_checkpoint(data: bytes, original: dict) -> bool:
 def _resume_rows(capsys, rows_case, path: Path) -> int | list:
     out = path.with_suffix(".json")
     out.unlink(missing_ok=True)
-    code, _ = _cli(capsys, rows_case.base + ["--resume", str(path), "--checkpoint", str(path.with_suffix(".out")),
-                                             "--json", str(out)])
+    code, _ = _cli(
+        capsys,
+        rows_case.base + ["--resume", str(path), "--checkpoint", str(path.with_suffix(".out")), "--json", str(out)],
+    )
     return code if code == 3 else json.loads(out.read_text())["row_verdicts"]
 
 
@@ -559,16 +776,26 @@ def _rows_state_is_valid(state) -> bool:
         return False
     seen = set()
     for item in rows:
-        if not (isinstance(item, list) and len(item) == 4 and type(item[0]) is int and 0 <= item[0] < N_ROWS
-                and item[0] not in seen and item[1] in ("fair", "unfair", "unknown") and type(item[2]) is str
-                and len(item[2]) <= 200):
+        if not (
+            isinstance(item, list)
+            and len(item) == 4
+            and type(item[0]) is int
+            and 0 <= item[0] < N_ROWS
+            and item[0] not in seen
+            and item[1] in ("fair", "unfair", "unknown")
+            and type(item[2]) is str
+            and len(item[2]) <= 200
+        ):
             return False
         seen.add(item[0])
         twin = item[3]
         if (item[1] == "unfair") != (twin is not None):
             return False
-        if twin is not None and not (isinstance(twin, list) and len(twin) == 4 and all(
-                type(v) in (int, float) and math.isfinite(v) for v in twin)):
+        if twin is not None and not (
+            isinstance(twin, list)
+            and len(twin) == 4
+            and all(type(v) in (int, float) and math.isfinite(v) for v in twin)
+        ):
             return False
     return True
 
@@ -630,8 +857,9 @@ def test_fuzz_rows_checkpoint_long(capsys, rows_case, tmp_path_factory, op, byte
         _check_rows_checkpoint(capsys, rows_case, json.dumps(state).encode(), folder, True)
 
 
-@pytest.mark.parametrize("edit", ["twin dropped", "twin on a fair row", "twin moved", "twin far away", "index as true",
-                                  "duplicate row"])
+@pytest.mark.parametrize(
+    "edit", ["twin dropped", "twin on a fair row", "twin moved", "twin far away", "index as true", "duplicate row"]
+)
 def test_rows_checkpoint_states_that_are_refused(capsys, rows_case, tmp_path, edit):
     state = copy.deepcopy(rows_case.checkpoint["state"])
     rows = state["rows"]
@@ -682,11 +910,21 @@ def network_case(tmp_path_factory):
         checkpoint = json.loads((folder / "n.ckpt").read_text())
         assert checkpoint["state"]["pool"]["lo"]["shape"][0] > 10
         resumed = base + ["--max-boxes", "400"]
-        assert main(resumed + ["--resume", str(folder / "n.ckpt"), "--checkpoint", str(folder / "again.ckpt"),
-                               "--json", str(folder / "answer.json")]) in (1, 2)
+        assert main(
+            resumed
+            + [
+                "--resume",
+                str(folder / "n.ckpt"),
+                "--checkpoint",
+                str(folder / "again.ckpt"),
+                "--json",
+                str(folder / "answer.json"),
+            ]
+        ) in (1, 2)
         answer = _shares(json.loads((folder / "answer.json").read_text()))
-        yield SimpleNamespace(folder=folder, resumed=resumed, checkpoint=checkpoint,
-                              text=(folder / "n.ckpt").read_bytes(), answer=answer)
+        yield SimpleNamespace(
+            folder=folder, resumed=resumed, checkpoint=checkpoint, text=(folder / "n.ckpt").read_bytes(), answer=answer
+        )
 
 
 def _shares(result: dict) -> tuple:
@@ -696,13 +934,17 @@ def _shares(result: dict) -> tuple:
 def _resume_network(capsys, network_case, path: Path):
     out = path.with_suffix(".json")
     out.unlink(missing_ok=True)
-    code, _ = _cli(capsys, network_case.resumed + ["--resume", str(path), "--checkpoint", str(path.with_suffix(".out")),
-                                                   "--json", str(out)])
+    code, _ = _cli(
+        capsys,
+        network_case.resumed
+        + ["--resume", str(path), "--checkpoint", str(path.with_suffix(".out")), "--json", str(out)],
+    )
     return code if code == 3 else _shares(json.loads(out.read_text()))
 
 
-def _check_network_checkpoint(capsys, network_case, data: bytes, folder: Path, resign: bool,
-                              expect: str = "same") -> None:
+def _check_network_checkpoint(
+    capsys, network_case, data: bytes, folder: Path, resign: bool, expect: str = "same"
+) -> None:
     """Resume from a changed checkpoint. `expect`: "malformed" (must be refused), "same" (valid
     when resumed: the answer of the unchanged checkpoint) or "any" (a state that may or may not
     be valid: no traceback). Without `resign`, valid means unchanged but for `written`."""
@@ -723,8 +965,9 @@ def _check_network_checkpoint(capsys, network_case, data: bytes, folder: Path, r
 @FAST
 @given(ops=hf_mutations())
 def test_fuzz_network_checkpoint_bytes(capsys, network_case, tmp_path_factory, ops):
-    _check_network_checkpoint(capsys, network_case, hf.mutate(network_case.text, ops),
-                              tmp_path_factory.mktemp("ckpt"), False)
+    _check_network_checkpoint(
+        capsys, network_case, hf.mutate(network_case.text, ops), tmp_path_factory.mktemp("ckpt"), False
+    )
 
 
 #: Damage to one packed array ({dtype, shape, data}): each makes a malformed state.
@@ -779,8 +1022,9 @@ def _network_state_mutation(network_case, op, array: tuple[int, str] | None):
     kind = op[0]
     if kind == "extra":
         return new, "same"
-    if kind == "number" or (kind == "retype" and isinstance(_at(new, path), bool)
-                            and _json_type(_at(state, path)) == "number"):
+    if kind == "number" or (
+        kind == "retype" and isinstance(_at(new, path), bool) and _json_type(_at(state, path)) == "number"
+    ):
         return new, "any"  # another count, mass or seed (a count of true reads as 1)
     return new, "malformed"
 
@@ -791,14 +1035,18 @@ def test_fuzz_network_checkpoint_fields(capsys, network_case, tmp_path_factory, 
     changed = _network_state_mutation(network_case, op, array)
     assume(changed is not None)
     state, expect = changed
-    _check_network_checkpoint(capsys, network_case, json.dumps(state).encode(), tmp_path_factory.mktemp("ckpt"),
-                              True, expect)
+    _check_network_checkpoint(
+        capsys, network_case, json.dumps(state).encode(), tmp_path_factory.mktemp("ckpt"), True, expect
+    )
 
 
 @pytest.mark.slow
 @SLOW
-@given(op=JSON_OPS, array=st.one_of(st.none(), st.tuples(st.integers(0, 2**10), st.sampled_from(ARRAY_DAMAGE))),
-       byte_ops=hf_mutations())
+@given(
+    op=JSON_OPS,
+    array=st.one_of(st.none(), st.tuples(st.integers(0, 2**10), st.sampled_from(ARRAY_DAMAGE))),
+    byte_ops=hf_mutations(),
+)
 def test_fuzz_network_checkpoint_long(capsys, network_case, tmp_path_factory, op, array, byte_ops):
     folder = tmp_path_factory.mktemp("ckpt")
     _check_network_checkpoint(capsys, network_case, hf.mutate(network_case.text, byte_ops), folder, False)
@@ -807,10 +1055,18 @@ def test_fuzz_network_checkpoint_long(capsys, network_case, tmp_path_factory, op
         _check_network_checkpoint(capsys, network_case, json.dumps(changed[0]).encode(), folder, True, changed[1])
 
 
-@pytest.mark.parametrize("place,value", [
-    (("rng", "state"), "0x" + "f" * 100), (("rng", "uinteger"), 2**70), (("rng", "has_uint32"), 10**29),
-    (("rng", "inc"), "-0x1"), (("stats", "rounds"), -1), (("examined",), 0.5), (("cert",), -1.0),
-])
+@pytest.mark.parametrize(
+    "place,value",
+    [
+        (("rng", "state"), "0x" + "f" * 100),
+        (("rng", "uinteger"), 2**70),
+        (("rng", "has_uint32"), 10**29),
+        (("rng", "inc"), "-0x1"),
+        (("stats", "rounds"), -1),
+        (("examined",), 0.5),
+        (("cert",), -1.0),
+    ],
+)
 def test_network_checkpoint_values_that_are_refused(capsys, network_case, tmp_path, place, value):
     state = copy.deepcopy(network_case.checkpoint["state"])
     _at(state, place[:-1])[place[-1]] = value
@@ -840,8 +1096,10 @@ def test_network_checkpoint_lists_of_two_arrays_cut_short(capsys, network_case, 
     assert _resume_network(capsys, network_case, path) == 3
 
 
-@pytest.mark.parametrize("option,message", [("--resume", "checkpoint not found"), ("--rows", "data file not found"),
-                                            ("--domain", "domain file not found")])
+@pytest.mark.parametrize(
+    "option,message",
+    [("--resume", "checkpoint not found"), ("--rows", "data file not found"), ("--domain", "domain file not found")],
+)
 def test_a_path_the_system_refuses_is_one_line(capsys, rows_case, option, message):
     """A name longer than a file name may be (255 bytes) is a file that is not there, not an OSError."""
     argv = list(rows_case.base)
@@ -868,13 +1126,22 @@ def test_malformed_inputs_print_one_line_from_the_command_itself(rows_case, popu
     (tmp_path / "rows.csv").write_text("x0,x1,x2,x3\n" + "1,1,1,1\n" * 200_000 + "2,2,2,=1+1\n")
     (tmp_path / "pop.json").write_text(population_case.saved["bayesnet"].decode().replace('"states"', '"stat"', 1))
     (tmp_path / "c.ckpt").write_bytes(rows_case.text.replace(b'"unfair"', b'"fair"', 1))
-    cases = [["verify", str(rows_case.folder / "m.nnet"), "--domain", str(rows_case.folder / "d.json"), "--rows",
-              str(tmp_path / "rows.csv"), *ROWS_OPTIONS],
-             ["group", population_case.model, "--protected", "sex", "--population", str(tmp_path / "pop.json"),
-              "--quiet"],
-             rows_case.base + ["--resume", str(tmp_path / "c.ckpt")]]
+    cases = [
+        [
+            "verify",
+            str(rows_case.folder / "m.nnet"),
+            "--domain",
+            str(rows_case.folder / "d.json"),
+            "--rows",
+            str(tmp_path / "rows.csv"),
+            *ROWS_OPTIONS,
+        ],
+        ["group", population_case.model, "--protected", "sex", "--population", str(tmp_path / "pop.json"), "--quiet"],
+        rows_case.base + ["--resume", str(tmp_path / "c.ckpt")],
+    ]
     for argv in cases:
-        done = subprocess.run([sys.executable, "-m", "faircert", *argv], capture_output=True, text=True, timeout=120,
-                              check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "faircert", *argv], capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr[-2000:]
         assert done.stderr.startswith(PREFIX)

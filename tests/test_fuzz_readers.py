@@ -28,12 +28,30 @@ MEMORY_GROWTH = 2**30  # in-process readers: the most one small file may add to 
 SECONDS_PER_FILE = 20  # the bound: every file settles well within it
 MESSAGE_CHARS = 2000  # a message never quotes unbounded input
 
-MUTATIONS = st.lists(st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)),
-                     min_size=1, max_size=4)
-IN_PROCESS = ["nnet", "keras", "xgboost_json", "xgboost_ubj", "lightgbm", "linear", "program", "domain_yaml",
-              "domain_json", "csv", "rows_csv"]
-FRAMEWORKS = {"xgboost_json": "xgboost", "xgboost_ubj": "xgboost", "lightgbm": "lightgbm",
-              "xgboost_full": "xgboost", "xgboost_ubj_full": "xgboost", "lightgbm_full": "lightgbm"}
+MUTATIONS = st.lists(
+    st.tuples(st.sampled_from(hf.MUTATION_KINDS), st.integers(0, 2**20), st.integers(0, 2**10)), min_size=1, max_size=4
+)
+IN_PROCESS = [
+    "nnet",
+    "keras",
+    "xgboost_json",
+    "xgboost_ubj",
+    "lightgbm",
+    "linear",
+    "program",
+    "domain_yaml",
+    "domain_json",
+    "csv",
+    "rows_csv",
+]
+FRAMEWORKS = {
+    "xgboost_json": "xgboost",
+    "xgboost_ubj": "xgboost",
+    "lightgbm": "lightgbm",
+    "xgboost_full": "xgboost",
+    "xgboost_ubj_full": "xgboost",
+    "lightgbm_full": "lightgbm",
+}
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -81,8 +99,13 @@ def _check_in_worker(fmt, seeds, batch, folder):
         path = folder / f"{k}{Path(name).suffix}"
         path.write_bytes(hf.mutate(seeds[fmt], ops))
         files.append(str(path))
-    done = subprocess.run([sys.executable, str(WORKER), fmt, str(WORKER_MEMORY), *files], capture_output=True,
-                          text=True, timeout=SECONDS_PER_FILE * len(files), check=False)
+    done = subprocess.run(
+        [sys.executable, str(WORKER), fmt, str(WORKER_MEMORY), *files],
+        capture_output=True,
+        text=True,
+        timeout=SECONDS_PER_FILE * len(files),
+        check=False,
+    )
     reports = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0, f"the worker died ({done.returncode}) after {len(reports)} files: {done.stderr[-500:]}"
     for r in reports:

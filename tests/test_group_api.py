@@ -24,8 +24,14 @@ from faircert.population import DiscretePopulation, Variable, learn_population
 def frame() -> pd.DataFrame:
     rng = np.random.default_rng(1)
     n = 1500
-    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n, p=[0.4, 0.6]), "race": rng.choice(["a", "b", "c"], n),
-                       "age": rng.normal(40, 10, n).round(1), "edu": rng.integers(1, 8, n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["f", "m"], n, p=[0.4, 0.6]),
+            "race": rng.choice(["a", "b", "c"], n),
+            "age": rng.normal(40, 10, n).round(1),
+            "edu": rng.integers(1, 8, n),
+        }
+    )
     df["y"] = ((df.age / 10 + df.edu / 2 + (df.sex == "m") + rng.normal(0, 1, n)) > 7.5).astype(int)
     return df
 
@@ -37,8 +43,9 @@ def pipeline(frame):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    ct = ColumnTransformer([("oh", OneHotEncoder(drop="if_binary"), ["sex", "race"]),
-                            ("sc", StandardScaler(), ["age", "edu"])])
+    ct = ColumnTransformer(
+        [("oh", OneHotEncoder(drop="if_binary"), ["sex", "race"]), ("sc", StandardScaler(), ["age", "edu"])]
+    )
     return make_pipeline(ct, LogisticRegression()).fit(frame.drop(columns="y"), frame.y)
 
 
@@ -48,8 +55,12 @@ def test_sklearn_estimators_predict_like_sklearn(kind):
     from sklearn.linear_model import LogisticRegression, SGDClassifier
     from sklearn.svm import SVC, LinearSVC
 
-    est = {"lr": LogisticRegression(), "linearsvc": LinearSVC(), "sgd": SGDClassifier(random_state=0),
-           "svc": SVC(kernel="linear")}[kind]
+    est = {
+        "lr": LogisticRegression(),
+        "linearsvc": LinearSVC(),
+        "sgd": SGDClassifier(random_state=0),
+        "svc": SVC(kernel="linear"),
+    }[kind]
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
     y = (X @ [1, -2, 0.5, 0] + rng.normal(0, 0.5, 300) > 0).astype(int)
@@ -78,12 +89,18 @@ def test_rbf_svc_and_multiclass_are_refused():
 
 
 def test_linear_json_and_feature_count_mismatch(tmp_path):
-    good = {"weights": [1.0, -2.0, 0.5], "intercept": 0.25,
-            "encoding": [{"column": "race", "onehot": ["a", "b"]}, {"column": "age", "divisor": 10}]}
+    good = {
+        "weights": [1.0, -2.0, 0.5],
+        "intercept": 0.25,
+        "encoding": [{"column": "race", "onehot": ["a", "b"]}, {"column": "age", "divisor": 10}],
+    }
     (tmp_path / "m.json").write_text(json.dumps(good))
     model = faircert.load_model(tmp_path / "m.json")
     assert isinstance(model, LinearModel)
-    assert model.decision_function({"race": ["a", "c"], "age": [20, 20]}).tolist() == [1.0 + 0.5 * 2 + 0.25, 0.5 * 2 + 0.25]
+    assert model.decision_function({"race": ["a", "c"], "age": [20, 20]}).tolist() == [
+        1.0 + 0.5 * 2 + 0.25,
+        0.5 * 2 + 0.25,
+    ]
     bad = dict(good, weights=[1.0, 2.0])
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(ModelFormatError, match="2 weights but its encoding of 2 columns gives 3 features"):
@@ -144,13 +161,15 @@ def test_equalized_odds_is_the_worse_label_gap(pipeline, frame):
         gaps.append(max(g.value for g in rows) - min(g.value for g in rows))
         # independent marginals on the rows with that label: the group sizes are their frequencies
         assert {g.name: g.size for g in rows} == pytest.approx(
-            {f"sex={k}": v for k, v in sub.sex.value_counts(normalize=True).items()})
+            {f"sex={k}": v for k, v in sub.sex.value_counts(normalize=True).items()}
+        )
     assert r.metric("eo") == pytest.approx(max(gaps))
 
 
 def test_pcf_and_influence(pipeline, frame):
-    r = faircert.group(pipeline, frame, protected="sex", population="bayesnet", metrics="di,sp,pcf",
-                       mediators="edu", influence=True)
+    r = faircert.group(
+        pipeline, frame, protected="sex", population="bayesnet", metrics="di,sp,pcf", mediators="edu", influence=True
+    )
     assert "pcf" in r.metrics and len(r.conditional["pcf"]) == 2
     assert {tuple(i.features) for i in r.influence} == {("age",), ("edu",), ("race",)}
     race = next(i for i in r.influence if i.features == ["race"])
@@ -227,8 +246,9 @@ def gaussian_population(mu: np.ndarray, sigma: float, bins: int) -> DiscretePopu
         partial_mean = mu[:, i, None] * table - sigma * np.diff(norm.pdf(z), axis=1)  # E[X; X in bin]
         values = partial_mean.sum(axis=0) / np.maximum(table.sum(axis=0), 1e-300)
         table /= table.sum(axis=1, keepdims=True)
-        variables[f"x{i}"] = Variable(f"x{i}", tuple(values), tuple(f"{m:.3f}" for m in values), ("a",), table,
-                                      tuple(edges))
+        variables[f"x{i}"] = Variable(
+            f"x{i}", tuple(values), tuple(f"{m:.3f}" for m in values), ("a",), table, tuple(edges)
+        )
     return DiscretePopulation(variables, ("a",))
 
 
@@ -269,9 +289,16 @@ def test_gaussian_di_converges_with_bins():
 # ----- the CLI --------------------------------------------------------------------------------------
 def test_cli_group(tmp_path, frame, capsys):
     frame.to_csv(tmp_path / "d.csv", index=False)
-    spec = {"weights": [0.8, -0.3, 0.2, 0.03, 0.3], "intercept": -3.0,
-            "encoding": [{"column": "sex", "onehot": ["m"]}, {"column": "race", "onehot": ["a", "b"]},
-                         {"column": "age"}, {"column": "edu"}]}
+    spec = {
+        "weights": [0.8, -0.3, 0.2, 0.03, 0.3],
+        "intercept": -3.0,
+        "encoding": [
+            {"column": "sex", "onehot": ["m"]},
+            {"column": "race", "onehot": ["a", "b"]},
+            {"column": "age"},
+            {"column": "edu"},
+        ],
+    }
     (tmp_path / "m.json").write_text(json.dumps(spec))
     args = [str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "sex,race", "--quiet"]
     code = main(["group", *args, "--label", "y", "--metric", "di,sp,eo", "--json", str(tmp_path / "out.json")])
@@ -291,8 +318,17 @@ def test_cli_pickled_pipeline_needs_trust(tmp_path, frame, pipeline):
 
     frame.to_csv(tmp_path / "d.csv", index=False)
     joblib.dump(pipeline, tmp_path / "m.joblib")
-    args = ["group", str(tmp_path / "m.joblib"), "--data", str(tmp_path / "d.csv"), "--protected", "sex", "--quiet",
-            "--json", str(tmp_path / "o.json")]
+    args = [
+        "group",
+        str(tmp_path / "m.joblib"),
+        "--data",
+        str(tmp_path / "d.csv"),
+        "--protected",
+        "sex",
+        "--quiet",
+        "--json",
+        str(tmp_path / "o.json"),
+    ]
     assert main(args) == 3
     code = main(args + ["--trust-pickle"])
     out = json.loads((tmp_path / "o.json").read_text())
@@ -303,8 +339,9 @@ def test_cli_pickled_pipeline_needs_trust(tmp_path, frame, pipeline):
 
 def test_sampling_method_agrees_with_the_exact_engine(pipeline, frame):
     exact = faircert.group(pipeline, frame, protected="sex", population="independent")
-    sampled = faircert.group(pipeline, frame, protected="sex", population="independent", method="sampling",
-                             delta=1e-3, time_limit=20)
+    sampled = faircert.group(
+        pipeline, frame, protected="sex", population="independent", method="sampling", delta=1e-3, time_limit=20
+    )
     assert sampled.verdict == exact.verdict
     assert "1e-03" in json.dumps(sampled.to_dict()) or "0.001" in json.dumps(sampled.to_dict())
     for name, p in exact.rates.items():

@@ -18,8 +18,9 @@ EXAMPLE = LinearModel.plain([1, 1, 1, -1], -2, ["P", "Q", "R", "S"], strict=Fals
 
 
 def test_example_2_independent():
-    pop = DiscretePopulation({"P": bern("P"), "Q": bern("Q", .4), "R": bern("R", .5), "S": bern("S", .3)},
-                             ("P",), kind="independent")
+    pop = DiscretePopulation(
+        {"P": bern("P"), "Q": bern("Q", 0.4), "R": bern("R", 0.5), "S": bern("S", 0.3)}, ("P",), kind="independent"
+    )
     engine = Engine(EXAMPLE, pop)
     assert engine.probability({"P": 1})[:2] == pytest.approx((0.55, 0.55), abs=1e-12)
     assert engine.probability({"P": 0})[:2] == pytest.approx((0.14, 0.14), abs=1e-12)
@@ -28,7 +29,7 @@ def test_example_2_independent():
 
 def test_example_3_bayesnet():
     q = bern("Q", parents=("P",), table=[[0.7, 0.3], [0.4, 0.6]])
-    pop = DiscretePopulation({"P": bern("P"), "Q": q, "R": bern("R", .5), "S": bern("S", .3)}, ("P",))
+    pop = DiscretePopulation({"P": bern("P"), "Q": q, "R": bern("R", 0.5), "S": bern("S", 0.3)}, ("P",))
     engine = Engine(EXAMPLE, pop)
     assert engine.probability({"P": 1})[:2] == pytest.approx((0.65, 0.65), abs=1e-12)
     assert engine.probability({"P": 0})[:2] == pytest.approx((0.105, 0.105), abs=1e-12)
@@ -36,8 +37,9 @@ def test_example_3_bayesnet():
 
 def test_exact_ties_strict_and_not():
     """Integer weights make score == 0 common; '>' and '>=' must differ by exactly that mass."""
-    pop = DiscretePopulation({"P": bern("P"), "Q": bern("Q", .4), "R": bern("R", .5), "S": bern("S", .3)},
-                             ("P",), kind="independent")
+    pop = DiscretePopulation(
+        {"P": bern("P"), "Q": bern("Q", 0.4), "R": bern("R", 0.5), "S": bern("S", 0.3)}, ("P",), kind="independent"
+    )
     strict = LinearModel.plain([1, 1, 1, -1], -2, ["P", "Q", "R", "S"], strict=True)
     lo, hi, _ = Engine(strict, pop).probability({"P": 1})
     assert lo == hi
@@ -45,8 +47,9 @@ def test_exact_ties_strict_and_not():
     assert lo < 0.55
 
 
-def random_population(rng: np.random.Generator, n: int, max_card: int = 4, max_parents: int = 2,
-                      label: bool = False) -> DiscretePopulation:
+def random_population(
+    rng: np.random.Generator, n: int, max_card: int = 4, max_parents: int = 2, label: bool = False
+) -> DiscretePopulation:
     names = [f"v{i}" for i in range(n)]
     variables = {}
     protected = ("v0", "v1") if n > 3 else ("v0",)
@@ -152,8 +155,9 @@ def test_bucketing_inside_a_connected_network_stays_sound():
     prev = "a"
     for i in range(5):
         card_prev = variables[prev].card
-        variables[f"x{i}"] = Variable(f"x{i}", tuple(rng.normal(size=5)), (), (prev,),
-                                      rng.dirichlet(np.ones(5), card_prev))
+        variables[f"x{i}"] = Variable(
+            f"x{i}", tuple(rng.normal(size=5)), (), (prev,), rng.dirichlet(np.ones(5), card_prev)
+        )
         prev = f"x{i}"
     pop = DiscretePopulation(variables, ("a",))
     model = LinearModel.plain(rng.normal(size=6), 0.05, list(variables))

@@ -35,7 +35,9 @@ def test_tight_answers_get_no_estimate():
 
     df = _people(300)
     X = df.drop(columns="income")
-    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "race"]), ("num", StandardScaler(), ["age", "edu", "hours"])])
+    prep = ColumnTransformer(
+        [("cat", OneHotEncoder(), ["sex", "race"]), ("num", StandardScaler(), ["age", "edu", "hours"])]
+    )
     pipe = Pipeline([("prep", prep), ("clf", LogisticRegression(max_iter=1000))]).fit(X, df.income)
     r = faircert.group(pipe, df, protected="sex", population="independent")
     assert r.estimate is None and r.to_dict()["estimate"] is None

@@ -33,8 +33,10 @@ def test_bounds_contain_brute_force_and_are_tight(seed):
 def test_ties_at_the_threshold_stay_inside_the_bounds():
     """Integer scores put mass exactly on 0: '>' and '>=' differ by it and both are bracketed."""
     b = lambda n, p, parents=(), t=None: Variable(n, (0, 1), ("0", "1"), parents, t if t is not None else [1 - p, p])
-    pop = DiscretePopulation({"P": b("P", .5), "Q": b("Q", .4, ("P",), [[.7, .3], [.4, .6]]), "R": b("R", .5),
-                              "S": b("S", .3)}, ("P",))
+    pop = DiscretePopulation(
+        {"P": b("P", 0.5), "Q": b("Q", 0.4, ("P",), [[0.7, 0.3], [0.4, 0.6]]), "R": b("R", 0.5), "S": b("S", 0.3)},
+        ("P",),
+    )
     for strict in (True, False):
         model = LinearModel.plain([1, 1, 1, -1], -2, ["P", "Q", "R", "S"], strict=strict)
         for v in (0, 1):
@@ -116,16 +118,20 @@ def test_a_linear_rate_under_data_values_in_bins_equals_enumeration_of_the_data_
 
     rng = np.random.default_rng(9)
     n = 400
-    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "age": rng.integers(18, 70, n),
-                          "hours": np.round(rng.normal(40, 8, n), 1)})
+    frame = pd.DataFrame(
+        {"s": rng.integers(0, 2, n), "age": rng.integers(18, 70, n), "hours": np.round(rng.normal(40, 8, n), 1)}
+    )
     model = LinearModel.plain([0.7, 0.0513, 0.0417], -4.0, ["s", "age", "hours"])  # no exact ties at 0
     r = faircert.group(model, frame, protected="s", population="independent", max_bins=5, time_limit=None)
     ages = frame["age"].value_counts(normalize=True)
     hours = frame["hours"].value_counts(normalize=True)
     for g in r.groups:
         s = int(g.group["s"])
-        want = sum(pa * ph for (a, pa), (h, ph) in itertools.product(ages.items(), hours.items())
-                   if 0.7 * s + 0.0513 * a + 0.0417 * h - 4.0 >= 0)
+        want = sum(
+            pa * ph
+            for (a, pa), (h, ph) in itertools.product(ages.items(), hours.items())
+            if 0.7 * s + 0.0513 * a + 0.0417 * h - 4.0 >= 0
+        )
         assert g.low - 1e-9 <= want <= g.high + 1e-9
         assert g.high - g.low < 1e-3
 
@@ -178,7 +184,24 @@ def test_a_bad_network_width_is_one_clear_error(tmp_path):
     with pytest.raises(DataError, match="network width"):
         learn_population(frame, ["x"], ["s"], kind="bayesnet", max_width=-1)
     frame.to_csv(tmp_path / "d.csv", index=False)
-    (tmp_path / "m.json").write_text('{"weights": [1.0, 0.5], "intercept": -1.0, '
-                                     '"encoding": [{"column": "s"}, {"column": "x"}]}')
-    assert main(["group", str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "s",
-                 "--population", "bayesnet", "--network-width", "-1", "--quiet"]) == 3
+    (tmp_path / "m.json").write_text(
+        '{"weights": [1.0, 0.5], "intercept": -1.0, "encoding": [{"column": "s"}, {"column": "x"}]}'
+    )
+    assert (
+        main(
+            [
+                "group",
+                str(tmp_path / "m.json"),
+                "--data",
+                str(tmp_path / "d.csv"),
+                "--protected",
+                "s",
+                "--population",
+                "bayesnet",
+                "--network-width",
+                "-1",
+                "--quiet",
+            ]
+        )
+        == 3
+    )

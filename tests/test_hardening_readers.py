@@ -34,13 +34,17 @@ def _nnet_lines(tmp_path):
     return hf.nnet_file(tmp_path).read_text().splitlines()
 
 
-@pytest.mark.parametrize("sizes,message", [
-    ("4,inf,1,", "not a finite number"), ("4,nan,1,", "not a finite number"),
-    ("4,-3,1,", "a layer size must be a whole number >= 1, got -3"),
-    ("4,1000000000,1,", "a layer size is 1,000,000,000, more than faircert reads"),
-    ("4,0,1,", "a layer size must be a whole number >= 1, got 0"),
-    ("4,2.5,1,", "a layer size must be a whole number >= 1, got 2.5"),
-])
+@pytest.mark.parametrize(
+    "sizes,message",
+    [
+        ("4,inf,1,", "not a finite number"),
+        ("4,nan,1,", "not a finite number"),
+        ("4,-3,1,", "a layer size must be a whole number >= 1, got -3"),
+        ("4,1000000000,1,", "a layer size is 1,000,000,000, more than faircert reads"),
+        ("4,0,1,", "a layer size must be a whole number >= 1, got 0"),
+        ("4,2.5,1,", "a layer size must be a whole number >= 1, got 2.5"),
+    ],
+)
 def test_nnet_header_sizes_are_validated_before_allocating(tmp_path, sizes, message):
     lines = _nnet_lines(tmp_path)
     lines[2] = sizes
@@ -75,19 +79,26 @@ def test_nnet_huge_layer_is_one_line_exit_3(tmp_path, capsys):
 # ----- domains ---------------------------------------------------------------------------------
 def test_yaml_aliases_are_refused_without_expanding(tmp_path):
     laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    )
     path = hf.text_file(tmp_path, "d.yaml", laughs + "features: *i\n")
     with pytest.raises(DomainError, match=r"d.yaml:2: YAML aliases \(\*name\) are not allowed"):
         Domain.load(path)
 
 
-@pytest.mark.parametrize("entry,message", [
-    ("{name: s, kind: binary, protected: 'false'}", "'protected' must be true or false (unquoted), got 'false'"),
-    ("{name: s, kind: integer, min: 0, max: " + "9" * 400 + "}", "max must be a finite number of magnitude at most"),
-    ("{name: s, kind: real, min: 0, max: 1.0e+400}", "max must be a finite number"),
-    ("{name: [1, 2], kind: binary}", "'name' must be text"),
-    ("{name: " + "n" * 5000 + ", kind: wrong, min: 0, max: 1}", "unknown kind 'wrong'"),
-])
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ("{name: s, kind: binary, protected: 'false'}", "'protected' must be true or false (unquoted), got 'false'"),
+        (
+            "{name: s, kind: integer, min: 0, max: " + "9" * 400 + "}",
+            "max must be a finite number of magnitude at most",
+        ),
+        ("{name: s, kind: real, min: 0, max: 1.0e+400}", "max must be a finite number"),
+        ("{name: [1, 2], kind: binary}", "'name' must be text"),
+        ("{name: " + "n" * 5000 + ", kind: wrong, min: 0, max: 1}", "unknown kind 'wrong'"),
+    ],
+)
 def test_domain_values_are_checked_for_type(tmp_path, entry, message):
     path = hf.text_file(tmp_path, "d.yaml", f"features:\n  - {entry}\n")
     with pytest.raises(DomainError, match=re.escape(message)) as err:
@@ -96,8 +107,9 @@ def test_domain_values_are_checked_for_type(tmp_path, entry, message):
 
 
 def test_json_domain_with_huge_integer_or_deep_nesting(tmp_path):
-    path = hf.text_file(tmp_path, "d.json", '{"features": [{"name": "a", "kind": "integer", "min": 0, "max": '
-                        + "9" * 400 + "}]}")
+    path = hf.text_file(
+        tmp_path, "d.json", '{"features": [{"name": "a", "kind": "integer", "min": 0, "max": ' + "9" * 400 + "}]}"
+    )
     with pytest.raises(DomainError, match="an integer with 400 digits"):
         Domain.load(path)
     path.write_text('{"features": ' + "[" * 20000 + "]" * 20000 + "}")
@@ -113,8 +125,9 @@ def test_quoted_never_formats_more_than_it_shows():
 
 
 # ----- programs --------------------------------------------------------------------------------
-@pytest.mark.parametrize("expression", ["+".join(["x"] * 1500), "-" * 5000 + "x", "not " * 3000 + "x",
-                                        "(" * 1000 + "x" + ")" * 1000])
+@pytest.mark.parametrize(
+    "expression", ["+".join(["x"] * 1500), "-" * 5000 + "x", "not " * 3000 + "x", "(" * 1000 + "x" + ")" * 1000]
+)
 def test_deep_program_expressions_are_one_line_errors(expression):
     with pytest.raises(ProgramError, match="nested|too many nested parentheses") as err:
         parse_program(f"x = 1\ny = {expression}\n")
@@ -154,13 +167,16 @@ def test_xgboost_tree_info_naming_another_class_is_refused(tmp_path):
         load_model(path)
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("left_children", ["x", 1], "tree 0 left_children must be a list of numbers"),
-    ("split_conditions", {"a": 1}, "tree 0 split_conditions must be a list, got <dict>"),
-    ("split_indices", [10**30], "not valid JSON: an integer with 31 digits"),
-    ("split_indices", [2**40], "tree 0 split_indices holds an integer outside 0..2147483647"),
-    ("right_children", [7, 7, -1], "tree 0: its node arrays differ in length"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("left_children", ["x", 1], "tree 0 left_children must be a list of numbers"),
+        ("split_conditions", {"a": 1}, "tree 0 split_conditions must be a list, got <dict>"),
+        ("split_indices", [10**30], "not valid JSON: an integer with 31 digits"),
+        ("split_indices", [2**40], "tree 0 split_indices holds an integer outside 0..2147483647"),
+        ("right_children", [7, 7, -1], "tree 0: its node arrays differ in length"),
+    ],
+)
 def test_xgboost_wrong_types_in_tree_arrays(tmp_path, field, value, message):
     pytest.importorskip("xgboost")
     path = hf.xgboost_file(tmp_path)
@@ -182,8 +198,11 @@ def test_truncated_ubj_is_parsed_by_faircert_not_xgboost(tmp_path):
     data = hf.xgboost_file(tmp_path, ".ubj").read_bytes()
     for size in (1, 100, len(data) // 2, len(data) - 1):
         (tmp_path / "t.ubj").write_bytes(data[:size])
-        with pytest.raises(ModelFormatError, match=r"not a readable XGBoost model \(UBJSON, at byte \d+: the file "
-                                                   r"ends early"):
+        with pytest.raises(
+            ModelFormatError,
+            match=r"not a readable XGBoost model \(UBJSON, at byte \d+: the file "
+            r"ends early",
+        ):
             load_model(tmp_path / "t.ubj")
 
 
@@ -194,20 +213,28 @@ def test_ubj_container_claiming_more_elements_than_bytes(tmp_path):
         loads_ubjson(b"[#L" + (2**60).to_bytes(8, "big"), "x")
     with pytest.raises(ModelFormatError, match="elements of no size"):
         loads_ubjson(b"[$Z#L" + (2**60).to_bytes(8, "big"), "x")
-    assert loads_ubjson(b"{i\x01a[$d#i\x02" + np.array([1.5, -2], ">f4").tobytes() + b"}", "x")["a"].tolist() == [1.5, -2]
+    assert loads_ubjson(b"{i\x01a[$d#i\x02" + np.array([1.5, -2], ">f4").tobytes() + b"}", "x")["a"].tolist() == [
+        1.5,
+        -2,
+    ]
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda t: re.sub(r"leaf_value=\S+", "leaf_value=nan", t, count=1), "tree 0 leaf_value holds a value that is "
-                                                                        "not a finite number"),
-    (lambda t: t[: t.index("Tree=1") + 40] + "\nend of trees\n", "incomplete: 2 of 3 trees"),
-    (lambda t: t[: t.index("Tree=1") + 40] + "\nTree=2\nend of trees\n", "tree 1 has no leaf_value"),
-    (lambda t: t[: len(t) // 2], "incomplete (truncated?): no 'end of parameters' line"),
-    (lambda t: t[: t.index("Tree=2")], "incomplete (truncated?): no 'end of trees' line"),
-    (lambda t: t.replace("num_leaves=4", "num_leaves=40", 1), "tree 0: leaf_value has 4 values, expected 40"),
-    (lambda t: t.replace("num_leaves=4", "num_leaves=400000000", 1), "tree 0 num_leaves must lie in 1..10000000"),
-    (lambda t: re.sub(r"left_child=\S+", "left_child=99", t, count=1), "left_child holds an integer outside"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (
+            lambda t: re.sub(r"leaf_value=\S+", "leaf_value=nan", t, count=1),
+            "tree 0 leaf_value holds a value that is not a finite number",
+        ),
+        (lambda t: t[: t.index("Tree=1") + 40] + "\nend of trees\n", "incomplete: 2 of 3 trees"),
+        (lambda t: t[: t.index("Tree=1") + 40] + "\nTree=2\nend of trees\n", "tree 1 has no leaf_value"),
+        (lambda t: t[: len(t) // 2], "incomplete (truncated?): no 'end of parameters' line"),
+        (lambda t: t[: t.index("Tree=2")], "incomplete (truncated?): no 'end of trees' line"),
+        (lambda t: t.replace("num_leaves=4", "num_leaves=40", 1), "tree 0: leaf_value has 4 values, expected 40"),
+        (lambda t: t.replace("num_leaves=4", "num_leaves=400000000", 1), "tree 0 num_leaves must lie in 1..10000000"),
+        (lambda t: re.sub(r"left_child=\S+", "left_child=99", t, count=1), "left_child holds an integer outside"),
+    ],
+)
 def test_lightgbm_text_is_validated_before_lightgbm_sees_it(tmp_path, edit, message):
     pytest.importorskip("lightgbm")
     path = hf.lightgbm_file(tmp_path)
@@ -221,8 +248,9 @@ def test_framework_crash_in_the_child_is_a_clean_error(tmp_path, monkeypatch):
     monkeypatch.setattr(isolated, "FRAMEWORK_CHILD", crash)
     with pytest.raises(ModelFormatError, match=r"m.json: the XGBoost library crashed reading this file \(SIGSEGV\)"):
         isolated.framework_outputs("xgboost", tmp_path / "m.json", np.zeros((2, 3)))
-    failing = hf.text_file(tmp_path, "fail.py", "import sys\nprint('faircert-child: bad magic', file=sys.stderr)\n"
-                                                "sys.exit(3)\n")
+    failing = hf.text_file(
+        tmp_path, "fail.py", "import sys\nprint('faircert-child: bad magic', file=sys.stderr)\nsys.exit(3)\n"
+    )
     monkeypatch.setattr(isolated, "FRAMEWORK_CHILD", failing)
     with pytest.raises(ModelFormatError, match="LightGBM cannot read this file: bad magic"):
         isolated.framework_outputs("lightgbm", tmp_path / "m.txt", np.zeros((2, 3)))
@@ -266,6 +294,7 @@ def test_onnx_negative_dims_are_refused(tmp_path):
 def test_onnx_initializer_dims_must_match_data(tmp_path):
     def edit(proto):
         proto.graph.initializer[0].dims[0] = 1000
+
     with pytest.raises(ModelFormatError, match=r"initializer 'W0': dims \[1000, 4\] need 32000 stored"):
         load_model(_onnx(tmp_path, edit))
 
@@ -302,8 +331,14 @@ def test_onnx_external_data_only_beside_the_model(tmp_path):
     onnx.save(proto, str(inner / "m.onnx"))
     assert np.allclose(load_model(inner / "m.onnx").weights[0], hf.W1)
     # as onnx itself writes it: every tensor in one file, at offsets
-    onnx.save(onnx.load(str(hf.onnx_file(inner))), str(inner / "e.onnx"), save_as_external_data=True,
-              all_tensors_to_one_file=True, location="e.data", size_threshold=0)
+    onnx.save(
+        onnx.load(str(hf.onnx_file(inner))),
+        str(inner / "e.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="e.data",
+        size_threshold=0,
+    )
     network = load_model(inner / "e.onnx")
     assert np.allclose(network.weights[0], hf.W1) and np.allclose(network.weights[1], hf.W2)
 
@@ -315,6 +350,7 @@ def test_onnx_constant_expression_too_large_is_not_evaluated(tmp_path):
         proto.graph.node.insert(0, helper.make_node("ConstantOfShape", ["shape"], ["big"]))
         proto.graph.node.insert(1, helper.make_node("Add", ["input", "big"], ["unused"]))
         proto.graph.node[2].input[0] = "input"
+
     proto = onnx.load(str(hf.onnx_file(tmp_path)))
     edit(proto)
     # the unused branch is never run; used, the constant is refused before it is made
@@ -329,8 +365,11 @@ def test_onnx_constant_expression_too_large_is_not_evaluated(tmp_path):
 # ----- Keras / HDF5 ----------------------------------------------------------------------------
 def test_keras_dense_with_use_bias_but_no_bias_is_refused(tmp_path):
     path = hf.keras_file(tmp_path, weights={"d1": {"kernel": hf.W1.T}, "d2": {"kernel": hf.W2.T, "bias": hf.B2}})
-    with pytest.raises(ModelFormatError, match=r"layer 'd1' \(Dense\): the layer uses a bias \(use_bias\) but the "
-                                               "file stores none"):
+    with pytest.raises(
+        ModelFormatError,
+        match=r"layer 'd1' \(Dense\): the layer uses a bias \(use_bias\) but the "
+        "file stores none",
+    ):
         load_model(path)
 
 
@@ -342,7 +381,10 @@ def test_keras_external_links_and_external_storage_are_refused(tmp_path):
     with h5py.File(path, "a") as f:
         del f["model_weights/d1/d1/kernel:0"]
         f["model_weights/d1/d1/kernel:0"] = h5py.ExternalLink(str(secret), "/k")
-    with pytest.raises(ModelFormatError, match=r"m.h5: not a readable HDF5/Keras file: /model_weights/d1/d1/kernel:0 is a link to another file"):
+    with pytest.raises(
+        ModelFormatError,
+        match=r"m.h5: not a readable HDF5/Keras file: /model_weights/d1/d1/kernel:0 is a link to another file",
+    ):
         load_model(path)
     raw = tmp_path / "weights.raw"
     raw.write_bytes(hf.W1.T.astype(np.float32).tobytes())
@@ -350,7 +392,9 @@ def test_keras_external_links_and_external_storage_are_refused(tmp_path):
     with h5py.File(path, "a") as f:
         del f["model_weights/d1/d1/kernel:0"]
         f.create_dataset("model_weights/d1/d1/kernel:0", shape=(4, 3), dtype="f4", external=[(str(raw), 0, 48)])
-    with pytest.raises(ModelFormatError, match=r"kernel:0: the data is stored in other files \(HDF5 external or virtual storage\)"):
+    with pytest.raises(
+        ModelFormatError, match=r"kernel:0: the data is stored in other files \(HDF5 external or virtual storage\)"
+    ):
         load_model(path)
 
 
@@ -361,15 +405,18 @@ def test_hdf5_looping_forever_on_a_damaged_file_is_stopped(tmp_path, monkeypatch
     data = hf.keras_file(tmp_path).read_bytes()
     (tmp_path / "loop.h5").write_bytes(data.replace(b'"units": 1,', b'"units": 2147483648,', 1))
     monkeypatch.setattr(hdf5_tree, "HDF5_SECONDS", 2)
-    with pytest.raises(ModelFormatError, match=r"loop.h5: HDF5 did not read this file within 2.0 s \(the time limit "
-                                               r"left, or faircert.limits' cap\); the file is malformed"):
+    with pytest.raises(
+        ModelFormatError,
+        match=r"loop.h5: HDF5 did not read this file within 2.0 s \(the time limit "
+        r"left, or faircert.limits' cap\); the file is malformed",
+    ):
         load_model(tmp_path / "loop.h5")
 
 
 def test_corrupted_hdf5_is_one_line_exit_3(tmp_path, capsys):
     data = bytearray(hf.keras_file(tmp_path).read_bytes())
     for start in range(600, len(data), 97):
-        data[start:start + 8] = b"\xff" * 8
+        data[start : start + 8] = b"\xff" * 8
     (tmp_path / "c.h5").write_bytes(bytes(data))
     try:
         load_model(tmp_path / "c.h5")
@@ -384,12 +431,20 @@ def test_counterexample_csv_neutralises_formulas(tmp_path):
     from faircert.report.csv import spreadsheet_safe, write_counterexamples
     from faircert.results import Counterexample, Result
 
-    assert [spreadsheet_safe(s) for s in ("=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "\tx", "\rx", "age")] == \
-        ["'=cmd|' /C calc'!A0", "'+1", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "age"]
+    assert [spreadsheet_safe(s) for s in ("=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "\tx", "\rx", "age")] == [
+        "'=cmd|' /C calc'!A0",
+        "'+1",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "age",
+    ]
     result = Result.__new__(Result)
     result.column_names = lambda: ["=cmd|'/C calc'!A0", "age"]  # type: ignore[method-assign]
-    result.counterexamples = [Counterexample(x=np.array([1.0, -3.0]), x_prime=np.array([0.0, -3.0]),
-                                             output=1, output_prime=0)]
+    result.counterexamples = [
+        Counterexample(x=np.array([1.0, -3.0]), x_prime=np.array([0.0, -3.0]), output=1, output_prime=0)
+    ]
     write_counterexamples(result, tmp_path / "c.csv")
     lines = (tmp_path / "c.csv").read_text().splitlines()
     assert lines[0].startswith("'=cmd|'/C calc'!A0,age,'=cmd")
@@ -400,12 +455,15 @@ def test_counterexample_csv_neutralises_formulas(tmp_path):
 def test_epsilon_on_a_single_valued_feature(shared_benchmarks, tmp_path, capsys):
     net = shared_benchmarks / "models" / "adult" / "AC-1.nnet"
     model = load_model(net)
-    features = [{"name": f"x{i}", "kind": "integer", "min": int(lo), "max": int(hi)}
-                for i, (lo, hi) in enumerate(zip(model.input_lower, model.input_upper))]
+    features = [
+        {"name": f"x{i}", "kind": "integer", "min": int(lo), "max": int(hi)}
+        for i, (lo, hi) in enumerate(zip(model.input_lower, model.input_upper))
+    ]
     features[0].update(min=100, max=100)
     path = hf.text_file(tmp_path, "d.json", json.dumps({"features": features}))
-    code = main(["verify", str(net), "--domain", str(path), "--protected", "x8", "--epsilon", "x0=5",
-                 "--time-limit", "1"])
+    code = main(
+        ["verify", str(net), "--domain", str(path), "--protected", "x8", "--epsilon", "x0=5", "--time-limit", "1"]
+    )
     assert code in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
 
@@ -433,8 +491,11 @@ def test_torch_files_without_trust_are_never_given_to_torch(tmp_path, monkeypatc
 def test_file_size_is_checked_before_reading(tmp_path):
     path = tmp_path / "d.yaml"
     path.write_bytes(b"#" * (16 * 2**20 + 1))
-    with pytest.raises(LimitError, match=r"d.yaml: the file size in bytes is 16,777,217, more than faircert reads "
-                                         r"\(16,777,216; see faircert.limits\)"):
+    with pytest.raises(
+        LimitError,
+        match=r"d.yaml: the file size in bytes is 16,777,217, more than faircert reads "
+        r"\(16,777,216; see faircert.limits\)",
+    ):
         Domain.load(path)
 
 

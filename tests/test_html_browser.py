@@ -31,9 +31,9 @@ def _png_colours(path) -> int:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat = 8, b""
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
         if kind == b"IDAT":
-            idat += data[pos + 8:pos + 8 + length]
+            idat += data[pos + 8 : pos + 8 + length]
         pos += 12 + length
     return len(set(zlib.decompress(idat)))
 
@@ -41,20 +41,44 @@ def _png_colours(path) -> int:
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium installed")
 def test_reports_render_in_a_headless_browser(tmp_path):
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], 300), "age": rng.integers(0, 30, 300),
-                       "race": rng.choice(["A", "B", "C"], 300)})
-    model = LinearModel(np.array([1.0, 0.1, -0.4]), -2.0, (ColumnEncoding("sex", "onehot", ("Male",)),
-                                                           ColumnEncoding("age"),
-                                                           ColumnEncoding("race", "onehot", ("B",))))
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["Female", "Male"], 300),
+            "age": rng.integers(0, 30, 300),
+            "race": rng.choice(["A", "B", "C"], 300),
+        }
+    )
+    model = LinearModel(
+        np.array([1.0, 0.1, -0.4]),
+        -2.0,
+        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("age"), ColumnEncoding("race", "onehot", ("B",))),
+    )
     write_html(faircert.verify(model, df, protected="sex"), tmp_path / "verify.html")
-    write_group_html(faircert.group(model, df, protected="sex,race", population="independent", influence=True), tmp_path / "group.html")
-    write_rows_html(faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}),
-                    tmp_path / "rows.html")
-    write_program_html(faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10),
-                       tmp_path / "program.html")
+    write_group_html(
+        faircert.group(model, df, protected="sex,race", population="independent", influence=True),
+        tmp_path / "group.html",
+    )
+    write_rows_html(
+        faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}), tmp_path / "rows.html"
+    )
+    write_program_html(
+        faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10), tmp_path / "program.html"
+    )
     for name in ("verify", "group", "rows", "program"):
         shot = tmp_path / f"{name}.png"
-        subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--window-size=1000,1400", f"--screenshot={shot}", (tmp_path / f"{name}.html").as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                BROWSER,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--window-size=1000,1400",
+                f"--screenshot={shot}",
+                (tmp_path / f"{name}.html").as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         assert shot.stat().st_size > 10_000 and _png_colours(shot) > 50

@@ -34,12 +34,15 @@ def _tags(page: str) -> list[str]:
 def data():
     rng = np.random.default_rng(2)
     n = 500
-    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B"], n),
-                       "age": rng.integers(0, 5, n)})
+    df = pd.DataFrame(
+        {"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B"], n), "age": rng.integers(0, 5, n)}
+    )
     df["income"] = np.where(rng.random(n) < 0.3 + 0.3 * (df.sex == "Male"), "high", "low")
-    model = LinearModel(np.array([1.0, -0.5, 0.35]), -0.95,
-                        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("race", "onehot", ("B",)),
-                         ColumnEncoding("age")))
+    model = LinearModel(
+        np.array([1.0, -0.5, 0.35]),
+        -0.95,
+        (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("race", "onehot", ("B",)), ColumnEncoding("age")),
+    )
     return df, model
 
 
@@ -47,8 +50,9 @@ def test_group_report_draws_groups_threshold_and_influence(data):
     from faircert.report.group_html import render_group
 
     df, model = data
-    r = faircert.group(model, df, protected="sex", label="income", metrics="di,sp,eo", influence=True,
-                       population="bayesnet")
+    r = faircert.group(
+        model, df, protected="sex", label="income", metrics="di,sp,eo", influence=True, population="bayesnet"
+    )
     page = render_group(r)
     tags = _tags(page)
     assert "script" not in tags and tags.count("svg") == 2  # rates and influence
@@ -65,8 +69,11 @@ def test_long_group_names_are_never_clipped():
     from faircert.results import GroupProbability, GroupResult
 
     names = [{"race": "Amer-Indian-Eskimo-and-a-much-longer-category", "sex": "Female"}, {"race": "B", "sex": "Male"}]
-    r = GroupResult.build([GroupProbability(n, 0.1 + 0.3 * i, 0.2 + 0.3 * i, 0.5) for i, n in enumerate(names)],
-                          engine="test", population="test")
+    r = GroupResult.build(
+        [GroupProbability(n, 0.1 + 0.3 * i, 0.2 + 0.3 * i, 0.5) for i, n in enumerate(names)],
+        engine="test",
+        population="test",
+    )
     page = render_group(r)
     longest = max(len(GroupProbability(n, 0, 0, 1).name) for n in names)
     label_x = [float(x) for x in re.findall(r'<text x="([0-9.]+)" y="[0-9.]+" font-size="12" text-anchor="end"', page)]
@@ -93,12 +100,28 @@ def test_group_and_program_write_html_from_the_cli(data, tmp_path, capsys):
 
     df.to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "m.json").write_text(json.dumps(model.to_dict()))
-    assert main(["group", str(tmp_path / "m.json"), "--data", str(tmp_path / "d.csv"), "--protected", "sex",
-                 "--html", str(tmp_path / "g.html"), "--quiet"]) == 1
+    assert (
+        main(
+            [
+                "group",
+                str(tmp_path / "m.json"),
+                "--data",
+                str(tmp_path / "d.csv"),
+                "--protected",
+                "sex",
+                "--html",
+                str(tmp_path / "g.html"),
+                "--quiet",
+            ]
+        )
+        == 1
+    )
     assert "sex=Female" in (tmp_path / "g.html").read_text()
     (tmp_path / "p.fr").write_text(FIG1)
-    assert main(["program", str(tmp_path / "p.fr"), "--epsilon", "0.1", "--html", str(tmp_path / "p.html"),
-                 "--quiet"]) == 1
+    assert (
+        main(["program", str(tmp_path / "p.fr"), "--epsilon", "0.1", "--html", str(tmp_path / "p.html"), "--quiet"])
+        == 1
+    )
     assert _tags((tmp_path / "p.html").read_text())[0] == "html"
 
 
@@ -119,9 +142,23 @@ def test_compare_an_original_and_a_mitigated_model(data, tmp_path, capsys):
     df.to_csv(tmp_path / "d.csv", index=False)
     for name, m in (("a", model), ("b", mitigated)):
         (tmp_path / f"{name}.json").write_text(json.dumps(m.to_dict()))
-    code = main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--data", str(tmp_path / "d.csv"),
-                 "--protected", "sex", "--population", "empirical", "--json", str(tmp_path / "c.json"),
-                 "--html", str(tmp_path / "c.html")])
+    code = main(
+        [
+            "compare",
+            str(tmp_path / "a.json"),
+            str(tmp_path / "b.json"),
+            "--data",
+            str(tmp_path / "d.csv"),
+            "--protected",
+            "sex",
+            "--population",
+            "empirical",
+            "--json",
+            str(tmp_path / "c.json"),
+            "--html",
+            str(tmp_path / "c.html"),
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "group fairness compared" in err and "empirical" in err
@@ -140,7 +177,7 @@ def test_the_program_report_plots_the_decided_quantity_against_its_thresholds(ki
 
     result = faircert.verify_program(FIG1, epsilon=0.1, kind=kind, time_limit=10)
     page = render_program(result)
-    first = page[page.index("<h2>Decision</h2>"):page.index("<h2>Probabilities</h2>")]
+    first = page[page.index("<h2>Decision</h2>") : page.index("<h2>Probabilities</h2>")]
     lines = [float(x) for x in re.findall(r'<line x1="([\d.]+)"[^>]*stroke-dasharray', first)]
     ticks = [float(t) for t in re.findall(r'text-anchor="middle">([\d.]+)<', first)]
     left = float(re.search(r'<line x1="([\d.]+)"', first).group(1))  # the axis' zero
@@ -153,4 +190,4 @@ def test_the_program_report_plots_the_decided_quantity_against_its_thresholds(ki
     if low is not None:
         assert abs(float(bar.group(1)) - (left + PLOT * low / top)) < 0.06
         assert abs(float(bar.group(2)) - PLOT * (high - low) / top) < 0.12
-    assert page.count("<svg") == 2 and "target_given_sensitive" in page[page.index("<h2>Probabilities</h2>"):]
+    assert page.count("<svg") == 2 and "target_given_sensitive" in page[page.index("<h2>Probabilities</h2>") :]

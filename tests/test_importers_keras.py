@@ -25,8 +25,10 @@ def relu(v):
 
 
 def dense(name, units, activation="linear", **extra):
-    return {"class_name": "Dense", "config": {"name": name, "units": units, "activation": activation,
-                                              "use_bias": True, **extra}}
+    return {
+        "class_name": "Dense",
+        "config": {"name": name, "units": units, "activation": activation, "use_bias": True, **extra},
+    }
 
 
 def keras2_file(path, config, weights):
@@ -50,12 +52,20 @@ def sequential(layers):
 
 
 # Layer names sort differently from the layer order, and biases are listed before kernels.
-SEQ_LAYERS = [dense("z_first", 5, "relu", batch_input_shape=[None, 4]),
-              {"class_name": "Dropout", "config": {"name": "drop", "rate": 0.5}},
-              dense("b_middle", 3), {"class_name": "Activation", "config": {"name": "act", "activation": "relu"}},
-              dense("a_out", 1, "sigmoid")]
-SEQ_WEIGHTS = {"a_out": {"bias": B3, "kernel": K3}, "z_first": {"kernel": K1, "bias": B1},
-               "b_middle": {"bias": B2, "kernel": K2}, "drop": {}, "act": {}}
+SEQ_LAYERS = [
+    dense("z_first", 5, "relu", batch_input_shape=[None, 4]),
+    {"class_name": "Dropout", "config": {"name": "drop", "rate": 0.5}},
+    dense("b_middle", 3),
+    {"class_name": "Activation", "config": {"name": "act", "activation": "relu"}},
+    dense("a_out", 1, "sigmoid"),
+]
+SEQ_WEIGHTS = {
+    "a_out": {"bias": B3, "kernel": K3},
+    "z_first": {"kernel": K1, "bias": B1},
+    "b_middle": {"bias": B2, "kernel": K2},
+    "drop": {},
+    "act": {},
+}
 
 
 def expected_logit(x, k1=K1, b1=B1):
@@ -71,8 +81,11 @@ def test_keras2_sequential_reads_weights_by_layer_name(tmp_path):
 
 
 def test_keras2_old_list_config_and_bias_free_layer(tmp_path):
-    layers = [dense("d1", 5, "relu", batch_input_shape=[None, 4], use_bias=False), dense("d2", 3, "relu"),
-              dense("d3", 1)]
+    layers = [
+        dense("d1", 5, "relu", batch_input_shape=[None, 4], use_bias=False),
+        dense("d2", 3, "relu"),
+        dense("d3", 1),
+    ]
     config = {"class_name": "Sequential", "config": layers}  # Keras 2.0/2.1 stored a bare list
     weights = {"d1": {"kernel": K1}, "d2": {"kernel": K2, "bias": B2}, "d3": {"kernel": K3, "bias": B3}}
     net = load_keras_h5(keras2_file(tmp_path / "m.hdf5", config, weights))
@@ -88,16 +101,26 @@ def keras2_functional(layers_in_order):
         inbound = [] if k == 0 else [[[names[k - 1], 0, 0, {}]]]
         layers.append({**layer, "name": names[k], "inbound_nodes": inbound})
     shuffled = [layers[i] for i in np.random.default_rng(0).permutation(len(layers))]
-    return {"class_name": "Functional", "config": {"name": "model", "layers": shuffled,
-                                                   "input_layers": [[names[0], 0, 0]],
-                                                   "output_layers": [[names[-1], 0, 0]]}}
+    return {
+        "class_name": "Functional",
+        "config": {
+            "name": "model",
+            "layers": shuffled,
+            "input_layers": [[names[0], 0, 0]],
+            "output_layers": [[names[-1], 0, 0]],
+        },
+    }
 
 
 def test_keras2_functional_with_two_class_softmax(tmp_path):
     k3, b3 = RNG.normal(size=(3, 2)), RNG.normal(size=2)
-    layers = [{"class_name": "InputLayer", "config": {"name": "in", "batch_input_shape": [None, 4]}},
-              dense("h1", 5, "relu"), dense("h2", 3, "relu"), dense("out", 2),
-              {"class_name": "Activation", "config": {"name": "sm", "activation": "softmax"}}]
+    layers = [
+        {"class_name": "InputLayer", "config": {"name": "in", "batch_input_shape": [None, 4]}},
+        dense("h1", 5, "relu"),
+        dense("h2", 3, "relu"),
+        dense("out", 2),
+        {"class_name": "Activation", "config": {"name": "sm", "activation": "softmax"}},
+    ]
     weights = {"h1": {"kernel": K1, "bias": B1}, "h2": {"kernel": K2, "bias": B2}, "out": {"kernel": k3, "bias": b3}}
     net = load_keras_h5(keras2_file(tmp_path / "f.h5", keras2_functional(layers), weights))
     assert net.output_semantics == "softmax2"
@@ -126,8 +149,12 @@ def keras3_zip(path, config, vars_by_path, names=True):
 @pytest.mark.parametrize("names", [True, False])
 def test_keras3_archive_layouts(tmp_path, names):
     """Keras 3 stores vars under snake-cased class paths; newer versions also record the layer name."""
-    layers = [{"class_name": "InputLayer", "config": {"name": "input_layer", "batch_shape": [None, 4]}},
-              dense("first", 5, "relu"), dense("second", 3, "relu"), dense("third", 1, "sigmoid")]
+    layers = [
+        {"class_name": "InputLayer", "config": {"name": "input_layer", "batch_shape": [None, 4]}},
+        dense("first", 5, "relu"),
+        dense("second", 3, "relu"),
+        dense("third", 1, "sigmoid"),
+    ]
     config = {"class_name": "Sequential", "config": {"name": "seq", "layers": layers}}
     vars_by_path = {"dense": ("first", [K1, B1]), "dense_1": ("second", [K2, B2]), "dense_2": ("third", [K3, B3])}
     net = load_model(keras3_zip(tmp_path / "m.keras", config, vars_by_path, names))
@@ -135,6 +162,7 @@ def test_keras3_archive_layouts(tmp_path, names):
 
 
 # --- bad input ---------------------------------------------------------------------------------
+
 
 def bad(tmp_path, layers, weights, match):
     path = keras2_file(tmp_path / "bad.h5", sequential(layers), weights)
@@ -144,43 +172,83 @@ def bad(tmp_path, layers, weights, match):
 
 def test_unsupported_layer_and_activation(tmp_path):
     conv = {"class_name": "Conv2D", "config": {"name": "conv", "filters": 2}}
-    bad(tmp_path, [conv, dense("d", 1)], {"conv": {}, "d": {"kernel": K3, "bias": B3}},
-        r"layer 'conv' \(Conv2D\): layer type Conv2D is not supported")
-    bad(tmp_path, [dense("h", 5, "tanh", batch_input_shape=[None, 4]), dense("o", 1)],
+    bad(
+        tmp_path,
+        [conv, dense("d", 1)],
+        {"conv": {}, "d": {"kernel": K3, "bias": B3}},
+        r"layer 'conv' \(Conv2D\): layer type Conv2D is not supported",
+    )
+    bad(
+        tmp_path,
+        [dense("h", 5, "tanh", batch_input_shape=[None, 4]), dense("o", 1)],
         {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": K3[:1].repeat(5, 0), "bias": B3}},
-        r"layer 'h' \(Dense\): activation 'tanh' is not supported")
+        r"layer 'h' \(Dense\): activation 'tanh' is not supported",
+    )
 
 
 def test_three_class_softmax_and_hidden_sigmoid(tmp_path):
     k, b = RNG.normal(size=(5, 3)), RNG.normal(size=3)
-    bad(tmp_path, [dense("h", 5, "relu"), dense("o", 3, "softmax")], {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": k, "bias": b}},
-        r"layer 'o' \(Dense\): softmax over 3 classes")
-    bad(tmp_path, [dense("h", 5, "sigmoid"), dense("o", 3)], {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": k, "bias": b}},
-        r"layer 'o' \(Dense\) follows the final sigmoid")
+    bad(
+        tmp_path,
+        [dense("h", 5, "relu"), dense("o", 3, "softmax")],
+        {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": k, "bias": b}},
+        r"layer 'o' \(Dense\): softmax over 3 classes",
+    )
+    bad(
+        tmp_path,
+        [dense("h", 5, "sigmoid"), dense("o", 3)],
+        {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": k, "bias": b}},
+        r"layer 'o' \(Dense\) follows the final sigmoid",
+    )
 
 
 def test_width_mismatch_and_missing_weights(tmp_path):
-    bad(tmp_path, [dense("h", 5, "relu", batch_input_shape=[None, 4]), dense("o", 1)],
+    bad(
+        tmp_path,
+        [dense("h", 5, "relu", batch_input_shape=[None, 4]), dense("o", 1)],
         {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": K3, "bias": B3}},
-        r"layer 'o' \(Dense\) takes 3 inputs but receives 5")
-    bad(tmp_path, [dense("h", 5, "relu", batch_input_shape=[None, 3]), dense("o", 1)],
+        r"layer 'o' \(Dense\) takes 3 inputs but receives 5",
+    )
+    bad(
+        tmp_path,
+        [dense("h", 5, "relu", batch_input_shape=[None, 3]), dense("o", 1)],
         {"h": {"kernel": K1, "bias": B1}, "o": {"kernel": K3, "bias": B3}},
-        r"layer 'h' \(Dense\) takes 4 inputs but receives 3")
-    bad(tmp_path, [dense("h", 5, "relu"), dense("gone", 1)], {"h": {"kernel": K1, "bias": B1}},
-        r"layer 'gone' \(Dense\): no weights stored")
+        r"layer 'h' \(Dense\) takes 4 inputs but receives 3",
+    )
+    bad(
+        tmp_path,
+        [dense("h", 5, "relu"), dense("gone", 1)],
+        {"h": {"kernel": K1, "bias": B1}},
+        r"layer 'gone' \(Dense\): no weights stored",
+    )
 
 
 def test_branching_functional_model(tmp_path):
-    layers = [{"class_name": "InputLayer", "config": {"name": "in", "batch_input_shape": [None, 4]}, "name": "in",
-               "inbound_nodes": []},
-              {**dense("a", 4), "name": "a", "inbound_nodes": [[["in", 0, 0, {}]]]},
-              {"class_name": "Add", "config": {"name": "add"}, "name": "add",
-               "inbound_nodes": [[["in", 0, 0, {}], ["a", 0, 0, {}]]]},
-              {**dense("o", 1), "name": "o", "inbound_nodes": [[["add", 0, 0, {}]]]}]
-    config = {"class_name": "Functional", "config": {"layers": layers, "input_layers": [["in", 0, 0]],
-                                                     "output_layers": [["o", 0, 0]]}}
-    path = keras2_file(tmp_path / "b.h5", config, {"a": {"kernel": np.eye(4), "bias": np.zeros(4)},
-                                                    "o": {"kernel": K1[:, :1], "bias": B3}})
+    layers = [
+        {
+            "class_name": "InputLayer",
+            "config": {"name": "in", "batch_input_shape": [None, 4]},
+            "name": "in",
+            "inbound_nodes": [],
+        },
+        {**dense("a", 4), "name": "a", "inbound_nodes": [[["in", 0, 0, {}]]]},
+        {
+            "class_name": "Add",
+            "config": {"name": "add"},
+            "name": "add",
+            "inbound_nodes": [[["in", 0, 0, {}], ["a", 0, 0, {}]]],
+        },
+        {**dense("o", 1), "name": "o", "inbound_nodes": [[["add", 0, 0, {}]]]},
+    ]
+    config = {
+        "class_name": "Functional",
+        "config": {"layers": layers, "input_layers": [["in", 0, 0]], "output_layers": [["o", 0, 0]]},
+    }
+    path = keras2_file(
+        tmp_path / "b.h5",
+        config,
+        {"a": {"kernel": np.eye(4), "bias": np.zeros(4)}, "o": {"kernel": K1[:, :1], "bias": B3}},
+    )
     with pytest.raises(ModelFormatError, match=r"layer 'add' \(Add\): a layer with 2 inputs"):
         load_keras_h5(path)
 
@@ -209,6 +277,7 @@ def test_garbage_truncated_and_weights_only_files(tmp_path):
 
 # --- real Keras 3 files (optional: needs the keras package; runs on the torch backend) -------------
 
+
 @pytest.fixture(scope="module")
 def keras():
     os.environ.setdefault("KERAS_BACKEND", "torch")
@@ -222,8 +291,18 @@ def keras():
 @pytest.mark.filterwarnings("ignore")
 def test_real_keras3_sequential_files_and_object(keras, tmp_path):
     L = keras.layers
-    model = keras.Sequential([keras.Input((4,)), L.Dense(6, activation="relu"), L.Dropout(0.2),
-                              L.BatchNormalization(), L.Dense(5), L.ReLU(), L.Dense(2), L.Softmax()])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            L.Dense(6, activation="relu"),
+            L.Dropout(0.2),
+            L.BatchNormalization(),
+            L.Dense(5),
+            L.ReLU(),
+            L.Dense(2),
+            L.Softmax(),
+        ]
+    )
     bn = model.layers[2]
     bn.moving_mean.assign(RNG.normal(size=6)), bn.moving_variance.assign(RNG.uniform(0.5, 2, size=6))
     model.save(tmp_path / "m.keras")
@@ -267,8 +346,16 @@ def test_real_keras3_input_scaling_layers_fold_into_the_network(keras, tmp_path)
     norm = keras.layers.Normalization(axis=-1)
     norm.adapt(RNG.uniform(size=(200, 4)) * np.array([1.0, 10.0, 100.0, 1000.0]))
     fixed = keras.layers.Normalization(mean=[1.0, 2.0, 3.0, 4.0], variance=[4.0, 1.0, 9.0, 0.25], invert=True)
-    model = keras.Sequential([keras.Input((4,)), norm, keras.layers.Rescaling(2.0, offset=-1.0), fixed,
-                              keras.layers.Dense(5, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            norm,
+            keras.layers.Rescaling(2.0, offset=-1.0),
+            fixed,
+            keras.layers.Dense(5, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.save(tmp_path / "n.keras")
     model.save(tmp_path / "n.h5")
     Xraw = RNG.uniform(size=(40, 4)) * np.array([1.0, 10.0, 100.0, 1000.0])
@@ -280,8 +367,14 @@ def test_real_keras3_input_scaling_layers_fold_into_the_network(keras, tmp_path)
 
 @pytest.mark.filterwarnings("ignore")
 def test_real_keras3_flatten_of_a_matrix_input(keras, tmp_path):
-    model = keras.Sequential([keras.Input((2, 2)), keras.layers.Flatten(), keras.layers.Dense(3, activation="relu"),
-                              keras.layers.Dense(1, activation="sigmoid")])
+    model = keras.Sequential(
+        [
+            keras.Input((2, 2)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(3, activation="relu"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
     model.save(tmp_path / "m.keras")
     p = model.predict(X.reshape(-1, 2, 2), verbose=0)[:, 0]
     for net in (load_model(tmp_path / "m.keras"), load_model(model)):

@@ -26,9 +26,15 @@ def test_nested_sequential_with_batchnorm_dropout_softmax():
     torch.manual_seed(0)
     bn = nn.BatchNorm1d(8)
     bn.running_mean.normal_(), bn.running_var.uniform_(0.5, 2), bn.weight.data.uniform_(0.5, 2)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(5, 8), bn, nn.ReLU(),
-                          nn.Sequential(nn.Dropout(0.3), nn.Linear(8, 4), nn.ReLU(inplace=True), nn.Identity()),
-                          nn.Linear(4, 2), nn.Softmax(dim=1))
+    model = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(5, 8),
+        bn,
+        nn.ReLU(),
+        nn.Sequential(nn.Dropout(0.3), nn.Linear(8, 4), nn.ReLU(inplace=True), nn.Identity()),
+        nn.Linear(4, 2),
+        nn.Softmax(dim=1),
+    )
     model.train()
     net = load_model(model)
     assert model.training  # the caller's mode is left as it was

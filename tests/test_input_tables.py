@@ -29,13 +29,24 @@ warnings.filterwarnings("ignore", category=UserWarning)
 
 def _fitted(seed=0, n=500):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqrstu"), n),
-                       "city": rng.choice(["c0", "c1", "c2", "c3"], n), "age": rng.integers(18, 26, n),
-                       "edu": rng.integers(1, 5, n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "job": rng.choice(list("pqrstu"), n),
+            "city": rng.choice(["c0", "c1", "c2", "c3"], n),
+            "age": rng.integers(18, 26, n),
+            "edu": rng.integers(1, 5, n),
+        }
+    )
     score = (df.age - 22) / 3 + (df.sex == "M") * 0.5 + df.job.isin(["q", "t"]) - (df.city == "c2") + df.edu / 4
     y = (score + rng.normal(0, 0.5, n) > 0.8).astype(int)
-    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job", "city"]), ("num", StandardScaler(), ["age"]),
-                              ("ord", OrdinalEncoder(), ["edu"])])
+    prep = ColumnTransformer(
+        [
+            ("cat", OneHotEncoder(), ["sex", "job", "city"]),
+            ("num", StandardScaler(), ["age"]),
+            ("ord", OrdinalEncoder(), ["edu"]),
+        ]
+    )
     model = Pipeline([("prep", prep), ("clf", MLPClassifier((8, 6), max_iter=400, random_state=seed))]).fit(df, y)
     return model, df
 

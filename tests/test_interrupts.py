@@ -27,15 +27,17 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 def _hard_network(tmp_path: Path) -> list[str]:
     """A network and domain that no run decides within a minute."""
     save_nnet(random_network(np.random.default_rng(1), 6, [40, 40, 40]), tmp_path / "net.nnet")
-    Domain(tuple(Feature(f"x{i}", "integer", 0, 1000) for i in range(5))
-           + (Feature("s", "binary", 0, 1, protected=True),)).save(tmp_path / "domain.yaml")
+    Domain(
+        tuple(Feature(f"x{i}", "integer", 0, 1000) for i in range(5)) + (Feature("s", "binary", 0, 1, protected=True),)
+    ).save(tmp_path / "domain.yaml")
     return ["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "domain.yaml"), "--time-limit", "60"]
 
 
 def _start(args: list[str]) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "faircert", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "faircert", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _signal_after(proc: subprocess.Popen, signum: int, seconds: float, again: bool = False) -> tuple[int, str, float]:
@@ -48,7 +50,9 @@ def _signal_after(proc: subprocess.Popen, signum: int, seconds: float, again: bo
     return proc.returncode, err, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)], ids=["SIGINT", "SIGTERM"]
+)
 def test_a_signal_writes_the_sound_partial_result(tmp_path, signum):
     out = tmp_path / "result.json"
     proc = _start(_hard_network(tmp_path) + ["--json", str(out), "--counterexamples", str(tmp_path / "c.csv")])
@@ -78,8 +82,9 @@ def test_an_interrupted_program_run_says_so(tmp_path):
     program.write_text(GAUSSIAN_SHIFT)
     out = tmp_path / "result.json"
     # the threshold at the program's true ratio: the bounds never settle the verdict
-    proc = _start(["program", str(program), "--epsilon", repr(1 - GAUSSIAN_SHIFT_RATIO), "--time-limit", "60",
-                   "--json", str(out)])
+    proc = _start(
+        ["program", str(program), "--epsilon", repr(1 - GAUSSIAN_SHIFT_RATIO), "--time-limit", "60", "--json", str(out)]
+    )
     code, _, stop_s = _signal_after(proc, signal.SIGTERM, 4.0)
     result = json.loads(out.read_text())
     assert (code, result["verdict"], result["stopped"]) == (2, "unknown", "interrupted")
@@ -92,16 +97,24 @@ def test_an_unwritable_output_fails_before_the_run(tmp_path):
     proc = _start(_hard_network(tmp_path) + ["--json", str(tmp_path / "missing" / "r.json")])
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3 and time.monotonic() - t0 < 20
-    assert err.strip().splitlines()[-1] == (f"faircert: error: cannot write {tmp_path / 'missing' / 'r.json'}: "
-                                            f"the directory {tmp_path / 'missing'} does not exist")
+    assert err.strip().splitlines()[-1] == (
+        f"faircert: error: cannot write {tmp_path / 'missing' / 'r.json'}: "
+        f"the directory {tmp_path / 'missing'} does not exist"
+    )
 
 
 def test_a_full_stdout_is_one_clear_error(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     (tmp_path / "fig1.fr").write_text(FIG1)
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "faircert", "program", str(tmp_path / "fig1.fr"), "--json", "-",
-                               "--quiet"], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "faircert", "program", str(tmp_path / "fig1.fr"), "--json", "-", "--quiet"],
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip() == "faircert: error: cannot write to standard output: No space left on device"
 
@@ -134,8 +147,12 @@ def test_a_signal_while_the_command_still_loads_is_a_quiet_abort(tmp_path, after
     import): one line, exit 2. The child says when it reaches the entry point; before that, the
     interpreter itself is starting, which no entry point can guard."""
     entry = "import sys; from faircert.cli import run; sys.stderr.write('ready\\n'); sys.stderr.flush(); run()"
-    proc = subprocess.Popen([sys.executable, "-c", entry, "verify", "missing.nnet", "--protected", "x0"],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", entry, "verify", "missing.nnet", "--protected", "x0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     assert proc.stderr.readline() == b"ready\n"
     time.sleep(after)
     proc.send_signal(signal.SIGINT)
@@ -144,5 +161,6 @@ def test_a_signal_while_the_command_still_loads_is_a_quiet_abort(tmp_path, after
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     # the signal came while loading (aborted, 2), or after the run ended on the missing file (3; or
     # killed by the signal while the interpreter shut down, when Python has restored the default handler)
-    assert (proc.returncode == 2 and text.strip() == "faircert: aborted: no result written") or \
-        (proc.returncode in (3, -signal.SIGINT) and "model file not found" in text)
+    assert (proc.returncode == 2 and text.strip() == "faircert: aborted: no result written") or (
+        proc.returncode in (3, -signal.SIGINT) and "model file not found" in text
+    )

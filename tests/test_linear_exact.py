@@ -63,7 +63,9 @@ def test_shares_equal_brute_force_exactly(seed, integer_weights, protected):
         assert result.counterexamples
     for c in result.counterexamples:  # pairs from the exact set, re-checked: the free features agree
         assert [c.x[i] for i in range(2, len(dom))] == [c.x_prime[i] for i in range(2, len(dom))]
-        assert (model.decision_function(np.array([c.x]))[0] > 0) != (model.decision_function(np.array([c.x_prime]))[0] > 0)
+        assert (model.decision_function(np.array([c.x]))[0] > 0) != (
+            model.decision_function(np.array([c.x_prime]))[0] > 0
+        )
 
 
 def test_ties_are_decided_exactly_where_float_sums_cannot():
@@ -112,14 +114,22 @@ def test_a_pipeline_over_raw_columns_matches_enumeration_of_the_pipeline():
 
     rng = np.random.default_rng(0)
     n = 400
-    df = pd.DataFrame({"job": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n),
-                       "age": rng.integers(18, 30, n), "hours": rng.integers(1, 9, n)})
+    df = pd.DataFrame(
+        {
+            "job": rng.choice(["a", "b", "c"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(18, 30, n),
+            "hours": rng.integers(1, 9, n),
+        }
+    )
     y = ((df["age"] > 23) ^ (df["sex"] == "M") ^ (rng.random(n) < 0.2)).astype(int)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
     model = Pipeline([("prep", prep), ("clf", LogisticRegression())]).fit(df, y)
     result = faircert.verify(model, df, protected="sex")
-    grid = pd.DataFrame(list(itertools.product(["a", "b", "c"], ["F", "M"], range(18, 30), range(1, 9))),
-                        columns=["job", "sex", "age", "hours"])
+    grid = pd.DataFrame(
+        list(itertools.product(["a", "b", "c"], ["F", "M"], range(18, 30), range(1, 9))),
+        columns=["job", "sex", "age", "hours"],
+    )
     labels = model.predict(grid).reshape(3, 2, 12, 8)
     truth = float(np.mean(labels[:, 0] != labels[:, 1]))
     assert result.engine == "linear-exact" and result.exact and result.falsified == pytest.approx(truth, abs=1e-15)
@@ -149,18 +159,32 @@ def test_a_one_hidden_layer_of_single_column_units_is_separable():
     assert np.allclose(score.scores(X), net.logit(X), atol=1e-12)
     for x in X:  # the network in rational arithmetic, unit by unit
         pre = [Fraction(float(b)) + sum(Fraction(float(w)) * int(v) for w, v in zip(row, x)) for row, b in zip(W1, b1)]
-        exact = Fraction(-0.2) + sum(Fraction(float(w)) * max(p, Fraction(0)) for w, p in zip([1.0, -2.0, -1.5, 1.0], pre))
+        exact = Fraction(-0.2) + sum(
+            Fraction(float(w)) * max(p, Fraction(0)) for w, p in zip([1.0, -2.0, -1.5, 1.0], pre)
+        )
         assert score.exact(x) == exact
         assert abs(float(exact) - score.scores(x[None])[0]) <= score.rounding
 
 
 def _population_case(seed: int):
     rng = np.random.default_rng(seed)
-    dom = Domain((Feature("s", "binary", 0, 1), Feature("a", "integer", 0, 4), Feature("b", "integer", -2, 2),
-                  Feature("t", "real", 0.0, 1.0)))
+    dom = Domain(
+        (
+            Feature("s", "binary", 0, 1),
+            Feature("a", "integer", 0, 4),
+            Feature("b", "integer", -2, 2),
+            Feature("t", "real", 0.0, 1.0),
+        )
+    )
     n = 40
-    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "a": rng.integers(0, 5, n), "b": rng.integers(-2, 3, n),
-                          "t": np.round(rng.uniform(0, 1, n), 2)})
+    frame = pd.DataFrame(
+        {
+            "s": rng.integers(0, 2, n),
+            "a": rng.integers(0, 5, n),
+            "b": rng.integers(-2, 3, n),
+            "t": np.round(rng.uniform(0, 1, n), 2),
+        }
+    )
     w, b = rng.normal(size=4), float(rng.normal())
     return LinearModel.plain(w, b, names=dom.names), w, b, dom, frame
 
@@ -172,8 +196,12 @@ def test_independent_population_probabilities_equal_the_product_of_the_data_marg
     marg = {c: frame[c].value_counts(normalize=False) for c in ("a", "b", "t")}
     truth = Fraction(0)
     for (va, ca), (vb, cb), (vt, ct) in itertools.product(*(m.items() for m in marg.values())):
-        base = Fraction(float(b)) + Fraction(float(w[1])) * int(va) + Fraction(float(w[2])) * int(vb) + \
-            Fraction(float(w[3])) * Fraction(float(vt))
+        base = (
+            Fraction(float(b))
+            + Fraction(float(w[1])) * int(va)
+            + Fraction(float(w[2])) * int(vb)
+            + Fraction(float(w[3])) * Fraction(float(vt))
+        )
         scores = [base + Fraction(float(w[0])) * s for s in (0, 1)]
         truth += Fraction(ca * cb * ct) * (max(scores) > 0 >= min(scores))
     truth /= len(frame) ** 3
@@ -206,8 +234,14 @@ def test_relaxed_shares_equal_brute_force(seed):
     from boxes_oracle import unfair_points
 
     rng = np.random.default_rng(seed)
-    dom = Domain((Feature("a", "integer", 0, 5), Feature("s", "categorical", 0, int(rng.integers(1, 3))),
-                  Feature("b", "integer", -3, 3), Feature("c", "integer", 0, 3)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 5),
+            Feature("s", "categorical", 0, int(rng.integers(1, 3))),
+            Feature("b", "integer", -3, 3),
+            Feature("c", "integer", 0, 3),
+        )
+    )
     w = rng.integers(-3, 4, 4).astype(float) if seed % 2 else rng.normal(size=4)
     net = ReluNetwork([w[None, :]], [np.array([float(rng.integers(-2, 3)) if seed % 2 else rng.normal()])])
     eps = {"a": int(rng.integers(1, 3)), "b": 1}
@@ -231,8 +265,14 @@ def test_relaxed_shares_of_a_large_domain_are_tight_bounds(monkeypatch):
     from faircert.engines.linear import relaxed
 
     rng = np.random.default_rng(5)
-    dom = Domain((Feature("a", "integer", 0, 5), Feature("s", "binary", 0, 1), Feature("b", "integer", -3, 3),
-                  Feature("c", "integer", 0, 9)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 5),
+            Feature("s", "binary", 0, 1),
+            Feature("b", "integer", -3, 3),
+            Feature("c", "integer", 0, 9),
+        )
+    )
     net = ReluNetwork([rng.normal(size=(1, 4))], [rng.normal(size=1)])
     exact = faircert.verify(net, dom, protected="s", epsilon={"a": 1})
     monkeypatch.setattr(relaxed, "MITM_SIZE", 10)  # the fixed part goes to the histogram
@@ -253,10 +293,17 @@ def test_relaxed_probabilities_under_the_data_marginals_equal_brute_force():
     wf = [Fraction(float(v)) for v in w[:3]]
     truth = Fraction(0)
     for (va, ca), (vb, cb) in itertools.product(frame["a"].value_counts().items(), frame["b"].value_counts().items()):
+
         def score(a, bb, s):
             return Fraction(float(b)) + wf[0] * s + wf[1] * a + wf[2] * bb
-        unfair = any((score(va, vb, s) > 0) != (score(a2, vb, s2) > 0) for s in (0, 1) for s2 in (0, 1) if s2 != s
-                     for a2 in range(max(0, va - 1), min(4, va + 1) + 1))
+
+        unfair = any(
+            (score(va, vb, s) > 0) != (score(a2, vb, s2) > 0)
+            for s in (0, 1)
+            for s2 in (0, 1)
+            if s2 != s
+            for a2 in range(max(0, va - 1), min(4, va + 1) + 1)
+        )
         truth += Fraction(ca * cb) * unfair
     truth /= len(frame) ** 2
     assert result.exact and result.falsified == pytest.approx(float(truth), abs=1e-15)

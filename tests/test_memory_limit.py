@@ -18,8 +18,17 @@ from faircert.memory import MIN_BYTES, default_limit, machine_bytes, parse_bytes
 from faircert.options import GroupOptions, VerifyOptions
 
 
-@pytest.mark.parametrize("text,value", [("800000000", 800_000_000), ("800M", 800_000_000), ("1.5G", 1_500_000_000),
-                                        ("2GiB", 2 * 2**30), ("64kib", 65536), (" 3 mb ", 3_000_000)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("800000000", 800_000_000),
+        ("800M", 800_000_000),
+        ("1.5G", 1_500_000_000),
+        ("2GiB", 2 * 2**30),
+        ("64kib", 65536),
+        (" 3 mb ", 3_000_000),
+    ],
+)
 def test_limits_are_read_as_users_write_them(text, value):
     assert parse_bytes(text) == value
     assert VerifyOptions(memory_limit=text).memory_limit == value
@@ -61,8 +70,9 @@ def test_the_network_refinement_stops_at_the_limit():
 
 def test_the_complete_decision_stops_at_the_limit():
     net, dom, _ = medium_case()
-    res = faircert.verify(net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=2, workers=1,
-                          memory_limit=MIN_BYTES)
+    res = faircert.verify(
+        net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=2, workers=1, memory_limit=MIN_BYTES
+    )
     assert res.stats["stopped"] == "memory limit" and res.decision["unknown"] > 0 and res.verdict != "fair"
 
 
@@ -72,8 +82,7 @@ def test_the_probability_bounds_stop_at_the_limit(tmp_path):
     assert res.stopped == "memory limit" and 0 < low < high < 1
     pop = tmp_path / "pop.fr"
     pop.write_text(PROGRAM)
-    g = faircert.group(NET, population=pop, protected="sex < 1", workers=1, memory_limit=MIN_BYTES,
-                       time_limit=20)
+    g = faircert.group(NET, population=pop, protected="sex < 1", workers=1, memory_limit=MIN_BYTES, time_limit=20)
     assert g.stats["stopped"] == "memory limit" and all(x.low <= x.high for x in g.groups)
 
 
@@ -84,16 +93,59 @@ def test_the_command_exits_2_and_says_why(tmp_path, capsys):
     save_nnet(net, tmp_path / "net.nnet")
     dom.save(tmp_path / "dom.json")
     out = tmp_path / "out.json"
-    code = main(["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "dom.json"), "--protected", "p",
-                 "--workers", "1", "--memory-limit", "20K", "--json", str(out)])
+    code = main(
+        [
+            "verify",
+            str(tmp_path / "net.nnet"),
+            "--domain",
+            str(tmp_path / "dom.json"),
+            "--protected",
+            "p",
+            "--workers",
+            "1",
+            "--memory-limit",
+            "20K",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 2 and json.loads(out.read_text())["stats"]["stopped"] == "memory limit"
     assert "memory limit" in capsys.readouterr().err
     program = tmp_path / "fig1.fr"
     program.write_text(FIG1)
-    assert main(["program", str(program), "--probability", "expRank > -5", "--tolerance", "1e-12", "--workers", "1",
-                 "--memory-limit", "200K", "--quiet"]) == 2
-    assert main(["verify", str(tmp_path / "net.nnet"), "--domain", str(tmp_path / "dom.json"), "--protected", "p",
-                 "--memory-limit", "much"]) == 3
+    assert (
+        main(
+            [
+                "program",
+                str(program),
+                "--probability",
+                "expRank > -5",
+                "--tolerance",
+                "1e-12",
+                "--workers",
+                "1",
+                "--memory-limit",
+                "200K",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "net.nnet"),
+                "--domain",
+                str(tmp_path / "dom.json"),
+                "--protected",
+                "p",
+                "--memory-limit",
+                "much",
+            ]
+        )
+        == 3
+    )
     assert "memory limit must be a number of bytes" in capsys.readouterr().err
 
 
@@ -106,12 +158,12 @@ def test_linear_rates_on_score_grids_stay_sound_within_the_limit():
 
     rng = np.random.default_rng(2)
     n = 3000
-    frame = pd.DataFrame({"s": rng.integers(0, 2, n), "x": rng.normal(0, 1, n), "y": rng.normal(0, 1, n),
-                          "z": rng.integers(0, 4, n)})
+    frame = pd.DataFrame(
+        {"s": rng.integers(0, 2, n), "x": rng.normal(0, 1, n), "y": rng.normal(0, 1, n), "z": rng.integers(0, 4, n)}
+    )
     model = LinearModel.plain([0.4, 1.3, 0.7, -0.2], -0.3, ["s", "x", "y", "z"])  # too many sums: grids
     fine = faircert.group(model, frame, protected="s", population="independent", time_limit=30)
-    coarse = faircert.group(model, frame, protected="s", population="independent", time_limit=30,
-                            memory_limit=64_000)
+    coarse = faircert.group(model, frame, protected="s", population="independent", time_limit=30, memory_limit=64_000)
     assert coarse.stats["stopped"] == "memory limit" and fine.stats["stopped"] == "converged"
     assert coarse.engine == fine.engine == "score histograms (sound bounds)"
     for f, c in zip(fine.groups, coarse.groups):

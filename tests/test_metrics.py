@@ -29,8 +29,13 @@ def hiring():
 
     rng = np.random.default_rng(3)
     n = 1200
-    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n, p=[0.45, 0.55]), "race": rng.choice(["a", "b", "c"], n),
-                       "years": rng.integers(0, 20, n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["f", "m"], n, p=[0.45, 0.55]),
+            "race": rng.choice(["a", "b", "c"], n),
+            "years": rng.integers(0, 20, n),
+        }
+    )
     df["hired"] = ((df.years / 6 + 0.7 * (df.sex == "m") + rng.normal(0, 1, n)) > 2.0).astype(int)
     ct = ColumnTransformer([("oh", OneHotEncoder(), ["sex", "race"]), ("sc", StandardScaler(), ["years"])])
     model = make_pipeline(ct, LogisticRegression()).fit(df.drop(columns="hired"), df.hired)
@@ -75,8 +80,11 @@ def test_equal_opportunity_and_predictive_parity_over_the_data_rows(hiring):
     df, model = hiring
     r = faircert.group(model, df, protected="sex", label="hired", metrics="di,eop,eopr,pp,eo")
     assert list(r.metrics) == ["di", "sp", "eop", "eopr", "pp", "eo"]
-    assert r.metrics["eop"].low == r.metrics["eop"].high == pytest.approx(
-        _fairlearn(df, model, fl.equal_opportunity_difference), abs=1e-12)
+    assert (
+        r.metrics["eop"].low
+        == r.metrics["eop"].high
+        == pytest.approx(_fairlearn(df, model, fl.equal_opportunity_difference), abs=1e-12)
+    )
     assert r.metrics["eopr"].low == pytest.approx(_fairlearn(df, model, fl.equal_opportunity_ratio), abs=1e-12)
     assert r.metrics["eo"].low == pytest.approx(_fairlearn(df, model, fl.equalized_odds_difference), abs=1e-12)
     # predictive parity by hand: the precision of each group's positive decisions
@@ -91,11 +99,19 @@ def test_equal_opportunity_and_predictive_parity_over_the_data_rows(hiring):
 def test_gap_and_ratio_thresholds_decide_the_new_metrics(hiring):
     df, model = hiring
     eop = faircert.group(model, df, protected="sex", label="hired", metrics="eop").metrics["eop"].low
-    loose = faircert.group(model, df, protected="sex", label="hired", metrics="eop,pp", threshold=0.01,
-                           gap_thresholds={"eop": eop + 0.01, "pp": 1.0})
+    loose = faircert.group(
+        model,
+        df,
+        protected="sex",
+        label="hired",
+        metrics="eop,pp",
+        threshold=0.01,
+        gap_thresholds={"eop": eop + 0.01, "pp": 1.0},
+    )
     assert loose.metrics["eop"].verdict == "fair" and loose.metrics["pp"].verdict == "fair"
-    tight = faircert.group(model, df, protected="sex", label="hired", metrics="eop", threshold=0.01,
-                           gap_thresholds={"eop": eop - 0.01})
+    tight = faircert.group(
+        model, df, protected="sex", label="hired", metrics="eop", threshold=0.01, gap_thresholds={"eop": eop - 0.01}
+    )
     assert tight.metrics["eop"].verdict == "unfair" and tight.verdict == "unfair"
     ratio = faircert.group(model, df, protected="sex", label="hired", metrics="eopr", threshold=0.999)
     assert ratio.metrics["eopr"].verdict == "unfair"
@@ -103,14 +119,14 @@ def test_gap_and_ratio_thresholds_decide_the_new_metrics(hiring):
 
 def test_equal_opportunity_under_a_learned_population_is_the_positive_label_gap(hiring):
     df, model = hiring
-    r = faircert.group(model, df, protected="sex", label="hired", population="independent",
-                       metrics="eo,eop,eopr")
+    r = faircert.group(model, df, protected="sex", label="hired", population="independent", metrics="eo,eop,eopr")
     tpr = r.conditional["Y=1"]
     assert r.metrics["eop"].low == pytest.approx(max(max(g.low for g in tpr) - min(g.high for g in tpr), 0.0))
     assert r.metrics["eop"].high == pytest.approx(max(g.high for g in tpr) - min(g.low for g in tpr))
     assert r.metrics["eo"].high >= r.metrics["eop"].high
     assert r.metrics["eopr"].high <= 1.0 and r.metrics["eopr"].low == pytest.approx(
-        min(g.low for g in tpr) / max(g.high for g in tpr))
+        min(g.low for g in tpr) / max(g.high for g in tpr)
+    )
 
 
 def test_what_a_metric_needs_is_asked_for_before_any_work(hiring, tmp_path, capsys):
@@ -124,8 +140,9 @@ def test_what_a_metric_needs_is_asked_for_before_any_work(hiring, tmp_path, caps
         faircert.group(model, three, protected="sex", label="hired", metrics="eop")
     data = tmp_path / "d.csv"
     df.to_csv(data, index=False)
-    assert main(["group", str(tmp_path / "m.json"), "--data", str(data), "--protected", "sex",
-                 "--metric", "tpr_gap"]) == 3
+    assert (
+        main(["group", str(tmp_path / "m.json"), "--data", str(data), "--protected", "sex", "--metric", "tpr_gap"]) == 3
+    )
     assert "unknown metric 'tpr_gap'" in capsys.readouterr().err
 
 
@@ -153,8 +170,25 @@ def test_reports_title_the_metrics_and_json_says_how_each_is_checked(hiring, tmp
     path, data, out, page = tmp_path / "m.pkl", tmp_path / "d.csv", tmp_path / "r.json", tmp_path / "r.html"
     joblib.dump(model, path)
     df.to_csv(data, index=False)
-    code = main(["group", str(path), "--trust-pickle", "--data", str(data), "--protected", "sex", "--label", "hired",
-                 "--metric", "equal_opportunity_difference,pp", "--json", str(out), "--html", str(page)])
+    code = main(
+        [
+            "group",
+            str(path),
+            "--trust-pickle",
+            "--data",
+            str(data),
+            "--protected",
+            "sex",
+            "--label",
+            "hired",
+            "--metric",
+            "equal_opportunity_difference,pp",
+            "--json",
+            str(out),
+            "--html",
+            str(page),
+        ]
+    )
     assert code in (0, 1, 2)
     shown = capsys.readouterr().err  # tables for people go to stderr
     assert "EOp (TPR max-min)" in shown and "PP (precision max-min)" in shown and "precision" in shown

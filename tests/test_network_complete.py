@@ -21,10 +21,20 @@ from faircert.models.network import ReluNetwork
 from faircert.properties import individual_fairness
 
 # small integer domains: protected p with 2 or 5 values
-SMALL = {2: (Feature("a", "integer", 0, 5), Feature("p", "binary"), Feature("b", "integer", -3, 3),
-             Feature("c", "integer", 0, 4)),
-         5: (Feature("a", "integer", 0, 5), Feature("p", "integer", 0, 4), Feature("b", "integer", -3, 3),
-             Feature("c", "integer", 0, 4))}
+SMALL = {
+    2: (
+        Feature("a", "integer", 0, 5),
+        Feature("p", "binary"),
+        Feature("b", "integer", -3, 3),
+        Feature("c", "integer", 0, 4),
+    ),
+    5: (
+        Feature("a", "integer", 0, 5),
+        Feature("p", "integer", 0, 4),
+        Feature("b", "integer", -3, 3),
+        Feature("c", "integer", 0, 4),
+    ),
+}
 
 
 @pytest.fixture
@@ -124,8 +134,8 @@ def _brute_region(pb: Problem, lo, hi) -> bool:
 def test_fair_by_construction_is_proven():
     rng = np.random.default_rng(5)
     net = random_network(rng, 4, [12, 8], scale=1.0)
-    net.weights[0][:, 1] = 0.0          # the protected feature is ignored
-    net.weights[0][:, 2] = 0.0          # so is b, the feature with a tolerance
+    net.weights[0][:, 1] = 0.0  # the protected feature is ignored
+    net.weights[0][:, 2] = 0.0  # so is b, the feature with a tolerance
     dom = Domain(SMALL[5])
     for eps in (None, {"b": 2}):
         prop = individual_fairness(dom, ["p"], epsilon=eps)
@@ -154,8 +164,10 @@ def test_robustness_twin_keeps_protected_value():
 def test_fairness_with_epsilon_needs_another_protected_value():
     """f = [p = 1] * (b - 0.5) with eps on b: a robustness pair exists at p = 1, but a fairness pair
     needs the other value of p, where the logit is constant."""
-    net = ReluNetwork([np.array([[0.0, 4.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), np.array([[1.0, 0.0]])],
-                      [np.array([-4.0, 0.0]), np.array([-0.25])])
+    net = ReluNetwork(
+        [np.array([[0.0, 4.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), np.array([[1.0, 0.0]])],
+        [np.array([-4.0, 0.0]), np.array([-0.25])],
+    )
     # hidden = relu(4p + b - 4); with b in [-3, 3]: p = 0 -> 0 (label 0); p = 1 -> relu(b): positive iff b >= 1
     dom = Domain(SMALL[2])
     prop = individual_fairness(dom, ["p"], epsilon={"b": 1})
@@ -175,8 +187,13 @@ def test_fairness_with_epsilon_needs_another_protected_value():
 
 # ----- wider mixed integer / real domains against an independent MILP ----------------------------
 
-MIXED = (Feature("age", "integer", 0, 60), Feature("p", "integer", 0, 2), Feature("r", "real", -2.0, 2.0),
-         Feature("n", "integer", 0, 30), Feature("s", "real", 0.0, 1.0))
+MIXED = (
+    Feature("age", "integer", 0, 60),
+    Feature("p", "integer", 0, 2),
+    Feature("r", "real", -2.0, 2.0),
+    Feature("n", "integer", 0, 30),
+    Feature("s", "real", 0.0, 1.0),
+)
 
 
 def independent_milp(net: ReluNetwork, dom: Domain, protected: int, eps: np.ndarray) -> bool:
@@ -196,16 +213,18 @@ def independent_milp(net: ReluNetwork, dom: Domain, protected: int, eps: np.ndar
 
 def _pair_milp(net, lo, hi, disc, free, protected, va, vb, eps, sign):
     n = len(lo)
-    cols = []          # (lb, ub, integer)
-    rows = []          # (dict col->coef, lo, hi)
+    cols = []  # (lb, ub, integer)
+    rows = []  # (dict col->coef, lo, hi)
 
     def var(lb, ub, integer=False):
         cols.append((lb, ub, integer))
         return len(cols) - 1
 
     x = [var(lo[i], hi[i], disc[i]) if i != protected else None for i in range(n)]
-    xp = [var(max(lo[i], lo[i] - eps[i]), min(hi[i], hi[i] + eps[i]), disc[i]) if i != protected else None
-          for i in range(n)]
+    xp = [
+        var(max(lo[i], lo[i] - eps[i]), min(hi[i], hi[i] + eps[i]), disc[i]) if i != protected else None
+        for i in range(n)
+    ]
     for i in free:
         rows.append(({x[i]: 1.0, xp[i]: -1.0}, -eps[i], eps[i]))
 
@@ -242,11 +261,11 @@ def _pair_milp(net, lo, hi, disc, free, protected, va, vb, eps, sign):
                     d = var(0, 1, True)
                     e = {v: -co for v, co in expr.items()}
                     e[h] = 1.0
-                    rows.append((dict(e), c, np.inf))                      # h >= pre
+                    rows.append((dict(e), c, np.inf))  # h >= pre
                     e2 = dict(e)
                     e2[d] = -lj
-                    rows.append((e2, -np.inf, c - lj))                     # h <= pre - l (1 - d)
-                    rows.append(({h: 1.0, d: -uj}, -np.inf, 0.0))          # h <= u d
+                    rows.append((e2, -np.inf, c - lj))  # h <= pre - l (1 - d)
+                    rows.append(({h: 1.0, d: -uj}, -np.inf, 0.0))  # h <= u d
                 out_terms.append({h: 1.0})
                 out_consts.append(0.0)
             l, u = np.maximum(nl, 0), np.maximum(nu, 0)
@@ -263,15 +282,25 @@ def _pair_milp(net, lo, hi, disc, free, protected, va, vb, eps, sign):
             A[r, v] += co
     c = np.zeros(len(cols))
     c[t] = -1.0
-    res = milp(c, integrality=[int(cl[2]) for cl in cols], bounds=Bounds([cl[0] for cl in cols], [cl[1] for cl in cols]),
-               constraints=LinearConstraint(A, [r[1] for r in rows], [r[2] for r in rows]))
+    res = milp(
+        c,
+        integrality=[int(cl[2]) for cl in cols],
+        bounds=Bounds([cl[0] for cl in cols], [cl[1] for cl in cols]),
+        constraints=LinearConstraint(A, [r[1] for r in rows], [r[2] for r in rows]),
+    )
     assert res.status == 0
     return -res.fun
 
 
-@pytest.mark.parametrize("seed,eps", [(0, None), pytest.param(1, None, marks=pytest.mark.slow),
-                                      pytest.param(2, {"age": 3, "r": 0.25}, marks=pytest.mark.slow),
-                                      pytest.param(3, {"n": 2}, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "seed,eps",
+    [
+        (0, None),
+        pytest.param(1, None, marks=pytest.mark.slow),
+        pytest.param(2, {"age": 3, "r": 0.25}, marks=pytest.mark.slow),
+        pytest.param(3, {"n": 2}, marks=pytest.mark.slow),
+    ],
+)
 def test_mixed_domain_agrees_with_independent_milp(seed, eps):
     rng = np.random.default_rng(100 + seed)
     net = random_network(rng, 5, [7, 5], scale=0.5)
@@ -288,6 +317,7 @@ def test_mixed_domain_agrees_with_independent_milp(seed, eps):
 
 
 # ----- soundness of the solver's answers --------------------------------------------------------
+
 
 def _hard_case():
     rng = np.random.default_rng(11)
@@ -309,6 +339,7 @@ def test_region_time_out_is_unknown(milp_only, monkeypatch):
 
     def never(*args, **kwargs):  # the solver always gives up
         return twin_milp.MilpAnswer("unknown")
+
     monkeypatch.setattr(complete, "solve_box", never)
     out = decide_regions(pb, pb.lo[None], pb.hi[None], time_limit=0.5)
     assert out.verdict[0] == UNKNOWN
@@ -325,6 +356,7 @@ def test_deadline_inside_a_milp_round_never_drops_boxes(milp_only, monkeypatch):
     def slow(*args, **kwargs):
         clock.sleep(0.02)
         return twin_milp.MilpAnswer("unknown")
+
     monkeypatch.setattr(complete, "solve_box", slow)
     lo, hi = partition_grid(pb, 3)
     truth_fair = np.array([not _brute_region(pb, lo[k], hi[k]) for k in range(lo.shape[0])])
@@ -336,12 +368,14 @@ def test_deadline_inside_a_milp_round_never_drops_boxes(milp_only, monkeypatch):
 @pytest.mark.parametrize("dual", [-1e-12, 0.0, "inf"])
 def test_bound_inside_the_margin_is_no_proof(dual, monkeypatch):
     """A dual bound between -margin and 0 (or a missing one) never proves a box fair."""
-    net, dom, prop, _ = small_case(2, 5, None)   # fair (brute force)
+    net, dom, prop, _ = small_case(2, 5, None)  # fair (brute force)
     pb = Problem.build(net, prop)
 
     def fake(objective, integrality, bounds, constraints, options):
-        return SimpleNamespace(x=None, fun=np.inf, status=0, mip_node_count=1,
-                               mip_dual_bound=-np.inf if dual == "inf" else -dual)
+        return SimpleNamespace(
+            x=None, fun=np.inf, status=0, mip_node_count=1, mip_dual_bound=-np.inf if dual == "inf" else -dual
+        )
+
     monkeypatch.setattr(twin_milp, "milp", fake)
     assert solve_box(pb, pb.lo, pb.hi, 5.0).status == "unknown"
 
@@ -350,8 +384,13 @@ def test_infeasible_or_failed_solve_is_no_proof(monkeypatch):
     net, dom, prop, _ = small_case(2, 5, None)
     pb = Problem.build(net, prop)
     for status in (1, 2, 4):
-        monkeypatch.setattr(twin_milp, "milp", lambda *a, status=status, **k: SimpleNamespace(
-            x=None, fun=np.inf, status=status, mip_node_count=0, mip_dual_bound=-1e9))
+        monkeypatch.setattr(
+            twin_milp,
+            "milp",
+            lambda *a, status=status, **k: SimpleNamespace(
+                x=None, fun=np.inf, status=status, mip_node_count=0, mip_dual_bound=-1e9
+            ),
+        )
         assert solve_box(pb, pb.lo, pb.hi, 5.0).status == "unknown"
 
 
@@ -363,24 +402,93 @@ def test_unconfirmed_candidate_is_not_unfair(monkeypatch, milp_only):
     fake = twin_milp.MilpAnswer("pair", x=pb.lo.copy(), xp=pb.lo.copy(), a=0, b=1)
     monkeypatch.setattr(complete, "solve_box", lambda *a, **k: fake)
     out = decide_regions(pb, pb.lo[None], pb.hi[None], time_limit=1.0)
-    assert out.verdict[0] != UNFAIR      # the box was split instead, and settled by other proofs or not
+    assert out.verdict[0] != UNFAIR  # the box was split instead, and settled by other proofs or not
     assert out.pairs[0] is None
     assert out.stats["pairs_rejected"] >= 1
 
 
 # ----- partitions -----------------------------------------------------------------------------------
 
+
 def _dummy(widths):
     return ReluNetwork([np.zeros((1, widths))], [np.zeros(1)])
 
 
-@pytest.mark.parametrize("ranges,protected,size,count", [
-    ([(10, 100), (0, 6), (0, 15), (1, 16), (0, 6), (0, 13), (0, 5), (0, 4), (0, 1), (0, 19), (0, 19), (1, 100),
-      (0, 40)], 7, 10, 16000),
-    ([(0, 1), (0, 10), (0, 2), (0, 6), (0, 1), (0, 1), (0, 1), (0, 1), (0, 11), (0, 6), (0, 5000), (-3, 1), (1, 50),
-      (0, 999), (0, 7), (0, 2)], 0, 100, 510),
-    ([(0, 2), (0, 80), (0, 2), (0, 9), (0, 20000), (0, 2), (0, 2), (1, 4), (0, 2), (1, 4), (0, 2), (0, 1), (0, 2),
-      (0, 2), (1, 4), (0, 3), (1, 2), (0, 1), (0, 1), (0, 1)], 19, 100, 201)])
+@pytest.mark.parametrize(
+    "ranges,protected,size,count",
+    [
+        (
+            [
+                (10, 100),
+                (0, 6),
+                (0, 15),
+                (1, 16),
+                (0, 6),
+                (0, 13),
+                (0, 5),
+                (0, 4),
+                (0, 1),
+                (0, 19),
+                (0, 19),
+                (1, 100),
+                (0, 40),
+            ],
+            7,
+            10,
+            16000,
+        ),
+        (
+            [
+                (0, 1),
+                (0, 10),
+                (0, 2),
+                (0, 6),
+                (0, 1),
+                (0, 1),
+                (0, 1),
+                (0, 1),
+                (0, 11),
+                (0, 6),
+                (0, 5000),
+                (-3, 1),
+                (1, 50),
+                (0, 999),
+                (0, 7),
+                (0, 2),
+            ],
+            0,
+            100,
+            510,
+        ),
+        (
+            [
+                (0, 2),
+                (0, 80),
+                (0, 2),
+                (0, 9),
+                (0, 20000),
+                (0, 2),
+                (0, 2),
+                (1, 4),
+                (0, 2),
+                (1, 4),
+                (0, 2),
+                (0, 1),
+                (0, 2),
+                (0, 2),
+                (1, 4),
+                (0, 3),
+                (1, 2),
+                (0, 1),
+                (0, 1),
+                (0, 1),
+            ],
+            19,
+            100,
+            201,
+        ),
+    ],
+)
 def test_fairify_partition_counts(ranges, protected, size, count):
     dom = Domain(tuple(Feature(f"f{i}", "integer", a, b) for i, (a, b) in enumerate(ranges)))
     pb = Problem.build(_dummy(len(ranges)), individual_fairness(dom, [f"f{protected}"]))
@@ -388,7 +496,7 @@ def test_fairify_partition_counts(ranges, protected, size, count):
     if count <= 1000:
         lo, hi = partition_grid(pb, size)
         assert lo.shape[0] == count
-        assert pb.mass(lo, hi).sum() == pb.domain_size   # the partitions tile the domain
+        assert pb.mass(lo, hi).sum() == pb.domain_size  # the partitions tile the domain
 
 
 def test_partition_size_errors():

@@ -18,13 +18,29 @@ from faircert.engines.network.rounds import ChunkWork
 from faircert.properties import individual_fairness
 
 # brute-force domains: 630 and 24,000 free points, protected p (3 values) and q (2)
-SMALL = (Feature("a", "integer", 0, 9), Feature("p", "integer", 0, 2), Feature("b", "integer", -3, 5),
-         Feature("c", "integer", 0, 6), Feature("q", "binary"))
-MEDIUM = (Feature("a", "integer", 0, 39), Feature("p", "integer", 0, 2), Feature("b", "integer", -15, 14),
-          Feature("c", "integer", 0, 19), Feature("q", "binary"))
+SMALL = (
+    Feature("a", "integer", 0, 9),
+    Feature("p", "integer", 0, 2),
+    Feature("b", "integer", -3, 5),
+    Feature("c", "integer", 0, 6),
+    Feature("q", "binary"),
+)
+MEDIUM = (
+    Feature("a", "integer", 0, 39),
+    Feature("p", "integer", 0, 2),
+    Feature("b", "integer", -15, 14),
+    Feature("c", "integer", 0, 19),
+    Feature("q", "binary"),
+)
 # too large to finish in a test: a run stops at its box budget
-LARGE = (Feature("a", "integer", 0, 200), Feature("p", "binary"), Feature("b", "integer", -50, 50),
-         Feature("c", "real", 0, 10), Feature("d", "integer", 0, 300), Feature("e", "real", -1, 1))
+LARGE = (
+    Feature("a", "integer", 0, 200),
+    Feature("p", "binary"),
+    Feature("b", "integer", -50, 50),
+    Feature("c", "real", 0, 10),
+    Feature("d", "integer", 0, 300),
+    Feature("e", "real", -1, 1),
+)
 
 
 def brute_force_case(seed: int, features=SMALL):
@@ -161,8 +177,21 @@ def test_the_command_line_takes_workers_and_a_box_budget_for_networks(small_chun
     dom.save(tmp_path / "d.yaml")
     out = {}
     for workers in ("1", "2"):
-        args = ["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "d.yaml"), "--protected", "p",
-                "--workers", workers, "--max-boxes", "3000", "--quiet", "--json", str(tmp_path / f"{workers}.json")]
+        args = [
+            "verify",
+            str(tmp_path / "m.nnet"),
+            "--domain",
+            str(tmp_path / "d.yaml"),
+            "--protected",
+            "p",
+            "--workers",
+            workers,
+            "--max-boxes",
+            "3000",
+            "--quiet",
+            "--json",
+            str(tmp_path / f"{workers}.json"),
+        ]
         assert main(args) == 1  # unfair: counterexamples found
         out[workers] = json.loads((tmp_path / f"{workers}.json").read_text())
     shares = [{k: o[k] for k in ("certified", "falsified", "undecided")} for o in out.values()]

@@ -58,8 +58,11 @@ def _truth(net, prop, m: Marginals, eps_feature: int | None = None) -> float:
         def near(v):  # any within one step along the feature
             p = np.pad(v, pad)
             n = v.shape[eps_feature]
-            return np.take(p, range(0, n), eps_feature) | np.take(p, range(1, n + 1), eps_feature) | \
-                np.take(p, range(2, n + 2), eps_feature)
+            return (
+                np.take(p, range(0, n), eps_feature)
+                | np.take(p, range(1, n + 1), eps_feature)
+                | np.take(p, range(2, n + 2), eps_feature)
+            )
 
         pos_near, neg_near = near(pos), near(~pos)
         T = len(combos)
@@ -107,16 +110,18 @@ def test_a_pipeline_network_under_independent_marginals_from_the_api():
 
     rng = np.random.default_rng(0)
     n = 400
-    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n),
-                       "age": rng.integers(18, 30, n)})
+    df = pd.DataFrame(
+        {"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n), "age": rng.integers(18, 30, n)}
+    )
     y = ((df.age - 24) / 3 + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.5).astype(int)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["age"])])
     model = Pipeline([("prep", prep), ("clf", MLPClassifier((8,), max_iter=500, random_state=0))]).fit(df, y)
     res = faircert.verify(model, df, protected="sex", population="independent", data=df, time_limit=30, workers=1)
     flipped = df.assign(sex=np.where(df.sex == "F", "M", "F"))
     # the truth: over the product of the data's marginals of job and age
-    grid = pd.DataFrame(list(itertools.product(["F"], sorted(set(df.job)), sorted(set(df.age)))),
-                        columns=["sex", "job", "age"])
+    grid = pd.DataFrame(
+        list(itertools.product(["F"], sorted(set(df.job)), sorted(set(df.age)))), columns=["sex", "job", "age"]
+    )
     p_job, p_age = df.job.value_counts(normalize=True), df.age.value_counts(normalize=True)
     w = grid.job.map(p_job).to_numpy() * grid.age.map(p_age).to_numpy()
     other = grid.assign(sex="M")
@@ -135,23 +140,35 @@ def test_a_pipeline_network_over_a_real_column_under_independent_marginals():
 
     rng = np.random.default_rng(1)
     n = 400
-    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pq"), n),
-                       "rate": rng.choice(np.round(np.linspace(-1.5, 2.5, 17), 2), n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "job": rng.choice(list("pq"), n),
+            "rate": rng.choice(np.round(np.linspace(-1.5, 2.5, 17), 2), n),
+        }
+    )
     y = (df.rate + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.8).astype(int)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["rate"])])
     model = Pipeline([("prep", prep), ("clf", MLPClassifier((8,), max_iter=500, random_state=0))]).fit(df, y)
     res = faircert.verify(model, df, protected="sex", population="independent", data=df, time_limit=30, workers=1)
-    grid = pd.DataFrame(list(itertools.product(["F"], sorted(set(df.job)), sorted(set(df.rate)))),
-                        columns=["sex", "job", "rate"])
-    w = grid.job.map(df.job.value_counts(normalize=True)).to_numpy() * \
-        grid.rate.map(df.rate.value_counts(normalize=True)).to_numpy()
+    grid = pd.DataFrame(
+        list(itertools.product(["F"], sorted(set(df.job)), sorted(set(df.rate)))), columns=["sex", "job", "rate"]
+    )
+    w = (
+        grid.job.map(df.job.value_counts(normalize=True)).to_numpy()
+        * grid.rate.map(df.rate.value_counts(normalize=True)).to_numpy()
+    )
     truth = float((w * (model.predict(grid) != model.predict(grid.assign(sex="M")))).sum())
     assert res.feature_ranges["rate"] == [-1.5, 2.5] and res.population == "independent"
     assert res.undecided < 1e-9 and res.falsified == pytest.approx(truth, abs=1e-9) and truth > 0
     assert res.counterexamples
     for c in res.counterexamples:  # the data's own rates
-        x, xp = (pd.DataFrame([{"sex": res.categories["sex"][int(v[0])], "job": res.categories["job"][int(v[1])],
-                                "rate": v[2]}]) for v in (c.x, c.x_prime))
+        x, xp = (
+            pd.DataFrame(
+                [{"sex": res.categories["sex"][int(v[0])], "job": res.categories["job"][int(v[1])], "rate": v[2]}]
+            )
+            for v in (c.x, c.x_prime)
+        )
         assert x.rate[0] in set(df.rate) and model.predict(x)[0] != model.predict(xp)[0]
 
 
@@ -159,13 +176,14 @@ def _real_case(seed: int):
     """MEDIUM with `a` and `c` real; data values on a coarse lattice, so the cuts at midpoints, at
     quarters and at the range's ends fall on data values, and some values repeat."""
     net, dom, _ = brute_force_case(seed, MEDIUM)
-    real = Domain(tuple(Feature(f.name, "real", f.min, f.max) if f.name in ("a", "c") else f
-                        for f in dom.features))
+    real = Domain(tuple(Feature(f.name, "real", f.min, f.max) if f.name in ("a", "c") else f for f in dom.features))
     rng = np.random.default_rng(seed)
     n = 400
     codes = np.stack([rng.integers(f.min, f.max + 1, n) for f in dom.features], axis=1).astype(float)
-    codes[:, 0] = rng.choice(np.linspace(0, 39, 9), n)          # 0, 4.875, ..., 19.5, ..., 39
-    codes[:, 3] = np.where(rng.random(n) < 0.3, 19.0, rng.choice(np.linspace(0, 19, 5), n) + 0.25 * (rng.random(n) < 0.5))
+    codes[:, 0] = rng.choice(np.linspace(0, 39, 9), n)  # 0, 4.875, ..., 19.5, ..., 39
+    codes[:, 3] = np.where(
+        rng.random(n) < 0.3, 19.0, rng.choice(np.linspace(0, 19, 5), n) + 0.25 * (rng.random(n) < 0.5)
+    )
     codes[:, 3] = np.minimum(codes[:, 3], 19.0)
     return net, real, Marginals.from_codes(codes)
 
@@ -208,17 +226,20 @@ def test_a_real_value_on_a_shared_cut_counts_once():
     m = Marginals((np.array([0.0, 1.0, 2.0]),), (np.array([1, 2, 1]),), 4)
     w = Weights.of(m, [0], np.array([True]), np.array([0.0]), np.array([2.0]))
     # [0, 1] and [1, 2] share 1: it counts in the box above it; the top value in the box reaching it
-    np.testing.assert_allclose(w.mass(np.array([[0.0], [1.0], [2.0], [0.0]]), np.array([[1.0], [2.0], [2.0], [2.0]])),
-                               [0.25, 0.75, 0.0, 1.0])
+    np.testing.assert_allclose(
+        w.mass(np.array([[0.0], [1.0], [2.0], [0.0]]), np.array([[1.0], [2.0], [2.0], [2.0]])), [0.25, 0.75, 0.0, 1.0]
+    )
     # carved around a point: [0, 1], [1, 1], [1, 2] hold 0.25, 0 and 0.75
-    np.testing.assert_allclose(w.mass(np.array([[0.0], [1.0], [1.0]]), np.array([[1.0], [1.0], [2.0]])),
-                               [0.25, 0.0, 0.75])
+    np.testing.assert_allclose(
+        w.mass(np.array([[0.0], [1.0], [1.0]]), np.array([[1.0], [1.0], [2.0]])), [0.25, 0.0, 0.75]
+    )
     # a cut of a real feature lies halfway between data values, near the median of the mass; a
     # range holding one value is cut at its middle
     cut = w.median(np.array([0, 0]), np.array([0.0, 1.5]), np.array([2.0, 2.0]), np.array([1.0, 1.75]))
     np.testing.assert_array_equal(cut, [1.5, 1.75])
-    one = Weights.of(Marginals((np.array([3.0]),), (np.array([4]),), 4), [0], np.array([True]), np.array([3.0]),
-                     np.array([3.0]))
+    one = Weights.of(
+        Marginals((np.array([3.0]),), (np.array([4]),), 4), [0], np.array([True]), np.array([3.0]), np.array([3.0])
+    )
     np.testing.assert_allclose(one.mass(np.array([[3.0]]), np.array([[3.0]])), [1.0])
 
 

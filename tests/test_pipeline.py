@@ -43,19 +43,35 @@ warnings.filterwarnings("ignore", category=UserWarning)
 
 def _people(n=600, seed=0, hours_real=False):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B", "C"], n),
-                       "age": rng.integers(18, 30, n), "edu": rng.integers(1, 6, n),
-                       "hours": rng.uniform(10, 60, n).round(3) if hours_real else rng.integers(2, 9, n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["Female", "Male"], n),
+            "race": rng.choice(["A", "B", "C"], n),
+            "age": rng.integers(18, 30, n),
+            "edu": rng.integers(1, 6, n),
+            "hours": rng.uniform(10, 60, n).round(3) if hours_real else rng.integers(2, 9, n),
+        }
+    )
     score = df.age / 12 + (df.sex == "Male") * 0.6 + df.edu / 5 + (df.race == "B") * 0.4 + rng.normal(0, 0.4, n)
     df["income"] = np.where(score > 2.6, ">50K", "<=50K")
     return df
 
 
 def _prep(kbins: bool = False):
-    parts = [("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "race"]),
-             ("num", StandardScaler(), ["age"]), ("edu", OrdinalEncoder(), ["edu"])]
-    parts.append(("h", KBinsDiscretizer(4, encode="onehot", strategy="uniform") if kbins
-                  else make_pipeline(SimpleImputer(), MinMaxScaler()), ["hours"]))
+    parts = [
+        ("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "race"]),
+        ("num", StandardScaler(), ["age"]),
+        ("edu", OrdinalEncoder(), ["edu"]),
+    ]
+    parts.append(
+        (
+            "h",
+            KBinsDiscretizer(4, encode="onehot", strategy="uniform")
+            if kbins
+            else make_pipeline(SimpleImputer(), MinMaxScaler()),
+            ["hours"],
+        )
+    )
     return ColumnTransformer(parts)
 
 
@@ -88,8 +104,7 @@ def _grid(domain: Domain) -> np.ndarray:
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_compiled_pipeline_agrees_with_the_pipeline_on_every_point(name, kbins):
     df = _people()
-    pipe = Pipeline([("prep", _prep(kbins)), ("clf", ESTIMATORS[name]())]).fit(df.drop(columns="income"),
-                                                                               df.income)
+    pipe = Pipeline([("prep", _prep(kbins)), ("clf", ESTIMATORS[name]())]).fit(df.drop(columns="income"), df.income)
     ir, dom = bind_to_domain(load_model(pipe), infer_domain(df))
     assert dom.names == ["sex", "race", "age", "edu", "hours"]  # the label column is not read
     assert isinstance(ir, TreeEnsemble if name in ("forest", "boosting") else ReluNetwork)
@@ -151,21 +166,43 @@ def test_tree_pipeline_on_a_real_column_reproduces_float32_rounding_at_threshold
 def test_what_cannot_be_compiled_exactly_is_refused_with_one_error():
     df = _people(hours_real=True)
     X, y = df.drop(columns="income"), df.income
-    onehot_real = Pipeline([("p", ColumnTransformer([("c", OneHotEncoder(handle_unknown="ignore"), ["sex", "hours"]),
-                                                     ("n", "passthrough", ["age"])])),
-                            ("m", MLPClassifier((4,), max_iter=200, random_state=0))]).fit(X, y)
+    onehot_real = Pipeline(
+        [
+            (
+                "p",
+                ColumnTransformer(
+                    [("c", OneHotEncoder(handle_unknown="ignore"), ["sex", "hours"]), ("n", "passthrough", ["age"])]
+                ),
+            ),
+            ("m", MLPClassifier((4,), max_iter=200, random_state=0)),
+        ]
+    ).fit(X, y)
     with pytest.raises(DomainError, match="'hours' is real-valued.*ReLU network cannot compute exactly"):
         faircert.verify(onehot_real, df, protected="sex")
-    poly = Pipeline([("p", ColumnTransformer([("n", PolynomialFeatures(), ["age", "hours"])])),
-                     ("m", LogisticRegression())]).fit(X, y)
+    poly = Pipeline(
+        [("p", ColumnTransformer([("n", PolynomialFeatures(), ["age", "hours"])])), ("m", LogisticRegression())]
+    ).fit(X, y)
     with pytest.raises(ModelFormatError, match="unsupported preprocessing PolynomialFeatures"):
         faircert.verify(poly, df, protected="sex")
-    strict = Pipeline([("p", ColumnTransformer([("c", OneHotEncoder(handle_unknown="error"), ["race"]),
-                                                ("n", "passthrough", ["age", "sex"])])),
-                       ("m", RandomForestClassifier(3, random_state=0))])
+    strict = Pipeline(
+        [
+            (
+                "p",
+                ColumnTransformer(
+                    [("c", OneHotEncoder(handle_unknown="error"), ["race"]), ("n", "passthrough", ["age", "sex"])]
+                ),
+            ),
+            ("m", RandomForestClassifier(3, random_state=0)),
+        ]
+    )
     strict.fit(X.assign(sex=(X.sex == "Male").astype(int)), y)
-    wider = Domain((Feature("race", "categorical", 0, 3, categories=("A", "B", "C", "D")),
-                    Feature("age", "integer", 18, 29), Feature("sex", "binary", 0, 1)))
+    wider = Domain(
+        (
+            Feature("race", "categorical", 0, 3, categories=("A", "B", "C", "D")),
+            Feature("age", "integer", 18, 29),
+            Feature("sex", "binary", 0, 1),
+        )
+    )
     with pytest.raises(DomainError, match=r"rejects \['D'\]"):
         faircert.verify(strict, wider, protected="sex")
 
@@ -178,8 +215,11 @@ def test_linear_models_without_a_pipeline_are_verified_too():
     grid = _grid(infer_domain(X))
     flip = grid.copy()
     flip[:, 0] = 1 - flip[:, 0]
-    truth = float(np.mean(clf.predict(pd.DataFrame(grid, columns=X.columns))
-                          != clf.predict(pd.DataFrame(flip, columns=X.columns))))
+    truth = float(
+        np.mean(
+            clf.predict(pd.DataFrame(grid, columns=X.columns)) != clf.predict(pd.DataFrame(flip, columns=X.columns))
+        )
+    )
     assert r.falsified == pytest.approx(truth) and r.undecided == pytest.approx(0, abs=1e-9)
 
 
@@ -192,8 +232,20 @@ def test_pipeline_ir_names_raw_columns_and_the_cli_verifies_a_pickled_pipeline(t
     assert isinstance(ir, PipelineModel) and ir.input_names == ["sex", "race", "age", "edu", "hours"]
     joblib.dump(pipe, tmp_path / "pipe.pkl")
     df.to_csv(tmp_path / "people.csv", index=False)
-    code = main(["verify", str(tmp_path / "pipe.pkl"), "--domain", str(tmp_path / "people.csv"), "--protected", "sex",
-                 "--trust-pickle", "--json", str(tmp_path / "r.json"), "--quiet"])
+    code = main(
+        [
+            "verify",
+            str(tmp_path / "pipe.pkl"),
+            "--domain",
+            str(tmp_path / "people.csv"),
+            "--protected",
+            "sex",
+            "--trust-pickle",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--quiet",
+        ]
+    )
     assert code == 1
     import json
 
@@ -245,8 +297,11 @@ def test_reports_show_counterexamples_once_with_category_names(capsys):
 def test_pipelines_ending_in_xgboost_or_lightgbm_agree_on_every_point(framework):
     lib = pytest.importorskip(framework)
     df = _people()
-    est = (lib.XGBClassifier(n_estimators=15, max_depth=3) if framework == "xgboost"
-           else lib.LGBMClassifier(n_estimators=15, verbose=-1))
+    est = (
+        lib.XGBClassifier(n_estimators=15, max_depth=3)
+        if framework == "xgboost"
+        else lib.LGBMClassifier(n_estimators=15, verbose=-1)
+    )
     pipe = Pipeline([("prep", _prep()), ("clf", est)]).fit(df.drop(columns="income"), (df.income == ">50K").astype(int))
     ir, dom = bind_to_domain(load_model(pipe), infer_domain(df))
     assert isinstance(ir, TreeEnsemble)
@@ -284,8 +339,9 @@ def test_a_boolean_protected_column_is_one_hot_encoded_like_scikit_learn(name):
 def test_xgboost_after_sparse_preprocessing_is_refused_because_it_reads_zeros_as_missing():
     xgboost = pytest.importorskip("xgboost")
     df = _people()
-    sparse = ColumnTransformer([("c", OneHotEncoder(), ["sex", "race", "edu"]), ("n", "passthrough", ["age"])],
-                               sparse_threshold=1.0)
+    sparse = ColumnTransformer(
+        [("c", OneHotEncoder(), ["sex", "race", "edu"]), ("n", "passthrough", ["age"])], sparse_threshold=1.0
+    )
     pipe = Pipeline([("p", sparse), ("m", xgboost.XGBClassifier(n_estimators=5))])
     pipe.fit(df.drop(columns="income"), (df.income == ">50K").astype(int))
     with pytest.raises(ModelFormatError, match="zeros of a sparse matrix as missing"):
@@ -298,10 +354,16 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
 
     df = _people(400)
     X = df.drop(columns="income")
-    prep = ColumnTransformer([
-        ("cat", Pipeline([("i", SimpleImputer(strategy="most_frequent")), ("o", OneHotEncoder(drop="first"))]),
-         ["sex", "race"]),
-        ("num", Pipeline([("i", SimpleImputer()), ("s", StandardScaler())]), ["age", "edu", "hours"])])
+    prep = ColumnTransformer(
+        [
+            (
+                "cat",
+                Pipeline([("i", SimpleImputer(strategy="most_frequent")), ("o", OneHotEncoder(drop="first"))]),
+                ["sex", "race"],
+            ),
+            ("num", Pipeline([("i", SimpleImputer()), ("s", StandardScaler())]), ["age", "edu", "hours"]),
+        ]
+    )
     pipe = Pipeline([("p", prep), ("m", LogisticRegression(max_iter=1000))]).fit(X, df.income)
     assert isinstance(load_model(pipe), LinearModel)
     r = faircert.group(pipe, df, protected="sex", population="independent", bin_value="mean")
@@ -334,8 +396,12 @@ def test_a_domain_without_the_category_names_the_model_reads_is_refused():
     codes_only = Domain(tuple(Feature(f.name, f.kind, f.min, f.max) for f in infer_domain(df).features))
     with pytest.raises(DomainError, match="'sex' holds categories for the model .* the domain gives it numbers"):
         faircert.verify(pipe, codes_only, protected="sex")
-    renamed = Domain(tuple(Feature(f.name, f.kind, f.min, f.max, categories=("F", "M") if f.name == "sex"
-                                   else f.categories) for f in infer_domain(df).features))
+    renamed = Domain(
+        tuple(
+            Feature(f.name, f.kind, f.min, f.max, categories=("F", "M") if f.name == "sex" else f.categories)
+            for f in infer_domain(df).features
+        )
+    )
     with pytest.raises(DomainError, match="none of the domain's categories"):
         faircert.verify(pipe, renamed, protected="sex")
 
@@ -346,8 +412,9 @@ def test_equalized_odds_of_a_pipeline_under_a_bayesian_network_matches_enumerati
     df = _people(300)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["boosting"]())]).fit(X, df.income)
-    r = faircert.group(pipe, df, protected="sex", label="income", population="bayesnet", metrics="di,sp,eo",
-                       time_limit=30)
+    r = faircert.group(
+        pipe, df, protected="sex", label="income", population="bayesnet", metrics="di,sp,eo", time_limit=30
+    )
     assert set(r.conditional) == {"Y=<=50K", "Y=>50K"} and not r.approximations
     pop = learn_population(df, list(X.columns), ["sex"], label="income", kind="bayesnet")
     rows, weights = [], []

@@ -30,8 +30,14 @@ warnings.filterwarnings("ignore", category=UserWarning)
 
 def _people(n=500, seed=0):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "race": rng.choice(["A", "B", "C"], n),
-                       "age": rng.integers(18, 31, n), "hours": rng.integers(2, 10, n)})
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["Female", "Male"], n),
+            "race": rng.choice(["A", "B", "C"], n),
+            "age": rng.integers(18, 31, n),
+            "hours": rng.integers(2, 10, n),
+        }
+    )
     df.loc[:1, "age"], df.loc[2:3, "age"] = 18, 30  # the data's range is the domain's
     df.loc[:1, "hours"], df.loc[2:3, "hours"] = 2, 9
     score = df.age / 12 + (df.sex == "Male") * 0.7 + (df.race == "B") * 0.4 + df.hours / 8 + rng.normal(0, 0.3, n)
@@ -43,8 +49,12 @@ def _people(n=500, seed=0):
 def trained():
     df = _people()
     X, y = df.drop(columns="income"), (df.income == ">50K").astype(int)
-    prep = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["sex", "race"]),
-                              ("num", StandardScaler(), ["age", "hours"])])
+    prep = ColumnTransformer(
+        [
+            ("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["sex", "race"]),
+            ("num", StandardScaler(), ["age", "hours"]),
+        ]
+    )
     Z = prep.fit_transform(X)
     mlp = MLPClassifier((6,), max_iter=600, random_state=0).fit(Z, y)
     return df, X, y, prep, Z, mlp
@@ -52,8 +62,9 @@ def trained():
 
 def _unfair_share(df: pd.DataFrame, prep, predict) -> float:
     """Brute force: the share of (race, age, hours) grid points whose label changes with sex."""
-    grid = pd.DataFrame(list(itertools.product(["A", "B", "C"], range(18, 31), range(2, 10))),
-                        columns=["race", "age", "hours"])
+    grid = pd.DataFrame(
+        list(itertools.product(["A", "B", "C"], range(18, 31), range(2, 10))), columns=["race", "age", "hours"]
+    )
     labels = [predict(prep.transform(grid.assign(sex=s)[["sex", "race", "age", "hours"]])) for s in ("Female", "Male")]
     return float(np.mean(labels[0] != labels[1]))
 
@@ -82,8 +93,14 @@ def test_torch_module_with_preprocessor_matches_brute_force(trained):
 def _onnx_file(net, n_in, path):
     torch = pytest.importorskip("torch")
     try:
-        torch.onnx.export(net, torch.zeros(1, n_in, dtype=torch.float64), str(path), dynamo=False,
-                          input_names=["x"], dynamic_axes={"x": {0: "n"}})
+        torch.onnx.export(
+            net,
+            torch.zeros(1, n_in, dtype=torch.float64),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            dynamic_axes={"x": {0: "n"}},
+        )
     except Exception as exc:  # noqa: BLE001 - the exporter is optional
         pytest.skip(f"torch.onnx.export unavailable: {exc}")
     return path
@@ -92,8 +109,13 @@ def _onnx_file(net, n_in, path):
 def _keras_file(mlp, path):
     os.environ.setdefault("KERAS_BACKEND", "torch")
     keras = pytest.importorskip("keras")
-    model = keras.Sequential([keras.Input((mlp.coefs_[0].shape[0],)), keras.layers.Dense(6, activation="relu"),
-                              keras.layers.Dense(1, activation="sigmoid")])
+    model = keras.Sequential(
+        [
+            keras.Input((mlp.coefs_[0].shape[0],)),
+            keras.layers.Dense(6, activation="relu"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
     model.set_weights([mlp.coefs_[0], mlp.intercepts_[0], mlp.coefs_[1], mlp.intercepts_[1]])
     model.save(path)
     return path
@@ -107,8 +129,10 @@ def test_the_cli_checks_framework_files_on_raw_columns(trained, tmp_path, capsys
     df.to_csv(tmp_path / "people.csv", index=False)
     joblib.dump(prep, tmp_path / "prep.pkl")
     net_truth = _unfair_share(df, prep, lambda z: mlp.predict(z))
-    files = {"keras": (_keras_file(mlp, tmp_path / "m.keras"), net_truth),
-             "onnx": (_onnx_file(_torch_net(mlp), Z.shape[1], tmp_path / "m.onnx"), net_truth)}
+    files = {
+        "keras": (_keras_file(mlp, tmp_path / "m.keras"), net_truth),
+        "onnx": (_onnx_file(_torch_net(mlp), Z.shape[1], tmp_path / "m.onnx"), net_truth),
+    }
     xgb = pytest.importorskip("xgboost")
     booster = xgb.XGBClassifier(n_estimators=6, max_depth=3, random_state=0).fit(Z, y)
     booster.save_model(tmp_path / "m.json")
@@ -118,18 +142,51 @@ def test_the_cli_checks_framework_files_on_raw_columns(trained, tmp_path, capsys
     gbm.booster_.save_model(str(tmp_path / "m.txt"))
     files["lightgbm"] = (tmp_path / "m.txt", _unfair_share(df, prep, gbm.predict))
     for kind, (path, truth) in files.items():
-        code = main(["verify", str(path), "--preprocessor", str(tmp_path / "prep.pkl"), "--trust-pickle",
-                     "--domain", str(tmp_path / "people.csv"), "--protected", "sex", "--json", "-", "--quiet"])
+        code = main(
+            [
+                "verify",
+                str(path),
+                "--preprocessor",
+                str(tmp_path / "prep.pkl"),
+                "--trust-pickle",
+                "--domain",
+                str(tmp_path / "people.csv"),
+                "--protected",
+                "sex",
+                "--json",
+                "-",
+                "--quiet",
+            ]
+        )
         out = json.loads(capsys.readouterr().out)
         assert out["falsified"] == pytest.approx(truth, abs=1e-12), kind
         assert out["certified"] == pytest.approx(1 - truth, abs=1e-12), kind
         assert code == (1 if truth > 0 else 0), kind
-        code = main(["group", str(path), "--preprocessor", str(tmp_path / "prep.pkl"), "--trust-pickle",
-                     "--data", str(tmp_path / "people.csv"), "--protected", "sex", "--population", "empirical",
-                     "--json", "-", "--quiet"])
+        code = main(
+            [
+                "group",
+                str(path),
+                "--preprocessor",
+                str(tmp_path / "prep.pkl"),
+                "--trust-pickle",
+                "--data",
+                str(tmp_path / "people.csv"),
+                "--protected",
+                "sex",
+                "--population",
+                "empirical",
+                "--json",
+                "-",
+                "--quiet",
+            ]
+        )
         out = json.loads(capsys.readouterr().out)
-        labels = {"keras": mlp.predict(Z), "onnx": mlp.predict(Z), "xgboost": booster.predict(Z),
-                  "lightgbm": gbm.predict(Z)}[kind]
+        labels = {
+            "keras": mlp.predict(Z),
+            "onnx": mlp.predict(Z),
+            "xgboost": booster.predict(Z),
+            "lightgbm": gbm.predict(Z),
+        }[kind]
         groups = {g["name"]: g for g in out["groups"]}
         for sex in ("Female", "Male"):
             rate = labels[(X.sex == sex).to_numpy()].mean()
@@ -154,14 +211,36 @@ def test_bad_preprocessors_get_one_clear_error(trained, tmp_path, capsys):
     df.to_csv(tmp_path / "people.csv", index=False)
     _onnx_file(net, Z.shape[1], tmp_path / "m.onnx")
     for extra, message in ([], "--trust-pickle"), (["--trust-pickle"], None):
-        args = ["verify", str(tmp_path / "m.onnx"), "--preprocessor", str(tmp_path / "prep.pkl"), *extra,
-                "--domain", str(tmp_path / "people.csv"), "--protected", "sex", "--quiet", "--time-limit", "5"]
+        args = [
+            "verify",
+            str(tmp_path / "m.onnx"),
+            "--preprocessor",
+            str(tmp_path / "prep.pkl"),
+            *extra,
+            "--domain",
+            str(tmp_path / "people.csv"),
+            "--protected",
+            "sex",
+            "--quiet",
+            "--time-limit",
+            "5",
+        ]
         code = main(args)
         err = capsys.readouterr().err
         if message:
             assert code == 3 and message in err and "Traceback" not in err
         else:
             assert code in (0, 1)
-    code = main(["verify", str(tmp_path / "m.onnx"), "--preprocessor", str(tmp_path / "missing.pkl"),
-                 "--trust-pickle", "--domain", str(tmp_path / "people.csv"), "--quiet"])
+    code = main(
+        [
+            "verify",
+            str(tmp_path / "m.onnx"),
+            "--preprocessor",
+            str(tmp_path / "missing.pkl"),
+            "--trust-pickle",
+            "--domain",
+            str(tmp_path / "people.csv"),
+            "--quiet",
+        ]
+    )
     assert code == 3 and "preprocessor file not found" in capsys.readouterr().err

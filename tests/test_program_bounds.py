@@ -18,14 +18,15 @@ from faircert.population.program import site_marginals
 EX = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "programs" / "fairsquare" / "ex.fr"
 
 
-
 def _ex_ratio(factor: float) -> float:
     """Exact P[hire | min] / P[hire | not min] of Fig. 1 (expRank = factor*yExp - colRank) by quadrature."""
+
     def p_hire(shift: float) -> float:
         # colRank c ~ N(25 + shift, 10^2); not hired iff c > 5 and factor*y - c <= -5, y ~ N(10, 5^2)
         f = lambda c: norm.pdf(c, 25 + shift, 10) * norm.cdf(((c - 5) / factor - 10) / 5)
         miss, _ = integrate.quad(f, 5, np.inf, epsabs=1e-13, epsrel=1e-12)
         return 1 - miss
+
     return p_hire(5.0) / p_hire(0.0)
 
 
@@ -66,9 +67,11 @@ def test_fig1_original_is_unfair_and_fixed_is_fair():
 
 def test_difference_and_parity_forms():
     # P[t | s] = 0.5, P[t | not s] = 0.25: ratio 0.5, difference 0.25
-    src = ("s = step([(0,1,0.5),(1,2,0.5)])\nx = uniform(0, 1)\n"
-           "if s < 1:\n    t = x < 0.5\nelse:\n    t = x < 0.25\n"
-           "sensitiveAttribute(s < 1)\nfairnessTarget(t > 0.5)\n")
+    src = (
+        "s = step([(0,1,0.5),(1,2,0.5)])\nx = uniform(0, 1)\n"
+        "if s < 1:\n    t = x < 0.5\nelse:\n    t = x < 0.25\n"
+        "sensitiveAttribute(s < 1)\nfairnessTarget(t > 0.5)\n"
+    )
     r = program_fairness(src, epsilon=0.15, time_limit=10)
     assert r.verdict == "fair" and 0.85 < r.ratio_low <= 2.0 <= r.ratio_high  # the sensitive group is favoured
     assert program_fairness(src, epsilon=0.15, kind="parity", time_limit=10).verdict == "unfair"
@@ -120,10 +123,12 @@ def _sample(a: iv.Iv, rng, n=2000):
 @pytest.mark.parametrize("seed", range(20))
 def test_interval_operations_contain_every_point_result(seed):
     rng = np.random.default_rng(seed)
+
     def rand_iv():
         lo = rng.normal(scale=10) if rng.random() > 0.2 else 0.0
         hi = lo + (abs(rng.normal(scale=10)) if rng.random() > 0.2 else 0.0)
         return iv.Iv(np.float64(lo), np.float64(hi), np.bool_(False), np.bool_(False), np.uint64(0))
+
     a, b = rand_iv(), rand_iv()
     xa, xb = _sample(a, rng), rng.permutation(_sample(b, rng))
     for op, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
@@ -167,9 +172,11 @@ def test_underflow_and_overflow_never_lose_soundness():
 
 
 def test_qualification_conditions_both_groups():
-    base = ("s = step([(0, 1, 0.5), (1, 2, 0.5)])\nx = uniform(0, 1)\n"
-            "if s < 1:\n    t = x > 0.55 or x < 0.15\nelse:\n    t = x > 0.45\n"
-            "sensitiveAttribute(s < 1)\n{qual}fairnessTarget(t > 0.5)\n")
+    base = (
+        "s = step([(0, 1, 0.5), (1, 2, 0.5)])\nx = uniform(0, 1)\n"
+        "if s < 1:\n    t = x > 0.55 or x < 0.15\nelse:\n    t = x > 0.45\n"
+        "sensitiveAttribute(s < 1)\n{qual}fairnessTarget(t > 0.5)\n"
+    )
     plain = program_fairness(base.format(qual=""), epsilon=0.15, time_limit=20)
     assert plain.verdict == "fair" and plain.ratio_low <= 0.6 / 0.55 <= plain.ratio_high
     qual = program_fairness(base.format(qual="qualified(x > 0.2)\n"), epsilon=0.15, time_limit=20)
@@ -204,13 +211,17 @@ def test_affine_forms_keep_correlations_soundly():
 
 def _random_rich_program(rng: np.random.Generator) -> tuple[str, str]:
     """Nested ifs, products and quotients of variables, abs/min/max, chained comparisons."""
-    lines = [f"a = gaussian({rng.normal():.3f}, {rng.uniform(0.3, 3):.3f})",
-             f"b = uniform({-1 - rng.random():.3f}, {1 + rng.random():.3f})",
-             "c = step([(0, 1, 0.2), (1, 3, 0.5), (4, 5, 0.3)])"]
+    lines = [
+        f"a = gaussian({rng.normal():.3f}, {rng.uniform(0.3, 3):.3f})",
+        f"b = uniform({-1 - rng.random():.3f}, {1 + rng.random():.3f})",
+        "c = step([(0, 1, 0.2), (1, 3, 0.5), (4, 5, 0.3)])",
+    ]
     e1 = rng.choice(["a * b", "a / (c + 1)", "abs(a) - b", "max(a, b) * 0.5", "min(a, c) + b * b"])
     lines.append(f"x = {e1}")
-    lines.append("if c < 1:\n    y = x + a\nelif 0 < b < 0.5:\n    if a > 0:\n        y = x - 2 * b\n"
-                 "    else:\n        y = -x\nelse:\n    y = x * 0.5 + c")
+    lines.append(
+        "if c < 1:\n    y = x + a\nelif 0 < b < 0.5:\n    if a > 0:\n        y = x - 2 * b\n"
+        "    else:\n        y = -x\nelse:\n    y = x * 0.5 + c"
+    )
     lines.append("z = y - x + (1 if a > b else -1)")
     query = rng.choice([f"z > {rng.normal():.3f}", "y < x or c > 3", f"not (z <= {rng.normal():.3f}) and b > -0.5"])
     return "\n".join(lines) + "\n", str(query)

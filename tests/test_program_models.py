@@ -10,8 +10,7 @@ from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.population.continuous import ProductPopulation
 
-POP = ProductPopulation.of({"a": {"gaussian": [0, 1]}, "s": {"discrete": {0: 0.3, 1: 0.7}},
-                            "b": {"gaussian": [1, 4]}})
+POP = ProductPopulation.of({"a": {"gaussian": [0, 1]}, "s": {"discrete": {0: 0.3, 1: 0.7}}, "b": {"gaussian": [1, 4]}})
 
 
 def _exact_linear(w_a, w_s, w_b, c, s):
@@ -45,8 +44,11 @@ def _assert_groups_bracket_monte_carlo(net, result, rng):
 
 def test_relu_network_brackets_monte_carlo():
     rng = np.random.default_rng(3)
-    net = ReluNetwork([rng.normal(size=(6, 3)), rng.normal(size=(1, 6))], [rng.normal(size=6), np.array([0.2])],
-                      input_names=["a", "s", "b"])
+    net = ReluNetwork(
+        [rng.normal(size=(6, 3)), rng.normal(size=(1, 6))],
+        [rng.normal(size=6), np.array([0.2])],
+        input_names=["a", "s", "b"],
+    )
     r = group_bounds(net, POP, protected="s", time_limit=5, target_width=2e-3)
     _assert_groups_bracket_monte_carlo(net, r, rng)
 
@@ -66,9 +68,11 @@ def test_tree_ensemble_exact_leaf_probabilities():
 
 
 def test_population_program_feeds_a_model():
-    program = ("s = step([(0,1,0.4),(1,2,0.6)])\n"
-               "if s < 1:\n    a = gaussian(-1, 1)\nelse:\n    a = gaussian(1, 1)\n"
-               "b = gaussian(0, 1)\nsensitiveAttribute(s < 1)\n")
+    program = (
+        "s = step([(0,1,0.4),(1,2,0.6)])\n"
+        "if s < 1:\n    a = gaussian(-1, 1)\nelse:\n    a = gaussian(1, 1)\n"
+        "b = gaussian(0, 1)\nsensitiveAttribute(s < 1)\n"
+    )
     model = LinearModel.plain([1.0, 0.0, 1.0], 0.0, ["a", "s", "b"])
     r = group_bounds(model, program, time_limit=10)
     exact = {True: 1 - norm.cdf(1 / np.sqrt(2)), False: 1 - norm.cdf(-1 / np.sqrt(2))}
@@ -106,8 +110,10 @@ def test_group_api_accepts_a_population_program(tmp_path):
     import faircert
 
     program = tmp_path / "pop.fr"
-    program.write_text("def popModel():\n    s = step([(0,1,0.4),(1,2,0.6)])\n    if s < 1:\n        a = gaussian(-1, 1)\n"
-                       "    else:\n        a = gaussian(1, 1)\n    b = gaussian(0, 1)\n    sensitiveAttribute(s < 1)\n")
+    program.write_text(
+        "def popModel():\n    s = step([(0,1,0.4),(1,2,0.6)])\n    if s < 1:\n        a = gaussian(-1, 1)\n"
+        "    else:\n        a = gaussian(1, 1)\n    b = gaussian(0, 1)\n    sensitiveAttribute(s < 1)\n"
+    )
     net = ReluNetwork([np.array([[1.0, 0.0, 1.0]])], [np.array([0.0])], input_names=["a", "s", "b"])
     r = faircert.group(net, population=str(program), time_limit=10)
     exact = {True: 1 - norm.cdf(1 / np.sqrt(2)), False: 1 - norm.cdf(-1 / np.sqrt(2))}
@@ -128,8 +134,11 @@ def test_network_under_a_discrete_bayesian_network_matches_enumeration(seed):
     a = Variable("a", (1.0, 2.0, 3.0), (), ("s",), rng.dirichlet(np.ones(3), size=2))
     b = Variable("b", (-1.0, 0.5), (), ("a", "s"), rng.dirichlet(np.ones(2), size=(3, 2)))
     pop = DiscretePopulation({"s": s, "a": a, "b": b}, protected=("s",))
-    net = ReluNetwork([rng.normal(size=(5, 3)), rng.normal(size=(1, 5))], [rng.normal(size=5), np.array([0.5])],
-                      input_names=["a", "s", "b"])
+    net = ReluNetwork(
+        [rng.normal(size=(5, 3)), rng.normal(size=(1, 5))],
+        [rng.normal(size=5), np.array([0.5])],
+        input_names=["a", "s", "b"],
+    )
     r = group_bounds(net, pop, time_limit=10, threshold=None, target_width=1e-9)
     for g in r.groups:
         sv = 0 if g.group["s"] == "f" else 1
@@ -144,8 +153,11 @@ def test_network_under_a_discrete_bayesian_network_matches_enumeration(seed):
 
 def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
     rng = np.random.default_rng(11)
-    net = ReluNetwork([rng.normal(size=(8, 3)), rng.normal(size=(6, 8)), rng.normal(size=(1, 6))],
-                      [rng.normal(size=8), rng.normal(size=6), np.array([0.3])], input_names=["a", "s", "b"])
+    net = ReluNetwork(
+        [rng.normal(size=(8, 3)), rng.normal(size=(6, 8)), rng.normal(size=(1, 6))],
+        [rng.normal(size=8), rng.normal(size=6), np.array([0.3])],
+        input_names=["a", "s", "b"],
+    )
     r = group_bounds(net, POP, protected="s", time_limit=8, threshold=None, target_width=5e-3)
     _assert_groups_bracket_monte_carlo(net, r, rng)
     for g in r.groups:

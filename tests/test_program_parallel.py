@@ -36,8 +36,14 @@ def test_group_bounds_on_two_workers_equal_one(tmp_path):
 
     path = tmp_path / "pop.fr"
     path.write_text(PROGRAM)
-    kw = dict(population=path, protected="sex < 1", label="qualified", metrics=["di", "sp", "eo"], time_limit=None,
-              gap_thresholds={"eo": 0.1})
+    kw = dict(
+        population=path,
+        protected="sex < 1",
+        label="qualified",
+        metrics=["di", "sp", "eo"],
+        time_limit=None,
+        gap_thresholds={"eo": 0.1},
+    )
     one, two = faircert.group(NET, **kw), faircert.group(NET, workers=2, **kw)
     assert [(g.low, g.high) for g in two.groups] == [(g.low, g.high) for g in one.groups]
     assert two.metrics["eo"].low == one.metrics["eo"].low and two.verdict == one.verdict == "unfair"
@@ -51,9 +57,11 @@ def test_bad_worker_counts_and_budgets_are_usage_errors(tmp_path, capsys):
     prog.write_text(GAUSSIAN_SHIFT)
     model = tmp_path / "m.json"
     model.write_text('{"weights": [1.0, -1.0], "intercept": 0.0, "features": ["a", "b"]}')
-    for args in (["program", str(prog), "--workers", "0"],
-                 ["group", str(model), "--population", str(prog), "--protected", "x <= 0", "--workers", "-2"],
-                 ["verify", str(model), "--complete", "--max-boxes", "10"]):
+    for args in (
+        ["program", str(prog), "--workers", "0"],
+        ["group", str(model), "--population", str(prog), "--protected", "x <= 0", "--workers", "-2"],
+        ["verify", str(model), "--complete", "--max-boxes", "10"],
+    ):
         code = main(args + ["--quiet"])
         err = capsys.readouterr().err
         assert code == 3 and "Traceback" not in err, args

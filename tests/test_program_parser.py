@@ -34,7 +34,9 @@ def test_parses_assignments_draws_ifs_and_annotations():
         "    y = x / 2\n"
         "    qualified(y > -100)\n"
         "    fairnessTarget(y > 0.5)\n"
-        "    return y > 0.5\n", "p.fr")
+        "    return y > 0.5\n",
+        "p.fr",
+    )
     assert prog.n_sites == 2
     assert isinstance(prog.sites[0], Draw) and isinstance(prog.sites[0].dist, Step)
     assert isinstance(prog.sites[1].dist, Gaussian) and prog.sites[1].dist.variance == 4.0
@@ -43,22 +45,25 @@ def test_parses_assignments_draws_ifs_and_annotations():
     assert {"s", "x", "y"} <= prog.defined
 
 
-@pytest.mark.parametrize("source, where, words", [
-    ("x = gaussian(0, 1)\nwhile x > 0:\n    x = x - 1\n", "2:1", "While"),
-    ("import os\n", "1:1", "Import"),
-    ("x = gaussian(0, 1)\ny = eval('x')\n", "2:5", "unknown function 'eval'"),
-    ("x = gaussian(0, 1)\ny = x.real\n", "2:5", "Attribute"),
-    ("x = gaussian(0, 1)\ny = x ** 2\n", "2:5", "Pow"),
-    ("x = gaussian(0, 1\n", "1:", "syntax error"),
-    ("x = gaussian(0, -1)\n", "1:17", "variance"),
-    ("x = step([(0, 1, 0.5), (1, 2, 0.4)])\n", "1:5", "sum to 0.9"),
-    ("x = step([(0, 2, 0.5), (1, 3, 0.5)])\n", "1:5", "overlap"),
-    ("x = gaussian(0, 1)\nif x > 0:\n    fairnessTarget(x > 1)\n", "3:5", "top level"),
-    ("x = gaussian(0, 1)\nfairnessTarget(x > 1)\nfairnessTarget(x > 2)\n", "3:1", "twice"),
-    ("x = gaussian(0, 1)\ny = 1 + gaussian(0, 1)\n", "2:9", "assigned directly"),
-    ("def F(a):\n    x = a\n", "1:1", "parameters"),
-    ("x = gaussian(0, 1)\ny = 'text'\n", "2:5", "only numbers"),
-])
+@pytest.mark.parametrize(
+    "source, where, words",
+    [
+        ("x = gaussian(0, 1)\nwhile x > 0:\n    x = x - 1\n", "2:1", "While"),
+        ("import os\n", "1:1", "Import"),
+        ("x = gaussian(0, 1)\ny = eval('x')\n", "2:5", "unknown function 'eval'"),
+        ("x = gaussian(0, 1)\ny = x.real\n", "2:5", "Attribute"),
+        ("x = gaussian(0, 1)\ny = x ** 2\n", "2:5", "Pow"),
+        ("x = gaussian(0, 1\n", "1:", "syntax error"),
+        ("x = gaussian(0, -1)\n", "1:17", "variance"),
+        ("x = step([(0, 1, 0.5), (1, 2, 0.4)])\n", "1:5", "sum to 0.9"),
+        ("x = step([(0, 2, 0.5), (1, 3, 0.5)])\n", "1:5", "overlap"),
+        ("x = gaussian(0, 1)\nif x > 0:\n    fairnessTarget(x > 1)\n", "3:5", "top level"),
+        ("x = gaussian(0, 1)\nfairnessTarget(x > 1)\nfairnessTarget(x > 2)\n", "3:1", "twice"),
+        ("x = gaussian(0, 1)\ny = 1 + gaussian(0, 1)\n", "2:9", "assigned directly"),
+        ("def F(a):\n    x = a\n", "1:1", "parameters"),
+        ("x = gaussian(0, 1)\ny = 'text'\n", "2:5", "only numbers"),
+    ],
+)
 def test_errors_name_file_line_column(source, where, words):
     with pytest.raises(ProgramError) as exc:
         parse_program(source, "bad.fr")

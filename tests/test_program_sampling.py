@@ -15,8 +15,7 @@ def test_sampling_decides_the_fig1_examples(bound):
     assert bad.verdict == "unfair" and bad.method == "sampling"
     assert bad.ratio_low <= 0.484 <= bad.ratio_high < 0.9
     assert "1e-06" in bad.guarantee and bad.samples > 0
-    good = verify_program(FIG1_FIXED, epsilon=0.1, method="sampling",
-                          bound=bound, time_limit=20)
+    good = verify_program(FIG1_FIXED, epsilon=0.1, method="sampling", bound=bound, time_limit=20)
     assert good.verdict == "fair" and 0.9 < good.ratio_low <= 0.949 <= good.ratio_high
     data = good.to_dict()
     assert data["samples"] == good.samples and data["guarantee"].startswith("P[wrong verdict]")

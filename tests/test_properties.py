@@ -5,10 +5,15 @@ from faircert import Domain, Feature, PropertyError
 from faircert.options import check_time_limit
 from faircert.properties import individual_fairness
 
-DOM = Domain((
-    Feature("age", "integer", 0, 10), Feature("sex", "binary", 0, 1),
-    Feature("race", "categorical", 0, 3), Feature("hours", "real", 0.0, 2.0), Feature("const", "integer", 3, 3),
-))
+DOM = Domain(
+    (
+        Feature("age", "integer", 0, 10),
+        Feature("sex", "binary", 0, 1),
+        Feature("race", "categorical", 0, 3),
+        Feature("hours", "real", 0.0, 2.0),
+        Feature("const", "integer", 3, 3),
+    )
+)
 
 
 def test_several_protected_and_epsilon():
@@ -24,15 +29,18 @@ def test_epsilon_rate_floors_discrete_widths():
     np.testing.assert_allclose(prop.epsilon, [2, 0, 0, 0.5, 0])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(protected="gender"), "unknown feature 'gender'"),
-    (dict(protected="hours"), "real-valued"),
-    (dict(protected="const"), "has one value"),
-    (dict(protected="sex", epsilon={"sex": 1}), "epsilon on protected feature"),
-    (dict(protected="sex", epsilon={"age": -1}), ">= 0"),
-    (dict(protected=None), "no protected feature"),
-    (dict(protected="sex", kappa=1.5), "kappa"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(protected="gender"), "unknown feature 'gender'"),
+        (dict(protected="hours"), "real-valued"),
+        (dict(protected="const"), "has one value"),
+        (dict(protected="sex", epsilon={"sex": 1}), "epsilon on protected feature"),
+        (dict(protected="sex", epsilon={"age": -1}), ">= 0"),
+        (dict(protected=None), "no protected feature"),
+        (dict(protected="sex", kappa=1.5), "kappa"),
+    ],
+)
 def test_bad_properties(kwargs, message):
     with pytest.raises(PropertyError if "unknown" not in message else Exception, match=message):
         individual_fairness(DOM, **kwargs)

@@ -32,8 +32,12 @@ def _free_port() -> int:
 
 @pytest.fixture
 def local_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}},
+    )
     yield
     ray.shutdown()
 
@@ -76,8 +80,9 @@ def test_a_local_cluster_gives_the_same_network_shares(local_cluster):
     _same_network_shares("auto")
 
 
-def test_a_driver_resumed_on_the_cluster_restarts_its_workers_and_gives_the_uninterrupted_shares(local_cluster,
-                                                                                                  tmp_path):
+def test_a_driver_resumed_on_the_cluster_restarts_its_workers_and_gives_the_uninterrupted_shares(
+    local_cluster, tmp_path
+):
     """A run checkpointed on the cluster, then continued by a new driver call on the cluster: the
     workers are started afresh (actors hold no state a checkpoint lacks) and the shares are those of
     one uninterrupted process."""
@@ -90,10 +95,14 @@ def test_a_driver_resumed_on_the_cluster_restarts_its_workers_and_gives_the_unin
     faircert.verify(net, dom, "p", max_boxes=3000, workers=2, ray_address="auto", checkpoint=path)
     resumed = faircert.verify(net, dom, "p", max_boxes=6000, workers=2, ray_address="auto", resume=path)
     whole = faircert.verify(net, dom, "p", max_boxes=6000, workers=1)
-    assert (resumed.certified, resumed.falsified, resumed.undecided) == (whole.certified, whole.falsified,
-                                                                         whole.undecided)
-    assert resumed.stats["workers"] == 2 and [c.x for c in resumed.counterexamples] == [c.x for c in
-                                                                                       whole.counterexamples]
+    assert (resumed.certified, resumed.falsified, resumed.undecided) == (
+        whole.certified,
+        whole.falsified,
+        whole.undecided,
+    )
+    assert resumed.stats["workers"] == 2 and [c.x for c in resumed.counterexamples] == [
+        c.x for c in whole.counterexamples
+    ]
 
 
 def test_a_local_cluster_gives_the_same_row_verdicts(local_cluster):
@@ -140,32 +149,62 @@ def test_the_command_line_says_so_in_one_line(tmp_path):
 
     rng = np.random.default_rng(0)
     X = rng.integers(0, 10, (300, 3)).astype(float)
-    xgb.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(X, (X.sum(axis=1) > 13).astype(int)) \
-        .get_booster().save_model(str(tmp_path / "m.json"))
+    xgb.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(
+        X, (X.sum(axis=1) > 13).astype(int)
+    ).get_booster().save_model(str(tmp_path / "m.json"))
     Domain(tuple(Feature(f"f{i}", "integer", 0, 9) for i in range(3))).save(tmp_path / "d.yaml")
     port = _free_port()
-    proc = subprocess.run([sys.executable, "-m", "faircert", "verify", str(tmp_path / "m.json"), "--domain",
-                           str(tmp_path / "d.yaml"), "--protected", "f0", "--ray", f"127.0.0.1:{port}"],
-                          capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(SRC)))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "faircert",
+            "verify",
+            str(tmp_path / "m.json"),
+            "--domain",
+            str(tmp_path / "d.yaml"),
+            "--protected",
+            "f0",
+            "--ray",
+            f"127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(SRC)),
+    )
     assert proc.returncode == 3, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == (f"faircert: error: cannot reach the Ray cluster at "
-                                                    f"'127.0.0.1:{port}': Connection refused")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"faircert: error: cannot reach the Ray cluster at '127.0.0.1:{port}': Connection refused"
+    )
 
 
-@pytest.mark.skipif(shutil.which("ray") is None and not (Path(sys.executable).parent / "ray").exists(),
-                    reason="the ray command is not installed")
+@pytest.mark.skipif(
+    shutil.which("ray") is None and not (Path(sys.executable).parent / "ray").exists(),
+    reason="the ray command is not installed",
+)
 def test_a_two_node_cluster_on_this_machine_gives_the_same_shares(tmp_path):
     ray_cmd = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=f"{TESTS}{os.pathsep}{SRC}", RAY_USAGE_STATS_ENABLED="0")
-    head = [ray_cmd, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
-            "--disable-usage-stats"]
+    head = [
+        ray_cmd,
+        "start",
+        "--head",
+        f"--port={port}",
+        "--num-cpus=1",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+    ]
     node = [ray_cmd, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats"]
     try:
         subprocess.run(head, check=True, capture_output=True, env=env, timeout=120)
         subprocess.run(node, check=True, capture_output=True, env=env, timeout=120)
-        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}})
+        ray.init(
+            address=f"127.0.0.1:{port}",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS}{os.pathsep}{SRC}"}},
+        )
         assert ray.cluster_resources().get("CPU") == 2 and len(ray.nodes()) == 2
         _same_shares(Parallelism(workers=2, ray_address="auto"))
         _same_network_shares("auto")

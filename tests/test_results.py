@@ -6,15 +6,37 @@ import pytest
 from faircert.report.csv import write_counterexamples
 from faircert.results import Counterexample, Result, StatisticalEstimate
 
-SCHEMA_KEYS = {"verdict", "certified", "falsified", "undecided", "domain_size", "counterexamples",
-               "statistical", "elapsed_s", "engine", "model", "protected", "epsilon"}
+SCHEMA_KEYS = {
+    "verdict",
+    "certified",
+    "falsified",
+    "undecided",
+    "domain_size",
+    "counterexamples",
+    "statistical",
+    "elapsed_s",
+    "engine",
+    "model",
+    "protected",
+    "epsilon",
+}
 
 
 def make_result(**kw):
-    base = dict(verdict="unfair", certified=0.9, falsified=0.05, undecided=0.05, domain_size=624.0,
-                counterexamples=[Counterexample([1, 2, 0], [1, 2, 1], 0.5, -0.25)],
-                statistical=StatisticalEstimate(0.07, 0.06, 0.08, 0.99, 1000), engine="boxes",
-                model="m.nnet", protected=["sex"], epsilon={"age": 1.0}, feature_names=["age", "inc", "sex"])
+    base = dict(
+        verdict="unfair",
+        certified=0.9,
+        falsified=0.05,
+        undecided=0.05,
+        domain_size=624.0,
+        counterexamples=[Counterexample([1, 2, 0], [1, 2, 1], 0.5, -0.25)],
+        statistical=StatisticalEstimate(0.07, 0.06, 0.08, 0.99, 1000),
+        engine="boxes",
+        model="m.nnet",
+        protected=["sex"],
+        epsilon={"age": 1.0},
+        feature_names=["age", "inc", "sex"],
+    )
     base.update(kw)
     return Result(**base)
 
@@ -32,10 +54,26 @@ def test_every_result_json_names_its_schema_and_faircert_version():
     import faircert
     from faircert.results import SCHEMA_VERSION, GroupResult, ProgramResult
 
-    group = GroupResult(verdict="fair", groups=[], metrics={}, most_favoured="", least_favoured="", threshold=0.8,
-                        engine="subset-sum", population="independent")
-    program = ProgramResult(verdict="unknown", ratio_low=0.5, ratio_high=float("inf"), probabilities={}, epsilon=0.1,
-                            method="sound", guarantee="sound", elapsed_s=0.0)
+    group = GroupResult(
+        verdict="fair",
+        groups=[],
+        metrics={},
+        most_favoured="",
+        least_favoured="",
+        threshold=0.8,
+        engine="subset-sum",
+        population="independent",
+    )
+    program = ProgramResult(
+        verdict="unknown",
+        ratio_low=0.5,
+        ratio_high=float("inf"),
+        probabilities={},
+        epsilon=0.1,
+        method="sound",
+        guarantee="sound",
+        elapsed_s=0.0,
+    )
     for result in (make_result(), group, program):
         data = json.loads(result.to_json())
         assert list(data)[:2] == ["schema_version", "faircert_version"]

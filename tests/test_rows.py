@@ -23,8 +23,14 @@ from faircert.models.trees import Tree, TreeEnsemble
 from faircert.options import VerifyOptions
 from faircert.properties import RowAudit, individual_fairness
 
-DOM = Domain((Feature("a", "integer", 0, 6), Feature("s", "categorical", 0, 2),
-              Feature("b", "integer", -3, 3), Feature("c", "integer", 0, 4)))
+DOM = Domain(
+    (
+        Feature("a", "integer", 0, 6),
+        Feature("s", "categorical", 0, 2),
+        Feature("b", "integer", -3, 3),
+        Feature("c", "integer", 0, 4),
+    )
+)
 EPS = {"a": 2, "b": 1}
 
 
@@ -41,8 +47,11 @@ def _brute(predict, rows: np.ndarray, eps: dict[str, int]) -> list[str]:
         axes = []
         for j, f in enumerate(DOM.features):
             e = eps.get(f.name, 0)
-            axes.append([v for v in f.values() if v != x[s]] if j == s else
-                        range(int(max(f.min, x[j] - e)), int(min(f.max, x[j] + e)) + 1))
+            axes.append(
+                [v for v in f.values() if v != x[s]]
+                if j == s
+                else range(int(max(f.min, x[j] - e)), int(min(f.max, x[j] + e)) + 1)
+            )
         twins = np.array(list(itertools.product(*axes)), dtype=float)
         own = predict(x[None])[0]
         out.append("unfair" if np.any(predict(twins) != own) else "fair")
@@ -89,8 +98,11 @@ def test_row_verdicts_equal_brute_force(kind, eps):
     rows = _rows()
     frame = pd.DataFrame({f.name: rows[:, j] for j, f in enumerate(DOM.features)})
     result = faircert.verify(model, DOM, protected="s", rows=frame, epsilon=eps)
-    predict = model.predict if not isinstance(model, LinearModel) else \
-        (lambda X: (np.asarray(X, float) @ np.array([0.4, -0.9, 0.3, -0.2]) + 0.1 > 0).astype(int))
+    predict = (
+        model.predict
+        if not isinstance(model, LinearModel)
+        else (lambda X: (np.asarray(X, float) @ np.array([0.4, -0.9, 0.3, -0.2]) + 0.1 > 0).astype(int))
+    )
     assert result.engine == engine
     _check(result, predict, rows, eps)
     flip = _brute(predict, rows, {})
@@ -139,9 +151,16 @@ def test_trees_with_a_real_feature_are_decided_on_their_cells():
         f, t, left, right, v = zip(*nodes)
         return Tree(f, t, left, right, v)
 
-    ir = TreeEnsemble([tree([(1, 0.25, 1, 2, 0), (0, 1, 3, 4, 0), (-1, 0, -1, -1, 0.5), (-1, 0, -1, -1, -0.7),
-                             (-1, 0, -1, -1, 0.2)]),
-                       tree([(1, -0.5, 1, 2, 0), (-1, 0, -1, -1, -0.3), (-1, 0, -1, -1, 0.1)])], 2, split="<=")
+    ir = TreeEnsemble(
+        [
+            tree(
+                [(1, 0.25, 1, 2, 0), (0, 1, 3, 4, 0), (-1, 0, -1, -1, 0.5), (-1, 0, -1, -1, -0.7), (-1, 0, -1, -1, 0.2)]
+            ),
+            tree([(1, -0.5, 1, 2, 0), (-1, 0, -1, -1, -0.3), (-1, 0, -1, -1, 0.1)]),
+        ],
+        2,
+        split="<=",
+    )
     dom = Domain((Feature("s", "binary", 0, 1), Feature("t", "real", -2.0, 2.0)))
     rng = np.random.default_rng(2)
     rows = np.stack([rng.integers(0, 2, 100), np.round(rng.uniform(-2, 2, 100), 2)], axis=1)
@@ -150,8 +169,17 @@ def test_trees_with_a_real_feature_are_decided_on_their_cells():
     result = find_engine(ir, question).run(ir, question, VerifyOptions(), None)
     for i, x in enumerate(rows):  # every float32 and float64 value around each threshold, and a grid
         t = np.linspace(max(-2, x[1] - 0.5), min(2, x[1] + 0.5), 2001)
-        t = np.concatenate([t, [c for th in (0.25, -0.5) for c in (th, np.nextafter(th, 9), np.nextafter(th, -9))
-                                if abs(c - x[1]) <= 0.5 and -2 <= c <= 2]])
+        t = np.concatenate(
+            [
+                t,
+                [
+                    c
+                    for th in (0.25, -0.5)
+                    for c in (th, np.nextafter(th, 9), np.nextafter(th, -9))
+                    if abs(c - x[1]) <= 0.5 and -2 <= c <= 2
+                ],
+            ]
+        )
         twins = np.stack([np.full_like(t, 1 - x[0]), t], axis=1)
         flips = bool(np.any(ir.predict(twins) != ir.predict(x[None])[0]))
         assert result.verdicts[i] == ("unfair" if flips else "fair"), (i, x)
@@ -196,30 +224,82 @@ def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
 
     rng = np.random.default_rng(0)
     n = 300
-    df = pd.DataFrame({"job": rng.choice(["=cmd", "b", "c"], n), "sex": rng.choice(["F", "M"], n),
-                       "age": rng.integers(18, 60, n), "hours": rng.integers(1, 60, n)})
+    df = pd.DataFrame(
+        {
+            "job": rng.choice(["=cmd", "b", "c"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(18, 60, n),
+            "hours": rng.integers(1, 60, n),
+        }
+    )
     y = ((df["age"] > 35) ^ (df["sex"] == "M") ^ (rng.random(n) < 0.2)).astype(int)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
     joblib.dump(Pipeline([("prep", prep), ("clf", LogisticRegression())]).fit(df, y), tmp_path / "m.pkl")
     df.to_csv(tmp_path / "rows.csv", index=False)
     out, js, page = tmp_path / "out.csv", tmp_path / "r.json", tmp_path / "r.html"
-    code = main([("verify"), str(tmp_path / "m.pkl"), "--rows", str(tmp_path / "rows.csv"), "--protected", "sex",
-                 "--trust-pickle", "--epsilon", "age=2", "--rows-csv", str(out), "--json", str(js), "--html", str(page),
-                 "--quiet"])
+    code = main(
+        [
+            ("verify"),
+            str(tmp_path / "m.pkl"),
+            "--rows",
+            str(tmp_path / "rows.csv"),
+            "--protected",
+            "sex",
+            "--trust-pickle",
+            "--epsilon",
+            "age=2",
+            "--rows-csv",
+            str(out),
+            "--json",
+            str(js),
+            "--html",
+            str(page),
+            "--quiet",
+        ]
+    )
     written = pd.read_csv(out)
     payload = json.loads(js.read_text())
     assert len(written) == n and list(written["row"]) == list(range(n))
     assert code == (1 if payload["counts"]["unfair"] else 0)
-    assert payload["counts"]["fair"] + payload["counts"]["unfair"] == n and payload["flip_test"]["unfair"] <= \
-        payload["counts"]["unfair"]
+    assert (
+        payload["counts"]["fair"] + payload["counts"]["unfair"] == n
+        and payload["flip_test"]["unfair"] <= payload["counts"]["unfair"]
+    )
     unfair = written[written["verdict"] == "unfair"]
     assert len(unfair) == payload["counts"]["unfair"] and unfair["sex_prime"].notna().all()
     assert not written["job_prime"].dropna().astype(str).str.startswith("=").any()  # formula cells escaped
     assert "per protected group" in page.read_text()
-    assert main(["verify", str(tmp_path / "m.pkl"), "--rows-csv", str(out), "--protected", "sex", "--trust-pickle",
-                 "--domain", str(tmp_path / "rows.csv")]) == 3
-    assert main(["verify", str(tmp_path / "m.pkl"), "--rows", str(tmp_path / "rows.csv"), "--protected", "sex",
-                 "--trust-pickle", "--complete"]) == 3
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "m.pkl"),
+                "--rows-csv",
+                str(out),
+                "--protected",
+                "sex",
+                "--trust-pickle",
+                "--domain",
+                str(tmp_path / "rows.csv"),
+            ]
+        )
+        == 3
+    )
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "m.pkl"),
+                "--rows",
+                str(tmp_path / "rows.csv"),
+                "--protected",
+                "sex",
+                "--trust-pickle",
+                "--complete",
+            ]
+        )
+        == 3
+    )
 
 
 def _network_audit(n: int = 1500):
@@ -245,12 +325,19 @@ def test_more_scikit_learn_classifiers_are_read_and_audited(name):
 
     rng = np.random.default_rng(1)
     n = 400
-    df = pd.DataFrame({"job": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n),
-                       "age": rng.integers(18, 40, n), "hours": rng.integers(1, 30, n)})
+    df = pd.DataFrame(
+        {
+            "job": rng.choice(["a", "b", "c"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(18, 40, n),
+            "hours": rng.integers(1, 30, n),
+        }
+    )
     y = ((df["age"] + 3 * (df["sex"] == "M") + rng.normal(0, 3, n)) > 30).astype(int)
     cls = getattr(sklearn.ensemble, name, None) or getattr(sklearn.linear_model, name)
-    prep = ColumnTransformer([("cat", OneHotEncoder(sparse_output=False), ["job", "sex"]),
-                              ("num", StandardScaler(), ["age", "hours"])])
+    prep = ColumnTransformer(
+        [("cat", OneHotEncoder(sparse_output=False), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])]
+    )
     model = Pipeline([("prep", prep), ("clf", cls(random_state=0) if name != "RidgeClassifier" else cls())]).fit(df, y)
     result = faircert.verify(model, df, protected="sex", rows=df, epsilon={"age": 1})
     expected = "rows-trees" if name.startswith("Hist") else "rows-linear"
@@ -276,8 +363,14 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
 
     rng = np.random.default_rng(2)
     n = 150
-    df = pd.DataFrame({"job": rng.choice(["a", "b"], n), "sex": rng.choice(["F", "M"], n),
-                       "age": rng.integers(18, 40, n), "hours": rng.uniform(1, 10, n)})
+    df = pd.DataFrame(
+        {
+            "job": rng.choice(["a", "b"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(18, 40, n),
+            "hours": rng.uniform(1, 10, n),
+        }
+    )
     y = ((df["age"] + 4 * (df["sex"] == "M") + rng.normal(0, 3, n)) > 30).astype(int)
     clf = SVC(kernel="rbf") if name == "svc" else KNeighborsClassifier(5)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
@@ -300,8 +393,11 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
 def test_rows_with_missing_values_are_refused_with_their_count_and_columns():
     model = MODELS["linear"][0]
     frame = pd.DataFrame({"a": [1, None, 2], "s": [0, 1, 2], "b": [0, 0, np.nan], "c": [0, 1, 2]})
-    with pytest.raises(faircert.errors.DataError, match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
-                                                        r"columns a, b\)"):
+    with pytest.raises(
+        faircert.errors.DataError,
+        match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
+        r"columns a, b\)",
+    ):
         faircert.verify(model, DOM, protected="s", rows=frame)
 
 
@@ -317,8 +413,9 @@ def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(mo
     result = find_engine(net, question).run(net, question, VerifyOptions(), None)
     assert result.stats["methods"].get("milp", 0) >= 10 and result.counts()["unknown"] == 0
     for i, x in enumerate(rows):  # a 121 x 121 grid of each ball never contradicts a fair row
-        t, u = np.meshgrid(np.linspace(max(-2, x[1] - 1), min(2, x[1] + 1), 121),
-                           np.linspace(max(-2, x[2] - 1), min(2, x[2] + 1), 121))
+        t, u = np.meshgrid(
+            np.linspace(max(-2, x[1] - 1), min(2, x[1] + 1), 121), np.linspace(max(-2, x[2] - 1), min(2, x[2] + 1), 121)
+        )
         twins = np.stack([np.full(t.size, 1 - x[0]), t.ravel(), u.ravel()], axis=1)
         if result.verdicts[i] == "fair":
             assert np.all(net.predict(twins) == net.predict(x[None])[0])

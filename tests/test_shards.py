@@ -36,7 +36,7 @@ def test_exact_sums_do_not_depend_on_order_or_split():
         parts[0].absorb(parts[2])
         assert float(parts[0]) == float(whole)
     big = ExactSum()
-    big.add(np.array([2.0 ** 60, 0.5, 3.0, -(2.0 ** 60)]))
+    big.add(np.array([2.0**60, 0.5, 3.0, -(2.0**60)]))
     assert float(big) == 3.5  # plain float addition in this order gives 3.0
 
 
@@ -73,8 +73,12 @@ class Halves:
         mid = np.floor((lo[rows, f] + hi[rows, f]) / 2)
         left_hi, right_lo = hi.copy(), lo.copy()
         left_hi[rows, f], right_lo[rows, f] = mid, mid
-        return Step({"settled": size[done], "unfair": size[unfair], "nonconf": np.zeros(0)}, int(done.sum()),
-                    (int(unfair.sum()),), (np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])))
+        return Step(
+            {"settled": size[done], "unfair": size[unfair], "nonconf": np.zeros(0)},
+            int(done.sum()),
+            (int(unfair.sum()),),
+            (np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])),
+        )
 
 
 class Count:
@@ -146,7 +150,7 @@ def test_the_memory_limit_holds_per_worker():
 def test_a_stop_request_ends_with_sound_partial_sums(monkeypatch, workers):
     from faircert.engines.boxes import shards
 
-    calls = iter(range(10 ** 6))
+    calls = iter(range(10**6))
     monkeypatch.setattr(shards, "stop_requested", lambda: next(calls) >= 3)
     out = _run(Halves(), Parallelism(workers=workers))
     assert not out.complete and float(out.totals.sums["settled"]) < SIDE * SIDE

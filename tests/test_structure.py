@@ -31,8 +31,10 @@ def test_local_scores_equal_their_formulas():
     loglik = sum(x * math.log(x / sum(r)) for r in counts for x in r if x)
     assert LocalScores(codes, [2, 2], "bic")(1, frozenset({0})) == pytest.approx(loglik - 0.5 * math.log(5) * 2)
     a_j, a_jk = 10 / 2, 10 / 4
-    bdeu = sum(math.lgamma(a_j) - math.lgamma(sum(r) + a_j) + sum(math.lgamma(x + a_jk) - math.lgamma(a_jk) for x in r)
-               for r in counts)
+    bdeu = sum(
+        math.lgamma(a_j) - math.lgamma(sum(r) + a_j) + sum(math.lgamma(x + a_jk) - math.lgamma(a_jk) for x in r)
+        for r in counts
+    )
     assert LocalScores(codes, [2, 2], "bdeu")(1, frozenset({0})) == pytest.approx(bdeu)
     with pytest.raises(DataError, match="score"):
         LocalScores(codes, [2, 2], "aic")

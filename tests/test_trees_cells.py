@@ -9,13 +9,14 @@ from faircert.domain import Domain, Feature
 from faircert.engines.trees.cells import count_cells, leaf_tuple_ids, sample_deeper
 from faircert.models.io import load_model
 
-RANGES = [(0, 5), (2, 9), (0, 3), (0, 2), (1, 4)]   # feature 3 is protected
+RANGES = [(0, 5), (2, 9), (0, 3), (0, 2), (1, 4)]  # feature 3 is protected
 PROTECTED = 3
 
 
 def _domain() -> Domain:
-    return Domain(tuple(Feature(f"x{i}", "categorical" if i == PROTECTED else "integer", a, b)
-                        for i, (a, b) in enumerate(RANGES)))
+    return Domain(
+        tuple(Feature(f"x{i}", "categorical" if i == PROTECTED else "integer", a, b) for i, (a, b) in enumerate(RANGES))
+    )
 
 
 def _grid(ranges) -> np.ndarray:

@@ -28,11 +28,28 @@ def xgb_model(tmp_path_factory):
 
 def test_verify_json_reports_exact_measure(xgb_model, capsys):
     folder, clf = xgb_model
-    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
-                     "--epsilon", "score=1", "--kappa", "0.6", "--json", "-", "--quiet"])
+    code = cli.main(
+        [
+            "verify",
+            str(folder / "m.json"),
+            "--domain",
+            str(folder / "d.yaml"),
+            "--protected",
+            "sex",
+            "--epsilon",
+            "score=1",
+            "--kappa",
+            "0.6",
+            "--json",
+            "-",
+            "--quiet",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["engine"] == "trees" and out["measure_lower"] == out["measure_upper"]
-    grid = np.array(np.meshgrid(np.arange(2), np.arange(20), np.arange(10), indexing="ij")).reshape(3, -1).T.astype(float)
+    grid = (
+        np.array(np.meshgrid(np.arange(2), np.arange(20), np.arange(10), indexing="ij")).reshape(3, -1).T.astype(float)
+    )
     proba = clf.predict_proba(grid)[:, 1]
     assert out["confident_size"] == np.sum(np.maximum(proba, 1 - proba) > 0.6)
     assert code == (1 if out["unfair_size"] else 0)
@@ -42,8 +59,20 @@ def test_verify_json_reports_exact_measure(xgb_model, capsys):
 
 def test_verify_table_shows_the_measured_and_unfair_counts(xgb_model, capsys):
     folder, clf = xgb_model
-    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
-                     "--kappa", "0.6", "--json", str(folder / "r.json")])
+    code = cli.main(
+        [
+            "verify",
+            str(folder / "m.json"),
+            "--domain",
+            str(folder / "d.yaml"),
+            "--protected",
+            "sex",
+            "--kappa",
+            "0.6",
+            "--json",
+            str(folder / "r.json"),
+        ]
+    )
     out = json.loads((folder / "r.json").read_text())
     captured = capsys.readouterr()
     table = captured.out + captured.err
@@ -55,8 +84,24 @@ def test_verify_table_shows_the_measured_and_unfair_counts(xgb_model, capsys):
 def test_sample_counterexamples_writes_rechecked_pairs(xgb_model, tmp_path, capsys):
     folder, clf = xgb_model
     out_csv = tmp_path / "idi.csv"
-    code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
-                     "--protected", "sex", "--epsilon-rate", "0.1", "-n", "500", "--out", str(out_csv), "--json", "-"])
+    code = cli.main(
+        [
+            "sample-counterexamples",
+            str(folder / "m.json"),
+            "--domain",
+            str(folder / "d.yaml"),
+            "--protected",
+            "sex",
+            "--epsilon-rate",
+            "0.1",
+            "-n",
+            "500",
+            "--out",
+            str(out_csv),
+            "--json",
+            "-",
+        ]
+    )
     summary = json.loads(capsys.readouterr().out)
     frame = pd.read_csv(out_csv)
     assert summary["region_complete"] and summary["region_exact"]
@@ -72,21 +117,58 @@ def test_sample_counterexamples_writes_rechecked_pairs(xgb_model, tmp_path, caps
 
 def test_bad_inputs_exit_3(xgb_model, tmp_path):
     folder, _ = xgb_model
-    assert cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "nope",
-                     "--quiet"]) == 3
+    assert (
+        cli.main(
+            ["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "nope", "--quiet"]
+        )
+        == 3
+    )
     narrow = Domain((Feature("sex", "binary", 0, 1), Feature("score", "integer", 0, 19)))
     narrow.save(tmp_path / "n.yaml")
-    assert cli.main(["verify", str(folder / "m.json"), "--domain", str(tmp_path / "n.yaml"), "--protected", "sex",
-                     "--quiet"]) == 3
-    assert cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
-                     "--protected", "sex", "-n", "-1", "--out", str(tmp_path / "x.csv")]) == 3
+    assert (
+        cli.main(
+            ["verify", str(folder / "m.json"), "--domain", str(tmp_path / "n.yaml"), "--protected", "sex", "--quiet"]
+        )
+        == 3
+    )
+    assert (
+        cli.main(
+            [
+                "sample-counterexamples",
+                str(folder / "m.json"),
+                "--domain",
+                str(folder / "d.yaml"),
+                "--protected",
+                "sex",
+                "-n",
+                "-1",
+                "--out",
+                str(tmp_path / "x.csv"),
+            ]
+        )
+        == 3
+    )
 
 
 def test_sample_counterexamples_refuses_a_bad_worker_count(xgb_model, tmp_path, capsys):
     folder, _ = xgb_model
     for workers in ("0", "-2"):
-        code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(folder / "d.yaml"),
-                         "--protected", "sex", "-n", "10", "--out", str(tmp_path / "x.csv"), "--workers", workers])
+        code = cli.main(
+            [
+                "sample-counterexamples",
+                str(folder / "m.json"),
+                "--domain",
+                str(folder / "d.yaml"),
+                "--protected",
+                "sex",
+                "-n",
+                "10",
+                "--out",
+                str(tmp_path / "x.csv"),
+                "--workers",
+                workers,
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 3 and "workers must be an integer >= 1" in err and "Traceback" not in err
         assert not (tmp_path / "x.csv").exists()
@@ -117,19 +199,47 @@ def test_python_api_accepts_fitted_models():
 @pytest.mark.parametrize("level", ["1", "0", "1.5"])
 def test_confidence_of_the_estimate_outside_0_1_exits_3(xgb_model, capsys, level):
     folder, _ = xgb_model
-    code = cli.main(["verify", str(folder / "m.json"), "--domain", str(folder / "d.yaml"), "--protected", "sex",
-                     "--confidence", level, "--quiet"])
+    code = cli.main(
+        [
+            "verify",
+            str(folder / "m.json"),
+            "--domain",
+            str(folder / "d.yaml"),
+            "--protected",
+            "sex",
+            "--confidence",
+            level,
+            "--quiet",
+        ]
+    )
     assert code == 3 and "confidence" in capsys.readouterr().err
 
 
 def test_sample_counterexamples_escapes_formula_cells(xgb_model, tmp_path, capsys):
     folder, clf = xgb_model
-    dom = Domain((Feature("sex", "categorical", 0, 1, categories=("=1+1", "@SUM(A1)")),
-                  Feature("score", "integer", 0, 19), Feature("age", "integer", 0, 9)))
+    dom = Domain(
+        (
+            Feature("sex", "categorical", 0, 1, categories=("=1+1", "@SUM(A1)")),
+            Feature("score", "integer", 0, 19),
+            Feature("age", "integer", 0, 9),
+        )
+    )
     dom.save(tmp_path / "d.yaml")
     out_csv = tmp_path / "idi.csv"
-    code = cli.main(["sample-counterexamples", str(folder / "m.json"), "--domain", str(tmp_path / "d.yaml"),
-                     "--protected", "sex", "-n", "50", "--out", str(out_csv)])
+    code = cli.main(
+        [
+            "sample-counterexamples",
+            str(folder / "m.json"),
+            "--domain",
+            str(tmp_path / "d.yaml"),
+            "--protected",
+            "sex",
+            "-n",
+            "50",
+            "--out",
+            str(out_csv),
+        ]
+    )
     frame = pd.read_csv(out_csv)
     assert code == 1 and len(frame) == 50
     cells = set(frame["sex"]) | set(frame["sex_prime"])

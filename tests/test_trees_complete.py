@@ -57,8 +57,15 @@ def _fair_by_construction(rng: np.random.Generator, dom: Domain, protected: set[
         f1, f2, f3 = (int(rng.choice(free)) for _ in range(3))
         t = [float(rng.integers(dom.features[f].min + 1, dom.features[f].max + 1)) for f in (f1, f2, f3)]
         v = rng.normal(size=4)
-        nodes = [(f1, t[0], 1, 2, 0), (f2, t[1], 3, 4, 0), (f3, t[2], 5, 6, 0),
-                 (L, 0, L, L, v[0]), (L, 0, L, L, v[1]), (L, 0, L, L, v[2]), (L, 0, L, L, v[3])]
+        nodes = [
+            (f1, t[0], 1, 2, 0),
+            (f2, t[1], 3, 4, 0),
+            (f3, t[2], 5, 6, 0),
+            (L, 0, L, L, v[0]),
+            (L, 0, L, L, v[1]),
+            (L, 0, L, L, v[2]),
+            (L, 0, L, L, v[3]),
+        ]
         trees.append(_tree(nodes))
         del leaves
     return TreeEnsemble(trees, len(dom), split="<", input_float32=False, base_score=float(rng.normal()))
@@ -67,8 +74,15 @@ def _fair_by_construction(rng: np.random.Generator, dom: Domain, protected: set[
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fair_by_construction_ensembles_get_a_proof(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 6),
-                  Feature("q", "binary", 0, 1), Feature("c", "integer", -3, 3)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 9),
+            Feature("p", "categorical", 0, 4),
+            Feature("b", "integer", 0, 6),
+            Feature("q", "binary", 0, 1),
+            Feature("c", "integer", -3, 3),
+        )
+    )
     ir = _fair_by_construction(rng, dom, {1, 3})
     for kappa in (None, 0.6):
         prop = individual_fairness(dom, ["p", "q"], kappa=kappa)
@@ -82,16 +96,33 @@ def test_fair_by_construction_ensembles_get_a_proof(seed, monkeypatch):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_two_protected_features_and_five_values_match_brute_force(seed):
     rng = np.random.default_rng(seed)
-    dom = Domain((Feature("a", "integer", 0, 6), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 5),
-                  Feature("q", "binary", 0, 1)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 6),
+            Feature("p", "categorical", 0, 4),
+            Feature("b", "integer", 0, 5),
+            Feature("q", "binary", 0, 1),
+        )
+    )
     features = [0, 1, 2, 3]
     trees = []
     for _ in range(5):
         f = rng.choice(features, 3)
         t = [float(rng.integers(dom.features[i].min + 1, dom.features[i].max + 1)) for i in f]
         v = rng.normal(size=4)
-        trees.append(_tree([(f[0], t[0], 1, 2, 0), (f[1], t[1], 3, 4, 0), (f[2], t[2], 5, 6, 0), (L, 0, L, L, v[0]),
-                            (L, 0, L, L, v[1]), (L, 0, L, L, v[2]), (L, 0, L, L, v[3])]))
+        trees.append(
+            _tree(
+                [
+                    (f[0], t[0], 1, 2, 0),
+                    (f[1], t[1], 3, 4, 0),
+                    (f[2], t[2], 5, 6, 0),
+                    (L, 0, L, L, v[0]),
+                    (L, 0, L, L, v[1]),
+                    (L, 0, L, L, v[2]),
+                    (L, 0, L, L, v[3]),
+                ]
+            )
+        )
     ir = TreeEnsemble(trees, 4, split="<=", input_float32=False)
     for eps, kappa in ((0, None), (1, 0.6)):
         free = {"a": eps, "b": eps}
@@ -126,13 +157,17 @@ def test_a_solver_time_out_is_unknown_never_a_proof(monkeypatch):
     def no_time(self, objective, time_limit):
         class Result:
             status, x, message, mip_dual_bound = 1, None, "Time limit reached", -np.inf
+
         return Result()
 
     monkeypatch.setattr(complete._Program, "solve", no_time)
     monkeypatch.setattr(complete, "_search", lambda *args: (None, 0))
     dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "binary", 0, 1)))
-    ir = TreeEnsemble([_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 5.0, 3, 4, 0), (L, 0, L, L, -1.0),
-                             (L, 0, L, L, 1.0)])], 2, input_float32=False)
+    ir = TreeEnsemble(
+        [_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 5.0, 3, 4, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])],
+        2,
+        input_float32=False,
+    )
     decision = decide_trees(ir, individual_fairness(dom, "p"))
     assert decision.verdict == "unknown" and "Time limit reached" in decision.reason
 
@@ -174,8 +209,15 @@ def test_a_fair_ensemble_decided_whole_reports_exact_shares():
     from faircert.engines.trees.complete import answer
 
     rng = np.random.default_rng(5)
-    dom = Domain((Feature("a", "integer", 0, 9), Feature("p", "categorical", 0, 4), Feature("b", "integer", 0, 6),
-                  Feature("q", "binary", 0, 1), Feature("c", "integer", -3, 3)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 9),
+            Feature("p", "categorical", 0, 4),
+            Feature("b", "integer", 0, 6),
+            Feature("q", "binary", 0, 1),
+            Feature("c", "integer", -3, 3),
+        )
+    )
     ir = _fair_by_construction(rng, dom, {1, 3})
     result = answer(ir, individual_fairness(dom, ["p", "q"]), _options())
     assert (result.verdict, result.certified, result.undecided) == ("fair", 1.0, 0.0)
@@ -197,8 +239,11 @@ def test_a_partition_grid_over_the_limit_is_one_clear_error(monkeypatch):
 def test_random_pairs_find_a_common_counterexample_before_any_program():
     dom = Domain((Feature("a", "integer", 0, 99), Feature("p", "binary", 0, 1)))
     # unfair wherever a >= 20: most of the domain
-    ir = TreeEnsemble([_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 20.0, 3, 4, 0), (L, 0, L, L, -1.0),
-                             (L, 0, L, L, 1.0)])], 2, input_float32=False)
+    ir = TreeEnsemble(
+        [_tree([(1, 0.5, 1, 2, 0), (L, 0, L, L, -1.0), (0, 20.0, 3, 4, 0), (L, 0, L, L, -1.0), (L, 0, L, L, 1.0)])],
+        2,
+        input_float32=False,
+    )
     prop = individual_fairness(dom, "p")
     decision = decide_trees(ir, prop)
     assert decision.verdict == "unfair" and decision.stats["solves"] == 0 and decision.stats["pairs_drawn"] > 0

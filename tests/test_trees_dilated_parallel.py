@@ -31,17 +31,28 @@ def _same_run(one, two) -> None:
     assert one.conf_settled == two.conf_settled and one.nonconf == two.nonconf
     assert one.stats["examined"] == two.stats["examined"] and one.stats["boxes"] == two.stats["boxes"]
     assert one.stats["workers"] == 0 and two.stats["workers"] == 2  # the second run was dealt out
-    assert np.array_equal(_rows(one.piece_lo, one.piece_hi, one.part.lo[one.piece_twin], one.part.hi[one.piece_twin]),
-                          _rows(two.piece_lo, two.piece_hi, two.part.lo[two.piece_twin], two.part.hi[two.piece_twin]))
+    assert np.array_equal(
+        _rows(one.piece_lo, one.piece_hi, one.part.lo[one.piece_twin], one.part.hi[one.piece_twin]),
+        _rows(two.piece_lo, two.piece_hi, two.part.lo[two.piece_twin], two.part.hi[two.piece_twin]),
+    )
     assert np.array_equal(_rows(*one.open_boxes()), _rows(*two.open_boxes()))
 
 
 def _cases():
     X, y, dom = _small_problem(0, n_features=5)
     xgb_model = _xgb(X, y, 0, n=30, depth=4)
-    yield ("xgboost fairness", xgb_model,
-           individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 1, "f3": 1, "f4": 1}, kappa=KAPPA), 300)
-    yield "xgboost robustness", xgb_model, individual_fairness(dom, None, epsilon=1.0, kappa=KAPPA, robustness=True), 2000
+    yield (
+        "xgboost fairness",
+        xgb_model,
+        individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 1, "f3": 1, "f4": 1}, kappa=KAPPA),
+        300,
+    )
+    yield (
+        "xgboost robustness",
+        xgb_model,
+        individual_fairness(dom, None, epsilon=1.0, kappa=KAPPA, robustness=True),
+        2000,
+    )
     pytest.importorskip("sklearn")
     X, y, dom = _small_problem(3, n_features=5)
     forest = list(_models(X, y, 3))[2]  # a scikit-learn random forest
@@ -111,7 +122,7 @@ def test_testing_mode_on_two_workers_returns_rechecked_counterexamples(monkeypat
     monkeypatch.setattr(sampling, "quantify", spy)
     options = VerifyOptions(time_limit=60, seed=3, workers=2, max_boxes=budget)
     frame = sampling.answer_samples(ir, UnfairSamples(prop, 400), options)
-    (parallel, max_boxes, q), = seen
+    ((parallel, max_boxes, q),) = seen
     assert parallel == Parallelism(2) and max_boxes == budget and q.stats["workers"] == 2
     assert q.complete == (budget is None)
     summary = frame.attrs["summary"]
@@ -126,7 +137,9 @@ def test_testing_mode_on_two_workers_returns_rechecked_counterexamples(monkeypat
     sizes = np.array([f.max - f.min + 1 for f in dom.features])
     index = np.ravel_multi_index(x.astype(int).T, sizes)
     assert unfair_mask[index].all() and conf_mask[index].all()
-    assert np.allclose(frame["output"], ir.predict_proba(x)) and np.allclose(frame["output_prime"], ir.predict_proba(xp))
+    assert np.allclose(frame["output"], ir.predict_proba(x)) and np.allclose(
+        frame["output_prime"], ir.predict_proba(xp)
+    )
 
 
 def _masks(ir, prop):

@@ -19,15 +19,17 @@ from faircert.properties import individual_fairness
 L = -1
 
 
-def brute_force(ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None,
-                robustness: bool) -> tuple[float, float]:
+def brute_force(
+    ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None, robustness: bool
+) -> tuple[float, float]:
     """(|X_kappa|, |X_unfair|) by enumerating every grid point and dilating label masks."""
     _, conf, unfair = brute_force_masks(ir, domain, protected, eps, kappa, robustness)
     return float(conf.sum()), float(unfair.sum())
 
 
-def brute_force_masks(ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None,
-                      robustness: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def brute_force_masks(
+    ir, domain: Domain, protected: tuple[int, ...], eps: np.ndarray, kappa: float | None, robustness: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(grid points, confident mask, unfair mask) over the whole grid (masks in grid-point order)."""
     axes = [np.arange(f.min, f.max + 1) for f in domain.features]
     shape = tuple(len(a) for a in axes)
@@ -48,12 +50,16 @@ def brute_force_masks(ir, domain: Domain, protected: tuple[int, ...], eps: np.nd
         for lab in (0, 1):
             reach = {}
             for v in combos:
-                idx = tuple(slice(None) if i in free else slice(v[protected.index(i)], v[protected.index(i)] + 1)
-                            for i in range(len(shape)))
+                idx = tuple(
+                    slice(None) if i in free else slice(v[protected.index(i)], v[protected.index(i)] + 1)
+                    for i in range(len(shape))
+                )
                 reach[v] = maximum_filter((label[idx] == 1 - lab).astype(np.uint8), size=size, mode="constant") > 0
             for v in combos:
-                idx = tuple(slice(None) if i in free else slice(v[protected.index(i)], v[protected.index(i)] + 1)
-                            for i in range(len(shape)))
+                idx = tuple(
+                    slice(None) if i in free else slice(v[protected.index(i)], v[protected.index(i)] + 1)
+                    for i in range(len(shape))
+                )
                 other = np.zeros_like(reach[v])
                 for w in combos:
                     if w != v:
@@ -71,19 +77,35 @@ def _tree(nodes):
 def toy_ensemble() -> TreeEnsemble:
     """The 3-tree GBDT of the paper's Fig. 1 / Appendix B (x < t goes left)."""
     t1 = _tree([(1, 2, 1, 2, 0), (0, 300, 3, 4, 0), (0, 0, L, L, -0.02), (0, 0, L, L, -0.17), (0, 0, L, L, 0.85)])
-    t2 = _tree([(0, 600, 1, 2, 0), (1, 3, 3, 4, 0), (2, 50, 5, 6, 0), (0, 0, L, L, 0.7), (0, 0, L, L, 1.62),
-                (0, 0, L, L, -0.19), (0, 0, L, L, 1.75)])
+    t2 = _tree(
+        [
+            (0, 600, 1, 2, 0),
+            (1, 3, 3, 4, 0),
+            (2, 50, 5, 6, 0),
+            (0, 0, L, L, 0.7),
+            (0, 0, L, L, 1.62),
+            (0, 0, L, L, -0.19),
+            (0, 0, L, L, 1.75),
+        ]
+    )
     t3 = _tree([(2, 50, 1, 2, 0), (0, 0, L, L, 0.72), (0, 0, L, L, -1.3)])
     return TreeEnsemble([t1, t2, t3], 3, split="<", input_float32=False)
 
 
-TOY_DOMAIN = Domain((Feature("income", "integer", 0, 1000), Feature("race", "categorical", 0, 4),
-                     Feature("age", "integer", 0, 100)))
+TOY_DOMAIN = Domain(
+    (Feature("income", "integer", 0, 1000), Feature("race", "categorical", 0, 4), Feature("age", "integer", 0, 100))
+)
 
 
-@pytest.mark.parametrize("eps,kappa,conf,unfair,measure", [
-    (0, 0.5, 505505, 153000, 0.697332), (5, 0.5, 505505, 167645, 0.668361),
-    (5, 0.8, 120000, 10525, 0.912292), (0, 0.8, 120000, 0, 1.0)])
+@pytest.mark.parametrize(
+    "eps,kappa,conf,unfair,measure",
+    [
+        (0, 0.5, 505505, 153000, 0.697332),
+        (5, 0.5, 505505, 167645, 0.668361),
+        (5, 0.8, 120000, 10525, 0.912292),
+        (0, 0.8, 120000, 0, 1.0),
+    ],
+)
 def test_toy_ensemble_matches_paper_values(eps, kappa, conf, unfair, measure):
     prop = individual_fairness(TOY_DOMAIN, "race", epsilon={"income": eps, "age": eps}, kappa=kappa)
     res = verify_trees(toy_ensemble(), prop)
@@ -116,8 +138,9 @@ def _models(X, y, seed):
     from faircert.models.io import load_model
 
     yield load_model(xgb.XGBClassifier(n_estimators=12, max_depth=3, random_state=seed, n_jobs=1).fit(X, y))
-    yield load_model(lgb.LGBMClassifier(n_estimators=12, num_leaves=6, min_child_samples=5, verbose=-1,
-                                        random_state=seed).fit(X, y))
+    yield load_model(
+        lgb.LGBMClassifier(n_estimators=12, num_leaves=6, min_child_samples=5, verbose=-1, random_state=seed).fit(X, y)
+    )
     yield load_model(RandomForestClassifier(8, max_depth=4, random_state=seed).fit(X, y))
     yield load_model(GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=seed).fit(X, y))
 
@@ -185,8 +208,9 @@ def test_auto_method_keeps_the_first_phase_bounds():
 
 def test_toy_ensemble_on_a_real_income_agrees_across_methods():
     ens = toy_ensemble()
-    real = Domain((Feature("income", "real", 0, 1000), Feature("race", "categorical", 0, 4),
-                   Feature("age", "integer", 0, 100)))
+    real = Domain(
+        (Feature("income", "real", 0, 1000), Feature("race", "categorical", 0, 4), Feature("age", "integer", 0, 100))
+    )
     prop = individual_fairness(real, "race", epsilon={"income": 5.0, "age": 5}, kappa=0.5)
     qs = [quantify(ens, prop, method=m, time_limit=30.0) for m in ("regions", "refinement", "auto")]
     assert all(q.complete for q in qs)

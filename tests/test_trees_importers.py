@@ -25,10 +25,17 @@ def _probes(ir: TreeEnsemble, seed=1):
     rng = np.random.default_rng(seed)
     d = ir.n_features
     ths = np.concatenate([t.threshold[~t.is_leaf] for t in ir.trees])
-    near = np.concatenate([ths, np.nextafter(ths, np.inf), np.nextafter(ths, -np.inf),
-                           np.nextafter(ths.astype(np.float32), np.float32(np.inf)).astype(float)])
-    return np.vstack([rng.uniform(-1, 13, (1500, d)), rng.integers(-1, 13, (1500, d)).astype(float),
-                      rng.choice(near, (3000, d))])
+    near = np.concatenate(
+        [
+            ths,
+            np.nextafter(ths, np.inf),
+            np.nextafter(ths, -np.inf),
+            np.nextafter(ths.astype(np.float32), np.float32(np.inf)).astype(float),
+        ]
+    )
+    return np.vstack(
+        [rng.uniform(-1, 13, (1500, d)), rng.integers(-1, 13, (1500, d)).astype(float), rng.choice(near, (3000, d))]
+    )
 
 
 def _agree(ir, predict, proba, X):
@@ -98,10 +105,13 @@ def test_sklearn_tree_models():
     from sklearn.tree import DecisionTreeClassifier
 
     X, y = _data()
-    models = [DecisionTreeClassifier(max_depth=5, random_state=0), RandomForestClassifier(10, max_depth=4, random_state=0),
-              ExtraTreesClassifier(10, max_depth=4, random_state=0),
-              GradientBoostingClassifier(n_estimators=15, max_depth=3, random_state=0),
-              GradientBoostingClassifier(n_estimators=10, max_depth=2, loss="exponential", random_state=0)]
+    models = [
+        DecisionTreeClassifier(max_depth=5, random_state=0),
+        RandomForestClassifier(10, max_depth=4, random_state=0),
+        ExtraTreesClassifier(10, max_depth=4, random_state=0),
+        GradientBoostingClassifier(n_estimators=15, max_depth=3, random_state=0),
+        GradientBoostingClassifier(n_estimators=10, max_depth=2, loss="exponential", random_state=0),
+    ]
     for clf in models:
         clf.fit(X, y)
         ir = load_model(clf)
@@ -114,9 +124,22 @@ def _forest_onnx(clf, single_column: bool):
     """A TreeEnsembleClassifier graph for a scikit-learn forest, in the two layouts converters use."""
     from onnx import TensorProto, helper
 
-    a = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
-                         "nodes_truenodeids", "nodes_falsenodeids", "class_treeids", "class_nodeids", "class_ids",
-                         "class_weights")}
+    a = {
+        k: []
+        for k in (
+            "nodes_treeids",
+            "nodes_nodeids",
+            "nodes_featureids",
+            "nodes_modes",
+            "nodes_values",
+            "nodes_truenodeids",
+            "nodes_falsenodeids",
+            "class_treeids",
+            "class_nodeids",
+            "class_ids",
+            "class_weights",
+        )
+    }
     m = len(clf.estimators_)
     for t, est in enumerate(clf.estimators_):
         tr = est.tree_
@@ -131,17 +154,30 @@ def _forest_onnx(clf, single_column: bool):
             a["nodes_falsenodeids"].append(0 if leaf else int(tr.children_right[k]))
             if leaf:
                 p = tr.value[k, 0] / tr.value[k, 0].sum()
-                for c in ([1] if single_column else [0, 1]):
+                for c in [1] if single_column else [0, 1]:
                     a["class_treeids"].append(t)
                     a["class_nodeids"].append(k)
                     a["class_ids"].append(0 if single_column else c)
                     a["class_weights"].append(float(p[c] / m))
-    node = helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml",
-                            classlabels_int64s=[0, 1], post_transform="NONE", **a)
+    node = helper.make_node(
+        "TreeEnsembleClassifier",
+        ["X"],
+        ["label", "probabilities"],
+        domain="ai.onnx.ml",
+        classlabels_int64s=[0, 1],
+        post_transform="NONE",
+        **a,
+    )
     d = clf.n_features_in_
-    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, d])],
-                              [helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
-                               helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2])])
+    graph = helper.make_graph(
+        [node],
+        "forest",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, d])],
+        [
+            helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2]),
+        ],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
 
 

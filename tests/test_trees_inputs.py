@@ -20,8 +20,14 @@ NAMES = ["age", "sex", "inc", "hrs"]
 
 def _frame(seed=0, n=800):
     rng = np.random.default_rng(seed)
-    X = pd.DataFrame({"age": rng.integers(0, 10, n), "sex": rng.integers(0, 2, n), "inc": rng.integers(0, 8, n),
-                      "hrs": rng.integers(0, 6, n)})
+    X = pd.DataFrame(
+        {
+            "age": rng.integers(0, 10, n),
+            "sex": rng.integers(0, 2, n),
+            "inc": rng.integers(0, 8, n),
+            "hrs": rng.integers(0, 6, n),
+        }
+    )
     y = (X["age"] + 2 * X["sex"] + X["inc"] - X["hrs"] + rng.normal(0, 2, n) > 6).astype(int)
     return X, y
 
@@ -68,8 +74,9 @@ def test_domain_in_another_order_or_with_unknown_names_is_refused(tmp_path):
         with pytest.raises(DomainError, match="'sex' as feature 0, but input 0 of the model is 'age'"):
             faircert.verify(model, _domain(["sex", "age", "inc", "hrs"]), protected="sex")
         with pytest.raises(DomainError, match="no input named 'hours'"):
-            faircert.verify(model, Domain(_domain().features[:3] + (Feature("hours", "integer", 0, 5),)),
-                            protected="sex")
+            faircert.verify(
+                model, Domain(_domain().features[:3] + (Feature("hours", "integer", 0, 5),)), protected="sex"
+            )
     # a DataFrame domain is matched the same way: reordered columns are refused, not taken by position
     with pytest.raises(DomainError, match="model's order: age, sex, inc, hrs"):
         faircert.verify(clf, X[["inc", "age", "sex", "hrs"]], protected="sex")
@@ -109,12 +116,15 @@ def test_undecided_run_still_reports_counterexamples_from_the_open_part():
     assert np.all(ir.predict(x) != ir.predict(xp))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"kappa": 0.3}, r"kappa must lie in \[0.5, 1\)"),
-    ({"kappa": 1.0}, r"kappa must lie in \[0.5, 1\)"),
-    ({"epsilon_rate": 2.0}, r"epsilon rate must lie in \[0, 1\]"),
-    ({"epsilon": {"kind": 1}}, "categorical feature 'kind'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kappa": 0.3}, r"kappa must lie in \[0.5, 1\)"),
+        ({"kappa": 1.0}, r"kappa must lie in \[0.5, 1\)"),
+        ({"epsilon_rate": 2.0}, r"epsilon rate must lie in \[0, 1\]"),
+        ({"epsilon": {"kind": 1}}, "categorical feature 'kind'"),
+    ],
+)
 def test_property_choices_are_checked_the_same_in_python_and_cli(kwargs, message):
     dom = Domain(_domain().features + (Feature("kind", "categorical", 0, 3),))
     with pytest.raises(PropertyError, match=message):
@@ -142,8 +152,16 @@ def test_sample_command_reads_trusted_pickles_and_refuses_zero_samples(tmp_path,
     rf = RandomForestClassifier(5, max_depth=3, random_state=0).fit(X.to_numpy(), y)
     (tmp_path / "rf.pkl").write_bytes(pickle.dumps(rf))
     _domain().save(tmp_path / "d.yaml")
-    base = ["sample-counterexamples", str(tmp_path / "rf.pkl"), "--domain", str(tmp_path / "d.yaml"),
-            "--protected", "sex", "--out", str(tmp_path / "c.csv")]
+    base = [
+        "sample-counterexamples",
+        str(tmp_path / "rf.pkl"),
+        "--domain",
+        str(tmp_path / "d.yaml"),
+        "--protected",
+        "sex",
+        "--out",
+        str(tmp_path / "c.csv"),
+    ]
     assert cli(base + ["-n", "0", "--trust-pickle"]) == 3
     assert "number of counterexamples must be >= 1" in capsys.readouterr().err
     assert cli(base + ["-n", "10", "--trust-pickle"]) == 1

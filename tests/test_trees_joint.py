@@ -84,7 +84,9 @@ def test_leaf_ranges_match_masked_min_and_max(most_leaves):
     start = np.concatenate([[0], np.cumsum(sizes)])
     val = np.round(rng.normal(size=start[-1]), 1)  # rounding makes equal leaf values
     ok = rng.random((300, start[-1])) < 0.4
-    ok[np.arange(300)[:, None], start[:-1][None, :] + rng.integers(0, sizes)] = True  # a box reaches a leaf of every tree
+    ok[np.arange(300)[:, None], start[:-1][None, :] + rng.integers(0, sizes)] = (
+        True  # a box reaches a leaf of every tree
+    )
     want_min = np.array([[val[a:b][ok[r, a:b]].min() for a, b in itertools.pairwise(start)] for r in range(300)])
     want_max = np.array([[val[a:b][ok[r, a:b]].max() for a, b in itertools.pairwise(start)] for r in range(300)])
     ranges = LeafRanges.of_trees(start, val)

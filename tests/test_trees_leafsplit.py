@@ -84,6 +84,7 @@ def test_leaf_split_partitions_a_box_into_single_leaves_under_every_slice():
     assert (inside.sum(axis=1) == 1).all()
     piece = inside.argmax(axis=1)
     from faircert.engines.trees.cells import leaves
+
     for v in range(int(dom.features[0].max) + 1):
         g = grid.copy()
         g[:, 0] = v

@@ -111,7 +111,7 @@ def _large_problem():
     n = 8
     X = rng.integers(0, 100, (3000, n)).astype(float)
     X[:, 0] = rng.integers(0, 4, 3000)
-    y = (np.sin(X[:, 1] / 9) + X[:, 2] / 50 - X[:, 3] / 70 + 0.3 * X[:, 0] + rng.normal(0, 0.5, 3000) > 0.8)
+    y = np.sin(X[:, 1] / 9) + X[:, 2] / 50 - X[:, 3] / 70 + 0.3 * X[:, 0] + rng.normal(0, 0.5, 3000) > 0.8
     feats = [Feature("p", "categorical", 0, 3)] + [Feature(f"f{i}", "integer", 0, 99) for i in range(1, n)]
     clf = xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y.astype(int))
     return load_model(clf), Domain(tuple(feats))

@@ -62,8 +62,10 @@ def test_every_input_is_classified_exactly(eps, kappa, robust):
         assert np.all(x[:, 0] != xp[:, 0])
 
 
-@pytest.mark.parametrize("eps,kappa,robust", [c if c[0] < 1 or c == (1, 0.8, True) else pytest.param(*c, marks=pytest.mark.slow)
-                                               for c in CASES])
+@pytest.mark.parametrize(
+    "eps,kappa,robust",
+    [c if c[0] < 1 or c == (1, 0.8, True) else pytest.param(*c, marks=pytest.mark.slow) for c in CASES],
+)
 def test_estimate_of_an_open_domain_brackets_the_truth(eps, kappa, robust):
     ir, dom = _problem(1)
     prop = _prop(dom, eps, kappa, robust)
@@ -91,8 +93,13 @@ def test_settled_part_is_exact_and_narrows_the_interval():
     settled = grid[:, 1] >= cut
     lo, hi, _ = q.open_boxes()
     hi[:, 1] = cut
-    half = dataclasses.replace(q, open_parts=[(lo, hi, None)], nonconf=float((settled & ~conf).sum()),
-                               conf_settled=float((settled & conf).sum()), unfair=float((settled & unfair).sum()))
+    half = dataclasses.replace(
+        q,
+        open_parts=[(lo, hi, None)],
+        nonconf=float((settled & ~conf).sum()),
+        conf_settled=float((settled & conf).sum()),
+        unfair=float((settled & unfair).sum()),
+    )
     est = estimate_unfair_share(ir, half, 0.99, budget_s=5.0, seed=0)
     assert est.ci_low <= truth <= est.ci_high
     assert est.ci_high - est.ci_low < whole.ci_high - whole.ci_low
@@ -180,8 +187,14 @@ def test_sampling_mixes_proven_pieces_and_open_boxes_by_size():
     keep = piece_lo[:, 1] < q.piece_hi[:, 1]
     lo, hi = np.array([f.min for f in dom.features], float), np.array([f.max + 1 for f in dom.features], float)
     hi[1] = cut
-    half = dataclasses.replace(q, complete=False, piece_lo=piece_lo[keep], piece_hi=q.piece_hi[keep],
-                               piece_twin=q.piece_twin[keep], open_parts=[(lo[None], hi[None], None)])
+    half = dataclasses.replace(
+        q,
+        complete=False,
+        piece_lo=piece_lo[keep],
+        piece_hi=q.piece_hi[keep],
+        piece_twin=q.piece_twin[keep],
+        open_parts=[(lo[None], hi[None], None)],
+    )
     assert region_is_exact(half)
     x, _, rejected = sample_unfair(ir, half, 20_000, seed=5)
     assert len(x) == 20_000 and rejected == 0 and {tuple(r) for r in x.tolist()} <= region
@@ -200,7 +213,7 @@ def test_twin_labels_near_the_threshold_follow_the_frameworks_float32_sum():
 
     leaf = -1
     one = Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, 1.0, 1.0])
-    tiny = Tree([1, 0, 0], [1.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, 2.0 ** -25, -(2.0 ** -25)])
+    tiny = Tree([1, 0, 0], [1.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, 2.0**-25, -(2.0**-25)])
     minus = Tree([0, 0, 0], [5.0, 0, 0], [1, leaf, leaf], [2, leaf, leaf], [0.0, -1.0, -1.0])
     ir = TreeEnsemble([one, tiny, minus], 2, split="<", input_float32=True, sum_float32=True)
     x = np.array([[3.0, 0.0], [3.0, 1.0]])

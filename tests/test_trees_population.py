@@ -24,8 +24,9 @@ from faircert.models.io import load_model
 from faircert.population.marginals import Marginals
 from faircert.properties import individual_fairness
 
-DOMAIN = Domain((Feature("a", "integer", 0, 9), Feature("s", "binary", protected=True),
-                 Feature("r", "real", -1.0, 2.0)))
+DOMAIN = Domain(
+    (Feature("a", "integer", 0, 9), Feature("s", "binary", protected=True), Feature("r", "real", -1.0, 2.0))
+)
 
 
 def _data(seed: int, n: int = 400) -> tuple[pd.DataFrame, np.ndarray]:
@@ -83,11 +84,17 @@ def test_probabilities_equal_brute_force_over_the_data_marginals(seed, kind):
 def test_a_pipeline_over_raw_categorical_columns_equals_brute_force():
     rng = np.random.default_rng(3)
     n = 500
-    frame = pd.DataFrame({"job": rng.choice(["clerk", "nurse", "smith", "judge"], n, p=[0.5, 0.3, 0.15, 0.05]),
-                          "sex": rng.choice(["F", "M"], n), "hours": rng.integers(10, 60, n)})
+    frame = pd.DataFrame(
+        {
+            "job": rng.choice(["clerk", "nurse", "smith", "judge"], n, p=[0.5, 0.3, 0.15, 0.05]),
+            "sex": rng.choice(["F", "M"], n),
+            "hours": rng.integers(10, 60, n),
+        }
+    )
     y = ((frame.job == "judge") | ((frame.sex == "M") & (frame.hours > 40)) | (rng.random(n) < 0.1)).astype(int)
-    prep = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["job", "sex"]),
-                              ("num", StandardScaler(), ["hours"])])
+    prep = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["job", "sex"]), ("num", StandardScaler(), ["hours"])]
+    )
     pipe = Pipeline([("prep", prep), ("clf", RandomForestClassifier(10, max_depth=5, random_state=0))]).fit(frame, y)
     result = faircert.verify(pipe, frame, protected="sex", population="independent", data=frame, time_limit=30)
     truth = _truth(pipe.predict, frame, ["job", "hours"], "sex")
@@ -97,8 +104,13 @@ def test_a_pipeline_over_raw_categorical_columns_equals_brute_force():
     jobs, sexes = result.categories["job"], result.categories["sex"]
     assert result.counterexamples
     for c in result.counterexamples:
-        pair = pd.DataFrame({"job": [jobs[int(c.x[0])]] * 2, "sex": [sexes[int(c.x[1])], sexes[int(c.x_prime[1])]],
-                             "hours": [c.x[2]] * 2})
+        pair = pd.DataFrame(
+            {
+                "job": [jobs[int(c.x[0])]] * 2,
+                "sex": [sexes[int(c.x[1])], sexes[int(c.x_prime[1])]],
+                "hours": [c.x[2]] * 2,
+            }
+        )
         assert c.x[2] in set(frame.hours) and pipe.predict(pair)[0] != pipe.predict(pair)[1]
 
 
@@ -153,9 +165,23 @@ def test_the_command_answers_under_the_population_and_gates_on_it(tmp_path):
     model.save_model(tmp_path / "model.json")
     frame.to_csv(tmp_path / "data.csv", index=False)
     DOMAIN.save(tmp_path / "domain.yaml")
-    code = main(["verify", str(tmp_path / "model.json"), "--domain", str(tmp_path / "domain.yaml"),
-                 "--protected", "s", "--population", "independent", "--data", str(tmp_path / "data.csv"),
-                 "--json", str(tmp_path / "out.json"), "--quiet"])
+    code = main(
+        [
+            "verify",
+            str(tmp_path / "model.json"),
+            "--domain",
+            str(tmp_path / "domain.yaml"),
+            "--protected",
+            "s",
+            "--population",
+            "independent",
+            "--data",
+            str(tmp_path / "data.csv"),
+            "--json",
+            str(tmp_path / "out.json"),
+            "--quiet",
+        ]
+    )
     out = json.loads((tmp_path / "out.json").read_text())
     truth = _truth(model.predict, frame, ["a", "r"], "s")
     assert code == 1 and out["verdict"] == "unfair" and out["population"] == "independent"
@@ -168,13 +194,17 @@ def test_a_checkpointed_run_resumes_to_the_uninterrupted_answer(tmp_path):
     model = GradientBoostingClassifier(n_estimators=40, max_depth=4, random_state=0).fit(frame, y)
 
     def run(**options):
-        return faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, time_limit=30,
-                               workers=1, **options)
+        return faircert.verify(
+            model, DOMAIN, protected="s", population="independent", data=frame, time_limit=30, workers=1, **options
+        )
 
     whole = run(max_boxes=100)
     assert not whole.stats["converged"] and whole.undecided > 0
     part = run(max_boxes=50, checkpoint=tmp_path / "run.ckpt")
     assert part.undecided > whole.undecided
     resumed = run(max_boxes=100, resume=tmp_path / "run.ckpt")
-    assert (resumed.certified, resumed.falsified, resumed.undecided) == \
-        (whole.certified, whole.falsified, whole.undecided)
+    assert (resumed.certified, resumed.falsified, resumed.undecided) == (
+        whole.certified,
+        whole.falsified,
+        whole.undecided,
+    )

@@ -71,17 +71,27 @@ def real_oracle(ir, domain: Domain, protected: list[int], eps: np.ndarray, kappa
     mids = np.stack(np.meshgrid(*[(c[:-1] + c[1:]) / 2 for c in fine], indexing="ij"), axis=-1).reshape(-1, len(real))
     vol = np.prod(np.stack(np.meshgrid(*[np.diff(c) for c in fine], indexing="ij"), axis=-1), axis=-1).ravel()
     # coarse cells [K_j, K_j+1) meeting the closed neighbourhood [m - e, m + e] (within the domain)
-    lo_idx = np.stack([np.searchsorted(c, np.maximum(c[0], mids[:, k] - eps[i]), "right") - 1
-                       for k, (i, c) in enumerate(zip(real, coarse))], axis=1)
-    hi_idx = np.stack([np.minimum(np.searchsorted(c, np.minimum(c[-1], mids[:, k] + eps[i]), "right") - 1, len(c) - 2)
-                       for k, (i, c) in enumerate(zip(real, coarse))], axis=1)
+    lo_idx = np.stack(
+        [
+            np.searchsorted(c, np.maximum(c[0], mids[:, k] - eps[i]), "right") - 1
+            for k, (i, c) in enumerate(zip(real, coarse))
+        ],
+        axis=1,
+    )
+    hi_idx = np.stack(
+        [
+            np.minimum(np.searchsorted(c, np.minimum(c[-1], mids[:, k] + eps[i]), "right") - 1, len(c) - 2)
+            for k, (i, c) in enumerate(zip(real, coarse))
+        ],
+        axis=1,
+    )
     conf_vol = unfair_vol = 0.0
     for v in combos:
         x = points(fine, v)
         label = ir.predict(x)
         conf = ir.confidence(x) > kappa if kappa is not None else np.ones(len(x), dtype=bool)
         unfair = np.zeros(len(x), dtype=bool)
-        for w in (combos if not protected else [w for w in combos if w != v]):
+        for w in combos if not protected else [w for w in combos if w != v]:
             for lab in (0, 1):
                 rows = np.nonzero(label == lab)[0]
                 unfair[rows] |= _block_any(coarse_label[w] == 1 - lab, lo_idx[rows], hi_idx[rows])
@@ -97,9 +107,16 @@ def _real_problem(seed: int, robust: bool):
     X[:, 0] = rng.integers(0, 3, 500)
     y = (X[:, 1] + 0.5 * X[:, 2] - 0.3 * X[:, 3] + 0.8 * X[:, 0] + rng.normal(0, 1.5, 500) > 6).astype(int)
     if robust:
-        return X[:, :3], y, Domain((Feature("x0", "real", 0, 2), Feature("x1", "real", 0, 10),
-                                    Feature("x2", "real", 0, 10)))
-    return X, y, Domain((Feature("p", "categorical", 0, 2),) + tuple(Feature(f"x{i}", "real", 0, 10) for i in (1, 2, 3)))
+        return (
+            X[:, :3],
+            y,
+            Domain((Feature("x0", "real", 0, 2), Feature("x1", "real", 0, 10), Feature("x2", "real", 0, 10))),
+        )
+    return (
+        X,
+        y,
+        Domain((Feature("p", "categorical", 0, 2),) + tuple(Feature(f"x{i}", "real", 0, 10) for i in (1, 2, 3))),
+    )
 
 
 def _real_models(X, y, seed):
@@ -110,8 +127,9 @@ def _real_models(X, y, seed):
     from faircert.models.io import load_model
 
     yield load_model(xgb.XGBClassifier(n_estimators=8, max_depth=3, random_state=seed, n_jobs=1).fit(X, y))
-    yield load_model(lgb.LGBMClassifier(n_estimators=6, num_leaves=5, min_child_samples=10, verbose=-1,
-                                        random_state=seed).fit(X, y))
+    yield load_model(
+        lgb.LGBMClassifier(n_estimators=6, num_leaves=5, min_child_samples=10, verbose=-1, random_state=seed).fit(X, y)
+    )
     yield load_model(RandomForestClassifier(4, max_depth=3, random_state=seed).fit(X, y))
 
 
@@ -130,9 +148,16 @@ def _case(robust: bool, eps: float, kappa: float | None):
 
 
 @pytest.mark.parametrize("method", [pytest.param("regions", marks=pytest.mark.slow), "refinement"])
-@pytest.mark.parametrize("robust,eps,kappa", [(False, 0.0, 0.5), pytest.param(False, 0.7, None, marks=pytest.mark.slow),
-                                              pytest.param(False, 1.5, 0.7, marks=pytest.mark.slow),
-                                              (True, 0.4, 0.5), (True, 1.0, 0.8)])
+@pytest.mark.parametrize(
+    "robust,eps,kappa",
+    [
+        (False, 0.0, 0.5),
+        pytest.param(False, 0.7, None, marks=pytest.mark.slow),
+        pytest.param(False, 1.5, 0.7, marks=pytest.mark.slow),
+        (True, 0.4, 0.5),
+        (True, 1.0, 0.8),
+    ],
+)
 def test_real_domains_match_the_cell_oracle(method, robust, eps, kappa):
     pytest.importorskip("xgboost")
     pytest.importorskip("lightgbm")

@@ -82,8 +82,11 @@ def test_other_models_get_sound_bounds_around_enumeration(kind):
 
     df = _data(seed=1)
     y = ((df.x + df.z + 2 * df.s + np.random.default_rng(0).normal(0, 1, len(df))) > 4).astype(int)
-    model = (RandomForestClassifier(8, max_depth=4, random_state=0) if kind == "forest" else
-             MLPClassifier((8,), max_iter=2000, random_state=0)).fit(df, y)
+    model = (
+        RandomForestClassifier(8, max_depth=4, random_state=0)
+        if kind == "forest"
+        else MLPClassifier((8,), max_iter=2000, random_state=0)
+    ).fit(df, y)
     truth = _truth_under_learned_network(model.predict, df)
     assert 0.01 < truth < 0.99
     r = faircert.verify(model, df, protected="s", population="bayesnet", time_limit=20)
@@ -105,7 +108,11 @@ def test_a_model_that_ignores_the_protected_attribute_is_fair_under_the_network(
 
     df = _data(seed=2)
     y = (df.x > 2).astype(int)
-    pipe = Pipeline([("drop", ColumnTransformer([("keep", "passthrough", ["x", "z"])])),
-                     ("clf", RandomForestClassifier(5, max_depth=3, random_state=0))]).fit(df, y)
+    pipe = Pipeline(
+        [
+            ("drop", ColumnTransformer([("keep", "passthrough", ["x", "z"])])),
+            ("clf", RandomForestClassifier(5, max_depth=3, random_state=0)),
+        ]
+    ).fit(df, y)
     r = faircert.verify(pipe, df, protected="s", population="bayesnet", time_limit=20)
     assert (r.certified, r.falsified, r.undecided, r.verdict) == (1.0, 0.0, 0.0, "fair")

@@ -17,8 +17,12 @@ from faircert.properties import individual_fairness
 onnx = pytest.importorskip("onnx")
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-FEATURES = (Feature("a", "integer", 0, 4), Feature("p", "integer", 0, 2), Feature("b", "integer", -2, 2),
-            Feature("c", "binary"))
+FEATURES = (
+    Feature("a", "integer", 0, 4),
+    Feature("p", "integer", 0, 2),
+    Feature("b", "integer", -2, 2),
+    Feature("c", "binary"),
+)
 
 
 def _boxes(text: str, m: int) -> list[np.ndarray]:
@@ -68,9 +72,37 @@ def test_cli_export_and_errors(tmp_path, capsys):
 
     save_nnet(random_network(np.random.default_rng(0), 4, [5]), tmp_path / "m.nnet")
     Domain(FEATURES).save(tmp_path / "d.yaml")
-    assert main(["export-vnnlib", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "d.yaml"), "--protected", "p",
-                 "--epsilon", "b=1", "-o", str(tmp_path / "q")]) == 0
+    assert (
+        main(
+            [
+                "export-vnnlib",
+                str(tmp_path / "m.nnet"),
+                "--domain",
+                str(tmp_path / "d.yaml"),
+                "--protected",
+                "p",
+                "--epsilon",
+                "b=1",
+                "-o",
+                str(tmp_path / "q"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "q" / "twin.onnx").exists()
     assert "(declare-const Y_1 Real)" in (tmp_path / "q" / "property.vnnlib").read_text()
-    assert main(["export-vnnlib", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "d.yaml"), "--protected",
-                 "nope", "-o", str(tmp_path / "r")]) == 3
+    assert (
+        main(
+            [
+                "export-vnnlib",
+                str(tmp_path / "m.nnet"),
+                "--domain",
+                str(tmp_path / "d.yaml"),
+                "--protected",
+                "nope",
+                "-o",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 3
+    )

@@ -48,12 +48,20 @@ def _adult_like():
     from faircert.models.io import load_model
 
     rng = np.random.default_rng(0)
-    X = np.stack([rng.integers(0, 60, 3000), rng.integers(0, 2, 3000), rng.integers(0, 40, 3000),
-                  rng.integers(0, 30, 3000)], axis=1).astype(float)
+    X = np.stack(
+        [rng.integers(0, 60, 3000), rng.integers(0, 2, 3000), rng.integers(0, 40, 3000), rng.integers(0, 30, 3000)],
+        axis=1,
+    ).astype(float)
     y = ((X[:, 0] / 60 + X[:, 2] / 40 + 0.3 * X[:, 1] + rng.normal(0, 0.3, 3000)) > 1.1).astype(int)
     clf = xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y)
-    dom = Domain((Feature("a", "integer", 0, 59), Feature("s", "binary", 0, 1), Feature("b", "integer", 0, 39),
-                  Feature("c", "integer", 0, 29)))
+    dom = Domain(
+        (
+            Feature("a", "integer", 0, 59),
+            Feature("s", "binary", 0, 1),
+            Feature("b", "integer", 0, 39),
+            Feature("c", "integer", 0, 29),
+        )
+    )
     return load_model(clf), dom
 
 

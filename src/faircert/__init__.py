@@ -10,11 +10,26 @@ from ._version import __version__
 # The public names load on first use: `import faircert` (and the command, which must handle
 # signals from its first line) stays fast, and numpy and the engines come with the first call.
 _PUBLIC = {
-    "compare": "api", "export_vnnlib": "api", "group": "api", "load_model": "api", "sample_counterexamples": "api",
-    "verify": "api", "verify_program": "api", "Domain": "domain", "Feature": "domain", "DataError": "errors",
-    "DomainError": "errors", "FaircertError": "errors", "ModelFormatError": "errors", "PropertyError": "errors",
-    "ReluNetwork": "models.network", "Counterexample": "results", "GroupResult": "results",
-    "ProgramResult": "results", "Result": "results", "StatisticalEstimate": "results",
+    "compare": "api",
+    "export_vnnlib": "api",
+    "group": "api",
+    "load_model": "api",
+    "sample_counterexamples": "api",
+    "verify": "api",
+    "verify_program": "api",
+    "Domain": "domain",
+    "Feature": "domain",
+    "DataError": "errors",
+    "DomainError": "errors",
+    "FaircertError": "errors",
+    "ModelFormatError": "errors",
+    "PropertyError": "errors",
+    "ReluNetwork": "models.network",
+    "Counterexample": "results",
+    "GroupResult": "results",
+    "ProgramResult": "results",
+    "Result": "results",
+    "StatisticalEstimate": "results",
 }
 
 

@@ -65,17 +65,38 @@ def resolve_domain(domain: Any, model_ir: Any) -> Domain:
     return Domain(tuple(Feature(n, "integer", lo, hi) for n, lo, hi in zip(names, lower, upper)))
 
 
-def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None, *,
-           sensitive_features: str | Iterable[str | int] | None = None,
-           epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
-           kappa: float | None = None, robustness: bool = False, time_limit: float | None = 60.0,
-           target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
-           max_counterexamples: int = 100, workers: int | None = None, max_boxes: int | None = None,
-           ray_address: str | None = None, complete: bool = False, partition_size: int | None = None,
-           trust_pickle: bool = False, preprocessor: Any = None, rows: Any = None, population: str | None = None,
-           data: Any = None, checkpoint: str | Path | None = None, resume: str | Path | None = None,
-           checkpoint_every: float = 30.0, memory_limit: int | str | None = None, progress: Progress | None = None,
-           options: VerifyOptions | None = None) -> Result | RowsResult:
+def verify(
+    model: Any,
+    domain: Any = None,
+    protected: str | Iterable[str | int] | None = None,
+    *,
+    sensitive_features: str | Iterable[str | int] | None = None,
+    epsilon: Mapping[str, float] | float | None = None,
+    epsilon_rate: float | None = None,
+    kappa: float | None = None,
+    robustness: bool = False,
+    time_limit: float | None = 60.0,
+    target_undecided: float = 0.0,
+    confidence: float = 0.99,
+    seed: int = 0,
+    max_counterexamples: int = 100,
+    workers: int | None = None,
+    max_boxes: int | None = None,
+    ray_address: str | None = None,
+    complete: bool = False,
+    partition_size: int | None = None,
+    trust_pickle: bool = False,
+    preprocessor: Any = None,
+    rows: Any = None,
+    population: str | None = None,
+    data: Any = None,
+    checkpoint: str | Path | None = None,
+    resume: str | Path | None = None,
+    checkpoint_every: float = 30.0,
+    memory_limit: int | str | None = None,
+    progress: Progress | None = None,
+    options: VerifyOptions | None = None,
+) -> Result | RowsResult:
     """Quantify individual fairness (or robustness) of `model` on `domain`.
 
     With `rows` (a DataFrame, a CSV path or an array of raw rows), audit every row instead: is there
@@ -123,41 +144,95 @@ def verify(model: Any, domain: Any = None, protected: str | Iterable[str | int] 
     partition is decided, and `result.partitions` lists them.
     """
     protected = _column_names(_protected(protected, sensitive_features))
-    options = _options(verify, VerifyOptions, options, time_limit=time_limit, target_undecided=target_undecided,
-                       confidence=confidence, seed=seed, max_counterexamples=max_counterexamples, workers=workers,
-                       max_boxes=max_boxes, ray_address=ray_address, complete=complete,
-                       partition_size=partition_size, checkpoint=checkpoint, resume=resume,
-                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
+    options = _options(
+        verify,
+        VerifyOptions,
+        options,
+        time_limit=time_limit,
+        target_undecided=target_undecided,
+        confidence=confidence,
+        seed=seed,
+        max_counterexamples=max_counterexamples,
+        workers=workers,
+        max_boxes=max_boxes,
+        ray_address=ray_address,
+        complete=complete,
+        partition_size=partition_size,
+        checkpoint=checkpoint,
+        resume=resume,
+        checkpoint_every=checkpoint_every,
+        memory_limit=memory_limit,
+    )
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
-        return _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
-                       preprocessor, rows, population, data, options, progress)
+        return _verify(
+            model,
+            domain,
+            protected,
+            epsilon,
+            epsilon_rate,
+            kappa,
+            robustness,
+            trust_pickle,
+            preprocessor,
+            rows,
+            population,
+            data,
+            options,
+            progress,
+        )
 
 
-def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, rows,
-            population, data, options, progress) -> Result | RowsResult:
+def _verify(
+    model,
+    domain,
+    protected,
+    epsilon,
+    epsilon_rate,
+    kappa,
+    robustness,
+    trust_pickle,
+    preprocessor,
+    rows,
+    population,
+    data,
+    options,
+    progress,
+) -> Result | RowsResult:
     started = time.perf_counter()
     population = _verify_population(population, rows)
     if population == "empirical":
         rows = _population_data(data, domain, population)
     if rows is not None:
-        result = _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor,
-                             options, progress)
+        result = _audit_rows(
+            model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options, progress
+        )
         result.population = population or "rows"
         return result
     # boxes over a network's categories split better with like categories side by side
     reorder = population in (None, "uniform", "independent") and options.partition_size is None
     try:
-        ir, prop, given = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
-                                              trust_pickle, preprocessor, reorder)
+        ir, prop, given = _model_and_property(
+            model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, reorder
+        )
     except UnsupportedModelError as exc:
-        raise UnsupportedModelError(f"{exc}; the rows of a dataset can still be audited with this model as a "
-                                    "black box (rows=DATA, --rows DATA.csv)") from None
+        raise UnsupportedModelError(
+            f"{exc}; the rows of a dataset can still be audited with this model as a "
+            "black box (rows=DATA, --rows DATA.csv)"
+        ) from None
     if population == "independent":
         prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
     if population == "bayesnet":
         refuse_checkpoint(options, "the learned-network measure")
-        result = _under_bayesnet(model, ir, prop, _population_data(data, domain, population), trust_pickle,
-                                 preprocessor, _after(options, time.perf_counter() - started), progress)
+        result = _under_bayesnet(
+            model,
+            ir,
+            prop,
+            _population_data(data, domain, population),
+            trust_pickle,
+            preprocessor,
+            _after(options, time.perf_counter() - started),
+            progress,
+        )
     else:  # compiling the model counts in the time limit
         options = _after(options, time.perf_counter() - started)
         engine = find_engine(ir, prop, options.method)
@@ -168,8 +243,11 @@ def _verify(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, 
         result.stats.setdefault("stopped", MEMORY_STOPPED)
     result.population = population or "uniform"
     _codes_as_given(result, prop.domain, given)
-    result.categories = {f.name: list(given[f.name].categories if f.name in given.names else f.categories)
-                         for f in prop.domain.features if f.categories is not None}
+    result.categories = {
+        f.name: list(given[f.name].categories if f.name in given.names else f.categories)
+        for f in prop.domain.features
+        if f.categories is not None
+    }
     result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
     return result
 
@@ -185,8 +263,9 @@ def _options(fn: Any, cls: type, options: Any, **keywords: Any) -> Any:
     defaults = inspect.signature(fn).parameters
     clash = [k for k, v in keywords.items() if not _same(v, defaults[k].default)]
     if clash:
-        raise PropertyError(f"give options= or the keywords it holds ({', '.join(clash)}), not both: options "
-                            "replaces them")
+        raise PropertyError(
+            f"give options= or the keywords it holds ({', '.join(clash)}), not both: options replaces them"
+        )
     return options
 
 
@@ -213,9 +292,11 @@ def _under_bayesnet(model, ir, prop, frame, trust_pickle, preprocessor, options,
     from .population.resolve import bind_to_frame, resolve_population
 
     if options.method != "sound" or any(e > 0 for e in np.asarray(prop.epsilon, dtype=float)) or prop.kappa:
-        raise PropertyError("population 'bayesnet' is answered with epsilon 0, without kappa and without "
-                            "--complete; otherwise use 'uniform', 'independent' or 'empirical' (the per-row audit "
-                            "of the data)")
+        raise PropertyError(
+            "population 'bayesnet' is answered with epsilon 0, without kappa and without "
+            "--complete; otherwise use 'uniform', 'independent' or 'empirical' (the per-row audit "
+            "of the data)"
+        )
     loaded = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
     started = time.perf_counter()
     separable = isinstance(loaded, LinearModel) and accepts(ir, prop)
@@ -240,8 +321,9 @@ def _verify_population(population: str | None, rows: Any) -> str | None:
     if population is None or population == "uniform":
         return None
     if population not in VERIFY_POPULATIONS:
-        raise PropertyError(f"unknown population {population!r} for verify; choose one of "
-                            f"{', '.join(VERIFY_POPULATIONS)}")
+        raise PropertyError(
+            f"unknown population {population!r} for verify; choose one of {', '.join(VERIFY_POPULATIONS)}"
+        )
     if rows is not None:
         raise PropertyError("give rows or a population, not both (population 'empirical' audits the data's rows)")
     return population
@@ -252,10 +334,15 @@ def _population_data(data: Any, domain: Any, population: str) -> Any:
     from .data import read_table
 
     if data is None:
-        if isinstance(domain, Domain) or domain is None or (isinstance(domain, (str, Path)) and
-                                                            Path(domain).suffix.lower() not in (".csv", ".tsv")):
-            raise PropertyError(f"population {population!r} is taken from data: give data= (--data DATA.csv), or "
-                                "the data itself as the domain")
+        if (
+            isinstance(domain, Domain)
+            or domain is None
+            or (isinstance(domain, (str, Path)) and Path(domain).suffix.lower() not in (".csv", ".tsv"))
+        ):
+            raise PropertyError(
+                f"population {population!r} is taken from data: give data= (--data DATA.csv), or "
+                "the data itself as the domain"
+            )
         data = domain
     return read_table(data)
 
@@ -272,10 +359,12 @@ def _with_marginals(ir, prop, frame, options):
     from .population.marginals import Marginals
 
     if not (accepts(ir, prop) or isinstance(ir, (ReluNetwork, TreeEnsemble))) or options.method != "sound":
-        raise PropertyError("population 'independent' is answered for linear models and pipelines ending in one "
-                            "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks, not "
-                            "with --complete; otherwise use 'uniform' or 'empirical' (the per-row audit of the "
-                            "data)")
+        raise PropertyError(
+            "population 'independent' is answered for linear models and pipelines ending in one "
+            "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks, not "
+            "with --complete; otherwise use 'uniform' or 'empirical' (the per-row audit of the "
+            "data)"
+        )
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():
@@ -283,27 +372,44 @@ def _with_marginals(ir, prop, frame, options):
     return replace(prop, population=Marginals.from_codes(codes))
 
 
-def _audit_rows(model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options,
-                progress) -> RowsResult:
+def _audit_rows(
+    model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options, progress
+) -> RowsResult:
     """The per-row audit: rows read as the domain's codes, then the model kind's rows engine."""
     from .data import encode_table, read_table
 
     frame = read_table(rows)
     try:
-        ir, prop, _ = _model_and_property(model, frame if domain is None else domain, protected, epsilon,
-                                          epsilon_rate, None, False, trust_pickle, preprocessor)
+        ir, prop, _ = _model_and_property(
+            model,
+            frame if domain is None else domain,
+            protected,
+            epsilon,
+            epsilon_rate,
+            None,
+            False,
+            trust_pickle,
+            preprocessor,
+        )
     except UnsupportedModelError:
         if preprocessor is not None:
             raise
         # a classifier no IR holds is audited as a black box: by its own predictions
-        ir, prop = _black_box(_estimator_object(model, trust_pickle), frame if domain is None else domain,
-                              protected, epsilon, epsilon_rate)
+        ir, prop = _black_box(
+            _estimator_object(model, trust_pickle),
+            frame if domain is None else domain,
+            protected,
+            epsilon,
+            epsilon_rate,
+        )
     codes = encode_table(frame, prop.domain)
     outside = ~prop.domain.contains(codes)
     if outside.any():
         first = int(np.flatnonzero(outside)[0])
-        raise DataError(f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
-                        "widen the domain or leave --domain out to infer it from the rows")
+        raise DataError(
+            f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
+            "widen the domain or leave --domain out to infer it from the rows"
+        )
     from .checkpoint import fingerprint
 
     question = RowAudit(prop, codes, fingerprint(ir) if (options.checkpoint or options.resume) else "")
@@ -356,8 +462,9 @@ def _codes_as_given(result: Result, bound: Domain, given: Domain) -> None:
             c.x[j], c.x_prime[j] = float(to_given[int(c.x[j])]), float(to_given[int(c.x_prime[j])])
 
 
-def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle,
-                        preprocessor=None, reorder=False):
+def _model_and_property(
+    model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor=None, reorder=False
+):
     """The model's IR, the property over a domain checked against the model's inputs, and the
     domain as given (its categories' order is the one users read codes in)."""
     from .models.binding import bind_to_domain
@@ -370,32 +477,57 @@ def _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, 
     given = dom
     ir, dom = bind_to_domain(ir, dom, keep=set(protected) | set(dom.protected_names), reorder=reorder)
     dom.check_model(ir)
-    return ir, individual_fairness(dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa,
-                                   robustness=robustness), given
+    return (
+        ir,
+        individual_fairness(
+            dom, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, kappa=kappa, robustness=robustness
+        ),
+        given,
+    )
 
 
-def export_vnnlib(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
-                  out_dir: str | Path = "vnnlib", *, epsilon: Mapping[str, float] | float | None = None,
-                  epsilon_rate: float | None = None, robustness: bool = False,
-                  trust_pickle: bool = False, preprocessor: Any = None) -> tuple[Path, Path]:
+def export_vnnlib(
+    model: Any,
+    domain: Any = None,
+    protected: str | Iterable[str | int] | None = None,
+    out_dir: str | Path = "vnnlib",
+    *,
+    epsilon: Mapping[str, float] | float | None = None,
+    epsilon_rate: float | None = None,
+    robustness: bool = False,
+    trust_pickle: bool = False,
+    preprocessor: Any = None,
+) -> tuple[Path, Path]:
     """Write a ReLU network's fairness (or robustness) query over `domain` as `out_dir/twin.onnx`
     (the twin network) and `out_dir/property.vnnlib` for VNN-COMP verifiers; returns both paths."""
     from .engines.network.problem import Problem
     from .engines.network.vnnlib import export
     from .models.network import ReluNetwork
 
-    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, None, robustness,
-                                      trust_pickle, preprocessor)
+    ir, prop, _ = _model_and_property(
+        model, domain, protected, epsilon, epsilon_rate, None, robustness, trust_pickle, preprocessor
+    )
     if not isinstance(ir, ReluNetwork):
         raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(ir).__name__}")
     return export(Problem.build(ir, prop), out_dir)
 
 
-def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iterable[str | int] | None = None,
-                           n: int = 1000, *, epsilon: Mapping[str, float] | float | None = None,
-                           epsilon_rate: float | None = None, kappa: float | None = None, robustness: bool = False,
-                           time_limit: float | None = 600.0, seed: int = 0, trust_pickle: bool = False,
-                           preprocessor: Any = None, options: VerifyOptions | None = None):
+def sample_counterexamples(
+    model: Any,
+    domain: Any = None,
+    protected: str | Iterable[str | int] | None = None,
+    n: int = 1000,
+    *,
+    epsilon: Mapping[str, float] | float | None = None,
+    epsilon_rate: float | None = None,
+    kappa: float | None = None,
+    robustness: bool = False,
+    time_limit: float | None = 600.0,
+    seed: int = 0,
+    trust_pickle: bool = False,
+    preprocessor: Any = None,
+    options: VerifyOptions | None = None,
+):
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
 
@@ -405,8 +537,9 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     region (`region_exact`) and the timings. `options` may hold time_limit and seed instead (not both).
     """
     options = _options(sample_counterexamples, VerifyOptions, options, time_limit=time_limit, seed=seed)
-    ir, prop, _ = _model_and_property(model, domain, protected, epsilon, epsilon_rate, kappa, robustness,
-                                      trust_pickle, preprocessor)
+    ir, prop, _ = _model_and_property(
+        model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor
+    )
     question = UnfairSamples(prop, n)
     frame = find_engine(ir, question).run(ir, question, options, None)
     for f in prop.domain.features:  # coded categories by name, as the data had them
@@ -417,18 +550,43 @@ def sample_counterexamples(model: Any, domain: Any = None, protected: str | Iter
     return frame
 
 
-def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = None, label: str | None = None,
-          population: Any = None, metrics: str | Iterable[str] = ("di", "sp"),
-          mediators: str | Iterable[str] | None = None, *, sensitive_features: str | Iterable[str] | None = None,
-          threshold: float = 0.8, gap_thresholds: Mapping[str, float] | None = None,
-          influence: bool | Iterable[Iterable[str]] = False, bins: Mapping[str, Any] | None = None,
-          max_bins: int = 10, binning: str = "quantile", bin_value: str = "data", score: str = "k2",
-          max_indegree: int = 3, max_width: int | None = 2000, time_limit: float | None = 60.0, seed: int = 0, trust_pickle: bool = False,
-          preprocessor: Any = None, save_population: str | Path | None = None, bin_bounds: bool = False, method: str = "sound",
-          delta: float = 1e-6, workers: int | None = None, ray_address: str | None = None,
-          checkpoint: str | Path | None = None, resume: str | Path | None = None, checkpoint_every: float = 30.0,
-          memory_limit: int | str | None = None, progress: Progress | None = None,
-          options: GroupOptions | None = None) -> GroupResult:
+def group(
+    model: Any,
+    data: Any = None,
+    protected: str | Iterable[str] | None = None,
+    label: str | None = None,
+    population: Any = None,
+    metrics: str | Iterable[str] = ("di", "sp"),
+    mediators: str | Iterable[str] | None = None,
+    *,
+    sensitive_features: str | Iterable[str] | None = None,
+    threshold: float = 0.8,
+    gap_thresholds: Mapping[str, float] | None = None,
+    influence: bool | Iterable[Iterable[str]] = False,
+    bins: Mapping[str, Any] | None = None,
+    max_bins: int = 10,
+    binning: str = "quantile",
+    bin_value: str = "data",
+    score: str = "k2",
+    max_indegree: int = 3,
+    max_width: int | None = 2000,
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+    trust_pickle: bool = False,
+    preprocessor: Any = None,
+    save_population: str | Path | None = None,
+    bin_bounds: bool = False,
+    method: str = "sound",
+    delta: float = 1e-6,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    checkpoint: str | Path | None = None,
+    resume: str | Path | None = None,
+    checkpoint_every: float = 30.0,
+    memory_limit: int | str | None = None,
+    progress: Progress | None = None,
+    options: GroupOptions | None = None,
+) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
 
@@ -443,10 +601,10 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
     `protected`; `preprocessor` is the fitted preprocessing of a network or tree ensemble trained on
-    encoded columns (see `load_model`); `influence=True` adds fairness influence functions of every feature (or give subsets);
-    `bin_bounds=True` adds sound bounds valid for any distribution inside the bins (linear models).
-    `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong with probability
-    <= `delta` (for models or populations too large for the sound engines). `workers` processes (or
+    encoded columns (see `load_model`); `influence=True` adds fairness influence functions of every
+    feature (or give subsets); `bin_bounds=True` adds sound bounds valid for any distribution inside the bins
+    (linear models). `method="sampling"` decides DI/SP by a sequential test whose verdict is wrong
+    with probability <= `delta` (for models or populations too large for the sound engines). `workers` processes (or
     Ray actors at `ray_address`) evaluate the sound bounds' trial splits. `checkpoint=FILE` writes
     the sound bounds' refinement state every `checkpoint_every` seconds and at the end, and
     `resume=FILE` continues it (the probability-bounds engine; another model, population or
@@ -459,19 +617,44 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     protected, data = _sensitive(_protected(protected, sensitive_features), data)
     if population is None:
         if data is None:
-            raise PropertyError("no population: give data (its rows are the population, as fairlearn counts them) "
-                                "or name one (population=independent|bayesnet|empirical|FILE)")
+            raise PropertyError(
+                "no population: give data (its rows are the population, as fairlearn counts them) "
+                "or name one (population=independent|bayesnet|empirical|FILE)"
+            )
         population = "empirical"
     metrics = metric_names(metrics)
     check_metric_inputs(metrics, label, tuple(_names(mediators)), str(population))
-    options = _options(group, GroupOptions, options, time_limit=time_limit, seed=seed, method=method, delta=delta,
-                       workers=workers, ray_address=ray_address, checkpoint=checkpoint, resume=resume,
-                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
+    options = _options(
+        group,
+        GroupOptions,
+        options,
+        time_limit=time_limit,
+        seed=seed,
+        method=method,
+        delta=delta,
+        workers=workers,
+        ray_address=ray_address,
+        checkpoint=checkpoint,
+        resume=resume,
+        checkpoint_every=checkpoint_every,
+        memory_limit=memory_limit,
+    )
     with time_budget(options.time_limit):
         ir = load_model(model, trust_pickle=trust_pickle, preprocessor=preprocessor)
-    ir, pop, frame, learning_s = resolve_population(population, data, ir, protected, label, bins=bins,
-                                                    max_bins=max_bins, method=binning, bin_value=bin_value,
-                                                    score=score, max_indegree=max_indegree, max_width=max_width)
+    ir, pop, frame, learning_s = resolve_population(
+        population,
+        data,
+        ir,
+        protected,
+        label,
+        bins=bins,
+        max_bins=max_bins,
+        method=binning,
+        bin_value=bin_value,
+        score=score,
+        max_indegree=max_indegree,
+        max_width=max_width,
+    )
     if save_population is not None and hasattr(pop, "save"):
         pop.save(save_population)
     if hasattr(pop, "expanded"):  # a bin's data values become a variable the model reads
@@ -480,9 +663,19 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
     compile_s = time.perf_counter() - compiling
     question = GroupQuestion(
-        pop, tuple(protected), label, metrics, tuple(_names(mediators)), threshold, dict(gap_thresholds or {}),
-        influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence), bin_bounds,
-        frame, learning_s, getattr(ir, "source", "") or type(model).__name__)
+        pop,
+        tuple(protected),
+        label,
+        metrics,
+        tuple(_names(mediators)),
+        threshold,
+        dict(gap_thresholds or {}),
+        influence if isinstance(influence, bool) else tuple(tuple(_names(s)) for s in influence),
+        bin_bounds,
+        frame,
+        learning_s,
+        getattr(ir, "source", "") or type(model).__name__,
+    )
     spec = find_engine(ir, question, options.method)
     if spec.name not in CHECKPOINTED:
         refuse_checkpoint(options, spec.name)
@@ -499,8 +692,10 @@ def group(model: Any, data: Any = None, protected: str | Iterable[str] | None = 
     result.stats.setdefault("learning_s", learning_s)
     result.stats.setdefault("compile_s", compile_s)  # counted inside the time limit, as learning is
     if question.influence and not result.influence and not any("influence" in a for a in result.approximations):
-        result.approximations.append(f"influence not computed: the {result.engine} engine gives no influence "
-                                     "(it is computed for linear models under a learned population)")
+        result.approximations.append(
+            f"influence not computed: the {result.engine} engine gives no influence "
+            "(it is computed for linear models under a learned population)"
+        )
     dropped = getattr(pop, "info", {}).get("rows_dropped_missing", 0)
     if dropped:
         result.stats.setdefault("rows_dropped_missing", dropped)
@@ -515,14 +710,16 @@ MIN_ESTIMATE_S = 1.0
 ESTIMATE_DELTA = 1e-3
 
 
-def _estimate(ir: Any, question: Any, options: GroupOptions, started: float, share: float = 1.0
-              ) -> GroupResult | None:
+def _estimate(ir: Any, question: Any, options: GroupOptions, started: float, share: float = 1.0) -> GroupResult | None:
     """The question answered by sampling the same population (None where it cannot be sampled), in
     `share` of the time left."""
     from .engines.sampling.sequential import estimate_group
 
-    left = None if options.time_limit is None else max(
-        share * (options.time_limit - (time.perf_counter() - started)), MIN_ESTIMATE_S)
+    left = (
+        None
+        if options.time_limit is None
+        else max(share * (options.time_limit - (time.perf_counter() - started)), MIN_ESTIMATE_S)
+    )
     try:
         return estimate_group(ir, question, left, options.seed, ESTIMATE_DELTA)
     except FaircertError:
@@ -544,22 +741,24 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
 
     pop, base = question.population, result.estimate.groups
     if not isinstance(pop, DiscretePopulation):
-        result.approximations.append("influence not computed: it makes features uniform in a learned or saved "
-                                     "discrete population, and this one is not")
+        result.approximations.append(
+            "influence not computed: it makes features uniform in a learned or saved "
+            "discrete population, and this one is not"
+        )
         return
     columns = [c for c in getattr(ir, "input_names", None) or pop.variables if not c.endswith(BIN_SUFFIX)]
     subsets = requested_subsets(question.influence, pop, columns)
     left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - started)
     if left is not None and left < MIN_ESTIMATE_S * len(subsets):
-        result.approximations.append(f"influence not computed: {max(left, 0):.1f} s were left to sample "
-                                     f"{len(subsets)} feature sets")
+        result.approximations.append(
+            f"influence not computed: {max(left, 0):.1f} s were left to sample {len(subsets)} feature sets"
+        )
         return
     widest = [max(g.high - g.low for g in base)]
 
     def sampled(population: DiscretePopulation) -> list:
         each = None if left is None else left / len(subsets)
-        groups = estimate_group(ir, replace(question, population=population), each, options.seed,
-                                ESTIMATE_DELTA).groups
+        groups = estimate_group(ir, replace(question, population=population), each, options.seed, ESTIMATE_DELTA).groups
         widest.append(max(g.high - g.low for g in groups))
         return groups
 
@@ -568,13 +767,17 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
     error = 2 * widest[0] + 2 * max(widest[1:])
     largest = max(abs(f.sp) for f in found)
     if largest <= error:
-        result.approximations.append(f"influence not computed: sampled, the largest influence on SP "
-                                     f"({largest:.3g}) is within its sampling error ({error:.3g}), too close to "
-                                     "rank features")
+        result.approximations.append(
+            f"influence not computed: sampled, the largest influence on SP "
+            f"({largest:.3g}) is within its sampling error ({error:.3g}), too close to "
+            "rank features"
+        )
         return
     result.influence = found
-    result.approximations.append(f"influence estimated by sampling: each value on SP within {error:.3g}, every "
-                                 f"rate wrong with probability <= {ESTIMATE_DELTA:g} (not a bound)")
+    result.approximations.append(
+        f"influence estimated by sampling: each value on SP within {error:.3g}, every "
+        f"rate wrong with probability <= {ESTIMATE_DELTA:g} (not a bound)"
+    )
 
 
 #: The least time an engine is given, even when learning the population spent the whole budget:
@@ -591,15 +794,22 @@ def _after(options: Any, spent_s: float) -> Any:
     return replace(options, time_limit=max(options.time_limit - spent_s, MIN_ENGINE_S))
 
 
-def compare(models: Mapping[str, Any] | Iterable[Any], data: Any = None, protected: str | Iterable[str] | None = None,
-            **group_options: Any) -> Comparison:
+def compare(
+    models: Mapping[str, Any] | Iterable[Any],
+    data: Any = None,
+    protected: str | Iterable[str] | None = None,
+    **group_options: Any,
+) -> Comparison:
     """Group fairness of several models under the same data, groups and thresholds, side by side.
 
     `models` maps names to models (paths, framework objects or IRs), or lists them (named by their
     paths or positions); `group_options` are `group`'s keywords. `to_frame()` gives one row per model.
     """
-    items = list(models.items()) if isinstance(models, Mapping) else [
-        (str(m) if isinstance(m, (str, Path)) else f"model {i + 1}", m) for i, m in enumerate(models)]
+    items = (
+        list(models.items())
+        if isinstance(models, Mapping)
+        else [(str(m) if isinstance(m, (str, Path)) else f"model {i + 1}", m) for i, m in enumerate(models)]
+    )
     if len(items) < 1:
         raise PropertyError("compare needs at least one model")
     results = [group(m, data, protected, **group_options) for _, m in items]
@@ -641,13 +851,29 @@ def _sensitive(sensitive: Any, data: Any) -> tuple[list[str], Any]:
     return names, frame
 
 
-def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None = 60.0, method: str = "sound", *,
-                   kind: str = "ratio", delta: float = 1e-6, bound: str = "binomial", seed: int = 0,
-                   query: str | None = None, above: float | None = None, tolerance: float = 1e-4,
-                   ratio_width: float | None = None, workers: int | None = None, ray_address: str | None = None,
-                   checkpoint: str | Path | None = None, resume: str | Path | None = None,
-                   checkpoint_every: float = 30.0, memory_limit: int | str | None = None,
-                   progress: Progress | None = None, options: ProgramOptions | None = None) -> ProgramResult:
+def verify_program(
+    program: Any,
+    epsilon: float = 0.15,
+    time_limit: float | None = 60.0,
+    method: str = "sound",
+    *,
+    kind: str = "ratio",
+    delta: float = 1e-6,
+    bound: str = "binomial",
+    seed: int = 0,
+    query: str | None = None,
+    above: float | None = None,
+    tolerance: float = 1e-4,
+    ratio_width: float | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    checkpoint: str | Path | None = None,
+    resume: str | Path | None = None,
+    checkpoint_every: float = 30.0,
+    memory_limit: int | str | None = None,
+    progress: Progress | None = None,
+    options: ProgramOptions | None = None,
+) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
     `program` is a path, program text or a parsed Program. Checks P[target | sensitive, qualified] /
@@ -664,10 +890,24 @@ def verify_program(program: Any, epsilon: float = 0.15, time_limit: float | None
     """
     from .models.program import load_program
 
-    options = _options(verify_program, ProgramOptions, options, time_limit=time_limit, seed=seed, method=method,
-                       delta=delta, bound=bound, ratio_width=ratio_width, tolerance=tolerance, workers=workers,
-                       ray_address=ray_address, checkpoint=checkpoint, resume=resume,
-                       checkpoint_every=checkpoint_every, memory_limit=memory_limit)
+    options = _options(
+        verify_program,
+        ProgramOptions,
+        options,
+        time_limit=time_limit,
+        seed=seed,
+        method=method,
+        delta=delta,
+        bound=bound,
+        ratio_width=ratio_width,
+        tolerance=tolerance,
+        workers=workers,
+        ray_address=ray_address,
+        checkpoint=checkpoint,
+        resume=resume,
+        checkpoint_every=checkpoint_every,
+        memory_limit=memory_limit,
+    )
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
     engine = find_engine(parsed, question, options.method)

@@ -84,8 +84,14 @@ def _feed(digest: Any, obj: Any, depth: int) -> None:
 class Checkpoint:
     """Where a job's state goes (`path`), how often (`every` seconds), and what it must match."""
 
-    def __init__(self, path: str | Path, kind: str, identity: dict[str, str], every: float = 30.0,
-                 source: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        kind: str,
+        identity: dict[str, str],
+        every: float = 30.0,
+        source: str | Path | None = None,
+    ) -> None:
         self.path, self.kind, self.identity, self.every = Path(path), kind, dict(identity), float(every)
         #: where `load` reads (a resumed run may write its checkpoints elsewhere)
         self.source = Path(source) if source is not None else self.path
@@ -118,8 +124,15 @@ class Checkpoint:
         digest = hashlib.sha256()
         for piece in pieces:
             digest.update(piece)
-        body = {"format": FORMAT, "version": VERSION, "faircert": __version__, "kind": self.kind,
-                "identity": self.identity, "written": time.time(), "digest": digest.hexdigest()}
+        body = {
+            "format": FORMAT,
+            "version": VERSION,
+            "faircert": __version__,
+            "kind": self.kind,
+            "identity": self.identity,
+            "written": time.time(),
+            "digest": digest.hexdigest(),
+        }
         head = json.dumps(body, separators=(",", ":"))[:-1] + ',"state":'
 
         def write(handle: Any) -> None:
@@ -144,35 +157,52 @@ class Checkpoint:
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("state"), dict):
             raise PropertyError(f"{path}: not a faircert checkpoint")
         if data.get("version") != VERSION or data.get("kind") != self.kind:
-            raise PropertyError(f"{path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
-                                f"not of {self.kind!r} (version {VERSION})")
+            raise PropertyError(
+                f"{path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
+                f"not of {self.kind!r} (version {VERSION})"
+            )
         if data.get("faircert") != __version__:  # an engine's state may change between releases
-            raise PropertyError(f"{path} was written by faircert {data.get('faircert')}; this is faircert "
-                                f"{__version__}: start afresh without --resume, or resume with that version")
+            raise PropertyError(
+                f"{path} was written by faircert {data.get('faircert')}; this is faircert "
+                f"{__version__}: start afresh without --resume, or resume with that version"
+            )
         theirs = data.get("identity") if isinstance(data.get("identity"), dict) else {}
         differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
         if differ:
-            raise PropertyError(f"{path} was written for another {', '.join(differ)}; resume with the same "
-                                "model, data and options, or start afresh without --resume")
+            raise PropertyError(
+                f"{path} was written for another {', '.join(differ)}; resume with the same "
+                "model, data and options, or start afresh without --resume"
+            )
         digest = hashlib.sha256()
         for piece in _pieces(data["state"]):
             digest.update(piece)
         if data.get("digest") != digest.hexdigest():
-            raise PropertyError(f"{path}: the checkpoint's state does not match its digest (changed or "
-                                "damaged); start afresh without --resume")
+            raise PropertyError(
+                f"{path}: the checkpoint's state does not match its digest (changed or "
+                "damaged); start afresh without --resume"
+            )
         return data["state"]
 
 
 #: Engines that write checkpoints and resume from them (besides the per-row audit).
-CHECKPOINTED = ("network-boxes", "network-complete", "tree-boxes", "tree-population", "probability-bounds", "program-bounds")
+CHECKPOINTED = (
+    "network-boxes",
+    "network-complete",
+    "tree-boxes",
+    "tree-population",
+    "probability-bounds",
+    "program-bounds",
+)
 
 
 def refuse(options: Any, what: str) -> None:
     """One line for a run that asks for a checkpoint its engine (`what`) does not keep."""
     if getattr(options, "checkpoint", None) or getattr(options, "resume", None):
-        raise PropertyError(f"checkpoints are kept for the per-row audit (rows=..., --rows) and the engines "
-                            f"{', '.join(CHECKPOINTED)}; this run ({what}) starts afresh: leave out checkpoint "
-                            "and resume")
+        raise PropertyError(
+            f"checkpoints are kept for the per-row audit (rows=..., --rows) and the engines "
+            f"{', '.join(CHECKPOINTED)}; this run ({what}) starts afresh: leave out checkpoint "
+            "and resume"
+        )
 
 
 class Parts:
@@ -213,16 +243,24 @@ class Part:
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:
     """A PCG64 generator's state as JSON (its 128-bit words in hex)."""
     st = rng.bit_generator.state
-    return {"bit_generator": st["bit_generator"], "state": hex(st["state"]["state"]), "inc": hex(st["state"]["inc"]),
-            "has_uint32": st["has_uint32"], "uinteger": st["uinteger"]}
+    return {
+        "bit_generator": st["bit_generator"],
+        "state": hex(st["state"]["state"]),
+        "inc": hex(st["state"]["inc"]),
+        "has_uint32": st["has_uint32"],
+        "uinteger": st["uinteger"],
+    }
 
 
 def set_rng_state(rng: np.random.Generator, saved: Any) -> None:
     """Put a state `rng_state` wrote back into `rng` (checked: the file is untrusted)."""
     try:
-        rng.bit_generator.state = {"bit_generator": saved["bit_generator"],
-                                   "state": {"state": int(saved["state"], 16), "inc": int(saved["inc"], 16)},
-                                   "has_uint32": saved["has_uint32"], "uinteger": saved["uinteger"]}
+        rng.bit_generator.state = {
+            "bit_generator": saved["bit_generator"],
+            "state": {"state": int(saved["state"], 16), "inc": int(saved["inc"], 16)},
+            "has_uint32": saved["has_uint32"],
+            "uinteger": saved["uinteger"],
+        }
     except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
         raise PropertyError(f"checkpoint: its random state is malformed ({str(exc)[:80]})") from None
 
@@ -273,9 +311,14 @@ def pack(array: np.ndarray) -> dict[str, Any]:
 def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
     """An array `pack` wrote, checked: its dtype, a 1-d or (n, width) shape, its byte count, finite values."""
     shape = value.get("shape") if isinstance(value, dict) else None
-    ok = (isinstance(shape, list) and value.get("dtype") == kind and isinstance(value.get("data"), str)
-          and len(shape) == (1 if width is None else 2) and all(isinstance(n, int) and n >= 0 for n in shape)
-          and (width is None or shape[1] == width))
+    ok = (
+        isinstance(shape, list)
+        and value.get("dtype") == kind
+        and isinstance(value.get("data"), str)
+        and len(shape) == (1 if width is None else 2)
+        and all(isinstance(n, int) and n >= 0 for n in shape)
+        and (width is None or shape[1] == width)
+    )
     if not ok:
         raise PropertyError(f"checkpoint: malformed array (want {kind}{'' if width is None else f' x {width}'})")
     try:

@@ -72,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except MemoryError:  # no verdict within the memory this process may use: the budget ran out
-        print("faircert: error: out of memory before a verdict; allow the process more memory, or give a "
-              "smaller domain or a shorter time limit", file=sys.stderr)
+        print(
+            "faircert: error: out of memory before a verdict; allow the process more memory, or give a "
+            "smaller domain or a shorter time limit",
+            file=sys.stderr,
+        )
         return EXIT_UNDECIDED
     except KeyboardInterrupt:  # a second signal while a run was stopping, or one outside a run
         print("faircert: aborted: no result written", file=sys.stderr)

@@ -34,8 +34,10 @@ def read_table(data: Any):
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed types: refused below, in one line
                 frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True, index_col=False)
         except pd.errors.ParserWarning:
-            raise DataError(f"{path}: a row has more fields than the header names; name every column in the "
-                            "header (a separator at the end of a line makes an empty last field)") from None
+            raise DataError(
+                f"{path}: a row has more fields than the header names; name every column in the "
+                "header (a separator at the end of a line makes an empty last field)"
+            ) from None
         except Exception as exc:  # pandas raises several parser errors
             raise DataError(f"{path}: cannot read as CSV: {' '.join(str(exc).split())[:200]}") from None
         if frame.empty:
@@ -84,8 +86,10 @@ def _check_numbers(frame, source: str) -> None:
     for column in frame.columns[~numeric]:
         series = frame[column]
         if series.astype(str).str.fullmatch(_HUGE_NUMBER).any():
-            raise DataError(f"{source}: column {quoted(str(column))} holds a number with more digits than faircert "
-                            "reads (at most 18)")
+            raise DataError(
+                f"{source}: column {quoted(str(column))} holds a number with more digits than faircert "
+                "reads (at most 18)"
+            )
 
 
 def _numeric_columns(frame) -> np.ndarray:
@@ -172,11 +176,14 @@ def encode_table(frame, domain) -> np.ndarray:
             try:
                 out[:, j] = column.to_numpy(dtype=np.float64)
             except (ValueError, TypeError, OverflowError):
-                raise DataError(f"column {quoted(feature.name)} must hold numbers for the domain's {feature.kind} "
-                                "feature") from None
+                raise DataError(
+                    f"column {quoted(feature.name)} must hold numbers for the domain's {feature.kind} feature"
+                ) from None
     bad = ~np.isfinite(out)
     if bad.any():
         rows, columns = np.flatnonzero(bad.any(axis=1)), [domain.names[j] for j in np.flatnonzero(bad.any(axis=0))]
-        raise DataError(f"{len(rows)} of {len(out)} rows have missing or infinite values (first: row {int(rows[0])}; "
-                        f"columns {listed(columns, 5)}); drop or fill them first")
+        raise DataError(
+            f"{len(rows)} of {len(out)} rows have missing or infinite values (first: row {int(rows[0])}; "
+            f"columns {listed(columns, 5)}); drop or fill them first"
+        )
     return out

@@ -14,13 +14,15 @@ import numpy as np
 from .domain import Domain, Feature
 from .models.network import ReluNetwork
 
-DEMO_DOMAIN = Domain((
-    Feature("age", "integer", 18, 75),
-    Feature("income", "integer", 10, 200),          # thousands per year
-    Feature("debt_ratio", "integer", 0, 60),        # percent of income
-    Feature("years_employed", "integer", 0, 40),
-    Feature("sex", "binary", 0, 1, protected=True),
-))
+DEMO_DOMAIN = Domain(
+    (
+        Feature("age", "integer", 18, 75),
+        Feature("income", "integer", 10, 200),  # thousands per year
+        Feature("debt_ratio", "integer", 0, 60),  # percent of income
+        Feature("years_employed", "integer", 0, 40),
+        Feature("sex", "binary", 0, 1, protected=True),
+    )
+)
 
 
 @dataclass
@@ -51,8 +53,9 @@ def lending_data(n: int = 4000, seed: int = 0) -> DemoData:
     return DemoData(X, y, DEMO_DOMAIN)
 
 
-def train_relu_network(X: np.ndarray, y: np.ndarray, hidden: tuple[int, ...] = (12, 8), epochs: int = 600,
-                       lr: float = 0.02, seed: int = 0) -> ReluNetwork:
+def train_relu_network(
+    X: np.ndarray, y: np.ndarray, hidden: tuple[int, ...] = (12, 8), epochs: int = 600, lr: float = 0.02, seed: int = 0
+) -> ReluNetwork:
     """Full-batch Adam on the logistic loss; returns the network in raw input units."""
     rng = np.random.default_rng(seed)
     mean, std = X.mean(axis=0), X.std(axis=0) + 1e-12
@@ -80,7 +83,7 @@ def train_relu_network(X: np.ndarray, y: np.ndarray, hidden: tuple[int, ...] = (
         for i, g in enumerate(grads):
             m[i] = 0.9 * m[i] + 0.1 * g
             v[i] = 0.999 * v[i] + 0.001 * g * g
-            params[i] -= lr * (m[i] / (1 - 0.9 ** step)) / (np.sqrt(v[i] / (1 - 0.999 ** step)) + 1e-8)
+            params[i] -= lr * (m[i] / (1 - 0.9**step)) / (np.sqrt(v[i] / (1 - 0.999**step)) + 1e-8)
     weights, biases = params[0::2], params[1::2]
     # Fold the standardisation into the first layer: W (x - mean) / std + b.
     w0 = weights[0] / std

@@ -54,8 +54,9 @@ class Feature:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise DomainError(f"feature {quoted(self.name)}: unknown kind {quoted(self.kind)} (expected one of "
-                              f"{', '.join(KINDS)})")
+            raise DomainError(
+                f"feature {quoted(self.name)}: unknown kind {quoted(self.kind)} (expected one of {', '.join(KINDS)})"
+            )
         if self.kind == "binary":
             object.__setattr__(self, "min", 0 if self.min is None else self.min)
             object.__setattr__(self, "max", 1 if self.max is None else self.max)
@@ -64,16 +65,22 @@ class Feature:
             if value is None or not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
                 raise DomainError(f"feature {quoted(self.name)}: {bound} must be a number, got {quoted(value)}")
             if not (abs(value) <= MAX_BOUND):  # also false for nan; a 400-digit integer is refused, not overflowed
-                raise DomainError(f"feature {quoted(self.name)}: {bound} must be a finite number of magnitude at most "
-                                  f"{MAX_BOUND:.0e}, got {quoted(value)}")
+                raise DomainError(
+                    f"feature {quoted(self.name)}: {bound} must be a finite number of magnitude at most "
+                    f"{MAX_BOUND:.0e}, got {quoted(value)}"
+                )
         if self.min > self.max:
             raise DomainError(f"feature {quoted(self.name)}: min {self.min} > max {self.max}")
         if self.kind == "binary" and not 0 <= self.min <= self.max <= 1:
-            raise DomainError(f"feature {quoted(self.name)}: binary features take values in {{0, 1}}, got "
-                              f"[{self.min}, {self.max}] (use kind integer for more values)")
+            raise DomainError(
+                f"feature {quoted(self.name)}: binary features take values in {{0, 1}}, got "
+                f"[{self.min}, {self.max}] (use kind integer for more values)"
+            )
         if self.is_discrete:
             if float(self.min) != math.floor(self.min) or float(self.max) != math.floor(self.max):
-                raise DomainError(f"feature {quoted(self.name)}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]")
+                raise DomainError(
+                    f"feature {quoted(self.name)}: {self.kind} bounds must be integers, got [{self.min}, {self.max}]"
+                )
             object.__setattr__(self, "min", int(self.min))
             object.__setattr__(self, "max", int(self.max))
         else:
@@ -161,7 +168,9 @@ class Domain:
         """Position of a feature given by name (or an in-range integer index)."""
         if isinstance(name, (int, np.integer)):
             if not 0 <= name < len(self.features):
-                raise DomainError(f"feature index {name} is out of range (the domain has {len(self.features)} features)")
+                raise DomainError(
+                    f"feature index {name} is out of range (the domain has {len(self.features)} features)"
+                )
             return int(name)
         for i, f in enumerate(self.features):
             if f.name == name:
@@ -171,9 +180,12 @@ class Domain:
     def with_protected(self, names: Iterable[str | int]) -> Domain:
         """A copy in which exactly `names` are marked protected."""
         wanted = {self.index(n) for n in names}
-        return Domain(tuple(
-            Feature(f.name, f.kind, f.min, f.max, i in wanted, f.categories) for i, f in enumerate(self.features)
-        ), self.match)
+        return Domain(
+            tuple(
+                Feature(f.name, f.kind, f.min, f.max, i in wanted, f.categories) for i, f in enumerate(self.features)
+            ),
+            self.match,
+        )
 
     def check_model(self, model: Any, what: str = "the model") -> None:
         """The domain must list the model's inputs: as many, and, where the model stores the names
@@ -188,24 +200,36 @@ class Domain:
         if names == self.names:
             return
         if _generic_names(self.names):
-            raise DomainError(f"{what} stores its input names ({listed(names)}) but the domain's features are "
-                              f"unnamed ({listed(self.names)}); name them as the model's inputs, or put "
-                              "'match: position' in the domain file (Domain(..., match='position')) to match them "
-                              "by position")
+            raise DomainError(
+                f"{what} stores its input names ({listed(names)}) but the domain's features are "
+                f"unnamed ({listed(self.names)}); name them as the model's inputs, or put "
+                "'match: position' in the domain file (Domain(..., match='position')) to match them "
+                "by position"
+            )
         unknown = [n for n in self.names if n not in names]
         if unknown:
-            raise DomainError(f"{what} has no input named {', '.join(map(quoted, unknown[:5]))}; its inputs are, in "
-                              f"order: {listed(names)}")
+            raise DomainError(
+                f"{what} has no input named {', '.join(map(quoted, unknown[:5]))}; its inputs are, in "
+                f"order: {listed(names)}"
+            )
         first = next(i for i, (a, b) in enumerate(zip(self.names, names)) if a != b)
-        raise DomainError(f"the domain lists {quoted(self.names[first])} as feature {first}, but input {first} of {what} "
-                          f"is {quoted(names[first])}; list the features in the model's order: {listed(names)}")
+        raise DomainError(
+            f"the domain lists {quoted(self.names[first])} as feature {first}, but input {first} of {what} "
+            f"is {quoted(names[first])}; list the features in the model's order: {listed(names)}"
+        )
 
     def check_width(self, n_inputs: int, what: str = "the model") -> None:
         if n_inputs != len(self.features):
             # more inputs than raw columns, some of them categories: most likely a one-hot encoding
             encoded = n_inputs > len(self.features) and any(f.categories is not None for f in self.features)
-            hint = ("; if it was trained on encoded columns (one-hot, scaled), give the fitted preprocessing with "
-                    "--preprocessor PREP.pkl (preprocessor= in Python) and a domain of the raw columns") if encoded else ""
+            hint = (
+                (
+                    "; if it was trained on encoded columns (one-hot, scaled), give the fitted preprocessing with "
+                    "--preprocessor PREP.pkl (preprocessor= in Python) and a domain of the raw columns"
+                )
+                if encoded
+                else ""
+            )
             raise DomainError(
                 f"the domain has {len(self.features)} features but {what} takes {n_inputs} inputs; list the "
                 f"model's inputs in order (a domain inferred from data must leave out the label: "
@@ -245,8 +269,12 @@ class Domain:
         features (PyYAML's emitter takes minutes for 100,000); `load` reads it back as this domain."""
         lines = ["features:"]
         for f in self.features:
-            items = [f"name: {_yaml_text(f.name)}", f"kind: {f.kind}", f"min: {_yaml_number(f.min)}",
-                     f"max: {_yaml_number(f.max)}"]
+            items = [
+                f"name: {_yaml_text(f.name)}",
+                f"kind: {f.kind}",
+                f"min: {_yaml_number(f.min)}",
+                f"max: {_yaml_number(f.max)}",
+            ]
             if f.protected:
                 items.append("protected: true")
             if f.categories is not None:
@@ -284,15 +312,18 @@ class Domain:
         return cls.from_dict(data, source=str(path))
 
     @classmethod
-    def from_bounds(cls, lower: Sequence[float], upper: Sequence[float], names: Sequence[str] | None = None,
-                    kind: str = "integer") -> Domain:
+    def from_bounds(
+        cls, lower: Sequence[float], upper: Sequence[float], names: Sequence[str] | None = None, kind: str = "integer"
+    ) -> Domain:
         names = list(names) if names is not None else [f"x{i}" for i in range(len(lower))]
         if not (len(lower) == len(upper) == len(names)):
             raise DomainError("bounds and names must have the same length")
         return cls(tuple(Feature(n, kind, lo, hi) for n, lo, hi in zip(names, lower, upper)))
 
     def __str__(self) -> str:
-        rows = [f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features]
+        rows = [
+            f"{f.name}: {f.kind} [{f.min}, {f.max}]" + (" (protected)" if f.protected else "") for f in self.features
+        ]
         return "Domain(\n  " + "\n  ".join(rows) + "\n)"
 
 
@@ -356,27 +387,32 @@ def _feature(entry: Any, i: int, source: str) -> Feature:
     name = name if isinstance(name, str) else str(name) if abs(name) < 10**30 else quoted(name)
     unknown = [str(k) for k in entry if k not in FEATURE_KEYS]
     if unknown:
-        raise DomainError(f"{source}: feature {quoted(name)} has unknown keys "
-                          f"{', '.join(quoted(k) for k in sorted(unknown)[:5])} (allowed: {', '.join(FEATURE_KEYS)})")
+        raise DomainError(
+            f"{source}: feature {quoted(name)} has unknown keys "
+            f"{', '.join(quoted(k) for k in sorted(unknown)[:5])} (allowed: {', '.join(FEATURE_KEYS)})"
+        )
     if "kind" not in entry:  # a forgotten kind would silently measure an integer feature by length
         raise DomainError(f"{source}: feature {quoted(name)} needs a 'kind' ({', '.join(KINDS)})")
     kind = entry["kind"]
     if not isinstance(kind, str):
-        raise DomainError(f"{source}: feature {quoted(name)}: 'kind' must be one of {', '.join(KINDS)}, got "
-                          f"{quoted(kind)}")
+        raise DomainError(
+            f"{source}: feature {quoted(name)}: 'kind' must be one of {', '.join(KINDS)}, got {quoted(kind)}"
+        )
     if kind != "binary" and ("min" not in entry or "max" not in entry):
         raise DomainError(f"{source}: feature {quoted(name)} needs 'min' and 'max'")
     protected = entry.get("protected", False)
     if not isinstance(protected, bool):  # 'false' as text would read as true
-        raise DomainError(f"{source}: feature {quoted(name)}: 'protected' must be true or false (unquoted), got "
-                          f"{quoted(protected)}")
+        raise DomainError(
+            f"{source}: feature {quoted(name)}: 'protected' must be true or false (unquoted), got {quoted(protected)}"
+        )
     cats = entry.get("categories")
     if cats is not None:
         if not isinstance(cats, list) or not all(isinstance(c, (str, int, float)) for c in cats):
             raise DomainError(f"{source}: feature {quoted(name)}: 'categories' must be a list of labels")
         cats = tuple(c if isinstance(c, str) else quoted(c) for c in cats)
-    return Feature(name=name, kind=kind, min=entry.get("min", 0), max=entry.get("max", 1), protected=protected,
-                   categories=cats)
+    return Feature(
+        name=name, kind=kind, min=entry.get("min", 0), max=entry.get("max", 1), protected=protected, categories=cats
+    )
 
 
 def _load_yaml(text: str, source: str) -> Any:
@@ -390,9 +426,11 @@ def _load_yaml(text: str, source: str) -> Any:
     if loader is None:
         size = len(text.encode("utf-8", "replace"))
         if size > MAX_PURE_YAML_BYTES:
-            raise LimitError(f"{source}: a YAML file of {size:,} bytes, more than faircert reads without libyaml "
-                             f"({MAX_PURE_YAML_BYTES:,}; see faircert.limits); write the domain as JSON, or install "
-                             "PyYAML with libyaml (its C extension)")
+            raise LimitError(
+                f"{source}: a YAML file of {size:,} bytes, more than faircert reads without libyaml "
+                f"({MAX_PURE_YAML_BYTES:,}; see faircert.limits); write the domain as JSON, or install "
+                "PyYAML with libyaml (its C extension)"
+            )
         loader = yaml.SafeLoader
     try:
         parser = loader(text)
@@ -417,7 +455,7 @@ def _from_events(next_event: Any, source: str) -> Any:
     scalar_event, alias_event, end_event = yaml.ScalarEvent, yaml.AliasEvent, yaml.StreamEndEvent
     sequence_start, mapping_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
     closing = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
-    stack: list[Any] = []   # open collections: lists and _Mapping frames
+    stack: list[Any] = []  # open collections: lists and _Mapping frames
     result: list[Any] = []
     features: list[Any] | None = None  # the top-level mapping's 'features' list, counted as it grows
     cache = _scalars()
@@ -447,17 +485,22 @@ def _from_events(next_event: Any, source: str) -> Any:
         if kind is scalar_event or kind is sequence_start or kind is mapping_start:
             tag = event.tag
             if tag is not None and tag != "!" and not tag.startswith("tag:yaml.org,2002:"):
-                raise DomainError(f"{source}:{event.start_mark.line + 1}: YAML tag {quoted(tag)} is not allowed in "
-                                  "domain files")
+                raise DomainError(
+                    f"{source}:{event.start_mark.line + 1}: YAML tag {quoted(tag)} is not allowed in domain files"
+                )
             values += 1
             if values > MAX_YAML_VALUES:
-                raise LimitError(f"{source}: a YAML file of more than {MAX_YAML_VALUES:,} values (scalars, lists and "
-                                 "mappings), more than faircert reads (see faircert.limits); write a domain this "
-                                 "large as JSON")
+                raise LimitError(
+                    f"{source}: a YAML file of more than {MAX_YAML_VALUES:,} values (scalars, lists and "
+                    "mappings), more than faircert reads (see faircert.limits); write a domain this "
+                    "large as JSON"
+                )
             top = stack[-1] if stack else None
             if top is features and top is not None and len(top) >= MAX_FEATURES:
-                raise LimitError(f"{source}: the number of features is more than {MAX_FEATURES:,}, more than "
-                                 "faircert reads (see faircert.limits)")
+                raise LimitError(
+                    f"{source}: the number of features is more than {MAX_FEATURES:,}, more than "
+                    "faircert reads (see faircert.limits)"
+                )
             if kind is scalar_event:
                 value = event.value
                 if tag is not None or (event.implicit[0] and (not value or value[0] in resolved)):
@@ -476,12 +519,19 @@ def _from_events(next_event: Any, source: str) -> Any:
                     add(value)
                 continue
             if len(stack) >= MAX_NESTING:
-                raise LimitError(f"{source}: YAML nested more than {MAX_NESTING} levels deep; faircert reads at most "
-                                 "that (see faircert.limits)")
+                raise LimitError(
+                    f"{source}: YAML nested more than {MAX_NESTING} levels deep; faircert reads at most "
+                    "that (see faircert.limits)"
+                )
             if kind is sequence_start:
                 stack.append([])
-                if top is not None and len(stack) == 2 and not result and type(top) is _Mapping \
-                        and top.key == "features":
+                if (
+                    top is not None
+                    and len(stack) == 2
+                    and not result
+                    and type(top) is _Mapping
+                    and top.key == "features"
+                ):
                     features = stack[-1]
             else:
                 stack.append(_Mapping())
@@ -490,8 +540,9 @@ def _from_events(next_event: Any, source: str) -> Any:
             add(done if type(done) is list else done.items)
         elif kind is alias_event:
             mark = event.start_mark
-            raise DomainError(f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; "
-                              "write the value out")
+            raise DomainError(
+                f"{source}:{mark.line + 1}: YAML aliases (*name) are not allowed in domain files; write the value out"
+            )
         elif kind is end_event or event is None:
             return result[0] if result else None
 
@@ -519,8 +570,7 @@ def _scalar(event: Any, key: tuple, cache: dict) -> Any:
     value, tag = event.value, event.tag
     if tag is None or tag == "!":
         tag = resolver.resolve(yaml.ScalarNode, value, event.implicit)
-    out = value if tag == _YAML_STR else \
-        constructor.construct_object(yaml.ScalarNode(tag, value), deep=False)
+    out = value if tag == _YAML_STR else constructor.construct_object(yaml.ScalarNode(tag, value), deep=False)
     if len(cache) >= 100_000:
         cache.clear()
     cache[key] = out

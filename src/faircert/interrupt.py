@@ -44,8 +44,12 @@ def stop_on_signals(quiet: bool = False) -> Iterator[None]:
         _stop.set()
         if not quiet:
             name = signal.Signals(signum).name
-            print(f"\nfaircert: {name} received: stopping and writing the sound partial result "
-                  "(send it again to abort without results)", file=sys.stderr, flush=True)
+            print(
+                f"\nfaircert: {name} received: stopping and writing the sound partial result "
+                "(send it again to abort without results)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     clear()

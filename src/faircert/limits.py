@@ -144,8 +144,9 @@ def read_bytes(path: Path, error: type[FaircertError] = FaircertError, limit: in
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_text(path: Path, error: type[FaircertError] = FaircertError, what: str = "text",
-              limit: int = MAX_FILE_BYTES) -> str:
+def read_text(
+    path: Path, error: type[FaircertError] = FaircertError, what: str = "text", limit: int = MAX_FILE_BYTES
+) -> str:
     """The whole file as UTF-8 text, size-checked first."""
     data = read_bytes(path, error, limit)
     try:
@@ -179,8 +180,10 @@ def loads_json(text: str, source: str, error: type[FaircertError] = FaircertErro
     import json
 
     if nesting_depth(text) > MAX_NESTING:
-        raise LimitError(f"{source}: JSON nested more than {MAX_NESTING} levels deep; faircert reads at most that "
-                         "(see faircert.limits)")
+        raise LimitError(
+            f"{source}: JSON nested more than {MAX_NESTING} levels deep; faircert reads at most that "
+            "(see faircert.limits)"
+        )
     try:
         return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:

@@ -26,8 +26,7 @@ MIN_BYTES = 1024
 #: what a result says when the limit ended the run (`stats["stopped"]`, a program's `stopped`)
 STOPPED = "memory limit"
 
-_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30,
-          "ti": 2**40}
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 
 
 def machine_bytes() -> int | None:
@@ -55,8 +54,13 @@ def check_limit(value: object) -> int:
     """A limit given in Python or on the command line, as an int of bytes (at least `MIN_BYTES`)."""
     if isinstance(value, str):
         value = parse_bytes(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= MIN_BYTES \
-            or value != value or value == float("inf"):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value >= MIN_BYTES
+        or value != value
+        or value == float("inf")
+    ):
         raise PropertyError(f"memory limit must be at least {MIN_BYTES} bytes, got {value!r}")
     return int(value)
 

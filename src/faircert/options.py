@@ -62,12 +62,18 @@ class Budget:
         from .memory import check_limit, default_limit
 
         object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
-        object.__setattr__(self, "memory_limit",
-                           default_limit() if self.memory_limit is None else check_limit(self.memory_limit))
+        object.__setattr__(
+            self, "memory_limit", default_limit() if self.memory_limit is None else check_limit(self.memory_limit)
+        )
         _check_count("seed", self.seed, 0)
-        if not (isinstance(self.checkpoint_every, (int, float)) and math.isfinite(self.checkpoint_every)
-                and self.checkpoint_every > 0):
-            raise PropertyError(f"checkpoint interval must be a positive number of seconds, got {self.checkpoint_every!r}")
+        if not (
+            isinstance(self.checkpoint_every, (int, float))
+            and math.isfinite(self.checkpoint_every)
+            and self.checkpoint_every > 0
+        ):
+            raise PropertyError(
+                f"checkpoint interval must be a positive number of seconds, got {self.checkpoint_every!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,10 @@ class VerifyOptions(Budget):
             _check_count("partition size", self.partition_size, 1)
             object.__setattr__(self, "complete", True)
         if self.complete and self.max_boxes is not None:
-            raise PropertyError("--max-boxes budgets the quantifying refinement; --complete and --partition-size "
-                                "run until decided or the time limit")
+            raise PropertyError(
+                "--max-boxes budgets the quantifying refinement; --complete and --partition-size "
+                "run until decided or the time limit"
+            )
 
     @property
     def method(self) -> str:
@@ -170,21 +178,25 @@ class ProgramOptions(MethodOptions):
             raise PropertyError(f"tolerance must be a positive number, got {self.tolerance}")
 
 
-def check_metric_inputs(metrics: tuple[str, ...], label: str | None, mediators: tuple[str, ...],
-                        population: str) -> None:
+def check_metric_inputs(
+    metrics: tuple[str, ...], label: str | None, mediators: tuple[str, ...], population: str
+) -> None:
     """What the metrics need, before any model is read: the true label (equalized odds, equal
     opportunity, predictive parity) of a learned population or the data, mediators (PCF), the
     data's rows (predictive parity)."""
     needs_label = needing(metrics, "label") + needing(metrics, "predicted")
     if needs_label and label is None and population in ("independent", "bayesnet", "empirical"):
-        raise PropertyError(f"{spelled(needs_label)}: compared given the true label: name the label column "
-                            "(label=... / --label NAME)")
+        raise PropertyError(
+            f"{spelled(needs_label)}: compared given the true label: name the label column (label=... / --label NAME)"
+        )
     if needing(metrics, "mediators") and not mediators:
         raise PropertyError("path-specific causal fairness (pcf) needs the mediators (mediators=... / --mediators)")
     if needing(metrics, "predicted") and population != "empirical":
-        raise PropertyError(f"predictive parity (pp) conditions on the model's decision, which faircert measures "
-                            f"over the data's rows: use population 'empirical' (the default with data), not "
-                            f"{population!r}")
+        raise PropertyError(
+            f"predictive parity (pp) conditions on the model's decision, which faircert measures "
+            f"over the data's rows: use population 'empirical' (the default with data), not "
+            f"{population!r}"
+        )
 
 
 @dataclass(frozen=True)

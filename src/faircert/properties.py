@@ -71,9 +71,14 @@ def split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
         raise PropertyError(f"protected features are given by name or position, got {names!r}") from None
 
 
-def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | None = None,
-                        epsilon: Mapping[str, float] | float | None = None, epsilon_rate: float | None = None,
-                        kappa: float | None = None, robustness: bool = False) -> IndividualFairness:
+def individual_fairness(
+    domain: Domain,
+    protected: str | Iterable[str | int] | None = None,
+    epsilon: Mapping[str, float] | float | None = None,
+    epsilon_rate: float | None = None,
+    kappa: float | None = None,
+    robustness: bool = False,
+) -> IndividualFairness:
     """Validate the user's choices against the domain and build the property."""
     names = split_names(protected) or domain.protected_names
     if not names and not robustness:
@@ -90,7 +95,9 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
     eps = np.zeros(len(domain))
     if epsilon_rate is not None:
         if not np.isfinite(epsilon_rate) or not 0 <= epsilon_rate <= 1:
-            raise PropertyError(f"epsilon rate must lie in [0, 1] (a share of each feature's range), got {epsilon_rate}")
+            raise PropertyError(
+                f"epsilon rate must lie in [0, 1] (a share of each feature's range), got {epsilon_rate}"
+            )
         for i, f in enumerate(domain.features):
             width = f.max - f.min
             if f.kind == "categorical":  # codes have no distance: categorical tolerances stay 0
@@ -107,17 +114,23 @@ def individual_fairness(domain: Domain, protected: str | Iterable[str | int] | N
             if i in idx:
                 raise PropertyError(f"epsilon on protected feature {name!r}: protected features vary freely already")
             if value > 0 and domain.features[i].kind == "categorical":
-                raise PropertyError(f"epsilon on categorical feature {name!r}: its codes have no distance (a "
-                                    "tolerance would treat them as numbers); give it no epsilon")
+                raise PropertyError(
+                    f"epsilon on categorical feature {name!r}: its codes have no distance (a "
+                    "tolerance would treat them as numbers); give it no epsilon"
+                )
             # a feature with one value cannot move: its tolerance is 0, exactly the same property
             eps[i] = value if domain.features[i].min < domain.features[i].max else 0.0
     eps[list(idx)] = 0.0
     if kappa is not None and not (np.isfinite(kappa) and 0.5 <= kappa < 1.0):
-        raise PropertyError(f"kappa must lie in [0.5, 1) (a binary prediction's confidence is at least 0.5; 0.5 "
-                            f"measures every input), got {kappa}")
+        raise PropertyError(
+            f"kappa must lie in [0.5, 1) (a binary prediction's confidence is at least 0.5; 0.5 "
+            f"measures every input), got {kappa}"
+        )
     if robustness and not np.any(eps > 0):
-        raise PropertyError("robustness with epsilon 0 on every feature holds trivially; give --epsilon NAME=VAL or "
-                            "an --epsilon-rate whose tolerances do not all round down to 0")
+        raise PropertyError(
+            "robustness with epsilon 0 on every feature holds trivially; give --epsilon NAME=VAL or "
+            "an --epsilon-rate whose tolerances do not all round down to 0"
+        )
     return IndividualFairness(domain, idx, eps, kappa, robustness)
 
 
@@ -135,8 +148,9 @@ class RowAudit:
     def __post_init__(self) -> None:
         rows = np.asarray(self.rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != len(self.prop.domain):
-            raise PropertyError(f"rows must have one column per domain feature ({len(self.prop.domain)}), "
-                                f"got shape {rows.shape}")
+            raise PropertyError(
+                f"rows must have one column per domain feature ({len(self.prop.domain)}), got shape {rows.shape}"
+            )
         if not self.prop.protected:
             raise PropertyError("a per-row audit needs a protected feature (robustness is not audited per row)")
         object.__setattr__(self, "rows", rows)

@@ -33,40 +33,63 @@ def name_values(items: list[str] | None) -> dict[str, float]:
 def add_model_loading(p: Any) -> None:
     """--trust-pickle and --preprocessor, for every command that reads a model."""
     p.add_argument("--trust-pickle", action="store_true", help="allow loading pickled models (runs code from the file)")
-    p.add_argument("--preprocessor", metavar="FILE",
-                   help="the fitted scikit-learn preprocessing (a pickled ColumnTransformer or Pipeline of "
-                        "transformers; needs --trust-pickle) that encoded the raw columns a network or tree "
-                        "ensemble was trained on: the model is then checked on raw columns, categories by name")
+    p.add_argument(
+        "--preprocessor",
+        metavar="FILE",
+        help="the fitted scikit-learn preprocessing (a pickled ColumnTransformer or Pipeline of "
+        "transformers; needs --trust-pickle) that encoded the raw columns a network or tree "
+        "ensemble was trained on: the model is then checked on raw columns, categories by name",
+    )
 
 
 def add_parallel_arguments(p: Any, work: str) -> None:
     """--workers and --ray: where `work` runs."""
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help=f"processes for {work} (default: every usable core, started once a run outlasts a "
-                        "second; 1: this process only)")
-    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help=f"run {work} on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
-                        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"processes for {work} (default: every usable core, started once a run outlasts a "
+        "second; 1: this process only)",
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help=f"run {work} on a Ray cluster: 'auto' (default: the running cluster or RAY_ADDRESS), "
+        "'local' (start one on this machine) or the cluster's address; needs faircert[ray]",
+    )
 
 
 def add_checkpoint_arguments(p: Any, job: str) -> None:
     """--checkpoint, --checkpoint-every and --resume: a killed `job` continues where it stood."""
-    p.add_argument("--checkpoint", metavar="FILE",
-                   help=f"write {job}'s state to FILE every --checkpoint-every seconds and at the end "
-                        "(atomically), so a killed run can be resumed")
-    p.add_argument("--checkpoint-every", type=float, default=30.0, metavar="S",
-                   help="seconds between checkpoints (default 30)")
-    p.add_argument("--resume", metavar="FILE",
-                   help="continue the run a checkpoint holds (same model, data and question; refused otherwise); "
-                        "it keeps writing to FILE unless --checkpoint names another")
+    p.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help=f"write {job}'s state to FILE every --checkpoint-every seconds and at the end "
+        "(atomically), so a killed run can be resumed",
+    )
+    p.add_argument(
+        "--checkpoint-every", type=float, default=30.0, metavar="S", help="seconds between checkpoints (default 30)"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="continue the run a checkpoint holds (same model, data and question; refused otherwise); "
+        "it keeps writing to FILE unless --checkpoint names another",
+    )
 
 
 def add_memory_argument(p: Any) -> None:
     """--memory-limit: the state a run may keep."""
-    p.add_argument("--memory-limit", metavar="BYTES",
-                   help="bytes of state the run may keep, per process (e.g. 800M, 2G, 1.5GiB; default 1/16 of this "
-                        "machine's memory); reaching it ends the run with its sound partial result (exit 2, "
-                        "stopped: memory limit)")
+    p.add_argument(
+        "--memory-limit",
+        metavar="BYTES",
+        help="bytes of state the run may keep, per process (e.g. 800M, 2G, 1.5GiB; default 1/16 of this "
+        "machine's memory); reaching it ends the run with its sound partial result (exit 2, "
+        "stopped: memory limit)",
+    )
 
 
 def job_keywords(args: Any) -> dict[str, Any]:

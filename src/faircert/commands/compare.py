@@ -10,10 +10,12 @@ from .group import add_group_options, group_keywords
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "compare", help="group fairness of several models side by side",
+        "compare",
+        help="group fairness of several models side by side",
         description="Run `group` on every MODEL with the same data, groups, population and thresholds, and "
-                    "show one table (and with --html one report). Exit code: 0 all fair, 1 any unfair, "
-                    "2 otherwise, 3 bad input.")
+        "show one table (and with --html one report). Exit code: 0 all fair, 1 any unfair, "
+        "2 otherwise, 3 bad input.",
+    )
     p.add_argument("models", nargs="+", metavar="MODEL", help="model files (any format group reads)")
     add_group_options(p)
     p.set_defaults(handler=run)

@@ -7,22 +7,29 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("domain", help="create and check domain files",
-                       description="Create and inspect domain files (YAML or JSON).")
+    p = sub.add_parser(
+        "domain", help="create and check domain files", description="Create and inspect domain files (YAML or JSON)."
+    )
     inner = p.add_subparsers(dest="domain_command", metavar="ACTION", parser_class=type(p))
-    infer = inner.add_parser("infer", help="infer a domain from a CSV file",
-                             description="Infer a domain from data: bounds from the data; strings become "
-                                         "categorical codes (sorted labels), {0,1} binary, whole numbers integer, "
-                                         "the rest real. Edit the file afterwards if the data's range is not the "
-                                         "range you want to verify.")
+    infer = inner.add_parser(
+        "infer",
+        help="infer a domain from a CSV file",
+        description="Infer a domain from data: bounds from the data; strings become "
+        "categorical codes (sorted labels), {0,1} binary, whole numbers integer, "
+        "the rest real. Edit the file afterwards if the data's range is not the "
+        "range you want to verify.",
+    )
     infer.add_argument("data", help="CSV file")
     infer.add_argument("--protected", default="", help="protected column(s), comma-separated")
     infer.add_argument("--label", help="label column to leave out")
     infer.add_argument("-o", "--output", help="domain file to write (.yaml or .json); default: print YAML")
     infer.set_defaults(handler=run_infer)
-    show = inner.add_parser("show", help="check a domain file and print its features",
-                            description="Load and check a domain file, print its features, bounds and sizes; "
-                                        "with --model, also check that it fits the model's inputs.")
+    show = inner.add_parser(
+        "show",
+        help="check a domain file and print its features",
+        description="Load and check a domain file, print its features, bounds and sizes; "
+        "with --model, also check that it fits the model's inputs.",
+    )
     show.add_argument("domain", help="domain file (YAML or JSON)")
     show.add_argument("--model", help="a model file whose inputs the domain must match")
     show.set_defaults(handler=run_show)
@@ -38,8 +45,10 @@ def run_infer(args: argparse.Namespace) -> int:
     domain = infer_domain(args.data, protected=protected, label=args.label)
     if args.output:
         domain.save(args.output)
-        print(f"wrote {args.output}: {len(domain)} features, protected: {', '.join(domain.protected_names) or 'none'}",
-              file=sys.stderr)
+        print(
+            f"wrote {args.output}: {len(domain)} features, protected: {', '.join(domain.protected_names) or 'none'}",
+            file=sys.stderr,
+        )
     else:
         print_stdout(domain.to_yaml())
     return 0

@@ -10,19 +10,32 @@ from .common import add_model_loading, name_values
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "export-vnnlib", help="write a network's fairness query for VNN-COMP verifiers (ONNX + VNN-LIB)",
+        "export-vnnlib",
+        help="write a network's fairness query for VNN-COMP verifiers (ONNX + VNN-LIB)",
         description="Write OUT/twin.onnx (the twin network: inputs x, protected values, epsilon offsets, the "
-                    "twin's protected values; outputs both logits) and OUT/property.vnnlib (a pair on opposite "
-                    "sides of 0, one input box per pair of protected combinations). A verifier's unsat proves "
-                    "fairness over the domain (integer features relaxed to reals); a sat witness must be "
-                    "re-checked. Exit code 0 when written, 3 bad input.")
+        "twin's protected values; outputs both logits) and OUT/property.vnnlib (a pair on opposite "
+        "sides of 0, one input box per pair of protected combinations). A verifier's unsat proves "
+        "fairness over the domain (integer features relaxed to reals); a sat witness must be "
+        "re-checked. Exit code 0 when written, 3 bad input.",
+    )
     p.add_argument("model", help="ReLU network file (.nnet, .h5/.keras, .onnx)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; the region of the query")
-    p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
-    p.add_argument("--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)")
-    p.add_argument("--epsilon-rate", type=float, metavar="R", help="tolerance of every non-protected feature as a share R of its range")
+    p.add_argument(
+        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
+    )
+    p.add_argument(
+        "--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)"
+    )
+    p.add_argument(
+        "--epsilon-rate",
+        type=float,
+        metavar="R",
+        help="tolerance of every non-protected feature as a share R of its range",
+    )
     p.add_argument("--robustness", action="store_true", help="epsilon-robustness instead of fairness")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="folder to write twin.onnx and property.vnnlib into")
+    p.add_argument(
+        "-o", "--out", required=True, metavar="DIR", help="folder to write twin.onnx and property.vnnlib into"
+    )
     add_model_loading(p)
     p.set_defaults(handler=run)
 
@@ -30,8 +43,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import export_vnnlib
 
-    onnx_path, prop_path = export_vnnlib(args.model, args.domain, args.protected, args.out,
-                                         epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
-                                         robustness=args.robustness, trust_pickle=args.trust_pickle, preprocessor=args.preprocessor)
+    onnx_path, prop_path = export_vnnlib(
+        args.model,
+        args.domain,
+        args.protected,
+        args.out,
+        epsilon=name_values(args.epsilon) or None,
+        epsilon_rate=args.epsilon_rate,
+        robustness=args.robustness,
+        trust_pickle=args.trust_pickle,
+        preprocessor=args.preprocessor,
+    )
     print(f"wrote {onnx_path} and {prop_path}", file=sys.stderr)
     return 0

@@ -17,33 +17,60 @@ from .common import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "program", help="group fairness of a probabilistic decision program (.fr)",
+        "program",
+        help="group fairness of a probabilistic decision program (.fr)",
         description="Decide group fairness of an annotated program (FairSquare's language: popModel and "
-                    "decision functions with sensitiveAttribute(...), fairnessTarget(...) and optionally "
-                    "qualified(...)): P[target | sensitive] / P[target | not sensitive] > 1 - epsilon. "
-                    "'sound' refines mathematical lower and upper bounds on every probability until the "
-                    "property is proven or refuted; 'sampling' runs a sequential statistical test with a "
-                    "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.")
+        "decision functions with sensitiveAttribute(...), fairnessTarget(...) and optionally "
+        "qualified(...)): P[target | sensitive] / P[target | not sensitive] > 1 - epsilon. "
+        "'sound' refines mathematical lower and upper bounds on every probability until the "
+        "property is proven or refuted; 'sampling' runs a sequential statistical test with a "
+        "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.",
+    )
     p.add_argument("file", metavar="FILE.fr", help="the program")
     p.add_argument("--epsilon", type=float, default=0.15, help="fair iff the ratio exceeds 1 - epsilon (default 0.15)")
-    p.add_argument("--kind", choices=("ratio", "parity", "difference"), default="ratio",
-                   help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)")
+    p.add_argument(
+        "--kind",
+        choices=("ratio", "parity", "difference"),
+        default="ratio",
+        help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)",
+    )
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
-    p.add_argument("--method", choices=("sound", "sampling"), default="sound",
-                   help="sound bounds (default) or a sequential statistical test")
-    p.add_argument("--delta", type=float, default=1e-6,
-                   help="sampling: probability that the verdict is wrong (default 1e-6)")
-    p.add_argument("--bound", choices=("binomial", "hoeffding"), default="binomial",
-                   help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)")
+    p.add_argument(
+        "--method",
+        choices=("sound", "sampling"),
+        default="sound",
+        help="sound bounds (default) or a sequential statistical test",
+    )
+    p.add_argument(
+        "--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)"
+    )
+    p.add_argument(
+        "--bound",
+        choices=("binomial", "hoeffding"),
+        default="binomial",
+        help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)",
+    )
     p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
-    p.add_argument("--ratio-width", type=float, metavar="W",
-                   help="sound: after the verdict, keep refining until the ratio's bounds are at most W apart")
-    p.add_argument("--probability", metavar="EXPR",
-                   help="instead of fairness, bound P[EXPR] at the end of the program (e.g. 'x1 + x2 >= 0')")
-    p.add_argument("--above", type=float, metavar="C",
-                   help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)")
-    p.add_argument("--tolerance", type=float, default=1e-4,
-                   help="with --probability and no --above: stop when the bounds are this close (default 1e-4)")
+    p.add_argument(
+        "--ratio-width",
+        type=float,
+        metavar="W",
+        help="sound: after the verdict, keep refining until the ratio's bounds are at most W apart",
+    )
+    p.add_argument(
+        "--probability",
+        metavar="EXPR",
+        help="instead of fairness, bound P[EXPR] at the end of the program (e.g. 'x1 + x2 >= 0')",
+    )
+    p.add_argument(
+        "--above", type=float, metavar="C", help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)"
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-4,
+        help="with --probability and no --above: stop when the bounds are this close (default 1e-4)",
+    )
     add_parallel_arguments(p, "the sound bounds' trial splits")
     add_memory_argument(p)
     add_checkpoint_arguments(p, "the sound bounds' refinement")
@@ -58,12 +85,22 @@ def run(args: argparse.Namespace) -> int:
     from ..options import ProgramOptions
     from ..report.program import print_program_result
 
-    options = ProgramOptions(time_limit=args.time_limit, seed=args.seed, method=args.method, delta=args.delta,
-                             bound=args.bound, ratio_width=args.ratio_width, tolerance=args.tolerance,
-                             workers=args.workers, ray_address=args.ray, **job_keywords(args))
+    options = ProgramOptions(
+        time_limit=args.time_limit,
+        seed=args.seed,
+        method=args.method,
+        delta=args.delta,
+        bound=args.bound,
+        ratio_width=args.ratio_width,
+        tolerance=args.tolerance,
+        workers=args.workers,
+        ray_address=args.ray,
+        **job_keywords(args),
+    )
     with run_guard([args.json, args.html, args.checkpoint], args.quiet):
-        result = verify_program(args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability,
-                                above=args.above, options=options)
+        result = verify_program(
+            args.file, epsilon=args.epsilon, kind=args.kind, query=args.probability, above=args.above, options=options
+        )
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.html:

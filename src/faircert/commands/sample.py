@@ -27,22 +27,37 @@ from .common import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "sample-counterexamples", help="sample re-checked counterexamples uniformly from a tree ensemble's unfair region",
+        "sample-counterexamples",
+        help="sample re-checked counterexamples uniformly from a tree ensemble's unfair region",
         description="Compute the exact region of inputs with a counterexample (tree ensembles: XGBoost JSON/UBJ, "
-                    "LightGBM text, ONNX tree ensembles) and write N inputs drawn uniformly from it, each with "
-                    "a twin that the model labels differently (both re-checked), as CSV. Exit code: 1 if any "
-                    "was written, 0 if the region is proven empty, 2 if undecided, 3 bad input.")
-    p.add_argument("model", help="tree-ensemble model file (.json/.ubj XGBoost, .txt LightGBM, .onnx, pickled "
-                                 "scikit-learn trees .pkl/.joblib with --trust-pickle)")
+        "LightGBM text, ONNX tree ensembles) and write N inputs drawn uniformly from it, each with "
+        "a twin that the model labels differently (both re-checked), as CSV. Exit code: 1 if any "
+        "was written, 0 if the region is proven empty, 2 if undecided, 3 bad input.",
+    )
+    p.add_argument(
+        "model",
+        help="tree-ensemble model file (.json/.ubj XGBoost, .txt LightGBM, .onnx, pickled "
+        "scikit-learn trees .pkl/.joblib with --trust-pickle)",
+    )
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from")
-    p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
-    p.add_argument("--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)")
-    p.add_argument("--epsilon-rate", type=float, metavar="R",
-                   help="tolerance of every non-protected, non-categorical feature as a share R of its range "
-                        "(rounded down for integer features; categorical codes keep 0)")
+    p.add_argument(
+        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
+    )
+    p.add_argument(
+        "--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)"
+    )
+    p.add_argument(
+        "--epsilon-rate",
+        type=float,
+        metavar="R",
+        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
+        "(rounded down for integer features; categorical codes keep 0)",
+    )
     p.add_argument("--kappa", type=float, metavar="K", help="only inputs whose own confidence exceeds K, in [0.5, 1)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness")
-    p.add_argument("-n", "--count", type=int, default=1000, metavar="N", help="number of counterexamples, >= 1 (default 1000)")
+    p.add_argument(
+        "-n", "--count", type=int, default=1000, metavar="N", help="number of counterexamples, >= 1 (default 1000)"
+    )
     p.add_argument("--out", required=True, metavar="OUT.csv", help="CSV file to write ('-' for stdout)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
     p.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="seconds for the region (default 600)")
@@ -58,17 +73,33 @@ def run(args: argparse.Namespace) -> int:
     from ..options import VerifyOptions
 
     with run_guard([args.out, args.json]):
-        frame = sample_counterexamples(args.model, args.domain, args.protected, args.count,
-                                       epsilon=name_values(args.epsilon) or None, epsilon_rate=args.epsilon_rate,
-                                       kappa=args.kappa, robustness=args.robustness, trust_pickle=args.trust_pickle, preprocessor=args.preprocessor,
-                                       options=VerifyOptions(time_limit=args.time_limit, seed=args.seed,
-                                                             workers=args.workers, ray_address=args.ray,
-                                                             **job_keywords(args)))
+        frame = sample_counterexamples(
+            args.model,
+            args.domain,
+            args.protected,
+            args.count,
+            epsilon=name_values(args.epsilon) or None,
+            epsilon_rate=args.epsilon_rate,
+            kappa=args.kappa,
+            robustness=args.robustness,
+            trust_pickle=args.trust_pickle,
+            preprocessor=args.preprocessor,
+            options=VerifyOptions(
+                time_limit=args.time_limit,
+                seed=args.seed,
+                workers=args.workers,
+                ray_address=args.ray,
+                **job_keywords(args),
+            ),
+        )
     summary = frame.attrs.pop("summary")
     _write_csv(args.out, frame)
     emit_json(json.dumps(summary, indent=2), args.json)
-    print(f"wrote {summary['written']:,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to "
-          f"{args.out}; measure in [{summary['measure_lower']:.6f}, {summary['measure_upper']:.6f}]", file=sys.stderr)
+    print(
+        f"wrote {summary['written']:,} re-checked counterexamples ({summary['distinct']:,} distinct inputs) to "
+        f"{args.out}; measure in [{summary['measure_lower']:.6f}, {summary['measure_upper']:.6f}]",
+        file=sys.stderr,
+    )
     if summary["written"]:
         return 1
     return 0 if summary["region_complete"] and summary["unfair_size"] == 0 else 2

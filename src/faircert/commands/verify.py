@@ -19,61 +19,115 @@ from .common import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "verify", help="certify and quantify individual fairness of a model",
+        "verify",
+        help="certify and quantify individual fairness of a model",
         description="Certify, falsify and quantify individual fairness of MODEL over a domain. "
-                    "Exit code: 0 certified fair on the whole domain, 1 counterexample found, "
-                    "2 undecided remains, 3 bad input.")
-    p.add_argument("model", help="model file (.nnet, .h5/.keras, .onnx, XGBoost .json/.ubj, LightGBM .txt, "
-                                 "pickled scikit-learn .pkl/.joblib with --trust-pickle)")
-    p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges")
-    p.add_argument("--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)")
-    p.add_argument("--epsilon", action="append", metavar="NAME=VAL",
-                   help="tolerance of a non-protected feature (repeatable, or comma-separated)")
-    p.add_argument("--epsilon-rate", type=float, metavar="R",
-                   help="tolerance of every non-protected, non-categorical feature as a share R of its range "
-                        "(rounded down for integer features; categorical codes keep 0)")
-    p.add_argument("--kappa", type=float, metavar="K",
-                   help="only measure inputs whose own confidence exceeds K, in [0.5, 1) (trees)")
-    p.add_argument("--robustness", action="store_true",
-                   help="global epsilon-robustness instead of fairness: the twin keeps every protected value and "
-                        "each feature moves within its epsilon (with epsilon, fairness twins take another "
-                        "protected value)")
+        "Exit code: 0 certified fair on the whole domain, 1 counterexample found, "
+        "2 undecided remains, 3 bad input.",
+    )
+    p.add_argument(
+        "model",
+        help="model file (.nnet, .h5/.keras, .onnx, XGBoost .json/.ubj, LightGBM .txt, "
+        "pickled scikit-learn .pkl/.joblib with --trust-pickle)",
+    )
+    p.add_argument(
+        "--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges"
+    )
+    p.add_argument(
+        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
+    )
+    p.add_argument(
+        "--epsilon",
+        action="append",
+        metavar="NAME=VAL",
+        help="tolerance of a non-protected feature (repeatable, or comma-separated)",
+    )
+    p.add_argument(
+        "--epsilon-rate",
+        type=float,
+        metavar="R",
+        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
+        "(rounded down for integer features; categorical codes keep 0)",
+    )
+    p.add_argument(
+        "--kappa",
+        type=float,
+        metavar="K",
+        help="only measure inputs whose own confidence exceeds K, in [0.5, 1) (trees)",
+    )
+    p.add_argument(
+        "--robustness",
+        action="store_true",
+        help="global epsilon-robustness instead of fairness: the twin keeps every protected value and "
+        "each feature moves within its epsilon (with epsilon, fairness twins take another "
+        "protected value)",
+    )
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
-    p.add_argument("--target-undecided", type=float, default=0.0, metavar="F",
-                   help="stop once the undecided share is at most F (default 0)")
+    p.add_argument(
+        "--target-undecided",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="stop once the undecided share is at most F (default 0)",
+    )
     p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
-    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble "
-                              "refinements)")
-    p.add_argument("--max-boxes", type=int, metavar="N",
-                   help="stop after examining N boxes: a budget by work, giving the same result for any --workers")
-    p.add_argument("--complete", action="store_true",
-                   help="decide the question (ReLU networks, tree ensembles): fair with a proof, unfair with a "
-                        "re-checked pair, unknown only when the time limit runs out or a box cannot be split further")
-    p.add_argument("--partition-size", type=int, metavar="MS",
-                   help="Fairify's partitioned verification (implies --complete): cut every non-protected integer "
-                        "feature with more than MS values into chunks of MS and decide each partition")
-    p.add_argument("--partitions-csv", metavar="OUT.csv",
-                   help="write one row per partition (bounds, verdict, seconds, counterexample); "
-                        "needs --partition-size")
-    p.add_argument("--rows", metavar="DATA.csv",
-                   help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
-                        "value, each --epsilon feature within its tolerance, every other feature equal) the model "
-                        "decides differently? The domain, if not given, is inferred from these rows")
+    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble refinements)")
+    p.add_argument(
+        "--max-boxes",
+        type=int,
+        metavar="N",
+        help="stop after examining N boxes: a budget by work, giving the same result for any --workers",
+    )
+    p.add_argument(
+        "--complete",
+        action="store_true",
+        help="decide the question (ReLU networks, tree ensembles): fair with a proof, unfair with a "
+        "re-checked pair, unknown only when the time limit runs out or a box cannot be split further",
+    )
+    p.add_argument(
+        "--partition-size",
+        type=int,
+        metavar="MS",
+        help="Fairify's partitioned verification (implies --complete): cut every non-protected integer "
+        "feature with more than MS values into chunks of MS and decide each partition",
+    )
+    p.add_argument(
+        "--partitions-csv",
+        metavar="OUT.csv",
+        help="write one row per partition (bounds, verdict, seconds, counterexample); needs --partition-size",
+    )
+    p.add_argument(
+        "--rows",
+        metavar="DATA.csv",
+        help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
+        "value, each --epsilon feature within its tolerance, every other feature equal) the model "
+        "decides differently? The domain, if not given, is inferred from these rows",
+    )
     add_memory_argument(p)
-    add_checkpoint_arguments(p, "the per-row audit, a network's box refinement or complete (partitioned) "
-                                "decision, or a tree ensemble's box refinement")
-    p.add_argument("--rows-csv", metavar="OUT.csv",
-                   help="with --rows: write one line per input row (verdict, method, group, labels, the twin's "
-                        "features)")
-    p.add_argument("--population", choices=("uniform", "independent", "bayesnet", "empirical"), default=None,
-                   help="the measure of the shares: uniform over the domain (default), independent (each feature "
-                        "drawn from --data, features independent: shares become probabilities; linear models, tree "
-                        "ensembles with epsilon 0, networks), bayesnet (a Bayesian network learned from --data; epsilon 0: "
-                        "score histograms for linear models, box refinement for the others) or empirical (the per-row audit of --data)")
-    p.add_argument("--data", metavar="DATA.csv",
-                   help="the data a --population is taken from (default: --domain when it is a CSV)")
+    add_checkpoint_arguments(
+        p,
+        "the per-row audit, a network's box refinement or complete (partitioned) "
+        "decision, or a tree ensemble's box refinement",
+    )
+    p.add_argument(
+        "--rows-csv",
+        metavar="OUT.csv",
+        help="with --rows: write one line per input row (verdict, method, group, labels, the twin's features)",
+    )
+    p.add_argument(
+        "--population",
+        choices=("uniform", "independent", "bayesnet", "empirical"),
+        default=None,
+        help="the measure of the shares: uniform over the domain (default), independent (each feature "
+        "drawn from --data, features independent: shares become probabilities; linear models, tree "
+        "ensembles with epsilon 0, networks), bayesnet (a Bayesian network learned from --data; epsilon 0: "
+        "score histograms for linear models, box refinement for the others) or empirical (the per-row audit of --data)",
+    )
+    p.add_argument(
+        "--data", metavar="DATA.csv", help="the data a --population is taken from (default: --domain when it is a CSV)"
+    )
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -90,40 +144,76 @@ def run(args: argparse.Namespace) -> int:
     from ..report.csv import write_counterexamples, write_partitions
     from ..report.html import write_html
 
-    options = VerifyOptions(time_limit=args.time_limit, target_undecided=args.target_undecided,
-                            confidence=args.confidence, seed=args.seed, max_counterexamples=args.max_counterexamples,
-                            workers=args.workers, max_boxes=args.max_boxes, ray_address=args.ray,
-                            complete=args.complete, partition_size=args.partition_size,
-                            **job_keywords(args))
+    options = VerifyOptions(
+        time_limit=args.time_limit,
+        target_undecided=args.target_undecided,
+        confidence=args.confidence,
+        seed=args.seed,
+        max_counterexamples=args.max_counterexamples,
+        workers=args.workers,
+        max_boxes=args.max_boxes,
+        ray_address=args.ray,
+        complete=args.complete,
+        partition_size=args.partition_size,
+        **job_keywords(args),
+    )
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
     per_row = bool(args.rows) or args.population == "empirical"
     if args.rows_csv and not per_row:
         raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit) or --population empirical")
     if per_row:
-        clash = [flag for flag, given in (("--complete", args.complete), ("--partition-size", args.partition_size),
-                                          ("--kappa", args.kappa is not None), ("--robustness", args.robustness),
-                                          ("--counterexamples", args.counterexamples),
-                                          ("--max-boxes", args.max_boxes)) if given]
+        clash = [
+            flag
+            for flag, given in (
+                ("--complete", args.complete),
+                ("--partition-size", args.partition_size),
+                ("--kappa", args.kappa is not None),
+                ("--robustness", args.robustness),
+                ("--counterexamples", args.counterexamples),
+                ("--max-boxes", args.max_boxes),
+            )
+            if given
+        ]
         if clash:
-            raise PropertyError(f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
-                                "its twins go to --rows-csv)")
-    with run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv,
-                    args.checkpoint], args.quiet), \
-            decided_progress(not args.quiet, options.time_limit) as progress:
+            raise PropertyError(
+                f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
+                "its twins go to --rows-csv)"
+            )
+    with (
+        run_guard(
+            [args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv, args.checkpoint],
+            args.quiet,
+        ),
+        decided_progress(not args.quiet, options.time_limit) as progress,
+    ):
         result = verify(
-            args.model, domain=args.domain, protected=args.protected, epsilon=name_values(args.epsilon) or None,
-            epsilon_rate=args.epsilon_rate, kappa=args.kappa, robustness=args.robustness,
-            trust_pickle=args.trust_pickle, preprocessor=args.preprocessor, rows=args.rows,
-            population=args.population, data=args.data, progress=progress, options=options)
+            args.model,
+            domain=args.domain,
+            protected=args.protected,
+            epsilon=name_values(args.epsilon) or None,
+            epsilon_rate=args.epsilon_rate,
+            kappa=args.kappa,
+            robustness=args.robustness,
+            trust_pickle=args.trust_pickle,
+            preprocessor=args.preprocessor,
+            rows=args.rows,
+            population=args.population,
+            data=args.data,
+            progress=progress,
+            options=options,
+        )
     mark_interrupted(result)
     if per_row:
         from ..report.rows import print_rows, write_rows_csv, write_rows_html
 
         files, show = [(args.rows_csv, write_rows_csv), (args.html, write_rows_html)], print_rows
     else:
-        files = [(args.counterexamples, write_counterexamples), (args.partitions_csv, write_partitions),
-                 (args.html, write_html)]
+        files = [
+            (args.counterexamples, write_counterexamples),
+            (args.partitions_csv, write_partitions),
+            (args.html, write_html),
+        ]
         show = print_result
     emit_json(result.to_json(), args.json)
     for path, write in files:

@@ -82,66 +82,170 @@ class EngineSpec:
 
     def describe(self) -> str:
         pops = f" under {'/'.join(map(_short, self.populations))}" if self.populations else ""
-        return (f"{self.name}: {'/'.join(map(_short, self.models))} x "
-                f"{'/'.join(map(_short, self.questions))}{pops} ({', '.join(self.methods)})")
+        return (
+            f"{self.name}: {'/'.join(map(_short, self.models))} x "
+            f"{'/'.join(map(_short, self.questions))}{pops} ({', '.join(self.methods)})"
+        )
 
 
 _ANY_CLASSIFIER = (NETWORK, TREES, LINEAR)
 _ANY_POPULATION = (DISCRETE, PRODUCT, PROGRAM_POPULATION)
 
 ENGINES: tuple[EngineSpec, ...] = (
-    EngineSpec("linear-exact", "exact individual fairness of separable models (linear models and pipelines ending "
-               "in one): the unfair set is an interval of a sum of per-feature tables, counted",
-               (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.linear.verify:answer",
-               when="faircert.engines.linear.verify:accepts"),
-    EngineSpec("rows-linear", "per-row individual fairness of separable models, in closed form (exact)",
-               (NETWORK,), (ROWS,), entry="faircert.engines.rows.linear:answer",
-               when="faircert.engines.rows.linear:accepts"),
-    EngineSpec("rows-network", "per-row individual fairness of ReLU networks: enumeration of small balls, "
-               "bounds, search and a MILP", (NETWORK,), (ROWS,), entry="faircert.engines.rows.network:answer"),
-    EngineSpec("rows-trees", "per-row individual fairness of tree ensembles on the cells of each row's ball",
-               (TREES,), (ROWS,), entry="faircert.engines.rows.trees:answer"),
-    EngineSpec("rows-blackbox", "per-row individual fairness of a classifier known only by its predictions: "
-               "every twin of a small ball, a search of larger ones", (BLACKBOX,), (ROWS,),
-               entry="faircert.engines.rows.blackbox:answer"),
-    EngineSpec("network-boxes", "quantified individual fairness of ReLU networks by box refinement",
-               (NETWORK,), (INDIVIDUAL,), entry="faircert.engines.network.refine:answer"),
-    EngineSpec("network-complete", "complete (and partitioned) individual-fairness verification of ReLU networks: "
-               "branch and bound with a MILP back end", (NETWORK,), (INDIVIDUAL,), methods=("complete",),
-               entry="faircert.engines.network.decide:answer"),
-    EngineSpec("tree-complete", "complete (and partitioned) individual-fairness verification of tree ensembles: "
-               "a mixed-integer program of the twin query", (TREES,), (INDIVIDUAL,), methods=("complete",),
-               entry="faircert.engines.trees.complete:answer"),
-    EngineSpec("tree-population", "exact individual-fairness probabilities of tree ensembles under the data's "
-               "independent marginals (epsilon 0): the uniform engine on each feature's stretched grid",
-               (TREES,), (INDIVIDUAL,), (MARGINALS,), entry="faircert.engines.trees.population:answer"),
-    EngineSpec("tree-boxes", "exact epsilon-kappa fairness / robustness measures of tree ensembles",
-               (TREES,), (INDIVIDUAL,), entry="faircert.engines.trees.verify:answer"),
-    EngineSpec("tree-sampling", "uniform samples of a tree ensemble's exact unfair region, re-checked",
-               (TREES,), (SAMPLES,), entry="faircert.engines.trees.sampling:answer_samples"),
-    EngineSpec("subset-sum", "exact group fairness of linear classifiers under discrete populations",
-               (LINEAR,), (GROUP,), (DISCRETE,), entry="faircert.engines.group.linear:answer"),
-    EngineSpec("empirical", "exact per-group positive rates over the data's rows (fairlearn's selection rates)",
-               _ANY_CLASSIFIER + (PIPELINE,), (GROUP,), (EMPIRICAL,), entry="faircert.engines.group.empirical:answer"),
-    EngineSpec("probability-bounds", "sound bounds on per-group positive rates of any classifier",
-               _ANY_CLASSIFIER, (GROUP,), _ANY_POPULATION, entry="faircert.engines.probability.bounds:answer_group"),
-    EngineSpec("sequential-test", "group-fairness verdicts wrong with probability at most delta",
-               _ANY_CLASSIFIER, (GROUP,), _ANY_POPULATION, methods=("sampling",),
-               entry="faircert.engines.sampling.sequential:answer_group"),
-    EngineSpec("program-bounds", "sound bounds on a decision program's fairness ratio or any probability",
-               (PROGRAM,), (PROGRAM_QUESTION,), entry="faircert.engines.probability.bounds:answer_program"),
-    EngineSpec("program-sequential-test", "program-fairness verdicts wrong with probability at most delta",
-               (PROGRAM,), (PROGRAM_QUESTION,), methods=("sampling",),
-               entry="faircert.engines.sampling.sequential:answer_program"),
+    EngineSpec(
+        "linear-exact",
+        "exact individual fairness of separable models (linear models and pipelines ending "
+        "in one): the unfair set is an interval of a sum of per-feature tables, counted",
+        (NETWORK,),
+        (INDIVIDUAL,),
+        entry="faircert.engines.linear.verify:answer",
+        when="faircert.engines.linear.verify:accepts",
+    ),
+    EngineSpec(
+        "rows-linear",
+        "per-row individual fairness of separable models, in closed form (exact)",
+        (NETWORK,),
+        (ROWS,),
+        entry="faircert.engines.rows.linear:answer",
+        when="faircert.engines.rows.linear:accepts",
+    ),
+    EngineSpec(
+        "rows-network",
+        "per-row individual fairness of ReLU networks: enumeration of small balls, bounds, search and a MILP",
+        (NETWORK,),
+        (ROWS,),
+        entry="faircert.engines.rows.network:answer",
+    ),
+    EngineSpec(
+        "rows-trees",
+        "per-row individual fairness of tree ensembles on the cells of each row's ball",
+        (TREES,),
+        (ROWS,),
+        entry="faircert.engines.rows.trees:answer",
+    ),
+    EngineSpec(
+        "rows-blackbox",
+        "per-row individual fairness of a classifier known only by its predictions: "
+        "every twin of a small ball, a search of larger ones",
+        (BLACKBOX,),
+        (ROWS,),
+        entry="faircert.engines.rows.blackbox:answer",
+    ),
+    EngineSpec(
+        "network-boxes",
+        "quantified individual fairness of ReLU networks by box refinement",
+        (NETWORK,),
+        (INDIVIDUAL,),
+        entry="faircert.engines.network.refine:answer",
+    ),
+    EngineSpec(
+        "network-complete",
+        "complete (and partitioned) individual-fairness verification of ReLU networks: "
+        "branch and bound with a MILP back end",
+        (NETWORK,),
+        (INDIVIDUAL,),
+        methods=("complete",),
+        entry="faircert.engines.network.decide:answer",
+    ),
+    EngineSpec(
+        "tree-complete",
+        "complete (and partitioned) individual-fairness verification of tree ensembles: "
+        "a mixed-integer program of the twin query",
+        (TREES,),
+        (INDIVIDUAL,),
+        methods=("complete",),
+        entry="faircert.engines.trees.complete:answer",
+    ),
+    EngineSpec(
+        "tree-population",
+        "exact individual-fairness probabilities of tree ensembles under the data's "
+        "independent marginals (epsilon 0): the uniform engine on each feature's stretched grid",
+        (TREES,),
+        (INDIVIDUAL,),
+        (MARGINALS,),
+        entry="faircert.engines.trees.population:answer",
+    ),
+    EngineSpec(
+        "tree-boxes",
+        "exact epsilon-kappa fairness / robustness measures of tree ensembles",
+        (TREES,),
+        (INDIVIDUAL,),
+        entry="faircert.engines.trees.verify:answer",
+    ),
+    EngineSpec(
+        "tree-sampling",
+        "uniform samples of a tree ensemble's exact unfair region, re-checked",
+        (TREES,),
+        (SAMPLES,),
+        entry="faircert.engines.trees.sampling:answer_samples",
+    ),
+    EngineSpec(
+        "subset-sum",
+        "exact group fairness of linear classifiers under discrete populations",
+        (LINEAR,),
+        (GROUP,),
+        (DISCRETE,),
+        entry="faircert.engines.group.linear:answer",
+    ),
+    EngineSpec(
+        "empirical",
+        "exact per-group positive rates over the data's rows (fairlearn's selection rates)",
+        _ANY_CLASSIFIER + (PIPELINE,),
+        (GROUP,),
+        (EMPIRICAL,),
+        entry="faircert.engines.group.empirical:answer",
+    ),
+    EngineSpec(
+        "probability-bounds",
+        "sound bounds on per-group positive rates of any classifier",
+        _ANY_CLASSIFIER,
+        (GROUP,),
+        _ANY_POPULATION,
+        entry="faircert.engines.probability.bounds:answer_group",
+    ),
+    EngineSpec(
+        "sequential-test",
+        "group-fairness verdicts wrong with probability at most delta",
+        _ANY_CLASSIFIER,
+        (GROUP,),
+        _ANY_POPULATION,
+        methods=("sampling",),
+        entry="faircert.engines.sampling.sequential:answer_group",
+    ),
+    EngineSpec(
+        "program-bounds",
+        "sound bounds on a decision program's fairness ratio or any probability",
+        (PROGRAM,),
+        (PROGRAM_QUESTION,),
+        entry="faircert.engines.probability.bounds:answer_program",
+    ),
+    EngineSpec(
+        "program-sequential-test",
+        "program-fairness verdicts wrong with probability at most delta",
+        (PROGRAM,),
+        (PROGRAM_QUESTION,),
+        methods=("sampling",),
+        entry="faircert.engines.sampling.sequential:answer_program",
+    ),
 )
 
 
 #: Words for error messages.
-_MODEL_WORDS = {NETWORK: "ReLU network", TREES: "tree ensemble", LINEAR: "linear model", PROGRAM: "decision program",
-                PIPELINE: "scikit-learn Pipeline", BLACKBOX: "black-box classifier"}
-_QUESTION_WORDS = {INDIVIDUAL: "individual-fairness verification", SAMPLES: "counterexample sampling",
-                   ROWS: "per-row audit",
-                   GROUP: "group fairness", PROGRAM_QUESTION: "program fairness"}
+_MODEL_WORDS = {
+    NETWORK: "ReLU network",
+    TREES: "tree ensemble",
+    LINEAR: "linear model",
+    PROGRAM: "decision program",
+    PIPELINE: "scikit-learn Pipeline",
+    BLACKBOX: "black-box classifier",
+}
+_QUESTION_WORDS = {
+    INDIVIDUAL: "individual-fairness verification",
+    SAMPLES: "counterexample sampling",
+    ROWS: "per-row audit",
+    GROUP: "group fairness",
+    PROGRAM_QUESTION: "program fairness",
+}
 
 
 def _question_word(question: Any) -> str:
@@ -161,5 +265,6 @@ def find_engine(model: Any, question: Any, method: str = "sound") -> EngineSpec:
     population = getattr(question, "population", None)
     under = f" under a {type(population).__name__}" if population is not None else ""
     supported = "; ".join(s.describe() for s in candidates or ENGINES)
-    raise PropertyError(f"no engine answers {what} of a {type(model).__name__}{under} with method {method!r}; "
-                        f"supported: {supported}")
+    raise PropertyError(
+        f"no engine answers {what} of a {type(model).__name__}{under} with method {method!r}; supported: {supported}"
+    )

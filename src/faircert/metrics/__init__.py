@@ -38,8 +38,10 @@ def metric_names(names: Any) -> tuple[str, ...]:
         if not key:
             continue
         if key not in ALIASES:
-            raise PropertyError(f"unknown metric {str(item).strip()!r}; choose from {', '.join(METRICS)} or "
-                                f"another name of one: {', '.join(a for a in ALIASES if a not in METRICS)}")
+            raise PropertyError(
+                f"unknown metric {str(item).strip()!r}; choose from {', '.join(METRICS)} or "
+                f"another name of one: {', '.join(a for a in ALIASES if a not in METRICS)}"
+            )
         if ALIASES[key] not in out:
             out.append(ALIASES[key])
     return tuple(out) or DEFAULT
@@ -56,5 +58,16 @@ def spelled(names: Any) -> str:
     return ", ".join(f"{METRICS[m].summary().split(':')[0].lower()} ({m})" for m in names)
 
 
-__all__ = ["ALIASES", "DEFAULT", "METRICS", "NEEDS", "GroupMetric", "MetricInterval", "gap_interval", "metric_names",
-           "needing", "ratio_interval", "spelled"]
+__all__ = [
+    "ALIASES",
+    "DEFAULT",
+    "METRICS",
+    "NEEDS",
+    "GroupMetric",
+    "MetricInterval",
+    "gap_interval",
+    "metric_names",
+    "needing",
+    "ratio_interval",
+    "spelled",
+]

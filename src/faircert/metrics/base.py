@@ -49,11 +49,21 @@ class MetricInterval:
         if self.threshold is None:
             self.verdict = ""
         elif self.direction == ">=":
-            self.verdict = ("fair" if self.low >= self.threshold + tolerance else
-                            "unfair" if self.high <= self.threshold - tolerance else "unknown")
+            self.verdict = (
+                "fair"
+                if self.low >= self.threshold + tolerance
+                else "unfair"
+                if self.high <= self.threshold - tolerance
+                else "unknown"
+            )
         else:
-            self.verdict = ("fair" if self.high <= self.threshold - tolerance else
-                            "unfair" if self.low >= self.threshold + tolerance else "unknown")
+            self.verdict = (
+                "fair"
+                if self.high <= self.threshold - tolerance
+                else "unfair"
+                if self.low >= self.threshold + tolerance
+                else "unknown"
+            )
         return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,8 +136,9 @@ def label_keys(name: str, conditional: Mapping[str, Sequence[Rate]]) -> list[str
     otherwise the later value in sorted order (as scikit-learn orders a classifier's classes)."""
     keys = [k for k in conditional if k.startswith("Y=")]
     if len(keys) != 2:
-        raise PropertyError(f"{name} needs the group probabilities given each of the label's two values "
-                            "(conditional keys 'Y=<value>')")
+        raise PropertyError(
+            f"{name} needs the group probabilities given each of the label's two values (conditional keys 'Y=<value>')"
+        )
 
     def order(key: str) -> tuple[int, Any]:
         value = key[2:]
@@ -137,11 +148,11 @@ def label_keys(name: str, conditional: Mapping[str, Sequence[Rate]]) -> list[str
             return 0, float(value)
         except ValueError:
             return 1, value
+
     return sorted(keys, key=order)
 
 
-def conditional_rates(name: str, conditional: Mapping[str, Sequence[Rate]], key: str,
-                      what: str) -> Sequence[Rate]:
+def conditional_rates(name: str, conditional: Mapping[str, Sequence[Rate]], key: str, what: str) -> Sequence[Rate]:
     """`conditional[key]`, or a clear error saying what the metric needs."""
     if key not in conditional:
         raise PropertyError(f"{name} needs {what}")

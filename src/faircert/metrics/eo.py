@@ -16,11 +16,12 @@ class EqualizedOdds(GroupMetric):
     order = 2
 
     def interval(self, groups, conditional):
-        parts = [gap_interval(self.name, conditional_rates(self.name, conditional, k, "the label"), prefix=f"{k}: ")
-                 for k in label_keys("equalized odds", conditional)]
+        parts = [
+            gap_interval(self.name, conditional_rates(self.name, conditional, k, "the label"), prefix=f"{k}: ")
+            for k in label_keys("equalized odds", conditional)
+        ]
         worst = max(parts, key=lambda m: (m.high, m.low))
-        return MetricInterval(self.name, max(m.low for m in parts), max(m.high for m in parts),
-                              detail=worst.detail)
+        return MetricInterval(self.name, max(m.low for m in parts), max(m.high for m in parts), detail=worst.detail)
 
 
 METRIC = EqualizedOdds()

@@ -16,8 +16,9 @@ class PathSpecificCausalFairness(GroupMetric):
     order = 6
 
     def interval(self, groups, conditional):
-        rates = conditional_rates("path-specific causal fairness", conditional, "pcf",
-                                  "the group probabilities with mediators redistributed")
+        rates = conditional_rates(
+            "path-specific causal fairness", conditional, "pcf", "the group probabilities with mediators redistributed"
+        )
         return gap_interval(self.name, rates)
 
 

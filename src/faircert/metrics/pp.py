@@ -16,8 +16,12 @@ class PredictiveParity(GroupMetric):
     order = 5
 
     def interval(self, groups, conditional):
-        rates = conditional_rates("predictive parity", conditional, "yhat=1",
-                                  "P[Y=1 | yhat=1, group], which the data's rows give (population empirical)")
+        rates = conditional_rates(
+            "predictive parity",
+            conditional,
+            "yhat=1",
+            "P[Y=1 | yhat=1, group], which the data's rows give (population empirical)",
+        )
         return gap_interval(self.name, rates, prefix="yhat=1: ")
 
 

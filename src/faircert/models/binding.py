@@ -34,8 +34,9 @@ def restrict_domain(model: PipelineModel, domain: Any, keep: Any = ()) -> Any:
         extra = [c for c in names if c in set(keep) and c not in used]
         return Domain(tuple(domain[c] for c in used + extra), domain.match)
     missing = [c for c in used if c not in names]
-    raise DomainError(f"the domain lacks column(s) {missing} that the model reads; the model reads, in order: "
-                      f"{', '.join(used)}")
+    raise DomainError(
+        f"the domain lacks column(s) {missing} that the model reads; the model reads, in order: {', '.join(used)}"
+    )
 
 
 def check_known_values(model: PipelineModel, domain: Any) -> None:
@@ -48,17 +49,22 @@ def check_known_values(model: PipelineModel, domain: Any) -> None:
             continue
         feature = domain[f.column]
         if not feature.is_discrete:
-            raise DomainError(f"column {f.column!r} is real-valued in the domain, but the model's {enc.origin} "
-                              "accepts only its fitted categories; declare it integer or categorical")
+            raise DomainError(
+                f"column {f.column!r} is real-valued in the domain, but the model's {enc.origin} "
+                "accepts only its fitted categories; declare it integer or categorical"
+            )
         if feature.size > MAX_GRID:
-            raise DomainError(f"column {f.column!r} has {feature.size:g} values; at most {MAX_GRID} for a "
-                              f"{enc.origin} column")
+            raise DomainError(
+                f"column {f.column!r} has {feature.size:g} values; at most {MAX_GRID} for a {enc.origin} column"
+            )
         values = raw_values(feature, feature.values())
         unknown = values[~enc.known(values)]
         if len(unknown):
-            raise DomainError(f"column {f.column!r}: the model's {enc.origin} (handle_unknown='error') rejects "
-                              f"{[_plain(v) for v in unknown[:5]]}; restrict the domain to the categories it "
-                              f"knows: {[_plain(c) for c in enc.categories]}")
+            raise DomainError(
+                f"column {f.column!r}: the model's {enc.origin} (handle_unknown='error') rejects "
+                f"{[_plain(v) for v in unknown[:5]]}; restrict the domain to the categories it "
+                f"knows: {[_plain(c) for c in enc.categories]}"
+            )
 
 
 def _check_category_names(f: Any, feature: Any) -> None:
@@ -71,12 +77,16 @@ def _check_category_names(f: Any, feature: Any) -> None:
     if not named:
         return
     if feature.categories is None:
-        raise DomainError(f"column {f.column!r} holds categories for the model ({', '.join(map(str, named[:4]))}, ...) "
-                          "but the domain gives it numbers; give the domain its category names (infer the domain "
-                          "from the data, or list 'categories' in the domain file)")
+        raise DomainError(
+            f"column {f.column!r} holds categories for the model ({', '.join(map(str, named[:4]))}, ...) "
+            "but the domain gives it numbers; give the domain its category names (infer the domain "
+            "from the data, or list 'categories' in the domain file)"
+        )
     if not enc.known(np.asarray(feature.categories, dtype=object)).any():
-        raise DomainError(f"column {f.column!r}: none of the domain's categories {list(feature.categories)[:4]} is one "
-                          f"the model knows ({', '.join(map(str, named[:4]))}, ...)")
+        raise DomainError(
+            f"column {f.column!r}: none of the domain's categories {list(feature.categories)[:4]} is one "
+            f"the model knows ({', '.join(map(str, named[:4]))}, ...)"
+        )
 
 
 def _is_number(text: str) -> bool:
@@ -99,8 +109,9 @@ def _named_like(model: PipelineModel, domain: Any) -> PipelineModel:
     if not unnamed or len(domain) != len(model.columns) or domain.names == model.columns:
         return model
     rename = dict(zip(model.columns, domain.names))
-    return replace(model, columns=list(domain.names),
-                   features=tuple(replace(f, column=rename[f.column]) for f in model.features))
+    return replace(
+        model, columns=list(domain.names), features=tuple(replace(f, column=rename[f.column]) for f in model.features)
+    )
 
 
 def bind(model: PipelineModel, domain: Any, keep: Any = (), reorder: bool = False) -> tuple[Any, Any]:
@@ -145,8 +156,10 @@ def _check_tables(bound: Any, domain: Any, n: int = 400) -> None:
     h = np.maximum(X @ bound.weights[0].T + bound.biases[0], 0.0) @ bound.weights[1].T + bound.biases[1]
     gap = np.abs(tables.first_layer(X) - h)
     if not np.all(gap <= 1e-9 * (1.0 + np.abs(h))):
-        raise ModelFormatError(f"{bound.source}: the lookup form of the pipeline's encodings disagrees with its "
-                               f"network by {float(gap.max()):.3g}")
+        raise ModelFormatError(
+            f"{bound.source}: the lookup form of the pipeline's encodings disagrees with its "
+            f"network by {float(gap.max()):.3g}"
+        )
 
 
 def sample_domain(domain: Any, n: int, seed: int = 0) -> np.ndarray:
@@ -190,9 +203,11 @@ def check_bound(model: PipelineModel, bound: Any, domain: Any, n: int = 400) -> 
     bad = (np.asarray(theirs).astype(np.int64) != ours) & (np.abs(margin) > 1e-6)
     if bad.any():
         row = frame.iloc[int(np.argmax(bad))].to_dict()
-        raise ModelFormatError(f"{model.source}: the pipeline compiled for this domain disagrees with the "
-                               f"pipeline itself on {int(bad.sum())} of {n} sampled rows (e.g. {row}); this "
-                               "combination of preprocessing steps is not translated faithfully")
+        raise ModelFormatError(
+            f"{model.source}: the pipeline compiled for this domain disagrees with the "
+            f"pipeline itself on {int(bad.sum())} of {n} sampled rows (e.g. {row}); this "
+            "combination of preprocessing steps is not translated faithfully"
+        )
 
 
 def bind_to_domain(model: Any, domain: Any, keep: Any = (), reorder: bool = False) -> tuple[Any, Any]:
@@ -235,8 +250,9 @@ def _coded(model: PipelineModel, population: Any) -> tuple[Any, list]:
     features = []
     for name in model.used_columns:
         if name not in variables:
-            raise DomainError(f"the population has no variable for model column {name!r}; it has: "
-                              f"{', '.join(variables)}")
+            raise DomainError(
+                f"the population has no variable for model column {name!r}; it has: {', '.join(variables)}"
+            )
         v = variables[name]
         numbers = [_number(s) for s in v.states]
         if any(x is None for x in numbers):

@@ -57,9 +57,18 @@ class BlackBoxModel:
         from .pipeline import raw_values
 
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        frame = pd.DataFrame({f.name: (raw_values(f, X[:, j]) if f.categories is not None else
-                                       X[:, j].astype(np.int64) if f.is_discrete else X[:, j])
-                              for j, f in enumerate(self.domain.features)})[self.columns]
+        frame = pd.DataFrame(
+            {
+                f.name: (
+                    raw_values(f, X[:, j])
+                    if f.categories is not None
+                    else X[:, j].astype(np.int64)
+                    if f.is_discrete
+                    else X[:, j]
+                )
+                for j, f in enumerate(self.domain.features)
+            }
+        )[self.columns]
         named = getattr(self.estimator, "feature_names_in_", None) is not None
         labels = np.asarray(self.estimator.predict(frame if named else frame.to_numpy()))
         classes = getattr(self.estimator, "classes_", None)

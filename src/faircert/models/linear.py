@@ -33,7 +33,9 @@ class ColumnEncoding:
 
     def __post_init__(self) -> None:
         if self.kind not in ("numeric", "onehot"):
-            raise ModelFormatError(f"column {self.column!r}: encoding kind must be numeric or onehot, got {self.kind!r}")
+            raise ModelFormatError(
+                f"column {self.column!r}: encoding kind must be numeric or onehot, got {self.kind!r}"
+            )
         if self.kind == "onehot" and not self.categories:
             raise ModelFormatError(f"column {self.column!r}: a one-hot encoding needs its categories")
         if self.kind == "numeric" and (self.divisor == 0 or not np.isfinite(self.divisor)):
@@ -106,8 +108,11 @@ class LinearModel:
 
     def __post_init__(self) -> None:
         self.weights = np.asarray(self.weights, dtype=np.float64).reshape(-1)
-        self.intercept = float(np.asarray(self.intercept, dtype=np.float64).reshape(-1)[0]) \
-            if np.ndim(self.intercept) else float(self.intercept)
+        self.intercept = (
+            float(np.asarray(self.intercept, dtype=np.float64).reshape(-1)[0])
+            if np.ndim(self.intercept)
+            else float(self.intercept)
+        )
         self.encoding = tuple(self.encoding)
         if not np.all(np.isfinite(self.weights)) or not np.isfinite(self.intercept):
             raise ModelFormatError("linear model weights and intercept must be finite numbers")
@@ -118,11 +123,13 @@ class LinearModel:
         if width != len(self.weights):
             raise ModelFormatError(
                 f"the model has {len(self.weights)} weights but its encoding of {len(names)} columns "
-                f"gives {width} features; give an encoding that matches the model")
+                f"gives {width} features; give an encoding that matches the model"
+            )
 
     @classmethod
-    def plain(cls, weights: Sequence[float], intercept: float, names: Sequence[str] | None = None,
-              **kwargs: Any) -> LinearModel:
+    def plain(
+        cls, weights: Sequence[float], intercept: float, names: Sequence[str] | None = None, **kwargs: Any
+    ) -> LinearModel:
         """A model on numeric columns used as they are (no scaling, no one-hot)."""
         weights = np.asarray(weights, dtype=np.float64).reshape(-1)
         names = list(names) if names is not None else [f"x{i}" for i in range(len(weights))]
@@ -143,7 +150,7 @@ class LinearModel:
         start = 0
         for e in self.encoding:
             if e.column == column:
-                return self.weights[start:start + e.width]
+                return self.weights[start : start + e.width]
             start += e.width
         raise DataError(f"the model does not read column {column!r}; it reads: {', '.join(self.columns)}")
 
@@ -175,9 +182,14 @@ class LinearModel:
         return (score > 0 if self.strict else score >= 0).astype(np.int64)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": "faircert-linear", "weights": self.weights.tolist(), "intercept": self.intercept,
-                "positive_if": ">" if self.strict else ">=", "classes": [_plain(c) for c in self.classes],
-                "encoding": [e.to_dict() for e in self.encoding]}
+        return {
+            "format": "faircert-linear",
+            "weights": self.weights.tolist(),
+            "intercept": self.intercept,
+            "positive_if": ">" if self.strict else ">=",
+            "classes": [_plain(c) for c in self.classes],
+            "encoding": [e.to_dict() for e in self.encoding],
+        }
 
 
 def _as_columns(raw: Any, columns: list[str]) -> dict[str, np.ndarray]:

@@ -25,11 +25,11 @@ class InputTables:
     grid value's contribution; bounding engines use this form and min/max over a box's rows.
     """
 
-    linear: np.ndarray               # (n1, n_inputs): columns used as numbers
-    bias: np.ndarray                 # (n1,)
-    columns: tuple[int, ...]         # input index of each table
-    starts: tuple[float, ...]        # grid value of each table's row 0 (the grid steps by 1)
-    tables: tuple[np.ndarray, ...]   # each (grid size, n1)
+    linear: np.ndarray  # (n1, n_inputs): columns used as numbers
+    bias: np.ndarray  # (n1,)
+    columns: tuple[int, ...]  # input index of each table
+    starts: tuple[float, ...]  # grid value of each table's row 0 (the grid steps by 1)
+    tables: tuple[np.ndarray, ...]  # each (grid size, n1)
 
     def rows(self, k: int, values: np.ndarray) -> np.ndarray:
         """Row index of each grid value of table k (clipped to the table)."""
@@ -72,12 +72,15 @@ class ReluNetwork:
                 raise ModelFormatError(f"layer {k}: weight shape {w.shape} does not match bias shape {b.shape}")
             if k and w.shape[1] != self.weights[k - 1].shape[0]:
                 raise ModelFormatError(
-                    f"layer {k} takes {w.shape[1]} inputs but layer {k - 1} has {self.weights[k - 1].shape[0]} outputs")
+                    f"layer {k} takes {w.shape[1]} inputs but layer {k - 1} has {self.weights[k - 1].shape[0]} outputs"
+                )
             if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
                 raise ModelFormatError(f"layer {k} has non-finite weights")
         if self.weights[-1].shape[0] != 1:
             raise ModelFormatError(
-                f"the network ends in {self.weights[-1].shape[0]} outputs; faircert needs one logit or a two-class output")
+                f"the network ends in {self.weights[-1].shape[0]} outputs; faircert needs one logit or a two-class "
+                "output"
+            )
 
     @property
     def n_inputs(self) -> int:

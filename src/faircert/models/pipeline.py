@@ -170,8 +170,10 @@ def _numbers(values: np.ndarray, origin: str) -> np.ndarray:
         return values.astype(np.float64)
     except (TypeError, ValueError):
         bad = [v for v in values[:50] if isinstance(v, str)][:3]
-        raise DomainError(f"{origin or 'the model'} reads numbers but the domain gives categories {bad}; "
-                          "declare the column numeric (no category names)") from None
+        raise DomainError(
+            f"{origin or 'the model'} reads numbers but the domain gives categories {bad}; "
+            "declare the column numeric (no category names)"
+        ) from None
 
 
 def raw_values(feature: Any, codes: np.ndarray) -> np.ndarray:
@@ -188,16 +190,23 @@ def from_linear(model: Any) -> PipelineModel:
     from .linear import LinearModel
 
     if not model.strict:
-        raise ModelFormatError("this linear model is positive when its score is >= 0; verification needs the "
-                               "strict rule (> 0) of scikit-learn and the network engines")
+        raise ModelFormatError(
+            "this linear model is positive when its score is >= 0; verification needs the "
+            "strict rule (> 0) of scikit-learn and the network engines"
+        )
     features: list[EncodedFeature] = []
     for e in model.encoding:
         if e.kind == "onehot":
-            features += [EncodedFeature(e.column, Encoder("equals", c, e.categories, origin="one-hot encoding"))
-                         for c in e.categories]
+            features += [
+                EncodedFeature(e.column, Encoder("equals", c, e.categories, origin="one-hot encoding"))
+                for c in e.categories
+            ]
         else:
-            features.append(EncodedFeature(e.column).then(("sub", e.offset), ("div", e.divisor), ("mul", e.factor),
-                                                          ("add", e.shift)))
+            features.append(
+                EncodedFeature(e.column).then(
+                    ("sub", e.offset), ("div", e.divisor), ("mul", e.factor), ("add", e.shift)
+                )
+            )
     plain = LinearModel.plain(model.weights, model.intercept, source=model.source, classes=model.classes)
 
     def reference(raw):
@@ -231,13 +240,26 @@ def to_linear(model: PipelineModel) -> Any:
             if ops != [op for op in _LINEAR_STEPS if op in ops]:
                 return None
             values = dict(feats[0].ops)
-            encoding.append(ColumnEncoding(column, offset=values.get("sub", 0.0), divisor=values.get("div", 1.0),
-                                           factor=values.get("mul", 1.0), shift=values.get("add", 0.0)))
+            encoding.append(
+                ColumnEncoding(
+                    column,
+                    offset=values.get("sub", 0.0),
+                    divisor=values.get("div", 1.0),
+                    factor=values.get("mul", 1.0),
+                    shift=values.get("add", 0.0),
+                )
+            )
         elif all(f.encoder.kind == "equals" and not f.ops for f in feats):
             encoding.append(ColumnEncoding(column, "onehot", tuple(f.encoder.category for f in feats)))
         else:
             return None
         order += idx
     weights = model.estimator.weights[order]
-    return LinearModel(weights, model.estimator.intercept, tuple(encoding), strict=True, source=model.source,
-                       classes=model.estimator.classes)
+    return LinearModel(
+        weights,
+        model.estimator.intercept,
+        tuple(encoding),
+        strict=True,
+        source=model.source,
+        classes=model.estimator.classes,
+    )

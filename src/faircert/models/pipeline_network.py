@@ -58,10 +58,13 @@ def bind_network(model: PipelineModel, domain) -> ReluNetwork:
             raise DomainError(
                 f"column {f.column!r} is real-valued in the domain, but the model's {f.encoder.origin} makes a step "
                 "function of it, which a ReLU network cannot compute exactly; declare the column integer if it "
-                "takes integer values, or verify a tree model")
+                "takes integer values, or verify a tree model"
+            )
         if feature.size > MAX_GRID:
-            raise DomainError(f"column {f.column!r} has {feature.size:g} values; a {f.encoder.origin} column may "
-                              f"have at most {MAX_GRID}")
+            raise DomainError(
+                f"column {f.column!r} has {feature.size:g} values; a {f.encoder.origin} column may "
+                f"have at most {MAX_GRID}"
+            )
         grid = feature.values()
         g0, knots, coefs = _knots(f.value(raw_values(feature, grid)), int(feature.min))
         const[i] = g0
@@ -90,10 +93,15 @@ def bind_network(model: PipelineModel, domain) -> ReluNetwork:
         layers = [H, weights[0] @ A] + weights[1:]
         bias = [hb, weights[0] @ const + biases[0]] + biases[1:]
     tables = None if identity_only else _input_tables(model, domain, weights[0], biases[0])
-    return ReluNetwork(layers, bias, input_names=list(domain.names), source=model.source,
-                       output_semantics=semantics,
-                       metadata={**metadata, "pipeline": True, "raw_columns": list(domain.names)},
-                       input_tables=tables)
+    return ReluNetwork(
+        layers,
+        bias,
+        input_names=list(domain.names),
+        source=model.source,
+        output_semantics=semantics,
+        metadata={**metadata, "pipeline": True, "raw_columns": list(domain.names)},
+        input_tables=tables,
+    )
 
 
 #: Domain points over which each category's effect on the logit is averaged (fixed seed).
@@ -113,8 +121,15 @@ def order_by_effect(network: ReluNetwork, domain, fixed=()):
     if tables is None:
         return domain
     rng = np.random.default_rng(0)
-    points = np.stack([rng.integers(int(f.min), int(f.max) + 1, EFFECT_SAMPLE) if f.is_discrete
-                       else rng.uniform(f.min, f.max, EFFECT_SAMPLE) for f in domain.features], axis=1)
+    points = np.stack(
+        [
+            rng.integers(int(f.min), int(f.max) + 1, EFFECT_SAMPLE)
+            if f.is_discrete
+            else rng.uniform(f.min, f.max, EFFECT_SAMPLE)
+            for f in domain.features
+        ],
+        axis=1,
+    )
     features = list(domain.features)
     for k, j in enumerate(tables.columns):
         f = features[j]
@@ -159,5 +174,6 @@ def _input_tables(model: PipelineModel, domain, w0: np.ndarray, b0: np.ndarray) 
             bias += table[0] - start * slope
             del tables[j]
     kept = sorted(tables)
-    return InputTables(linear, bias, tuple(kept), tuple(float(domain.features[j].min) for j in kept),
-                       tuple(tables[j] for j in kept))
+    return InputTables(
+        linear, bias, tuple(kept), tuple(float(domain.features[j].min) for j in kept), tuple(tables[j] for j in kept)
+    )

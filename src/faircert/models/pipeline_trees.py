@@ -63,12 +63,16 @@ class _Splitter:
             feature = self.domain.features[self.col[i]]
             if not f.is_monotone:
                 if not feature.is_discrete:
-                    raise DomainError(f"column {f.column!r} is real-valued in the domain, but the model's "
-                                      f"{f.encoder.origin} compares it with single values; declare it integer or "
-                                      "categorical")
+                    raise DomainError(
+                        f"column {f.column!r} is real-valued in the domain, but the model's "
+                        f"{f.encoder.origin} compares it with single values; declare it integer or "
+                        "categorical"
+                    )
                 if feature.size > MAX_GRID:
-                    raise DomainError(f"column {f.column!r} has {feature.size:g} values; at most {MAX_GRID} for a "
-                                      f"{f.encoder.origin} column")
+                    raise DomainError(
+                        f"column {f.column!r} has {feature.size:g} values; at most {MAX_GRID} for a "
+                        f"{f.encoder.origin} column"
+                    )
                 self._grid[i] = self._encoded(i, feature.values().astype(np.float64))
                 continue
             t = np.array(sorted(ts))
@@ -106,7 +110,7 @@ class _Splitter:
         feature = self.domain.features[self.col[i]]
         if i in self._grid:
             start = int(feature.min)
-            mask = self.goes_left(self._grid[i][int(lo) - start:int(hi) - start + 1], t)
+            mask = self.goes_left(self._grid[i][int(lo) - start : int(hi) - start + 1], t)
             edges = np.flatnonzero(np.diff(mask.astype(np.int8))) + int(lo)
             starts = [int(lo)] + [int(e) + 1 for e in edges]
             ends = [int(e) for e in edges] + [int(hi)]
@@ -123,8 +127,7 @@ class _Splitter:
 def bind_trees(model: PipelineModel, domain) -> TreeEnsemble:
     ens: TreeEnsemble = model.estimator
     if ens.n_features != len(model.features):
-        raise DomainError(f"the trees read {ens.n_features} features but the preprocessing gives "
-                          f"{len(model.features)}")
+        raise DomainError(f"the trees read {ens.n_features} features but the preprocessing gives {len(model.features)}")
     split = _Splitter(model, ens, domain)
     pairs: dict[int, set[float]] = {}
     for t in ens.trees:
@@ -133,9 +136,19 @@ def bind_trees(model: PipelineModel, domain) -> TreeEnsemble:
     split.prepare(pairs)
     box = [(float(f.min), float(f.max)) for f in domain.features]
     trees = [_rewrite(t, split, box) for t in ens.trees]
-    return TreeEnsemble(trees, len(domain), split="<=", input_float32=False, base_score=ens.base_score,
-                        scale=ens.scale, link=ens.link, feature_names=list(domain.names), source=model.source,
-                        sum_float32=ens.sum_float32, meta={**ens.meta, "pipeline": True})
+    return TreeEnsemble(
+        trees,
+        len(domain),
+        split="<=",
+        input_float32=False,
+        base_score=ens.base_score,
+        scale=ens.scale,
+        link=ens.link,
+        feature_names=list(domain.names),
+        source=model.source,
+        sum_float32=ens.sum_float32,
+        meta={**ens.meta, "pipeline": True},
+    )
 
 
 def _rewrite(tree: Tree, split: _Splitter, box: list[tuple[float, float]]) -> Tree:
@@ -178,6 +191,6 @@ def _rewrite(tree: Tree, split: _Splitter, box: list[tuple[float, float]]) -> Tr
         m = (len(runs) - 1) // 2  # balanced: test the middle boundary
         feature[slot], threshold[slot] = j, runs[m][1]
         left[slot], right[slot] = new(), new()
-        stack.append(("runs", (node, j, runs[:m + 1]), ranges, left[slot]))
-        stack.append(("runs", (node, j, runs[m + 1:]), ranges, right[slot]))
+        stack.append(("runs", (node, j, runs[: m + 1]), ranges, left[slot]))
+        stack.append(("runs", (node, j, runs[m + 1 :]), ranges, right[slot]))
     return Tree(np.array(feature), np.array(threshold), np.array(left), np.array(right), np.array(value))

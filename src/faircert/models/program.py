@@ -171,8 +171,10 @@ class Program:
     def require(self, *kinds: str) -> None:
         missing = [k for k in kinds if k not in self.annotations]
         if missing:
-            raise ProgramError(f"{self.source}: the program has no {', '.join(missing)}(...) annotation; "
-                               f"add e.g. `{missing[0]}(x > 0)` at the top level of a function")
+            raise ProgramError(
+                f"{self.source}: the program has no {', '.join(missing)}(...) annotation; "
+                f"add e.g. `{missing[0]}(x > 0)` at the top level of a function"
+            )
 
     def __str__(self) -> str:
         return f"Program({self.source}: {self.n_sites} random draws)"
@@ -201,12 +203,19 @@ class _Parser:
             if isinstance(node, ast.FunctionDef):
                 a = node.args
                 if a.args or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-                    raise self.error(node, f"function {node.name!r} takes parameters; program functions "
-                                           "take none (variables are shared between functions)")
+                    raise self.error(
+                        node,
+                        f"function {node.name!r} takes parameters; program functions "
+                        "take none (variables are shared between functions)",
+                    )
                 if node.decorator_list:
                     raise self.error(node, "decorators are not supported")
                 out.extend(self.block(node.body, top=True))
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            elif (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 continue  # a docstring
             else:
                 out.extend(self.block([node], top=True))
@@ -232,8 +241,12 @@ class _Parser:
             return Assign(node.target.id, value, node.lineno)
         if isinstance(node, ast.If):
             return If(self.expr(node.test), self.block(node.body, False), self.block(node.orelse, False), node.lineno)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
-                isinstance(node.value.func, ast.Name) and node.value.func.id in ANNOTATIONS:
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in ANNOTATIONS
+        ):
             return self.annotation(node.value, top)
         if isinstance(node, ast.Return):
             return None
@@ -244,8 +257,11 @@ class _Parser:
         raise self.error(node, f"unsupported statement `{kind}`{hint}")
 
     def assign(self, target: str, value: ast.expr, node: ast.stmt) -> Stmt:
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-                value.func.id in ("gaussian", "uniform", "step"):
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in ("gaussian", "uniform", "step")
+        ):
             draw = Draw(target, self.distribution(value), len(self.sites), node.lineno)
             self.sites.append(draw)
             return draw
@@ -366,8 +382,10 @@ class _Parser:
                 return Call(name, tuple(self.expr(a) for a in node.args))
             if name in ("gaussian", "uniform", "step"):
                 raise self.error(node, f"{name}(...) may only be assigned directly to a variable (`x = {name}(...)`)")
-            raise self.error(node, f"unknown function {name!r}; supported: gaussian, uniform, step, "
-                                   "abs, min, max and the annotations")
+            raise self.error(
+                node,
+                f"unknown function {name!r}; supported: gaussian, uniform, step, abs, min, max and the annotations",
+            )
         raise self.error(node, f"unsupported expression `{type(node).__name__}`")
 
 
@@ -406,11 +424,14 @@ def variables_used(expr: Expr) -> list[str]:
 
 def _check_defined(body: list[Stmt], defined: set[str], filename: str) -> set[str]:
     """Definite assignment: every variable read is assigned on every path before; returns the set after."""
+
     def need(expr: Expr, line: int) -> None:
         for name in variables_used(expr):
             if name not in defined:
-                raise ProgramError(f"{filename}:{line}: variable {name!r} is used before it is assigned "
-                                   "(on some path); assign it first")
+                raise ProgramError(
+                    f"{filename}:{line}: variable {name!r} is used before it is assigned "
+                    "(on some path); assign it first"
+                )
 
     for stmt in body:
         if isinstance(stmt, Assign):
@@ -438,15 +459,19 @@ def _syntax_tree(text: str, filename: str, mode: str) -> ast.AST:
     except SyntaxError as exc:
         raise ProgramError(f"{filename}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}") from None
     except (RecursionError, MemoryError):  # the parser's own stack, on thousands of nested operators
-        raise ProgramError(f"{filename}: expressions nested too deeply to parse (faircert reads at most "
-                           f"{MAX_EXPRESSION_DEPTH} levels; see faircert.limits)") from None
+        raise ProgramError(
+            f"{filename}: expressions nested too deeply to parse (faircert reads at most "
+            f"{MAX_EXPRESSION_DEPTH} levels; see faircert.limits)"
+        ) from None
     stack = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_EXPRESSION_DEPTH:
-            raise ProgramError(f"{filename}:{getattr(node, 'lineno', 0)}: expressions and statements nested more "
-                               f"than {MAX_EXPRESSION_DEPTH} levels deep (see faircert.limits); split the "
-                               "expression with intermediate variables")
+            raise ProgramError(
+                f"{filename}:{getattr(node, 'lineno', 0)}: expressions and statements nested more "
+                f"than {MAX_EXPRESSION_DEPTH} levels deep (see faircert.limits); split the "
+                "expression with intermediate variables"
+            )
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return tree
 

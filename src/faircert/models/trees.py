@@ -138,8 +138,14 @@ class TreeEnsemble:
                     thr.append(np.inf if leaf else float(t.threshold[node]))
                     child.append(new_id[node] if leaf else new_id[int(t.left[node])])
                     value.append(float(t.value[node]))
-            self._flat_cache = (np.array(roots, dtype=np.intp), np.array(feat, dtype=np.intp), np.array(thr),
-                                np.array(child, dtype=np.intp), np.array(value), max(t.depth for t in self.trees))
+            self._flat_cache = (
+                np.array(roots, dtype=np.intp),
+                np.array(feat, dtype=np.intp),
+                np.array(thr),
+                np.array(child, dtype=np.intp),
+                np.array(value),
+                max(t.depth for t in self.trees),
+            )
         return self._flat_cache
 
     def _tables(self) -> tuple[np.ndarray, ...] | None:
@@ -190,14 +196,14 @@ class TreeEnsemble:
         strict = self.split == "<"
         d = X.shape[1]
         for s in range(0, len(X), chunk):
-            xs = np.ascontiguousarray(X[s:s + chunk]).ravel()
+            xs = np.ascontiguousarray(X[s : s + chunk]).ravel()
             offs = (np.arange(len(xs) // d, dtype=np.intp) * d)[:, None]
             node = np.repeat(roots[None], len(xs) // d, axis=0)
             for _ in range(depth):
                 x = np.take(xs, offs + np.take(feat, node))
                 t = np.take(thr, node)
                 node = np.take(child, node) + ((x >= t) if strict else (x > t))
-            out[s:s + chunk] = np.take(value, node)
+            out[s : s + chunk] = np.take(value, node)
         return out
 
     def _leaf_values_by_table(self, X, pair_feat, pair_thr, weights, table, width) -> np.ndarray:
@@ -205,8 +211,8 @@ class TreeEnsemble:
         base = self._table_base(width)
         rows = max(1024, (1 << 22) // max(1, len(pair_feat)))
         for s in range(0, len(X), rows):
-            codes = self._goes_right(X[s:s + rows][:, pair_feat], pair_thr).astype(np.float32) @ weights
-            out[s:s + rows] = table[_table_index(codes, base)]
+            codes = self._goes_right(X[s : s + rows][:, pair_feat], pair_thr).astype(np.float32) @ weights
+            out[s : s + rows] = table[_table_index(codes, base)]
         return out
 
     def _table_base(self, width: int) -> np.ndarray:
@@ -222,15 +228,19 @@ class TreeEnsemble:
         `values`. By table, the comparisons on the other features are made once for all calls."""
         tables = self._tables()
         if tables is None:
+
             def by_traversal(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
                 x = X[rows].copy()
                 x[:, features] = values
                 return self.leaf_values(x)
+
             return by_traversal
         pair_feat, pair_thr, weights, table, width = tables
         fixed = np.isin(pair_feat, features)
-        codes = self._goes_right(self._inputs(X)[:, pair_feat[~fixed]], pair_thr[~fixed]).astype(np.float32) \
+        codes = (
+            self._goes_right(self._inputs(X)[:, pair_feat[~fixed]], pair_thr[~fixed]).astype(np.float32)
             @ weights[~fixed]
+        )
         base = self._table_base(width)
 
         def by_table(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -238,6 +248,7 @@ class TreeEnsemble:
             z[0, features] = values
             own = self._goes_right(self._inputs(z)[0, pair_feat[fixed]], pair_thr[fixed]).astype(np.float32)
             return table[_table_index(codes[rows] + own @ weights[fixed], base)]
+
         return by_table
 
     def score(self, X: np.ndarray) -> np.ndarray:
@@ -245,6 +256,7 @@ class TreeEnsemble:
         X = self._checked(X)
         if len(X) >= COMPILED_FROM and compiled.available():
             from . import trees_compiled
+
             return trees_compiled.scores(self, X)
         return self.score_of_leaves(self.leaf_values(X))
 
@@ -312,34 +324,53 @@ class TreeEnsemble:
         rng = np.random.default_rng(seed)
         ths = np.concatenate([t.threshold[~t.is_leaf] for t in self.trees] + [np.zeros(1)])
         lo, hi = ths.min() - 1.0, ths.max() + 1.0
-        X = np.vstack([rng.uniform(lo, hi, (n, self.n_features)), rng.choice(ths, (n, self.n_features)),
-                       np.round(rng.uniform(lo, hi, (n, self.n_features)))])
+        X = np.vstack(
+            [
+                rng.uniform(lo, hi, (n, self.n_features)),
+                rng.choice(ths, (n, self.n_features)),
+                np.round(rng.uniform(lo, hi, (n, self.n_features))),
+            ]
+        )
         ours = self.predict(X)
         theirs = np.asarray(predict(X)).astype(np.int64).ravel()
         s = self.score(X) - (0.5 if self.link == "identity" else 0.0)
         bad = (ours != theirs) & (np.abs(s) > 1e-6 * max(1.0, float(np.max(np.abs(s)))))
         if bad.any():
-            raise ModelFormatError(f"{what}: the imported trees disagree with the framework's own predictions on "
-                                   f"{int(bad.sum())} of {len(X)} sample inputs; this model variant is not supported")
+            raise ModelFormatError(
+                f"{what}: the imported trees disagree with the framework's own predictions on "
+                f"{int(bad.sum())} of {len(X)} sample inputs; this model variant is not supported"
+            )
 
     def sub_ensemble(self, trees: np.ndarray) -> TreeEnsemble:
         """The chosen trees alone (for their leaf values; scores need every tree)."""
-        return TreeEnsemble([self.trees[int(j)] for j in trees], self.n_features, self.split, self.input_float32,
-                            self.base_score, self.scale, self.link, self.feature_names, self.source,
-                            self.sum_float32)
+        return TreeEnsemble(
+            [self.trees[int(j)] for j in trees],
+            self.n_features,
+            self.split,
+            self.input_float32,
+            self.base_score,
+            self.scale,
+            self.link,
+            self.feature_names,
+            self.source,
+            self.sum_float32,
+        )
 
     def trees_reading(self, features: list[int]) -> np.ndarray:
         """Indices of the trees that split on any of `features`."""
-        return np.array([j for j, t in enumerate(self.trees) if np.isin(t.feature[~t.is_leaf], features).any()],
-                        dtype=np.int64)
+        return np.array(
+            [j for j, t in enumerate(self.trees) if np.isin(t.feature[~t.is_leaf], features).any()], dtype=np.int64
+        )
 
     @property
     def max_depth(self) -> int:
         return max(t.depth for t in self.trees)
 
     def __repr__(self) -> str:
-        return (f"TreeEnsemble({len(self.trees)} trees, depth <= {self.max_depth}, {self.n_features} features, "
-                f"split {self.split!r}, link {self.link}, base {self.base_score:g}, scale {self.scale:g})")
+        return (
+            f"TreeEnsemble({len(self.trees)} trees, depth <= {self.max_depth}, {self.n_features} features, "
+            f"split {self.split!r}, link {self.link}, base {self.base_score:g}, scale {self.scale:g})"
+        )
 
 
 def _table_index(codes: np.ndarray, base: np.ndarray) -> np.ndarray:

@@ -14,8 +14,9 @@ import numpy as np
 from ..compiled import jit, jit_inline, over_rows
 
 
-def slice_scores(ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np.ndarray,
-                 reading: np.ndarray) -> np.ndarray:
+def slice_scores(
+    ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np.ndarray, reading: np.ndarray
+) -> np.ndarray:
     """Scores (rows x len(values)): column u is the score of X with features `prot` set to
     values[u]; column own[i] of row i is the score of X[i] as it is (it holds own[i]'s values).
     Only the trees in `reading` (those that split on `prot`) are evaluated again for the other
@@ -26,9 +27,25 @@ def slice_scores(ir, X: np.ndarray, own: np.ndarray, prot: list[int], values: np
         thr = np.nextafter(thr, np.inf)
     values = np.asarray(values, dtype=np.float64)  # (columns x len(prot))
     out = np.empty((len(X), max(1, len(values))))
-    over_rows(_kernel, len(X), np.ascontiguousarray(X, dtype=np.float64), np.asarray(own, dtype=np.intp),
-              np.asarray(prot, dtype=np.intp), values, np.asarray(reading, dtype=np.intp), roots, step, thr, value,
-              depth, bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score), float(ir.scale), out)
+    over_rows(
+        _kernel,
+        len(X),
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.asarray(own, dtype=np.intp),
+        np.asarray(prot, dtype=np.intp),
+        values,
+        np.asarray(reading, dtype=np.intp),
+        roots,
+        step,
+        thr,
+        value,
+        depth,
+        bool(ir.input_float32),
+        bool(ir.sum_float32),
+        float(ir.base_score),
+        float(ir.scale),
+        out,
+    )
     return out
 
 
@@ -67,8 +84,9 @@ def _sum(leaf, sum_f32, base, scale):
 
 
 @jit
-def _kernel(X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale, out,
-            start, stop):
+def _kernel(
+    X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale, out, start, stop
+):
     """out[i] for rows start..stop (see `slice_scores`)."""
     d = X.shape[1]
     n_trees = len(roots)

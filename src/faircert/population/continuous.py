@@ -26,8 +26,9 @@ _REL = 1e-10
 _ABS = 1e-12
 
 
-def _widen(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray, rel: float = _REL,
-           absolute: float = _ABS) -> tuple[np.ndarray, np.ndarray]:
+def _widen(
+    lo: np.ndarray, hi: np.ndarray, scale: np.ndarray, rel: float = _REL, absolute: float = _ABS
+) -> tuple[np.ndarray, np.ndarray]:
     pad = rel * scale + absolute
     with np.errstate(invalid="ignore"):
         lo = np.where(np.isfinite(lo), lo - pad, lo)
@@ -121,8 +122,8 @@ class Step:
         lo = a[kl] + (ul - cum[kl]) / width_l * (b[kl] - a[kl])
         hi = a[kh] + (uh - cum[kh]) / width_h * (b[kh] - a[kh])
         # a + (u - c) / w * (b - a): a handful of roundings, each below 2^-53 of |a| + |b|
-        lo, _ = _widen(lo, lo, np.abs(a[kl]) + np.abs(b[kl]), 2.0 ** -48, 0.0)
-        _, hi = _widen(hi, hi, np.abs(a[kh]) + np.abs(b[kh]), 2.0 ** -48, 0.0)
+        lo, _ = _widen(lo, lo, np.abs(a[kl]) + np.abs(b[kl]), 2.0**-48, 0.0)
+        _, hi = _widen(hi, hi, np.abs(a[kh]) + np.abs(b[kh]), 2.0**-48, 0.0)
         # exactly at a bar edge the value is exactly the edge (the float cumulative sums define the model)
         lo = np.where(ul == cum[kl], a[kl], np.clip(lo, a[kl], b[kl]))
         hi = np.where(uh == cum[kh + 1], b[kh], np.clip(hi, a[kh], b[kh]))
@@ -199,7 +200,7 @@ def marginal(spec: Marginal | Mapping | Iterable, name: str = "") -> Marginal:
     if isinstance(spec, (Gaussian, Step, Discrete)):
         return spec
     if isinstance(spec, Mapping) and len(spec) == 1:
-        (kind, args), = spec.items()
+        ((kind, args),) = spec.items()
         if kind == "gaussian":
             return Gaussian(float(args[0]), float(args[1]), name)
         if kind == "uniform":

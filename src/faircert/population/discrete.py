@@ -45,12 +45,21 @@ class Variable:
             try:
                 self.within = tuple((tuple(v), tuple(float(x) for x in q)) for v, q in self.within)
             except (TypeError, ValueError):
-                raise DataError(f"variable {self.name!r}: 'within' must list (values, probabilities) per state") from None
+                raise DataError(
+                    f"variable {self.name!r}: 'within' must list (values, probabilities) per state"
+                ) from None
             if len(self.within) != len(self.states) or any(
-                    len(v) != len(q) or not v or any(not np.isfinite(x) or x < 0 for x in q)
-                    or abs(sum(q) - 1.0) > 1e-9 or not all(map(_finite_number, v)) for v, q in self.within):
-                raise DataError(f"variable {self.name!r}: 'within' needs, for each of its {len(self.states)} states, "
-                                "values (finite numbers) with probabilities >= 0 that sum to 1")
+                len(v) != len(q)
+                or not v
+                or any(not np.isfinite(x) or x < 0 for x in q)
+                or abs(sum(q) - 1.0) > 1e-9
+                or not all(map(_finite_number, v))
+                for v, q in self.within
+            ):
+                raise DataError(
+                    f"variable {self.name!r}: 'within' needs, for each of its {len(self.states)} states, "
+                    "values (finite numbers) with probabilities >= 0 that sum to 1"
+                )
         self.labels = tuple(str(x) for x in self.labels) if self.labels else tuple(str(s) for s in self.states)
         self.parents = tuple(self.parents)
         if not all(isinstance(p, str) for p in self.parents):
@@ -59,8 +68,10 @@ class Variable:
         if len(self.labels) != len(self.states):
             raise DataError(f"variable {self.name!r}: {len(self.labels)} labels for {len(self.states)} states")
         if self.cpt.ndim != len(self.parents) + 1 or self.cpt.shape[-1] != len(self.states):
-            raise DataError(f"variable {self.name!r}: table of shape {self.cpt.shape} does not fit "
-                            f"{len(self.parents)} parent(s) and {len(self.states)} states")
+            raise DataError(
+                f"variable {self.name!r}: table of shape {self.cpt.shape} does not fit "
+                f"{len(self.parents)} parent(s) and {len(self.states)} states"
+            )
         if np.any(~np.isfinite(self.cpt)) or np.any(self.cpt < 0):
             raise DataError(f"variable {self.name!r}: probabilities must be finite and >= 0")
         if not np.allclose(self.cpt.sum(axis=-1), 1.0, atol=1e-9):
@@ -79,7 +90,9 @@ class Variable:
             idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, self.card - 1)
             return np.where((x >= edges[0]) & (x <= edges[-1]), idx, -1)
         lookup = {str(s): i for i, s in enumerate(self.states)}
-        numeric = {float(s): i for i, s in enumerate(self.states) if isinstance(s, (int, float)) and not isinstance(s, bool)}
+        numeric = {
+            float(s): i for i, s in enumerate(self.states) if isinstance(s, (int, float)) and not isinstance(s, bool)
+        }
         out = np.full(len(values), -1, dtype=np.int64)
         for j, v in enumerate(values):
             if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and float(v) in numeric:
@@ -89,8 +102,13 @@ class Variable:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "states": list(self.states), "labels": list(self.labels),
-                               "parents": list(self.parents), "table": self.cpt.tolist()}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "states": list(self.states),
+            "labels": list(self.labels),
+            "parents": list(self.parents),
+            "table": self.cpt.tolist(),
+        }
         if self.edges is not None:
             out["edges"] = list(self.edges)
         if self.within is not None:
@@ -104,12 +122,19 @@ class Variable:
         if not isinstance(d, dict):
             raise DataError(f"population variable {quoted(d)}: malformed (not a mapping)")
         try:
-            return cls(str(d["name"]), tuple(d["states"]), tuple(d.get("labels") or ()), tuple(d.get("parents", ())),
-                       np.asarray(d["table"], dtype=np.float64),
-                       tuple(d["edges"]) if d.get("edges") is not None else None, d.get("within"))
+            return cls(
+                str(d["name"]),
+                tuple(d["states"]),
+                tuple(d.get("labels") or ()),
+                tuple(d.get("parents", ())),
+                np.asarray(d["table"], dtype=np.float64),
+                tuple(d["edges"]) if d.get("edges") is not None else None,
+                d.get("within"),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"population variable {quoted(d.get('name', '?'))}: malformed "
-                            f"({' '.join(str(exc).split())[:200]})") from None
+            raise DataError(
+                f"population variable {quoted(d.get('name', '?'))}: malformed ({' '.join(str(exc).split())[:200]})"
+            ) from None
 
 
 @dataclass
@@ -205,8 +230,11 @@ class DiscretePopulation:
             if missing:
                 raise DataError(f"cannot drop {missing}: they are parents of {n!r}")
         variables = {n: v for n, v in self.variables.items() if n in keep}
-        return replace(self, variables=variables, by_label={k: p.restricted_to(keep & set(p.variables))
-                                                            for k, p in self.by_label.items()})
+        return replace(
+            self,
+            variables=variables,
+            by_label={k: p.restricted_to(keep & set(p.variables)) for k, p in self.by_label.items()},
+        )
 
     # ----- a bin's data values as a variable of their own ------------------------------------------
     def expanded(self) -> DiscretePopulation:
@@ -214,8 +242,9 @@ class DiscretePopulation:
         split in two: the bin, renamed `name + BIN_SUFFIX` (its children now read it), and `name`
         itself, a child of the bin taking the data's values with their frequencies inside each bin.
         Protected attributes and the label stay as they are (their bins are the groups)."""
-        split = [n for n, v in self.variables.items()
-                 if v.within is not None and n not in self.protected and n != self.label]
+        split = [
+            n for n, v in self.variables.items() if v.within is not None and n not in self.protected and n != self.label
+        ]
         if not split:
             return self
         rename = {n: n + BIN_SUFFIX for n in split}
@@ -232,8 +261,13 @@ class DiscretePopulation:
             for b, (vals, probs) in enumerate(v.within):
                 for x, q in zip(vals, probs):
                     table[b, index[x]] += q
-            variables[n] = Variable(n, tuple(values), tuple(f"{x:g}" if isinstance(x, float) else str(x) for x in values),
-                                    (rename[n],), table / table.sum(axis=1, keepdims=True))
+            variables[n] = Variable(
+                n,
+                tuple(values),
+                tuple(f"{x:g}" if isinstance(x, float) else str(x) for x in values),
+                (rename[n],),
+                table / table.sum(axis=1, keepdims=True),
+            )
         by_label = {k: p.expanded() for k, p in self.by_label.items()}
         return replace(self, variables=variables, by_label=by_label)
 
@@ -242,7 +276,9 @@ class DiscretePopulation:
         return name + BIN_SUFFIX if name + BIN_SUFFIX in self.variables else name
 
     # ----- sampling ---------------------------------------------------------------------------
-    def sample_codes(self, rng: np.random.Generator, n: int, order: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def sample_codes(
+        self, rng: np.random.Generator, n: int, order: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
         """`n` ancestral samples: each variable's state index per sample (parents drawn first)."""
         codes: dict[str, np.ndarray] = {}
         for name in order or self.order():
@@ -272,9 +308,13 @@ class DiscretePopulation:
         """P[name | evidence] by enumerating the ancestors of `name` and the evidence (small networks)."""
         evidence = dict(evidence or {})
         needed = self._ancestors([name, *evidence])
-        sub = replace(self, variables={n: v for n, v in self.variables.items() if n in needed}, by_label={},
-                      protected=tuple(p for p in self.protected if p in needed),
-                      label=self.label if self.label in needed else None)
+        sub = replace(
+            self,
+            variables={n: v for n, v in self.variables.items() if n in needed},
+            by_label={},
+            protected=tuple(p for p in self.protected if p in needed),
+            label=self.label if self.label in needed else None,
+        )
         out = np.zeros(self.variables[name].card)
         for asg, p in sub.joint():
             if all(asg[k] == s for k, s in evidence.items()):
@@ -296,9 +336,15 @@ class DiscretePopulation:
 
     # ----- files ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "kind": self.kind, "protected": list(self.protected), "label": self.label,
-                "variables": [v.to_dict() for v in self.variables.values()],
-                "by_label": {k: p.to_dict() for k, p in self.by_label.items()}, "info": self.info}
+        return {
+            "format": FORMAT,
+            "kind": self.kind,
+            "protected": list(self.protected),
+            "label": self.label,
+            "variables": [v.to_dict() for v in self.variables.values()],
+            "by_label": {k: p.to_dict() for k, p in self.by_label.items()},
+            "info": self.info,
+        }
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "population") -> DiscretePopulation:
@@ -310,12 +356,20 @@ class DiscretePopulation:
             variables[v.name] = v
         protected, label = data.get("protected", []), data.get("label")
         by_label, info = data.get("by_label") or {}, data.get("info") or {}
-        if not (isinstance(protected, list) and all(isinstance(p, str) for p in protected)
-                and (label is None or isinstance(label, str)) and isinstance(data.get("kind", ""), str)
-                and isinstance(by_label, dict) and isinstance(info, dict) and _report_info(info)):
-            raise DataError(f"{source}: malformed population ('protected' must list names, 'label' be a name or "
-                            "null, 'kind' a name, 'by_label' and 'info' mappings, info's 'binning' a mapping of "
-                            "plain values and its 'edges_dropped' a list of {edge: [parent, child], loglik})")
+        if not (
+            isinstance(protected, list)
+            and all(isinstance(p, str) for p in protected)
+            and (label is None or isinstance(label, str))
+            and isinstance(data.get("kind", ""), str)
+            and isinstance(by_label, dict)
+            and isinstance(info, dict)
+            and _report_info(info)
+        ):
+            raise DataError(
+                f"{source}: malformed population ('protected' must list names, 'label' be a name or "
+                "null, 'kind' a name, 'by_label' and 'info' mappings, info's 'binning' a mapping of "
+                "plain values and its 'edges_dropped' a list of {edge: [parent, child], loglik})"
+            )
         by_label = {str(k): cls.from_dict(p, source) for k, p in by_label.items()}
         return cls(variables, tuple(protected), label, data.get("kind", "bayesnet"), by_label, info)
 
@@ -338,17 +392,29 @@ def _report_info(info: dict) -> bool:
     """Whether what a saved population says of how it was made has the shape reports read."""
     binning, dropped = info.get("binning", {}), info.get("edges_dropped") or []
     plain = (str, int, float, bool, type(None))
-    return (isinstance(binning, dict) and all(isinstance(v, plain) for v in binning.values())
-            and isinstance(info.get("label"), (str, type(None))) and isinstance(dropped, list)
-            and all(isinstance(d, dict) and isinstance(d.get("edge"), list) and len(d["edge"]) == 2
-                    and isinstance(d.get("loglik"), (int, float)) and not isinstance(d["loglik"], bool)
-                    for d in dropped))
+    return (
+        isinstance(binning, dict)
+        and all(isinstance(v, plain) for v in binning.values())
+        and isinstance(info.get("label"), (str, type(None)))
+        and isinstance(dropped, list)
+        and all(
+            isinstance(d, dict)
+            and isinstance(d.get("edge"), list)
+            and len(d["edge"]) == 2
+            and isinstance(d.get("loglik"), (int, float))
+            and not isinstance(d["loglik"], bool)
+            for d in dropped
+        )
+    )
 
 
 def _finite_number(value: Any) -> bool:
     """A data value of a binned variable: an int or float, not a bool, finite."""
-    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-            and bool(np.isfinite(value)))
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and bool(np.isfinite(value))
+    )
 
 
 def _jsonable(value: Any) -> Any:

@@ -31,17 +31,24 @@ class Column:
     """One finite variable made from a data column: its states and each row's state code."""
 
     name: str
-    states: tuple          # the value each state stands for (a category or a number)
+    states: tuple  # the value each state stands for (a category or a number)
     labels: tuple[str, ...]  # how each state is shown
-    codes: np.ndarray      # per row, the index of its state
+    codes: np.ndarray  # per row, the index of its state
     edges: tuple[float, ...] | None = None  # bin edges when binned (len(states) + 1)
     #: With the data's values inside bins: per bin, (its distinct values, their frequencies in it).
     within: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = None
 
 
-def discretise(frame: Any, columns: Sequence[str], *, protected: Sequence[str] = (), max_bins: int = 10,
-               method: str = "quantile", bin_value: str = "data",
-               bins: Mapping[str, int | Sequence[float]] | None = None) -> list[Column]:
+def discretise(
+    frame: Any,
+    columns: Sequence[str],
+    *,
+    protected: Sequence[str] = (),
+    max_bins: int = 10,
+    method: str = "quantile",
+    bin_value: str = "data",
+    bins: Mapping[str, int | Sequence[float]] | None = None,
+) -> list[Column]:
     """Finite variables for `columns` of `frame` (rows with a missing value must be removed first)."""
     if method not in METHODS:
         raise DataError(f"binning method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -61,8 +68,15 @@ def discretise(frame: Any, columns: Sequence[str], *, protected: Sequence[str] =
     return out
 
 
-def _column(name: str, series: Any, protected: bool, max_bins: int, method: str, bin_value: str,
-            spec: int | Sequence[float] | None) -> Column:
+def _column(
+    name: str,
+    series: Any,
+    protected: bool,
+    max_bins: int,
+    method: str,
+    bin_value: str,
+    spec: int | Sequence[float] | None,
+) -> Column:
     numeric = _numeric(series)
     if numeric is None:
         if spec is not None:
@@ -78,8 +92,10 @@ def _column(name: str, series: Any, protected: bool, max_bins: int, method: str,
         codes = np.searchsorted(unique, numeric)
         return Column(name, states, tuple(f"{s:g}" if isinstance(s, float) else str(s) for s in states), codes)
     if spec is None and protected:
-        raise DataError(f"protected column {name!r} is continuous ({len(unique)} distinct values); "
-                        f"bin it explicitly, e.g. bins={{'{name}': 4}} (or --bins {name}=4), or give bin edges")
+        raise DataError(
+            f"protected column {name!r} is continuous ({len(unique)} distinct values); "
+            f"bin it explicitly, e.g. bins={{'{name}': 4}} (or --bins {name}=4), or give bin edges"
+        )
     edges = _edges(numeric, spec if spec is not None else max_bins, method, name)
     codes = np.clip(np.searchsorted(edges, numeric, side="right") - 1, 0, len(edges) - 2)
     used = np.unique(codes)
@@ -96,8 +112,14 @@ def _column(name: str, series: Any, protected: bool, max_bins: int, method: str,
         within.append((tuple(_plain(v) for v in distinct), tuple(float(c) for c in counts / counts.sum())))
     labels = tuple(f"[{edges[k]:g}, {edges[k + 1]:g}" + ("]" if k == len(edges) - 2 else ")") for k in used)
     keep = bin_value == "data" and len(unique) <= MAX_DATA_VALUES  # else each bin takes its data's mean
-    return Column(name, tuple(values), labels, codes.astype(np.int64), tuple(float(e) for e in kept_edges),
-                  tuple(within) if keep else None)
+    return Column(
+        name,
+        tuple(values),
+        labels,
+        codes.astype(np.int64),
+        tuple(float(e) for e in kept_edges),
+        tuple(within) if keep else None,
+    )
 
 
 def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -> np.ndarray:
@@ -119,7 +141,9 @@ def _edges(x: np.ndarray, spec: int | Sequence[float], method: str, name: str) -
     if len(edges) < 2 or len(np.unique(edges)) != len(edges):
         raise DataError(f"column {name!r}: bin edges must be at least two distinct numbers")
     if lo < edges[0] or hi > edges[-1]:
-        raise DataError(f"column {name!r}: data range [{lo:g}, {hi:g}] is outside the bin edges [{edges[0]:g}, {edges[-1]:g}]")
+        raise DataError(
+            f"column {name!r}: data range [{lo:g}, {hi:g}] is outside the bin edges [{edges[0]:g}, {edges[-1]:g}]"
+        )
     return edges
 
 

@@ -23,7 +23,7 @@ class Factor:
     """One table of the network: the variable it belongs to and the open variables it reads."""
 
     var: str
-    scope: tuple[str, ...]      # open variables (evidence removed), the table's own variable last if open
+    scope: tuple[str, ...]  # open variables (evidence removed), the table's own variable last if open
     leaves: tuple[str, ...] = ()  # childless one-parent variables eliminated right after this table
 
 
@@ -88,7 +88,6 @@ def search_order(factors: list[Factor], cards: dict[str, int], exact: bool = Tru
     return [factors[i] for i in seq]
 
 
-
 def _exact_order(scope: list[int], readers: dict[int, int], logc: dict[int, float], extra: list[float]) -> list[int]:
     """The cheapest order by dynamic programming over the subsets of tables taken (vectorised: the
     variables open after each subset, and each step's cost, are computed for all subsets at once)."""
@@ -122,8 +121,9 @@ def _exact_order(scope: list[int], readers: dict[int, int], logc: dict[int, floa
     return order[::-1]
 
 
-def network_width(parents: dict[str, tuple[str, ...]], cards: dict[str, int], evidence: list[str],
-                  exact: bool = True) -> tuple[int, list[str]]:
+def network_width(
+    parents: dict[str, tuple[str, ...]], cards: dict[str, int], evidence: list[str], exact: bool = True
+) -> tuple[int, list[str]]:
     """The most configurations a message holds at once when the network is eliminated with
     `evidence` fixed, along the order the engine searches, and the variables open at that step."""
     from types import SimpleNamespace
@@ -137,7 +137,7 @@ def network_width(parents: dict[str, tuple[str, ...]], cards: dict[str, int], ev
         size = math.prod(open_vars.values())  # a leaf is taken without becoming an axis
         if size > widest:
             widest, at = size, list(open_vars)
-        later = order[pos + 1:]
+        later = order[pos + 1 :]
         for v in [v for v in open_vars if not any(v in g.scope for g in later)]:
             open_vars.pop(v)
     return widest, at

@@ -25,8 +25,16 @@ class EmpiricalPopulation:
     groups: Any = None
 
     @classmethod
-    def from_data(cls, frame: Any, columns: list[str], protected: list[str], label: str | None,
-                  bins: Any = None, max_bins: int = 10, **_: Any) -> EmpiricalPopulation:
+    def from_data(
+        cls,
+        frame: Any,
+        columns: list[str],
+        protected: list[str],
+        label: str | None,
+        bins: Any = None,
+        max_bins: int = 10,
+        **_: Any,
+    ) -> EmpiricalPopulation:
         """The rows of `frame`; a continuous protected column is grouped by `bins` (never implicitly)."""
         used = list(dict.fromkeys(list(protected) + list(columns) + ([label] if label else [])))
         have = [str(c) for c in frame.columns]
@@ -43,11 +51,21 @@ class EmpiricalPopulation:
 
         from .discretize import discretise
 
-        named = discretise(kept, list(protected), protected=protected, max_bins=max_bins,
-                           bins={p: b for p, b in (bins or {}).items() if p in protected})
+        named = discretise(
+            kept,
+            list(protected),
+            protected=protected,
+            max_bins=max_bins,
+            bins={p: b for p, b in (bins or {}).items() if p in protected},
+        )
         groups = pd.DataFrame({c.name: [c.labels[k] for k in c.codes] for c in named})
-        return cls(kept, tuple(protected), label,
-                   {"rows": len(kept), "rows_dropped_missing": int(len(frame) - len(kept))}, groups)
+        return cls(
+            kept,
+            tuple(protected),
+            label,
+            {"rows": len(kept), "rows_dropped_missing": int(len(frame) - len(kept))},
+            groups,
+        )
 
     def describe(self) -> str:
         return f"empirical: the data's {self.info.get('rows', len(self.frame)):,} rows, each with equal weight"

@@ -1,9 +1,9 @@
 """Learning a DiscretePopulation from data: independent marginals or a Bayesian network.
 
 The network's structure is learned by hill climbing (K2, BIC or BDeu score, bounded in-degree;
-`structure.py`) with the protected attributes forced to be roots; the label may be a node so that equalized odds can condition
-on it. Tables are maximum-likelihood estimates; a parent configuration never seen in the data gets
-the child's marginal (stated in `info`).
+`structure.py`) with the protected attributes forced to be roots; the label may be a node so that
+equalized odds can condition on it. Tables are maximum-likelihood estimates; a parent configuration never seen
+in the data gets the child's marginal (stated in `info`).
 """
 
 from __future__ import annotations
@@ -26,11 +26,23 @@ SCORES = {"k2": "k2", "bic": "bic", "bdeu": "bdeu"}
 MAX_WIDTH = 2000
 
 
-def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str], *, label: str | None = None,
-                     kind: str = "independent", max_bins: int = 10, method: str = "quantile",
-                     bin_value: str = "data", bins: Mapping[str, Any] | None = None, score: str = "k2",
-                     max_indegree: int = 3, label_in_network: bool = True,
-                     structure_bins: int = 10, max_width: int | None = MAX_WIDTH) -> DiscretePopulation:
+def learn_population(
+    data: Any,
+    columns: Sequence[str],
+    protected: Sequence[str],
+    *,
+    label: str | None = None,
+    kind: str = "independent",
+    max_bins: int = 10,
+    method: str = "quantile",
+    bin_value: str = "data",
+    bins: Mapping[str, Any] | None = None,
+    score: str = "k2",
+    max_indegree: int = 3,
+    label_in_network: bool = True,
+    structure_bins: int = 10,
+    max_width: int | None = MAX_WIDTH,
+) -> DiscretePopulation:
     """A population over `columns` (protected ones included) learned from the rows of `data`.
 
     The network's structure is searched on a coarser view of binned columns (consecutive bins merged
@@ -56,16 +68,19 @@ def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str]
     if frame.empty:
         raise DataError("no data rows without missing values in the columns used")
     started = time.perf_counter()
-    cols = discretise(frame, wanted, protected=protected, max_bins=max_bins, method=method,
-                      bin_value=bin_value, bins=bins)
+    cols = discretise(
+        frame, wanted, protected=protected, max_bins=max_bins, method=method, bin_value=bin_value, bins=bins
+    )
     if label:
         lab = cols[wanted.index(label)]
         if lab.edges is not None or len(lab.states) != 2:
             raise DataError(f"label {label!r} must take exactly two values, it takes {len(lab.states)}")
-    info: dict[str, Any] = {"rows": len(frame), "rows_dropped_missing": int(n_rows - len(frame)),
-                            "binning": {"method": method, "max_bins": max_bins, "bin_value": bin_value},
-                            "bins": {c.name: {"edges": list(c.edges), "values": list(c.states)}
-                                     for c in cols if c.edges is not None}}
+    info: dict[str, Any] = {
+        "rows": len(frame),
+        "rows_dropped_missing": int(n_rows - len(frame)),
+        "binning": {"method": method, "max_bins": max_bins, "bin_value": bin_value},
+        "bins": {c.name: {"edges": list(c.edges), "values": list(c.states)} for c in cols if c.edges is not None},
+    }
     feature_cols = [c for c in cols if c.name != label]
     if kind == "independent":
         pop = _independent(feature_cols, protected, info)
@@ -80,8 +95,16 @@ def learn_population(data: Any, columns: Sequence[str], protected: Sequence[str]
             pop.info["label"] = label
     else:
         use = cols if (label and label_in_network) else feature_cols
-        pop = _bayesnet(use, protected, label if (label and label_in_network) else None, score, max_indegree, info,
-                        structure_bins, max_width)
+        pop = _bayesnet(
+            use,
+            protected,
+            label if (label and label_in_network) else None,
+            score,
+            max_indegree,
+            info,
+            structure_bins,
+            max_width,
+        )
         if label and not label_in_network:
             pop.info["label"] = label
     pop.info["learning_s"] = time.perf_counter() - started
@@ -108,8 +131,9 @@ def _table(child: Column, parents: list[Column]) -> tuple[np.ndarray, int]:
 
 def _variable(col: Column, parents: list[Column]) -> tuple[Variable, int]:
     table, unseen = _table(col, parents)
-    return Variable(col.name, col.states, col.labels, tuple(p.name for p in parents), table, col.edges,
-                    col.within), unseen
+    return Variable(
+        col.name, col.states, col.labels, tuple(p.name for p in parents), table, col.edges, col.within
+    ), unseen
 
 
 def _independent(cols: list[Column], protected: Sequence[str], info: dict[str, Any]) -> DiscretePopulation:
@@ -117,17 +141,34 @@ def _independent(cols: list[Column], protected: Sequence[str], info: dict[str, A
     return DiscretePopulation(variables, tuple(protected), None, "independent", {}, dict(info))
 
 
-def _bayesnet(cols: list[Column], protected: Sequence[str], label: str | None, score: str, max_indegree: int,
-              info: dict[str, Any], structure_bins: int = 10, max_width: int | None = MAX_WIDTH) -> DiscretePopulation:
+def _bayesnet(
+    cols: list[Column],
+    protected: Sequence[str],
+    label: str | None,
+    score: str,
+    max_indegree: int,
+    info: dict[str, Any],
+    structure_bins: int = 10,
+    max_width: int | None = MAX_WIDTH,
+) -> DiscretePopulation:
     if score not in SCORES:
         raise DataError(f"network score must be one of {', '.join(SCORES)}, got {score!r}")
     if not isinstance(max_indegree, (int, np.integer)) or max_indegree < 0:
         raise DataError(f"max in-degree must be an integer >= 0, got {max_indegree!r}")
     if not isinstance(structure_bins, (int, np.integer)) or structure_bins < 2:
         raise DataError(f"structure bins must be an integer >= 2, got {structure_bins!r}")
-    coarse = [Column(c.name, c.states[:structure_bins], c.labels[:structure_bins],
-                     c.codes * structure_bins // len(c.states), c.edges)
-              if c.edges is not None and len(c.states) > structure_bins else c for c in cols]
+    coarse = [
+        Column(
+            c.name,
+            c.states[:structure_bins],
+            c.labels[:structure_bins],
+            c.codes * structure_bins // len(c.states),
+            c.edges,
+        )
+        if c.edges is not None and len(c.states) > structure_bins
+        else c
+        for c in cols
+    ]
     edges = learn_structure(coarse, protected, score, int(max_indegree))
     dropped: list[dict[str, Any]] = []
     if max_width is not None:
@@ -140,16 +181,22 @@ def _bayesnet(cols: list[Column], protected: Sequence[str], label: str | None, s
         parents = [by_name[p] for p, child in edges if child == c.name]
         variables[c.name], k = _variable(c, parents)
         unseen += k
-    info = dict(info, score=score, max_indegree=int(max_indegree), structure_bins=int(structure_bins),
-                edges=[list(e) for e in edges],
-                unseen_parent_configurations=unseen)
+    info = dict(
+        info,
+        score=score,
+        max_indegree=int(max_indegree),
+        structure_bins=int(structure_bins),
+        edges=[list(e) for e in edges],
+        unseen_parent_configurations=unseen,
+    )
     if max_width is not None:
         info.update(max_width=int(max_width), edges_dropped=dropped)
     return DiscretePopulation(variables, tuple(protected), label, "bayesnet", {}, info)
 
 
-def tractable(edges: list[tuple[str, str]], cols: list[Column], protected: Sequence[str],
-              max_width: int) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+def tractable(
+    edges: list[tuple[str, str]], cols: list[Column], protected: Sequence[str], max_width: int
+) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
     """The edges less the weakest ones (by the conditional log-likelihood each carries in the data)
     among the variables of the widest elimination step, until no step is wider than `max_width`."""
     from .elimination import network_width
@@ -187,7 +234,9 @@ def _loglik(child: Column, parents: list[Column]) -> float:
     return float(terms.sum())
 
 
-def learn_structure(cols: list[Column], protected: Sequence[str], score: str, max_indegree: int) -> list[tuple[str, str]]:
+def learn_structure(
+    cols: list[Column], protected: Sequence[str], score: str, max_indegree: int
+) -> list[tuple[str, str]]:
     """Hill-climbing structure search (`structure.hill_climb`); no edge may enter a protected attribute."""
     if len(cols) < 2 or max_indegree == 0:
         return []

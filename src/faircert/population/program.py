@@ -45,8 +45,10 @@ class ProgramPopulation:
     def check_features(self, needed: list[str]) -> None:
         missing = [n for n in needed if n not in self.program.defined]
         if missing:
-            raise PropertyError(f"the population program {self.program.source} does not assign {missing} on "
-                                f"every path; it assigns: {', '.join(sorted(self.program.defined))}")
+            raise PropertyError(
+                f"the population program {self.program.source} does not assign {missing} on "
+                f"every path; it assigns: {', '.join(sorted(self.program.defined))}"
+            )
 
     def __str__(self) -> str:
         return f"program {self.program.source} ({self.program.n_sites} random draws)"
@@ -59,8 +61,10 @@ class ProgramPopulation:
         expr = parse_expression(label, "<label>")
         missing = [n for n in variables_used(expr) if n not in self.program.defined]
         if missing:
-            raise PropertyError(f"the label {label!r} reads {missing}, which the population program does not assign "
-                                f"on every path; it assigns: {', '.join(sorted(self.program.defined))}")
+            raise PropertyError(
+                f"the label {label!r} reads {missing}, which the population program does not assign "
+                f"on every path; it assigns: {', '.join(sorted(self.program.defined))}"
+            )
         if not any(ch in label for ch in "<>=!"):
             expr = parse_expression(f"({label}) != 0", "<label>")
         return [("1", ProgramPopulation(self.program, expr)), ("0", ProgramPopulation(self.program, Not(expr)))]

@@ -35,16 +35,20 @@ def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearMo
         raise DataError(f"unknown column(s) {missing}: the model reads them but the data has only: {', '.join(have)}")
     candidates = [c for c in have if c != label]
     if len(candidates) != len(model.encoding):
-        raise DataError(f"the model takes {len(model.encoding)} unnamed inputs but the data has {len(candidates)} "
-                        "columns besides the label; give the data exactly the model's columns in order, "
-                        "or fit the model on a DataFrame so it knows its column names")
+        raise DataError(
+            f"the model takes {len(model.encoding)} unnamed inputs but the data has {len(candidates)} "
+            "columns besides the label; give the data exactly the model's columns in order, "
+            "or fit the model on a DataFrame so it knows its column names"
+        )
     encoding = tuple(replace(e, column=c) for e, c in zip(model.encoding, candidates))
-    return LinearModel(model.weights, model.intercept, encoding, model.strict, model.source, model.classes,
-                       dict(model.metadata))
+    return LinearModel(
+        model.weights, model.intercept, encoding, model.strict, model.source, model.classes, dict(model.metadata)
+    )
 
 
-def resolve_population(population: Any, data: Any, model: Any, protected: list[str], label: str | None,
-                       **learn: Any) -> tuple[Any, Any, Any, float]:
+def resolve_population(
+    population: Any, data: Any, model: Any, protected: list[str], label: str | None, **learn: Any
+) -> tuple[Any, Any, Any, float]:
     """(model, population, data frame or None, learning seconds) from what the user gave; a model
     without column names gets the data's."""
     frame = read_table(data) if data is not None else None
@@ -81,10 +85,14 @@ def resolve_population(population: Any, data: Any, model: Any, protected: list[s
         if path.suffix.lower() == ".fr" or looks_like_program or (not path.suffix and os.path.isfile(path)):
             return model, ProgramPopulation.load(population), frame, 0.0
         if not path.suffix:  # a word that names no population (a typo of one, most likely)
-            raise PropertyError(f"unknown population {str(population)!r}: choose independent, bayesnet, empirical, a "
-                                "saved population (.json) or a population program (.fr file or program text)")
-        raise DataError(f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
-                        "or a population program (.fr)")
+            raise PropertyError(
+                f"unknown population {str(population)!r}: choose independent, bayesnet, empirical, a "
+                "saved population (.json) or a population program (.fr file or program text)"
+            )
+        raise DataError(
+            f"unknown population {population!r}: use independent, bayesnet, empirical, a saved population (.json) "
+            "or a population program (.fr)"
+        )
     if isinstance(population, Program):
         return model, ProgramPopulation(population), frame, 0.0
     return model, population, frame, 0.0

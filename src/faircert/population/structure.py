@@ -52,15 +52,25 @@ class LocalScores:
             return float(np.sum(gammaln(counts + 1)) - np.sum(gammaln(totals + r)) + q * math.lgamma(r))
         if self.score == "bdeu":
             a_j, a_jk = BDEU_ESS / q, BDEU_ESS / (q * r)
-            return float(q * math.lgamma(a_j) - np.sum(gammaln(totals + a_j))
-                         + np.sum(gammaln(counts + a_jk)) - q * r * math.lgamma(a_jk))
+            return float(
+                q * math.lgamma(a_j)
+                - np.sum(gammaln(totals + a_j))
+                + np.sum(gammaln(counts + a_jk))
+                - q * r * math.lgamma(a_jk)
+            )
         with np.errstate(divide="ignore", invalid="ignore"):
             loglik = np.where(counts > 0, counts * np.log(counts / totals[:, None]), 0.0).sum()
         return float(loglik - 0.5 * math.log(len(self.codes)) * q * (r - 1))
 
 
-def hill_climb(codes: np.ndarray, cards: Sequence[int], forbidden_children: set[int], score: str,
-               max_indegree: int, max_moves: int = 10_000) -> list[tuple[int, int]]:
+def hill_climb(
+    codes: np.ndarray,
+    cards: Sequence[int],
+    forbidden_children: set[int],
+    score: str,
+    max_indegree: int,
+    max_moves: int = 10_000,
+) -> list[tuple[int, int]]:
     """Edges (parent, child) of a locally best network; no edge enters `forbidden_children`."""
     k = len(cards)
     local = LocalScores(codes, cards, score)
@@ -102,8 +112,12 @@ def hill_climb(codes: np.ndarray, cards: Sequence[int], forbidden_children: set[
                         gain += local(u, old_u | {v}) - local(u, old_u)
                         if best is None or gain > best[0]:
                             best = (gain, "<>", u, v)
-                elif (v not in forbidden_children and len(parents[v]) < max_indegree and ("-", u, v) not in tabu
-                      and not reaches(v, u)):
+                elif (
+                    v not in forbidden_children
+                    and len(parents[v]) < max_indegree
+                    and ("-", u, v) not in tabu
+                    and not reaches(v, u)
+                ):
                     gain = local(v, old_v | {u}) - local(v, old_v)
                     if best is None or gain > best[0]:
                         best = (gain, "+", u, v)

@@ -28,8 +28,13 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
         yield lambda info: None
         return
     # time first, details last: a narrow terminal cuts the end of the line
-    columns = [TextColumn("[bold]verifying"), BarColumn(bar_width=16), TextColumn("{task.percentage:>6.2f}% decided"),
-               BudgetColumn(time_limit), TextColumn("{task.fields[detail]}")]
+    columns = [
+        TextColumn("[bold]verifying"),
+        BarColumn(bar_width=16),
+        TextColumn("{task.percentage:>6.2f}% decided"),
+        BudgetColumn(time_limit),
+        TextColumn("{task.fields[detail]}"),
+    ]
     with Progress(*columns, console=console(), transient=True) as bar:
         task = bar.add_task("verify", total=100.0, detail="")
         last = [0.0]
@@ -56,8 +61,12 @@ def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Itera
     if not enabled or not sys.stderr.isatty():
         yield lambda info: None
         return
-    columns = [SpinnerColumn(), TextColumn(f"[bold]{what}"), BudgetColumn(time_limit),
-               TextColumn("{task.fields[detail]}")]
+    columns = [
+        SpinnerColumn(),
+        TextColumn(f"[bold]{what}"),
+        BudgetColumn(time_limit),
+        TextColumn("{task.fields[detail]}"),
+    ]
     with Progress(*columns, console=console(), transient=True) as bar:
         task = bar.add_task(what, total=None, detail="")
 
@@ -112,9 +121,11 @@ def result_table(result: Result) -> Table:
         if s.samples == 0 and s.ci_low == s.ci_high:
             table.add_row("unfair share", f"{100 * s.unfair:.4f} % (exact: nothing undecided to sample)")
         else:
-            table.add_row("unfair share (statistical)",
-                          f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}] "
-                          f"at {100 * s.confidence:g}%, {s.samples:,} samples")
+            table.add_row(
+                "unfair share (statistical)",
+                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}] "
+                f"at {100 * s.confidence:g}%, {s.samples:,} samples",
+            )
     table.add_row("counterexamples (re-checked)", f"{len(result.counterexamples):,}")
     table.add_row("engine / time", f"{result.engine} / {result.elapsed_s:.2f} s")
     if (result.stats or {}).get("memory_limited"):
@@ -132,6 +143,7 @@ def print_result(result: Result, max_examples: int = 3) -> None:
         return value if isinstance(value, str) else f"{value:g}"
 
     for cex in result.distinct_counterexamples()[:max_examples]:
-        diff = [f"{names[i]}: {shown(i, a)} -> {shown(i, b)}"
-                for i, (a, b) in enumerate(zip(cex.x, cex.x_prime)) if a != b]
+        diff = [
+            f"{names[i]}: {shown(i, a)} -> {shown(i, b)}" for i, (a, b) in enumerate(zip(cex.x, cex.x_prime)) if a != b
+        ]
         out.print(f"  counterexample: output {cex.output:+.4g} vs {cex.output_prime:+.4g} when " + "; ".join(diff))

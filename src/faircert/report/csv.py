@@ -19,9 +19,11 @@ def write_counterexamples(result: Result, path: str | Path) -> int:
         writer = csv.writer(handle)
         writer.writerow(header)
         for c in result.counterexamples:
-            writer.writerow([_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x)]
-                            + [_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x_prime)]
-                            + [_cell(c.output), _cell(c.output_prime)])
+            writer.writerow(
+                [_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x)]
+                + [_fmt(result.value_name(n, v)) for n, v in zip(raw, c.x_prime)]
+                + [_cell(c.output), _cell(c.output_prime)]
+            )
 
     write_atomic(path, write, newline="")
     return len(result.counterexamples)
@@ -33,9 +35,13 @@ def write_partitions(result: Result, path: str | Path) -> int:
     rows = result.partitions or []
     cut = list(rows[0]["lower"]) if rows else []
     names = [spreadsheet_safe(str(n)) for n in result.column_names()]
-    header = (["partition", "verdict", "seconds", "evidence"] + [f"{spreadsheet_safe(str(n))}_min" for n in cut]
-              + [f"{spreadsheet_safe(str(n))}_max" for n in cut] + [f"x_{n}" for n in names]
-              + [f"x_prime_{n}" for n in names])
+    header = (
+        ["partition", "verdict", "seconds", "evidence"]
+        + [f"{spreadsheet_safe(str(n))}_min" for n in cut]
+        + [f"{spreadsheet_safe(str(n))}_max" for n in cut]
+        + [f"x_{n}" for n in names]
+        + [f"x_prime_{n}" for n in names]
+    )
 
     def write(handle) -> None:
         writer = csv.writer(handle)
@@ -43,8 +49,12 @@ def write_partitions(result: Result, path: str | Path) -> int:
         for r in rows:
             pair = r["counterexample"]
             xs = [_fmt(v) for v in pair["x"]] + [_fmt(v) for v in pair["x_prime"]] if pair else [""] * (2 * len(names))
-            writer.writerow([r["id"], r["verdict"], f"{r['seconds']:.6f}", r["evidence"] or ""]
-                            + [_fmt(r["lower"][n]) for n in cut] + [_fmt(r["upper"][n]) for n in cut] + xs)
+            writer.writerow(
+                [r["id"], r["verdict"], f"{r['seconds']:.6f}", r["evidence"] or ""]
+                + [_fmt(r["lower"][n]) for n in cut]
+                + [_fmt(r["upper"][n]) for n in cut]
+                + xs
+            )
 
     write_atomic(path, write, newline="")
     return len(rows)

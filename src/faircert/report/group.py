@@ -26,8 +26,13 @@ def groups_table(result: GroupResult) -> Table:
     table.add_column("")
     by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
     for g in sorted(result.groups, key=lambda g: -g.value):
-        mark = ("most favoured" if g.name == result.most_favoured else
-                "least favoured" if g.name == result.least_favoured else "")
+        mark = (
+            "most favoured"
+            if g.name == result.most_favoured
+            else "least favoured"
+            if g.name == result.least_favoured
+            else ""
+        )
         extra = [_interval(c[g.name].low, c[g.name].high) if g.name in c else "-" for c in by_cond.values()]
         size = _interval(g.size, g.size_high) if g.size_high is not None else f"{g.size:.4f}"
         table.add_row(escape(g.name), size, _interval(g.low, g.high), *extra, mark)
@@ -37,21 +42,27 @@ def groups_table(result: GroupResult) -> Table:
 def estimate_table(result: GroupResult) -> Table:
     """The sampled answer beside wide sound bounds: named as an estimate, with its error probability."""
     est = result.estimate
-    table = Table(title=f"estimate: sampled from the same population, not a bound (each interval wrong with "
-                        f"probability <= {est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples)",
-                  header_style="bold")
+    table = Table(
+        title=f"estimate: sampled from the same population, not a bound (each interval wrong with "
+        f"probability <= {est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples)",
+        header_style="bold",
+    )
     table.add_column("")
     table.add_column("sound bounds", justify="right")
     table.add_column("estimate", justify="right")
     sound = {g.name: g for g in result.groups}
     for g in est.groups:
         if g.name in sound:
-            table.add_row(escape(f"P[yhat=1 | {g.name}]"), _interval(sound[g.name].low, sound[g.name].high),
-                          _interval(g.low, g.high))
+            table.add_row(
+                escape(f"P[yhat=1 | {g.name}]"),
+                _interval(sound[g.name].low, sound[g.name].high),
+                _interval(g.low, g.high),
+            )
     for name, m in est.metrics.items():
         if name in result.metrics:
-            table.add_row(name.upper(), _interval(result.metrics[name].low, result.metrics[name].high),
-                          _interval(m.low, m.high))
+            table.add_row(
+                name.upper(), _interval(result.metrics[name].low, result.metrics[name].high), _interval(m.low, m.high)
+            )
     return table
 
 
@@ -80,8 +91,12 @@ def influence_table(result: GroupResult) -> Table:
     table.add_column("DI", justify="right")
     table.add_column("SP", justify="right")
     for inf in sorted(result.influence, key=lambda i: -abs(i.sp)):
-        table.add_row(escape(", ".join(inf.features)), *(f"{inf.by_group.get(n, 0.0):+.4f}" for n in shown),
-                      f"{inf.di:+.4f}", f"{inf.sp:+.4f}")
+        table.add_row(
+            escape(", ".join(inf.features)),
+            *(f"{inf.by_group.get(n, 0.0):+.4f}" for n in shown),
+            f"{inf.di:+.4f}",
+            f"{inf.sp:+.4f}",
+        )
     return table
 
 
@@ -96,18 +111,27 @@ def print_group(result: GroupResult) -> None:
         out.print(influence_table(result))
     out.print(f"numbers under the population: {escape(result.population)}")
     if result.population.startswith(("independent", "bayesnet")):
-        out.print("[dim](the model's rates on the population learned from the data, not on the data's rows; "
-                  "--population empirical gives the selection rates fairlearn's MetricFrame shows)[/]")
+        out.print(
+            "[dim](the model's rates on the population learned from the data, not on the data's rows; "
+            "--population empirical gives the selection rates fairlearn's MetricFrame shows)[/]"
+        )
     dropped = result.stats.get("rows_dropped_missing", 0)
     if dropped:
         out.print(f"[yellow]{dropped:,} rows with missing values were left out of the data[/]")
-    out.print(f"engine: {result.engine}, {result.elapsed_s:.2f} s"
-              + (f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
-                 if "engine_s" in result.stats else ""))
+    out.print(
+        f"engine: {result.engine}, {result.elapsed_s:.2f} s"
+        + (
+            f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
+            if "engine_s" in result.stats
+            else ""
+        )
+    )
     bounds = result.stats.get("within_bin_bounds")
     if bounds:
-        out.print(f"for any distribution inside the bins: DI in [{bounds['di'][0]:.4f}, {bounds['di'][1]:.4f}], "
-                  f"SP in [{bounds['sp'][0]:.4f}, {bounds['sp'][1]:.4f}]")
+        out.print(
+            f"for any distribution inside the bins: DI in [{bounds['di'][0]:.4f}, {bounds['di'][1]:.4f}], "
+            f"SP in [{bounds['sp'][0]:.4f}, {bounds['sp'][1]:.4f}]"
+        )
     for note in result.approximations:
         out.print(f"[yellow]approximation:[/] {escape(note)}")
 

@@ -39,26 +39,37 @@ def rates_chart(result: GroupResult) -> str:
     parts = []
     for k in range(11):
         x = _x(k / 10, left)
-        parts.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 30}" stroke="#eee"/>'
-                     f'<text x="{x:.1f}" y="{height - 14}" font-size="11" text-anchor="middle">{k / 10:g}</text>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 30}" stroke="#eee"/>'
+            f'<text x="{x:.1f}" y="{height - 14}" font-size="11" text-anchor="middle">{k / 10:g}</text>'
+        )
     for i, g in enumerate(groups):
         y = ROW * i + 14
         colour = "#cf222e" if g.high < result.threshold * top else "#0969da"
         parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">{e(g.name)}</text>')
         if g.high - g.low > 1e-4:
-            parts.append(f'<rect x="{_x(g.low, left):.1f}" y="{y - 6}" width="{_x(g.high, left) - _x(g.low, left):.1f}" height="12" '
-                         f'fill="{colour}" opacity="0.6"><title>[{g.low:.4f}, {g.high:.4f}]</title></rect>')
+            parts.append(
+                f'<rect x="{_x(g.low, left):.1f}" y="{y - 6}" width="{_x(g.high, left) - _x(g.low, left):.1f}" '
+                'height="12" '
+                f'fill="{colour}" opacity="0.6"><title>[{g.low:.4f}, {g.high:.4f}]</title></rect>'
+            )
         else:
-            parts.append(f'<circle cx="{_x(g.value, left):.1f}" cy="{y}" r="5" fill="{colour}">'
-                         f'<title>{g.value:.4f}</title></circle>')
+            parts.append(
+                f'<circle cx="{_x(g.value, left):.1f}" cy="{y}" r="5" fill="{colour}">'
+                f"<title>{g.value:.4f}</title></circle>"
+            )
     line = _x(result.threshold * top, left)
-    parts.append(f'<line x1="{line:.1f}" y1="0" x2="{line:.1f}" y2="{height - 30}" stroke="#9a6700" '
-                 f'stroke-dasharray="4 3"><title>DI threshold: {result.threshold:g} x the most favoured rate'
-                 f'</title></line>')
-    return (f'<svg width="{width:.0f}" height="{height}" role="img" aria-label="P[yhat=1 | group]">{"".join(parts)}</svg>'
-            f"<p class='note'>P[yhat = 1 | group]: a dot where exact, a bar where bounded; dashed: "
-            f"{result.threshold:g} &times; the most favoured group's rate (groups left of it fail DI &ge; "
-            f"{result.threshold:g}, red)</p>")
+    parts.append(
+        f'<line x1="{line:.1f}" y1="0" x2="{line:.1f}" y2="{height - 30}" stroke="#9a6700" '
+        f'stroke-dasharray="4 3"><title>DI threshold: {result.threshold:g} x the most favoured rate'
+        f"</title></line>"
+    )
+    return (
+        f'<svg width="{width:.0f}" height="{height}" role="img" aria-label="P[yhat=1 | group]">{"".join(parts)}</svg>'
+        f"<p class='note'>P[yhat = 1 | group]: a dot where exact, a bar where bounded; dashed: "
+        f"{result.threshold:g} &times; the most favoured group's rate (groups left of it fail DI &ge; "
+        f"{result.threshold:g}, red)</p>"
+    )
 
 
 def influence_chart(result: GroupResult) -> str:
@@ -74,13 +85,17 @@ def influence_chart(result: GroupResult) -> str:
     for k, inf in enumerate(items):
         y = ROW * k + 14
         w = half * inf.sp / scale
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
-                     f'{e(", ".join(inf.features))}</text>'
-                     f'<rect x="{min(mid, mid + w):.1f}" y="{y - 6}" width="{abs(w):.1f}" height="12" '
-                     f'fill="{"#cf222e" if inf.sp > 0 else "#2da44e"}"><title>{inf.sp:+.4f}</title></rect>')
-    return (f"<h2>Influence on SP</h2><svg width='{left + PLOT + 20:.0f}' height='{ROW * len(items) + 10}' role='img' "
-            f"aria-label='influence'>{''.join(parts)}</svg><p class='note'>SP minus SP with the feature(s) made "
-            "uniform: red bars add to the disparity</p>")
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
+            f"{e(', '.join(inf.features))}</text>"
+            f'<rect x="{min(mid, mid + w):.1f}" y="{y - 6}" width="{abs(w):.1f}" height="12" '
+            f'fill="{"#cf222e" if inf.sp > 0 else "#2da44e"}"><title>{inf.sp:+.4f}</title></rect>'
+        )
+    return (
+        f"<h2>Influence on SP</h2><svg width='{left + PLOT + 20:.0f}' height='{ROW * len(items) + 10}' role='img' "
+        f"aria-label='influence'>{''.join(parts)}</svg><p class='note'>SP minus SP with the feature(s) made "
+        "uniform: red bars add to the disparity</p>"
+    )
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -99,45 +114,85 @@ def _estimate(result: GroupResult) -> str:
     if est is None:
         return ""
     sound = {g.name: g for g in result.groups}
-    rows = [[html.escape(f"P[yhat=1 | {g.name}]"), _interval(sound[g.name].low, sound[g.name].high),
-             _interval(g.low, g.high)] for g in est.groups if g.name in sound]
-    rows += [[n.upper(), _interval(result.metrics[n].low, result.metrics[n].high), _interval(m.low, m.high)]
-             for n, m in est.metrics.items() if n in result.metrics]
-    return (f"<h2>Estimate (sampled, not a bound)</h2><p class='note'>The sound bounds are wide; sampling the same "
-            f"population gives these intervals, each wrong with probability at most {est.stats.get('delta', 0):g} "
-            f"({est.stats.get('samples', 0):,} samples). The verdict follows the sound bounds.</p>"
-            + _table(["", "sound bounds", "estimate"], rows))
+    rows = [
+        [
+            html.escape(f"P[yhat=1 | {g.name}]"),
+            _interval(sound[g.name].low, sound[g.name].high),
+            _interval(g.low, g.high),
+        ]
+        for g in est.groups
+        if g.name in sound
+    ]
+    rows += [
+        [n.upper(), _interval(result.metrics[n].low, result.metrics[n].high), _interval(m.low, m.high)]
+        for n, m in est.metrics.items()
+        if n in result.metrics
+    ]
+    return (
+        f"<h2>Estimate (sampled, not a bound)</h2><p class='note'>The sound bounds are wide; sampling the same "
+        f"population gives these intervals, each wrong with probability at most {est.stats.get('delta', 0):g} "
+        f"({est.stats.get('samples', 0):,} samples). The verdict follows the sound bounds.</p>"
+        + _table(["", "sound bounds", "estimate"], rows)
+    )
 
 
 def render_group(result: GroupResult, standalone: bool = True) -> str:
     e = html.escape
-    summary = _table(["", ""], [
-        ["verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'],
-        ["model", e(result.model)], ["protected", e(", ".join(result.protected))],
-        ["numbers under the population", e(result.population)],
-        ["engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"],
-        ["stopped", e(str(result.stats.get("stopped", "")))]])
+    summary = _table(
+        ["", ""],
+        [
+            ["verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'],
+            ["model", e(result.model)],
+            ["protected", e(", ".join(result.protected))],
+            ["numbers under the population", e(result.population)],
+            ["engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"],
+            ["stopped", e(str(result.stats.get("stopped", "")))],
+        ],
+    )
     conditions = list(result.conditional)
     by_cond = {k: {g.name: g for g in v} for k, v in result.conditional.items()}
-    groups = _table(["group", "P[group]", "P[yhat=1 | group]"] + [e(condition_title(c)) for c in conditions],
-                    [[e(g.name), _interval(g.size, g.size if g.size_high is None else g.size_high),
-                      _interval(g.low, g.high)]
-                     + [_interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
-                        for c in conditions] for g in sorted(result.groups, key=lambda g: -g.value)])
-    metrics = _table(["metric", "value", "check", "attained by"], [
-        [e(METRICS[m.name].title if m.name in METRICS else m.name), _interval(m.low, m.high),
-         (f"{'&ge;' if m.direction == '>=' else '&le;'} {m.threshold:g}: <b class='{m.verdict}'>{m.verdict}</b>"
-          if m.threshold is not None else ""), e(m.detail)] for m in result.metrics.values()])
+    groups = _table(
+        ["group", "P[group]", "P[yhat=1 | group]"] + [e(condition_title(c)) for c in conditions],
+        [
+            [e(g.name), _interval(g.size, g.size if g.size_high is None else g.size_high), _interval(g.low, g.high)]
+            + [
+                _interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
+                for c in conditions
+            ]
+            for g in sorted(result.groups, key=lambda g: -g.value)
+        ],
+    )
+    metrics = _table(
+        ["metric", "value", "check", "attained by"],
+        [
+            [
+                e(METRICS[m.name].title if m.name in METRICS else m.name),
+                _interval(m.low, m.high),
+                (
+                    f"{'&ge;' if m.direction == '>=' else '&le;'} {m.threshold:g}: <b "
+                    f"class='{m.verdict}'>{m.verdict}</b>"
+                    if m.threshold is not None
+                    else ""
+                ),
+                e(m.detail),
+            ]
+            for m in result.metrics.values()
+        ],
+    )
     notes = _estimate(result) + "".join(f"<p class='note'>approximation: {e(a)}</p>" for a in result.approximations)
     dropped = result.stats.get("rows_dropped_missing", 0)
     if dropped:
         notes += f"<p class='note'>{dropped:,} rows with missing values were left out of the data</p>"
-    body = (f"<h1>faircert: group fairness</h1>{summary}<h2>P[yhat = 1 | group]</h2>{rates_chart(result)}"
-            f"{groups}<h2>Metrics</h2>{metrics}{influence_chart(result)}{notes}")
+    body = (
+        f"<h1>faircert: group fairness</h1>{summary}<h2>P[yhat = 1 | group]</h2>{rates_chart(result)}"
+        f"{groups}<h2>Metrics</h2>{metrics}{influence_chart(result)}{notes}"
+    )
     if not standalone:
         return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert group report</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>faircert group report</title>"
+        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def write_group_html(result: GroupResult, path: str | Path) -> None:
@@ -149,15 +204,21 @@ def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
     e = html.escape
     frame = comparison.to_frame()
     header = ["model"] + [e(str(c)) for c in frame.columns]
-    rows = [[e(str(name))] + [f"{v:.4f}" if isinstance(v, float) else e(str(v)) for v in row]
-            for name, row in zip(frame.index, frame.itertuples(index=False))]
-    charts = "".join(f"<h2>{e(n)}: <b class='{r.verdict}'>{r.verdict}</b></h2>{rates_chart(r)}"
-                     for n, r in zip(comparison.names, comparison.results))
+    rows = [
+        [e(str(name))] + [f"{v:.4f}" if isinstance(v, float) else e(str(v)) for v in row]
+        for name, row in zip(frame.index, frame.itertuples(index=False))
+    ]
+    charts = "".join(
+        f"<h2>{e(n)}: <b class='{r.verdict}'>{r.verdict}</b></h2>{rates_chart(r)}"
+        for n, r in zip(comparison.names, comparison.results)
+    )
     body = f"<h1>faircert: group fairness compared</h1>{_table(header, rows)}{charts}"
     if not standalone:
         return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>faircert comparison</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>faircert comparison</title>"
+        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def write_comparison_html(comparison: Comparison, path: str | Path) -> None:

@@ -24,8 +24,10 @@ def _share_bar(result: Result, width: int = 900, height: int = 28) -> str:
     for key in ("certified", "falsified", "undecided"):
         w = width * getattr(result, key)
         if w > 0:
-            parts.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLOURS[key]}">'
-                         f"<title>{key}: {100 * getattr(result, key):.4f}%</title></rect>")
+            parts.append(
+                f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLOURS[key]}">'
+                f"<title>{key}: {100 * getattr(result, key):.4f}%</title></rect>"
+            )
         x += w
     return f'<svg width="{width}" height="{height}" role="img" aria-label="shares">{"".join(parts)}</svg>'
 
@@ -65,37 +67,55 @@ def region_plot(result: Result, size: int = 420, pad: int = 50) -> str:
 
     dots = "".join(
         f'<circle cx="{px(c.x[ja], a_lo, a_hi):.1f}" cy="{size - px(c.x[jb], b_lo, b_hi):.1f}" r="3" '
-        f'fill="#cf222e" opacity="0.5"/>' for c in result.distinct_counterexamples())
-    ticks = (f'<text x="{pad}" y="{size - pad + 16}" font-size="11">{e(str(result.value_name(pair[0], a_lo)))}</text>'
-             f'<text x="{size - pad}" y="{size - pad + 16}" font-size="11" text-anchor="end">'
-             f'{e(str(result.value_name(pair[0], a_hi)))}</text>'
-             f'<text x="{pad - 6}" y="{size - pad}" font-size="11" text-anchor="end">{e(str(result.value_name(pair[1], b_lo)))}'
-             f'</text><text x="{pad - 6}" y="{pad + 4}" font-size="11" text-anchor="end">'
-             f'{e(str(result.value_name(pair[1], b_hi)))}</text>')
-    axes = (f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" fill="none" stroke="#888"/>'
-            f'<text x="{size / 2}" y="{size - 10}" font-size="12" text-anchor="middle">{e(pair[0])}</text>'
-            f'<text x="14" y="{size / 2}" font-size="12" text-anchor="middle" '
-            f'transform="rotate(-90 14 {size / 2})">{e(pair[1])}</text>')
-    return (f"<h2>Where the counterexamples lie</h2><svg width='{size}' height='{size}' role='img' "
-            f"aria-label='counterexamples'>{axes}{ticks}{dots}</svg><p class='note'>each re-checked counterexample "
-            f"on {e(pair[0])} and {e(pair[1])}, the features on which they concentrate most (the box is the "
-            "domain)</p>")
+        f'fill="#cf222e" opacity="0.5"/>'
+        for c in result.distinct_counterexamples()
+    )
+    ticks = (
+        f'<text x="{pad}" y="{size - pad + 16}" font-size="11">{e(str(result.value_name(pair[0], a_lo)))}</text>'
+        f'<text x="{size - pad}" y="{size - pad + 16}" font-size="11" text-anchor="end">'
+        f"{e(str(result.value_name(pair[0], a_hi)))}</text>"
+        f'<text x="{pad - 6}" y="{size - pad}" font-size="11" '
+        f'text-anchor="end">{e(str(result.value_name(pair[1], b_lo)))}'
+        f'</text><text x="{pad - 6}" y="{pad + 4}" font-size="11" text-anchor="end">'
+        f"{e(str(result.value_name(pair[1], b_hi)))}</text>"
+    )
+    axes = (
+        f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" fill="none" stroke="#888"/>'
+        f'<text x="{size / 2}" y="{size - 10}" font-size="12" text-anchor="middle">{e(pair[0])}</text>'
+        f'<text x="14" y="{size / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {size / 2})">{e(pair[1])}</text>'
+    )
+    return (
+        f"<h2>Where the counterexamples lie</h2><svg width='{size}' height='{size}' role='img' "
+        f"aria-label='counterexamples'>{axes}{ticks}{dots}</svg><p class='note'>each re-checked counterexample "
+        f"on {e(pair[0])} and {e(pair[1])}, the features on which they concentrate most (the box is the "
+        "domain)</p>"
+    )
 
 
 def render(result: Result, max_examples: int = 200, standalone: bool = True) -> str:
     e = html.escape
-    rows = [("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
-            ("model", e(result.model)), ("protected", e(", ".join(result.protected))),
-            ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "-")),
-            ("certified fair (sound)", f"{100 * result.certified:.4f} %"),
-            ("proven unfair (sound)", f"{100 * result.falsified:.4f} %"),
-            ("undecided", f"{100 * result.undecided:.4f} %"), ("domain size", f"{result.domain_size:.6g}")]
+    rows = [
+        ("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
+        ("model", e(result.model)),
+        ("protected", e(", ".join(result.protected))),
+        ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "-")),
+        ("certified fair (sound)", f"{100 * result.certified:.4f} %"),
+        ("proven unfair (sound)", f"{100 * result.falsified:.4f} %"),
+        ("undecided", f"{100 * result.undecided:.4f} %"),
+        ("domain size", f"{result.domain_size:.6g}"),
+    ]
     if result.measure_lower is not None:
         rows.append(("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]"))
     if result.statistical:
         s = result.statistical
-        rows.append(("unfair share (statistical)", f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, "
-                     f"{100 * s.ci_high:.4f}] at {100 * s.confidence:g}%, {s.samples:,} samples"))
+        rows.append(
+            (
+                "unfair share (statistical)",
+                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, "
+                f"{100 * s.ci_high:.4f}] at {100 * s.confidence:g}%, {s.samples:,} samples",
+            )
+        )
     rows.append(("engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"))
     summary = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     names = result.column_names()
@@ -107,16 +127,25 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
     distinct = result.distinct_counterexamples()
     cex_rows = []
     for c in distinct[:max_examples]:
-        cells = [f"<td>{shown(n, a)}</td>" if a == b else f"<td><b>{shown(n, a)} &rarr; {shown(n, b)}</b></td>"
-                 for n, a, b in zip(names, c.x, c.x_prime)]
+        cells = [
+            f"<td>{shown(n, a)}</td>" if a == b else f"<td><b>{shown(n, a)} &rarr; {shown(n, b)}</b></td>"
+            for n, a, b in zip(names, c.x, c.x_prime)
+        ]
         cex_rows.append(f"<tr>{''.join(cells)}<td>{c.output:+.4g}</td><td>{c.output_prime:+.4g}</td></tr>")
     header = "".join(f"<th>{e(n)}</th>" for n in names) + "<th>output</th><th>twin output</th>"
-    cex = (f"<h2>Counterexamples ({len(distinct)} re-checked on the model)</h2>"
-           f"<div class='wide'><table><tr>{header}</tr>{''.join(cex_rows)}</table></div>") if cex_rows \
+    cex = (
+        (
+            f"<h2>Counterexamples ({len(distinct)} re-checked on the model)</h2>"
+            f"<div class='wide'><table><tr>{header}</tr>{''.join(cex_rows)}</table></div>"
+        )
+        if cex_rows
         else "<p>No counterexample found.</p>"
-    body = (f"<h1>faircert: individual fairness</h1>"
-            f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
-            f"(sound shares of the domain)</p><table>{summary}</table>{region_plot(result)}{cex}")
+    )
+    body = (
+        f"<h1>faircert: individual fairness</h1>"
+        f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
+        f"(sound shares of the domain)</p><table>{summary}</table>{region_plot(result)}{cex}"
+    )
     return page(body, "faircert report", standalone)
 
 
@@ -124,8 +153,10 @@ def page(body: str, title: str, standalone: bool = True) -> str:
     """A whole self-contained page around `body`, or a styled fragment for a notebook cell."""
     if not standalone:
         return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def write_html(result: Result, path: str | Path) -> None:

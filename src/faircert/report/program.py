@@ -21,8 +21,11 @@ def program_table(result: ProgramResult) -> Table:
     if result.kind.startswith("probability"):
         table.add_row("property", result.kind)
     else:
-        form = {"ratio": "P[t|s]/P[t|not s] > {t:g}", "parity": "both ratios > {t:g}",
-                "difference": "|P[t|s] - P[t|not s]| < {e:g}"}[result.kind]
+        form = {
+            "ratio": "P[t|s]/P[t|not s] > {t:g}",
+            "parity": "both ratios > {t:g}",
+            "difference": "|P[t|s] - P[t|not s]| < {e:g}",
+        }[result.kind]
         table.add_row("property", escape(form.format(t=1 - result.epsilon, e=result.epsilon)))
         table.add_row(escape("ratio P[t|s] / P[t|not s]"), _interval(result.ratio_low, result.ratio_high))
     for name, (lo, hi) in result.probabilities.items():

@@ -30,7 +30,23 @@ from .program import ProgramResult
 from .verify import Counterexample, Result, StatisticalEstimate
 
 __all__ = [
-    "DECISION_TOLERANCE", "EXIT_CODES", "GROUP_METRICS", "SCHEMA_VERSION", "VERDICTS", "VNNCOMP_WORDS",
-    "Comparison", "Counterexample", "GroupProbability", "GroupResult", "Influence", "MetricInterval", "ProgramResult",
-    "Result", "StatisticalEstimate", "Verdict", "di_interval", "gap_interval", "jsonable",
+    "DECISION_TOLERANCE",
+    "EXIT_CODES",
+    "GROUP_METRICS",
+    "SCHEMA_VERSION",
+    "VERDICTS",
+    "VNNCOMP_WORDS",
+    "Comparison",
+    "Counterexample",
+    "GroupProbability",
+    "GroupResult",
+    "Influence",
+    "MetricInterval",
+    "ProgramResult",
+    "Result",
+    "StatisticalEstimate",
+    "Verdict",
+    "di_interval",
+    "gap_interval",
+    "jsonable",
 ]

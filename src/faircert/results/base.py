@@ -19,10 +19,13 @@ SCHEMA_VERSION = "1.0"
 
 VERDICTS = ("fair", "unfair", "unknown")
 #: The HTML renderer of each result type ("module:function", called with standalone=False).
-HTML_RENDERERS = {"Result": "faircert.report.html:render", "GroupResult": "faircert.report.group_html:render_group",
-                  "ProgramResult": "faircert.report.program_html:render_program",
-                  "Comparison": "faircert.report.group_html:render_comparison",
-                  "RowsResult": "faircert.report.rows:render_rows"}
+HTML_RENDERERS = {
+    "Result": "faircert.report.html:render",
+    "GroupResult": "faircert.report.group_html:render_group",
+    "ProgramResult": "faircert.report.program_html:render_program",
+    "Comparison": "faircert.report.group_html:render_comparison",
+    "RowsResult": "faircert.report.rows:render_rows",
+}
 #: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
 VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
 EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}

@@ -39,8 +39,11 @@ class Comparison(Verdict):
         return pd.DataFrame(rows).set_index("model")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "vnncomp": self.vnncomp,
-                "models": [{"name": n, **r.to_dict()} for n, r in zip(self.names, self.results)]}
+        return {
+            "verdict": self.verdict,
+            "vnncomp": self.vnncomp,
+            "models": [{"name": n, **r.to_dict()} for n, r in zip(self.names, self.results)],
+        }
 
     def __str__(self) -> str:
         """A readable table: one line per model, its verdict and every metric's bounds."""

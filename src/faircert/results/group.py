@@ -39,8 +39,7 @@ class GroupProbability:
         return self.low == self.high
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"group": dict(self.group), "name": self.name, "low": self.low, "high": self.high,
-               "size": self.size}
+        out = {"group": dict(self.group), "name": self.name, "low": self.low, "high": self.high, "size": self.size}
         if self.size_high is not None:
             out["size_high"] = self.size_high
         return out
@@ -107,10 +106,19 @@ class GroupResult(Verdict):
 
         names = list(self.groups[0].group) if self.groups else list(self.protected)
         rows = [tuple(g.group.values()) for g in self.groups]
-        index = (pd.Index([r[0] for r in rows], name=names[0]) if len(names) == 1
-                 else pd.MultiIndex.from_tuples(rows, names=names))
-        return pd.DataFrame({"low": [g.low for g in self.groups], "high": [g.high for g in self.groups],
-                             "size": [g.size for g in self.groups]}, index=index)
+        index = (
+            pd.Index([r[0] for r in rows], name=names[0])
+            if len(names) == 1
+            else pd.MultiIndex.from_tuples(rows, names=names)
+        )
+        return pd.DataFrame(
+            {
+                "low": [g.low for g in self.groups],
+                "high": [g.high for g in self.groups],
+                "size": [g.size for g in self.groups],
+            },
+            index=index,
+        )
 
     def to_frame(self):
         """The per-group table (`by_group`)."""
@@ -130,13 +138,23 @@ class GroupResult(Verdict):
         return 0.5 * (m.low + m.high)
 
     @classmethod
-    def build(cls, groups: list[GroupProbability], *, engine: str, population: str,
-              threshold: float = 0.8, gap_thresholds: dict[str, float] | None = None,
-              metrics: tuple[str, ...] = ("di", "sp"),
-              conditional: dict[str, list[GroupProbability]] | None = None,
-              approximations: list[str] | None = None, elapsed_s: float = 0.0, model: str = "",
-              protected: list[str] | None = None, label: str | None = None,
-              stats: dict[str, Any] | None = None) -> GroupResult:
+    def build(
+        cls,
+        groups: list[GroupProbability],
+        *,
+        engine: str,
+        population: str,
+        threshold: float = 0.8,
+        gap_thresholds: dict[str, float] | None = None,
+        metrics: tuple[str, ...] = ("di", "sp"),
+        conditional: dict[str, list[GroupProbability]] | None = None,
+        approximations: list[str] | None = None,
+        elapsed_s: float = 0.0,
+        model: str = "",
+        protected: list[str] | None = None,
+        label: str | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> GroupResult:
         """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
 
         DI and SP come from `groups`; the other metrics from the conditional probabilities they need
@@ -158,15 +176,28 @@ class GroupResult(Verdict):
         for m in out.values():  # ratios are checked against `threshold`, gaps against their own
             m.threshold = threshold if m.direction == ">=" else gap_thresholds.get(m.name)
         checked = [m.check(DECISION_TOLERANCE) for m in out.values() if m.threshold is not None]
-        verdict = ("unfair" if "unfair" in checked else
-                   "fair" if checked and all(v == "fair" for v in checked) else "unknown")
+        verdict = (
+            "unfair" if "unfair" in checked else "fair" if checked and all(v == "fair" for v in checked) else "unknown"
+        )
         top = max(groups, key=lambda g: g.value)
         bottom = min(groups, key=lambda g: g.value)
-        return cls(verdict=verdict, groups=list(groups), metrics=out, most_favoured=top.name,
-                   least_favoured=bottom.name, threshold=threshold, engine=engine, population=population,
-                   approximations=list(approximations or []), elapsed_s=elapsed_s, model=model,
-                   protected=list(protected or []), label=label, conditional=conditional,
-                   stats=dict(stats or {}))
+        return cls(
+            verdict=verdict,
+            groups=list(groups),
+            metrics=out,
+            most_favoured=top.name,
+            least_favoured=bottom.name,
+            threshold=threshold,
+            engine=engine,
+            population=population,
+            approximations=list(approximations or []),
+            elapsed_s=elapsed_s,
+            model=model,
+            protected=list(protected or []),
+            label=label,
+            conditional=conditional,
+            stats=dict(stats or {}),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,22 +224,31 @@ class GroupResult(Verdict):
 
     def estimate_dict(self) -> dict[str, Any]:
         """A sampled answer, as the sound result's `estimate`: intervals with their error probability."""
-        return {"kind": "statistical (sampled from the same population; intervals, not bounds)",
-                "delta": self.stats.get("delta"), "samples": self.stats.get("samples"),
-                "groups": [g.to_dict() for g in self.groups],
-                "metrics": {k: {"name": m.name, "low": m.low, "high": m.high, "detail": m.detail}
-                            for k, m in self.metrics.items()}}  # an estimate decides nothing: no verdict
+        return {
+            "kind": "statistical (sampled from the same population; intervals, not bounds)",
+            "delta": self.stats.get("delta"),
+            "samples": self.stats.get("samples"),
+            "groups": [g.to_dict() for g in self.groups],
+            "metrics": {
+                k: {"name": m.name, "low": m.low, "high": m.high, "detail": m.detail} for k, m in self.metrics.items()
+            },
+        }  # an estimate decides nothing: no verdict
 
     def __str__(self) -> str:
         def interval(lo: float, hi: float) -> str:
             return f"{lo:.6f}" if lo == hi else f"[{lo:.6f}, {hi:.6f}]"
 
-        lines = [f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
-                 f"model: {self.model}", f"population: {self.population}",
-                 f"protected: {', '.join(self.protected)}" + (f"; label: {self.label}" if self.label else "")]
+        lines = [
+            f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
+            f"model: {self.model}",
+            f"population: {self.population}",
+            f"protected: {', '.join(self.protected)}" + (f"; label: {self.label}" if self.label else ""),
+        ]
         for g in self.groups:
             size = f"{g.size:.6f}" if g.size_high is None else f"in {interval(g.size, g.size_high)}"
-            lines.append(f"  P[yhat=1 | {g.name}] = {interval(g.low, g.high)}  (P[group] {'= ' * (g.size_high is None)}{size})")
+            lines.append(
+                f"  P[yhat=1 | {g.name}] = {interval(g.low, g.high)}  (P[group] {'= ' * (g.size_high is None)}{size})"
+            )
         lines.append(f"most favoured: {self.most_favoured}; least favoured: {self.least_favoured}")
         for m in self.metrics.values():
             check = ""
@@ -219,8 +259,10 @@ class GroupResult(Verdict):
             lines.append(f"approximation: {a}")
         if self.estimate is not None:
             est = self.estimate
-            lines.append(f"estimate (sampled from the same population, not a bound; wrong with probability <= "
-                         f"{est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples):")
+            lines.append(
+                f"estimate (sampled from the same population, not a bound; wrong with probability <= "
+                f"{est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples):"
+            )
             lines += [f"  P[yhat=1 | {g.name}] in [{g.low:.4f}, {g.high:.4f}]" for g in est.groups]
             lines += [f"  {m.name.upper()} in [{m.low:.4f}, {m.high:.4f}]" for m in est.metrics.values()]
         return "\n".join(lines)
@@ -231,5 +273,12 @@ def di_interval(groups: list[GroupProbability]) -> MetricInterval:
     return ratio_interval("di", groups)
 
 
-__all__ = ["GROUP_METRICS", "GroupProbability", "GroupResult", "Influence", "MetricInterval", "di_interval",
-           "gap_interval"]
+__all__ = [
+    "GROUP_METRICS",
+    "GroupProbability",
+    "GroupResult",
+    "Influence",
+    "MetricInterval",
+    "di_interval",
+    "gap_interval",
+]

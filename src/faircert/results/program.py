@@ -40,9 +40,13 @@ class ProgramResult(Verdict):
         """The probability bounds as a pandas DataFrame (one row per probability: low, high)."""
         import pandas as pd
 
-        return pd.DataFrame({"low": {k: lo for k, (lo, _) in self.probabilities.items()},
-                             "high": {k: hi for k, (_, hi) in self.probabilities.items()}},
-                            columns=["low", "high"])
+        return pd.DataFrame(
+            {
+                "low": {k: lo for k, (lo, _) in self.probabilities.items()},
+                "high": {k: hi for k, (_, hi) in self.probabilities.items()},
+            },
+            columns=["low", "high"],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -64,10 +68,13 @@ class ProgramResult(Verdict):
         return out
 
     def __str__(self) -> str:
-        lines = [f"verdict: {self.verdict} ({self.method}, {self.guarantee}, {self.elapsed_s:.2f} s)",
-                 f"program: {self.program}",
-                 f"ratio in [{self.ratio_low:.6f}, {self.ratio_high:.6f}]  (fair iff > {1 - self.epsilon:g}, {self.kind})"
-                 if not self.kind.startswith("probability") else f"property: {self.kind}"]
+        lines = [
+            f"verdict: {self.verdict} ({self.method}, {self.guarantee}, {self.elapsed_s:.2f} s)",
+            f"program: {self.program}",
+            f"ratio in [{self.ratio_low:.6f}, {self.ratio_high:.6f}]  (fair iff > {1 - self.epsilon:g}, {self.kind})"
+            if not self.kind.startswith("probability")
+            else f"property: {self.kind}",
+        ]
         for name, (lo, hi) in self.probabilities.items():
             lines.append(f"  P[{name}] in [{lo:.6f}, {hi:.6f}]")
         if self.samples is not None:

@@ -65,12 +65,16 @@ class RowsResult(Verdict):
         """DataFrame: one row per protected group: rows, fair, unfair, unknown, unfair share, flip-test unfair."""
         import pandas as pd
 
-        frame = pd.DataFrame({"group": self.groups, "verdict": self.verdicts,
-                              "flip": self.stats.get("flip_rows", [False] * self.n_rows)})
+        frame = pd.DataFrame(
+            {"group": self.groups, "verdict": self.verdicts, "flip": self.stats.get("flip_rows", [False] * self.n_rows)}
+        )
         table = frame.groupby("group", sort=True).agg(
-            rows=("verdict", "size"), fair=("verdict", lambda v: int((v == "fair").sum())),
+            rows=("verdict", "size"),
+            fair=("verdict", lambda v: int((v == "fair").sum())),
             unfair=("verdict", lambda v: int((v == "unfair").sum())),
-            unknown=("verdict", lambda v: int((v == "unknown").sum())), flip_unfair=("flip", "sum"))
+            unknown=("verdict", lambda v: int((v == "unknown").sum())),
+            flip_unfair=("flip", "sum"),
+        )
         table["unfair_share"] = table["unfair"] / table["rows"]
         table["flip_unfair"] = table["flip_unfair"].astype(int)
         return table
@@ -88,8 +92,15 @@ class RowsResult(Verdict):
         import pandas as pd
 
         names = list(self.feature_names)
-        out = pd.DataFrame({"verdict": self.verdicts, "method": self.methods, "group": self.groups,
-                            "label": self.labels, "twin_label": self.twin_labels})
+        out = pd.DataFrame(
+            {
+                "verdict": self.verdicts,
+                "method": self.methods,
+                "group": self.groups,
+                "label": self.labels,
+                "twin_label": self.twin_labels,
+            }
+        )
         for j, n in enumerate(names):
             out[f"{n}_prime"] = [None if t is None else self.value_name(n, t[j]) for t in self.twins]
         return out
@@ -100,9 +111,13 @@ class RowsResult(Verdict):
 
         names = list(self.feature_names)
         picked = [i for i, v in enumerate(self.verdicts) if v == "unfair"][:limit]
-        rows = [{"row": i} | {n: self.value_name(n, self.rows[i, j]) for j, n in enumerate(names)}
-                | {f"{n}_prime": self.value_name(n, self.twins[i][j]) for j, n in enumerate(names)}
-                | {"label": self.labels[i], "twin_label": self.twin_labels[i]} for i in picked]
+        rows = [
+            {"row": i}
+            | {n: self.value_name(n, self.rows[i, j]) for j, n in enumerate(names)}
+            | {f"{n}_prime": self.value_name(n, self.twins[i][j]) for j, n in enumerate(names)}
+            | {"label": self.labels[i], "twin_label": self.twin_labels[i]}
+            for i in picked
+        ]
         return pd.DataFrame(rows, columns=["row"] + names + [f"{n}_prime" for n in names] + ["label", "twin_label"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,9 +131,16 @@ class RowsResult(Verdict):
             "counts": counts,
             "shares": {k: v / n for k, v in counts.items()},
             "flip_test": {"unfair": self.flip_unfair, "share": self.flip_unfair / n},
-            "by_group": {str(g): {"rows": int(r["rows"]), "fair": int(r["fair"]), "unfair": int(r["unfair"]),
-                                  "unknown": int(r["unknown"]), "flip_unfair": int(r["flip_unfair"])}
-                         for g, r in groups.iterrows()},
+            "by_group": {
+                str(g): {
+                    "rows": int(r["rows"]),
+                    "fair": int(r["fair"]),
+                    "unfair": int(r["unfair"]),
+                    "unknown": int(r["unknown"]),
+                    "flip_unfair": int(r["flip_unfair"]),
+                }
+                for g, r in groups.iterrows()
+            },
             "elapsed_s": self.elapsed_s,
             "engine": self.engine,
             "model": self.model,
@@ -128,23 +150,31 @@ class RowsResult(Verdict):
             "population": self.population,
             "feature_names": list(self.feature_names),
             "row_verdicts": list(self.verdicts),
-            "unfair": [{"row": i, "twin": self.twins[i], "label": self.labels[i], "twin_label": self.twin_labels[i]}
-                       for i, v in enumerate(self.verdicts) if v == "unfair"],
+            "unfair": [
+                {"row": i, "twin": self.twins[i], "label": self.labels[i], "twin_label": self.twin_labels[i]}
+                for i, v in enumerate(self.verdicts)
+                if v == "unfair"
+            ],
             "stats": {k: v for k, v in self.stats.items() if k != "flip_rows"},
         }
 
     def __str__(self) -> str:
         counts, n = self.counts(), max(self.n_rows, 1)
         eps = f"; epsilon: {self.epsilon}" if self.epsilon else ""
-        lines = [f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s{', ' + self.stopped if self.stopped != 'done' else ''})",
-                 f"model: {self.model}",
-                 f"protected: {', '.join(self.protected)}{eps}",
-                 f"rows: {self.n_rows}  fair: {counts['fair']} ({100 * counts['fair'] / n:.2f}%)  "
-                 f"unfair: {counts['unfair']} ({100 * counts['unfair'] / n:.2f}%)  "
-                 f"unknown: {counts['unknown']} ({100 * counts['unknown'] / n:.2f}%)",
-                 f"flip test (epsilon 0): {self.flip_unfair} unfair ({100 * self.flip_unfair / n:.2f}%)",
-                 "by group:"]
+        lines = [
+            f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} "
+            f"s{', ' + self.stopped if self.stopped != 'done' else ''})",
+            f"model: {self.model}",
+            f"protected: {', '.join(self.protected)}{eps}",
+            f"rows: {self.n_rows}  fair: {counts['fair']} ({100 * counts['fair'] / n:.2f}%)  "
+            f"unfair: {counts['unfair']} ({100 * counts['unfair'] / n:.2f}%)  "
+            f"unknown: {counts['unknown']} ({100 * counts['unknown'] / n:.2f}%)",
+            f"flip test (epsilon 0): {self.flip_unfair} unfair ({100 * self.flip_unfair / n:.2f}%)",
+            "by group:",
+        ]
         for g, r in self.by_group.iterrows():
-            lines.append(f"  {g}: {int(r['rows'])} rows, {int(r['unfair'])} unfair ({100 * r['unfair_share']:.2f}%), "
-                         f"{int(r['unknown'])} unknown, flip test {int(r['flip_unfair'])}")
+            lines.append(
+                f"  {g}: {int(r['rows'])} rows, {int(r['unfair'])} unfair ({100 * r['unfair_share']:.2f}%), "
+                f"{int(r['unknown'])} unknown, flip test {int(r['flip_unfair'])}"
+            )
         return "\n".join(lines)

@@ -119,9 +119,12 @@ class Result(Verdict):
         import pandas as pd
 
         names = self.column_names()
-        rows = [{n: self.value_name(n, v) for n, v in zip(names, c.x)}
-                | {f"{n}_prime": self.value_name(n, v) for n, v in zip(names, c.x_prime)}
-                | {"output": c.output, "output_prime": c.output_prime} for c in self.counterexamples]
+        rows = [
+            {n: self.value_name(n, v) for n, v in zip(names, c.x)}
+            | {f"{n}_prime": self.value_name(n, v) for n, v in zip(names, c.x_prime)}
+            | {"output": c.output, "output_prime": c.output_prime}
+            for c in self.counterexamples
+        ]
         return pd.DataFrame(rows, columns=names + [f"{n}_prime" for n in names] + ["output", "output_prime"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,15 +154,20 @@ class Result(Verdict):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.measure_lower is not None:
-            out.update(measure_lower=self.measure_lower, measure_upper=self.measure_upper,
-                       confident_size=self.confident_size, unfair_size=self.unfair_size)
+            out.update(
+                measure_lower=self.measure_lower,
+                measure_upper=self.measure_upper,
+                confident_size=self.confident_size,
+                unfair_size=self.unfair_size,
+            )
         return out
 
     def __str__(self) -> str:
         lines = [
             f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
             f"model: {self.model}",
-            f"protected: {', '.join(self.protected)}" + (f"; epsilon: {self.epsilon}" if self.epsilon else "")
+            f"protected: {', '.join(self.protected)}"
+            + (f"; epsilon: {self.epsilon}" if self.epsilon else "")
             + (f"; population: {self.population}" if self.population != "uniform" else ""),
             f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
             f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
@@ -169,8 +177,9 @@ class Result(Verdict):
             lines.append(f"measure in [{self.measure_lower:.6f}, {self.measure_upper:.6f}]")
         if self.statistical:
             s = self.statistical
-            lines.append(f"statistical unfair share: {100 * s.unfair:.4f}% "
-                         f"({100 * s.confidence:g}% CI [{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples)")
+            lines.append(
+                f"statistical unfair share: {100 * s.unfair:.4f}% "
+                f"({100 * s.confidence:g}% CI [{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples)"
+            )
         lines.append(f"counterexamples: {len(self.counterexamples)}")
         return "\n".join(lines)
-

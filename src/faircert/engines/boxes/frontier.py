@@ -39,8 +39,9 @@ class BoxCodec:
     `encode` checks that it is exact (a value outside the table or grid raises ValueError).
     """
 
-    def __init__(self, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray,
-                 tables: Sequence[np.ndarray | None] | None = None) -> None:
+    def __init__(
+        self, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray, tables: Sequence[np.ndarray | None] | None = None
+    ) -> None:
         n = len(dlo)
         self.dlo = np.asarray(dlo, dtype=np.float64)
         self.tables = list(tables) if tables is not None else [None] * n
@@ -51,7 +52,7 @@ class BoxCodec:
             if t is not None:
                 self.kind.append("table")
                 dt = _uint(len(t) - 1)
-            elif discrete[f] and np.isfinite(dhi[f] - dlo[f]) and dhi[f] - dlo[f] < 2.0 ** 53:
+            elif discrete[f] and np.isfinite(dhi[f] - dlo[f]) and dhi[f] - dlo[f] < 2.0**53:
                 self.kind.append("grid")
                 dt = _uint(int(dhi[f] - dlo[f]))
             else:
@@ -62,8 +63,9 @@ class BoxCodec:
         self.width = n
 
     @classmethod
-    def for_cuts(cls, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray, node_feat: np.ndarray,
-                 node_bound: np.ndarray) -> BoxCodec:
+    def for_cuts(
+        cls, dlo: np.ndarray, dhi: np.ndarray, discrete: np.ndarray, node_feat: np.ndarray, node_bound: np.ndarray
+    ) -> BoxCodec:
         """A codec for boxes cut only at the given (feature, boundary) pairs inside the domain box."""
         tables = []
         for f in range(len(dlo)):
@@ -127,7 +129,7 @@ class RawBoxes:
         return np.concatenate([lo, hi], axis=1)
 
     def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return rec[:, :self.width], rec[:, self.width:]
+        return rec[:, : self.width], rec[:, self.width :]
 
 
 def records_text(arrays: Sequence[np.ndarray]) -> str:

@@ -31,9 +31,16 @@ class Pool:
         """Masses proven fair and unfair inside the pool's boxes."""
         return float(self.fair[: self.n].sum()), float(self.unfair[: self.n].sum())
 
-    def push(self, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, split: np.ndarray,
-             prio: np.ndarray | None = None, fair: np.ndarray | None = None,
-             unfair: np.ndarray | None = None) -> None:
+    def push(
+        self,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        mass: np.ndarray,
+        split: np.ndarray,
+        prio: np.ndarray | None = None,
+        fair: np.ndarray | None = None,
+        unfair: np.ndarray | None = None,
+    ) -> None:
         k = lo.shape[0]
         if self.n + k > self.lo.shape[0]:
             cap = max(2 * self.lo.shape[0], self.n + k)
@@ -60,7 +67,7 @@ class Pool:
         if k >= n:
             idx = np.arange(n)
         else:
-            idx = np.argpartition(self.prio[:n], n - k)[n - k:]
+            idx = np.argpartition(self.prio[:n], n - k)[n - k :]
         out = (self.lo[idx].copy(), self.hi[idx].copy(), self.mass[idx].copy(), self.split[idx].copy())
         # fill the holes below the new end with the kept boxes above it
         keep_n = n - len(idx)

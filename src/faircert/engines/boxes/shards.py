@@ -44,14 +44,14 @@ from .frontier import Frontier, records_text, text_records
 from .sums import ExactSum
 from .workers import LOST, SERIAL, Parallelism, usable_cores
 
-SLICE_S = 0.5               # work per call of a shard, so that progress and stops come this often
-LEVEL_RATIO = 2.0 ** -0.5   # tau shrinks by this factor from level to level
-SEEDS_PER_WORKER = 64       # open boxes per worker before the driver deals them out
+SLICE_S = 0.5  # work per call of a shard, so that progress and stops come this often
+LEVEL_RATIO = 2.0**-0.5  # tau shrinks by this factor from level to level
+SEEDS_PER_WORKER = 64  # open boxes per worker before the driver deals them out
 MEASURES = ("nonconf", "settled", "unfair")
-FIRST_BATCH = 256           # boxes settled at once before the pace is known
+FIRST_BATCH = 256  # boxes settled at once before the pace is known
 MIN_BATCH = 16
-BATCH_SHARE = 0.25          # of a step's time left, for one batch at the measured pace
-MAX_SAVED_SHARDS = 4096     # shard states a checkpoint may hold (one per worker, and the driver's)
+BATCH_SHARE = 0.25  # of a step's time left, for one batch at the measured pace
+MAX_SAVED_SHARDS = 4096  # shard states a checkpoint may hold (one per worker, and the driver's)
 
 
 @dataclass
@@ -71,14 +71,14 @@ class Progress:
     """A shard's totals so far (cumulative, so that a replayed shard simply replaces them)."""
 
     sums: dict[str, ExactSum] = field(default_factory=lambda: {m: ExactSum() for m in MEASURES})
-    boxes: int = 0          # boxes settled
-    examined: int = 0       # boxes settled or cut
-    found: int = 0          # unfair boxes found
+    boxes: int = 0  # boxes settled
+    examined: int = 0  # boxes settled or cut
+    found: int = 0  # unfair boxes found
     open_boxes: int = 0
     open_bytes: int = 0
-    largest: float = 0.0     # the largest open box's size
+    largest: float = 0.0  # the largest open box's size
     level_done: bool = True  # no open box larger than the level's tau
-    finished: bool = True    # no open box at all
+    finished: bool = True  # no open box at all
     memory_limited: bool = False
 
     @property
@@ -98,8 +98,7 @@ class Shard:
     each such array's rows (e.g. `(bool, (n,))` for n flags per box), zeros for a box that has none
     yet (the boxes a refinement starts from)."""
 
-    def __init__(self, settler, free: np.ndarray, chunk: int, codec, region,
-                 limit_bytes: int | None = None) -> None:
+    def __init__(self, settler, free: np.ndarray, chunk: int, codec, region, limit_bytes: int | None = None) -> None:
         self.settler, self.free, self.chunk, self.codec = settler, free, chunk, codec
         self.empty_region, self.limit_bytes = region, limit_bytes or memory.limit()
         self.start([])
@@ -165,8 +164,11 @@ class Shard:
         shares = []
         for k in range(n):
             rows = order[k::n]
-            shares.append([(self.frontier.codec.encode(boxes[0][rows], boxes[1][rows]),) + tuple(a[rows] for a in boxes[2:])]
-                          if len(rows) else [])
+            shares.append(
+                [(self.frontier.codec.encode(boxes[0][rows], boxes[1][rows]),) + tuple(a[rows] for a in boxes[2:])]
+                if len(rows)
+                else []
+            )
         self.progress(math.inf)
         return shares
 
@@ -179,14 +181,19 @@ class Shard:
         stores, with their per-box data), its unfair boxes, its exact sums and its counts."""
         spec = _open_data(self.settler)
         # a box the refinement starts from carries no data yet: zeros, as `Shard` says
-        entries = [e if len(e) > 1 else e + tuple(np.zeros(len(e[0]), dtype=d) for d in spec)
-                   for e in self.frontier.parts().entries]
+        entries = [
+            e if len(e) > 1 else e + tuple(np.zeros(len(e[0]), dtype=d) for d in spec)
+            for e in self.frontier.parts().entries
+        ]
         rows = sum(len(e[0]) for e in entries)
         t = self.totals
-        return {"open": {"boxes": rows, "records": [records_text([e[k] for e in entries])
-                                                    for k in range(1 + len(spec))]},
-                "region": self.region.state(), "sums": {m: t.sums[m].state() for m in MEASURES},
-                "boxes": t.boxes, "examined": t.examined}
+        return {
+            "open": {"boxes": rows, "records": [records_text([e[k] for e in entries]) for k in range(1 + len(spec))]},
+            "region": self.region.state(),
+            "sums": {m: t.sums[m].state() for m in MEASURES},
+            "boxes": t.boxes,
+            "examined": t.examined,
+        }
 
     def restore(self, state: dict, dlo: np.ndarray, dhi: np.ndarray) -> None:
         """Add a shard's saved `state` to this one, every value checked (a checkpoint is untrusted
@@ -203,11 +210,19 @@ class Shard:
             values = {m: float(sums[m]) for m in MEASURES}
             boxes, examined, region = state["boxes"], state["examined"], state["region"]
         except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as exc:
-            raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
-                                f"{str(exc)[:80]})") from None
-        ok = (np.all(lo >= dlo) and np.all(hi <= dhi) and np.all(lo <= hi) and all(map(_plain_values, data))
-              and all(type(v) is int and v >= 0 for v in (boxes, examined)) and boxes <= examined
-              and all(math.isfinite(v) and v >= 0 for v in values.values()) and values["unfair"] <= values["settled"])
+            raise PropertyError(
+                f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: {str(exc)[:80]})"
+            ) from None
+        ok = (
+            np.all(lo >= dlo)
+            and np.all(hi <= dhi)
+            and np.all(lo <= hi)
+            and all(map(_plain_values, data))
+            and all(type(v) is int and v >= 0 for v in (boxes, examined))
+            and boxes <= examined
+            and all(math.isfinite(v) and v >= 0 for v in values.values())
+            and values["unfair"] <= values["settled"]
+        )
         if not ok:
             raise PropertyError("checkpoint: its boxes or counts do not fit this domain and model")
         self.frontier.push(lo, hi, *data)  # decoded by this codec: they encode again exactly
@@ -258,8 +273,11 @@ class Saving:
 
 
 def _sum(parts: list[Progress]) -> Progress:
-    out = Progress(level_done=all(p.level_done or p.idle for p in parts), finished=all(p.finished for p in parts),
-                   memory_limited=any(p.memory_limited for p in parts))
+    out = Progress(
+        level_done=all(p.level_done or p.idle for p in parts),
+        finished=all(p.finished for p in parts),
+        memory_limited=any(p.memory_limited for p in parts),
+    )
     for p in parts:
         for m in MEASURES:
             out.sums[m].absorb(p.sums[m])
@@ -272,8 +290,16 @@ def _sum(parts: list[Progress]) -> Progress:
     return out
 
 
-def refine(shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float, parallel: Parallelism = SERIAL,
-           max_boxes: int | None = None, on_progress=None, saving: Saving | None = None) -> Refined:
+def refine(
+    shard: Shard,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    deadline: float,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    on_progress=None,
+    saving: Saving | None = None,
+) -> Refined:
     """Refine the boxes (lo, hi) with `shard`'s settler until none is open, the deadline, a stop
     request, a shard's memory limit or (at the end of a level) `max_boxes` examined boxes;
     `on_progress(totals, restarts)` after every slice. With `saving`, from its state when it has one
@@ -360,8 +386,15 @@ def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_b
     """Put a saved refinement into the driver's shard; returns the level to go on at: the saved one
     under a box budget (a run saved without one starts its levels at its largest open box)."""
     shards, tau = state.get("shards"), state.get("tau")
-    if not (isinstance(shards, list) and 0 < len(shards) <= MAX_SAVED_SHARDS and all(isinstance(s, dict) for s in shards)
-            and isinstance(tau, (int, float)) and not isinstance(tau, bool) and math.isfinite(tau) and tau >= 0):
+    if not (
+        isinstance(shards, list)
+        and 0 < len(shards) <= MAX_SAVED_SHARDS
+        and all(isinstance(s, dict) for s in shards)
+        and isinstance(tau, (int, float))
+        and not isinstance(tau, bool)
+        and math.isfinite(tau)
+        and tau >= 0
+    ):
         raise PropertyError("checkpoint: its state is incomplete or malformed (no shards or no level)")
     for s in shards:
         local.restore(s, dlo, dhi)
@@ -370,17 +403,32 @@ def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_b
     return float(tau) if tau > 0 else local.frontier.largest() * LEVEL_RATIO
 
 
-def refine_into(acc: dict, report, shard: Shard, lo: np.ndarray, hi: np.ndarray, deadline: float,
-                parallel: Parallelism = SERIAL, max_boxes: int | None = None, saving: Saving | None = None) -> Refined:
+def refine_into(
+    acc: dict,
+    report,
+    shard: Shard,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    deadline: float,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    saving: Saving | None = None,
+) -> Refined:
     """`refine`, keeping a tree refinement's accumulator `acc` up to date (its sizes, boxes settled
     and examined, unfair boxes found, restarts, memory limit; at the end the workers used, whether
     the open boxes were gathered and, with `saving`, the checkpoints written and their seconds) and
     calling `report(acc)` after every step."""
 
     def on_progress(totals: Progress, restarts: int) -> None:
-        acc.update(nonconf=float(totals.sums["nonconf"]), settled=float(totals.sums["settled"]),
-                   unfair=float(totals.sums["unfair"]), boxes=totals.boxes, examined=totals.examined,
-                   unfair_boxes=totals.found, workers_restarted=restarts)
+        acc.update(
+            nonconf=float(totals.sums["nonconf"]),
+            settled=float(totals.sums["settled"]),
+            unfair=float(totals.sums["unfair"]),
+            boxes=totals.boxes,
+            examined=totals.examined,
+            unfair_boxes=totals.found,
+            workers_restarted=restarts,
+        )
         if totals.memory_limited:
             acc["memory_limited"] = True
         report(acc)

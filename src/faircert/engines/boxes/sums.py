@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-_EXACT_INT = 2.0 ** 53  # integral float sums below this are exact in any order
-_MAX_DIGITS = 400        # of a saved integer part (a float's integral value has at most 309)
+_EXACT_INT = 2.0**53  # integral float sums below this are exact in any order
+_MAX_DIGITS = 400  # of a saved integer part (a float's integral value has at most 309)
 _MAX_PARTIALS = 100
 
 
@@ -21,7 +21,7 @@ class ExactSum:
     """An exact running sum of floats; `float(s)` is its correctly rounded value."""
 
     def __init__(self) -> None:
-        self.whole = 0          # the integral terms, exactly
+        self.whole = 0  # the integral terms, exactly
         self.partials: list[float] = []  # the others: non-overlapping floats summing to them exactly
 
     def add(self, values) -> None:
@@ -64,8 +64,13 @@ class ExactSum:
         """The sum `state` wrote; ValueError when it holds no finite sum in that form."""
         whole, partials = state.get("whole"), state.get("partials")
         # bounded: an exact sum of float64 terms has at most about 40 partials
-        if not (isinstance(whole, str) and len(whole) <= _MAX_DIGITS and isinstance(partials, list)
-                and len(partials) <= _MAX_PARTIALS and all(isinstance(p, str) and len(p) <= 32 for p in partials)):
+        if not (
+            isinstance(whole, str)
+            and len(whole) <= _MAX_DIGITS
+            and isinstance(partials, list)
+            and len(partials) <= _MAX_PARTIALS
+            and all(isinstance(p, str) and len(p) <= 32 for p in partials)
+        ):
             raise ValueError("not an exact sum")
         out = cls()
         out.whole = int(whole)

@@ -130,8 +130,10 @@ class Workers:
         self.restarts += 1
         if self.restarts > MAX_RESTARTS:
             self.close()
-            raise FaircertError(f"worker processes died {self.restarts} times (out of memory?); "
-                                "run with fewer workers or with --workers 1")
+            raise FaircertError(
+                f"worker processes died {self.restarts} times (out of memory?); "
+                "run with fewer workers or with --workers 1"
+            )
 
     def pids(self) -> list[int]:
         """The worker processes' ids (for tests that kill one)."""
@@ -193,8 +195,10 @@ class RayWorkers:
         results: list[Any] = [None] * len(chunks)
         todo = list(range(len(chunks)))
         while todo:
-            refs = [(i, self._actors[k % self.n], self._actors[k % self.n].run.remote(method, chunks[i]))
-                    for k, i in enumerate(todo)]
+            refs = [
+                (i, self._actors[k % self.n], self._actors[k % self.n].run.remote(method, chunks[i]))
+                for k, i in enumerate(todo)
+            ]
             lost = []
             for i, actor, ref in refs:
                 try:
@@ -225,8 +229,10 @@ class RayWorkers:
             return
         self.restarts += 1
         if self.restarts > MAX_RESTARTS * self.n:
-            raise FaircertError(f"Ray workers died {self.restarts} times (last: {self._last_error}); "
-                                "run with fewer workers or without --ray")
+            raise FaircertError(
+                f"Ray workers died {self.restarts} times (last: {self._last_error}); "
+                "run with fewer workers or without --ray"
+            )
         self._actors[self._actors.index(actor)] = self._holder.remote(self._job)
 
     def pids(self) -> list[int]:

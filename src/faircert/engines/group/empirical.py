@@ -65,7 +65,7 @@ def _exact_score(model: LinearModel, row: Any) -> Fraction:
     total = Fraction(model.intercept)
     start = 0
     for e in model.encoding:
-        w = model.weights[start:start + e.width]
+        w = model.weights[start : start + e.width]
         start += e.width
         if e.kind == "onehot":
             hits = e.encode([row[e.column]])[0]
@@ -85,20 +85,33 @@ def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
     else:
         columns = [c for c in have if c != label]
         if len(columns) != width:
-            hint = ("; if it was trained on encoded columns (one-hot, scaled), give its fitted preprocessing "
-                    "(preprocessor=PREP / --preprocessor PREP.pkl) or the whole scikit-learn Pipeline"
-                    if width is not None and width > len(columns) else "")
-            raise DataError(f"the model takes {width} unnamed inputs but the data has {len(columns)} columns besides "
-                            f"the label; give the data exactly the model's columns in order{hint}")
+            hint = (
+                "; if it was trained on encoded columns (one-hot, scaled), give its fitted preprocessing "
+                "(preprocessor=PREP / --preprocessor PREP.pkl) or the whole scikit-learn Pipeline"
+                if width is not None and width > len(columns)
+                else ""
+            )
+            raise DataError(
+                f"the model takes {width} unnamed inputs but the data has {len(columns)} columns besides "
+                f"the label; give the data exactly the model's columns in order{hint}"
+            )
     try:
         return frame[columns].to_numpy(dtype=np.float64)
     except (TypeError, ValueError):
-        raise DataError("the model reads numbers but the data has text columns; encode them as the model was "
-                        "trained, or pass the whole scikit-learn Pipeline") from None
+        raise DataError(
+            "the model reads numbers but the data has text columns; encode them as the model was "
+            "trained, or pass the whole scikit-learn Pipeline"
+        ) from None
 
 
-def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure: np.ndarray,
-           rows: np.ndarray, names: Any = None) -> list[GroupProbability]:
+def _rates(
+    frame: Any,
+    protected: tuple[str, ...],
+    positive: np.ndarray,
+    unsure: np.ndarray,
+    rows: np.ndarray,
+    names: Any = None,
+) -> list[GroupProbability]:
     total = int(rows.sum())
     out = []
     keys = (names if names is not None else frame[list(protected)]).loc[rows, list(protected)].astype(str)
@@ -113,8 +126,14 @@ def _rates(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure:
     return out
 
 
-def _precisions(frame: Any, protected: tuple[str, ...], positive: np.ndarray, unsure: np.ndarray,
-                good: np.ndarray, names: Any = None) -> list[GroupProbability]:
+def _precisions(
+    frame: Any,
+    protected: tuple[str, ...],
+    positive: np.ndarray,
+    unsure: np.ndarray,
+    good: np.ndarray,
+    names: Any = None,
+) -> list[GroupProbability]:
     """P[Y = positive | yhat = 1, group] per group, as an interval over the undecided rows'
     decisions (it falls as undecided rows with Y negative turn positive and rises as those with Y
     positive do); a group the model never labels positive has none and is left out. Sizes:
@@ -147,8 +166,10 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     if "pcf" in question.metrics:
         raise PropertyError("path-specific causal fairness needs a causal population (bayesnet), not the data's rows")
     if question.influence:
-        raise PropertyError("fairness influence makes a feature's distribution uniform, which needs a learned "
-                            "population (independent or bayesnet), not the data's rows")
+        raise PropertyError(
+            "fairness influence makes a feature's distribution uniform, which needs a learned "
+            "population (independent or bayesnet), not the data's rows"
+        )
     frame = pop.frame
     positive, unsure = decisions(model, frame, pop.label)
     everyone = np.ones(len(frame), dtype=bool)
@@ -163,17 +184,31 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
         if len(values) != 2:
             raise PropertyError(f"{spelled(asked)}: needs a label with two values; {pop.label!r} has {len(values)}")
         for value in values:
-            conditional[f"Y={value}"] = _rates(frame, pop.protected, positive, unsure, (truth == value).to_numpy(),
-                                               pop.groups)
+            conditional[f"Y={value}"] = _rates(
+                frame, pop.protected, positive, unsure, (truth == value).to_numpy(), pop.groups
+            )
         if needing(question.metrics, "predicted"):
             good = (truth == label_keys("predictive parity", conditional)[-1][2:]).to_numpy()
             conditional["yhat=1"] = _precisions(frame, pop.protected, positive, unsure, good, pop.groups)
     if progress is not None:
         progress({"elapsed_s": time.perf_counter() - start})
-    stats = {"rows": len(frame), "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),
-             "rows_undecided": int(unsure.sum()), "stopped": "converged"}
-    return GroupResult.build(groups, engine="empirical (exact)", population=pop.describe(),
-                             threshold=question.threshold, gap_thresholds=dict(question.gap_thresholds),
-                             metrics=question.metrics, conditional=conditional,
-                             elapsed_s=time.perf_counter() - start + question.learning_s,
-                             model=question.model_name, protected=list(pop.protected), label=pop.label, stats=stats)
+    stats = {
+        "rows": len(frame),
+        "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),
+        "rows_undecided": int(unsure.sum()),
+        "stopped": "converged",
+    }
+    return GroupResult.build(
+        groups,
+        engine="empirical (exact)",
+        population=pop.describe(),
+        threshold=question.threshold,
+        gap_thresholds=dict(question.gap_thresholds),
+        metrics=question.metrics,
+        conditional=conditional,
+        elapsed_s=time.perf_counter() - start + question.learning_s,
+        model=question.model_name,
+        protected=list(pop.protected),
+        label=pop.label,
+        stats=stats,
+    )

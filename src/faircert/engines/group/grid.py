@@ -50,13 +50,17 @@ MIN_CELLS = 1 << 10
 MAX_SHIFTS = 4096
 #: Relative bound on the float rounding of sums of nonnegative masses (each mass is a product of at
 #: most a few dozen tables summed over at most 2**40 terms: well inside 2**-30).
-MASS_ROUNDING = 2.0 ** -30
-UNIT = 2.0 ** -53
+MASS_ROUNDING = 2.0**-30
+UNIT = 2.0**-53
 T = TypeVar("T")
 
 
-def refined(compute: Callable[[int, bool], T], width: Callable[[T], float | None],
-            deadline: float | None, memory_limit: int | None = None) -> tuple[T, int, bool]:
+def refined(
+    compute: Callable[[int, bool], T],
+    width: Callable[[T], float | None],
+    deadline: float | None,
+    memory_limit: int | None = None,
+) -> tuple[T, int, bool]:
     """`compute(cells, first)` on grids refined fourfold while the bounds are wider than
     `REFINED_WIDTH` (`width` gives None where no grid was needed), the time left (monotonic
     `deadline`) allows another pass, its cost estimated from the last, and a finer grid fits
@@ -87,7 +91,7 @@ class Histogram:
     mass: np.ndarray
     below: float
     above: float
-    offset: float   # the score is offset + h*K + r, 0 <= r < slack, up to +-tol
+    offset: float  # the score is offset + h*K + r, 0 <= r < slack, up to +-tol
     slack: float
     tol: float
     exact: bool = False  # offset + h*K is the exact score: no rounding margin at a threshold
@@ -155,8 +159,7 @@ class GridEngine:
         if key not in self._orders:  # the order depends on which variables are fixed, not on their states
             self._orders[key] = search_order(factors(pop, names, evidence), {n: pop.variables[n].card for n in names})
         order = self._orders[key]
-        ranges = {n: (float(self.contrib[n].min()), float(self.contrib[n].max()))
-                  for n in names if n not in evidence}
+        ranges = {n: (float(self.contrib[n].min()), float(self.contrib[n].max())) for n in names if n not in evidence}
         cells = self.cells
         if self.deadline is not None and time.monotonic() >= self.deadline:
             cells = max(1, cells // 64)
@@ -185,8 +188,9 @@ class GridEngine:
         self.stats["order"] = [f.var for f in order]
         return Histogram(step, hist[0], hist[1], hist[2], hist[3], offset, slack, self.tol, exact)
 
-    def _step(self, order: list[Factor], ranges: dict[str, tuple[float, float]], thresholds: list[float],
-              cells: int) -> float:
+    def _step(
+        self, order: list[Factor], ranges: dict[str, tuple[float, float]], thresholds: list[float], cells: int
+    ) -> float:
         """The finest h = 2**-j whose largest message (configurations x window) fits the cell budget.
 
         A message's window is at most the range of the shifts applied so far, and at most the range
@@ -195,14 +199,14 @@ class GridEngine:
         width = {n: hi - lo for n, (lo, hi) in ranges.items()}
         applied, remaining = 0.0, sum(width.values())
         span = max(thresholds) - min(thresholds)
-        need = 2.0 ** -40
+        need = 2.0**-40
         open_vars: dict[str, int] = {}
         window = 0.0  # the current message's window, in score units
         for pos, f in enumerate(order):
             open_vars.update((v, cards[v]) for v in f.scope)
             configs = math.prod(open_vars.values())
             need = max(need, configs * window / cells)
-            later = order[pos + 1:]
+            later = order[pos + 1 :]
             for v in list(f.leaves) + [v for v in open_vars if not any(v in g.scope for g in later)]:
                 if v not in f.leaves:  # a leaf never opens an axis (`_apply_leaf`)
                     configs //= open_vars.pop(v)
@@ -214,8 +218,15 @@ class GridEngine:
         return 2.0 ** math.ceil(math.log2(need))
 
 
-def _eliminate(pop: DiscretePopulation, order: list[Factor], evidence: dict[str, int], k: dict[str, np.ndarray],
-               live_lo: int, live_hi: int, stats: dict) -> tuple[int, np.ndarray, float, float]:
+def _eliminate(
+    pop: DiscretePopulation,
+    order: list[Factor],
+    evidence: dict[str, int],
+    k: dict[str, np.ndarray],
+    live_lo: int,
+    live_hi: int,
+    stats: dict,
+) -> tuple[int, np.ndarray, float, float]:
     """Variable elimination with histogram messages; returns (base, mass, below, above)."""
     axes: list[str] = []
     arr = np.ones(1)  # shape: cards of `axes` + (window,)
@@ -232,20 +243,28 @@ def _eliminate(pop: DiscretePopulation, order: list[Factor], evidence: dict[str,
             arr, base = _apply_leaf(pop, leaf, evidence, arr, axes, base, k[leaf])
             stats["max_cells"] = max(stats["max_cells"], arr.size)
             pending[0].pop(leaf, None), pending[1].pop(leaf, None)
-        later = order[pos + 1:]
+        later = order[pos + 1 :]
         for v in [v for v in axes if not any(v in g.scope for g in later)]:
             arr, below, above, base = _sum_out(v, axes, arr, below, above, base, k)
             axes.remove(v)
             pending[0].pop(v, None), pending[1].pop(v, None)
-        arr, below, above, base = _clip(arr, below, above, base, live_lo - sum(pending[1].values()),
-                                        live_hi - sum(pending[0].values()))
+        arr, below, above, base = _clip(
+            arr, below, above, base, live_lo - sum(pending[1].values()), live_hi - sum(pending[0].values())
+        )
     if axes:  # every variable is closed after the last table
         raise AssertionError(f"variables left open: {axes}")
     return base, arr, float(below), float(above)
 
 
-def _multiply(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr: np.ndarray, below: np.ndarray,
-              above: np.ndarray, axes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _multiply(
+    pop: DiscretePopulation,
+    name: str,
+    evidence: dict[str, int],
+    arr: np.ndarray,
+    below: np.ndarray,
+    above: np.ndarray,
+    axes: list[str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """The message times the table of `name` (sliced at the evidence), opening its variables."""
     var = pop.variables[name]
     table = var.cpt
@@ -267,8 +286,15 @@ def _multiply(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr:
     return arr * table[..., None], below * table, above * table, axes
 
 
-def _apply_leaf(pop: DiscretePopulation, name: str, evidence: dict[str, int], arr: np.ndarray, axes: list[str],
-                base: int, shifts: np.ndarray) -> tuple[np.ndarray, int]:
+def _apply_leaf(
+    pop: DiscretePopulation,
+    name: str,
+    evidence: dict[str, int],
+    arr: np.ndarray,
+    axes: list[str],
+    base: int,
+    shifts: np.ndarray,
+) -> tuple[np.ndarray, int]:
     """Multiply in and sum out a childless variable with one open parent in one pass: each parent
     state's slice is spread over the leaf's shifts, weighted by P[leaf | parent]. The leaf never
     becomes an axis, so a bin's many data values cost time, not memory."""
@@ -290,12 +316,19 @@ def _apply_leaf(pop: DiscretePopulation, name: str, evidence: dict[str, int], ar
         weights = np.zeros(len(offsets))
         np.add.at(weights, where, row[used])
         for start, w in zip(offsets, weights):
-            spread[b, ..., start:start + length] += w * moved[b]
+            spread[b, ..., start : start + length] += w * moved[b]
     return out, base + lo
 
 
-def _sum_out(name: str, axes: list[str], arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int,
-             k: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _sum_out(
+    name: str,
+    axes: list[str],
+    arr: np.ndarray,
+    below: np.ndarray,
+    above: np.ndarray,
+    base: int,
+    k: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     i = axes.index(name)
     below, above = below.sum(axis=i), above.sum(axis=i)
     shifts = k.get(name)
@@ -307,12 +340,13 @@ def _sum_out(name: str, axes: list[str], arr: np.ndarray, below: np.ndarray, abo
     out = np.zeros(moved.shape[1:-1] + (length + int(shifts.max()) - lo,))
     for s in range(moved.shape[0]):
         start = int(shifts[s]) - lo
-        out[..., start:start + length] += moved[s]
+        out[..., start : start + length] += moved[s]
     return out, below, above, base + lo
 
 
-def _clip(arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int, keep_lo: int,
-          keep_hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _clip(
+    arr: np.ndarray, below: np.ndarray, above: np.ndarray, base: int, keep_lo: int, keep_hi: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Move mass outside [keep_lo, keep_hi] (partial K) to below / above."""
     n = arr.shape[-1]
     a = min(max(keep_lo - base, 0), n)

@@ -23,7 +23,9 @@ def uniform_over(population: DiscretePopulation, features: Sequence[str]) -> Dis
     """The population with each feature of `features` replaced by a uniform, independent one."""
     for f in features:
         if f not in population.variables:
-            raise PropertyError(f"influence: unknown feature {f!r}; the population has: {', '.join(population.variables)}")
+            raise PropertyError(
+                f"influence: unknown feature {f!r}; the population has: {', '.join(population.variables)}"
+            )
         if f in population.protected or f == population.label:
             raise PropertyError(f"influence: {f!r} is protected or the label; influence is measured for other features")
         var = population.variables[population.bin_of(f)]
@@ -34,18 +36,24 @@ def uniform_over(population: DiscretePopulation, features: Sequence[str]) -> Dis
     return population
 
 
-def influences(population: DiscretePopulation, base: list[GroupProbability], groups_of: GroupsOf,
-               subsets: Sequence[Sequence[str]]) -> list[Influence]:
+def influences(
+    population: DiscretePopulation, base: list[GroupProbability], groups_of: GroupsOf, subsets: Sequence[Sequence[str]]
+) -> list[Influence]:
     """FIFs of each feature set in `subsets` on every group's positive rate, DI and SP."""
     base_di, base_sp = _point(di_interval(base)), _point(gap_interval("sp", base))
     out = []
     for subset in subsets:
         perturbed = groups_of(uniform_over(population, subset))
         by_group = {b.name: b.value - p.value for b, p in zip(base, perturbed)}
-        out.append(Influence(list(subset), by_group,
-                             di=base_di - _point(di_interval(perturbed)),
-                             sp=base_sp - _point(gap_interval("sp", perturbed)),
-                             perturbed={p.name: p.value for p in perturbed}))
+        out.append(
+            Influence(
+                list(subset),
+                by_group,
+                di=base_di - _point(di_interval(perturbed)),
+                sp=base_sp - _point(gap_interval("sp", perturbed)),
+                perturbed={p.name: p.value for p in perturbed},
+            )
+        )
     return out
 
 
@@ -59,8 +67,9 @@ def default_subsets(population: DiscretePopulation, columns: Sequence[str]) -> l
     return [[c] for c in columns if c in population.variables and c not in skip]
 
 
-def requested_subsets(influence: bool | Sequence[Sequence[str]], population: DiscretePopulation,
-                      columns: Sequence[str]) -> list[list[str]]:
+def requested_subsets(
+    influence: bool | Sequence[Sequence[str]], population: DiscretePopulation, columns: Sequence[str]
+) -> list[list[str]]:
     """The feature sets a question asks the influence of: every feature on its own (True, or "*"
     among the sets), and the sets given."""
     every = default_subsets(population, columns)

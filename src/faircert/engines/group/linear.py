@@ -24,10 +24,17 @@ from .subset_sum import Engine
 EXACT_ROWS = 200_000
 
 
-def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: dict[str, int] | None = None,
-                        stats: dict | None = None, condition: str = "", spread_bins: bool = False,
-                        deadline: float | None = None, cells: int | None = None,
-                        try_exact: bool = True) -> list[GroupProbability]:
+def group_probabilities(
+    model: LinearModel,
+    pop: DiscretePopulation,
+    evidence: dict[str, int] | None = None,
+    stats: dict | None = None,
+    condition: str = "",
+    spread_bins: bool = False,
+    deadline: float | None = None,
+    cells: int | None = None,
+    try_exact: bool = True,
+) -> list[GroupProbability]:
     """P[yhat = 1 | group, evidence] for every compound protected group: exact while the subset-sum
     tables stay small, else sound bounds of a width below 1e-3 or so from the histogram engine
     (`grid`); with `spread_bins`, for any distribution inside the bins (subset-sum, bucketed past
@@ -37,8 +44,13 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
     if not spread_bins and (not try_exact or math.prod(values_in_bins) > EXACT_ROWS):
         engine = GridEngine(model, pop, cells, deadline)  # so many data values in bins: their sums rarely meet
     else:
-        engine = Engine(model, pop, max_rows=EXACT_ROWS if not spread_bins else 2_000_000, spread_bins=spread_bins,
-                        deadline=deadline)
+        engine = Engine(
+            model,
+            pop,
+            max_rows=EXACT_ROWS if not spread_bins else 2_000_000,
+            spread_bins=spread_bins,
+            deadline=deadline,
+        )
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
@@ -48,8 +60,10 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
         name = pop.group_name(group)
         if size <= 0:
             shown = ", ".join(f"{k}={v}" for k, v in name.items())
-            raise DataError(f"group {shown}{' with ' + condition if condition else ''} has probability 0 under the "
-                            "population (no data for it); drop that value or merge it with another")
+            raise DataError(
+                f"group {shown}{' with ' + condition if condition else ''} has probability 0 under the "
+                "population (no data for it); drop that value or merge it with another"
+            )
         out.append(GroupProbability(name, lo, hi, size))
     if stats is not None:
         _merge_stats(stats, engine.stats if isinstance(engine, Engine) else _grid_stats(engine))
@@ -57,9 +71,17 @@ def group_probabilities(model: LinearModel, pop: DiscretePopulation, evidence: d
 
 
 def _grid_stats(engine: GridEngine) -> dict:
-    return {"max_rows": engine.stats["max_cells"], "components": 1, "rounding_bound": engine.tol,
-            "bucketed": False, "over_budget": engine.stats["over_budget"], "exact_arithmetic": False, "grid": True,
-            "grid_step": engine.stats["grid_step"], "grid_width": engine.stats["grid_width"]}
+    return {
+        "max_rows": engine.stats["max_cells"],
+        "components": 1,
+        "rounding_bound": engine.tol,
+        "bucketed": False,
+        "over_budget": engine.stats["over_budget"],
+        "exact_arithmetic": False,
+        "grid": True,
+        "grid_step": engine.stats["grid_step"],
+        "grid_width": engine.stats["grid_width"],
+    }
 
 
 def _merge_stats(total: dict, one: dict) -> None:
@@ -95,15 +117,27 @@ def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulat
         return [(f"Y={lab}", pop, {pop.label: i}) for i, lab in enumerate(var.labels)]
     if pop.by_label:
         return [(f"Y={lab}", sub, {}) for lab, sub in pop.by_label.items()]
-    raise PropertyError("the metrics given the label (eo, eop, eopr) need the true label: pass label=<column> "
-                        "(CLI: --label)")
+    raise PropertyError(
+        "the metrics given the label (eo, eop, eopr) need the true label: pass label=<column> (CLI: --label)"
+    )
 
 
-def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[str] = ("di", "sp"),
-            mediators: Sequence[str] | None = None, threshold: float = 0.8,
-            gap_thresholds: dict[str, float] | None = None, influence: bool | Sequence[Sequence[str]] = False,
-            frame: Any = None, model_name: str = "", learning_s: float = 0.0, bin_bounds: bool = False,
-            deadline: float | None = None, memory_limit: int | None = None) -> GroupResult:
+def analyse(
+    model: LinearModel,
+    pop: DiscretePopulation,
+    *,
+    metrics: Sequence[str] = ("di", "sp"),
+    mediators: Sequence[str] | None = None,
+    threshold: float = 0.8,
+    gap_thresholds: dict[str, float] | None = None,
+    influence: bool | Sequence[Sequence[str]] = False,
+    frame: Any = None,
+    model_name: str = "",
+    learning_s: float = 0.0,
+    bin_bounds: bool = False,
+    deadline: float | None = None,
+    memory_limit: int | None = None,
+) -> GroupResult:
     """Everything `faircert group` reports for a linear model under a discrete population.
 
     `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's probability and
@@ -121,51 +155,92 @@ def analyse(model: LinearModel, pop: DiscretePopulation, *, metrics: Sequence[st
         redistributed = pop
         for m in mediators:
             if m not in pop.variables or m in pop.protected or m == pop.label:
-                raise PropertyError(f"mediator {m!r} must be a non-protected feature of the population; "
-                                    f"it has: {', '.join(v for v in pop.variables if v not in pop.protected)}")
+                raise PropertyError(
+                    f"mediator {m!r} must be a non-protected feature of the population; "
+                    f"it has: {', '.join(v for v in pop.variables if v not in pop.protected)}"
+                )
             held = pop.bin_of(m)  # a binned mediator moves by its bins; its values inside a bin follow
             redistributed = redistributed.with_marginal(held, _given_group(pop, held, top_states, frame))
         conditional["pcf"] = group_probabilities(model, redistributed, stats=stats, deadline=deadline)
-        approximations.append(f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
-                              f"({top.name}), each independently with its distribution given that group")
+        approximations.append(
+            f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
+            f"({top.name}), each independently with its distribution given that group"
+        )
     result_influence = []
     widest = max(g.high - g.low for g in groups)
     if influence and widest > INFLUENCE_WIDTH:
-        approximations.append(f"influence not computed: a group rate is only known to within {widest:.3g}, too wide "
-                              f"to rank features (needs {INFLUENCE_WIDTH:g})")
+        approximations.append(
+            f"influence not computed: a group rate is only known to within {widest:.3g}, too wide "
+            f"to rank features (needs {INFLUENCE_WIDTH:g})"
+        )
     elif influence:
-        result_influence = influences(pop, groups, lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
-                                      requested_subsets(influence, pop, model.columns))
+        result_influence = influences(
+            pop,
+            groups,
+            lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
+            requested_subsets(influence, pop, model.columns),
+        )
     if bin_bounds:
         spread = group_probabilities(model, pop, spread_bins=True, deadline=deadline)
         di, sp = di_interval(spread), gap_interval("sp", spread)
-        stats["within_bin_bounds"] = {"groups": {g.name: [g.low, g.high] for g in spread},
-                                      "di": [di.low, di.high], "sp": [sp.low, sp.high]}
+        stats["within_bin_bounds"] = {
+            "groups": {g.name: [g.low, g.high] for g in spread},
+            "di": [di.low, di.high],
+            "sp": [sp.low, sp.high],
+        }
     if stats.get("over_budget"):
-        approximations.append("the time limit was reached: the rest was computed coarser (bucketed sums or a 64 "
-                              "times coarser score grid) to finish; probabilities are sound bounds")
+        approximations.append(
+            "the time limit was reached: the rest was computed coarser (bucketed sums or a 64 "
+            "times coarser score grid) to finish; probabilities are sound bounds"
+        )
     elif stats.get("bucketed"):
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start
-    stats.update(engine_s=engine_s, learning_s=learning_s, population=pop.info,
-                 stopped="budget" if stats.get("over_budget") else "row limit" if stats.get("bucketed")
-                 else MEMORY_STOPPED if stats.get("memory_limited") else "converged")
+    stats.update(
+        engine_s=engine_s,
+        learning_s=learning_s,
+        population=pop.info,
+        stopped="budget"
+        if stats.get("over_budget")
+        else "row limit"
+        if stats.get("bucketed")
+        else MEMORY_STOPPED
+        if stats.get("memory_limited")
+        else "converged",
+    )
     engine = "score histograms (sound bounds)" if stats.get("grid") else "subset-sum (exact)"
     if stats.get("grid"):
-        approximations.append(f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
-                              f"{stats['grid_step']:.3g} (each bound within the mass of a score band "
-                              f"{stats['grid_width']:.3g} wide at the threshold)")
-    result = GroupResult.build(groups, engine=engine, population=pop.describe(), threshold=threshold,
-                               gap_thresholds=gap_thresholds, metrics=metrics, conditional=conditional,
-                               approximations=approximations, elapsed_s=engine_s + learning_s, model=model_name,
-                               protected=list(pop.protected), label=pop.label or pop.info.get("label"), stats=stats)
+        approximations.append(
+            f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
+            f"{stats['grid_step']:.3g} (each bound within the mass of a score band "
+            f"{stats['grid_width']:.3g} wide at the threshold)"
+        )
+    result = GroupResult.build(
+        groups,
+        engine=engine,
+        population=pop.describe(),
+        threshold=threshold,
+        gap_thresholds=gap_thresholds,
+        metrics=metrics,
+        conditional=conditional,
+        approximations=approximations,
+        elapsed_s=engine_s + learning_s,
+        model=model_name,
+        protected=list(pop.protected),
+        label=pop.label or pop.info.get("label"),
+        stats=stats,
+    )
     result.influence = result_influence
     return result
 
 
-def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool, deadline: float | None,
-                   memory_limit: int | None = None
-                   ) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
+def _refined_rates(
+    model: LinearModel,
+    pop: DiscretePopulation,
+    with_label: bool,
+    deadline: float | None,
+    memory_limit: int | None = None,
+) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
     """Group rates (and given each label value): exact, or on score grids refined while time and
     the memory limit allow."""
 
@@ -173,9 +248,12 @@ def _refined_rates(model: LinearModel, pop: DiscretePopulation, with_label: bool
         stats: dict[str, Any] = {}
         # after a first pass on grids the exact tables are known to outgrow their cap: grids only
         groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells, try_exact=first)
-        conditional = {cond: group_probabilities(model, sub, ev, stats, condition=cond, deadline=deadline,
-                                                 cells=cells, try_exact=first)
-                       for cond, sub, ev in (label_conditions(pop) if with_label else [])}
+        conditional = {
+            cond: group_probabilities(
+                model, sub, ev, stats, condition=cond, deadline=deadline, cells=cells, try_exact=first
+            )
+            for cond, sub, ev in (label_conditions(pop) if with_label else [])
+        }
         return groups, conditional, stats
 
     def width(out) -> float | None:
@@ -212,8 +290,10 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
     if dropped:
         shown = ", ".join(f"{d['edge'][0]}->{d['edge'][1]}" for d in dropped)
         lost = sum(d["loglik"] for d in dropped)
-        notes.append(f"network: {len(dropped)} weakest edge(s) dropped ({lost:.0f} nats of the data's log-likelihood) "
-                     f"to keep elimination within {pop.info.get('max_width')} configurations: {shown}")
+        notes.append(
+            f"network: {len(dropped)} weakest edge(s) dropped ({lost:.0f} nats of the data's log-likelihood) "
+            f"to keep elimination within {pop.info.get('max_width')} configurations: {shown}"
+        )
     binning = pop.info.get("binning", {})
     for v in pop.variables.values():
         if v.edges is None:
@@ -222,13 +302,17 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
         name = v.name.removesuffix(BIN_SUFFIX)
         if name != v.name or v.within is not None:
             values = pop.variables[name].card if name != v.name else len({x for vals, _ in v.within for x in vals})
-            notes.append(f"{name}: {v.card} {how}bins for the network, inside each the data's own values with their "
-                         f"frequencies ({values} values in all)")
+            notes.append(
+                f"{name}: {v.card} {how}bins for the network, inside each the data's own values with their "
+                f"frequencies ({values} values in all)"
+            )
             continue
         values = ", ".join(f"{float(s):.4g}" for s in v.states)
-        taking = {"mean": "the mean of its data", "midpoint": "its midpoint",
-                  "data": "the mean of its data (the column has too many distinct values to keep them)"}.get(
-            binning.get("bin_value"), "its value")
+        taking = {
+            "mean": "the mean of its data",
+            "midpoint": "its midpoint",
+            "data": "the mean of its data (the column has too many distinct values to keep them)",
+        }.get(binning.get("bin_value"), "its value")
         notes.append(f"{v.name}: {v.card} {how}bins, each bin taking {taking}: {values}")
     return notes
 
@@ -236,21 +320,30 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
 def bind_columns(model: LinearModel, pop: DiscretePopulation) -> LinearModel:
     missing = [c for c in model.columns if c not in pop.variables]
     if missing:
-        raise DataError(f"the population has no variable for model column(s) {missing}; it has: {', '.join(pop.variables)}")
+        raise DataError(
+            f"the population has no variable for model column(s) {missing}; it has: {', '.join(pop.variables)}"
+        )
     return model
 
 
 def answer(model: LinearModel, question: Any, options: Any, progress: Any = None) -> GroupResult:
     """Registry entry point: exact group fairness of a linear model under a discrete population."""
     pop = question.population
-    result = analyse(bind_columns(model, pop), pop, metrics=question.metrics, mediators=question.mediators,
-                     threshold=question.threshold, gap_thresholds=dict(question.gap_thresholds),
-                     influence=question.influence if isinstance(question.influence, bool)
-                     else [list(s) for s in question.influence],
-                     frame=question.data, model_name=question.model_name, learning_s=question.learning_s,
-                     bin_bounds=question.bin_bounds,
-                     deadline=None if options.time_limit is None else time.monotonic() + options.time_limit,
-                     memory_limit=options.memory_limit)
+    result = analyse(
+        bind_columns(model, pop),
+        pop,
+        metrics=question.metrics,
+        mediators=question.mediators,
+        threshold=question.threshold,
+        gap_thresholds=dict(question.gap_thresholds),
+        influence=question.influence if isinstance(question.influence, bool) else [list(s) for s in question.influence],
+        frame=question.data,
+        model_name=question.model_name,
+        learning_s=question.learning_s,
+        bin_bounds=question.bin_bounds,
+        deadline=None if options.time_limit is None else time.monotonic() + options.time_limit,
+        memory_limit=options.memory_limit,
+    )
     if progress is not None:
         progress({"elapsed_s": result.elapsed_s})
     return result

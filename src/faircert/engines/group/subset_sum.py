@@ -31,7 +31,7 @@ from ...errors import DataError
 from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 
-UNIT = 2.0 ** -53
+UNIT = 2.0**-53
 #: Table rows kept once the time budget is spent (bucketing keeps the bounds sound).
 BUDGET_ROWS = 20_000
 #: A table is bucketed before a variable expands it beyond this many times the rows allowed.
@@ -98,15 +98,28 @@ class Engine:
             self.scores.spread = bin_ranges(self.model, self.population)
             if self.scores.spread:  # edge contributions are not checked for exact sums: bound rounding
                 total = abs(self.model.intercept) + sum(
-                    max(float(np.max(np.abs(c), initial=0.0)),
-                        float(np.max(np.abs(self.scores.spread[n][0]), initial=0.0)) if n in self.scores.spread else 0.0,
-                        float(np.max(np.abs(self.scores.spread[n][1]), initial=0.0)) if n in self.scores.spread else 0.0)
-                    for n, c in self.scores.contrib.items())
+                    max(
+                        float(np.max(np.abs(c), initial=0.0)),
+                        float(np.max(np.abs(self.scores.spread[n][0]), initial=0.0))
+                        if n in self.scores.spread
+                        else 0.0,
+                        float(np.max(np.abs(self.scores.spread[n][1]), initial=0.0))
+                        if n in self.scores.spread
+                        else 0.0,
+                    )
+                    for n, c in self.scores.contrib.items()
+                )
                 n_terms = len(self.scores.contrib) + self.model.n_features + 8
                 self.scores.tol = max(self.scores.tol, 4.0 * n_terms * UNIT * total)
                 self.scores.exact = False
-        self.stats = {"exact_arithmetic": self.scores.exact, "rounding_bound": self.scores.tol,
-                      "max_rows": 0, "components": 0, "bucketed": False, "over_budget": False}
+        self.stats = {
+            "exact_arithmetic": self.scores.exact,
+            "rounding_bound": self.scores.tol,
+            "max_rows": 0,
+            "components": 0,
+            "bucketed": False,
+            "over_budget": False,
+        }
 
     def rows_cap(self, rows_next: int = 0) -> int:
         """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed or
@@ -170,8 +183,11 @@ class Engine:
             if dist.size * len(states) > EXPANSION * cap:  # bucket first: the expanded table stays small
                 codes, dist = _bucket(codes, dist, max(1, EXPANSION * cap // len(states)))
                 self.stats["bucketed"] = True
-            rows = table[tuple(codes[:, frontier.index(p)] for p in fparents)] if fparents else \
-                np.broadcast_to(table, (len(dist.p), var.card))
+            rows = (
+                table[tuple(codes[:, frontier.index(p)] for p in fparents)]
+                if fparents
+                else np.broadcast_to(table, (len(dist.p), var.card))
+            )
             c = contrib[name][states]
             probs = (dist.p[:, None] * rows[:, states]).reshape(-1)
             if name in self.scores.spread:
@@ -192,8 +208,11 @@ class Engine:
             frontier = [frontier[i] for i in keep_cols]
             codes = codes[:, keep_cols]
             nz = probs > 0
-            codes, dist = _merge(codes[nz], Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
-                                 [pop.variables[f].card for f in frontier])
+            codes, dist = _merge(
+                codes[nz],
+                Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
+                [pop.variables[f].card for f in frontier],
+            )
             self.stats["max_rows"] = max(self.stats["max_rows"], dist.size)
             self._timed(len(probs), started)
             cap = self.rows_cap()
@@ -227,8 +246,9 @@ class Engine:
         return low, max(low, high)
 
 
-def _pair_tail(x: np.ndarray, px: np.ndarray, y: np.ndarray, py: np.ndarray, offset: float, slack: float,
-               strict: bool) -> float:
+def _pair_tail(
+    x: np.ndarray, px: np.ndarray, y: np.ndarray, py: np.ndarray, offset: float, slack: float, strict: bool
+) -> float:
     """sum_i px_i * P[y > -(offset + x_i) - slack] (>= when not strict)."""
     order = np.argsort(y, kind="stable")
     ys = y[order]
@@ -272,7 +292,7 @@ def _bucket(codes: np.ndarray, dist: Dist, target: int) -> tuple[np.ndarray, Dis
         key, lo, hi, p, codes = key[order], dist.lo[order], dist.hi[order], dist.p[order], codes[order]
     first = np.concatenate([[0], np.nonzero(key[1:] != key[:-1])[0] + 1])
     rank = np.arange(n) - np.repeat(first, np.diff(np.concatenate([first, [n]])))
-    bucket_start = (rank % size == 0)
+    bucket_start = rank % size == 0
     starts = np.nonzero(bucket_start)[0]
     new_lo = np.minimum.reduceat(lo, starts)
     new_hi = np.maximum.reduceat(hi, starts)
@@ -313,7 +333,9 @@ def _order(pop: DiscretePopulation, comp: list[str], children: dict[str, set[str
     order: list[str] = []
     comp_set = set(comp)
     while len(order) < len(comp):
-        ready = [n for n in comp if n not in done and all(p in done or p not in comp_set for p in pop.variables[n].parents)]
+        ready = [
+            n for n in comp if n not in done and all(p in done or p not in comp_set for p in pop.variables[n].parents)
+        ]
 
         def cost(n: str) -> tuple[int, int]:
             closes = sum(1 for p in pop.variables[n].parents if p in pending and pending[p] == {n})
@@ -371,8 +393,9 @@ def bin_ranges(model: LinearModel, population: DiscretePopulation) -> dict[str, 
 
 def _exact_sums(model: LinearModel, population: DiscretePopulation, contrib: dict[str, np.ndarray]) -> bool:
     """True if every contribution is computed exactly and all sums of them are exact in float64."""
-    if any(e.kind == "numeric" and (e.offset, e.divisor, e.factor, e.shift) != (0.0, 1.0, 1.0, 0.0)
-           for e in model.encoding):
+    if any(
+        e.kind == "numeric" and (e.offset, e.divisor, e.factor, e.shift) != (0.0, 1.0, 1.0, 0.0) for e in model.encoding
+    ):
         return False
     values = [model.intercept] + [float(v) for c in contrib.values() for v in c]
     for name, var in population.variables.items():
@@ -381,14 +404,16 @@ def _exact_sums(model: LinearModel, population: DiscretePopulation, contrib: dic
         z = next(e for e in model.encoding if e.column == name).encode(list(var.states))
         w = model.column_weights(name)
         for row, c in zip(z, contrib[name]):
-            if Fraction(float(c)) != sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(w, row)), Fraction(0)):
+            if Fraction(float(c)) != sum(
+                (Fraction(float(a)) * Fraction(float(b)) for a, b in zip(w, row)), Fraction(0)
+            ):
                 return False
     # a common dyadic grid 2**-k with enough headroom makes every partial sum exact
     for k in range(40):
-        scaled = [v * 2.0 ** k for v in values]
+        scaled = [v * 2.0**k for v in values]
         if all(float(s).is_integer() for s in scaled):
-            total = abs(scaled[0]) + sum(float(np.max(np.abs(c))) * 2.0 ** k for c in contrib.values() if len(c))
-            return total < 2.0 ** 52
+            total = abs(scaled[0]) + sum(float(np.max(np.abs(c))) * 2.0**k for c in contrib.values() if len(c))
+            return total < 2.0**52
     return False
 
 

@@ -22,19 +22,31 @@ from ..group.grid import GridEngine
 from ..probability.twins import sampled_counterexamples, sampled_twins
 
 
-def refined_unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
-                               deadline: float | None = None, memory_limit: int | None = None
-                               ) -> tuple[float, float, dict[str, Any]]:
+def refined_unfair_probability(
+    model: LinearModel,
+    pop: DiscretePopulation,
+    protected: list[str],
+    deadline: float | None = None,
+    memory_limit: int | None = None,
+) -> tuple[float, float, dict[str, Any]]:
     """`unfair_probability` on score grids refined while the time left and the memory limit allow
     (`grid.refined`)."""
     (low, high, stats), passes, limited = grid.refined(
         lambda cells, first: unfair_probability(model, pop, protected, deadline, cells),
-        lambda out: out[1] - out[0], deadline, memory_limit)
+        lambda out: out[1] - out[0],
+        deadline,
+        memory_limit,
+    )
     return low, high, dict(stats, grid_passes=passes, **({"memory_limited": True} if limited else {}))
 
 
-def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: list[str],
-                       deadline: float | None = None, cells: int | None = None) -> tuple[float, float, dict[str, Any]]:
+def unfair_probability(
+    model: LinearModel,
+    pop: DiscretePopulation,
+    protected: list[str],
+    deadline: float | None = None,
+    cells: int | None = None,
+) -> tuple[float, float, dict[str, Any]]:
     """Sound bounds (low, high) on P[x has a twin decided otherwise] for x drawn from `pop`."""
     engine = GridEngine(model, pop, cells, deadline)
     combos = [dict(zip(protected, c)) for c in itertools.product(*[range(pop.variables[p].card) for p in protected])]
@@ -51,11 +63,18 @@ def unfair_probability(model: LinearModel, pop: DiscretePopulation, protected: l
         low += max(0.0, above_lo[0] - above_hi[1])
         high += max(0.0, above_lo[1] - above_hi[0])
         total += hist.total
-    stats = {"grid_step": engine.stats["grid_step"], "grid_width": engine.stats["grid_width"],
-             "max_cells": engine.stats["max_cells"], "population_mass": total}
+    stats = {
+        "grid_step": engine.stats["grid_step"],
+        "grid_width": engine.stats["grid_width"],
+        "max_cells": engine.stats["max_cells"],
+        "population_mass": total,
+    }
     # the total is a float sum too: divide by its largest and smallest possible values
-    return (min(1.0, low / (total * (1 + grid.MASS_ROUNDING))), min(1.0, high / (total * (1 - grid.MASS_ROUNDING))),
-            stats)
+    return (
+        min(1.0, low / (total * (1 + grid.MASS_ROUNDING))),
+        min(1.0, high / (total * (1 - grid.MASS_ROUNDING))),
+        stats,
+    )
 
 
 def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation, options: Any) -> Result:
@@ -63,16 +82,29 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
     the population and re-checked on the compiled network `network` over `prop.domain`'s codes."""
     start = time.perf_counter()
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-    low, high, stats = refined_unfair_probability(model, pop, list(prop.protected_names), deadline,
-                                                  options.memory_limit)
+    low, high, stats = refined_unfair_probability(
+        model, pop, list(prop.protected_names), deadline, options.memory_limit
+    )
     cexs: list[Counterexample] = []
     if high > 0 and options.max_counterexamples > 0:
         X, _, pairs = sampled_twins(network, prop, pop.expanded(), options.seed)
         cexs = sampled_counterexamples(network, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
     stats.update(population=pop.describe(), exact=False)
-    return Result(verdict=verdict, certified=1.0 - high, falsified=low, undecided=high - low,
-                  domain_size=prop.domain.measure(exclude=list(prop.protected)), counterexamples=cexs,
-                  elapsed_s=time.perf_counter() - start, engine="score histograms under a population",
-                  model=network.source, protected=prop.protected_names, epsilon=prop.epsilon_by_name, stats=stats,
-                  feature_names=prop.domain.names, epsilon_semantics="other_protected_value", exact=False)
+    return Result(
+        verdict=verdict,
+        certified=1.0 - high,
+        falsified=low,
+        undecided=high - low,
+        domain_size=prop.domain.measure(exclude=list(prop.protected)),
+        counterexamples=cexs,
+        elapsed_s=time.perf_counter() - start,
+        engine="score histograms under a population",
+        model=network.source,
+        protected=prop.protected_names,
+        epsilon=prop.epsilon_by_name,
+        stats=stats,
+        feature_names=prop.domain.names,
+        epsilon_semantics="other_protected_value",
+        exact=False,
+    )

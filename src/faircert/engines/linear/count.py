@@ -69,8 +69,15 @@ class ExactCheck(Protocol):
     def inside(self, values: list[float]) -> bool: ...
 
 
-def share_between(tables: Sequence[FeatureTable], bias: float, low: float, high: float, rounding: float,
-                  exact: ExactCheck | None = None, time_limit: float | None = None) -> Interval:
+def share_between(
+    tables: Sequence[FeatureTable],
+    bias: float,
+    low: float,
+    high: float,
+    rounding: float,
+    exact: ExactCheck | None = None,
+    time_limit: float | None = None,
+) -> Interval:
     """Share of the domain of `tables` with low < bias + sum t_j <= high, soundly bounded.
 
     `exact` decides near-ties in rational arithmetic (given one value per table); without it they
@@ -90,6 +97,7 @@ def share_between(tables: Sequence[FeatureTable], bias: float, low: float, high:
 
 
 # ----- meet in the middle --------------------------------------------------------------------------
+
 
 @dataclass
 class _Classes:
@@ -111,10 +119,10 @@ def _classes(table: FeatureTable) -> _Classes:
 class _Half:
     """Distinct partial sums of some features, with multiplicities and which value class made each."""
 
-    features: list[int]          # positions in the table list
+    features: list[int]  # positions in the table list
     sums: np.ndarray
-    mult: np.ndarray             # int64 (or object when the counts outgrow it)
-    size: int                    # grid points of the half
+    mult: np.ndarray  # int64 (or object when the counts outgrow it)
+    size: int  # grid points of the half
 
 
 def _split(classes: list[_Classes]) -> tuple[list[int], list[int]]:
@@ -170,16 +178,19 @@ def _meet_in_the_middle(tables, classes, bias, low, high, rounding, exact, t0) -
     A, B = _half(classes, names_a), _half(classes, names_b)
     order = np.argsort(B.sums, kind="stable")
     sorted_b = B.sums[order]
-    cum = np.concatenate([[0], np.cumsum(B.mult[order])]) if B.mult.dtype != object else \
-        np.concatenate([np.array([0], dtype=object), np.cumsum(B.mult[order])])
+    cum = (
+        np.concatenate([[0], np.cumsum(B.mult[order])])
+        if B.mult.dtype != object
+        else np.concatenate([np.array([0], dtype=object), np.cumsum(B.mult[order])])
+    )
     lo_t, hi_t = low - bias, high - bias
     d = rounding
     sure = maybe = 0
-    uncertain: list[tuple[int, int, int]] = []   # (index in A, first and end position in sorted B)
+    uncertain: list[tuple[int, int, int]] = []  # (index in A, first and end position in sorted B)
     too_many = False
     for start in range(0, A.sums.size, CHUNK):
-        a = A.sums[start:start + CHUNK]
-        m = A.mult[start:start + CHUNK]
+        a = A.sums[start : start + CHUNK]
+        m = A.mult[start : start + CHUNK]
         in_lo = np.searchsorted(sorted_b, lo_t - a + d, side="right")
         in_hi = np.maximum(np.searchsorted(sorted_b, hi_t - a - d, side="right"), in_lo)
         out_lo = np.searchsorted(sorted_b, lo_t - a - d, side="right")
@@ -212,11 +223,16 @@ def _meet_in_the_middle(tables, classes, bias, low, high, rounding, exact, t0) -
                 else:
                     maybe -= weight
                     resolved_fair += weight
-    stats = {"halves": [len(names_a), len(names_b)], "sums": [int(A.sums.size), int(B.sums.size)],
-             "near_ties_rechecked": rechecked, "near_ties_unresolved": maybe - sure,
-             "seconds": time.perf_counter() - t0}
-    return Interval(sure / total, maybe / total, sure == maybe, "meet-in-the-middle", (int(sure), int(maybe), int(total)),
-                    stats)
+    stats = {
+        "halves": [len(names_a), len(names_b)],
+        "sums": [int(A.sums.size), int(B.sums.size)],
+        "near_ties_rechecked": rechecked,
+        "near_ties_unresolved": maybe - sure,
+        "seconds": time.perf_counter() - t0,
+    }
+    return Interval(
+        sure / total, maybe / total, sure == maybe, "meet-in-the-middle", (int(sure), int(maybe), int(total)), stats
+    )
 
 
 class _ExactClasses:
@@ -253,6 +269,7 @@ class _ExactClasses:
 
 
 # ----- histograms beside one exact half --------------------------------------------------------------
+
 
 @dataclass
 class _Block:
@@ -311,16 +328,24 @@ def _histograms(tables, bias, low, high, rounding, time_limit, t0) -> Interval:
         step = time.perf_counter()
         lower, upper, err = _histogram_bounds(exact, cum, rest, bias, low, high, rounding, buckets)
         step = time.perf_counter() - step
-        current = Interval(max(lower - err, 0.0), min(upper + err, 1.0), False, "histogram",
-                           stats={"buckets": buckets, "float_error": err, "exact_sums": int(exact.sums.size),
-                                  "histogram_blocks": len(rest)})
+        current = Interval(
+            max(lower - err, 0.0),
+            min(upper + err, 1.0),
+            False,
+            "histogram",
+            stats={
+                "buckets": buckets,
+                "float_error": err,
+                "exact_sums": int(exact.sums.size),
+                "histogram_blocks": len(rest),
+            },
+        )
         if best is None or current.upper - current.lower < best.upper - best.lower:
             best = current
         # each doubling costs about twice the last step: stop when the next one would overrun the
         # budget, once the resolution is worth having
         next_end = time.perf_counter() - t0 + 2.5 * step
-        if buckets >= LAST_BUCKETS or best.upper - best.lower <= GAP or \
-                (buckets >= MIN_BUCKETS and next_end > budget):
+        if buckets >= LAST_BUCKETS or best.upper - best.lower <= GAP or (buckets >= MIN_BUCKETS and next_end > budget):
             break
         buckets *= 2
     best.stats["seconds"] = time.perf_counter() - t0
@@ -364,8 +389,11 @@ def _bucket(block: _Block, width: float) -> np.ndarray:
     n = int(block.span // width) + 1 if width > 0 else 1
     if block.real is None:
         low = float(block.sums.min())
-        idx = np.minimum(((block.sums - low) / width).astype(np.int64), n - 1) if width > 0 else \
-            np.zeros(block.sums.size, dtype=np.int64)
+        idx = (
+            np.minimum(((block.sums - low) / width).astype(np.int64), n - 1)
+            if width > 0
+            else np.zeros(block.sums.size, dtype=np.int64)
+        )
         return np.bincount(idx, weights=block.probs, minlength=n)
     if block.span == 0.0:
         return np.ones(1)

@@ -64,8 +64,14 @@ def _window_terms(t: FeatureTable, grid: FeatureTable, eps: float) -> tuple[np.n
     return own, own - low_w, high_w - own, weight
 
 
-def relaxed_share(tables: list[FeatureTable], grids: list[FeatureTable], eps: list[float], bias: float,
-                  shifts: np.ndarray, rounding: float) -> Interval:
+def relaxed_share(
+    tables: list[FeatureTable],
+    grids: list[FeatureTable],
+    eps: list[float],
+    bias: float,
+    shifts: np.ndarray,
+    rounding: float,
+) -> Interval:
     """Sound bounds (exact where the fixed part fits) on the share of free points with an unfair twin.
 
     `tables` are the free features' tables under the measure (a population's points, or the grid),
@@ -74,19 +80,23 @@ def relaxed_share(tables: list[FeatureTable], grids: list[FeatureTable], eps: li
     moving = [i for i, e in enumerate(eps) if e > 0]
     fixed = [i for i, e in enumerate(eps) if e <= 0]
     r, fall, rise, weight = _moving_joint([_window_terms(tables[i], grids[i], eps[i]) for i in moving])
-    intervals = _unfair_intervals(shifts, fall, rise)            # (E, K, 2) in the score R
-    cuts = np.sort(intervals.reshape(len(r), -1), axis=1)          # breakpoints of the union
+    intervals = _unfair_intervals(shifts, fall, rise)  # (E, K, 2) in the score R
+    cuts = np.sort(intervals.reshape(len(r), -1), axis=1)  # breakpoints of the union
     lows, highs = cuts[:, :-1], cuts[:, 1:]
     mid = 0.5 * (lows + highs)
-    inside = np.any((mid[:, :, None] > intervals[:, None, :, 0]) & (mid[:, :, None] <= intervals[:, None, :, 1]),
-                    axis=2) & (highs > lows)
+    inside = np.any(
+        (mid[:, :, None] > intervals[:, None, :, 0]) & (mid[:, :, None] <= intervals[:, None, :, 1]), axis=2
+    ) & (highs > lows)
     part = _FixedPart([tables[i] for i in fixed], bias, rounding)
     # P[R_N in (low - r, high - r]] for every inside segment, bounded
     lo_q, hi_q = (lows - r[:, None])[inside], (highs - r[:, None])[inside]
     sure, maybe = part.between(lo_q, hi_q)
     rows = np.repeat(np.arange(len(r)), inside.sum(axis=1))
-    stats = {"moving_combinations": int(len(r)), "fixed_part": "exact" if part.exact_sums else "histogram",
-             "seconds": time.perf_counter() - t0}
+    stats = {
+        "moving_combinations": int(len(r)),
+        "fixed_part": "exact" if part.exact_sums else "histogram",
+        "seconds": time.perf_counter() - t0,
+    }
     # the segments of one combination are disjoint: their bounds add
     if part.exact_sums:  # exact integer counts of grid points (or of data rows' products)
         total = int(weight.sum()) * part.total
@@ -159,7 +169,7 @@ class _FixedPart:
             self.err += e
         k = np.arange(dist.size)
         n = len(blocks)
-        self.start = base + k * width                 # bucket k holds sums in [start_k, end_k]
+        self.start = base + k * width  # bucket k holds sums in [start_k, end_k]
         self.end = base + (k + n) * width
         self.cum = np.concatenate([[0.0], np.cumsum(dist)])
         self.size = dist.size

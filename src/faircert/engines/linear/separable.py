@@ -49,8 +49,16 @@ class FeatureTable:
     def weighted(self, points: np.ndarray, counts: np.ndarray) -> FeatureTable:
         """The table restricted to `points`, each counted `counts` times: a finite distribution."""
         points = np.asarray(points, dtype=np.float64)
-        return FeatureTable(self.index, True, float(points.min()), float(points.max()), values=self.at(points),
-                            units=self.units, points=points, weights=np.asarray(counts, dtype=np.int64))
+        return FeatureTable(
+            self.index,
+            True,
+            float(points.min()),
+            float(points.max()),
+            values=self.at(points),
+            units=self.units,
+            points=points,
+            weights=np.asarray(counts, dtype=np.int64),
+        )
 
     def window_extremes(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
         """(argmin, min, argmax, max) of the table over each window [lo, hi] of feature values."""
@@ -169,7 +177,8 @@ class SeparableScore:
         constant = ~(W1 != 0).any(axis=1)
         return Fraction(float(net.biases[1][0])) + sum(
             (Fraction(float(w2[u])) * Fraction(float(b1[u])) for u in np.flatnonzero(constant) if b1[u] > 0),
-            Fraction(0))
+            Fraction(0),
+        )
 
     def exact_term(self, j: int, value: float) -> Fraction:
         """t_j(value) in exact rational arithmetic."""

@@ -60,8 +60,10 @@ class Twins:
 
     def exact_shifts(self) -> list[Fraction]:
         if self._exact is None:
-            self._exact = [sum((self.score.exact_term(i, c[k]) for k, i in enumerate(self.prop.protected)),
-                               Fraction(0)) for c in self.combos]
+            self._exact = [
+                sum((self.score.exact_term(i, c[k]) for k, i in enumerate(self.prop.protected)), Fraction(0))
+                for c in self.combos
+            ]
         return self._exact
 
     def full(self, free_values: np.ndarray, combo: int) -> np.ndarray:
@@ -105,21 +107,24 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
         m = prop.population
         free_tables = [score.tables[i].weighted(m.values[i], m.counts[i]) for i in prop.free]
     low, high = -float(twins.shifts.max()), -float(twins.shifts.min())
-    eps = [float(np.floor(e + 1e-12)) if score.tables[i].discrete else float(e)
-           for i, e in zip(prop.free, np.asarray(prop.epsilon)[prop.free])]
+    eps = [
+        float(np.floor(e + 1e-12)) if score.tables[i].discrete else float(e)
+        for i, e in zip(prop.free, np.asarray(prop.epsilon)[prop.free])
+    ]
     if any(e > 0 for e in eps):
-        share = relaxed_share(free_tables, [score.tables[i] for i in prop.free], eps, score.bias, twins.shifts,
-                              score.rounding)
+        share = relaxed_share(
+            free_tables, [score.tables[i] for i in prop.free], eps, score.bias, twins.shifts, score.rounding
+        )
     elif len(set(twins.exact_shifts())) == 1:  # the protected features change no logit: fair everywhere
         from .count import Interval
 
         points = prop.domain.measure(exclude=list(prop.protected))
-        exact_count = (0, 0, int(points)) if prop.population is None and all(t.discrete for t in free_tables) \
-            else None
+        exact_count = (0, 0, int(points)) if prop.population is None and all(t.discrete for t in free_tables) else None
         share = Interval(0.0, 0.0, True, "protected features without effect", exact_count)
     else:
-        share = share_between(free_tables, score.bias, low, high, score.rounding, _Exact(score, twins),
-                              options.time_limit)
+        share = share_between(
+            free_tables, score.bias, low, high, score.rounding, _Exact(score, twins), options.time_limit
+        )
     if share.upper == 0:
         cexs = []
     elif any(e > 0 for e in eps):
@@ -132,26 +137,54 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
         verdict = "unfair"
     else:
         verdict = "unknown"
-    stats = dict(share.stats, method=share.method, exact=share.exact, twins=len(twins.shifts),
-                 rounding_bound=score.rounding, score_interval=[low, high])
+    stats = dict(
+        share.stats,
+        method=share.method,
+        exact=share.exact,
+        twins=len(twins.shifts),
+        rounding_bound=score.rounding,
+        score_interval=[low, high],
+    )
     if share.counts is not None:
-        stats["counts"] = {"unfair_at_least": share.counts[0], "unfair_at_most": share.counts[1],
-                           "points": share.counts[2]}
+        stats["counts"] = {
+            "unfair_at_least": share.counts[0],
+            "unfair_at_most": share.counts[1],
+            "points": share.counts[2],
+        }
     if prop.population is not None:
         stats["population"] = prop.population.describe()
     elapsed = time.perf_counter() - t0
     if progress is not None:
-        progress({"elapsed_s": elapsed, "certified": 1.0 - share.upper, "falsified": share.lower,
-                  "undecided": share.upper - share.lower})
-    return Result(verdict=verdict, certified=1.0 - share.upper, falsified=share.lower,
-                  undecided=share.upper - share.lower, domain_size=prop.domain.measure(exclude=list(prop.protected)),
-                  counterexamples=cexs, elapsed_s=elapsed, engine="linear-exact", model=network.source,
-                  protected=prop.protected_names, epsilon=prop.epsilon_by_name, stats=stats,
-                  feature_names=prop.domain.names, epsilon_semantics="other_protected_value", exact=share.exact)
+        progress(
+            {
+                "elapsed_s": elapsed,
+                "certified": 1.0 - share.upper,
+                "falsified": share.lower,
+                "undecided": share.upper - share.lower,
+            }
+        )
+    return Result(
+        verdict=verdict,
+        certified=1.0 - share.upper,
+        falsified=share.lower,
+        undecided=share.upper - share.lower,
+        domain_size=prop.domain.measure(exclude=list(prop.protected)),
+        counterexamples=cexs,
+        elapsed_s=elapsed,
+        engine="linear-exact",
+        model=network.source,
+        protected=prop.protected_names,
+        epsilon=prop.epsilon_by_name,
+        stats=stats,
+        feature_names=prop.domain.names,
+        epsilon_semantics="other_protected_value",
+        exact=share.exact,
+    )
 
 
-def _relaxed_counterexamples(score: SeparableScore, twins: Twins, tables, eps: list[float], n: int,
-                             seed: int) -> list[Counterexample]:
+def _relaxed_counterexamples(
+    score: SeparableScore, twins: Twins, tables, eps: list[float], n: int, seed: int
+) -> list[Counterexample]:
     """Pairs (x, x') with x drawn from the measure and x' the extreme twin inside x's window (the
     least or greatest score under another protected combination), each re-checked on the network."""
     if n <= 0:
@@ -179,8 +212,9 @@ def _relaxed_counterexamples(score: SeparableScore, twins: Twins, tables, eps: l
     return out
 
 
-def _counterexamples(score: SeparableScore, twins: Twins, tables, low: float, high: float, n: int,
-                     seed: int) -> list[Counterexample]:
+def _counterexamples(
+    score: SeparableScore, twins: Twins, tables, low: float, high: float, n: int, seed: int
+) -> list[Counterexample]:
     """Pairs from the unfair set: draws from the measure first (uniform, or the population), then
     draws steered to the interval's middle; each pair re-checked on the network itself."""
     if n <= 0:
@@ -240,7 +274,9 @@ def _steered(tables, rng, bias: float, target: float, n: int) -> np.ndarray:
                 pick = int(np.argmin(np.abs(left - values)))
             else:
                 ok = np.flatnonzero((left - values >= rest_lo) & (left - values <= rest_hi))
-                pick = int(rng.choice(ok)) if ok.size else int(np.argmin(np.abs(left - values - (rest_lo + rest_hi) / 2)))
+                pick = (
+                    int(rng.choice(ok)) if ok.size else int(np.argmin(np.abs(left - values - (rest_lo + rest_hi) / 2)))
+                )
             out[row, k] = grid[pick]
             left -= values[pick]
     return out

@@ -45,18 +45,18 @@ from .symbolic import crown_cost_ratio
 UNKNOWN, FAIR, UNFAIR = 0, 1, 2
 VERDICTS = ("unknown", "fair", "unfair")
 
-BATCH = 2048            # boxes bounded per round
-EXACT_POINTS = 512      # enumerate boxes with at most this many grid points (window included)
-PROBES = 8              # random points tried per open box and round
-PROBES_FIRST = 256      # ... and on the first round (the regions themselves)
-MAX_CORNER_TWINS = 8    # directed corner probes for up to this many protected combinations
-CLIMB_STEPS = 12        # coordinate moves of the local pair search per open box and round
-MILP_DEPTH = 6          # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
-MILP_TIME = 5.0         # seconds per MILP call (a time-out splits the box)
-MILP_SHARE = 0.5        # the MILP gets at least this share of the time while bounding could go on
-MILP_SLICE = 2.0        # seconds of MILP calls between bounding rounds
+BATCH = 2048  # boxes bounded per round
+EXACT_POINTS = 512  # enumerate boxes with at most this many grid points (window included)
+PROBES = 8  # random points tried per open box and round
+PROBES_FIRST = 256  # ... and on the first round (the regions themselves)
+MAX_CORNER_TWINS = 8  # directed corner probes for up to this many protected combinations
+CLIMB_STEPS = 12  # coordinate moves of the local pair search per open box and round
+MILP_DEPTH = 6  # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
+MILP_TIME = 5.0  # seconds per MILP call (a time-out splits the box)
+MILP_SHARE = 0.5  # the MILP gets at least this share of the time while bounding could go on
+MILP_SLICE = 2.0  # seconds of MILP calls between bounding rounds
 ROWS_PER_CHUNK = 1_500_000
-TIGHT_MAX_RATIO = 8.0     # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
+TIGHT_MAX_RATIO = 8.0  # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
 TIGHT_MAX_DEPTH = 6
 
 
@@ -93,9 +93,17 @@ def recheck(pb: Problem, x: np.ndarray, xp: np.ndarray, a: int, b: int) -> Count
 class BranchAndBound:
     """The frontier of open boxes of all regions and what is known about each region."""
 
-    def __init__(self, pb: Problem, lo: np.ndarray, hi: np.ndarray, seed: int = 0,
-                 milp_depth: int | None = None, milp_time: float | None = None,
-                 progress: Callable[[dict], None] | None = None, memory_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        pb: Problem,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        seed: int = 0,
+        milp_depth: int | None = None,
+        milp_time: float | None = None,
+        progress: Callable[[dict], None] | None = None,
+        memory_limit: int | None = None,
+    ) -> None:
         self.pb = pb
         self.memory_limit = default_limit() if memory_limit is None else memory_limit
         K = lo.shape[0]
@@ -108,20 +116,29 @@ class BranchAndBound:
         self.seconds = np.zeros(K)
         self.fair_mass = np.zeros(K)
         self.unfair_mass = np.zeros(K)
-        self.stuck = np.zeros(K, dtype=bool)     # a box that could not be decided nor split
-        self.ripe = np.zeros(K, dtype=bool)      # bounded and still open: waiting for the MILP
+        self.stuck = np.zeros(K, dtype=bool)  # a box that could not be decided nor split
+        self.ripe = np.zeros(K, dtype=bool)  # bounded and still open: waiting for the MILP
         self.rng = np.random.default_rng(seed)
         self.milp_depth = MILP_DEPTH if milp_depth is None else milp_depth
         self.milp_time = MILP_TIME if milp_time is None else milp_time
         self.progress = progress
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
-        self.tight = (crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH)
+        self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
-        self.end: float | None = None              # the run's deadline: long steps stop at it
-        self.stats = dict(boxes_bounded=0, boxes_exact=0, milp_calls=0, milp_fair=0, milp_pairs=0,
-                          milp_unknown=0, milp_s=0.0, pairs_rejected=0, rounds=0)
+        self.end: float | None = None  # the run's deadline: long steps stop at it
+        self.stats = dict(
+            boxes_bounded=0,
+            boxes_exact=0,
+            milp_calls=0,
+            milp_fair=0,
+            milp_pairs=0,
+            milp_unknown=0,
+            milp_s=0.0,
+            pairs_rejected=0,
+            rounds=0,
+        )
 
     # ----- driving ------------------------------------------------------------------------------
     def run(self, time_limit: float | None, checkpoint: Any = None, resume: bool = False) -> RegionOutcome:
@@ -164,8 +181,15 @@ class BranchAndBound:
         if checkpoint is not None:
             checkpoint.save(self.state())
             self.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)
-        return RegionOutcome(self.verdict.copy(), list(self.pairs), self.seconds, self.fair_mass,
-                             self.unfair_mass, list(self.evidence), dict(self.stats))
+        return RegionOutcome(
+            self.verdict.copy(),
+            list(self.pairs),
+            self.seconds,
+            self.fair_mass,
+            self.unfair_mass,
+            list(self.evidence),
+            dict(self.stats),
+        )
 
     def state(self) -> dict[str, Any]:
         """What a resumed run needs (`regions_resume`): the regions and the open boxes."""
@@ -284,8 +308,14 @@ class BranchAndBound:
         # a count without a confirmed witness: the box stays, stuck, and its region unknown
         stuck = bad & (self.verdict[owner] == UNKNOWN)
         if stuck.any():
-            self._push(lo[stuck], hi[stuck], owner[stuck], depth[stuck], np.zeros(int(stuck.sum()), np.int64),
-                       np.ones(int(stuck.sum()), bool))
+            self._push(
+                lo[stuck],
+                hi[stuck],
+                owner[stuck],
+                depth[stuck],
+                np.zeros(int(stuck.sum()), np.int64),
+                np.ones(int(stuck.sum()), bool),
+            )
 
     def _bound(self, lo, hi, owner) -> tuple[np.ndarray, np.ndarray]:
         """Bound boxes: close fair ones, settle regions with provably unfair ones; (open, split)."""
@@ -322,8 +352,8 @@ class BranchAndBound:
         if not rows.size or T < 2 or T > MAX_CORNER_TWINS:
             return
         a_idx, b_idx = np.nonzero(pb.pairs)
-        up = bd.form_a[0][rows][:, a_idx]          # (R, P, d): f_a >= up . x + c
-        down = bd.form_a[1][rows][:, b_idx]        # (R, P, d): -f_b >= down . x + c
+        up = bd.form_a[0][rows][:, a_idx]  # (R, P, d): f_a >= up . x + c
+        down = bd.form_a[1][rows][:, b_idx]  # (R, P, d): -f_b >= down . x + c
         x = np.where(up + down > 0, hi[rows][:, None, :], lo[rows][:, None, :]).reshape(-1, pb.d)
         _, bad, a, b = twin_split(pb, x)
         P = a_idx.size
@@ -356,7 +386,7 @@ class BranchAndBound:
         d = pb.d
         for _ in range(CLIMB_STEPS):
             step = np.where(pb.discrete, np.maximum(np.floor(step), 1.0), step)
-            cand = np.repeat(x[:, None, :], 2 * d, axis=1)              # (n, 2d, d)
+            cand = np.repeat(x[:, None, :], 2 * d, axis=1)  # (n, 2d, d)
             idx = np.arange(d)
             cand[:, idx, idx] += step
             cand[:, d + idx, idx] -= step
@@ -429,8 +459,13 @@ class BranchAndBound:
         left_hi[r, split] = mid
         right_lo = lo.copy()
         right_lo[r, split] = np.where(disc, mid + 1, mid)
-        self._push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]), np.tile(owner, 2),
-                   np.tile(depth + 1, 2), np.tile(split, 2))
+        self._push(
+            np.concatenate([lo, right_lo]),
+            np.concatenate([left_hi, hi]),
+            np.tile(owner, 2),
+            np.tile(depth + 1, 2),
+            np.tile(split, 2),
+        )
 
     # ----- the exact back end -----------------------------------------------------------------
     def _milp_round(self, idx: np.ndarray, end: float | None, hard_end: float | None) -> None:
@@ -442,7 +477,7 @@ class BranchAndBound:
         idx = idx[np.lexsort((left[self.owner[idx]], self.depth[idx]))]
         ripe = self.ripe[idx]
         lo, hi, owner, depth, split = self._take(idx)
-        back = np.zeros(lo.shape[0], dtype=bool)   # boxes to split again
+        back = np.zeros(lo.shape[0], dtype=bool)  # boxes to split again
         for i in range(lo.shape[0]):
             k = owner[i]
             if self.verdict[k] != UNKNOWN:
@@ -463,7 +498,7 @@ class BranchAndBound:
             self.seconds[k] += time.perf_counter() - now
             if ans.status == "fair":
                 self.stats["milp_fair"] += 1
-                self.fair_mass[k] += float(pb.mass(lo[i:i + 1], hi[i:i + 1])[0])
+                self.fair_mass[k] += float(pb.mass(lo[i : i + 1], hi[i : i + 1])[0])
                 if not self.evidence[k]:
                     self.evidence[k] = "proof"
                 continue
@@ -483,15 +518,31 @@ class BranchAndBound:
         if self.progress is None:
             return
         v = self.verdict
-        self.progress(dict(fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
-                           unknown=int((v == UNKNOWN).sum()), open_boxes=int(self.lo.shape[0]),
-                           elapsed=time.perf_counter() - t0))
+        self.progress(
+            dict(
+                fair=int((v == FAIR).sum()),
+                unfair=int((v == UNFAIR).sum()),
+                unknown=int((v == UNKNOWN).sum()),
+                open_boxes=int(self.lo.shape[0]),
+                elapsed=time.perf_counter() - t0,
+            )
+        )
 
 
-def decide_regions(pb: Problem, lo: np.ndarray, hi: np.ndarray, *, time_limit: float | None = None,
-                   seed: int = 0, milp_depth: int | None = None, milp_time: float | None = None,
-                   progress: Callable[[dict], None] | None = None, checkpoint: Any = None,
-                   resume: bool = False, memory_limit: int | None = None) -> RegionOutcome:
+def decide_regions(
+    pb: Problem,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    milp_depth: int | None = None,
+    milp_time: float | None = None,
+    progress: Callable[[dict], None] | None = None,
+    checkpoint: Any = None,
+    resume: bool = False,
+    memory_limit: int | None = None,
+) -> RegionOutcome:
     """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit and
     `memory_limit` bytes of open boxes."""
     bb = BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress, memory_limit)

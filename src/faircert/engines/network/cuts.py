@@ -25,10 +25,10 @@ class Cuts:
 
     lo: np.ndarray
     hi: np.ndarray
-    src: np.ndarray     # index of the box each slab comes from
+    src: np.ndarray  # index of the box each slab comes from
     fair: np.ndarray
     unfair: np.ndarray
-    cut: np.ndarray     # (U,) which input boxes were cut
+    cut: np.ndarray  # (U,) which input boxes were cut
 
 
 def _reach(a: np.ndarray, rest: np.ndarray, tol: float):
@@ -37,22 +37,23 @@ def _reach(a: np.ndarray, rest: np.ndarray, tol: float):
         return (tol - rest) / a
 
 
-def cut_boxes(bd: TwinBounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray,
-              tol: float) -> Cuts:
+def cut_boxes(
+    bd: TwinBounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray, tol: float
+) -> Cuts:
     """Cut boxes `rows` of the bounds `bd` (ranges lo/hi) along their most decisive feature."""
-    a = bd.form_a[:, rows]                      # (2, U, T, d)
-    c = bd.form_c[:, rows]                      # (2, U, T)
+    a = bd.form_a[:, rows]  # (2, U, T, d)
+    c = bd.form_c[:, rows]  # (2, U, T)
     lo_b, hi_b = lo[None, :, None, :], hi[None, :, None, :]
-    least = np.minimum(a * lo_b, a * hi_b)      # each feature's worst contribution
-    rest = c[..., None] + least.sum(axis=3, keepdims=True) - least   # worst case of the others
+    least = np.minimum(a * lo_b, a * hi_b)  # each feature's worst contribution
+    rest = c[..., None] + least.sum(axis=3, keepdims=True) - least  # worst case of the others
     theta = _reach(a, rest, tol)
     # proven part of [lo, hi] along each feature for each form and twin, as an interval [s, e]
     s = np.where(a > 0, np.maximum(theta, lo_b), np.where(a < 0, lo_b, np.where(rest > tol, lo_b, np.inf)))
     e = np.where(a < 0, np.minimum(theta, hi_b), np.where(a > 0, hi_b, np.where(rest > tol, hi_b, -np.inf)))
     width = np.maximum(hi - lo, 1e-300)
     # share of the feature's range where all twins are proven on one side
-    s_all, e_all = s.max(axis=2), e.min(axis=2)                      # (2, U, d)
-    gain = (np.clip(e_all - s_all, 0, None) / width).sum(axis=0)     # (U, d)
+    s_all, e_all = s.max(axis=2), e.min(axis=2)  # (2, U, d)
+    gain = (np.clip(e_all - s_all, 0, None) / width).sum(axis=0)  # (U, d)
     feat = np.argmax(gain, axis=1)
     cut = gain[np.arange(len(rows)), feat] >= MIN_GAIN
     U = int(cut.sum())
@@ -61,7 +62,7 @@ def cut_boxes(bd: TwinBounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
         return Cuts(empty, empty, np.empty(0, dtype=np.int64), np.empty(0, bool), np.empty(0, bool), cut)
     idx = np.flatnonzero(cut)
     f = feat[idx]
-    s_f = s.transpose(1, 3, 0, 2)[idx, f]                             # (U', 2, T)
+    s_f = s.transpose(1, 3, 0, 2)[idx, f]  # (U', 2, T)
     e_f = e.transpose(1, 3, 0, 2)[idx, f]
     blo, bhi = lo[idx, f], hi[idx, f]
     disc = discrete[f]
@@ -94,10 +95,10 @@ def cut_boxes(bd: TwinBounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
     plo[r, fs] = starts[pi, pj]
     phi[r, fs] = ends[pi, pj]
     # verdicts of each slab from the parent's forms
-    av = bd.form_a[:, rows[src]]                                     # (2, P, T, d)
+    av = bd.form_a[:, rows[src]]  # (2, P, T, d)
     cv = bd.form_c[:, rows[src]]
     val = cv + np.minimum(av * plo[None, :, None, :], av * phi[None, :, None, :]).sum(axis=3)
-    proven = val > tol                                                # (2, P, T)
+    proven = val > tol  # (2, P, T)
     pos, neg = proven[0], proven[1]
     fair = pos.all(axis=1) | neg.all(axis=1)
     unfair = pos.any(axis=1) & neg.any(axis=1) & ~fair

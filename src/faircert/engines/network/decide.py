@@ -29,22 +29,41 @@ from .refine import epsilon_semantics
 from .regions_resume import checkpoint_for, regions_state, restore_regions
 
 
-def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
-           progress: Callable[[dict], None] | None = None) -> Result:
+def answer(
+    network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
+) -> Result:
     """Registry entry point (method "complete")."""
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
-    return decide_network(network, prop, time_limit=options.time_limit, partition_size=options.partition_size,
-                          seed=options.seed, max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism.of(options.workers, options.ray_address),
-                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume),
-                          memory_limit=options.memory_limit)
+    return decide_network(
+        network,
+        prop,
+        time_limit=options.time_limit,
+        partition_size=options.partition_size,
+        seed=options.seed,
+        max_counterexamples=options.max_counterexamples,
+        progress=progress,
+        parallel=Parallelism.of(options.workers, options.ray_address),
+        checkpoint=checkpoint_for(network, prop, options),
+        resume=bool(options.resume),
+        memory_limit=options.memory_limit,
+    )
 
 
-def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
-                   partition_size: int | None = None, seed: int = 0, max_counterexamples: int = 100,
-                   progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
-                   checkpoint: Any = None, resume: bool = False, memory_limit: int | None = None) -> Result:
+def decide_network(
+    network: ReluNetwork,
+    prop: IndividualFairness,
+    *,
+    time_limit: float | None = None,
+    partition_size: int | None = None,
+    seed: int = 0,
+    max_counterexamples: int = 100,
+    progress: Callable[[dict], None] | None = None,
+    parallel: Parallelism = SERIAL,
+    checkpoint: Any = None,
+    resume: bool = False,
+    memory_limit: int | None = None,
+) -> Result:
     """Decide the whole domain or every partition; with a `checkpoint` the state is saved as the
     run goes and at its end, and `resume` continues from the saved state (`regions_resume`)."""
     t0 = time.perf_counter()
@@ -60,8 +79,17 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
             progress(dict(info, certified=info["fair"] / lo.shape[0], falsified=info["unfair"] / lo.shape[0]))
 
     if parallel == SERIAL or lo.shape[0] == 1:
-        out = decide_regions(pb, lo, hi, time_limit=time_limit, seed=seed, progress=report, checkpoint=checkpoint,
-                             resume=resume, memory_limit=memory_limit)
+        out = decide_regions(
+            pb,
+            lo,
+            hi,
+            time_limit=time_limit,
+            seed=seed,
+            progress=report,
+            checkpoint=checkpoint,
+            resume=resume,
+            memory_limit=memory_limit,
+        )
     else:
         out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report, checkpoint, resume, memory_limit)
     elapsed = time.perf_counter() - t0
@@ -78,18 +106,38 @@ def decide_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
     decision = dict(
         verdict=verdict,
         evidence=("counterexample" if n_unfair else "proof" if verdict == "fair" else "budget exhausted"),
-        regions=K, fair=n_fair, unfair=n_unfair, unknown=n_unknown, coverage=(n_fair + n_unfair) / K,
-        partition_size=partition_size, partitions_per_s=(n_fair + n_unfair) / max(elapsed, 1e-9))
+        regions=K,
+        fair=n_fair,
+        unfair=n_unfair,
+        unknown=n_unknown,
+        coverage=(n_fair + n_unfair) / K,
+        partition_size=partition_size,
+        partitions_per_s=(n_fair + n_unfair) / max(elapsed, 1e-9),
+    )
     rows = None
     if partition_size is not None:
         rows = _rows(pb, prop, lo, hi, out)
     names = prop.domain.names
     stats = dict(out.stats, twins=pb.n_twins, tolerance=pb.tol)
-    return Result(verdict=verdict, certified=certified, falsified=falsified, undecided=undecided, domain_size=size,
-                  counterexamples=pairs[:max_counterexamples], statistical=None, elapsed_s=elapsed,
-                  engine="network-complete", model=network.source, protected=prop.protected_names,
-                  epsilon=prop.epsilon_by_name, stats=stats, feature_names=names,
-                  epsilon_semantics=epsilon_semantics(prop), decision=decision, partitions=rows)
+    return Result(
+        verdict=verdict,
+        certified=certified,
+        falsified=falsified,
+        undecided=undecided,
+        domain_size=size,
+        counterexamples=pairs[:max_counterexamples],
+        statistical=None,
+        elapsed_s=elapsed,
+        engine="network-complete",
+        model=network.source,
+        protected=prop.protected_names,
+        epsilon=prop.epsilon_by_name,
+        stats=stats,
+        feature_names=names,
+        epsilon_semantics=epsilon_semantics(prop),
+        decision=decision,
+        partitions=rows,
+    )
 
 
 #: Chunks of partitions per worker and round (the pool hands them out as workers free up).
@@ -113,9 +161,18 @@ class RegionJob:
         return out, seconds is not None and time.perf_counter() - t0 >= 0.95 * seconds
 
 
-def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: float | None, seed: int,
-                       parallel: Parallelism, report: Callable[[dict], None], checkpoint: Any = None,
-                       resume: bool = False, memory_limit: int | None = None) -> RegionOutcome:
+def decide_in_parallel(
+    pb: Problem,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    time_limit: float | None,
+    seed: int,
+    parallel: Parallelism,
+    report: Callable[[dict], None],
+    checkpoint: Any = None,
+    resume: bool = False,
+    memory_limit: int | None = None,
+) -> RegionOutcome:
     """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
     `parallel`'s workers. A round gives every chunk an equal share of the time left, at most its
     slice (`SLICE_S`, doubled for every round a region has already had); the regions a chunk left
@@ -126,8 +183,9 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
     saved after every round that finds one due, and at the end; a resumed run decides the regions
     the saved state left unknown."""
     K = lo.shape[0]
-    out = RegionOutcome(np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K),
-                        [""] * K, {})
+    out = RegionOutcome(
+        np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K), [""] * K, {}
+    )
     if resume:
         restore_regions(pb, out, checkpoint.load(), recheck)
     t0 = time.perf_counter()
@@ -151,8 +209,14 @@ def decide_in_parallel(pb: Problem, lo: np.ndarray, hi: np.ndarray, time_limit: 
             if checkpoint is not None and checkpoint.due():
                 checkpoint.save(regions_state(pb, out))
             v = out.verdict
-            report(dict(fair=int((v == FAIR).sum()), unfair=int((v == UNFAIR).sum()),
-                        unknown=int((v == UNKNOWN).sum()), elapsed=time.perf_counter() - t0))
+            report(
+                dict(
+                    fair=int((v == FAIR).sum()),
+                    unfair=int((v == UNFAIR).sum()),
+                    unknown=int((v == UNKNOWN).sum()),
+                    elapsed=time.perf_counter() - t0,
+                )
+            )
         out.stats["workers"] = workers.n
         out.stats["workers_restarted"] = workers.restarts
     if stop_requested():
@@ -184,10 +248,17 @@ def _rows(pb: Problem, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray,
     rows = []
     for k in range(lo.shape[0]):
         pair = out.pairs[k]
-        rows.append(dict(
-            id=k, lower={names[i]: _num(lo[k, i]) for i in cut}, upper={names[i]: _num(hi[k, i]) for i in cut},
-            verdict=VERDICTS[out.verdict[k]], seconds=float(out.seconds[k]), evidence=out.evidence[k] or None,
-            counterexample=pair.to_dict() if pair is not None else None))
+        rows.append(
+            dict(
+                id=k,
+                lower={names[i]: _num(lo[k, i]) for i in cut},
+                upper={names[i]: _num(hi[k, i]) for i in cut},
+                verdict=VERDICTS[out.verdict[k]],
+                seconds=float(out.seconds[k]),
+                evidence=out.evidence[k] or None,
+                counterexample=pair.to_dict() if pair is not None else None,
+            )
+        )
     return rows
 
 

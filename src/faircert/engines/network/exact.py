@@ -13,11 +13,11 @@ from .problem import Problem
 class ExactResult:
     """Per-box counts of unfair grid points, plus unfair points with a separating twin pair."""
 
-    unfair: np.ndarray     # (K,) unfair points per box (their mass, under a non-uniform measure)
-    cex_x: np.ndarray      # (n, d) free part of x
-    cex_xp: np.ndarray     # (n, d) free part of x'
-    cex_a: np.ndarray      # (n,) twin of x
-    cex_b: np.ndarray      # (n,) twin of x'
+    unfair: np.ndarray  # (K,) unfair points per box (their mass, under a non-uniform measure)
+    cex_x: np.ndarray  # (n, d) free part of x
+    cex_xp: np.ndarray  # (n, d) free part of x'
+    cex_a: np.ndarray  # (n,) twin of x
+    cex_b: np.ndarray  # (n,) twin of x'
 
 
 def grid_points(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,7 +71,7 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
         x, _ = grid_points(elo[None], ehi[None])
         lab = labels(pb, x)
         shape = tuple((ehi - elo + 1).astype(np.int64))[::-1]  # grid_points varies feature 0 fastest
-        pos = np.moveaxis(lab.reshape(shape + (pb.n_twins,)), -1, 0)   # (T, ...) per twin
+        pos = np.moveaxis(lab.reshape(shape + (pb.n_twins,)), -1, 0)  # (T, ...) per twin
         size = (1,) + tuple((2 * pb.eps + 1).astype(np.int64))[::-1]
         pos_near = maximum_filter(pos, size=size, mode="constant", cval=False)
         neg_near = maximum_filter(~pos, size=size, mode="constant", cval=False)
@@ -90,8 +90,13 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
                     cx.append(xv), cxp.append(found[0]), ca.append(found[1]), cb.append(found[2])
                     break
     d = lo.shape[1]
-    return ExactResult(unfair, np.array(cx).reshape(-1, d), np.array(cxp).reshape(-1, d),
-                       np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64))
+    return ExactResult(
+        unfair,
+        np.array(cx).reshape(-1, d),
+        np.array(cxp).reshape(-1, d),
+        np.array(ca, dtype=np.int64),
+        np.array(cb, dtype=np.int64),
+    )
 
 
 def _witness(pb: Problem, x: np.ndarray):

@@ -16,8 +16,7 @@ from .symbolic import bound_twins
 RADII = 6  # candidate radii per feature: width, width/4, width/16, ...
 
 
-def separated(pb: Problem, lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.ndarray,
-              chunk: int) -> np.ndarray:
+def separated(pb: Problem, lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int) -> np.ndarray:
     """Boxes on which twin a is provably positive and twin b provably non-positive."""
     ok = np.empty(lo.shape[0], dtype=bool)
     for s in range(0, lo.shape[0], chunk):
@@ -28,8 +27,9 @@ def separated(pb: Problem, lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.
     return ok
 
 
-def grow(pb: Problem, x: np.ndarray, a: np.ndarray, b: np.ndarray, blo: np.ndarray, bhi: np.ndarray,
-         chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def grow(
+    pb: Problem, x: np.ndarray, a: np.ndarray, b: np.ndarray, blo: np.ndarray, bhi: np.ndarray, chunk: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Grown unfair boxes around points x inside boxes [blo, bhi]; `ok` marks proven ones."""
     C, d = x.shape
     glo, ghi = x.copy(), x.copy()
@@ -67,8 +67,9 @@ def grow(pb: Problem, x: np.ndarray, a: np.ndarray, b: np.ndarray, blo: np.ndarr
     return glo, ghi, ok
 
 
-def carve(lo: np.ndarray, hi: np.ndarray, glo: np.ndarray, ghi: np.ndarray,
-          discrete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def carve(
+    lo: np.ndarray, hi: np.ndarray, glo: np.ndarray, ghi: np.ndarray, discrete: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The pieces of boxes [lo, hi] outside their sub-boxes [glo, ghi] (slabs, one side at a time)."""
     step = discrete.astype(np.float64)
     pieces_lo, pieces_hi = [], []

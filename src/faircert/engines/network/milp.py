@@ -58,11 +58,11 @@ class MilpAnswer:
     """`fair` (proven with the margin), `pair` (a candidate to re-check) or `unknown`."""
 
     status: str
-    x: np.ndarray | None = None      # free part of x (d,)
-    xp: np.ndarray | None = None     # free part of x' (d,)
-    a: int = 0                       # protected combination of x
-    b: int = 0                       # protected combination of x'
-    bound: float = np.inf            # solver's upper bound on max t (the worst orientation)
+    x: np.ndarray | None = None  # free part of x (d,)
+    xp: np.ndarray | None = None  # free part of x' (d,)
+    a: int = 0  # protected combination of x
+    b: int = 0  # protected combination of x'
+    bound: float = np.inf  # solver's upper bound on max t (the worst orientation)
     margin: float = 0.0
     elapsed: float = 0.0
     nodes: int = 0
@@ -115,10 +115,13 @@ class _Model:
         c = np.concatenate([t[1] for t in self.rows])
         v = np.concatenate([t[2] for t in self.rows])
         A = coo_matrix((v, (r, c)), shape=(self.m, self.n)).tocsr()
-        return milp(objective, integrality=np.concatenate(self.integer),
-                    bounds=Bounds(np.concatenate(self.lb), np.concatenate(self.ub)),
-                    constraints=LinearConstraint(A, np.concatenate(self.row_lo), np.concatenate(self.row_hi)),
-                    options=dict(time_limit=max(time_limit, 0.01), presolve=True))
+        return milp(
+            objective,
+            integrality=np.concatenate(self.integer),
+            bounds=Bounds(np.concatenate(self.lb), np.concatenate(self.ub)),
+            constraints=LinearConstraint(A, np.concatenate(self.row_lo), np.concatenate(self.row_hi)),
+            options=dict(time_limit=max(time_limit, 0.01), presolve=True),
+        )
 
     def ranges(self) -> float:
         return float(np.sum(np.concatenate(self.ub) - np.concatenate(self.lb)))
@@ -179,8 +182,11 @@ def _copy(model: _Model, pb: Problem, x: np.ndarray, s: np.ndarray, hidden, out_
             # h >= pre
             model.add([(h[sel], eye)] + [(c, co[sel]) for c, co in neg], const[sel], np.inf)
             # h - pre - l delta <= -l   (h <= pre - l (1 - delta))
-            model.add([(h[sel], eye), (delta, -np.diag(l[sel]))] + [(c, co[sel]) for c, co in neg],
-                      -np.inf, const[sel] - l[sel])
+            model.add(
+                [(h[sel], eye), (delta, -np.diag(l[sel]))] + [(c, co[sel]) for c, co in neg],
+                -np.inf,
+                const[sel] - l[sel],
+            )
             # h - u delta <= 0
             model.add([(h[sel], eye), (delta, -np.diag(u[sel]))], -np.inf, np.zeros(m))
         # inactive neurons: h's bounds are [0, 0]

@@ -28,8 +28,10 @@ def partition_grid(pb: Problem, size: int, limit: int | None = None) -> tuple[np
         raise PropertyError(f"partition size must be an integer >= 1, got {size!r}")
     count = partition_count(pb, int(size))
     if count > limit:
-        raise PropertyError(f"partition size {size} cuts the domain into {count} partitions (limit {limit}); "
-                            f"use a larger partition size")
+        raise PropertyError(
+            f"partition size {size} cuts the domain into {count} partitions (limit {limit}); "
+            f"use a larger partition size"
+        )
     per_feature = []
     for lo, hi, disc in zip(pb.lo, pb.hi, pb.discrete):
         if disc and hi - lo + 1 > size:

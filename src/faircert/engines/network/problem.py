@@ -26,15 +26,21 @@ class Weights:
     and its top value only in a box reaching it from below: a data value on a cut counts once.
     A verdict covers the closed box, hence every value it is credited with."""
 
-    values: list[np.ndarray]   # per free feature, its values in increasing order
-    cum: list[np.ndarray]      # per free feature, 0 then the cumulative probabilities
-    real: np.ndarray | None = None    # (d,) bool: boxes of this feature share their cuts
+    values: list[np.ndarray]  # per free feature, its values in increasing order
+    cum: list[np.ndarray]  # per free feature, 0 then the cumulative probabilities
+    real: np.ndarray | None = None  # (d,) bool: boxes of this feature share their cuts
     bottom: np.ndarray | None = None  # (d,) the domain's range of each free feature
     top: np.ndarray | None = None
 
     @classmethod
-    def of(cls, marginals, free: list[int], real: np.ndarray | None = None, bottom: np.ndarray | None = None,
-           top: np.ndarray | None = None) -> Weights:
+    def of(
+        cls,
+        marginals,
+        free: list[int],
+        real: np.ndarray | None = None,
+        bottom: np.ndarray | None = None,
+        top: np.ndarray | None = None,
+    ) -> Weights:
         values = [np.asarray(marginals.values[j], dtype=np.float64) for j in free]
         cum = [np.concatenate([[0.0], np.cumsum(marginals.counts[j]) / marginals.rows]) for j in free]
         return cls(values, cum, real, bottom, top)
@@ -104,11 +110,11 @@ class Problem:
     twin: TwinNet
     free: list[int]
     protected: list[int]
-    combos: np.ndarray        # (T, n_protected) protected values of each twin
-    lo: np.ndarray            # (d,) domain bounds of the free features
+    combos: np.ndarray  # (T, n_protected) protected values of each twin
+    lo: np.ndarray  # (d,) domain bounds of the free features
     hi: np.ndarray
-    discrete: np.ndarray      # (d,) bool
-    eps: np.ndarray           # (d,) tolerance of each free feature (floored for discrete ones)
+    discrete: np.ndarray  # (d,) bool
+    eps: np.ndarray  # (d,) tolerance of each free feature (floored for discrete ones)
     domain_size: float
     #: The twins as the bounds see them: through the network's input tables where it has them
     #: (`twin` is the network itself, layer by layer, for exact checks).
@@ -131,15 +137,30 @@ class Problem:
         disc = dom.discrete_mask[free]
         eps = np.asarray(prop.epsilon, dtype=np.float64)[free]
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
-        weights = None if prop.population is None else \
-            Weights.of(prop.population, free, ~disc, dom.lower[free], dom.upper[free])
-        size = dom.measure(exclude=protected) if weights is None else \
-            float(weights.mass(dom.lower[free], dom.upper[free]))
+        weights = (
+            None
+            if prop.population is None
+            else Weights.of(prop.population, free, ~disc, dom.lower[free], dom.upper[free])
+        )
+        size = (
+            dom.measure(exclude=protected) if weights is None else float(weights.mass(dom.lower[free], dom.upper[free]))
+        )
         if not size > 0:
             raise PropertyError("the measured part of the domain has size 0 (a real feature with min == max?)")
-        p = cls(network, TwinNet.build(network, free, protected, combos), free, protected, combos,
-                dom.lower[free], dom.upper[free], disc, eps, size,
-                TwinNet.build(network, free, protected, combos, lookups=True), weights=weights)
+        p = cls(
+            network,
+            TwinNet.build(network, free, protected, combos),
+            free,
+            protected,
+            combos,
+            dom.lower[free],
+            dom.upper[free],
+            disc,
+            eps,
+            size,
+            TwinNet.build(network, free, protected, combos, lookups=True),
+            weights=weights,
+        )
         p.tol = REL_TOL * (1.0 + p.logit_scale())
         return p
 

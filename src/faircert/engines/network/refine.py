@@ -37,17 +37,17 @@ from .sampling import Sampler, draw_points, random_points, twin_split
 from .symbolic import crown_cost_ratio
 from .tail import decided_shares
 
-ROWS_PER_CHUNK = 1_500_000   # elements of one linear-form array per bounding call (memory/speed)
-EXACT_POINTS = 200_000       # enumerate the whole domain directly when it has at most this many points
-EXACT_PER_INPUT = 8          # enumerate boxes with at most this many points per free feature (+1)
-CEX_STORE = 20_000           # counterexamples kept for reporting and growth
-GROW_SHARE = 0.02            # at most this share of the time goes into growing unfair boxes (measured: more costs undecided mass)
+ROWS_PER_CHUNK = 1_500_000  # elements of one linear-form array per bounding call (memory/speed)
+EXACT_POINTS = 200_000  # enumerate the whole domain directly when it has at most this many points
+EXACT_PER_INPUT = 8  # enumerate boxes with at most this many points per free feature (+1)
+CEX_STORE = 20_000  # counterexamples kept for reporting and growth
+GROW_SHARE = 0.02  # at most this share of the time goes into growing unfair boxes (measured: more costs undecided mass)
 GROW_BATCH = 64
-TIGHT_MAX_RATIO = 4.0        # full CROWN when it costs at most this many forward passes
-TIGHT_MAX_DEPTH = 6          # ... and the network has at most this many layers
-SAMPLE_HALFWIDTH = 0.0009    # target half-width of the estimate's interval (share units)
-PROBES = 4                   # random points tried per undecided box
-HOPELESS = 0.125           # priority factor of boxes known to hold a counterexample
+TIGHT_MAX_RATIO = 4.0  # full CROWN when it costs at most this many forward passes
+TIGHT_MAX_DEPTH = 6  # ... and the network has at most this many layers
+SAMPLE_HALFWIDTH = 0.0009  # target half-width of the estimate's interval (share units)
+PROBES = 4  # random points tried per undecided box
+HOPELESS = 0.125  # priority factor of boxes known to hold a counterexample
 
 
 @contextlib.contextmanager
@@ -62,11 +62,22 @@ def _one_blas_thread():
         yield
 
 
-def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit: float | None = None,
-                   target_undecided: float = 0.0, confidence: float = 0.99, seed: int = 0,
-                   max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
-                   parallel: Parallelism = SERIAL, max_boxes: int | None = None, checkpoint: Any = None,
-                   resume: bool = False, memory_limit: int | None = None) -> Result:
+def verify_network(
+    network: ReluNetwork,
+    prop: IndividualFairness,
+    *,
+    time_limit: float | None = None,
+    target_undecided: float = 0.0,
+    confidence: float = 0.99,
+    seed: int = 0,
+    max_counterexamples: int = 100,
+    progress: Callable[[dict], None] | None = None,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    checkpoint: Any = None,
+    resume: bool = False,
+    memory_limit: int | None = None,
+) -> Result:
     """Sound certified / falsified / undecided shares of `prop` on `network`, with evidence.
 
     With several workers (`parallel`), a box budget (`max_boxes`: stop after the round that
@@ -86,8 +97,14 @@ def verify_network(network: ReluNetwork, prop: IndividualFairness, *, time_limit
 class Refinement:
     """State of one run: the partition (decided masses + pool of undecided boxes) and evidence."""
 
-    def __init__(self, network: ReluNetwork, prop: IndividualFairness, seed: int,
-                 progress: Callable[[dict], None] | None, memory_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        network: ReluNetwork,
+        prop: IndividualFairness,
+        seed: int,
+        progress: Callable[[dict], None] | None,
+        memory_limit: int | None = None,
+    ) -> None:
         self.t0 = time.perf_counter()
         self.memory_limit = default_limit() if memory_limit is None else memory_limit
         self.network, self.prop = network, prop
@@ -99,8 +116,7 @@ class Refinement:
         width = max(pb.bounder.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
-        self.tight = (crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO
-                      and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH)
+        self.tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self._last_report = 0.0
@@ -117,8 +133,20 @@ class Refinement:
         self.fal = 0.0
         self.cex: dict[bytes, tuple] = {}
         self.cex_found = 0
-        self.stats = dict(boxes_bounded=0, boxes_bounded_grow=0, boxes_exact=0, points_exact=0, boxes_grown=0,
-                          grow_calls=0, cuts=0, rounds=0, t_bound=0.0, t_exact=0.0, t_grow=0.0, t_credit=0.0)
+        self.stats = dict(
+            boxes_bounded=0,
+            boxes_bounded_grow=0,
+            boxes_exact=0,
+            points_exact=0,
+            boxes_grown=0,
+            grow_calls=0,
+            cuts=0,
+            rounds=0,
+            t_bound=0.0,
+            t_exact=0.0,
+            t_grow=0.0,
+            t_credit=0.0,
+        )
         self.probes = self.probe_hits = 0
 
     # ----- the loop ---------------------------------------------------------------------------
@@ -194,14 +222,15 @@ class Refinement:
         """Expected time of the final estimate (samples its interval needs x cost per sample),
         at most 30% of the time limit."""
         if not self.point_cost:  # calibrate once on a batch of the size the sampler uses
-            x = random_points(self.rng, np.tile(self.pb.lo, (4096, 1)), np.tile(self.pb.hi, (4096, 1)),
-                              self.pb.discrete)
+            x = random_points(
+                self.rng, np.tile(self.pb.lo, (4096, 1)), np.tile(self.pb.hi, (4096, 1)), self.pb.discrete
+            )
             t = time.perf_counter()
             twin_split(self.pb, x, fast=True)
             self.point_cost = (time.perf_counter() - t) / 4096 * (20 if self.pb.has_eps else 1)
         und = self._open_mass() / self.pb.domain_size
         p = min(0.5, max(self.probe_hits / self.probes, 0.01)) if self.probes >= 1000 else 0.25
-        need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / SAMPLE_HALFWIDTH ** 2)
+        need = min(Sampler.max_samples, (2.6 * und) ** 2 * p * (1 - p) / SAMPLE_HALFWIDTH**2)
         return min(1.3 * need * self.point_cost, 0.3 * time_limit)
 
     def undecided_mass(self) -> float:
@@ -239,7 +268,7 @@ class Refinement:
             lo, hi = lo[~ex], hi[~ex]
         pending = []
         for s in range(0, lo.shape[0], self.chunk):
-            pending += self._bound_chunk(lo[s:s + self.chunk], hi[s:s + self.chunk])
+            pending += self._bound_chunk(lo[s : s + self.chunk], hi[s : s + self.chunk])
         if not pending:
             return np.empty((0, pb.d)), np.empty((0, pb.d))
         return np.concatenate([p[0] for p in pending]), np.concatenate([p[1] for p in pending])
@@ -439,8 +468,15 @@ class Refinement:
             return
         self._last_report = now
         cert, fal, und = self.shares()
-        self.progress(dict(certified=cert, falsified=fal, undecided=und,
-                           boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"], elapsed=now - self.t0))
+        self.progress(
+            dict(
+                certified=cert,
+                falsified=fal,
+                undecided=und,
+                boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"],
+                elapsed=now - self.t0,
+            )
+        )
 
     def counterexamples(self, limit: int) -> list[Counterexample]:
         """Stored counterexamples, re-checked on the real model (pairs it labels differently)."""
@@ -466,10 +502,14 @@ class Refinement:
         # the samples cover the undecided boxes whole, credits included: start from the boxes
         # decided whole, then keep the interval inside the sound one (which holds the truth surely)
         est = Sampler(pb, self.rng, confidence, SAMPLE_HALFWIDTH).estimate(
-            lo, hi, mass, self.fal / pb.domain_size, deadline, self.chunk)
-        est = dataclasses.replace(est, unfair=float(np.clip(est.unfair, fal, fal + und)),
-                                  ci_low=float(np.clip(est.ci_low, fal, fal + und)),
-                                  ci_high=float(np.clip(est.ci_high, fal, fal + und)))
+            lo, hi, mass, self.fal / pb.domain_size, deadline, self.chunk
+        )
+        est = dataclasses.replace(
+            est,
+            unfair=float(np.clip(est.unfair, fal, fal + und)),
+            ci_low=float(np.clip(est.ci_low, fal, fal + und)),
+            ci_high=float(np.clip(est.ci_high, fal, fal + und)),
+        )
         cexs = self.counterexamples(max_counterexamples)
         if und == 0 and fal == 0 and not cexs:
             verdict = "fair"
@@ -480,18 +520,37 @@ class Refinement:
         elapsed = time.perf_counter() - self.t0
         st = dict(self.stats)
         credited_fair, credited_unfair = self.pool.credited()
-        st.update(elapsed_refine_s=t_refine, peak_pool=self.pool.peak, pool=len(self.pool),
-                  twins=pb.n_twins, counterexamples_found=self.cex_found,
-                  boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
-                  twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
-                  tolerance=pb.tol, full_crown=self.tight,
-                  credited_fair=credited_fair / pb.domain_size, credited_unfair=credited_unfair / pb.domain_size)
+        st.update(
+            elapsed_refine_s=t_refine,
+            peak_pool=self.pool.peak,
+            pool=len(self.pool),
+            twins=pb.n_twins,
+            counterexamples_found=self.cex_found,
+            boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
+            twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
+            tolerance=pb.tol,
+            full_crown=self.tight,
+            credited_fair=credited_fair / pb.domain_size,
+            credited_unfair=credited_unfair / pb.domain_size,
+        )
         dom = self.prop.domain
-        return Result(verdict=verdict, certified=cert, falsified=fal, undecided=und,
-                      domain_size=pb.domain_size, counterexamples=cexs, statistical=est, elapsed_s=elapsed,
-                      engine="boxes", model=self.network.source, protected=self.prop.protected_names,
-                      epsilon=self.prop.epsilon_by_name, stats=st, feature_names=dom.names,
-                      epsilon_semantics=epsilon_semantics(self.prop))
+        return Result(
+            verdict=verdict,
+            certified=cert,
+            falsified=fal,
+            undecided=und,
+            domain_size=pb.domain_size,
+            counterexamples=cexs,
+            statistical=est,
+            elapsed_s=elapsed,
+            engine="boxes",
+            model=self.network.source,
+            protected=self.prop.protected_names,
+            epsilon=self.prop.epsilon_by_name,
+            stats=st,
+            feature_names=dom.names,
+            epsilon_semantics=epsilon_semantics(self.prop),
+        )
 
     def _undecided_boxes(self):
         lo, hi, mass = self.pool.arrays()
@@ -509,16 +568,26 @@ def epsilon_semantics(prop: IndividualFairness) -> str:
     return "robustness" if prop.robustness else "other_protected_value"
 
 
-def answer(network: ReluNetwork, prop: IndividualFairness, options: Any,
-           progress: Callable[[dict], None] | None = None) -> Result:
+def answer(
+    network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
+) -> Result:
     """Registry entry point: `verify_network` with the command's options."""
     from .resume import checkpoint_for
 
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
-    return verify_network(network, prop, time_limit=options.time_limit, target_undecided=options.target_undecided,
-                          confidence=options.confidence, seed=options.seed,
-                          max_counterexamples=options.max_counterexamples, progress=progress,
-                          parallel=Parallelism.of(options.workers, options.ray_address), max_boxes=options.max_boxes,
-                          checkpoint=checkpoint_for(network, prop, options), resume=bool(options.resume),
-                          memory_limit=options.memory_limit)
+    return verify_network(
+        network,
+        prop,
+        time_limit=options.time_limit,
+        target_undecided=options.target_undecided,
+        confidence=options.confidence,
+        seed=options.seed,
+        max_counterexamples=options.max_counterexamples,
+        progress=progress,
+        parallel=Parallelism.of(options.workers, options.ray_address),
+        max_boxes=options.max_boxes,
+        checkpoint=checkpoint_for(network, prop, options),
+        resume=bool(options.resume),
+        memory_limit=options.memory_limit,
+    )

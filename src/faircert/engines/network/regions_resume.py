@@ -30,10 +30,23 @@ MAX_EVIDENCE_CHARS = 200
 def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
     """Where the decision's state goes, and what it must match: the network, the domain, the
     question, the partition size and the seed (time limits and workers may change)."""
-    return Checkpoint.of(options, KIND, lambda: {
-        "model": fingerprint(network), "domain": fingerprint(prop.domain.to_dict()),
-        "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.robustness,
-                                 options.seed, options.partition_size])})
+    return Checkpoint.of(
+        options,
+        KIND,
+        lambda: {
+            "model": fingerprint(network),
+            "domain": fingerprint(prop.domain.to_dict()),
+            "question": fingerprint(
+                [
+                    list(prop.protected),
+                    np.asarray(prop.epsilon, dtype=np.float64),
+                    prop.robustness,
+                    options.seed,
+                    options.partition_size,
+                ]
+            ),
+        },
+    )
 
 
 def regions_state(pb: Any, out: Any) -> dict[str, Any]:
@@ -41,22 +54,31 @@ def regions_state(pb: Any, out: Any) -> dict[str, Any]:
     unfair = [k for k, p in enumerate(out.pairs) if p is not None]
     args = [pair_args(pb, out.pairs[k]) for k in unfair]
     return {
-        "verdict": pack(np.asarray(out.verdict, dtype=np.int64)), "seconds": pack(np.asarray(out.seconds)),
-        "fair_mass": pack(np.asarray(out.fair_mass)), "unfair_mass": pack(np.asarray(out.unfair_mass)),
-        "evidence": list(out.evidence), "stats": {k: v for k, v in out.stats.items() if _number(v)},
-        "pairs": {"region": pack(np.array(unfair, dtype=np.int64)),
-                  "x": pack(np.array([a[0] for a in args]).reshape(-1, pb.d)),
-                  "xp": pack(np.array([a[1] for a in args]).reshape(-1, pb.d)),
-                  "a": pack(np.array([a[2] for a in args], dtype=np.int64)),
-                  "b": pack(np.array([a[3] for a in args], dtype=np.int64))},
+        "verdict": pack(np.asarray(out.verdict, dtype=np.int64)),
+        "seconds": pack(np.asarray(out.seconds)),
+        "fair_mass": pack(np.asarray(out.fair_mass)),
+        "unfair_mass": pack(np.asarray(out.unfair_mass)),
+        "evidence": list(out.evidence),
+        "stats": {k: v for k, v in out.stats.items() if _number(v)},
+        "pairs": {
+            "region": pack(np.array(unfair, dtype=np.int64)),
+            "x": pack(np.array([a[0] for a in args]).reshape(-1, pb.d)),
+            "xp": pack(np.array([a[1] for a in args]).reshape(-1, pb.d)),
+            "a": pack(np.array([a[2] for a in args], dtype=np.int64)),
+            "b": pack(np.array([a[3] for a in args], dtype=np.int64)),
+        },
     }
 
 
 def frontier_state(bb: Any) -> dict[str, Any]:
     """The serial branch and bound's open boxes and random state."""
-    return {"frontier": {name: pack(np.asarray(getattr(bb, name), dtype=np.float64 if kind == "f8" else np.int64))
-                         for name, kind in FRONTIER.items()},
-            "rng": rng_state(bb.rng)}
+    return {
+        "frontier": {
+            name: pack(np.asarray(getattr(bb, name), dtype=np.float64 if kind == "f8" else np.int64))
+            for name, kind in FRONTIER.items()
+        },
+        "rng": rng_state(bb.rng),
+    }
 
 
 def pair_args(pb: Any, pair: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -84,17 +106,25 @@ def restore_regions(pb: Any, out: Any, state: dict[str, Any], recheck: Any) -> N
         x, xp = unpack(pairs["x"], "f8", pb.d), unpack(pairs["xp"], "f8", pb.d)
         a, b = unpack(pairs["a"], "i8"), unpack(pairs["b"], "i8")
     except (KeyError, TypeError, IndexError, ValueError) as exc:
-        raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
-                            f"{str(exc)[:80]})") from None
+        raise PropertyError(
+            f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
     n = region.shape[0]
-    ok = (all(v.shape == (K,) for v in (verdict, seconds, fair, unfair))
-          and np.all((verdict >= 0) & (verdict <= 2)) and all(np.all(v >= 0) for v in (seconds, fair, unfair))
-          and isinstance(evidence, list) and len(evidence) == K
-          and all(isinstance(e, str) and len(e) <= MAX_EVIDENCE_CHARS for e in evidence)
-          and isinstance(stats, dict) and all(isinstance(k, str) and _number(v) for k, v in stats.items())
-          and x.shape == xp.shape == (n, pb.d) and a.shape == b.shape == (n,)
-          and np.all((region >= 0) & (region < K)) and np.unique(region).size == n
-          and np.all((a >= 0) & (a < pb.n_twins) & (b >= 0) & (b < pb.n_twins)))
+    ok = (
+        all(v.shape == (K,) for v in (verdict, seconds, fair, unfair))
+        and np.all((verdict >= 0) & (verdict <= 2))
+        and all(np.all(v >= 0) for v in (seconds, fair, unfair))
+        and isinstance(evidence, list)
+        and len(evidence) == K
+        and all(isinstance(e, str) and len(e) <= MAX_EVIDENCE_CHARS for e in evidence)
+        and isinstance(stats, dict)
+        and all(isinstance(k, str) and _number(v) for k, v in stats.items())
+        and x.shape == xp.shape == (n, pb.d)
+        and a.shape == b.shape == (n,)
+        and np.all((region >= 0) & (region < K))
+        and np.unique(region).size == n
+        and np.all((a >= 0) & (a < pb.n_twins) & (b >= 0) & (b < pb.n_twins))
+    )
     if not ok:
         raise PropertyError("checkpoint: its regions do not fit this domain, network and partition size")
     pair_list: list[Any] = [None] * K
@@ -121,17 +151,25 @@ def restore_frontier(bb: Any, state: dict[str, Any]) -> bool:
         return False
     pb = bb.pb
     try:
-        arrays = {name: unpack(state["frontier"][name], kind, pb.d if name in ("lo", "hi") else None)
-                  for name, kind in FRONTIER.items()}
+        arrays = {
+            name: unpack(state["frontier"][name], kind, pb.d if name in ("lo", "hi") else None)
+            for name, kind in FRONTIER.items()
+        }
     except (KeyError, TypeError) as exc:
         raise PropertyError(f"checkpoint: its open boxes are malformed ({type(exc).__name__})") from None
     n = arrays["lo"].shape[0]
     lo, hi = arrays["lo"], arrays["hi"]
-    ok = (all(arrays[k].shape == (n,) for k in FRONTIER if k not in ("lo", "hi")) and hi.shape == lo.shape
-          and np.all(lo >= pb.lo) and np.all(hi <= pb.hi) and np.all(lo <= hi)
-          and np.all((arrays["owner"] >= 0) & (arrays["owner"] < bb.verdict.shape[0]))
-          and np.all(arrays["depth"] >= 0) and np.all((arrays["split"] >= -1) & (arrays["split"] < max(pb.d, 1)))
-          and all(np.all((arrays[k] == 0) | (arrays[k] == 1)) for k in ("stuck", "ripe")))
+    ok = (
+        all(arrays[k].shape == (n,) for k in FRONTIER if k not in ("lo", "hi"))
+        and hi.shape == lo.shape
+        and np.all(lo >= pb.lo)
+        and np.all(hi <= pb.hi)
+        and np.all(lo <= hi)
+        and np.all((arrays["owner"] >= 0) & (arrays["owner"] < bb.verdict.shape[0]))
+        and np.all(arrays["depth"] >= 0)
+        and np.all((arrays["split"] >= -1) & (arrays["split"] < max(pb.d, 1)))
+        and all(np.all((arrays[k] == 0) | (arrays[k] == 1)) for k in ("stuck", "ripe"))
+    )
     # an open box must lie inside its region: a proof about it is a proof about the region
     ok = ok and bool(np.all(lo >= bb.lo[arrays["owner"]]) and np.all(hi <= bb.hi[arrays["owner"]])) if n else ok
     if not ok:

@@ -18,26 +18,48 @@ from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_stat
 from ...errors import PropertyError
 
 #: The refinement's counters: what each chunk reports to the driver, and what a checkpoint carries.
-COUNTERS = ("boxes_bounded", "boxes_bounded_grow", "boxes_exact", "points_exact", "boxes_grown", "grow_calls",
-            "cuts", "t_bound", "t_exact", "t_grow", "t_credit")
+COUNTERS = (
+    "boxes_bounded",
+    "boxes_bounded_grow",
+    "boxes_exact",
+    "points_exact",
+    "boxes_grown",
+    "grow_calls",
+    "cuts",
+    "t_bound",
+    "t_exact",
+    "t_grow",
+    "t_credit",
+)
 POOL = ("lo", "hi", "mass", "split", "prio", "fair", "unfair")
 
 
 def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
     """Where this refinement's state goes, and what it must match: the network, the domain, the
     question and the seed (time limits, box budgets and workers may change between runs)."""
-    return Checkpoint.of(options, "network-boxes", lambda: {
-        "model": fingerprint(network), "domain": fingerprint(prop.domain.to_dict()),
-        "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.robustness,
-                                 options.seed])})
+    return Checkpoint.of(
+        options,
+        "network-boxes",
+        lambda: {
+            "model": fingerprint(network),
+            "domain": fingerprint(prop.domain.to_dict()),
+            "question": fingerprint(
+                [list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.robustness, options.seed]
+            ),
+        },
+    )
 
 
 def cex_arrays(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The run's stored counterexamples in the order found: x, x' (n, d) and their twins (n,)."""
     d = run.pb.d
     items = list(run.cex.values())
-    return (np.array([c[0] for c in items]).reshape(-1, d), np.array([c[1] for c in items]).reshape(-1, d),
-            np.array([c[2] for c in items], dtype=np.int64), np.array([c[3] for c in items], dtype=np.int64))
+    return (
+        np.array([c[0] for c in items]).reshape(-1, d),
+        np.array([c[1] for c in items]).reshape(-1, d),
+        np.array([c[2] for c in items], dtype=np.int64),
+        np.array([c[3] for c in items], dtype=np.int64),
+    )
 
 
 def pool_arrays(run: Any) -> tuple[np.ndarray, ...]:
@@ -54,11 +76,16 @@ def stuck_arrays(run: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
     return {
-        "cert": run.cert, "fal": run.fal, "examined": examined, "cex_found": run.cex_found,
-        "probes": run.probes, "probe_hits": run.probe_hits,
+        "cert": run.cert,
+        "fal": run.fal,
+        "examined": examined,
+        "cex_found": run.cex_found,
+        "probes": run.probes,
+        "probe_hits": run.probe_hits,
         "stats": {k: run.stats[k] for k in COUNTERS + ("rounds",)},
         "pool": {name: pack(a) for name, a in zip(POOL, pool_arrays(run))},
-        "stuck": [pack(a) for a in stuck_arrays(run)], "pending": [pack(pend_lo), pack(pend_hi)],
+        "stuck": [pack(a) for a in stuck_arrays(run)],
+        "pending": [pack(pend_lo), pack(pend_hi)],
         "cex": [pack(a) for a in cex_arrays(run)],
         "rng": rng_state(run.rng),
     }
@@ -69,8 +96,10 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
     input); returns the pending pieces and the boxes examined so far."""
     pb, d = run.pb, run.pb.d
     try:
-        pool = {name: unpack(state["pool"][name], "i8" if name == "split" else "f8",
-                             d if name in ("lo", "hi") else None) for name in POOL}
+        pool = {
+            name: unpack(state["pool"][name], "i8" if name == "split" else "f8", d if name in ("lo", "hi") else None)
+            for name in POOL
+        }
         stuck = [unpack(a, "f8", d) for a in _pair(state["stuck"])]
         pend = [unpack(a, "f8", d) for a in _pair(state["pending"])]
         cx, cxp = unpack(state["cex"][0], "f8", d), unpack(state["cex"][1], "f8", d)
@@ -78,21 +107,26 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
         scalars = [state[k] for k in ("cert", "fal")] + [state["stats"][k] for k in COUNTERS]
         counts = [state[k] for k in ("examined", "cex_found", "probes", "probe_hits")] + [state["stats"]["rounds"]]
     except (KeyError, TypeError, IndexError, ValueError) as exc:
-        raise PropertyError(f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: "
-                            f"{str(exc)[:80]})") from None
+        raise PropertyError(
+            f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
     n = pool["lo"].shape[0]
     # counterexamples are grown into boxes: each point must be one of the domain's
     boxes = [pool["lo"], pool["hi"], stuck[0], stuck[1], pend[0], pend[1], cx, cx, cxp, cxp]
-    ok = (all(pool[k].shape == (n,) for k in POOL[2:])
-          and stuck[0].shape == stuck[1].shape and pend[0].shape == pend[1].shape
-          and cx.shape == cxp.shape and ca.shape == cb.shape == (cx.shape[0],)
-          and all(np.all(b >= pb.lo) and np.all(b <= pb.hi) for b in boxes)
-          and all(np.all(a <= b) for a, b in zip(boxes[::2], boxes[1::2]))
-          and np.all((pool["split"] >= 0) & (pool["split"] < d))
-          and np.all((ca >= 0) & (ca < pb.n_twins) & (cb >= 0) & (cb < pb.n_twins))
-          and all(_finite_amount(v) for v in scalars)
-          and state["cert"] + state["fal"] <= pb.domain_size * (1 + 1e-9)  # masses of this domain
-          and all(isinstance(v, int) and v >= 0 for v in counts))
+    ok = (
+        all(pool[k].shape == (n,) for k in POOL[2:])
+        and stuck[0].shape == stuck[1].shape
+        and pend[0].shape == pend[1].shape
+        and cx.shape == cxp.shape
+        and ca.shape == cb.shape == (cx.shape[0],)
+        and all(np.all(b >= pb.lo) and np.all(b <= pb.hi) for b in boxes)
+        and all(np.all(a <= b) for a, b in zip(boxes[::2], boxes[1::2]))
+        and np.all((pool["split"] >= 0) & (pool["split"] < d))
+        and np.all((ca >= 0) & (ca < pb.n_twins) & (cb >= 0) & (cb < pb.n_twins))
+        and all(_finite_amount(v) for v in scalars)
+        and state["cert"] + state["fal"] <= pb.domain_size * (1 + 1e-9)  # masses of this domain
+        and all(isinstance(v, int) and v >= 0 for v in counts)
+    )
     if not ok:
         raise PropertyError("checkpoint: its boxes or counts do not fit this domain and network")
     set_rng_state(run.rng, state.get("rng"))

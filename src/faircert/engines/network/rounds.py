@@ -74,8 +74,19 @@ class ChunkWork:
         run.rng = np.random.default_rng(seed)
         run.grow_budget = grow_budget
         pend_lo, pend_hi = run._process(lo, hi)
-        return Batch(run.cert, run.fal, pool_arrays(run), *stuck_arrays(run), pend_lo, pend_hi, cex_arrays(run),
-                     run.cex_found, {k: run.stats[k] for k in COUNTERS}, run.probes, run.probe_hits)
+        return Batch(
+            run.cert,
+            run.fal,
+            pool_arrays(run),
+            *stuck_arrays(run),
+            pend_lo,
+            pend_hi,
+            cex_arrays(run),
+            run.cex_found,
+            {k: run.stats[k] for k in COUNTERS},
+            run.probes,
+            run.probe_hits,
+        )
 
 
 def absorb(run: Any, b: Batch) -> None:
@@ -102,8 +113,15 @@ def chunks(n: int, bound_rows: int) -> list[slice]:
     return [slice(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
-def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, target: float,
-                     max_boxes: int | None, checkpoint: Any = None, resume: bool = False) -> None:
+def refine_in_rounds(
+    run: Any,
+    parallel: Parallelism,
+    time_limit: float | None,
+    target: float,
+    max_boxes: int | None,
+    checkpoint: Any = None,
+    resume: bool = False,
+) -> None:
     """`run.refine` (a `refine.Refinement`) with each round's box work in chunks on `parallel`'s
     workers; stops, besides, after the round that brings the boxes examined to `max_boxes`.
 
@@ -152,8 +170,9 @@ def refine_in_rounds(run: Any, parallel: Parallelism, time_limit: float | None, 
     run.park(pend_lo, pend_hi)
 
 
-def _round(run: Any, workers: Any, lo: np.ndarray | None, hi: np.ndarray | None,
-           examined: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _round(
+    run: Any, workers: Any, lo: np.ndarray | None, hi: np.ndarray | None, examined: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """One round: the boxes bounded in chunks on the workers, merged in order; returns the cut
     pieces for the next round and the boxes examined so far."""
     pend_lo = pend_hi = np.empty((0, run.pb.d))
@@ -162,8 +181,10 @@ def _round(run: Any, workers: Any, lo: np.ndarray | None, hi: np.ndarray | None,
         # growth may catch up to its share of the boxes bounded by the end of this round;
         # the first chunk gets it all: split eight ways it would often pay for no growth
         budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0]) - run.stats["boxes_bounded_grow"])
-        tasks = [(lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
-                 for i, s in enumerate(chunks(lo.shape[0], run.chunk))]
+        tasks = [
+            (lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
+            for i, s in enumerate(chunks(lo.shape[0], run.chunk))
+        ]
         pend = []
         for batch in workers.map("work", tasks):
             absorb(run, batch)

@@ -52,11 +52,11 @@ def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -
     wlo, whi = pb.enlarge(x[rest], x[rest])
     fair = np.zeros(rest.size, dtype=bool)
     for s in range(0, rest.size, chunk):
-        bd = bound_twins(pb.bounder, wlo[s:s + chunk], whi[s:s + chunk])
-        fair[s:s + chunk] = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
+        bd = bound_twins(pb.bounder, wlo[s : s + chunk], whi[s : s + chunk])
+        fair[s : s + chunk] = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
     open_ = rest[~fair]
     # x is unfair when a twin a of x and an allowed twin b of a window point disagree
-    own = pb.twin.logits(x[open_]) > 0                        # (n, T)
+    own = pb.twin.logits(x[open_]) > 0  # (n, T)
     pos_near = own.copy()
     neg_near = ~own
     for _ in range(8):
@@ -64,7 +64,7 @@ def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -
         pos_near |= z
         neg_near |= ~z
     pairs = pb.pairs.astype(np.float64)
-    pos_other = pos_near.astype(np.float64) @ pairs.T > 0      # (n, T): some allowed b positive near x
+    pos_other = pos_near.astype(np.float64) @ pairs.T > 0  # (n, T): some allowed b positive near x
     neg_other = neg_near.astype(np.float64) @ pairs.T > 0
     seen = ((own & neg_other) | (~own & pos_other)).any(axis=1)
     bad[open_[seen]] = True
@@ -90,14 +90,21 @@ class Sampler:
     pb: Problem
     rng: np.random.Generator
     confidence: float
-    halfwidth: float = 0.0009     # target half-width of the interval (share units)
+    halfwidth: float = 0.0009  # target half-width of the interval (share units)
     min_samples: int = 20_000
     max_samples: int = 4_000_000
     max_samples_eps: int = 200_000
     chunk: int = 50_000
 
-    def estimate(self, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, falsified: float,
-                 deadline: float | None, bound_chunk: int) -> StatisticalEstimate:
+    def estimate(
+        self,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        mass: np.ndarray,
+        falsified: float,
+        deadline: float | None,
+        bound_chunk: int,
+    ) -> StatisticalEstimate:
         total = float(mass.sum())
         share = total / self.pb.domain_size
         if total <= 0:
@@ -126,13 +133,16 @@ class Sampler:
                 break
             if not done:  # jump towards the sample count the interval needs
                 p = (k + unk / 2) / n
-                need = (z * share) ** 2 * max(p * (1 - p), 1.0 / n) / self.halfwidth ** 2
+                need = (z * share) ** 2 * max(p * (1 - p), 1.0 / n) / self.halfwidth**2
                 self.chunk = int(np.clip(need - n, self.chunk, 500_000))
                 if deadline is not None:  # the next chunk must fit in the time left
                     fits = (deadline - time.perf_counter()) / max(per_point, 1e-9)
                     self.chunk = int(max(min(self.chunk, fits), 1000))
         return StatisticalEstimate(
             unfair=falsified + share * (k + unk / 2) / n,
-            ci_low=falsified + share * lo_p, ci_high=falsified + share * hi_p,
-            confidence=self.confidence, samples=n,
-            method="stratified: decided boxes exact, uniform samples over undecided boxes, Wilson interval")
+            ci_low=falsified + share * lo_p,
+            ci_high=falsified + share * hi_p,
+            confidence=self.confidence,
+            samples=n,
+            method="stratified: decided boxes exact, uniform samples over undecided boxes, Wilson interval",
+        )

@@ -26,8 +26,16 @@ def available() -> bool:
     return True
 
 
-def optimise(net, lo: np.ndarray, hi: np.ndarray, hidden, rows_held, lower: np.ndarray, upper: np.ndarray,
-             iterations: int = ITERATIONS) -> tuple[np.ndarray, np.ndarray]:
+def optimise(
+    net,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    hidden,
+    rows_held,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    iterations: int = ITERATIONS,
+) -> tuple[np.ndarray, np.ndarray]:
     """Tighter twin logit bounds (B, T) over boxes [lo, hi] (B, d) of a `symbolic.TwinNet`, given
     its hidden layers' pre-activation bounds `hidden` [(l, u) each (B*T, n_k)], each table's rows
     held by each box `rows_held` [(B*T, rows)], and the fixed-slope bounds `lower`, `upper`."""
@@ -45,8 +53,10 @@ def optimise(net, lo: np.ndarray, hi: np.ndarray, hidden, rows_held, lower: np.n
     biases = [torch.as_tensor(b) for b in net.biases]
     w1 = torch.as_tensor(net.w1)
     b1 = torch.as_tensor(np.tile(net.b1, (2 * B, 1)))
-    tables = [(torch.as_tensor(t.table.T.copy()), torch.as_tensor(np.concatenate([h, h]))) for t, h in
-              zip(net.tables, rows_held)]
+    tables = [
+        (torch.as_tensor(t.table.T.copy()), torch.as_tensor(np.concatenate([h, h])))
+        for t, h in zip(net.tables, rows_held)
+    ]
     sign = torch.cat([torch.ones(M, dtype=f64), -torch.ones(M, dtype=f64)])
     fixed = []  # per layer: (unstable, slope of the upper line, its intercept, the slope where stable)
     slopes = []

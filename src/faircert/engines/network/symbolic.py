@@ -36,9 +36,9 @@ class Lookup:
 
     Sparse tables of row minima and maxima answer a box's range of rows in two reads."""
 
-    position: int            # among the free inputs
+    position: int  # among the free inputs
     start: float
-    table: np.ndarray        # (K, n1)
+    table: np.ndarray  # (K, n1)
 
     def __post_init__(self) -> None:
         self.mins, self.maxs = [self.table], [self.table]
@@ -77,23 +77,28 @@ class Lookup:
 class TwinNet:
     """A network seen from its free features, with one first-layer bias per twin."""
 
-    w1: np.ndarray          # (n1, d) weights of the free inputs
-    b1: np.ndarray          # (T, n1) bias per twin (bias + protected columns @ protected values)
+    w1: np.ndarray  # (n1, d) weights of the free inputs
+    b1: np.ndarray  # (T, n1) bias per twin (bias + protected columns @ protected values)
     weights: list[np.ndarray]  # later layers (n_k, n_{k-1})
     biases: list[np.ndarray]
     #: Free inputs read through lookups.
     tables: tuple[Lookup, ...] = ()
 
     @classmethod
-    def build(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray,
-              lookups: bool = False) -> TwinNet:
+    def build(
+        cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray, lookups: bool = False
+    ) -> TwinNet:
         """The twins of `network`; with `lookups`, through its input tables where it has them."""
         if lookups and network.input_tables is not None and len(network.weights) > 2:
             return cls._from_tables(network, free, protected, combos)
         w = network.weights[0]
         b1 = network.biases[0][None, :] + combos @ w[:, protected].T if protected else network.biases[0][None, :]
-        return cls(np.ascontiguousarray(w[:, free]), np.ascontiguousarray(b1),
-                   list(network.weights[1:]), list(network.biases[1:]))
+        return cls(
+            np.ascontiguousarray(w[:, free]),
+            np.ascontiguousarray(b1),
+            list(network.weights[1:]),
+            list(network.biases[1:]),
+        )
 
     @classmethod
     def _from_tables(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> TwinNet:
@@ -105,8 +110,13 @@ class TwinNet:
                 b1 = b1 + it.tables[k][it.rows(k, combos[:, protected.index(j)])]
             else:
                 tables.append(Lookup(free.index(j), it.starts[k], it.tables[k]))
-        return cls(np.ascontiguousarray(it.linear[:, free]), np.ascontiguousarray(b1), list(network.weights[2:]),
-                   list(network.biases[2:]), tuple(tables))
+        return cls(
+            np.ascontiguousarray(it.linear[:, free]),
+            np.ascontiguousarray(b1),
+            list(network.weights[2:]),
+            list(network.biases[2:]),
+            tuple(tables),
+        )
 
     @functools.cached_property
     def all_rows(self) -> np.ndarray:
@@ -143,10 +153,10 @@ class TwinNet:
 class TwinBounds:
     """Bounds for B boxes x T twins, and each input's weight in the bounds' linear forms."""
 
-    lower: np.ndarray   # (B, T)
-    upper: np.ndarray   # (B, T)
-    sens: np.ndarray    # (B, d): sum over twins of |coefficient| in the lower and upper forms
-    score: np.ndarray   # (B, d): sens x width, how much each feature's range widens the bounds
+    lower: np.ndarray  # (B, T)
+    upper: np.ndarray  # (B, T)
+    sens: np.ndarray  # (B, d): sum over twins of |coefficient| in the lower and upper forms
+    score: np.ndarray  # (B, d): sens x width, how much each feature's range widens the bounds
     #: Linear forms valid over each box: f >= a[0].x + c[0] and -f >= a[1].x + c[1].
     form_a: np.ndarray  # (2, B, T, d)
     form_c: np.ndarray  # (2, B, T)
@@ -162,8 +172,9 @@ def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray,
     return centre - spread, centre + spread
 
 
-def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = False,
-                keep_hidden: bool = False) -> TwinBounds:
+def bound_twins(
+    net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = False, keep_hidden: bool = False
+) -> TwinBounds:
     """Sound lower/upper bounds of every twin's logit over each box [lo, hi] (B, d).
 
     `tight` also tightens every hidden layer's pre-activation bounds by back-substitution
@@ -186,7 +197,7 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
             t_max += b
         low1 += t_min
         up1 += t_max
-    l = low1[:, None, :] + net.b1[None]          # (B, T, n1)
+    l = low1[:, None, :] + net.b1[None]  # (B, T, n1)
     u = up1[:, None, :] + net.b1[None]
     l = l.reshape(B * T, -1)
     u = u.reshape(B * T, -1)
@@ -242,8 +253,9 @@ def bound_twins(net: TwinNet, lo: np.ndarray, hi: np.ndarray, tight: bool = Fals
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
     for t, spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
         p = t.position
-        np.divide(spread.reshape(2, B, T).sum(axis=(0, 2)), hi[:, p] - lo[:, p], out=sens[:, p],
-                  where=hi[:, p] > lo[:, p])
+        np.divide(
+            spread.reshape(2, B, T).sum(axis=(0, 2)), hi[:, p] - lo[:, p], out=sens[:, p], where=hi[:, p] > lo[:, p]
+        )
     hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
     return TwinBounds(lower, upper, sens, sens * (hi - lo), coef.reshape(2, B, T, d), const.reshape(2, B, T), hidden)
 
@@ -264,8 +276,15 @@ def _optimised(net: TwinNet, lo, hi, pre, rowsm, lower: np.ndarray, upper: np.nd
         return lower, upper
     rows = (open_[:, None] * T + np.arange(T)).reshape(-1)
     lower, upper = lower.copy(), upper.copy()
-    lower[open_], upper[open_] = slopes.optimise(net, lo[open_], hi[open_], [(l[rows], u[rows]) for l, u in pre],
-                                                 [h[rows] for h in rowsm], lower[open_], upper[open_])
+    lower[open_], upper[open_] = slopes.optimise(
+        net,
+        lo[open_],
+        hi[open_],
+        [(l[rows], u[rows]) for l, u in pre],
+        [h[rows] for h in rowsm],
+        lower[open_],
+        upper[open_],
+    )
     return lower, upper
 
 
@@ -274,8 +293,9 @@ def _optimised(net: TwinNet, lo, hi, pre, rowsm, lower: np.ndarray, upper: np.nd
 RELATIONAL = False
 
 
-def _relational(net: TwinNet, pre, lower: np.ndarray, upper: np.ndarray, B: int, T: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _relational(
+    net: TwinNet, pre, lower: np.ndarray, upper: np.ndarray, B: int, T: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The twins' logit bounds intersected with those their differences give (ReluDiff-style).
 
     Twin t and twin 0 share every free input, so their first layers differ by the constant
@@ -348,11 +368,11 @@ def _backward(net: TwinNet, pre, midm, radm, rowsm):
         const = np.tile(net.b1[:, 0], M // T)
         centre = np.einsum("md,md->m", midm, w) + const
         spread = radm @ np.abs(net.w1[0])
-        return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0),
-                np.concatenate([const, -const]), [])
+        return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0), np.concatenate([const, -const]), [])
     w_out, b_out = net.weights[-1], net.biases[-1]
-    lam = np.concatenate([np.broadcast_to(w_out, (M, 1, w_out.shape[1])),
-                          np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))])
+    lam = np.concatenate(
+        [np.broadcast_to(w_out, (M, 1, w_out.shape[1])), np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
+    )
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
     val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, spread=True)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
@@ -392,7 +412,7 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
             const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
             spreads = []
             if net.tables:  # every table at once: rows side by side, min and max per table
-                vals = lam @ net.all_rows                             # (2M, K, rows of all tables)
+                vals = lam @ net.all_rows  # (2M, K, rows of all tables)
                 outside = ~np.concatenate([np.concatenate(rowsm, axis=1)] * 2)[:, None, :]
                 if spread:
                     high = np.maximum.reduceat(np.where(outside, -np.inf, vals), net.row_starts, axis=2)

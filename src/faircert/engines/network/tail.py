@@ -59,7 +59,7 @@ def failure_bound(a: np.ndarray, t: np.ndarray, size: np.ndarray, discrete: np.n
     """
     size = np.broadcast_to(size, a.shape)
     p = np.ones(t.shape)
-    rows = np.nonzero(t > 0)        # only forms whose mean is past the tolerance can win
+    rows = np.nonzero(t > 0)  # only forms whose mean is past the tolerance can win
     a, t, size = a[rows], t[rows], size[rows]
     disc = np.broadcast_to(discrete, a.shape)
     var = np.einsum("nd,nd->n", a * a, np.where(disc, size * size - 1.0, size * size)) / 12.0
@@ -75,9 +75,15 @@ def failure_bound(a: np.ndarray, t: np.ndarray, size: np.ndarray, discrete: np.n
     return p
 
 
-def decided_shares(form_a: np.ndarray, form_c: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   discrete: np.ndarray, tol: float,
-                   fair_forms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def decided_shares(
+    form_a: np.ndarray,
+    form_c: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    discrete: np.ndarray,
+    tol: float,
+    fair_forms: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Lower bounds on the shares of each box's points that are fair and unfair.
 
     form_a (2, B, T, d), form_c (2, B, T): f_k >= a[0].x + c[0] and -f_k >= a[1].x + c[1] over
@@ -88,7 +94,7 @@ def decided_shares(form_a: np.ndarray, form_c: np.ndarray, lo: np.ndarray, hi: n
         return np.zeros(0), np.zeros(0)
     size = np.where(discrete, hi - lo + 1.0, hi - lo)[None, :, None, :]
     mid = ((lo + hi) * 0.5)[None, :, None, :]
-    own_centre = form_c + (form_a * mid).sum(axis=3)                     # (2, B, T) means over the box
+    own_centre = form_c + (form_a * mid).sum(axis=3)  # (2, B, T) means over the box
     p_own = failure_bound(form_a, own_centre - tol, size, discrete)
     if fair_forms is None:
         fa, fc, centre, p_fair = form_a, form_c, own_centre, p_own
@@ -98,11 +104,11 @@ def decided_shares(form_a: np.ndarray, form_c: np.ndarray, lo: np.ndarray, hi: n
         p_fair = failure_bound(fa, centre - tol, size, discrete)
     T = form_a.shape[2]
     all_side = np.maximum(1.0 - p_fair.sum(axis=2), _min_form_share(fa, fc, centre, lo, hi, size, discrete, tol))
-    fair = np.clip(all_side, 0.0, None).sum(axis=0)                      # all positive + all negative
+    fair = np.clip(all_side, 0.0, None).sum(axis=0)  # all positive + all negative
     if T < 2:
         return fair, np.zeros_like(fair)
     # twin j positive and twin k != j negative: the best pair
-    pair = 1.0 - p_own[0][:, :, None] - p_own[1][:, None, :]             # (B, T, T)
+    pair = 1.0 - p_own[0][:, :, None] - p_own[1][:, None, :]  # (B, T, T)
     pair[:, np.arange(T), np.arange(T)] = 0.0
     unfair = np.clip(pair.reshape(pair.shape[0], -1).max(axis=1), 0.0, None)
     return fair, unfair
@@ -113,8 +119,8 @@ def _min_form_share(a, c, centre, lo, hi, size, discrete, tol) -> np.ndarray:
     so min_k f_k >= f_j + min(0, min over the box of f_k - f_j) for the twin j of highest mean
     (`centre`, (2, B, T): the forms' means over the box)."""
     j = np.argmax(centre, axis=2)[..., None]
-    a_j = np.take_along_axis(a, j[..., None], axis=2)                  # (2, B, 1, d)
-    c_j = np.take_along_axis(c, j, axis=2)                             # (2, B, 1)
+    a_j = np.take_along_axis(a, j[..., None], axis=2)  # (2, B, 1, d)
+    c_j = np.take_along_axis(c, j, axis=2)  # (2, B, 1)
     da, dc = a - a_j, c - c_j
     gap = dc + np.minimum(da * lo[None, :, None, :], da * hi[None, :, None, :]).sum(axis=3)
     shift = np.minimum(gap.min(axis=2, keepdims=True), 0.0)

@@ -43,9 +43,9 @@ def twin_layers(pb: Problem) -> list[tuple[np.ndarray, np.ndarray]]:
     W0[np.arange(d), xi] = 1.0
     b0[:d] = -pb.lo
     W0[d + np.arange(k), pi] = 1.0
-    b0[d:d + k] = -dom_lo[pb.protected]
+    b0[d : d + k] = -dom_lo[pb.protected]
     W0[d + k + np.arange(k), qi] = 1.0
-    b0[d + k:d + 2 * k] = -dom_lo[pb.protected]
+    b0[d + k : d + 2 * k] = -dom_lo[pb.protected]
     low, high = d + 2 * k + np.arange(d), 2 * d + 2 * k + np.arange(d)
     W0[low, xi] = W0[low, di] = 1.0
     b0[low] = -pb.lo
@@ -77,8 +77,10 @@ def save_twin_onnx(pb: Problem, path: str | Path) -> None:
     nodes, inits, x = [], [], "X"
     last = len(layers) - 1
     for i, (w, b) in enumerate(layers):
-        inits += [numpy_helper.from_array(w.astype(np.float64), f"W{i}"),
-                  numpy_helper.from_array(b.astype(np.float64), f"B{i}")]
+        inits += [
+            numpy_helper.from_array(w.astype(np.float64), f"W{i}"),
+            numpy_helper.from_array(b.astype(np.float64), f"B{i}"),
+        ]
         y = "Y" if i == last else f"h{i}"
         nodes.append(helper.make_node("Gemm", [x, f"W{i}", f"B{i}"], [y], name=f"dense_{i}", transB=1))
         if i < last:
@@ -86,8 +88,13 @@ def save_twin_onnx(pb: Problem, path: str | Path) -> None:
             y = f"r{i}"
         x = y
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(np.float64))
-    graph = helper.make_graph(nodes, "faircert_twin", [helper.make_tensor_value_info("X", elem, [1, layers[0][0].shape[1]])],
-                              [helper.make_tensor_value_info("Y", elem, [1, 2])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "faircert_twin",
+        [helper.make_tensor_value_info("X", elem, [1, layers[0][0].shape[1]])],
+        [helper.make_tensor_value_info("Y", elem, [1, 2])],
+        inits,
+    )
     proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(proto)
     onnx.save(proto, str(path))
@@ -99,10 +106,14 @@ def vnnlib_text(pb: Problem, lo: np.ndarray | None = None, hi: np.ndarray | None
     hi = pb.hi if hi is None else hi
     d, k = pb.d, len(pb.protected)
     m = 2 * d + 2 * k
-    lines = ["; faircert: is there a pair (x, x') in the region, x' within epsilon of x and under another",
-             "; protected combination, on opposite sides of 0? Inputs: x (free features), p, delta, p'.",
-             *[f"(declare-const X_{i} Real)" for i in range(m)], "(declare-const Y_0 Real)",
-             "(declare-const Y_1 Real)", "(assert (or"]
+    lines = [
+        "; faircert: is there a pair (x, x') in the region, x' within epsilon of x and under another",
+        "; protected combination, on opposite sides of 0? Inputs: x (free features), p, delta, p'.",
+        *[f"(declare-const X_{i} Real)" for i in range(m)],
+        "(declare-const Y_0 Real)",
+        "(declare-const Y_1 Real)",
+        "(assert (or",
+    ]
     for a, b in zip(*np.nonzero(pb.pairs)):
         box = [(lo[i], hi[i]) for i in range(d)] + [(v, v) for v in pb.combos[a]]
         box += [(-e, e) for e in pb.eps] + [(v, v) for v in pb.combos[b]]

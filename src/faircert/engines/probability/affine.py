@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_EPS = 2.0 ** -50  # a few ulps: generous for one addition or product per coefficient
+_EPS = 2.0**-50  # a few ulps: generous for one addition or product per coefficient
 _fresh = itertools.count(1 << 20)  # ids of computed symbols (inputs use their site index)
 
 
@@ -79,7 +79,7 @@ def neg(a: Affine) -> Affine:
 def select(t: np.ndarray, f: np.ndarray, a: Affine, b: Affine, lo: np.ndarray, hi: np.ndarray) -> Affine:
     """a's form where t, b's where f, a fresh symbol over [lo, hi] elsewhere."""
     fresh = from_interval(lo, hi)
-    (sym, h), = fresh.k.items()
+    ((sym, h),) = fresh.k.items()
     c = np.where(t, a.c, np.where(f, b.c, fresh.c))
     r = np.where(t, a.r, np.where(f, b.r, fresh.r))
     k = {}

@@ -51,10 +51,17 @@ def program_evaluator(program: Program, make_events: Callable[[dict, list], list
     return marginals, BoxEvaluator(marginals, events)
 
 
-def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = "ratio",
-                     time_limit: float | None = 60.0, ratio_width: float | None = None,
-                     progress=None, parallel: Parallelism = SERIAL, checkpoint: Any = None,
-                     memory_limit: int | None = None) -> ProgramResult:
+def program_fairness(
+    program: str | Program,
+    epsilon: float = 0.15,
+    kind: str = "ratio",
+    time_limit: float | None = 60.0,
+    ratio_width: float | None = None,
+    progress=None,
+    parallel: Parallelism = SERIAL,
+    checkpoint: Any = None,
+    memory_limit: int | None = None,
+) -> ProgramResult:
     """Sound bounds on the group-fairness ratio of an annotated program, refined until decided
     (and, with `ratio_width`, until the ratio's bounds are at most that far apart)."""
     prog = load_program(program)
@@ -71,8 +78,18 @@ def program_fairness(program: str | Program, epsilon: float = 0.15, kind: str = 
         r_lo, r_hi = ratio_interval(*conditionals(lo, hi))
         return verdict if r_hi - r_lo <= Fraction(ratio_width) else None
 
-    b = refine(marginals, evaluate, 6, stop, weights, time_limit=time_limit, progress=progress, parallel=parallel,
-               checkpoint=checkpoint, memory_limit=memory_limit)
+    b = refine(
+        marginals,
+        evaluate,
+        6,
+        stop,
+        weights,
+        time_limit=time_limit,
+        progress=progress,
+        parallel=parallel,
+        checkpoint=checkpoint,
+        memory_limit=memory_limit,
+    )
     return _program_result(prog, spec, b)
 
 
@@ -81,22 +98,38 @@ def _program_result(prog: Program, spec: FairnessSpec, b: Bounds) -> ProgramResu
     r_lo, r_hi = outward(ratio_interval(pm, pn))
     verdict = decide(spec, b.low, b.high) or "unknown"
     return ProgramResult(
-        verdict=verdict, ratio_low=r_lo, ratio_high=r_hi, probabilities=summary(b.low, b.high),
-        epsilon=spec.epsilon, method="sound", guarantee="sound", elapsed_s=b.elapsed_s, kind=spec.kind,
-        program=prog.source, stopped=(_exact_without_verdict(b) or b.exhausted) if verdict == "unknown" else "",
-        stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
-               "random_inputs": prog.n_sites})
+        verdict=verdict,
+        ratio_low=r_lo,
+        ratio_high=r_hi,
+        probabilities=summary(b.low, b.high),
+        epsilon=spec.epsilon,
+        method="sound",
+        guarantee="sound",
+        elapsed_s=b.elapsed_s,
+        kind=spec.kind,
+        program=prog.source,
+        stopped=(_exact_without_verdict(b) or b.exhausted) if verdict == "unknown" else "",
+        stats={
+            "boxes_open": b.boxes,
+            "box_evaluations": b.evaluations,
+            "iterations": b.iterations,
+            "random_inputs": prog.n_sites,
+        },
+    )
 
 
 def _exact_without_verdict(b: Bounds) -> str:
     if b.boxes and b.exhausted != "tight":
         return ""
-    return ("every probability is exact but nothing is decided: a group has probability 0, or the value "
-            "lies within the decision tolerance of the threshold")
+    return (
+        "every probability is exact but nothing is decided: a group has probability 0, or the value "
+        "lies within the decision tolerance of the threshold"
+    )
 
 
-def probability(program: str | Program, query: str | Expr, time_limit: float | None = 10.0,
-                tolerance: float = 1e-6) -> tuple[float, float]:
+def probability(
+    program: str | Program, query: str | Expr, time_limit: float | None = 10.0, tolerance: float = 1e-6
+) -> tuple[float, float]:
     """Sound [low, high] of P[query] at the end of `program`, refined until high - low <= tolerance."""
     prog = load_program(program)
     expr = parse_expression(query) if isinstance(query, str) else query
@@ -109,14 +142,27 @@ def probability(program: str | Program, query: str | Expr, time_limit: float | N
         raise PropertyError(f"tolerance must be > 0, got {tolerance}")
     marginals, evaluate = program_evaluator(prog, lambda notes, results: results, [expr])
     tol = Fraction(tolerance)
-    b = refine(marginals, evaluate, 1, lambda lo, hi: "done" if hi[0] - lo[0] <= tol else None,
-               lambda lo, hi: np.ones(1), time_limit=time_limit)
+    b = refine(
+        marginals,
+        evaluate,
+        1,
+        lambda lo, hi: "done" if hi[0] - lo[0] <= tol else None,
+        lambda lo, hi: np.ones(1),
+        time_limit=time_limit,
+    )
     return b.low[0], b.high[0]
 
 
-def probability_result(program: str | Program, query: str, above: float | None = None, tolerance: float = 1e-4,
-                       time_limit: float | None = 60.0, parallel: Parallelism = SERIAL,
-                       checkpoint: Any = None, memory_limit: int | None = None) -> ProgramResult:
+def probability_result(
+    program: str | Program,
+    query: str,
+    above: float | None = None,
+    tolerance: float = 1e-4,
+    time_limit: float | None = 60.0,
+    parallel: Parallelism = SERIAL,
+    checkpoint: Any = None,
+    memory_limit: int | None = None,
+) -> ProgramResult:
     """P[query] as a ProgramResult: with `above`, proven "fair" (P > above) or "unfair" (P < above);
     without, refined until its width is at most `tolerance` (verdict "unknown": nothing was asked)."""
     from ...models.program import variables_used
@@ -143,24 +189,58 @@ def probability_result(program: str | Program, query: str, above: float | None =
             return None
         return "tight" if hi[0] - lo[0] <= tol else None
 
-    b = refine(marginals, evaluate, 1, verdict, lambda lo, hi: np.ones(1), time_limit=time_limit, parallel=parallel,
-               checkpoint=checkpoint, memory_limit=memory_limit)
+    b = refine(
+        marginals,
+        evaluate,
+        1,
+        verdict,
+        lambda lo, hi: np.ones(1),
+        time_limit=time_limit,
+        parallel=parallel,
+        checkpoint=checkpoint,
+        memory_limit=memory_limit,
+    )
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
-    return ProgramResult(verdict=v, ratio_low=float("nan"), ratio_high=float("nan"),
-                         probabilities={query: (b.low[0], b.high[0])}, epsilon=float("nan"), method="sound",
-                         guarantee="sound", elapsed_s=b.elapsed_s, kind="probability" if above is None else f"probability > {above:g}",
-                         program=prog.source, stopped=stopped,
-                         stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
-                                "random_inputs": prog.n_sites})
+    return ProgramResult(
+        verdict=v,
+        ratio_low=float("nan"),
+        ratio_high=float("nan"),
+        probabilities={query: (b.low[0], b.high[0])},
+        epsilon=float("nan"),
+        method="sound",
+        guarantee="sound",
+        elapsed_s=b.elapsed_s,
+        kind="probability" if above is None else f"probability > {above:g}",
+        program=prog.source,
+        stopped=stopped,
+        stats={
+            "boxes_open": b.boxes,
+            "box_evaluations": b.evaluations,
+            "iterations": b.iterations,
+            "random_inputs": prog.n_sites,
+        },
+    )
 
 
 # ----- any model under a population ----------------------------------------------------------------
-def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | None = None, label: str | None = None,
-                 metrics: Sequence[str] = ("di", "sp"), threshold: float = 0.8, time_limit: float | None = 60.0,
-                 seed: int = 0, gap_thresholds: dict | None = None, target_width: float | None = None,
-                 progress=None, check_di: bool = True, parallel: Parallelism = SERIAL, checkpoint: Any = None,
-                 memory_limit: int | None = None):
+def group_bounds(
+    model: Any,
+    population: Any,
+    protected: str | Sequence[str] | None = None,
+    label: str | None = None,
+    metrics: Sequence[str] = ("di", "sp"),
+    threshold: float = 0.8,
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+    gap_thresholds: dict | None = None,
+    target_width: float | None = None,
+    progress=None,
+    check_di: bool = True,
+    parallel: Parallelism = SERIAL,
+    checkpoint: Any = None,
+    memory_limit: int | None = None,
+):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
@@ -193,9 +273,17 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
 
     def verdict(lo, hi):
         groups = groups_from(lo, hi)
-        res = GroupResult.build(groups, engine="probability-bounds", population="", threshold=threshold,
-                                gap_thresholds=gap_thresholds, metrics=("di", "sp"))
-        checked = [m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")]
+        res = GroupResult.build(
+            groups,
+            engine="probability-bounds",
+            population="",
+            threshold=threshold,
+            gap_thresholds=gap_thresholds,
+            metrics=("di", "sp"),
+        )
+        checked = [
+            m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")
+        ]
         decided = "unfair" if "unfair" in checked else "fair" if checked and all(v == "fair" for v in checked) else None
         if decided is not None:
             return decided
@@ -211,14 +299,37 @@ def group_bounds(model: Any, population: Any, protected: str | Sequence[str] | N
             out += [1 / a + 1 / (a + b), 1 / (a + b)]
         return np.array(out)
 
-    b = refine(setup.marginals, setup.evaluate, 2 * k, verdict, wts, time_limit=time_limit, progress=progress,
-               parallel=parallel, checkpoint=checkpoint, memory_limit=memory_limit)
+    b = refine(
+        setup.marginals,
+        setup.evaluate,
+        2 * k,
+        verdict,
+        wts,
+        time_limit=time_limit,
+        progress=progress,
+        parallel=parallel,
+        checkpoint=checkpoint,
+        memory_limit=memory_limit,
+    )
     groups = groups_from(b.low, b.high)
-    res = GroupResult.build(groups, engine="probability-bounds", population=setup.population, threshold=threshold,
-                            gap_thresholds=gap_thresholds, metrics=tuple(m for m in metrics if m in ("di", "sp")),
-                            elapsed_s=time.perf_counter() - start, model=setup.model, protected=setup.protected,
-                            label=label, stats={"boxes_open": b.boxes, "box_evaluations": b.evaluations,
-                                                "iterations": b.iterations, "stopped": stop_reason(b)})
+    res = GroupResult.build(
+        groups,
+        engine="probability-bounds",
+        population=setup.population,
+        threshold=threshold,
+        gap_thresholds=gap_thresholds,
+        metrics=tuple(m for m in metrics if m in ("di", "sp")),
+        elapsed_s=time.perf_counter() - start,
+        model=setup.model,
+        protected=setup.protected,
+        label=label,
+        stats={
+            "boxes_open": b.boxes,
+            "box_evaluations": b.evaluations,
+            "iterations": b.iterations,
+            "stopped": stop_reason(b),
+        },
+    )
     unsupported = [m for m in metrics if m not in ("di", "sp")]
     if unsupported:
         res.approximations.append(f"metrics {unsupported} need the true label or mediators; not computed here")
@@ -252,18 +363,42 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
     the groups' bounds given each label value too (see `with_label_conditions`). With a checkpoint in
     the options, each of these refinements keeps its own part of the file."""
-    parts = _parts(options, "probability-bounds", lambda: {
-        "model": fingerprint(model), "population": identity(question.population),
-        "question": fingerprint([list(question.protected), question.label, list(question.metrics),
-                                 question.threshold, dict(question.gap_thresholds)])})
+    parts = _parts(
+        options,
+        "probability-bounds",
+        lambda: {
+            "model": fingerprint(model),
+            "population": identity(question.population),
+            "question": fingerprint(
+                [
+                    list(question.protected),
+                    question.label,
+                    list(question.metrics),
+                    question.threshold,
+                    dict(question.gap_thresholds),
+                ]
+            ),
+        },
+    )
 
-    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
-            check_di=True):
-        return group_bounds(model, population, protected=protected, label=question.label, metrics=metrics,
-                            threshold=threshold, time_limit=time_limit, seed=options.seed,
-                            gap_thresholds=gap_thresholds, target_width=target_width, progress=progress,
-                            check_di=check_di, parallel=Parallelism.of(options.workers, options.ray_address),
-                            checkpoint=None if parts is None else parts.next(), memory_limit=options.memory_limit)
+    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None, check_di=True):
+        return group_bounds(
+            model,
+            population,
+            protected=protected,
+            label=question.label,
+            metrics=metrics,
+            threshold=threshold,
+            time_limit=time_limit,
+            seed=options.seed,
+            gap_thresholds=gap_thresholds,
+            target_width=target_width,
+            progress=progress,
+            check_di=check_di,
+            parallel=Parallelism.of(options.workers, options.ray_address),
+            checkpoint=None if parts is None else parts.next(),
+            memory_limit=options.memory_limit,
+        )
 
     return _with_checkpoints(with_label_conditions(run, question, options.time_limit, target_width=1e-3), parts)
 
@@ -280,8 +415,9 @@ def _with_checkpoints(result: Any, parts: Parts | None) -> Any:
     return result
 
 
-def with_label_conditions(run: Callable, question: Any, limit: float | None, target_width: float,
-                        conditions: list | None = None):
+def with_label_conditions(
+    run: Callable, question: Any, limit: float | None, target_width: float, conditions: list | None = None
+):
     """The groups under the question's population, and with a metric that needs the label (EO,
     equal opportunity) their rates given each label value: half the time limit goes to the groups,
     the rest to the label conditions, each refined until decided by the smallest gap threshold of
@@ -292,28 +428,58 @@ def with_label_conditions(run: Callable, question: Any, limit: float | None, tar
     conditions = label_conditions(question) if conditions is None else conditions
     gaps = dict(question.gap_thresholds)
     if not conditions:
-        return run(question.population, list(question.protected) or None, question.metrics, question.threshold,
-                   limit, gaps)
+        return run(
+            question.population, list(question.protected) or None, question.metrics, question.threshold, limit, gaps
+        )
     start = time.perf_counter()
     plain = tuple(m for m in question.metrics if m not in needing(question.metrics, "label"))
-    res = run(question.population, list(question.protected) or None, plain, question.threshold,
-              None if limit is None else limit / 2, gaps)
+    res = run(
+        question.population,
+        list(question.protected) or None,
+        plain,
+        question.threshold,
+        None if limit is None else limit / 2,
+        gaps,
+    )
     conditional, stopped = {}, [res.stats.get("stopped", "")]
     for i, (population, protected, split_on, values) in enumerate(conditions):
         left = None if limit is None else max(limit - (time.perf_counter() - start), 0.05) / (len(conditions) - i)
         eo_gap = min((gaps[m] for m in needing(question.metrics, "label") if m in gaps), default=None)
-        part = run(population, protected, ("di", "sp"), question.threshold, left,
-                   {} if eo_gap is None else {"sp": eo_gap}, target_width=target_width, check_di=False)
+        part = run(
+            population,
+            protected,
+            ("di", "sp"),
+            question.threshold,
+            left,
+            {} if eo_gap is None else {"sp": eo_gap},
+            target_width=target_width,
+            check_di=False,
+        )
         stopped.append(part.stats.get("stopped", ""))
         for value in values:
             groups = part.groups if split_on is None else [g for g in part.groups if str(g.group[split_on]) == value]
-            conditional[f"Y={value}"] = [GroupProbability({k: v for k, v in g.group.items() if k != split_on},
-                                                         g.low, g.high, g.size, g.size_high) for g in groups]
+            conditional[f"Y={value}"] = [
+                GroupProbability(
+                    {k: v for k, v in g.group.items() if k != split_on}, g.low, g.high, g.size, g.size_high
+                )
+                for g in groups
+            ]
     stats = dict(res.stats, stopped=_worst_stop(stopped))
-    return GroupResult.build(res.groups, engine=res.engine, population=res.population, threshold=question.threshold,
-                             gap_thresholds=gaps, metrics=tuple(question.metrics), conditional=conditional,
-                             approximations=res.approximations, elapsed_s=time.perf_counter() - start,
-                             model=res.model, protected=res.protected, label=question.label, stats=stats)
+    return GroupResult.build(
+        res.groups,
+        engine=res.engine,
+        population=res.population,
+        threshold=question.threshold,
+        gap_thresholds=gaps,
+        metrics=tuple(question.metrics),
+        conditional=conditional,
+        approximations=res.approximations,
+        elapsed_s=time.perf_counter() - start,
+        model=res.model,
+        protected=res.protected,
+        label=question.label,
+        stats=stats,
+    )
 
 
 def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, list[str]]]:
@@ -329,8 +495,10 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
     if not asked:
         return []
     if label is None:
-        raise PropertyError(f"{spelled(asked)}: compared given the true label: name it (label=... / "
-                            "--label), a variable of the population")
+        raise PropertyError(
+            f"{spelled(asked)}: compared given the true label: name it (label=... / "
+            "--label), a variable of the population"
+        )
     if isinstance(pop, (str, Path, Program)):
         pop = ProgramPopulation.load(pop)
     protected = list(question.protected)
@@ -341,7 +509,9 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
             raise PropertyError(f"the label {label!r} is not a feature of the population ({', '.join(pop.names)})")
         marginal = pop.marginals[pop.names.index(label)]
         if not isinstance(marginal, Discrete) or len(marginal._v) != 2:
-            raise PropertyError(f"{spelled(asked)}: needs a label with two values; {label!r} has the marginal {marginal}")
+            raise PropertyError(
+                f"{spelled(asked)}: needs a label with two values; {label!r} has the marginal {marginal}"
+            )
         return [(pop, protected + [label], label, [str(float(v)) for v in marginal._v])]
     protected = protected or list(pop.protected)
     if label in pop.variables:
@@ -362,16 +532,45 @@ def _worst_stop(reasons: list[str]) -> str:
 def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
     """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
     parallel = Parallelism.of(options.workers, options.ray_address)
-    parts = _parts(options, "program-bounds", lambda: {
-        "model": identity(program), "question": fingerprint([question.epsilon, question.kind, question.query,
-                                                            question.above, options.tolerance, options.ratio_width])})
+    parts = _parts(
+        options,
+        "program-bounds",
+        lambda: {
+            "model": identity(program),
+            "question": fingerprint(
+                [
+                    question.epsilon,
+                    question.kind,
+                    question.query,
+                    question.above,
+                    options.tolerance,
+                    options.ratio_width,
+                ]
+            ),
+        },
+    )
     part = None if parts is None else parts.next()
     if question.query is not None:
-        result = probability_result(program, question.query, above=question.above, tolerance=options.tolerance,
-                                    time_limit=options.time_limit, parallel=parallel, checkpoint=part,
-                                    memory_limit=options.memory_limit)
+        result = probability_result(
+            program,
+            question.query,
+            above=question.above,
+            tolerance=options.tolerance,
+            time_limit=options.time_limit,
+            parallel=parallel,
+            checkpoint=part,
+            memory_limit=options.memory_limit,
+        )
     else:
-        result = program_fairness(program, epsilon=question.epsilon, kind=question.kind,
-                                  time_limit=options.time_limit, ratio_width=options.ratio_width, progress=progress,
-                                  parallel=parallel, checkpoint=part, memory_limit=options.memory_limit)
+        result = program_fairness(
+            program,
+            epsilon=question.epsilon,
+            kind=question.kind,
+            time_limit=options.time_limit,
+            ratio_width=options.ratio_width,
+            progress=progress,
+            parallel=parallel,
+            checkpoint=part,
+            memory_limit=options.memory_limit,
+        )
     return _with_checkpoints(result, parts)

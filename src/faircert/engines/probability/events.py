@@ -22,8 +22,10 @@ def marginal_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[
 
 def as_intervals(raw: list[tuple]) -> list[iv.Iv]:
     track = len(raw) <= 64
-    return [iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None, 0.0, affine_form(vlo, vhi, j))
-            for j, (vlo, vhi, olo, ohi) in enumerate(raw)]
+    return [
+        iv.Iv(vlo, vhi, olo, ohi, np.uint64(1 << j) if track else None, 0.0, affine_form(vlo, vhi, j))
+        for j, (vlo, vhi, olo, ohi) in enumerate(raw)
+    ]
 
 
 #: track affine forms beside intervals (correlations between derived values)

@@ -20,8 +20,14 @@ from ...errors import PropertyError
 from ...results import DECISION_TOLERANCE
 
 KINDS = ("ratio", "parity", "difference")
-EVENT_NAMES = ("target_and_sensitive", "not_target_and_sensitive", "target_and_not_sensitive",
-               "not_target_and_not_sensitive", "sensitive", "not_sensitive")
+EVENT_NAMES = (
+    "target_and_sensitive",
+    "not_target_and_sensitive",
+    "target_and_not_sensitive",
+    "not_target_and_not_sensitive",
+    "sensitive",
+    "not_sensitive",
+)
 INF = float("inf")
 
 
@@ -65,7 +71,7 @@ def ratio_interval(pm: tuple, pn: tuple) -> tuple:
 
 
 def decide(spec: FairnessSpec, low: list, high: list) -> str | None:
-    """"fair" / "unfair" when proven on a strict margin, else None."""
+    """ "fair" / "unfair" when proven on a strict margin, else None."""
     pm, pn = conditionals(low, high)
     tol = Fraction(DECISION_TOLERANCE)
     t = Fraction(1) - Fraction(spec.epsilon)
@@ -91,8 +97,16 @@ def decide(spec: FairnessSpec, low: list, high: list) -> str | None:
 def weights(low: list, high: list) -> np.ndarray:
     """How much an undecided unit of mass in each event moves the log of the conditional probabilities."""
     mid = [max(float(a + b) / 2, 1e-9) for a, b in zip(low, high)]
-    w = np.array([1 / mid[0] + 1 / (mid[0] + mid[1]), 1 / (mid[0] + mid[1]),
-                  1 / mid[2] + 1 / (mid[2] + mid[3]), 1 / (mid[2] + mid[3]), 1e-3, 1e-3])
+    w = np.array(
+        [
+            1 / mid[0] + 1 / (mid[0] + mid[1]),
+            1 / (mid[0] + mid[1]),
+            1 / mid[2] + 1 / (mid[2] + mid[3]),
+            1 / (mid[2] + mid[3]),
+            1e-3,
+            1e-3,
+        ]
+    )
     return w
 
 

@@ -37,8 +37,14 @@ from . import intervals as iv
 
 def _cmp(op: str, a, b):
     with np.errstate(invalid="ignore"):
-        return {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-                "==": np.equal, "!=": np.not_equal}[op](a, b)
+        return {
+            "<": np.less,
+            "<=": np.less_equal,
+            ">": np.greater,
+            ">=": np.greater_equal,
+            "==": np.equal,
+            "!=": np.not_equal,
+        }[op](a, b)
 
 
 def _div(a, b):
@@ -47,19 +53,47 @@ def _div(a, b):
 
 
 POINT = SimpleNamespace(
-    const=np.float64, add=np.add, sub=np.subtract, mul=np.multiply, div=_div, neg=np.negative,
-    compare=_cmp, and_=np.logical_and, or_=np.logical_or, not_=np.logical_not,
-    select=lambda c, a, b: np.where(c, a, b), select_bool=lambda c, a, b: np.where(c, a, b),
-    to_number=lambda b: np.asarray(b, dtype=np.float64), to_bool=lambda x: np.asarray(x) != 0,
-    absolute=np.abs, minimum=np.minimum, maximum=np.maximum,
-    all_true=lambda c: bool(np.all(c)), all_false=lambda c: not bool(np.any(c)),
+    const=np.float64,
+    add=np.add,
+    sub=np.subtract,
+    mul=np.multiply,
+    div=_div,
+    neg=np.negative,
+    compare=_cmp,
+    and_=np.logical_and,
+    or_=np.logical_or,
+    not_=np.logical_not,
+    select=lambda c, a, b: np.where(c, a, b),
+    select_bool=lambda c, a, b: np.where(c, a, b),
+    to_number=lambda b: np.asarray(b, dtype=np.float64),
+    to_bool=lambda x: np.asarray(x) != 0,
+    absolute=np.abs,
+    minimum=np.minimum,
+    maximum=np.maximum,
+    all_true=lambda c: bool(np.all(c)),
+    all_false=lambda c: not bool(np.any(c)),
 )
 
 INTERVAL = SimpleNamespace(
-    const=iv.const, add=iv.add, sub=iv.sub, mul=iv.mul, div=iv.div, neg=iv.neg, compare=iv.compare,
-    and_=iv.and_, or_=iv.or_, not_=iv.not_, select=iv.select, select_bool=iv.select_bool,
-    to_number=iv.to_number, to_bool=iv.to_bool, absolute=iv.absolute, minimum=iv.minimum, maximum=iv.maximum,
-    all_true=lambda c: bool(np.all(c.true)), all_false=lambda c: bool(np.all(c.false)),
+    const=iv.const,
+    add=iv.add,
+    sub=iv.sub,
+    mul=iv.mul,
+    div=iv.div,
+    neg=iv.neg,
+    compare=iv.compare,
+    and_=iv.and_,
+    or_=iv.or_,
+    not_=iv.not_,
+    select=iv.select,
+    select_bool=iv.select_bool,
+    to_number=iv.to_number,
+    to_bool=iv.to_bool,
+    absolute=iv.absolute,
+    minimum=iv.minimum,
+    maximum=iv.maximum,
+    all_true=lambda c: bool(np.all(c.true)),
+    all_false=lambda c: bool(np.all(c.false)),
 )
 
 

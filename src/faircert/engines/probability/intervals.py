@@ -98,8 +98,15 @@ def add(a: Iv, b: Iv) -> Iv:
     lo = _down(sl, (el >= 0) | np.isinf(sl) & (sl < 0))
     hi = _up(sh, (eh <= 0) | np.isinf(sh) & (sh > 0))
     form = A.add(a.form, b.form) if a.form is not None and b.form is not None else None
-    return Iv(lo, hi, a.lo_open | b.lo_open | (el != 0), a.hi_open | b.hi_open | (eh != 0),
-              _or(a.dep, b.dep), a.ws + b.ws, form)
+    return Iv(
+        lo,
+        hi,
+        a.lo_open | b.lo_open | (el != 0),
+        a.hi_open | b.hi_open | (eh != 0),
+        _or(a.dep, b.dep),
+        a.ws + b.ws,
+        form,
+    )
 
 
 def neg(a: Iv) -> Iv:
@@ -173,8 +180,15 @@ def _div_const(a: Iv, c: float) -> Iv:
         u = np.where(eh, qh, np.nextafter(qh, _INF))
     d = np.where(d == _INF, _MAXF, d)
     u = np.where(u == -_INF, -_MAXF, u)
-    return Iv(d, u, lo_open | ~el, hi_open | ~eh, a.dep, a.ws,
-              None if a.form is None else A.scale(a.form, 1.0 / c, inexact=True))
+    return Iv(
+        d,
+        u,
+        lo_open | ~el,
+        hi_open | ~eh,
+        a.dep,
+        a.ws,
+        None if a.form is None else A.scale(a.form, 1.0 / c, inexact=True),
+    )
 
 
 def div(a: Iv, b: Iv) -> Iv:
@@ -211,9 +225,15 @@ def select(c: Bv, a: Iv, b: Iv) -> Iv:
     form = None
     if a.form is not None and b.form is not None:
         form = A.select(t, f, a.form, b.form, np.broadcast_to(lo, np.shape(t)), np.broadcast_to(hi, np.shape(t)))
-    return Iv(lo, hi, np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
-              np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)), dep,
-              np.where(t, a.ws, np.where(f, b.ws, a.ws + b.ws + c.w)), form)
+    return Iv(
+        lo,
+        hi,
+        np.where(t, a.lo_open, np.where(f, b.lo_open, h.lo_open)),
+        np.where(t, a.hi_open, np.where(f, b.hi_open, h.hi_open)),
+        dep,
+        np.where(t, a.ws, np.where(f, b.ws, a.ws + b.ws + c.w)),
+        form,
+    )
 
 
 def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
@@ -221,9 +241,13 @@ def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
     dep = None
     if a.dep is not None and b.dep is not None and c.dep is not None:
         dep = np.where(t, a.dep, np.where(f, b.dep, a.dep | b.dep | c.dep))
-    return Bv(np.where(t, a.may_true, np.where(f, b.may_true, a.may_true | b.may_true)),
-              np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)), dep,
-              np.where(t, a.w, np.where(f, b.w, a.w + b.w + c.w)), _sens_sum(a.sens, b.sens, c.sens))
+    return Bv(
+        np.where(t, a.may_true, np.where(f, b.may_true, a.may_true | b.may_true)),
+        np.where(t, a.may_false, np.where(f, b.may_false, a.may_false | b.may_false)),
+        dep,
+        np.where(t, a.w, np.where(f, b.w, a.w + b.w + c.w)),
+        _sens_sum(a.sens, b.sens, c.sens),
+    )
 
 
 def _lt(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
@@ -258,9 +282,14 @@ def compare(op: str, a: Iv, b: Iv) -> Bv:
         # the difference's affine form keeps the correlation between a and b
         diff = A.add(a.form, b.form, -1.0)
         dlo, dhi = A.bounds(diff)
-        extra = {"<": (dhi < 0, dlo >= 0), "<=": (dhi <= 0, dlo > 0), ">": (dlo > 0, dhi <= 0),
-                 ">=": (dlo >= 0, dhi < 0), "==": (False, (dlo > 0) | (dhi < 0)),
-                 "!=": ((dlo > 0) | (dhi < 0), False)}[op]
+        extra = {
+            "<": (dhi < 0, dlo >= 0),
+            "<=": (dhi <= 0, dlo > 0),
+            ">": (dlo > 0, dhi <= 0),
+            ">=": (dlo >= 0, dhi < 0),
+            "==": (False, (dlo > 0) | (dhi < 0)),
+            "!=": ((dlo > 0) | (dhi < 0), False),
+        }[op]
         sure, never = sure | extra[0], never | extra[1]
     with np.errstate(invalid="ignore"):
         w = (a.hi - a.lo) + (b.hi - b.lo) + a.ws + b.ws

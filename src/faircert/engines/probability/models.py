@@ -20,7 +20,7 @@ from ...properties import split_names
 from . import intervals as iv
 from .events import BoxEvaluator, stack_events
 
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 def _widen(lo: np.ndarray, hi: np.ndarray, mag: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +93,7 @@ class _Forest:
     leaves: np.ndarray
     leaf_values: np.ndarray
     tree_starts: np.ndarray  # where each tree's leaves start in `leaves`
-    total: float             # sum over trees of the largest |leaf value|
+    total: float  # sum over trees of the largest |leaf value|
 
     @classmethod
     def of(cls, model: Any) -> _Forest:
@@ -113,9 +113,18 @@ class _Forest:
             frontier = np.concatenate([left[inner], right[inner]])
         leaves = np.flatnonzero(left < 0)  # in tree order: the numbering follows the trees
         starts = np.searchsorted(leaves, offsets[:-1])
-        forest = cls(feature, threshold, left, right, offsets[:-1], levels, leaves,
-                     np.concatenate([t.value for t in model.trees])[leaves], starts,
-                     float(sum(np.max(np.abs(t.value)) for t in model.trees)))
+        forest = cls(
+            feature,
+            threshold,
+            left,
+            right,
+            offsets[:-1],
+            levels,
+            leaves,
+            np.concatenate([t.value for t in model.trees])[leaves],
+            starts,
+            float(sum(np.max(np.abs(t.value)) for t in model.trees)),
+        )
         model._interval_forest = forest  # the model is not changed after loading
         return forest
 
@@ -151,8 +160,7 @@ def trees_label(model: Any, lo: np.ndarray, hi: np.ndarray, lo_open: np.ndarray,
             reach[:, forest.right[nodes]] = reach[:, nodes] & go_right
         hit = reach[:, forest.leaves]
         smin[a:b] = np.minimum.reduceat(np.where(hit, forest.leaf_values, np.inf), forest.tree_starts, axis=1).sum(1)
-        smax[a:b] = np.maximum.reduceat(np.where(hit, forest.leaf_values, -np.inf), forest.tree_starts,
-                                        axis=1).sum(1)
+        smax[a:b] = np.maximum.reduceat(np.where(hit, forest.leaf_values, -np.inf), forest.tree_starts, axis=1).sum(1)
     offset, _, tol = model.margin_view(None)
     pad = (len(model.trees) + 4) * 4 * _U * (forest.total * model.scale + abs(offset)) + tol
     lo_m = offset + model.scale * smin - pad
@@ -166,19 +174,22 @@ def linear_label(model: Any, features: dict[str, iv.Iv]):
     start = 0
     for enc in model.encoding:
         x = features[enc.column]
-        w = model.weights[start:start + enc.width]
+        w = model.weights[start : start + enc.width]
         start += enc.width
         if enc.kind == "numeric":
-            z = iv.add(iv.mul(iv.div(iv.sub(x, iv.const(enc.offset)), iv.const(enc.divisor)), iv.const(enc.factor)),
-                       iv.const(enc.shift))
+            z = iv.add(
+                iv.mul(iv.div(iv.sub(x, iv.const(enc.offset)), iv.const(enc.divisor)), iv.const(enc.factor)),
+                iv.const(enc.shift),
+            )
             score = iv.add(score, iv.mul(z, iv.const(w[0])))
         else:
             for c, wc in zip(enc.categories, w):
                 try:
                     cv = float(c)
                 except (TypeError, ValueError):
-                    raise PropertyError(f"column {enc.column!r} has category {c!r}; a numeric population "
-                                        "needs numeric category codes") from None
+                    raise PropertyError(
+                        f"column {enc.column!r} has category {c!r}; a numeric population needs numeric category codes"
+                    ) from None
                 hit = iv.to_number(iv.compare("==", x, iv.const(cv)))
                 score = iv.add(score, iv.mul(hit, iv.const(wc)))
     pos = iv.compare(">" if model.strict else ">=", score, iv.const(0.0))
@@ -226,8 +237,10 @@ def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
         lo_open = np.stack([np.broadcast_to(c.lo_open, (n,)) for c in cols], axis=1)
         hi_open = np.stack([np.broadcast_to(c.hi_open, (n,)) for c in cols], axis=1)
         return trees_label(model, lo, hi, lo_open, hi_open)
-    raise PropertyError(f"probability bounds do not support models of type {type(model).__name__}; "
-                        "give a ReluNetwork, TreeEnsemble or LinearModel")
+    raise PropertyError(
+        f"probability bounds do not support models of type {type(model).__name__}; "
+        "give a ReluNetwork, TreeEnsemble or LinearModel"
+    )
 
 
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
@@ -249,8 +262,9 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
         if missing and len(population.names) == len(names) and all(n.startswith("x") for n in names):
             names = list(population.names)  # an unnamed model reads the population's features in order
         elif missing:
-            raise PropertyError(f"the population has no marginal for model feature(s) {missing}; "
-                                f"it has: {', '.join(population.names)}")
+            raise PropertyError(
+                f"the population has no marginal for model feature(s) {missing}; it has: {', '.join(population.names)}"
+            )
         if not prot:
             raise PropertyError("name the protected feature(s) (protected=...) for a product population")
         conds: list[tuple[dict, Callable]] = []
@@ -264,8 +278,19 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             if isinstance(m, Discrete):
                 per_feature.append([(v, (lambda x, v=v: iv.compare("==", x, iv.const(v)))) for v in m._v])
             elif isinstance(m, Step):
-                per_feature.append([(f"[{a:g},{b:g})", (lambda x, a=a, b=b: iv.and_(
-                    iv.compare(">=", x, iv.const(a)), iv.compare("<", x, iv.const(b))))) for a, b in zip(m._a, m._b)])
+                per_feature.append(
+                    [
+                        (
+                            f"[{a:g},{b:g})",
+                            (
+                                lambda x, a=a, b=b: iv.and_(
+                                    iv.compare(">=", x, iv.const(a)), iv.compare("<", x, iv.const(b))
+                                )
+                            ),
+                        )
+                        for a, b in zip(m._a, m._b)
+                    ]
+                )
             else:
                 raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
         import itertools
@@ -289,7 +314,9 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
                 events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
             return stack_events(events, n)
 
-        return ModelSetup(marginals, BoxEvaluator(marginals, events), [g for g, _ in conds], str(population), _model_name(model), prot)
+        return ModelSetup(
+            marginals, BoxEvaluator(marginals, events), [g for g, _ in conds], str(population), _model_name(model), prot
+        )
     if isinstance(population, ProgramPopulation):
         population.check_features(names)
         prog = population.program
@@ -297,8 +324,10 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             expr_text = prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)
             cond = parse_expression(expr_text, "<protected>")
             if not any(ch in expr_text for ch in "<>=!"):
-                raise PropertyError(f"with a population program, give the protected group as a condition on its "
-                                    f"variables (e.g. 'sex < 1'), not {expr_text!r}")
+                raise PropertyError(
+                    f"with a population program, give the protected group as a condition on its "
+                    f"variables (e.g. 'sex < 1'), not {expr_text!r}"
+                )
             label = expr_text
         else:
             prog.require("sensitiveAttribute")
@@ -317,13 +346,28 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             ng = iv.not_(g)
             if given is not None:  # the groups within the label condition
                 g, ng = iv.and_(g, results[-1]), iv.and_(ng, results[-1])
-            return stack_events([iv.and_(g, positive), iv.and_(g, iv.not_(positive)),
-                                 iv.and_(ng, positive), iv.and_(ng, iv.not_(positive))], n)
+            return stack_events(
+                [
+                    iv.and_(g, positive),
+                    iv.and_(g, iv.not_(positive)),
+                    iv.and_(ng, positive),
+                    iv.and_(ng, iv.not_(positive)),
+                ],
+                n,
+            )
 
-        return ModelSetup(marginals, BoxEvaluator(marginals, events), [{label: True}, {label: False}], str(population), _model_name(model),
-                          prot or [label])
-    raise PropertyError(f"unsupported population {type(population).__name__}; give a ProductPopulation, "
-                        "a ProgramPopulation or a population program (.fr path or text)")
+        return ModelSetup(
+            marginals,
+            BoxEvaluator(marginals, events),
+            [{label: True}, {label: False}],
+            str(population),
+            _model_name(model),
+            prot or [label],
+        )
+    raise PropertyError(
+        f"unsupported population {type(population).__name__}; give a ProductPopulation, "
+        "a ProgramPopulation or a population program (.fr path or text)"
+    )
 
 
 class _CodeInput:
@@ -356,8 +400,9 @@ class DiscreteBoxes:
         self.index = {n: j for j, n in enumerate(self.order)}
         missing = [n for n in names if n not in pop.variables]
         if missing:
-            raise PropertyError(f"the population has no variable for model input(s) {missing}; it has: "
-                                f"{', '.join(self.order)}")
+            raise PropertyError(
+                f"the population has no variable for model input(s) {missing}; it has: {', '.join(self.order)}"
+            )
         self.names = names
         self.tables, self.values, self.masks = [], [], []
         for n in self.order:
@@ -372,14 +417,17 @@ class DiscreteBoxes:
                 try:
                     vals = np.array([float(x) for x in v.states])
                 except (TypeError, ValueError):
-                    raise PropertyError(f"model input {n!r} has non-numeric states {v.states[:4]}; "
-                                        "a model reads numbers") from None
+                    raise PropertyError(
+                        f"model input {n!r} has non-numeric states {v.states[:4]}; a model reads numbers"
+                    ) from None
                 self.values.append(_range_extremes(vals))
             else:
                 self.values.append(None)
             bit = 1 << self.index[n] if len(self.order) <= 64 else 0
-            self.masks.append(bit | (0 if not v.parents else
-                                     int(np.bitwise_or.reduce([self.masks[self.index[p]] for p in v.parents]))))
+            self.masks.append(
+                bit
+                | (0 if not v.parents else int(np.bitwise_or.reduce([self.masks[self.index[p]] for p in v.parents])))
+            )
         self.inputs = [_CodeInput(t[0]) for t in self.tables]
         self.track = len(self.order) <= 64
 
@@ -437,8 +485,11 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
     its possible states; a box is decided once the model's label and the groups are."""
     boxes = DiscreteBoxes(pop, names)
     prot = _protected_names(pop, prot)
-    groups = pop.groups() if tuple(prot) == tuple(pop.protected) else [
-        dict(zip(prot, combo)) for combo in itertools.product(*[range(pop.variables[p].card) for p in prot])]
+    groups = (
+        pop.groups()
+        if tuple(prot) == tuple(pop.protected)
+        else [dict(zip(prot, combo)) for combo in itertools.product(*[range(pop.variables[p].card) for p in prot])]
+    )
     label_mask = boxes.mask(names)
 
     def evaluate(lo: np.ndarray, hi: np.ndarray):
@@ -459,8 +510,14 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
         return stack_events(events, n)
 
     named = [pop.group_name(g) if hasattr(pop, "group_name") else g for g in groups]
-    return ModelSetup(boxes.inputs, evaluate, named, pop.describe() if hasattr(pop, "describe") else str(pop),
-                      _model_name(model), prot)
+    return ModelSetup(
+        boxes.inputs,
+        evaluate,
+        named,
+        pop.describe() if hasattr(pop, "describe") else str(pop),
+        _model_name(model),
+        prot,
+    )
 
 
 def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
@@ -484,8 +541,10 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
         # every twin of every box in one call: twin k of box i is row k * n + i
         k = len(combos)
         z = np.zeros(k * n, dtype=bool)
-        twins = {name: iv.Iv(np.tile(np.broadcast_to(v.lo, (n,)), k), np.tile(np.broadcast_to(v.hi, (n,)), k), z, z,
-                             None) for name, v in values.items()}
+        twins = {
+            name: iv.Iv(np.tile(np.broadcast_to(v.lo, (n,)), k), np.tile(np.broadcast_to(v.hi, (n,)), k), z, z, None)
+            for name, v in values.items()
+        }
         for j, p in enumerate(prot):
             state = np.repeat(np.array([float(c[j]) for c in combos]), n)
             twins[p] = iv.Iv(state, state, z, z, None)
@@ -498,5 +557,6 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
         unfair = iv.Bv(~(all_positive | all_negative), ~(some_positive & some_negative), mask, width)
         return stack_events([unfair], n)
 
-    return ModelSetup(boxes.inputs, evaluate, [], pop.describe() if hasattr(pop, "describe") else str(pop),
-                      _model_name(model), prot)  # (protected: those the model reads)
+    return ModelSetup(
+        boxes.inputs, evaluate, [], pop.describe() if hasattr(pop, "describe") else str(pop), _model_name(model), prot
+    )  # (protected: those the model reads)

@@ -29,7 +29,7 @@ from ...interrupt import requested as stop_requested
 from ...memory import STOPPED, default_limit
 from ..boxes.workers import SERIAL, Parallelism
 
-_U = 2.0 ** -53
+_U = 2.0**-53
 #: longest decided mass a checkpoint may hold (a sum of float64 masses: a few hundred digits)
 MAX_FRACTION_CHARS = 4000
 #: bounds this close are as exact as float64 inputs allow; refining further only chases rounding slivers
@@ -123,8 +123,14 @@ class Refiner:
     def state(self, iterations: int) -> dict[str, Any]:
         """What a resumed refinement needs: the undecided boxes and the exact decided masses (the
         boxes' events are evaluated again on resuming, so the file holds no verdicts)."""
-        return {"lo": pack(self.L), "hi": pack(self.H), "true": [str(x) for x in self.acc_true],
-                "false": [str(x) for x in self.acc_false], "evaluations": self.evaluations, "iterations": iterations}
+        return {
+            "lo": pack(self.L),
+            "hi": pack(self.H),
+            "true": [str(x) for x in self.acc_true],
+            "false": [str(x) for x in self.acc_false],
+            "evaluations": self.evaluations,
+            "iterations": iterations,
+        }
 
     def restore(self, state: dict[str, Any]) -> int:
         """Take a saved state (checked: the file is untrusted); returns the iterations it had run."""
@@ -133,11 +139,18 @@ class Refiner:
             true, false = [_fraction(x) for x in state["true"]], [_fraction(x) for x in state["false"]]
             evaluations, iterations = state["evaluations"], state["iterations"]
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise PropertyError(f"checkpoint: its bounds' state is incomplete or malformed ({type(exc).__name__})") \
-                from None
-        ok = (L.shape == H.shape and np.all(L >= 0) and np.all(H <= 1) and np.all(L <= H)
-              and len(true) == len(false) == self.m and all(t >= 0 and f >= 0 and t + f <= 1 for t, f in zip(true, false))
-              and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (evaluations, iterations)))
+            raise PropertyError(
+                f"checkpoint: its bounds' state is incomplete or malformed ({type(exc).__name__})"
+            ) from None
+        ok = (
+            L.shape == H.shape
+            and np.all(L >= 0)
+            and np.all(H <= 1)
+            and np.all(L <= H)
+            and len(true) == len(false) == self.m
+            and all(t >= 0 and f >= 0 and t + f <= 1 for t, f in zip(true, false))
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (evaluations, iterations))
+        )
         if not ok:
             raise PropertyError("checkpoint: its boxes or decided masses do not fit this question")
         self.acc_true, self.acc_false = true, false
@@ -180,7 +193,8 @@ class Refiner:
     def nbytes(self) -> int:
         """What the undecided boxes take, with what is known of each."""
         return sum(a.nbytes for a in (self.L, self.H, self.mt, self.mf, self.w, self.S)) + (
-            0 if self.dep is None else self.dep.nbytes)
+            0 if self.dep is None else self.dep.nbytes
+        )
 
     @property
     def mass(self) -> np.ndarray:
@@ -253,8 +267,12 @@ class Refiner:
         # where the undecided conditions are (nearly) affine in the inputs, only the two inputs with
         # the largest coefficients are worth a trial split
         S = self.S[pick]
-        affine = (~carve & np.isfinite(S[:, -1]) & (S[:, -1] <= 0.1 * np.nansum(S, axis=1))
-                  & (np.nan_to_num(S[:, :-1]).max(axis=1, initial=0) > 0))
+        affine = (
+            ~carve
+            & np.isfinite(S[:, -1])
+            & (S[:, -1] <= 0.1 * np.nansum(S, axis=1))
+            & (np.nan_to_num(S[:, :-1]).max(axis=1, initial=0) > 0)
+        )
         if affine.any() and self.d > 2 and NARROW:
             top = np.argsort(-np.nan_to_num(S[:, :-1]), axis=1)[:, :2]
             keep = np.zeros_like(relevant)
@@ -275,15 +293,19 @@ class Refiner:
             s = self._split_points(lo[:, j], hi[:, j], j)
             at_lo = carve[rows] & (lo[:, j] == 0)
             at_hi = carve[rows] & ~at_lo
-            s = np.where(at_lo, hi[:, j] * 2.0 ** -20, np.where(at_hi, 1.0 - (1.0 - lo[:, j]) * 2.0 ** -20, s))
+            s = np.where(at_lo, hi[:, j] * 2.0**-20, np.where(at_hi, 1.0 - (1.0 - lo[:, j]) * 2.0**-20, s))
             left_hi, right_lo = hi.copy(), lo.copy()
             left_hi[:, j] = s
             right_lo[:, j] = s
             clo = np.concatenate([lo, right_lo])
             chi = np.concatenate([left_hi, hi])
             if split_draws:
-                raw = [tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k]) if k != j else
-                       self.marginals[j].interval(clo[:, j], chi[:, j]) for k in range(self.d)]
+                raw = [
+                    tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k])
+                    if k != j
+                    else self.marginals[j].interval(clo[:, j], chi[:, j])
+                    for k in range(self.d)
+                ]
                 calls.append(("events", (raw, len(clo))))
             else:
                 calls.append(("boxes", (clo, chi)))
@@ -293,19 +315,30 @@ class Refiner:
             S = self._dense(sens, len(clo))
             cmass = np.prod(chi - clo, axis=1)
             cscore = cmass * ((mt & mf) * weights).sum(axis=1)
-            score = cscore[:rows.size] + cscore[rows.size:]
+            score = cscore[: rows.size] + cscore[rows.size :]
             cwidth = cmass * (w * weights).sum(axis=1)
-            wscore = cwidth[:rows.size] + cwidth[rows.size:]
+            wscore = cwidth[: rows.size] + cwidth[rows.size :]
             # first: most mass decided; then: undecided conditions narrowed most; then: widest side
-            key = (np.round(score / np.maximum(prio[pick][rows], 1e-300), 9)
-                   + 1e-10 * np.minimum(wscore / np.maximum(pwidth[rows], 1e-300), 1.0)
-                   - 1e-13 * width[rows, j])
+            key = (
+                np.round(score / np.maximum(prio[pick][rows], 1e-300), 9)
+                + 1e-10 * np.minimum(wscore / np.maximum(pwidth[rows], 1e-300), 1.0)
+                - 1e-13 * width[rows, j]
+            )
             better = key < best_score[rows]
             best_score[rows[better]] = key[better]
             best_dim[rows[better]] = j
             trials[j] = (rows, clo, chi, mt, mf, dep, w, S)
-        parts = [(self.L[rest], self.H[rest], self.mt[rest], self.mf[rest],
-                  None if self.dep is None else self.dep[rest], self.w[rest], self.S[rest])]
+        parts = [
+            (
+                self.L[rest],
+                self.H[rest],
+                self.mt[rest],
+                self.mf[rest],
+                None if self.dep is None else self.dep[rest],
+                self.w[rest],
+                self.S[rest],
+            )
+        ]
         for j, (rows, clo, chi, mt, mf, dep, w, S) in trials.items():
             chosen = best_dim[rows] == j
             if not chosen.any():
@@ -322,12 +355,18 @@ class Refiner:
         self._retire()
 
 
-def refine(marginals: list, evaluate: Evaluator, n_events: int,
-           decide: Callable[[list[Fraction], list[Fraction]], str | None],
-           weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
-           time_limit: float | None = 60.0, memory_limit: int | None = None,
-           progress: Callable[[dict], None] | None = None, parallel: Parallelism = SERIAL,
-           checkpoint: Any = None) -> Bounds:
+def refine(
+    marginals: list,
+    evaluate: Evaluator,
+    n_events: int,
+    decide: Callable[[list[Fraction], list[Fraction]], str | None],
+    weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
+    time_limit: float | None = 60.0,
+    memory_limit: int | None = None,
+    progress: Callable[[dict], None] | None = None,
+    parallel: Parallelism = SERIAL,
+    checkpoint: Any = None,
+) -> Bounds:
     """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends.
     With `parallel`, the trial splits of each step are evaluated on its workers, one input per call;
     the result is the same as in one process. The undecided boxes stop growing at `memory_limit`
@@ -335,15 +374,18 @@ def refine(marginals: list, evaluate: Evaluator, n_events: int,
     is saved between steps when one is due and at the end, and a state already there is resumed."""
     memory_limit = default_limit() if memory_limit is None else memory_limit
     if parallel == SERIAL:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, None,
-                       checkpoint)
+        return _refine(
+            marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, None, checkpoint
+        )
     with parallel.open(TrialJob(evaluate)) as workers:
-        return _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, workers,
-                       checkpoint)
+        return _refine(
+            marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, workers, checkpoint
+        )
 
 
-def _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, trials,
-            checkpoint) -> Bounds:
+def _refine(
+    marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, trials, checkpoint
+) -> Bounds:
     start = time.perf_counter()
     r = Refiner(marginals, evaluate, n_events, trials)
     saved = checkpoint.load() if checkpoint is not None else None
@@ -381,5 +423,13 @@ def _refine(marginals, evaluate, n_events, decide, weights, time_limit, memory_l
             checkpoint.save(r.state(iterations))
     if checkpoint is not None:
         checkpoint.save(r.state(iterations))
-    return Bounds([_down(x) for x in low], [_up(x) for x in high], verdict, len(r.L), r.evaluations,
-                  iterations, time.perf_counter() - start, exhausted)
+    return Bounds(
+        [_down(x) for x in low],
+        [_up(x) for x in high],
+        verdict,
+        len(r.L),
+        r.evaluations,
+        iterations,
+        time.perf_counter() - start,
+        exhausted,
+    )

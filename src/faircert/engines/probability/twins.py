@@ -40,8 +40,9 @@ def _labels_and_outputs(model: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return model.predict(X).astype(bool), model.predict_proba(X)
 
 
-def sampled_twins(model: Any, prop: Any, pop: DiscretePopulation, seed: int, draws: int = DRAWS
-                  ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray]]]:
+def sampled_twins(
+    model: Any, prop: Any, pop: DiscretePopulation, seed: int, draws: int = DRAWS
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray]]]:
     """`draws` inputs x drawn from `pop` in `prop.domain`'s codes, whether each has an unfair twin
     (the model itself decides), and every (row, twin) pair decided otherwise."""
     import pandas as pd
@@ -50,8 +51,10 @@ def sampled_twins(model: Any, prop: Any, pop: DiscretePopulation, seed: int, dra
 
     missing = [n for n in prop.domain.names if n not in pop.variables]
     if missing:
-        raise PropertyError(f"the population has no variable for domain feature(s) {missing[:5]}; it has: "
-                            f"{', '.join(list(pop.variables)[:20])}")
+        raise PropertyError(
+            f"the population has no variable for domain feature(s) {missing[:5]}; it has: "
+            f"{', '.join(list(pop.variables)[:20])}"
+        )
     codes = pop.sample_codes(np.random.default_rng(seed), draws)
     frame = pd.DataFrame({n: np.asarray(pop.variables[n].states, dtype=object)[codes[n]] for n in prop.domain.names})
     X = encode_table(frame.infer_objects(), prop.domain)
@@ -68,8 +71,9 @@ def sampled_twins(model: Any, prop: Any, pop: DiscretePopulation, seed: int, dra
     return X, unfair, pairs
 
 
-def sampled_counterexamples(model: Any, X: np.ndarray, pairs: list[tuple[int, np.ndarray]], limit: int
-                            ) -> list[Counterexample]:
+def sampled_counterexamples(
+    model: Any, X: np.ndarray, pairs: list[tuple[int, np.ndarray]], limit: int
+) -> list[Counterexample]:
     """Up to `limit` of the sampled pairs, with the model's outputs on both."""
     pairs = pairs[:limit]
     if not pairs:
@@ -81,8 +85,14 @@ def sampled_counterexamples(model: Any, X: np.ndarray, pairs: list[tuple[int, np
     return [Counterexample(a.tolist(), b.tolist(), float(o), float(p)) for a, b, o, p in zip(x, xp, out, out_p)]
 
 
-def answer(model: Any, prop: Any, loaded: Any, pop: DiscretePopulation, options: Any,
-           progress: Callable[[dict], None] | None = None) -> Result:
+def answer(
+    model: Any,
+    prop: Any,
+    loaded: Any,
+    pop: DiscretePopulation,
+    options: Any,
+    progress: Callable[[dict], None] | None = None,
+) -> Result:
     """The verify result under `pop`: bounds on P[x has an unfair twin] for the model as loaded
     (`loaded`, compiled here for the population's variables), then draws from `pop` checked on
     `model` (over `prop.domain`'s codes) for counterexamples and an estimate."""
@@ -95,23 +105,48 @@ def answer(model: Any, prop: Any, loaded: Any, pop: DiscretePopulation, options:
     if options.time_limit is not None:  # compiling counts, and the draws keep their share
         reserve = float(np.clip(DRAW_SHARE * options.time_limit, 0.1, 10.0))
         left = max(options.time_limit - (time.perf_counter() - start) - reserve, 0.05)
-    b = refine(setup.marginals, setup.evaluate, 1, lambda low, high: None, lambda low, high: np.ones(1),
-               time_limit=left, memory_limit=options.memory_limit, progress=progress)
+    b = refine(
+        setup.marginals,
+        setup.evaluate,
+        1,
+        lambda low, high: None,
+        lambda low, high: np.ones(1),
+        time_limit=left,
+        memory_limit=options.memory_limit,
+        progress=progress,
+    )
     low, high = float(b.low[0]), float(b.high[0])
     if b.boxes == 0 and low == 0:  # every box proven fair: the upper bound's slack is only rounding
         high = 0.0
     X, unfair, pairs = sampled_twins(model, prop, pop, options.seed)
     z = float(norm.ppf(0.5 + options.confidence / 2))
     ci_low, ci_high = wilson(float(unfair.sum()), len(unfair), z)
-    estimate = StatisticalEstimate(float(unfair.mean()), float(ci_low), float(ci_high), options.confidence, len(unfair),
-                                   method="population draws")
+    estimate = StatisticalEstimate(
+        float(unfair.mean()), float(ci_low), float(ci_high), options.confidence, len(unfair), method="population draws"
+    )
     cexs = sampled_counterexamples(model, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
-    stats = {"boxes_open": b.boxes, "box_evaluations": b.evaluations, "iterations": b.iterations,
-             "stopped": b.exhausted or "converged", "population": pop.describe()}
-    return Result(verdict=verdict, certified=1.0 - high, falsified=low, undecided=max(0.0, high - low),
-                  domain_size=1.0, counterexamples=cexs, statistical=estimate if high - low > 1e-9 else None,
-                  elapsed_s=time.perf_counter() - start, engine="probability bounds under a population",
-                  model=getattr(model, "source", "") or type(model).__name__, protected=prop.protected_names,
-                  stats=stats, feature_names=prop.domain.names, epsilon_semantics="other_protected_value",
-                  exact=high == low)
+    stats = {
+        "boxes_open": b.boxes,
+        "box_evaluations": b.evaluations,
+        "iterations": b.iterations,
+        "stopped": b.exhausted or "converged",
+        "population": pop.describe(),
+    }
+    return Result(
+        verdict=verdict,
+        certified=1.0 - high,
+        falsified=low,
+        undecided=max(0.0, high - low),
+        domain_size=1.0,
+        counterexamples=cexs,
+        statistical=estimate if high - low > 1e-9 else None,
+        elapsed_s=time.perf_counter() - start,
+        engine="probability bounds under a population",
+        model=getattr(model, "source", "") or type(model).__name__,
+        protected=prop.protected_names,
+        stats=stats,
+        feature_names=prop.domain.names,
+        epsilon_semantics="other_protected_value",
+        exact=high == low,
+    )

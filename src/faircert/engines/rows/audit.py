@@ -64,10 +64,10 @@ class Audit:
     """The audit's fixed data: rows, protected combinations, tolerances and windows."""
 
     question: RowAudit
-    combos: np.ndarray            # (T, p) protected combinations
-    own: np.ndarray               # (n,) index of each row's own combination
-    eps: np.ndarray               # (d,) tolerance per feature (floored on discrete features)
-    lower: np.ndarray             # (d,) domain bounds
+    combos: np.ndarray  # (T, p) protected combinations
+    own: np.ndarray  # (n,) index of each row's own combination
+    eps: np.ndarray  # (d,) tolerance per feature (floored on discrete features)
+    lower: np.ndarray  # (d,) domain bounds
     upper: np.ndarray
     discrete: np.ndarray
     labels: np.ndarray = field(default=None)  # type: ignore[assignment]
@@ -85,8 +85,9 @@ class Audit:
         own = np.array([index.get(tuple(r), -1) for r in X[:, list(prop.protected)]], dtype=np.int64)
         if np.any(own < 0):
             bad = int(np.flatnonzero(own < 0)[0])
-            raise PropertyError(f"row {bad}: its protected values {X[bad, list(prop.protected)].tolist()} lie outside "
-                                "the domain")
+            raise PropertyError(
+                f"row {bad}: its protected values {X[bad, list(prop.protected)].tolist()} lie outside the domain"
+            )
         disc = dom.discrete_mask
         eps = np.asarray(prop.epsilon, dtype=np.float64)
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
@@ -151,7 +152,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
     stopped = "done"
     done = n - len(open_rows)
     _report(progress, verdicts, t0, done, n)
-    chunks = [(open_rows[s:s + ROW_CHUNK],) for s in range(0, len(open_rows), ROW_CHUNK)]
+    chunks = [(open_rows[s : s + ROW_CHUNK],) for s in range(0, len(open_rows), ROW_CHUNK)]
     parallel = Parallelism.of(options.workers, options.ray_address) if chunks else SERIAL
     # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
     job = _Job(kind, audit, None if deadline is None else time.time() + (deadline - time.perf_counter()))
@@ -163,7 +164,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
             if deadline is not None and time.perf_counter() >= deadline:
                 stopped = "time limit"
                 break
-            batch = chunks[start:start + parallel.workers]
+            batch = chunks[start : start + parallel.workers]
             for (rows,), found in zip(batch, pool.map("decide", batch)):
                 for i, v, m, t in zip(rows, found.verdicts, found.methods, found.twins):
                     verdicts[i], methods[i], twins[i] = v, m, t
@@ -186,30 +187,54 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[di
     prop = audit.prop
     dom = prop.domain
     return RowsResult(
-        verdict=verdict, verdicts=verdicts, methods=methods,
+        verdict=verdict,
+        verdicts=verdicts,
+        methods=methods,
         twins=[None if t is None else [float(v) for v in t] for t in twins],
-        labels=[int(v) for v in audit.labels], twin_labels=twin_labels, flip_unfair=int(flip.sum()),
-        groups=_group_names(audit), rows=question.rows, elapsed_s=time.perf_counter() - t0, engine=kind.name,
-        protected=prop.protected_names, epsilon=prop.epsilon_by_name, feature_names=dom.names,
+        labels=[int(v) for v in audit.labels],
+        twin_labels=twin_labels,
+        flip_unfair=int(flip.sum()),
+        groups=_group_names(audit),
+        rows=question.rows,
+        elapsed_s=time.perf_counter() - t0,
+        engine=kind.name,
+        protected=prop.protected_names,
+        epsilon=prop.epsilon_by_name,
+        feature_names=dom.names,
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
-        stopped=stopped, stats={"flip_rows": [bool(v) for v in flip], "methods": _tally(methods),
-                                "twins_per_row": len(audit.combos) - 1})
+        stopped=stopped,
+        stats={
+            "flip_rows": [bool(v) for v in flip],
+            "methods": _tally(methods),
+            "twins_per_row": len(audit.combos) - 1,
+        },
+    )
 
 
 def _checkpoint(question: RowAudit, options: Any) -> Checkpoint | None:
     """Where this audit's state goes, and what it must match: the model, the rows, the domain and
     the question (the time limit and workers do not change any row's verdict)."""
     prop = question.prop
-    return Checkpoint.of(options, "rows", lambda: {
-        "model": question.model_id, "rows": fingerprint(question.rows), "domain": fingerprint(prop.domain.to_dict()),
-        "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)])})
+    return Checkpoint.of(
+        options,
+        "rows",
+        lambda: {
+            "model": question.model_id,
+            "rows": fingerprint(question.rows),
+            "domain": fingerprint(prop.domain.to_dict()),
+            "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64)]),
+        },
+    )
 
 
 def _state(verdicts: list[str], methods: list[str], twins: list) -> dict[str, Any]:
     """Every row the chunks decided: [index, verdict, method, twin or None]."""
     chunked = [i for i, m in enumerate(methods) if m not in CHEAP_METHODS and m != "not reached"]
-    return {"rows": [[i, verdicts[i], methods[i], None if twins[i] is None else [float(v) for v in twins[i]]]
-                     for i in chunked]}
+    return {
+        "rows": [
+            [i, verdicts[i], methods[i], None if twins[i] is None else [float(v) for v in twins[i]]] for i in chunked
+        ]
+    }
 
 
 #: How the driver itself decides rows (recomputed on resume, so never stored).
@@ -224,11 +249,25 @@ def _restored(state: dict[str, Any], n: int, width: int) -> list[tuple[int, str,
     out = []
     seen: set[int] = set()
     for item in rows:  # an unfair row has its twin, other rows none; each row once; no true/false for numbers
-        ok = (isinstance(item, list) and len(item) == 4 and type(item[0]) is int and 0 <= item[0] < n
-              and item[0] not in seen and item[1] in (FAIR, UNFAIR, UNKNOWN) and isinstance(item[2], str)
-              and len(item[2]) <= 200 and (item[3] is None) == (item[1] != UNFAIR)
-              and (item[3] is None or (isinstance(item[3], list) and len(item[3]) == width
-                                       and all(type(v) in (int, float) for v in item[3]))))
+        ok = (
+            isinstance(item, list)
+            and len(item) == 4
+            and type(item[0]) is int
+            and 0 <= item[0] < n
+            and item[0] not in seen
+            and item[1] in (FAIR, UNFAIR, UNKNOWN)
+            and isinstance(item[2], str)
+            and len(item[2]) <= 200
+            and (item[3] is None) == (item[1] != UNFAIR)
+            and (
+                item[3] is None
+                or (
+                    isinstance(item[3], list)
+                    and len(item[3]) == width
+                    and all(type(v) in (int, float) for v in item[3])
+                )
+            )
+        )
         if not ok:
             raise PropertyError(f"checkpoint: malformed row entry {repr(item)[:80]}")
         seen.add(item[0])
@@ -257,15 +296,18 @@ def _check_twins(kind: RowModel, audit: Audit, restored: list) -> None:
     near[:, protected] = True
     whole = np.where(audit.discrete, twins == np.round(twins), True)
     combos = {tuple(c): k for k, c in enumerate(audit.combos)}
-    other = np.array([combos.get(tuple(t[protected]), audit.own[i]) != audit.own[i] or not protected
-                      for i, t in zip(rows, twins)])
+    other = np.array(
+        [combos.get(tuple(t[protected]), audit.own[i]) != audit.own[i] or not protected for i, t in zip(rows, twins)]
+    )
     ok = near.all(axis=1) & whole.all(axis=1) & other
     if ok.all():  # the model sees only twins inside the domain (no overflow on numbers far outside)
         ok &= (kind.margins(twins) > 0) != (audit.labels[rows] == 1)
     bad = np.flatnonzero(~ok)
     if bad.size:
-        raise PropertyError(f"checkpoint: the twin of row {int(rows[bad[0]])} is not a twin the model decides "
-                            "differently (changed or damaged); start afresh without --resume")
+        raise PropertyError(
+            f"checkpoint: the twin of row {int(rows[bad[0]])} is not a twin the model decides "
+            "differently (changed or damaged); start afresh without --resume"
+        )
 
 
 @dataclass
@@ -304,8 +346,13 @@ def _flip_test(kind: RowModel, audit: Audit) -> tuple[np.ndarray, list, np.ndarr
     return flip, twin, unsure
 
 
-def enumerate_balls(kind: RowModel, audit: Audit, rows: np.ndarray, candidates: list[np.ndarray] | None = None,
-                    method: str = "enumeration") -> Decisions:
+def enumerate_balls(
+    kind: RowModel,
+    audit: Audit,
+    rows: np.ndarray,
+    candidates: list[np.ndarray] | None = None,
+    method: str = "enumeration",
+) -> Decisions:
     """Decide rows by evaluating every twin: each ball point (or each row's `candidates`, points
     that meet every region where the model is constant) with every other protected combination.
     Twins of many rows go to the model in one call."""
@@ -328,8 +375,8 @@ def enumerate_balls(kind: RowModel, audit: Audit, rows: np.ndarray, candidates: 
         M = kind.margins(Y) if size else np.zeros(0)
         offset = 0
         for k in range(start, stop):
-            m = M[offset:offset + len(twins_of[k])]
-            y = Y[offset:offset + len(twins_of[k])]
+            m = M[offset : offset + len(twins_of[k])]
+            y = Y[offset : offset + len(twins_of[k])]
             offset += len(twins_of[k])
             differs = (np.abs(m) > kind.tol) & ((m > 0) != (audit.labels[rows[k]] == 1))
             if differs.any():
@@ -389,5 +436,13 @@ def _report(progress, verdicts: list[str], t0: float, done: int, n: int) -> None
         return
     total = max(n, 1)
     fair, unfair = verdicts.count(FAIR), verdicts.count(UNFAIR)
-    progress({"elapsed_s": time.perf_counter() - t0, "rows_done": done, "rows": n, "certified": fair / total,
-              "falsified": unfair / total, "undecided": 1.0 - (fair + unfair) / total})
+    progress(
+        {
+            "elapsed_s": time.perf_counter() - t0,
+            "rows_done": done,
+            "rows": n,
+            "certified": fair / total,
+            "falsified": unfair / total,
+            "undecided": 1.0 - (fair + unfair) / total,
+        }
+    )

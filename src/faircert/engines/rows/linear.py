@@ -52,8 +52,9 @@ class LinearRows:
             low_pick[:, j], high_pick[:, j] = arg_lo, arg_hi
             r_low += val_lo
             r_high += val_hi
-        shifts = sum((score.tables[j].at(audit.combos[:, k]) for k, j in enumerate(protected)),
-                     np.zeros(len(audit.combos)))
+        shifts = sum(
+            (score.tables[j].at(audit.combos[:, k]) for k, j in enumerate(protected)), np.zeros(len(audit.combos))
+        )
         others = np.ones((len(rows), len(shifts)), dtype=bool)
         others[np.arange(len(rows)), audit.own[rows]] = False
         positive = audit.labels[rows] == 1
@@ -78,8 +79,9 @@ class LinearRows:
             twins.append(twin if flips else None)
         return Decisions(verdicts, methods, twins)
 
-    def _exact_extreme(self, audit: Audit, i: int, moving: list[int], lo: np.ndarray, hi: np.ndarray,
-                       positive: bool) -> tuple[np.ndarray, bool]:
+    def _exact_extreme(
+        self, audit: Audit, i: int, moving: list[int], lo: np.ndarray, hi: np.ndarray, positive: bool
+    ) -> tuple[np.ndarray, bool]:
         """The extreme twin of row i and whether it flips, in exact arithmetic."""
         score, x = self.score, audit.rows[i].copy()
         pick = min if positive else max

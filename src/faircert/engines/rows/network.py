@@ -105,7 +105,7 @@ class NetworkRows:
         flo, fhi = lo[pb.free], hi[pb.free]
         bd = bound_twins(pb.twin, flo[None], fhi[None], keep_hidden=True)
         T = pb.n_twins
-        hidden = [(l[0].min(axis=0), u[0].max(axis=0)) for l, u in bd.hidden[:len(pb.twin.weights)]]
+        hidden = [(l[0].min(axis=0), u[0].max(axis=0)) for l, u in bd.hidden[: len(pb.twin.weights)]]
         model = _Model()
         x = model.var(flo, fhi, integer=pb.discrete)
         s = model.var(np.zeros(T), np.where(np.arange(T) == audit.own[i], 0.0, 1.0), integer=True)

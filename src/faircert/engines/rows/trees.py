@@ -85,8 +85,9 @@ class TreeRows:
             values = np.concatenate([[lo, hi], t, below])
             if self.ir.input_float32:
                 t32 = t.astype(np.float32)
-                values = np.concatenate([values, t32.astype(np.float64),
-                                         np.nextafter(t32, np.float32(-np.inf)).astype(np.float64)])
+                values = np.concatenate(
+                    [values, t32.astype(np.float64), np.nextafter(t32, np.float32(-np.inf)).astype(np.float64)]
+                )
         return np.unique(values[(values >= lo) & (values <= hi)])
 
 

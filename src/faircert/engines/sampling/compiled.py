@@ -9,8 +9,7 @@ import numpy as np
 from ...compiled import jit
 
 
-def points_in_boxes(u: np.ndarray, box: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                    discrete: np.ndarray) -> np.ndarray:
+def points_in_boxes(u: np.ndarray, box: np.ndarray, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """Row i: lo[box[i]] + u[i] * (hi - lo)[box[i]], floored on discrete features (grid points), below
     hi on real ones."""
     x = np.empty(u.shape)

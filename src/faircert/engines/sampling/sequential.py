@@ -57,10 +57,18 @@ def _hoeffding(n: int, m: int, delta: float) -> float:
 CHUNK = 50_000
 
 
-def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_events: int,
-                    decide: Callable[[list, list], str | None], delta: float = 1e-6, bound: str = "binomial",
-                    time_limit: float | None = 60.0, max_samples: int = 10 ** 9, first_batch: int = 10_000,
-                    max_batch: int = 2_000_000, seed: int = 0) -> SequentialOutcome:
+def sequential_test(
+    sample: Callable[[np.random.Generator, int], np.ndarray],
+    n_events: int,
+    decide: Callable[[list, list], str | None],
+    delta: float = 1e-6,
+    bound: str = "binomial",
+    time_limit: float | None = 60.0,
+    max_samples: int = 10**9,
+    first_batch: int = 10_000,
+    max_batch: int = 2_000_000,
+    seed: int = 0,
+) -> SequentialOutcome:
     """Sample (n, m) event indicators until `decide` answers on the confidence intervals."""
     if not 0 < delta < 1:
         raise PropertyError(f"the error probability delta must lie strictly between 0 and 1, got {delta}")
@@ -116,8 +124,15 @@ def sequential_test(sample: Callable[[np.random.Generator, int], np.ndarray], n_
     return SequentialOutcome(low, high, verdict, n, time.perf_counter() - start, guarantee, stopped)
 
 
-def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio", delta: float = 1e-6,
-                             bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0):
+def program_fairness_sampled(
+    program,
+    epsilon: float = 0.15,
+    kind: str = "ratio",
+    delta: float = 1e-6,
+    bound: str = "binomial",
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+):
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
     from ...models.program import load_program
     from ...population.program import site_marginals
@@ -143,14 +158,26 @@ def program_fairness_sampled(program, epsilon: float = 0.15, kind: str = "ratio"
         notes, _, _ = run.run(prog, [m.sample(rng, n) for m in marginals])
         return np.stack([np.broadcast_to(e, (n,)) for e in fairness_events(POINT, notes)], axis=1)
 
-    out = sequential_test(sample, 6, lambda lo, hi: decide(spec, lo, hi), delta=delta, bound=bound,
-                          time_limit=time_limit, seed=seed)
+    out = sequential_test(
+        sample, 6, lambda lo, hi: decide(spec, lo, hi), delta=delta, bound=bound, time_limit=time_limit, seed=seed
+    )
     pm, pn = conditionals(out.low, out.high)
     r_lo, r_hi = outward(ratio_interval(pm, pn))
-    return ProgramResult(verdict=out.verdict or "unknown", ratio_low=r_lo, ratio_high=r_hi,
-                         probabilities=summary(out.low, out.high), epsilon=spec.epsilon, method="sampling",
-                         guarantee=out.guarantee, elapsed_s=out.elapsed_s, samples=out.samples, kind=spec.kind,
-                         program=prog.source, stopped=out.stopped, stats={"delta": delta, "bound": bound})
+    return ProgramResult(
+        verdict=out.verdict or "unknown",
+        ratio_low=r_lo,
+        ratio_high=r_hi,
+        probabilities=summary(out.low, out.high),
+        epsilon=spec.epsilon,
+        method="sampling",
+        guarantee=out.guarantee,
+        elapsed_s=out.elapsed_s,
+        samples=out.samples,
+        kind=spec.kind,
+        program=prog.source,
+        stopped=out.stopped,
+        stats={"delta": delta, "bound": bound},
+    )
 
 
 def _point_label(model, names: list[str], values: dict) -> np.ndarray:
@@ -162,10 +189,20 @@ def _point_label(model, names: list[str], values: dict) -> np.ndarray:
     return model.predict(X).astype(bool)
 
 
-def group_sampled(model, population, protected=None, threshold: float = 0.8, delta: float = 1e-6,
-                  bound: str = "binomial", time_limit: float | None = 60.0, seed: int = 0,
-                  gap_thresholds: dict | None = None, label: str | None = None, target_width: float | None = None,
-                  check_di: bool = True):
+def group_sampled(
+    model,
+    population,
+    protected=None,
+    threshold: float = 0.8,
+    delta: float = 1e-6,
+    bound: str = "binomial",
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+    gap_thresholds: dict | None = None,
+    label: str | None = None,
+    target_width: float | None = None,
+    check_di: bool = True,
+):
     """Per-group positive rates and DI/SP of any model under a product or program population, decided
     by the sequential test: a GroupResult whose verdict is wrong with probability <= delta. Sampling
     stops once the checked metrics (DI unless `check_di` is False, and each gap with a threshold) are
@@ -244,8 +281,9 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         missing = [n for n in names + prot if n not in population.variables]
         if missing:
             raise PropertyError(f"the population has no variable(s) {missing}; it has: {', '.join(order)}")
-        states = [dict(zip(prot, combo)) for combo in itertools.product(
-            *[range(population.variables[p].card) for p in prot])]
+        states = [
+            dict(zip(prot, combo)) for combo in itertools.product(*[range(population.variables[p].card) for p in prot])
+        ]
         groups = [population.group_name(g) for g in states]
 
         def sample(rng, n):
@@ -279,14 +317,22 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         out = []
         for i, name in enumerate(groups):
             p = _cond(*(float(x) for x in (lo[2 * i], hi[2 * i], lo[2 * i + 1], hi[2 * i + 1])))
-            out.append(GroupProbability(name, float(p[0]), float(p[1]), float(lo[2 * i] + lo[2 * i + 1]),
-                                        float(min(1.0, hi[2 * i] + hi[2 * i + 1]))))
+            out.append(
+                GroupProbability(
+                    name,
+                    float(p[0]),
+                    float(p[1]),
+                    float(lo[2 * i] + lo[2 * i + 1]),
+                    float(min(1.0, hi[2 * i] + hi[2 * i + 1])),
+                )
+            )
         return GroupResult.build(out, threshold=threshold, gap_thresholds=gap_thresholds, **extra)
 
     def decide(lo, hi):
         res = build(lo, hi, engine="sequential-sampling", population="")
-        checked = [m.verdict for name, m in res.metrics.items()
-                   if m.threshold is not None and (check_di or name != "di")]
+        checked = [
+            m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")
+        ]
         if "unfair" in checked:
             return "unfair"
         if checked and all(v == "fair" for v in checked):
@@ -296,13 +342,25 @@ def group_sampled(model, population, protected=None, threshold: float = 0.8, del
         return None
 
     out = sequential_test(sample, 2 * k, decide, delta=delta, bound=bound, time_limit=time_limit, seed=seed)
-    res = build(out.low, out.high, engine="sequential-sampling", population=str(population),
-                elapsed_s=time.perf_counter() - start, model=_model_name(model), protected=prot or list(groups[0]),
-                label=label, approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
-                stats={"samples": out.samples, "delta": delta, "bound": bound,
-                       "stopped": {"time limit": "budget", "sample budget": "sample limit"}.get(
-                           out.stopped, out.stopped or ("target width" if out.verdict == "tight"
-                                                        else "threshold decided"))})
+    res = build(
+        out.low,
+        out.high,
+        engine="sequential-sampling",
+        population=str(population),
+        elapsed_s=time.perf_counter() - start,
+        model=_model_name(model),
+        protected=prot or list(groups[0]),
+        label=label,
+        approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
+        stats={
+            "samples": out.samples,
+            "delta": delta,
+            "bound": bound,
+            "stopped": {"time limit": "budget", "sample budget": "sample limit"}.get(
+                out.stopped, out.stopped or ("target width" if out.verdict == "tight" else "threshold decided")
+            ),
+        },
+    )
     return res
 
 
@@ -315,24 +373,36 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     tests = 1 + len(conditions)
     delta = options.delta / tests
 
-    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None,
-            check_di=True):
-        result = group_sampled(model, population, protected=protected, threshold=threshold, delta=delta,
-                               time_limit=time_limit, seed=options.seed, gap_thresholds=gap_thresholds,
-                               label=question.label, target_width=target_width, check_di=check_di)
+    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None, check_di=True):
+        result = group_sampled(
+            model,
+            population,
+            protected=protected,
+            threshold=threshold,
+            delta=delta,
+            time_limit=time_limit,
+            seed=options.seed,
+            gap_thresholds=gap_thresholds,
+            label=question.label,
+            target_width=target_width,
+            check_di=check_di,
+        )
         if progress is not None:
             progress({"elapsed_s": result.elapsed_s})
         return result
 
     result = with_label_conditions(run, question, options.time_limit, target_width=0.01, conditions=conditions)
     if tests > 1:
-        result.approximations.append(f"statistical: P[any wrong verdict] <= {options.delta:g} over all {tests} "
-                                     f"sequential tests (each at delta {delta:g})")
+        result.approximations.append(
+            f"statistical: P[any wrong verdict] <= {options.delta:g} over all {tests} "
+            f"sequential tests (each at delta {delta:g})"
+        )
     return result
 
 
-def estimate_group(model: Any, question: Any, time_limit: float | None, seed: int, delta: float,
-                   target_width: float = 0.005):
+def estimate_group(
+    model: Any, question: Any, time_limit: float | None, seed: int, delta: float, target_width: float = 0.005
+):
     """The group rates estimated by sampling, for a result whose sound bounds stay wide: no verdict
     stops the sampling, only each rate's interval reaching `target_width` or the time limit."""
     from ..probability.bounds import label_conditions, with_label_conditions
@@ -340,11 +410,22 @@ def estimate_group(model: Any, question: Any, time_limit: float | None, seed: in
     conditions = label_conditions(question)
     share = delta / (1 + len(conditions))
 
-    def run(population, protected, metrics, threshold, limit, gap_thresholds, target_width=target_width,
-            check_di=False):
-        return group_sampled(model, population, protected=protected, threshold=threshold, delta=share,
-                             time_limit=limit, seed=seed, gap_thresholds={}, label=question.label,
-                             target_width=target_width, check_di=False)
+    def run(
+        population, protected, metrics, threshold, limit, gap_thresholds, target_width=target_width, check_di=False
+    ):
+        return group_sampled(
+            model,
+            population,
+            protected=protected,
+            threshold=threshold,
+            delta=share,
+            time_limit=limit,
+            seed=seed,
+            gap_thresholds={},
+            label=question.label,
+            target_width=target_width,
+            check_di=False,
+        )
 
     result = with_label_conditions(run, question, time_limit, target_width=target_width, conditions=conditions)
     result.stats["delta"] = delta
@@ -355,8 +436,15 @@ def answer_program(program: Any, question: Any, options: Any, progress=None):
     """Registry entry point: a program's fairness by a sequential test (wrong with probability <= delta)."""
     if question.query is not None:
         raise PropertyError("a probability query is answered by the sound method only")
-    result = program_fairness_sampled(program, epsilon=question.epsilon, kind=question.kind, delta=options.delta,
-                                      bound=options.bound, time_limit=options.time_limit, seed=options.seed)
+    result = program_fairness_sampled(
+        program,
+        epsilon=question.epsilon,
+        kind=question.kind,
+        delta=options.delta,
+        bound=options.bound,
+        time_limit=options.time_limit,
+        seed=options.seed,
+    )
     if progress is not None:
         progress({"elapsed_s": result.elapsed_s, "samples": result.samples})
     return result

@@ -57,23 +57,23 @@ def domain_box(domain: Domain) -> tuple[np.ndarray, np.ndarray]:
 class NormalisedTrees:
     """Leaves of every tree as boxes and as sparse path constraints, with margin contributions."""
 
-    leaf_lo: list[np.ndarray]      # per tree: leaves x n
+    leaf_lo: list[np.ndarray]  # per tree: leaves x n
     leaf_hi: list[np.ndarray]
-    leaf_val: list[np.ndarray]     # per tree: scaled leaf values
-    start: np.ndarray              # index of each tree's first leaf in the concatenated arrays
-    c_feat: np.ndarray             # all leaves x depth: feature of each path constraint
-    c_bound: np.ndarray            # boundary b
-    c_upper: np.ndarray            # True: x < b ; False: x >= b
-    val: np.ndarray                # all leaves: scaled value
+    leaf_val: list[np.ndarray]  # per tree: scaled leaf values
+    start: np.ndarray  # index of each tree's first leaf in the concatenated arrays
+    c_feat: np.ndarray  # all leaves x depth: feature of each path constraint
+    c_bound: np.ndarray  # boundary b
+    c_upper: np.ndarray  # True: x < b ; False: x >= b
+    val: np.ndarray  # all leaves: scaled value
     offset: float
-    node_feat: np.ndarray          # all trees' nodes, concatenated: split feature
-    node_bound: np.ndarray         # normalised boundary (left iff x < b)
-    node_left: np.ndarray          # global index of the left child, -1 at leaves
+    node_feat: np.ndarray  # all trees' nodes, concatenated: split feature
+    node_bound: np.ndarray  # normalised boundary (left iff x < b)
+    node_left: np.ndarray  # global index of the left child, -1 at leaves
     node_right: np.ndarray
-    roots: np.ndarray              # global index of each tree's root
+    roots: np.ndarray  # global index of each tree's root
     depth: int
-    discrete: np.ndarray           # per feature: integer grid (else real)
-    dlo: np.ndarray                # the domain as a box (`domain_box`)
+    discrete: np.ndarray  # per feature: integer grid (else real)
+    dlo: np.ndarray  # the domain as a box (`domain_box`)
     dhi: np.ndarray
 
     def __post_init__(self) -> None:
@@ -138,10 +138,26 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
             c_feat[k, d], c_bound[k, d], c_upper[k, d] = f, b, upper
     start = np.cumsum([0] + [len(v) for v in leaf_val])
     offset = ens.margin_view(None)[0]
-    return NormalisedTrees(leaf_lo, leaf_hi, leaf_val, start, c_feat, c_bound, c_upper,
-                           np.concatenate(leaf_val), offset, np.concatenate(nf), np.concatenate(nb),
-                           np.concatenate(nl), np.concatenate(nr), np.array(roots), depth, domain.discrete_mask,
-                           dlo, dhi)
+    return NormalisedTrees(
+        leaf_lo,
+        leaf_hi,
+        leaf_val,
+        start,
+        c_feat,
+        c_bound,
+        c_upper,
+        np.concatenate(leaf_val),
+        offset,
+        np.concatenate(nf),
+        np.concatenate(nb),
+        np.concatenate(nl),
+        np.concatenate(nr),
+        np.array(roots),
+        depth,
+        domain.discrete_mask,
+        dlo,
+        dhi,
+    )
 
 
 def inner_points(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -173,8 +189,9 @@ class PathChecks:
         self.cidx = cidx[nt.ranges.idx]
 
     def __call__(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        sat = np.concatenate([lo[:, self.feat] < self.bound, hi[:, self.feat] > self.bound,
-                              np.ones((len(lo), 1), dtype=bool)], axis=1)
+        sat = np.concatenate(
+            [lo[:, self.feat] < self.bound, hi[:, self.feat] > self.bound, np.ones((len(lo), 1), dtype=bool)], axis=1
+        )
         return sat[:, self.cidx].all(axis=2)
 
 
@@ -202,8 +219,8 @@ class LeafRanges:
         idx = np.zeros((len(sizes), max(1, int(sizes.max(initial=1)))), dtype=np.int64)
         for t, (a, b) in enumerate(itertools.pairwise(start)):
             leaves = a + np.argsort(val[a:b], kind="stable")
-            idx[t, :b - a] = leaves
-            idx[t, b - a:] = leaves[-1]  # padding repeats the largest leaf: never a wrong min or max
+            idx[t, : b - a] = leaves
+            idx[t, b - a :] = leaves[-1]  # padding repeats the largest leaf: never a wrong min or max
         return cls(idx, val[idx])
 
     def subset(self, trees: np.ndarray) -> LeafRanges:
@@ -219,7 +236,7 @@ class LeafRanges:
         """(vmin, vmax) (boxes x trees) of a mask in the dense layout (column k is leaf `idx[k]`)."""
         dense = okp.reshape(len(okp), self.n_trees, self.width)
         if self.width <= 8:  # trees of depth <= 3: one byte per tree, first and last bit by table
-            byte = dense.view(np.uint8) @ _BIT_WEIGHTS[:self.width]
+            byte = dense.view(np.uint8) @ _BIT_WEIGHTS[: self.width]
             first, last = _LOWEST_BIT[byte], _HIGHEST_BIT[byte]
         else:
             first = dense.argmax(axis=2)
@@ -232,7 +249,9 @@ _LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 0 for b in range(256
 _HIGHEST_BIT = np.array([b.bit_length() - 1 if b else 0 for b in range(256)], dtype=np.int64)
 
 
-def split_choice(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def split_choice(
+    nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(feature, boundary) of the first node of `tree` whose boundary cuts each box."""
     node = nt.roots[tree].copy()
     found = np.zeros(len(lo), dtype=bool)
@@ -254,12 +273,12 @@ class Partition:
 
     lo: np.ndarray
     hi: np.ndarray
-    start: np.ndarray      # index of the start box (slice) each box lies in
-    label: np.ndarray      # NEG / POS
+    start: np.ndarray  # index of the start box (slice) each box lies in
+    label: np.ndarray  # NEG / POS
     confident: np.ndarray  # bool
-    tie: np.ndarray        # bool: label/status unknown (margin within tolerance of a threshold, or unexplored)
-    complete: bool         # False if the time limit stopped the enumeration
-    pending_size: float    # size of the unexplored boxes (flagged `tie`) when stopped
+    tie: np.ndarray  # bool: label/status unknown (margin within tolerance of a threshold, or unexplored)
+    complete: bool  # False if the time limit stopped the enumeration
+    pending_size: float  # size of the unexplored boxes (flagged `tie`) when stopped
     early: np.ndarray = None  # bool: already accounted for by the `on_done` callback
     memory_limited: bool = False  # stopped (incomplete) at the box limit of `engines.boxes.frontier`
 
@@ -268,8 +287,17 @@ class Partition:
         return np.prod(self.hi - self.lo, axis=1)
 
 
-def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | None, tol: float,
-              deadline: float = np.inf, chunk: int = 2048, on_boxes=None, on_done=None) -> Partition:
+def partition(
+    nt: NormalisedTrees,
+    lo0: np.ndarray,
+    hi0: np.ndarray,
+    c: float | None,
+    tol: float,
+    deadline: float = np.inf,
+    chunk: int = 2048,
+    on_boxes=None,
+    on_done=None,
+) -> Partition:
     """Split the start boxes until label (and confidence) are constant on every box.
 
     A box is settled as soon as the sum over trees of the reachable leaf range decides the label
@@ -287,7 +315,12 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
     complete, pending = True, 0.0
     while frontier:
         lo, hi, st = frontier.pop()
-        if stop or time.monotonic() > deadline or stop_requested() or over_memory(frontier, stored + lo.nbytes + hi.nbytes, stop):
+        if (
+            stop
+            or time.monotonic() > deadline
+            or stop_requested()
+            or over_memory(frontier, stored + lo.nbytes + hi.nbytes, stop)
+        ):
             # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
@@ -340,11 +373,20 @@ def partition(nt: NormalisedTrees, lo0: np.ndarray, hi0: np.ndarray, c: float | 
         right_lo = lo.copy()
         right_lo[rows, f] = b
         frontier.push(np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi]), np.concatenate([st, st]))
-    cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
+    cat = lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt)
     n = lo0.shape[1]
-    return Partition(cat(out_lo, (0, n), float), cat(out_hi, (0, n), float), cat(out_start, (0,), np.int64),
-                     cat(out_label, (0,), np.int64), cat(out_conf, (0,), bool), cat(out_tie, (0,), bool),
-                     complete, pending, cat(out_early, (0,), bool), bool(stop))
+    return Partition(
+        cat(out_lo, (0, n), float),
+        cat(out_hi, (0, n), float),
+        cat(out_start, (0,), np.int64),
+        cat(out_label, (0,), np.int64),
+        cat(out_conf, (0,), bool),
+        cat(out_tie, (0,), bool),
+        complete,
+        pending,
+        cat(out_early, (0,), bool),
+        bool(stop),
+    )
 
 
 def uniform_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:

@@ -42,10 +42,10 @@ class CellCounts:
     counts: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     stopped: str | None = None
-    lo: np.ndarray | None = None       # the cells of the last prefix kept in memory (other features)
+    lo: np.ndarray | None = None  # the cells of the last prefix kept in memory (other features)
     hi: np.ndarray | None = None
-    kept_trees: int = 0                # how many trees those cells are for
-    free: np.ndarray | None = None     # indices of the features the cells span (all but protected)
+    kept_trees: int = 0  # how many trees those cells are for
+    free: np.ndarray | None = None  # indices of the features the cells span (all but protected)
 
 
 def protected_groups(nt: NormalisedTrees, tree: int, p: int, values: np.ndarray) -> list[int]:
@@ -59,8 +59,9 @@ def protected_groups(nt: NormalisedTrees, tree: int, p: int, values: np.ndarray)
     return [int(values[i]) for i in sorted(first)]
 
 
-def split_tree(nt: NormalisedTrees, tree: int, p: int, v: int, col: np.ndarray, lo: np.ndarray,
-               hi: np.ndarray, tag: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_tree(
+    nt: NormalisedTrees, tree: int, p: int, v: int, col: np.ndarray, lo: np.ndarray, hi: np.ndarray, tag: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the cells [lo, hi) (columns: the non-protected features, `col[f]` the column of feature f)
     along the paths of `tree` with x_p = v; returns the non-empty pieces and, for each, the `tag` of
     the cell it came from."""
@@ -89,10 +90,22 @@ def split_tree(nt: NormalisedTrees, tree: int, p: int, v: int, col: np.ndarray, 
             b_cut[:, j] = bound
             a_right = a[cut].copy()
             a_right[:, j] = bound
-            stack.append((left, np.concatenate([a[go_left], a[cut]]), np.concatenate([b[go_left], b_cut]),
-                          np.concatenate([g[go_left], g[cut]])))
-            stack.append((right, np.concatenate([a[go_right], a_right]), np.concatenate([b[go_right], b[cut]]),
-                          np.concatenate([g[go_right], g[cut]])))
+            stack.append(
+                (
+                    left,
+                    np.concatenate([a[go_left], a[cut]]),
+                    np.concatenate([b[go_left], b_cut]),
+                    np.concatenate([g[go_left], g[cut]]),
+                )
+            )
+            stack.append(
+                (
+                    right,
+                    np.concatenate([a[go_right], a_right]),
+                    np.concatenate([b[go_right], b[cut]]),
+                    np.concatenate([g[go_right], g[cut]]),
+                )
+            )
         else:
             stack.append((left, a[go_left], b[go_left], g[go_left]))
             stack.append((right, a[go_right], b[go_right], g[go_right]))
@@ -133,8 +146,15 @@ def _problem(ens: TreeEnsemble, domain: Domain, protected: str) -> _Problem:
     return _Problem(nt, p, free, col, groups, dtype)
 
 
-def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | None = None,
-                cap: int = 20_000_000, time_limit: float = float("inf"), chunk: int = 250_000) -> CellCounts:
+def count_cells(
+    ens: TreeEnsemble,
+    domain: Domain,
+    protected: str,
+    trees: int | None = None,
+    cap: int = 20_000_000,
+    time_limit: float = float("inf"),
+    chunk: int = 250_000,
+) -> CellCounts:
     """Cells after 1, 2, ..., `trees` trees (default all), breadth first. Stops after the first prefix
     whose count exceeds `cap` (that count is still exact: its cells are counted chunk by chunk, not
     kept) or once `time_limit` seconds have passed at the end of a prefix."""
@@ -146,7 +166,9 @@ def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | 
     for t in range(n_trees):
         keep, total, new_lo, new_hi = True, 0, [], []
         for k in range(0, len(lo), chunk):
-            a, b, _ = pb.split(t, lo[k:k + chunk], hi[k:k + chunk], np.zeros(len(lo[k:k + chunk]), dtype=np.int32))
+            a, b, _ = pb.split(
+                t, lo[k : k + chunk], hi[k : k + chunk], np.zeros(len(lo[k : k + chunk]), dtype=np.int32)
+            )
             total += len(a)
             if keep and total > cap:
                 keep, new_lo, new_hi = False, [], []
@@ -167,8 +189,17 @@ def count_cells(ens: TreeEnsemble, domain: Domain, protected: str, trees: int | 
     return res
 
 
-def sample_deeper(ens: TreeEnsemble, domain: Domain, protected: str, res: CellCounts, trees: int | None = None,
-                  time_limit: float = 60.0, batch: int = 2000, seed: int = 0, chunk: int = 100_000) -> dict:
+def sample_deeper(
+    ens: TreeEnsemble,
+    domain: Domain,
+    protected: str,
+    res: CellCounts,
+    trees: int | None = None,
+    time_limit: float = 60.0,
+    batch: int = 2000,
+    seed: int = 0,
+    chunk: int = 100_000,
+) -> dict:
     """Estimates of the cells after `res.kept_trees` + 1, ..., `trees` trees (default all): cells of the
     kept prefix drawn uniformly without replacement, in batches until `time_limit` seconds have passed
     (at least one batch), each followed exactly to the last tree; the count after t trees is estimated
@@ -183,13 +214,13 @@ def sample_deeper(ens: TreeEnsemble, domain: Domain, protected: str, res: CellCo
 
     def descend(lo, hi, tag, t, acc):
         for k in range(0, len(lo), chunk):
-            a, b, g = pb.split(t, lo[k:k + chunk], hi[k:k + chunk], tag[k:k + chunk])
+            a, b, g = pb.split(t, lo[k : k + chunk], hi[k : k + chunk], tag[k : k + chunk])
             acc[:, t - first] += np.bincount(g, minlength=len(acc))
             if t + 1 < n_trees:
                 descend(a, b, g, t + 1, acc)
 
     for k in range(0, total, batch):
-        pick = order[k:k + batch]
+        pick = order[k : k + batch]
         acc = np.zeros((len(pick), n_trees - first), dtype=np.int64)
         descend(res.lo[pick], res.hi[pick], np.arange(len(pick)), first, acc)
         rows.append(acc)
@@ -198,13 +229,18 @@ def sample_deeper(ens: TreeEnsemble, domain: Domain, protected: str, res: CellCo
     d = np.concatenate(rows).astype(np.float64)
     n = len(d)
     sd = d.std(axis=0, ddof=1) if n > 1 else np.full(d.shape[1], np.inf)
-    return {"trees": list(range(first + 1, n_trees + 1)), "estimate": (total * d.mean(axis=0)).tolist(),
-            "stderr": (total * sd / np.sqrt(n) * np.sqrt(1 - n / total)).tolist(), "sampled": n, "of": total,
-            "from_trees": first, "seconds": time.perf_counter() - t0}
+    return {
+        "trees": list(range(first + 1, n_trees + 1)),
+        "estimate": (total * d.mean(axis=0)).tolist(),
+        "stderr": (total * sd / np.sqrt(n) * np.sqrt(1 - n / total)).tolist(),
+        "sampled": n,
+        "of": total,
+        "from_trees": first,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
-def leaf_tuple_ids(ens: TreeEnsemble, domain: Domain, protected: str, points: np.ndarray,
-                   trees: int) -> np.ndarray:
+def leaf_tuple_ids(ens: TreeEnsemble, domain: Domain, protected: str, points: np.ndarray, trees: int) -> np.ndarray:
     """For grid points of the non-protected features (rows, in domain order without the protected
     column), labels 0, 1, ... equal for two points iff their leaf tuples after `trees` trees are equal.
     The leaves come from the model's own traversal (`leaves`), not from the cells."""

@@ -14,9 +14,9 @@ reaches. The margin m = offset + scale * sum of leaf values is linear in the lea
 Shared features (epsilon 0) share their variables between x and x'; others satisfy
 |x_f - x'_f| <= epsilon_f. For fairness the protected features are one-hot per copy and at least
 one of them differs. x and x' reach different leaves in at least one tree (else the model's sums
-are the same numbers in the same order, and the labels agree exactly). Each direction (x labelled 1 and x' 0, then the reverse) asks for a pair
-whose separation u = min(margin of x beyond its threshold, margin of x' on the other side) is at
-least -tau.
+are the same numbers in the same order, and the labels agree exactly). Each direction (x labelled
+1 and x' 0, then the reverse) asks for a pair whose separation u = min(margin of x beyond its threshold,
+margin of x' on the other side) is at least -tau.
 
 Soundness: the program describes a superset of the real pairs (only boundary points are added),
 so when HiGHS finds no pair with u >= -tau, no pair exists: tau covers the float error of the
@@ -51,7 +51,7 @@ from ...results import Counterexample, Result
 #: HiGHS's feasibility and integrality tolerances are 1e-7 and 1e-6; proofs keep well clear of them.
 SOLVER_TOLERANCE = 1e-5
 MAX_PROTECTED_VALUES = 4096  # one-hot variables per protected feature and copy
-FLOAT32_TOP = 2.0 ** 24  # integers beyond this are not all float32 values
+FLOAT32_TOP = 2.0**24  # integers beyond this are not all float32 values
 #: Programs with more variables are solved in a child process killed at the time limit.
 CHILD_VARIABLES = 20_000
 CHILD_GRACE_S = 1.0
@@ -119,8 +119,13 @@ class _Program:
 
 def _solve(c, a, lo, hi, integrality, lb, ub, time_limit) -> Any:
     with _native_stdout_silenced():
-        return milp(c, constraints=LinearConstraint(a, lo, hi), integrality=integrality, bounds=Bounds(lb, ub),
-                    options={"time_limit": time_limit, "presolve": True})
+        return milp(
+            c,
+            constraints=LinearConstraint(a, lo, hi),
+            integrality=integrality,
+            bounds=Bounds(lb, ub),
+            options={"time_limit": time_limit, "presolve": True},
+        )
 
 
 class _Stopped:
@@ -198,8 +203,9 @@ class _Copy:
 
 
 class _Encoder:
-    def __init__(self, ir: TreeEnsemble, prop: IndividualFairness,
-                 region: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, ir: TreeEnsemble, prop: IndividualFairness, region: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
         self.ir, self.prop = ir, prop
         self.region = region
         self.dom = prop.domain
@@ -417,12 +423,17 @@ def _reads_no_protected(ir: TreeEnsemble, prop: IndividualFairness) -> bool:
     leaves, so their scores are the same numbers summed in the same order."""
     eps = np.asarray(prop.epsilon, dtype=float)
     free = [i for i in range(len(prop.domain)) if i not in prop.protected]
-    return (bool(prop.protected) and not prop.robustness and not np.any(eps[free] > 0)
-            and len(ir.trees_reading(list(prop.protected))) == 0)
+    return (
+        bool(prop.protected)
+        and not prop.robustness
+        and not np.any(eps[free] > 0)
+        and len(ir.trees_reading(list(prop.protected))) == 0
+    )
 
 
-def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, deadline: float,
-            batches: int) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+def _search(
+    ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray, deadline: float, batches: int
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
     """Random pairs, `batches` batches or until `deadline`: x uniform in the region [lo, hi], x'
     another protected value (fairness) and within epsilon of x on the other features; the first
     pair the model confirms (`recheck_pair`), and how many were drawn."""
@@ -455,8 +466,12 @@ def _search(ir: TreeEnsemble, prop: IndividualFairness, lo: np.ndarray, hi: np.n
     return None, drawn
 
 
-def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 10.0,
-                 region: tuple[np.ndarray, np.ndarray] | None = None) -> TreeDecision:
+def decide_trees(
+    ir: TreeEnsemble,
+    prop: IndividualFairness,
+    time_limit: float | None = 10.0,
+    region: tuple[np.ndarray, np.ndarray] | None = None,
+) -> TreeDecision:
     """Is there any counterexample to `prop` on `ir` in the domain (with x inside `region`, a box
     (lo, hi) of inclusive bounds, when given)? See the module docstring.
 
@@ -467,14 +482,23 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     t0 = time.monotonic()
     budget = 60.0 if time_limit is None else float(time_limit)
     if _reads_no_protected(ir, prop):
-        return TreeDecision("fair", elapsed_s=time.monotonic() - t0,
-                            stats={"proof": "no tree reads a protected feature and epsilon is 0"})
+        return TreeDecision(
+            "fair",
+            elapsed_s=time.monotonic() - t0,
+            stats={"proof": "no tree reads a protected feature and epsilon is 0"},
+        )
     lo, hi = (prop.domain.lower, prop.domain.upper) if region is None else region
-    found, drawn = _search(ir, prop, lo, hi, t0 + min(SEARCH_SHARE * budget, SEARCH_S),
-                           SEARCH_BATCHES if region is None else 1)
+    found, drawn = _search(
+        ir, prop, lo, hi, t0 + min(SEARCH_SHARE * budget, SEARCH_S), SEARCH_BATCHES if region is None else 1
+    )
     if found is not None:
-        return TreeDecision("unfair", found[0].tolist(), found[1].tolist(), elapsed_s=time.monotonic() - t0,
-                            stats={"pairs_drawn": drawn, "solves": 0})
+        return TreeDecision(
+            "unfair",
+            found[0].tolist(),
+            found[1].tolist(),
+            elapsed_s=time.monotonic() - t0,
+            stats={"pairs_drawn": drawn, "solves": 0},
+        )
     enc = _Encoder(ir, prop, region)
     stats = {"variables": len(enc.p.lb), "rows": len(enc.p.rows), "solves": 0, "pairs_drawn": drawn}
     proven: dict[str, bool] = {}
@@ -495,15 +519,21 @@ def decide_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
             if res.x is not None:
                 x, xp = enc.points(res.x)
                 if recheck_pair(ir, prop, x, xp):
-                    return TreeDecision("unfair", x.tolist(), xp.tolist(), tau=enc.tau,
-                                        elapsed_s=time.monotonic() - t0, stats=stats)
+                    return TreeDecision(
+                        "unfair", x.tolist(), xp.tolist(), tau=enc.tau, elapsed_s=time.monotonic() - t0, stats=stats
+                    )
                 continue
             reasons.append(f"{name}: {res.message.strip()}")
             break
     if len(proven) == 2 and all(proven.values()):
         return TreeDecision("fair", tau=enc.tau, elapsed_s=time.monotonic() - t0, stats=stats)
-    return TreeDecision("unknown", tau=enc.tau, elapsed_s=time.monotonic() - t0, reason="; ".join(reasons) or
-                        "the solver's pairs are not confirmed by the model", stats=stats)
+    return TreeDecision(
+        "unknown",
+        tau=enc.tau,
+        elapsed_s=time.monotonic() - t0,
+        reason="; ".join(reasons) or "the solver's pairs are not confirmed by the model",
+        stats=stats,
+    )
 
 
 MAX_PARTITIONS = 1_000_000
@@ -523,8 +553,10 @@ def partitions(prop: IndividualFairness, size: int) -> tuple[np.ndarray, np.ndar
             per_feature.append([(f.min, f.max)])
     count = math.prod(len(c) for c in per_feature)
     if count > MAX_PARTITIONS:
-        raise PropertyError(f"partition size {size} cuts the domain into {count:,} partitions (limit "
-                            f"{MAX_PARTITIONS:,}); use a larger partition size")
+        raise PropertyError(
+            f"partition size {size} cuts the domain into {count:,} partitions (limit "
+            f"{MAX_PARTITIONS:,}); use a larger partition size"
+        )
     cells = np.array(list(itertools.product(*per_feature)), dtype=np.float64).reshape(count, len(per_feature), 2)
     return cells[:, :, 0].copy(), cells[:, :, 1].copy()
 
@@ -553,9 +585,16 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=No
             d = decide_trees(ir, prop, left, (lo[k], hi[k]) if options.partition_size is not None else None)
         if d.verdict == "unfair" and d.x is not None and d.x_prime is not None:
             pairs.append(Counterexample(d.x, d.x_prime, *map(float, ir.predict_proba(np.array([d.x, d.x_prime])))))
-        rows.append(dict(id=k, verdict=d.verdict, seconds=time.monotonic() - start, evidence=_evidence(d),
-                         counterexample=pairs[-1].to_dict() if d.verdict == "unfair" else None,
-                         **_bounds_of_cut(prop, lo[k], hi[k])))
+        rows.append(
+            dict(
+                id=k,
+                verdict=d.verdict,
+                seconds=time.monotonic() - start,
+                evidence=_evidence(d),
+                counterexample=pairs[-1].to_dict() if d.verdict == "unfair" else None,
+                **_bounds_of_cut(prop, lo[k], hi[k]),
+            )
+        )
         if progress is not None:
             decided = sum(r["verdict"] != "unknown" for r in rows)
             progress({"partitions": len(rows), "decided": decided, "elapsed_s": time.monotonic() - t0})
@@ -563,23 +602,42 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=No
     verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
     elapsed = time.monotonic() - t0
     left = None if options.time_limit is None else max(options.time_limit - elapsed, 0.5)
-    result = verify_trees(ir, prop, time_limit=left, seed=options.seed,
-                          max_counterexamples=options.max_counterexamples, progress=progress,
-                          confidence=options.confidence)
+    result = verify_trees(
+        ir,
+        prop,
+        time_limit=left,
+        seed=options.seed,
+        max_counterexamples=options.max_counterexamples,
+        progress=progress,
+        confidence=options.confidence,
+    )
     if result.counterexamples:  # re-checked pairs the quantification met decide an undecided question too
         verdict = "unfair"
     if verdict == "fair":  # proven: every confident input is fair
         result.certified, result.falsified, result.undecided = 1.0, 0.0, 0.0
         result.measure_lower = result.measure_upper = 1.0
     result.verdict = verdict
-    result.counterexamples = (pairs + result.counterexamples)[:options.max_counterexamples]
+    result.counterexamples = (pairs + result.counterexamples)[: options.max_counterexamples]
     decided = sum(v != "unknown" for v in verdicts)
-    result.decision = dict(verdict=result.verdict, evidence=("counterexample" if result.verdict == "unfair" else
-                                                            "proof" if result.verdict == "fair" else "budget exhausted"),
-                           regions=len(rows), fair=verdicts.count("fair"), unfair=verdicts.count("unfair"),
-                           unknown=verdicts.count("unknown"), coverage=decided / len(rows),
-                           partition_size=options.partition_size, partitions_per_s=decided / max(elapsed, 1e-9),
-                           decision_s=elapsed, solver="HiGHS (mixed-integer program of the twin query)")
+    result.decision = dict(
+        verdict=result.verdict,
+        evidence=(
+            "counterexample"
+            if result.verdict == "unfair"
+            else "proof"
+            if result.verdict == "fair"
+            else "budget exhausted"
+        ),
+        regions=len(rows),
+        fair=verdicts.count("fair"),
+        unfair=verdicts.count("unfair"),
+        unknown=verdicts.count("unknown"),
+        coverage=decided / len(rows),
+        partition_size=options.partition_size,
+        partitions_per_s=decided / max(elapsed, 1e-9),
+        decision_s=elapsed,
+        solver="HiGHS (mixed-integer program of the twin query)",
+    )
     result.partitions = rows if options.partition_size is not None else None
     result.engine = "tree-complete"
     result.elapsed_s = time.monotonic() - t0

@@ -36,10 +36,26 @@ from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import _in_slice, _SliceBounds, slice_status
 
 
-def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
-                     c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
-                     dhi: np.ndarray, deadline: float, acc: dict, report, chunk: int = 512,
-                     parallel: Parallelism = SERIAL, max_boxes: int | None = None, saving: Saving | None = None):
+def dilated_quantify(
+    ir: TreeEnsemble,
+    nt: NormalisedTrees,
+    prot: list[int],
+    slo: np.ndarray,
+    robustness: bool,
+    c: float | None,
+    kappa: float | None,
+    tol: float,
+    eps: np.ndarray,
+    dlo: np.ndarray,
+    dhi: np.ndarray,
+    deadline: float,
+    acc: dict,
+    report,
+    chunk: int = 512,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    saving: Saving | None = None,
+):
     """Fill `acc` (nonconf, settled, unfair, boxes, examined); return (complete, twin boxes, pieces lo,
     hi, twin, open boxes): the open boxes as a sequence of (lo, hi, open slices) chunks (None when the
     workers held more than this process may gather).
@@ -53,13 +69,24 @@ def dilated_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo
     free[prot] = False
     # the neighbourhood searches run on the workers, maybe other machines: their deadline is on the wall clock
     wall = time.time() + (deadline - time.monotonic()) if np.isfinite(deadline) else math.inf
-    settler = DilatedSettler(ir, nt, prot, slo, robustness, c, kappa, tol, eps, dlo, dhi,
-                             _candidates(nt, eps, free), wall)
+    settler = DilatedSettler(
+        ir, nt, prot, slo, robustness, c, kappa, tol, eps, dlo, dhi, _candidates(nt, eps, free), wall
+    )
 
-    out = refine_into(acc, report, Shard(settler, free, chunk, None, _Pieces(len(dlo))), dlo[None].copy(),
-                      dhi[None].copy(), deadline, parallel, max_boxes, saving)
-    open_parts = (OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices)
-                  if out.open_entries is not None else None)
+    out = refine_into(
+        acc,
+        report,
+        Shard(settler, free, chunk, None, _Pieces(len(dlo))),
+        dlo[None].copy(),
+        dhi[None].copy(),
+        deadline,
+        parallel,
+        max_boxes,
+        saving,
+    )
+    open_parts = (
+        OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices) if out.open_entries is not None else None
+    )
     return (out.complete,) + out.region.result() + (open_parts,)
 
 
@@ -72,9 +99,22 @@ class DilatedSettler:
     the boxes left open with their settled slices. `deadline` (epoch seconds, `time.time`; inf:
     none) cuts the neighbourhood searches: a search cut off leaves its box whole and open."""
 
-    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, robustness: bool,
-                 c: float | None, kappa: float | None, tol: float, eps: np.ndarray, dlo: np.ndarray,
-                 dhi: np.ndarray, candidates: list[np.ndarray], deadline: float = math.inf) -> None:
+    def __init__(
+        self,
+        ir: TreeEnsemble,
+        nt: NormalisedTrees,
+        prot: list[int],
+        slo: np.ndarray,
+        robustness: bool,
+        c: float | None,
+        kappa: float | None,
+        tol: float,
+        eps: np.ndarray,
+        dlo: np.ndarray,
+        dhi: np.ndarray,
+        candidates: list[np.ndarray],
+        deadline: float = math.inf,
+    ) -> None:
         self.ir, self.nt, self.prot, self.slo, self.robustness = ir, nt, prot, slo, robustness
         self.c, self.kappa, self.tol, self.eps, self.dlo, self.dhi = c, kappa, tol, eps, dlo, dhi
         self.cand, self.deadline = candidates, deadline
@@ -137,25 +177,62 @@ class DilatedSettler:
         finest = open_twins & (inside.sum(axis=1) == 0)[:, None]
         recut_f, recut_b = np.zeros(len(lo), dtype=np.int64), np.full(len(lo), np.nan)
         if finest.any():
-            f_fair, f_unfair, recut_f, recut_b = _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi,
-                                                                dlo_b, dhi_b, finest, tol, self.deadline, found,
-                                                                eps, dlo, dhi, clock=time.time)
+            f_fair, f_unfair, recut_f, recut_b = _decide_finest(
+                ir,
+                nt,
+                sb,
+                slo,
+                prot,
+                robustness,
+                label,
+                lo,
+                hi,
+                dlo_b,
+                dhi_b,
+                finest,
+                tol,
+                self.deadline,
+                found,
+                eps,
+                dlo,
+                dhi,
+                clock=time.time,
+            )
             fair |= f_fair
             unfair |= f_unfair
         settled = settled | fair | unfair | nonconf
         done = settled.all(axis=1)
         # per box, the size of its newly settled slices of each kind (the shards add them exactly)
-        step = Step({"nonconf": _terms(size, nonconf), "settled": _terms(size, fair | unfair),
-                     "unfair": _terms(size, unfair)}, int(done.sum()), found.arguments(),
-                    (np.zeros((0, lo.shape[1])), np.zeros((0, lo.shape[1])), np.zeros((0, n_sl), dtype=bool)))
+        step = Step(
+            {"nonconf": _terms(size, nonconf), "settled": _terms(size, fair | unfair), "unfair": _terms(size, unfair)},
+            int(done.sum()),
+            found.arguments(),
+            (np.zeros((0, lo.shape[1])), np.zeros((0, lo.shape[1])), np.zeros((0, n_sl), dtype=bool)),
+        )
         keep = ~done
         if not keep.any():
             return step
         lo, hi, settled = lo[keep], hi[keep], settled[keep]
         label, conf, spread, widest, inside = label[keep], conf[keep], spread[keep], widest[keep], inside[keep]
         f, b = _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside)
-        _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b[keep], dhi_b[keep], dlabel[keep], dwide[keep], settled, label,
-                  conf, spread, f, b)
+        _twin_cut(
+            nt,
+            slo,
+            prot,
+            eps,
+            lo,
+            hi,
+            dlo_b[keep],
+            dhi_b[keep],
+            dlabel[keep],
+            dwide[keep],
+            settled,
+            label,
+            conf,
+            spread,
+            f,
+            b,
+        )
         recut = np.isfinite(recut_b[keep])  # a found cell out of some points' reach (rounding, reals)
         f[recut], b[recut] = recut_f[keep][recut], recut_b[keep][recut]
         rows = np.arange(len(lo))
@@ -164,9 +241,11 @@ class DilatedSettler:
         left_hi[rows, f] = b
         right_lo = lo.copy()
         right_lo[rows, f] = b
-        step.open = (np.concatenate([lo[~cut], lo[cut], right_lo[cut]]),
-                     np.concatenate([hi[~cut], left_hi[cut], hi[cut]]),
-                     np.concatenate([settled[~cut], settled[cut], settled[cut]]))
+        step.open = (
+            np.concatenate([lo[~cut], lo[cut], right_lo[cut]]),
+            np.concatenate([hi[~cut], left_hi[cut], hi[cut]]),
+            np.concatenate([settled[~cut], settled[cut], settled[cut]]),
+        )
         return step
 
 
@@ -245,7 +324,7 @@ def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, 
     """For boxes whose open slices only wait on twins: cut where the neighbourhoods start or stop
     reaching the first cutting node of the widest tree over D(B) in an undecided twin slice."""
     own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
-    twin_open = (dlabel == 0)
+    twin_open = dlabel == 0
     r = np.nonzero(~own_open.any(axis=1) & twin_open.any(axis=1))[0]
     if not len(r):
         return
@@ -259,8 +338,27 @@ def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, 
         r, g, c = r[~ok], g[~ok], c[~ok]
 
 
-def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_b, finest, tol, deadline, out,
-                   eps, dlo, dhi, clock: Callable[[], float] = time.monotonic):
+def _decide_finest(
+    ir,
+    nt,
+    sb,
+    slo,
+    prot,
+    robustness,
+    label,
+    lo,
+    hi,
+    dlo_b,
+    dhi_b,
+    finest,
+    tol,
+    deadline,
+    out,
+    eps,
+    dlo,
+    dhi,
+    clock: Callable[[], float] = time.monotonic,
+):
     """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has a
     point of the other label in D(B) (exact search), else unfair with that point's cell as twin.
 
@@ -279,12 +377,11 @@ def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_
     for v in range(n_sl):
         rows = np.nonzero(finest[:, v])[0]
         side = (label[rows, v] < 0).astype(np.int64)  # label +1 wants -1 (index 0), -1 wants +1
-        for w in ([v] if robustness else [w for w in range(n_sl) if w != v]):
+        for w in [v] if robustness else [w for w in range(n_sl) if w != v]:
             want[rows, w, side] = True
     qr, qw, qs = np.nonzero(want)
     q_lo, q_hi = _in_slice(*_inward(nt, eps, dlo_b[qr], dhi_b[qr], dlo, dhi), slo[qw], prot)
-    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline,
-                                 clock)
+    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline, clock)
     hit_q = np.isfinite(point[:, 0])
     clo, chi = np.full(point.shape, np.nan), np.full(point.shape, np.nan)
     if hit_q.any():
@@ -303,7 +400,7 @@ def _decide_finest(ir, nt, sb, slo, prot, robustness, label, lo, hi, dlo_b, dhi_
         rows = np.nonzero(finest[:, v])[0]
         side = (label[rows, v] < 0).astype(np.int64)
         twins = [v] if robustness else [w for w in range(n_sl) if w != v]
-        f = found[rows][:, twins, :][np.arange(len(rows)), :, side]      # (rows, twins)
+        f = found[rows][:, twins, :][np.arange(len(rows)), :, side]  # (rows, twins)
         u = unknown[rows][:, twins, :][np.arange(len(rows)), :, side]
         hit = f.any(axis=1)
         clear = ~hit & ~u.any(axis=1)
@@ -331,8 +428,8 @@ def _reached(nt, eps, lo, hi, clo, chi, prot):
     and otherwise a cut (feature, position) of the box where its points start or stop
     reaching the cell."""
     slack = np.where(nt.discrete, 0.0, 8 * np.spacing(np.maximum(np.abs(lo), np.abs(hi)) + eps))
-    low = clo > lo + eps + slack    # points near lo do not reach up to the cell
-    high = chi < hi - eps - slack   # points near hi do not reach down to it
+    low = clo > lo + eps + slack  # points near lo do not reach up to the cell
+    high = chi < hi - eps - slack  # points near hi do not reach down to it
     bad = low | high
     bad[:, prot] = False
     ok = ~bad.any(axis=1)
@@ -345,10 +442,18 @@ def _reached(nt, eps, lo, hi, clo, chi, prot):
     return ok, f, b
 
 
-def find_label(ir: TreeEnsemble, nt: NormalisedTrees, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray,
-               slices: np.ndarray, want: np.ndarray, tol: float,
-               deadline: float = np.inf, clock: Callable[[], float] = time.monotonic
-               ) -> tuple[np.ndarray, np.ndarray]:
+def find_label(
+    ir: TreeEnsemble,
+    nt: NormalisedTrees,
+    sb: _SliceBounds,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    slices: np.ndarray,
+    want: np.ndarray,
+    tol: float,
+    deadline: float = np.inf,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[np.ndarray, np.ndarray]:
     """A point of label `want` (+1/-1) in each box (in its slice), or a row of NaN if none, and
     whether each query was answered before the deadline (on `clock`). Boxes are cut at the widest tree's node
     until their bounds decide; single cells are decided by the model."""
@@ -442,9 +547,14 @@ class _Pieces:
                 raise ValueError("not four arrays of pieces")
             boxes = [unpack(a, "f8", self.width) for a in arrays]
         except (KeyError, TypeError, ValueError) as exc:
-            raise PropertyError(f"checkpoint: its unfair pieces are incomplete or malformed ({str(exc)[:80]})") from None
-        if not (all(b.shape == boxes[0].shape for b in boxes) and all(np.all(b >= dlo) and np.all(b <= dhi) for b in boxes)
-                and all(np.all(a <= b) for a, b in (boxes[:2], boxes[2:]))):
+            raise PropertyError(
+                f"checkpoint: its unfair pieces are incomplete or malformed ({str(exc)[:80]})"
+            ) from None
+        if not (
+            all(b.shape == boxes[0].shape for b in boxes)
+            and all(np.all(b >= dlo) and np.all(b <= dhi) for b in boxes)
+            and all(np.all(a <= b) for a, b in (boxes[:2], boxes[2:]))
+        ):
             raise PropertyError("checkpoint: its unfair pieces do not fit this domain")
         saved = _Pieces(self.width)
         saved.add(*boxes)
@@ -469,6 +579,15 @@ class _Pieces:
             order = np.lexsort(np.hstack([plo, phi]).T[::-1])
             plo, phi, tlo, thi = plo[order], phi[order], tlo[order], thi[order]
         m = len(tlo)
-        part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
-                         np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
+        part = Partition(
+            tlo,
+            thi,
+            np.zeros(m, np.int64),
+            np.zeros(m, np.int64),
+            np.zeros(m, bool),
+            np.zeros(m, bool),
+            True,
+            0.0,
+            np.zeros(m, bool),
+        )
         return part, plo, phi, np.arange(m)

@@ -24,11 +24,26 @@ from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
 from .unfair import UnfairBoxes
 
 
-def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
-                   kappa: float | None,
-                   tol: float, dlo: np.ndarray, dhi: np.ndarray, deadline: float, acc: dict,
-                   report, chunk: int = 4096, parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-                   keep: int | None = None, split: str = DEFAULT_SPLIT, saving: Saving | None = None) -> tuple:
+def joint_quantify(
+    ir: TreeEnsemble,
+    nt: NormalisedTrees,
+    prot: list[int],
+    slo: np.ndarray,
+    c: float | None,
+    kappa: float | None,
+    tol: float,
+    dlo: np.ndarray,
+    dhi: np.ndarray,
+    deadline: float,
+    acc: dict,
+    report,
+    chunk: int = 4096,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    keep: int | None = None,
+    split: str = DEFAULT_SPLIT,
+    saving: Saving | None = None,
+) -> tuple:
     """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
     the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
     a sequence of (lo, hi, None) chunks, undecided in every slice (None when the workers held more
@@ -47,8 +62,17 @@ def joint_quantify(ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: 
     region = UnfairBoxes(codec, free, slo, prot, nt.discrete, keep)
     settler = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
 
-    out = refine_into(acc, report, Shard(settler, free, chunk, codec, region), dlo[None].copy(), dhi[None].copy(),
-                      deadline, parallel, max_boxes, saving)
+    out = refine_into(
+        acc,
+        report,
+        Shard(settler, free, chunk, codec, region),
+        dlo[None].copy(),
+        dhi[None].copy(),
+        deadline,
+        parallel,
+        max_boxes,
+        saving,
+    )
     open_parts = OpenParts(codec, out.open_entries).map(_all_open) if out.open_entries is not None else None
     return out.complete, out.region, open_parts
 
@@ -61,8 +85,18 @@ def _all_open(chunk: tuple) -> tuple:
 class JointSettler:
     """The work on one chunk of boxes, runnable in a worker process (it holds the model once)."""
 
-    def __init__(self, ir: TreeEnsemble, nt: NormalisedTrees, prot: list[int], slo: np.ndarray, c: float | None,
-                 kappa: float | None, tol: float, free: np.ndarray, split: str = DEFAULT_SPLIT) -> None:
+    def __init__(
+        self,
+        ir: TreeEnsemble,
+        nt: NormalisedTrees,
+        prot: list[int],
+        slo: np.ndarray,
+        c: float | None,
+        kappa: float | None,
+        tol: float,
+        free: np.ndarray,
+        split: str = DEFAULT_SPLIT,
+    ) -> None:
         self.ir, self.nt, self.prot, self.slo = ir, nt, prot, slo
         self.c, self.kappa, self.tol, self.free, self.split = c, kappa, tol, free, split
         self._sb: _SliceBounds | None = None
@@ -75,8 +109,9 @@ class JointSettler:
         if self._sb is None:
             self._sb = _SliceBounds(self.nt, self.prot, self.slo)
         ir, nt, prot, slo, free = self.ir, self.nt, self.prot, self.slo, self.free
-        label, conf, spread_sum, widest = slice_status(ir, nt, self._sb, slo, prot, lo, hi, self.c, self.kappa,
-                                                       self.tol)
+        label, conf, spread_sum, widest = slice_status(
+            ir, nt, self._sb, slo, prot, lo, hi, self.c, self.kappa, self.tol
+        )
         has_pos = (label == 1).any(axis=1)
         has_neg = (label == -1).any(axis=1)
         unknown = (label == 0).sum(axis=1)
@@ -88,15 +123,28 @@ class JointSettler:
         width = lo.shape[1]
         # per settled box, the size of its slices of each kind (the shards add them exactly)
         size = np.prod(np.where(free, hi[done] - lo[done], 1.0), axis=1)
-        out = Step({"nonconf": size * (conf[done] == -1).sum(axis=1), "settled": size * (conf[done] == 1).sum(axis=1),
-                    "unfair": size * unfair_v[done].sum(axis=1)}, int(done.sum()), (),
-                    (np.zeros((0, width)), np.zeros((0, width))))
+        out = Step(
+            {
+                "nonconf": size * (conf[done] == -1).sum(axis=1),
+                "settled": size * (conf[done] == 1).sum(axis=1),
+                "unfair": size * unfair_v[done].sum(axis=1),
+            },
+            int(done.sum()),
+            (),
+            (np.zeros((0, width)), np.zeros((0, width))),
+        )
         rows = np.nonzero(unfair_v[done].any(axis=1))[0]
         if len(rows):
             # twin of an unfair slice: the first slice whose label is decided opposite
             lab = label[done][rows]
-            out.found = (lo[done][rows], hi[done][rows], unfair_v[done][rows], lab == 1,
-                         np.argmax(lab == -1, axis=1), np.argmax(lab == 1, axis=1))
+            out.found = (
+                lo[done][rows],
+                hi[done][rows],
+                unfair_v[done][rows],
+                lab == 1,
+                np.argmax(lab == -1, axis=1),
+                np.argmax(lab == 1, axis=1),
+            )
         keep = ~done
         if not keep.any():
             return out
@@ -138,8 +186,9 @@ def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
         if c is None:
             conf[:, v] = 1
         else:
-            conf[:, v] = np.where((mlo > c + tol) | (mhi < -c - tol), 1,
-                                  np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0))
+            conf[:, v] = np.where(
+                (mlo > c + tol) | (mhi < -c - tol), 1, np.where((mlo > -c + tol) & (mhi < c - tol), -1, 0)
+            )
         width = vmax - vmin
         spread[:, v] = width.sum(axis=1)
         widest[:, v] = np.argmax(width, axis=1)
@@ -158,7 +207,6 @@ def _in_slice(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, prot: list[int]) ->
     lo[:, prot] = sv
     hi[:, prot] = sv + 1.0
     return lo, hi
-
 
 
 class _SliceBounds:

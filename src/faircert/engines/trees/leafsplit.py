@@ -45,7 +45,9 @@ class LeafSplitter:
             groups = np.unique(prot_ok[:, a:b], axis=0)
             self.trees.append([(llo[g], lhi[g]) for g in groups if g.any()])
 
-    def split(self, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def split(
+        self, lo: np.ndarray, hi: np.ndarray, tree: np.ndarray, free: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The non-empty pieces of each box [lo, hi) along the leaves of its `tree`."""
         out_lo, out_hi = [], []
         for t in np.unique(tree):

@@ -40,8 +40,10 @@ from .joint import _in_slice, _SliceBounds
 
 EVAL_CHUNK = 16384  # samples per step with epsilon 0
 SEARCH_CHUNK = 256  # samples per step with epsilon > 0
-METHOD = ("stratified: settled boxes exact, uniform samples over the open boxes classified exactly on the "
-          "model, Wilson intervals")
+METHOD = (
+    "stratified: settled boxes exact, uniform samples over the open boxes classified exactly on the "
+    "model, Wilson intervals"
+)
 
 
 class OpenBoxes:
@@ -76,8 +78,9 @@ class OpenBoxes:
             self.n_open = np.broadcast_to(np.int64(n_sl), self.box_size.shape)
             self.all_open = True
         else:
-            self.open_slices = np.concatenate([np.ones((len(p[0]), n_sl), dtype=bool) if o is None else o
-                                               for p, o in zip(self.parts, open_slices)])
+            self.open_slices = np.concatenate(
+                [np.ones((len(p[0]), n_sl), dtype=bool) if o is None else o for p, o in zip(self.parts, open_slices)]
+            )
             self.n_open = self.open_slices.sum(axis=1)
             self.all_open = bool(self.open_slices.all())
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
@@ -122,12 +125,13 @@ def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk
     for s in range(0, m, chunk):  # draws s..e-1 belong to rows a..b
         e = min(m, s + chunk)
         a, b = np.searchsorted(ends, [s, e - 1], side="right")
-        within = np.minimum(ends[a:b + 1], e) - np.maximum(starts[a:b + 1], s)
+        within = np.minimum(ends[a : b + 1], e) - np.maximum(starts[a : b + 1], s)
         yield np.repeat(np.arange(a, b + 1), within)
 
 
-def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: float, seed: int = 0,
-                          max_samples: int = 200_000) -> StatisticalEstimate | None:
+def estimate_unfair_share(
+    ir: TreeEnsemble, q, confidence: float, budget_s: float, seed: int = 0, max_samples: int = 200_000
+) -> StatisticalEstimate | None:
     """Estimate of 1 - M (the unfair share of X_kappa) from quantification `q`; None if nothing is open.
 
     Samples are drawn in chunks until the time budget is spent (at least one chunk; with epsilon 0,
@@ -170,12 +174,21 @@ def estimate_unfair_share(ir: TreeEnsemble, q, confidence: float, budget_s: floa
 
     m_lo, m_hi = q.bounds
     lo_s, hi_s = 1.0 - m_hi, 1.0 - m_lo  # the sound range of the unfair share
-    clip = (lambda v: float(min(hi_s, max(lo_s, v))))
+    clip = lambda v: float(min(hi_s, max(lo_s, v)))
     # the share grows with p_unfair and falls with p_confident; p_unfair <= p_confident always
-    return StatisticalEstimate(unfair=clip(share(pu, max(pc, pu))), ci_low=clip(share(pu_lo, pc_hi)),
-                               ci_high=clip(share(pu_hi, max(pc_lo, pu_hi))), confidence=confidence, samples=n,
-                               method=METHOD + (f"; {n_unknown} samples whose neighbourhood search ran out of "
-                                                "time count as either verdict" if n_unknown else ""))
+    return StatisticalEstimate(
+        unfair=clip(share(pu, max(pc, pu))),
+        ci_low=clip(share(pu_lo, pc_hi)),
+        ci_high=clip(share(pu_hi, max(pc_lo, pu_hi))),
+        confidence=confidence,
+        samples=n,
+        method=METHOD
+        + (
+            f"; {n_unknown} samples whose neighbourhood search ran out of time count as either verdict"
+            if n_unknown
+            else ""
+        ),
+    )
 
 
 def measured(q) -> np.ndarray:
@@ -190,6 +203,7 @@ def points_in(u: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, d
     """The points of boxes lo[rows], hi[rows] at uniforms u (as `uniform_points` from the same u)."""
     if compiled.available():  # no gather of the boxes' rows: millions of them in testing mode
         from ..sampling.compiled import points_in_boxes
+
         return points_in_boxes(u, rows, lo, hi, discrete)
     return _scaled(u, lo[rows], hi[rows], discrete)
 
@@ -215,7 +229,7 @@ class Verdicts:
         # (margin units): the rounding of the base, the leaves and every partial sum, each at most
         # |base| + the trees' largest |leaf| values, at half an ulp of float32 (running sum) or
         # float64, doubled for the sum here
-        unit = (2.0 ** -23 if ir.sum_float32 else 2.0 ** -51) * (len(ir.trees) + 2)
+        unit = (2.0**-23 if ir.sum_float32 else 2.0**-51) * (len(ir.trees) + 2)
         magnitude = abs(ir.base_score) + sum(float(np.abs(t.value).max()) for t in ir.trees)
         self.slack = unit * ir.scale * magnitude
 
@@ -250,6 +264,7 @@ class Verdicts:
         """The same verdicts from every protected combination's score, each summed exactly as the
         framework sums (compiled: no float64 pre-check needed)."""
         from ...models import trees_compiled
+
         ir, q, prot = self.ir, self.q, self.prot
         scores = trees_compiled.slice_scores(ir, x, slice_of, prot, q.slices[:, prot], self.reading)
         label, conf = ir.label_and_confident(scores[np.arange(len(x)), slice_of], q.kappa)

@@ -31,7 +31,7 @@ from ...results import Counterexample, Result
 
 #: Largest stretched grid of one feature: its integers are exact in float32 (models that round
 #: their inputs to float32 read them unchanged).
-MAX_STRETCH = 2 ** 24
+MAX_STRETCH = 2**24
 
 
 @dataclass
@@ -64,12 +64,15 @@ def stretched(ir: TreeEnsemble, prop: IndividualFairness) -> tuple[TreeEnsemble,
     """The ensemble and property over the stretched grids of `prop.population` (see the module docstring)."""
     eps = np.asarray(prop.epsilon, dtype=np.float64)
     if np.any(eps[prop.free] > 0):
-        raise PropertyError("tree ensembles under a population are answered with epsilon 0 (a twin within epsilon "
-                            "is not a ball under the data's measure); use the uniform domain or the per-row audit "
-                            "for epsilon")
+        raise PropertyError(
+            "tree ensembles under a population are answered with epsilon 0 (a twin within epsilon "
+            "is not a ball under the data's measure); use the uniform domain or the per-row audit "
+            "for epsilon"
+        )
     if prop.kappa is not None:  # X_kappa depends on x's own protected value, which stays uniform here
-        raise PropertyError("tree ensembles under a population are answered without kappa; use the uniform "
-                            "domain for kappa")
+        raise PropertyError(
+            "tree ensembles under a population are answered without kappa; use the uniform domain for kappa"
+        )
     pop = prop.population
     features = list(prop.domain.features)
     values, ends = [], []
@@ -77,8 +80,10 @@ def stretched(ir: TreeEnsemble, prop: IndividualFairness) -> tuple[TreeEnsemble,
         counts = np.asarray(pop.counts[j], dtype=np.int64)
         end = np.cumsum(counts // np.gcd.reduce(counts))
         if end[-1] > MAX_STRETCH:
-            raise PropertyError(f"feature {features[j].name!r}: its marginal needs a grid of {int(end[-1]):,} points; "
-                                f"at most {MAX_STRETCH:,} (sample fewer rows for the population)")
+            raise PropertyError(
+                f"feature {features[j].name!r}: its marginal needs a grid of {int(end[-1]):,} points; "
+                f"at most {MAX_STRETCH:,} (sample fewer rows for the population)"
+            )
         values.append(np.asarray(pop.values[j], dtype=np.float64))
         ends.append(end)
         features[j] = Feature(features[j].name, "integer", 0, int(end[-1]) - 1, features[j].protected)
@@ -103,8 +108,9 @@ def _rechecked(ir: TreeEnsemble, prop: IndividualFairness, x: np.ndarray, xp: np
     return same & confident & (label != ir.predict(xp))
 
 
-def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any,
-           progress: Callable[[dict], None] | None = None) -> Result:
+def answer(
+    ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
+) -> Result:
     """Registry entry point: P[x has an unfair twin] for x drawn from the data's independent
     marginals, with the bounds, estimate and counterexamples of the uniform engine on the
     stretched grids."""
@@ -119,8 +125,10 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any,
         ok = _rechecked(ir, prop, x, xp)
         result.stats["rejected_counterexamples"] = result.stats.get("rejected_counterexamples", 0) + int((~ok).sum())
         x, xp = x[ok], xp[ok]
-        result.counterexamples = [Counterexample(a.tolist(), b.tolist(), float(o), float(p)) for a, b, o, p in
-                                  zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))]
+        result.counterexamples = [
+            Counterexample(a.tolist(), b.tolist(), float(o), float(p))
+            for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))
+        ]
         if not result.counterexamples and result.verdict == "unfair":
             result.verdict = "unknown"
     grid = result.domain_size  # sizes on the stretched grid become probabilities

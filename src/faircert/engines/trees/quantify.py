@@ -62,15 +62,15 @@ class Quantification:
     """Everything the engine established: sizes, bounds, and the unfair region as disjoint boxes."""
 
     total: float
-    nonconf: float            # size proven not confident
-    conf_settled: float       # size of confident boxes whose unfair part is known
-    unfair: float             # proven unfair size
+    nonconf: float  # size proven not confident
+    conf_settled: float  # size of confident boxes whose unfair part is known
+    unfair: float  # proven unfair size
     unfair_upper_extra: float  # unfair size that only near-tie twins could cause (0 without ties)
     complete: bool
     part: Partition
-    piece_lo: np.ndarray      # unfair region, full input space
+    piece_lo: np.ndarray  # unfair region, full input space
     piece_hi: np.ndarray
-    piece_twin: np.ndarray    # index (into part) of a twin box for every point of the piece
+    piece_twin: np.ndarray  # index (into part) of a twin box for every point of the piece
     eps: np.ndarray
     discrete: np.ndarray
     protected: tuple[int, ...]
@@ -106,10 +106,20 @@ class Quantification:
             return self
         plo, phi, tlo, thi = self.unfair_boxes.pieces_as_boxes()
         m = len(tlo)
-        part = Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
-                         np.zeros(m, bool), True, 0.0, np.zeros(m, bool))
-        return dataclasses.replace(self, part=part, piece_lo=plo, piece_hi=phi, piece_twin=np.arange(m),
-                                   unfair_boxes=None)
+        part = Partition(
+            tlo,
+            thi,
+            np.zeros(m, np.int64),
+            np.zeros(m, np.int64),
+            np.zeros(m, bool),
+            np.zeros(m, bool),
+            True,
+            0.0,
+            np.zeros(m, bool),
+        )
+        return dataclasses.replace(
+            self, part=part, piece_lo=plo, piece_hi=phi, piece_twin=np.arange(m), unfair_boxes=None
+        )
 
     def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The open boxes as arrays (lo, hi, open slices: boxes x slices)."""
@@ -152,8 +162,10 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
     ranges = [np.arange(lo[i], hi[i]) for i in prop.protected]
     count = int(np.prod([len(r) for r in ranges]))
     if count > MAX_SLICES:
-        raise PropertyError(f"the protected features have {count} value combinations; at most {MAX_SLICES} "
-                            "are supported (protect fewer features or narrow their domains)")
+        raise PropertyError(
+            f"the protected features have {count} value combinations; at most {MAX_SLICES} "
+            "are supported (protect fewer features or narrow their domains)"
+        )
     combos = np.array(list(itertools.product(*ranges)), dtype=np.float64)
     slo = np.repeat(lo[None], len(combos), axis=0)
     shi = np.repeat(hi[None], len(combos), axis=0)
@@ -163,8 +175,9 @@ def _slices(prop: IndividualFairness, lo: np.ndarray, hi: np.ndarray) -> tuple[n
     return slo, shi
 
 
-def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndarray,
-             count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _regions(
+    nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndarray, count: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Split the domain into about `count` boxes, most complex first (most split cells), at the
     median boundary of the feature with most boundaries inside, only along measured features wide
     enough that a region's epsilon-margin stays small."""
@@ -200,11 +213,20 @@ def _regions(nt, lo: np.ndarray, hi: np.ndarray, ydims: np.ndarray, eps: np.ndar
 REGIONS_SHARE = 1 / 3  # of the time limit, for the region path before the refinement (method "auto")
 
 
-def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = None,
-             progress: Callable[[dict], None] | None = None, regions: int = 1,
-             method: str = "auto", parallel: Parallelism = SERIAL, max_boxes: int | None = None,
-             keep_pieces: int | None = None, split: str = DEFAULT_SPLIT, checkpoint: Any = None,
-             resume: bool = False) -> Quantification:
+def quantify(
+    ir: TreeEnsemble,
+    prop: IndividualFairness,
+    time_limit: float | None = None,
+    progress: Callable[[dict], None] | None = None,
+    regions: int = 1,
+    method: str = "auto",
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    keep_pieces: int | None = None,
+    split: str = DEFAULT_SPLIT,
+    checkpoint: Any = None,
+    resume: bool = False,
+) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
@@ -229,14 +251,40 @@ def quantify(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | Non
     nt = normalise(ir, prop.domain)
     if time_limit:  # normalising a large ensemble takes seconds of the same budget
         time_limit = max(time_limit - (time.monotonic() - t0), 0.1 * time_limit)
-    q = _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes, keep_pieces,
-                  check_split(split), checkpoint, resume)
+    q = _quantify(
+        ir,
+        nt,
+        prop,
+        time_limit,
+        progress,
+        regions,
+        method,
+        parallel,
+        max_boxes,
+        keep_pieces,
+        check_split(split),
+        checkpoint,
+        resume,
+    )
     q.nt = nt
     return q
 
 
-def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max_boxes,
-              keep_pieces=None, split=DEFAULT_SPLIT, checkpoint=None, resume=False) -> Quantification:
+def _quantify(
+    ir,
+    nt,
+    prop,
+    time_limit,
+    progress,
+    regions,
+    method,
+    parallel,
+    max_boxes,
+    keep_pieces=None,
+    split=DEFAULT_SPLIT,
+    checkpoint=None,
+    resume=False,
+) -> Quantification:
     t0 = time.monotonic()
     deadline = t0 + time_limit if time_limit else np.inf
     domain = prop.domain
@@ -247,9 +295,27 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
     total = float(np.prod(dhi - dlo))
     ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
     if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
-        return _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, _acc(),
-                               _reporter(progress, total, t0), t0, parallel, max_boxes, keep_pieces, split,
-                               saving_for(checkpoint, resume, "joint", split))
+        return _quantify_joint(
+            ir,
+            nt,
+            prop,
+            c,
+            tol,
+            dlo,
+            dhi,
+            eps,
+            discrete,
+            total,
+            deadline,
+            _acc(),
+            _reporter(progress, total, t0),
+            t0,
+            parallel,
+            max_boxes,
+            keep_pieces,
+            split,
+            saving_for(checkpoint, resume, "joint", split),
+        )
     args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
     saving = saving_for(checkpoint, resume, "dilated")
     resumed = saving is not None and saving.state is not None
@@ -257,8 +323,15 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
         if resumed:  # the region path of "auto" ended before this state was written
             known = known_bounds(saving)
         elif method == "auto":
-            first = _quantify_regions(*args, ydims, min(deadline, t0 + REGIONS_SHARE * time_limit), _acc(),
-                                      _reporter(progress, total, t0), t0, regions)
+            first = _quantify_regions(
+                *args,
+                ydims,
+                min(deadline, t0 + REGIONS_SHARE * time_limit),
+                _acc(),
+                _reporter(progress, total, t0),
+                t0,
+                regions,
+            )
             if first.complete:
                 return first
             known = first.bounds
@@ -266,20 +339,31 @@ def _quantify(ir, nt, prop, time_limit, progress, regions, method, parallel, max
             known = (0.0, 1.0)
         if saving is not None:
             saving.header["known"] = list(known)
-        q = _quantify_dilated(*args, deadline, _acc(), _reporter(progress, total, t0, known), t0, parallel,
-                              max_boxes, saving)
+        q = _quantify_dilated(
+            *args, deadline, _acc(), _reporter(progress, total, t0, known), t0, parallel, max_boxes, saving
+        )
         q.known = known
         return q
     return _quantify_regions(*args, ydims, deadline, _acc(), _reporter(progress, total, t0), t0, regions)
 
 
 def _acc() -> dict:
-    return {"nonconf": 0.0, "settled": 0.0, "unfair": 0.0, "extra": 0.0, "kd": 0, "terms": 0, "boxes": 0,
-            "tie_size": 0.0, "early_pieces": []}
+    return {
+        "nonconf": 0.0,
+        "settled": 0.0,
+        "unfair": 0.0,
+        "extra": 0.0,
+        "kd": 0,
+        "terms": 0,
+        "boxes": 0,
+        "tie_size": 0.0,
+        "early_pieces": [],
+    }
 
 
-def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydims, deadline, acc, report, t0,
-                      regions) -> Quantification:
+def _quantify_regions(
+    ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydims, deadline, acc, report, t0, regions
+) -> Quantification:
     """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
 
     Each finished region adds its confident size to `conf_settled` and its non-confident size to
@@ -299,8 +383,9 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
         part = _resolve_ties(ir, nt, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
         n_twins = len(twins)
         # an unfinished partition adds nothing more than what `early` counted as it went
-        done = part.complete and _measure_region(prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo,
-                                                 pieces_hi, twins)
+        done = part.complete and _measure_region(
+            prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo, pieces_hi, twins
+        )
         if not part.complete:
             acc["boxes"] += len(part.lo)
         complete &= done and not part.tie.any()
@@ -308,8 +393,18 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
         used = np.unique(np.concatenate(twins[n_twins:])) if len(twins) > n_twins else np.zeros(0, np.int64)
         for k in range(n_twins, len(twins)):
             twins[k] = offset + np.searchsorted(used, twins[k])
-        parts.append(Partition(part.lo[used], part.hi[used], part.start[used], part.label[used],
-                               part.confident[used], part.tie[used], part.complete, 0.0))
+        parts.append(
+            Partition(
+                part.lo[used],
+                part.hi[used],
+                part.start[used],
+                part.label[used],
+                part.confident[used],
+                part.tie[used],
+                part.complete,
+                0.0,
+            )
+        )
         offset += len(used)
         report(acc)
         if part.memory_limited:
@@ -322,64 +417,214 @@ def _quantify_regions(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydim
         pieces_hi.append(phi)
         twins.append(offset + np.arange(len(tlo)))
         m = len(tlo)
-        parts.append(Partition(tlo, thi, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, bool),
-                               np.zeros(m, bool), True, 0.0, np.zeros(m, bool)))
-    cat = (lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt))
-    part = Partition(cat([p.lo for p in parts], (0, n), float), cat([p.hi for p in parts], (0, n), float),
-                     cat([p.start for p in parts], (0,), np.int64), cat([p.label for p in parts], (0,), np.int64),
-                     cat([p.confident for p in parts], (0,), bool), cat([p.tie for p in parts], (0,), bool),
-                     complete, 0.0)
-    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], acc["extra"], complete, part,
-                       cat(pieces_lo, (0, n), float), cat(pieces_hi, (0, n), float), cat(twins, (0,), np.int64),
-                       eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0)
+        parts.append(
+            Partition(
+                tlo,
+                thi,
+                np.zeros(m, np.int64),
+                np.zeros(m, np.int64),
+                np.zeros(m, bool),
+                np.zeros(m, bool),
+                True,
+                0.0,
+                np.zeros(m, bool),
+            )
+        )
+    cat = lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt)
+    part = Partition(
+        cat([p.lo for p in parts], (0, n), float),
+        cat([p.hi for p in parts], (0, n), float),
+        cat([p.start for p in parts], (0,), np.int64),
+        cat([p.label for p in parts], (0,), np.int64),
+        cat([p.confident for p in parts], (0,), bool),
+        cat([p.tie for p in parts], (0,), bool),
+        complete,
+        0.0,
+    )
+    q = Quantification(
+        total,
+        acc["nonconf"],
+        acc["settled"],
+        acc["unfair"],
+        acc["extra"],
+        complete,
+        part,
+        cat(pieces_lo, (0, n), float),
+        cat(pieces_hi, (0, n), float),
+        cat(twins, (0,), np.int64),
+        eps,
+        discrete,
+        tuple(prop.protected),
+        prop.robustness,
+        prop.kappa,
+        time.monotonic() - t0,
+    )
     q.slices = _slices(prop, dlo, dhi)[0]
-    q.stats = {"slices": len(q.slices), "boxes": int(acc["boxes"]),
-               "pieces": len(q.piece_lo), "regions": len(parts), "kd_nodes": int(acc["kd"]),
-               "terms": int(acc["terms"]), "near_tie_size": float(acc["tie_size"]),
-               "memory_limited": bool(acc.get("memory_limited", False))}
+    q.stats = {
+        "slices": len(q.slices),
+        "boxes": int(acc["boxes"]),
+        "pieces": len(q.piece_lo),
+        "regions": len(parts),
+        "kd_nodes": int(acc["kd"]),
+        "terms": int(acc["terms"]),
+        "near_tie_size": float(acc["tie_size"]),
+        "memory_limited": bool(acc.get("memory_limited", False)),
+    }
     if not complete:  # no record of which boxes are settled: the estimate samples the whole space
         q.open_parts = [(dlo[None].copy(), dhi[None].copy(), None)]
         q.open_settled = (0.0, 0.0)
     return q
 
 
-def _quantify_joint(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0, parallel,
-                    max_boxes, keep_pieces, split=DEFAULT_SPLIT, saving=None) -> Quantification:
+def _quantify_joint(
+    ir,
+    nt,
+    prop,
+    c,
+    tol,
+    dlo,
+    dhi,
+    eps,
+    discrete,
+    total,
+    deadline,
+    acc,
+    report,
+    t0,
+    parallel,
+    max_boxes,
+    keep_pieces,
+    split=DEFAULT_SPLIT,
+    saving=None,
+) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
     slo, _ = _slices(prop, dlo, dhi)
-    complete, region, open_parts = joint_quantify(ir, nt, list(prop.protected), slo, c, prop.kappa, tol, dlo, dhi,
-                                                  deadline, acc, report, parallel=parallel, max_boxes=max_boxes,
-                                                  keep=keep_pieces, split=split, saving=saving)
+    complete, region, open_parts = joint_quantify(
+        ir,
+        nt,
+        list(prop.protected),
+        slo,
+        c,
+        prop.kappa,
+        tol,
+        dlo,
+        dhi,
+        deadline,
+        acc,
+        report,
+        parallel=parallel,
+        max_boxes=max_boxes,
+        keep=keep_pieces,
+        split=split,
+        saving=saving,
+    )
     n = len(dlo)
-    none = Partition(np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                     np.zeros(0, bool), np.zeros(0, bool), True, 0.0, np.zeros(0, bool))
-    q = _refined((complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts), prop,
-                 total, eps, discrete, slo, acc, t0)
+    none = Partition(
+        np.zeros((0, n)),
+        np.zeros((0, n)),
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(0, bool),
+        np.zeros(0, bool),
+        True,
+        0.0,
+        np.zeros(0, bool),
+    )
+    q = _refined(
+        (complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts),
+        prop,
+        total,
+        eps,
+        discrete,
+        slo,
+        acc,
+        t0,
+    )
     q.unfair_boxes = region
     q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes)
     return q
 
 
-def _quantify_dilated(ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, deadline, acc, report, t0,
-                      parallel=SERIAL, max_boxes=None, saving=None) -> Quantification:
+def _quantify_dilated(
+    ir,
+    nt,
+    prop,
+    c,
+    tol,
+    dlo,
+    dhi,
+    eps,
+    discrete,
+    total,
+    deadline,
+    acc,
+    report,
+    t0,
+    parallel=SERIAL,
+    max_boxes=None,
+    saving=None,
+) -> Quantification:
     """Epsilon > 0 or robustness: one box refinement (`dilated`), run as `parallel` says."""
     prot = [] if prop.robustness else list(prop.protected)
     slo, _ = _slices(prop, dlo, dhi)
-    found = dilated_quantify(ir, nt, prot, slo, prop.robustness, c, prop.kappa, tol, eps, dlo, dhi, deadline,
-                             acc, report, parallel=parallel, max_boxes=max_boxes, saving=saving)
+    found = dilated_quantify(
+        ir,
+        nt,
+        prot,
+        slo,
+        prop.robustness,
+        c,
+        prop.kappa,
+        tol,
+        eps,
+        dlo,
+        dhi,
+        deadline,
+        acc,
+        report,
+        parallel=parallel,
+        max_boxes=max_boxes,
+        saving=saving,
+    )
     return _refined(found, prop, total, eps, discrete, slo, acc, t0)
 
 
 def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
     """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins, open boxes)."""
     complete, part, plo, phi, twin, open_parts = found
-    q = Quantification(total, acc["nonconf"], acc["settled"], acc["unfair"], 0.0, complete, part, plo, phi, twin,
-                       eps, discrete, tuple(prop.protected), prop.robustness, prop.kappa, time.monotonic() - t0,
-                       open_parts=open_parts, slices=slo)
-    q.stats = {"slices": len(slo), "boxes": int(acc["boxes"]), "pieces": len(plo), "regions": 1, "kd_nodes": 0,
-               "terms": 0, "near_tie_size": 0.0, "memory_limited": bool(acc.get("memory_limited", False)),
-               "examined": int(acc.get("examined", 0)), "workers": int(acc.get("workers", 0)),
-               "open_boxes_gathered": bool(acc.get("open_gathered", True))}
+    q = Quantification(
+        total,
+        acc["nonconf"],
+        acc["settled"],
+        acc["unfair"],
+        0.0,
+        complete,
+        part,
+        plo,
+        phi,
+        twin,
+        eps,
+        discrete,
+        tuple(prop.protected),
+        prop.robustness,
+        prop.kappa,
+        time.monotonic() - t0,
+        open_parts=open_parts,
+        slices=slo,
+    )
+    q.stats = {
+        "slices": len(slo),
+        "boxes": int(acc["boxes"]),
+        "pieces": len(plo),
+        "regions": 1,
+        "kd_nodes": 0,
+        "terms": 0,
+        "near_tie_size": 0.0,
+        "memory_limited": bool(acc.get("memory_limited", False)),
+        "examined": int(acc.get("examined", 0)),
+        "workers": int(acc.get("workers", 0)),
+        "open_boxes_gathered": bool(acc.get("open_gathered", True)),
+    }
     if "checkpoints" in acc:
         q.stats.update(checkpoints=int(acc["checkpoints"]), checkpoint_s=float(acc["checkpoint_s"]))
     return q
@@ -450,8 +695,9 @@ def _clip(lo, hi, rlo, rhi):
     return keep, clo, chi
 
 
-def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, offset,
-                    pieces_lo, pieces_hi, twins) -> bool:
+def _measure_region(
+    prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, offset, pieces_lo, pieces_hi, twins
+) -> bool:
     """Add region [rlo, rhi)'s sizes and unfair part to `acc`; False if it could not be finished."""
     certain = ~part.tie
     inside, clo, chi = _clip(part.lo, part.hi, rlo, rhi)
@@ -466,8 +712,9 @@ def _measure_region(prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, 
     complete = part.complete
     for v in range(int(part.start.max()) + 1 if len(part.start) else 0):
         for label in (POS, NEG):
-            a_idx = np.nonzero((part.start == v) & part.confident & certain & (part.label == label) & inside
-                               & ~part.early)[0]
+            a_idx = np.nonzero(
+                (part.start == v) & part.confident & certain & (part.label == label) & inside & ~part.early
+            )[0]
             if not len(a_idx) or time.monotonic() > deadline or stop_requested():
                 complete &= not len(a_idx)
                 continue
@@ -519,8 +766,17 @@ def _resolve_ties(ir: TreeEnsemble, nt: NormalisedTrees, prop: IndividualFairnes
     label, confident = part.label.copy(), part.confident.copy()
     label[tie] = np.where(ir.predict(x) == 1, POS, NEG)
     confident[tie] = ir.confidence(x) > prop.kappa if prop.kappa is not None else True
-    return Partition(part.lo, part.hi, part.start, label, confident, np.zeros(len(part.lo), dtype=bool),
-                     part.complete, part.pending_size, part.early)
+    return Partition(
+        part.lo,
+        part.hi,
+        part.start,
+        label,
+        confident,
+        np.zeros(len(part.lo), dtype=bool),
+        part.complete,
+        part.pending_size,
+        part.early,
+    )
 
 
 def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -539,9 +795,16 @@ def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0
         lo = (acc["settled"] - acc["unfair"] - acc["extra"]) / den if den > 0 else 1.0
         hi = (den - acc["unfair"]) / den if den > 0 else 1.0
         lo, hi = max(lo, 0.0, known[0]), min(hi, known[1])
-        progress({"certified": lo, "falsified": acc["unfair"] / den if den > 0 else 0.0,
-                  "measure_lower": lo, "measure_upper": hi, "boxes": acc["boxes"],
-                  "elapsed_s": time.monotonic() - t0})
+        progress(
+            {
+                "certified": lo,
+                "falsified": acc["unfair"] / den if den > 0 else 0.0,
+                "measure_lower": lo,
+                "measure_upper": hi,
+                "boxes": acc["boxes"],
+                "elapsed_s": time.monotonic() - t0,
+            }
+        )
 
     return report
 
@@ -549,5 +812,7 @@ def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0
 def check_not_vacuous(confident_size: float, complete: bool, prop: IndividualFairness) -> None:
     """A measure over no input certifies nothing: for users, say so instead of reporting it fair."""
     if complete and confident_size <= 0:
-        raise PropertyError(f"no input of the domain is confident at kappa {prop.kappa:g} (the model's confidence "
-                            "never exceeds it), so the measure says nothing; choose a lower kappa")
+        raise PropertyError(
+            f"no input of the domain is confident at kappa {prop.kappa:g} (the model's confidence "
+            "never exceeds it), so the measure says nothing; choose a lower kappa"
+        )

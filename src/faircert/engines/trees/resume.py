@@ -29,13 +29,16 @@ def checkpoint_for(ir: Any, prop: Any, options: Any) -> Checkpoint | None:
 def identity(ir: Any, prop: Any, seed: int) -> dict[str, str]:
     """What a checkpoint must match: the ensemble, the domain, the question and the seed (time
     limits, box budgets and workers may change between runs)."""
-    return {"model": fingerprint(ir), "domain": fingerprint(prop.domain.to_dict()),
-            "question": fingerprint([list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.kappa,
-                                     prop.robustness, seed])}
+    return {
+        "model": fingerprint(ir),
+        "domain": fingerprint(prop.domain.to_dict()),
+        "question": fingerprint(
+            [list(prop.protected), np.asarray(prop.epsilon, dtype=np.float64), prop.kappa, prop.robustness, seed]
+        ),
+    }
 
 
-def saving_for(checkpoint: Checkpoint | None, resume: bool, refinement: str, split: str | None = None
-               ) -> Saving | None:
+def saving_for(checkpoint: Checkpoint | None, resume: bool, refinement: str, split: str | None = None) -> Saving | None:
     """The checkpoint of one refinement ("joint" or "dilated", cutting by `split`), with the state
     it goes on from when resuming (refused when another refinement wrote it)."""
     if checkpoint is None:
@@ -43,17 +46,22 @@ def saving_for(checkpoint: Checkpoint | None, resume: bool, refinement: str, spl
     header = {"refinement": refinement, "split": split}
     state = checkpoint.load() if resume else None
     if state is not None and [state.get(k) for k in header] != list(header.values()):
-        raise PropertyError(f"checkpoint: written by the tree refinement {state.get('refinement')!r} "
-                            f"(split {state.get('split')!r}), not {refinement!r} (split {split!r})")
+        raise PropertyError(
+            f"checkpoint: written by the tree refinement {state.get('refinement')!r} "
+            f"(split {state.get('split')!r}), not {refinement!r} (split {split!r})"
+        )
     return Saving(checkpoint, header, state)
 
 
 def known_bounds(saving: Saving) -> tuple[float, float]:
     """The bounds an earlier phase proved, as a resumed state holds them (checked)."""
     known = saving.state.get("known")
-    ok = (isinstance(known, list) and len(known) == 2
-          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in known)
-          and 0.0 <= known[0] <= known[1] <= 1.0)
+    ok = (
+        isinstance(known, list)
+        and len(known) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in known)
+        and 0.0 <= known[0] <= known[1] <= 1.0
+    )
     if not ok:
         raise PropertyError("checkpoint: its bounds of the first phase are missing or malformed")
     return float(known[0]), float(known[1])

@@ -143,7 +143,7 @@ class _Pairs:
         if end > len(self.x):  # the rounds overshot more than foreseen
             grow = np.empty((max(end, 2 * len(self.x)) - len(self.x), self.x.shape[1]))
             self.x, self.xp = np.concatenate([self.x, grow]), np.concatenate([self.xp, grow])
-        self.x[self.n:end], self.xp[self.n:end] = x, xp
+        self.x[self.n : end], self.xp[self.n : end] = x, xp
         self.n = end
 
 
@@ -153,8 +153,9 @@ def region_is_exact(q: Quantification) -> bool:
     return (q.complete or q.open_parts is not None) and q.region_whole
 
 
-def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
-                   progress: Callable[[dict], None] | None = None):
+def answer_samples(
+    ir: TreeEnsemble, question: UnfairSamples, options: Any, progress: Callable[[dict], None] | None = None
+):
     """Registry entry point of testing mode: a DataFrame of `question.n` inputs drawn uniformly from
     the exact unfair region with their twins (suffix `_prime`) and both positive-label probabilities;
     `frame.attrs["summary"]` holds the measure's bounds, the region's sizes, whether the draws are
@@ -164,8 +165,13 @@ def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
 
     prop = question.prop
     with memory.limited(options.memory_limit):
-        q = quantify(ir, prop, options.time_limit, parallel=Parallelism.of(options.workers, options.ray_address),
-                     max_boxes=getattr(options, "max_boxes", None))
+        q = quantify(
+            ir,
+            prop,
+            options.time_limit,
+            parallel=Parallelism.of(options.workers, options.ray_address),
+            max_boxes=getattr(options, "max_boxes", None),
+        )
     check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()
     x, xp, rejected = sample_unfair(ir, q, question.n, seed=options.seed)
@@ -175,16 +181,28 @@ def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any,
         return a.astype(np.int64) if len(a) and np.all(a == np.round(a)) else a
 
     names = prop.domain.names
-    frame = pd.DataFrame({**{f: column(x[:, i]) for i, f in enumerate(names)},
-                          **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(names)},
-                          "output": ir.predict_proba(x), "output_prime": ir.predict_proba(xp)})
+    frame = pd.DataFrame(
+        {
+            **{f: column(x[:, i]) for i, f in enumerate(names)},
+            **{f"{f}_prime": column(xp[:, i]) for i, f in enumerate(names)},
+            "output": ir.predict_proba(x),
+            "output_prime": ir.predict_proba(xp),
+        }
+    )
     lower, upper = q.bounds
     frame.attrs["summary"] = {
-        "written": len(x), "rejected": rejected, "distinct": len({tuple(r) for r in x.tolist()}),
-        "measure_lower": lower, "measure_upper": upper, "unfair_size": q.unfair, "confident_size": q.measured_upper,
-        "region_complete": q.complete, "region_exact": region_is_exact(q), "quantify_s": q.elapsed,
-        "sample_s": sample_s}
+        "written": len(x),
+        "rejected": rejected,
+        "distinct": len({tuple(r) for r in x.tolist()}),
+        "measure_lower": lower,
+        "measure_upper": upper,
+        "unfair_size": q.unfair,
+        "confident_size": q.measured_upper,
+        "region_complete": q.complete,
+        "region_exact": region_is_exact(q),
+        "quantify_s": q.elapsed,
+        "sample_s": sample_s,
+    }
     if progress is not None:
         progress({"written": len(x), "elapsed_s": q.elapsed + sample_s})
     return frame
-

@@ -25,16 +25,23 @@ class UnfairBoxes:
     with its unfair slices (`unfair`: boxes x slices) and labelled-positive slices, and the first
     slice labelled -1 (the twin of its positive unfair slices) and +1 (of its negative ones)."""
 
-    def __init__(self, codec: BoxCodec | RawBoxes, free: np.ndarray, slo: np.ndarray, prot: list[int],
-                 discrete: np.ndarray, keep: int | None = None) -> None:
+    def __init__(
+        self,
+        codec: BoxCodec | RawBoxes,
+        free: np.ndarray,
+        slo: np.ndarray,
+        prot: list[int],
+        discrete: np.ndarray,
+        keep: int | None = None,
+    ) -> None:
         self.codec, self.free, self.slo, self.prot, self.discrete = codec, free, slo, prot, discrete
         self.keep = keep
         self.n_sl = len(slo)
         self.sl_dtype = _uint(max(0, self.n_sl - 1))
         self.chunks: list[tuple[np.ndarray, ...]] = []
-        self.boxes = 0        # boxes stored
-        self.pieces = 0       # (box, unfair slice) pairs found (stored or not)
-        self.found = 0        # boxes found
+        self.boxes = 0  # boxes stored
+        self.pieces = 0  # (box, unfair slice) pairs found (stored or not)
+        self.found = 0  # boxes found
         self.nbytes = 0
 
     @property
@@ -42,21 +49,33 @@ class UnfairBoxes:
         """Whether every unfair box found is stored (else only the `keep` largest)."""
         return self.boxes == self.found
 
-    def add(self, lo: np.ndarray, hi: np.ndarray, unfair: np.ndarray, positive: np.ndarray,
-            twin_of_pos: np.ndarray, twin_of_neg: np.ndarray) -> None:
+    def add(
+        self,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        unfair: np.ndarray,
+        positive: np.ndarray,
+        twin_of_pos: np.ndarray,
+        twin_of_neg: np.ndarray,
+    ) -> None:
         if not len(lo):
             return
         self.found += len(lo)
         self.pieces += int(unfair.sum())
-        chunk = (self.codec.encode(lo, hi), np.packbits(unfair, axis=1), np.packbits(positive, axis=1),
-                 twin_of_pos.astype(self.sl_dtype), twin_of_neg.astype(self.sl_dtype))
+        chunk = (
+            self.codec.encode(lo, hi),
+            np.packbits(unfair, axis=1),
+            np.packbits(positive, axis=1),
+            twin_of_pos.astype(self.sl_dtype),
+            twin_of_neg.astype(self.sl_dtype),
+        )
         self._store(chunk)
 
     def _store(self, chunk: tuple[np.ndarray, ...]) -> None:
         if self.keep is not None:  # the largest boxes so far
             parts = self.chunks + [chunk]
             chunk = tuple(np.concatenate(a) for a in zip(*parts)) if len(parts) > 1 else chunk
-            chunk = tuple(a[self._largest_first(*self.codec.decode(chunk[0]))[:self.keep]] for a in chunk)
+            chunk = tuple(a[self._largest_first(*self.codec.decode(chunk[0]))[: self.keep]] for a in chunk)
             self.chunks, self.boxes, self.nbytes = [], 0, 0
         self.chunks.append(chunk)
         self.boxes += len(chunk[0])
@@ -72,8 +91,12 @@ class UnfairBoxes:
     def state(self) -> dict:
         """The stored boxes as JSON for a checkpoint (their records as stored: encoded boxes, slice
         bit masks, twin slices), with the counts of boxes and pieces found."""
-        return {"boxes": self.boxes, "records": [records_text([c[k] for c in self.chunks]) for k in range(5)],
-                "found": self.found, "pieces": self.pieces}
+        return {
+            "boxes": self.boxes,
+            "records": [records_text([c[k] for c in self.chunks]) for k in range(5)],
+            "found": self.found,
+            "pieces": self.pieces,
+        }
 
     def _dtypes(self) -> list[np.dtype]:
         """The dtypes of a stored chunk's arrays' rows."""
@@ -92,9 +115,16 @@ class UnfairBoxes:
             unfair = np.unpackbits(chunk[1], axis=1, count=self.n_sl)
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise PropertyError(f"checkpoint: its unfair boxes are incomplete or malformed ({str(exc)[:80]})") from None
-        ok = (np.all(lo >= dlo) and np.all(hi <= dhi) and np.all(lo <= hi)
-              and all(np.all(t < self.n_sl) for t in chunk[3:])
-              and type(found) is int and type(pieces) is int and found >= rows and pieces >= int(unfair.sum()))
+        ok = (
+            np.all(lo >= dlo)
+            and np.all(hi <= dhi)
+            and np.all(lo <= hi)
+            and all(np.all(t < self.n_sl) for t in chunk[3:])
+            and type(found) is int
+            and type(pieces) is int
+            and found >= rows
+            and pieces >= int(unfair.sum())
+        )
         if not ok:
             raise PropertyError("checkpoint: its unfair boxes do not fit this domain and model")
         saved = UnfairBoxes(self.codec, self.free, self.slo, self.prot, self.discrete)
@@ -150,7 +180,7 @@ class UnfairBoxes:
                 break
             k = int(np.searchsorted(start, b, side="right") - 1)
             r = int(b - start[k])
-            sl = np.nonzero(self._unfair_row(k, r))[0][:n - got]
+            sl = np.nonzero(self._unfair_row(k, r))[0][: n - got]
             x, xp = self._pairs(k, np.full(len(sl), r), sl, None)
             xs.append(x)
             xps.append(xp)
@@ -203,4 +233,3 @@ class UnfairBoxes:
             z = np.zeros((0, len(self.free)))
             return z, z, z, z
         return tuple(np.concatenate(a) for a in zip(*out))
-

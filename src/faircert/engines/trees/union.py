@@ -27,12 +27,12 @@ BATCH = 1 << 16  # box rows (A and U together) per batch
 class Covered:
     """Result of `covered`: sizes, the exact covered region as disjoint pieces, completeness."""
 
-    covered: float = 0.0          # size of A ∩ ∪U inside settled regions
-    settled: float = 0.0          # size of A inside settled regions
+    covered: float = 0.0  # size of A ∩ ∪U inside settled regions
+    settled: float = 0.0  # size of A inside settled regions
     piece_lo: list = field(default_factory=list)
     piece_hi: list = field(default_factory=list)
-    piece_a: list = field(default_factory=list)   # index of the A box of each piece
-    piece_u: list = field(default_factory=list)   # index of a U box containing the piece
+    piece_a: list = field(default_factory=list)  # index of the A box of each piece
+    piece_u: list = field(default_factory=list)  # index of a U box containing the piece
     complete: bool = True
     regions: int = 0
 
@@ -50,15 +50,22 @@ class _Boxes:
         return _Boxes(self.reg[rows], self.idx[rows], self.lo[rows], self.hi[rows])
 
 
-def covered(a_lo: np.ndarray, a_hi: np.ndarray, u_lo: np.ndarray, u_hi: np.ndarray,
-            deadline: float = np.inf, on_progress=None, keep_pieces: bool = True) -> Covered:
+def covered(
+    a_lo: np.ndarray,
+    a_hi: np.ndarray,
+    u_lo: np.ndarray,
+    u_hi: np.ndarray,
+    deadline: float = np.inf,
+    on_progress=None,
+    keep_pieces: bool = True,
+) -> Covered:
     """Exact |A ∩ ∪U| with A's boxes pairwise disjoint; any-time via `settled`."""
     out = Covered()
     if len(a_lo) == 0:
         return out
     r_lo = np.minimum(a_lo.min(axis=0), u_lo.min(axis=0) if len(u_lo) else np.inf)
     r_hi = np.maximum(a_hi.max(axis=0), u_hi.max(axis=0) if len(u_hi) else -np.inf)
-    whole = (lambda lo, hi: _Boxes(np.zeros(len(lo), np.int64), np.arange(len(lo)), lo, hi))
+    whole = lambda lo, hi: _Boxes(np.zeros(len(lo), np.int64), np.arange(len(lo)), lo, hi)
     stack = [(r_lo[None], r_hi[None], whole(a_lo, a_hi), whole(u_lo, u_hi))]
     while stack:
         if time.monotonic() > deadline or stop_requested():
@@ -127,8 +134,9 @@ def _cuts(r_lo, r_hi, u: _Boxes, m: int) -> tuple[np.ndarray, np.ndarray]:
     inner_lo = u.lo > r_lo[u.reg]
     inner_hi = u.hi < r_hi[u.reg]
     width = r_lo.shape[1]
-    counts = np.stack([np.bincount(u.reg, weights=inner_lo[:, k] + inner_hi[:, k], minlength=m)
-                       for k in range(width)], axis=1)
+    counts = np.stack(
+        [np.bincount(u.reg, weights=inner_lo[:, k] + inner_hi[:, k], minlength=m) for k in range(width)], axis=1
+    )
     dim = np.argmax(counts, axis=1)
     rows = np.arange(len(u.reg))
     d = dim[u.reg]

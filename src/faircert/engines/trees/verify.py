@@ -40,15 +40,27 @@ MIN_ESTIMATE_S = 0.5  # the estimate's least budget (its first draws take longer
 
 def _counterexamples(ir: TreeEnsemble, x: np.ndarray, xp: np.ndarray) -> list[Counterexample]:
     """Re-checked pairs as results, with the model's outputs on both."""
-    return [Counterexample(a.tolist(), b.tolist(), float(o), float(p))
-            for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))]
+    return [
+        Counterexample(a.tolist(), b.tolist(), float(o), float(p))
+        for a, b, o, p in zip(x, xp, ir.predict_proba(x), ir.predict_proba(xp))
+    ]
 
 
-def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float | None = 60.0, seed: int = 0,
-                 max_counterexamples: int = 100, progress: Callable[[dict], None] | None = None,
-                 method: str = "auto", confidence: float = 0.99, parallel: Parallelism = SERIAL,
-                 max_boxes: int | None = None, split: str = DEFAULT_SPLIT, checkpoint: Any = None,
-                 resume: bool = False) -> Result:
+def verify_trees(
+    ir: TreeEnsemble,
+    prop: IndividualFairness,
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+    max_counterexamples: int = 100,
+    progress: Callable[[dict], None] | None = None,
+    method: str = "auto",
+    confidence: float = 0.99,
+    parallel: Parallelism = SERIAL,
+    max_boxes: int | None = None,
+    split: str = DEFAULT_SPLIT,
+    checkpoint: Any = None,
+    resume: bool = False,
+) -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met, a statistical estimate of the unfair share (at the given
@@ -58,9 +70,19 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     """
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
-    q = quantify(ir, prop, max(time_limit - reserve, 0.1 * time_limit) if time_limit else None, progress,
-                 method=method, parallel=parallel, max_boxes=max_boxes, keep_pieces=max(0, max_counterexamples),
-                 split=split, checkpoint=checkpoint, resume=resume)
+    q = quantify(
+        ir,
+        prop,
+        max(time_limit - reserve, 0.1 * time_limit) if time_limit else None,
+        progress,
+        method=method,
+        parallel=parallel,
+        max_boxes=max_boxes,
+        keep_pieces=max(0, max_counterexamples),
+        split=split,
+        checkpoint=checkpoint,
+        resume=resume,
+    )
     lower, upper = q.bounds
     den = q.measured_upper
     falsified = q.unfair / den if den > 0 else 0.0
@@ -95,28 +117,55 @@ def verify_trees(ir: TreeEnsemble, prop: IndividualFairness, time_limit: float |
     if not converged:
         budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0
         estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
-    stats = dict(q.stats, converged=converged, gap=upper - lower, quantify_s=q.elapsed,
-                 estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,
-                 rejected_counterexamples=rejected, near_tie_unfair_upper=q.unfair_upper_extra)
-    return Result(verdict=verdict, certified=certified, falsified=falsified, undecided=undecided,
-                  domain_size=q.total, counterexamples=cexs, statistical=estimate,
-                  elapsed_s=time.monotonic() - t0, engine="trees",
-                  model=ir.source or repr(ir), protected=prop.protected_names,
-                  epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
-                  measure_lower=lower, measure_upper=upper, confident_size=den, unfair_size=q.unfair,
-                  stats=stats, feature_names=names)
+    stats = dict(
+        q.stats,
+        converged=converged,
+        gap=upper - lower,
+        quantify_s=q.elapsed,
+        estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,
+        rejected_counterexamples=rejected,
+        near_tie_unfair_upper=q.unfair_upper_extra,
+    )
+    return Result(
+        verdict=verdict,
+        certified=certified,
+        falsified=falsified,
+        undecided=undecided,
+        domain_size=q.total,
+        counterexamples=cexs,
+        statistical=estimate,
+        elapsed_s=time.monotonic() - t0,
+        engine="trees",
+        model=ir.source or repr(ir),
+        protected=prop.protected_names,
+        epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
+        measure_lower=lower,
+        measure_upper=upper,
+        confident_size=den,
+        unfair_size=q.unfair,
+        stats=stats,
+        feature_names=names,
+    )
 
 
-def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
-           ) -> Result:
+def answer(
+    ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
+) -> Result:
     """Registry entry point: `verify_trees` with the command's options (its stored boxes within the
     memory limit)."""
     with memory.limited(options.memory_limit):
-        result = verify_trees(ir, prop, time_limit=options.time_limit, seed=options.seed,
-                              max_counterexamples=options.max_counterexamples, progress=progress,
-                              confidence=options.confidence,
-                              parallel=Parallelism.of(options.workers, options.ray_address),
-                              max_boxes=options.max_boxes, checkpoint=checkpoint_for(ir, prop, options),
-                              resume=bool(options.resume))
+        result = verify_trees(
+            ir,
+            prop,
+            time_limit=options.time_limit,
+            seed=options.seed,
+            max_counterexamples=options.max_counterexamples,
+            progress=progress,
+            confidence=options.confidence,
+            parallel=Parallelism.of(options.workers, options.ray_address),
+            max_boxes=options.max_boxes,
+            checkpoint=checkpoint_for(ir, prop, options),
+            resume=bool(options.resume),
+        )
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result

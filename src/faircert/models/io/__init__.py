@@ -98,8 +98,9 @@ def _load_path(path: Path, trust_pickle: bool) -> Any:
 def _unpickle(path: Path, trust_pickle: bool) -> Any:
     """A pickled (joblib) estimator: only with explicit trust, since unpickling runs code."""
     if not trust_pickle:
-        raise ModelFormatError(f"{path}: loading a pickle runs code from the file; pass --trust-pickle "
-                               f"(trust_pickle=True) if you trust it")
+        raise ModelFormatError(
+            f"{path}: loading a pickle runs code from the file; pass --trust-pickle (trust_pickle=True) if you trust it"
+        )
     try:
         import joblib
     except ImportError:

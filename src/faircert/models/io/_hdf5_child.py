@@ -48,8 +48,9 @@ def _walk(h5py, group, path: str, depth: int, state: dict) -> dict:
         where = f"{path}/{name}"
         link = group.get(name, getlink=True)
         if isinstance(link, h5py.ExternalLink):
-            raise Refused(f"{where} is a link to another file ({link.filename[:80]}); faircert reads only the file it "
-                          "is given")
+            raise Refused(
+                f"{where} is a link to another file ({link.filename[:80]}); faircert reads only the file it is given"
+            )
         if isinstance(link, h5py.SoftLink):
             raise Refused(f"{where} is a soft link, which faircert does not follow")
         obj = group[name]
@@ -59,8 +60,10 @@ def _walk(h5py, group, path: str, depth: int, state: dict) -> dict:
         if not isinstance(obj, h5py.Dataset):
             continue  # named datatypes
         if obj.external or obj.is_virtual:
-            raise Refused(f"{where}: the data is stored in other files (HDF5 external or virtual storage); faircert "
-                          "reads only the file it is given")
+            raise Refused(
+                f"{where}: the data is stored in other files (HDF5 external or virtual storage); faircert "
+                "reads only the file it is given"
+            )
         entry = {"attrs": _attrs(obj), "shape": list(obj.shape), "dtype": obj.dtype.str}
         if obj.dtype.kind in "iufb":
             state["values"] += int(obj.size)
@@ -81,8 +84,14 @@ def main() -> int:
     import h5py
 
     source, max_nodes, max_values, max_depth = sys.argv[1], *map(int, sys.argv[2:5])
-    state = {"nodes": 0, "values": 0, "arrays": [], "max_nodes": max_nodes, "max_values": max_values,
-             "max_depth": max_depth}
+    state = {
+        "nodes": 0,
+        "values": 0,
+        "arrays": [],
+        "max_nodes": max_nodes,
+        "max_values": max_values,
+        "max_depth": max_depth,
+    }
     try:
         handle = io.BytesIO(sys.stdin.buffer.read()) if source == "-" else source
         with h5py.File(handle, "r") as f:

@@ -16,8 +16,10 @@ import numpy as np
 from ...errors import ModelFormatError
 from ..network import ReluNetwork, logit_from_two_outputs
 
-SUPPORTED = ("affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between them, ending in one logit, "
-             "a sigmoid, or a two-class softmax/argmax")
+SUPPORTED = (
+    "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between them, ending in one logit, "
+    "a sigmoid, or a two-class softmax/argmax"
+)
 
 
 @dataclass
@@ -59,14 +61,19 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     final: Op | None = None
     for op in ops:
         if final is not None:
-            raise ModelFormatError(f"{op.where} follows the final {final.kind} ({final.where}); "
-                                   f"the {final.kind} must be the last operation")
+            raise ModelFormatError(
+                f"{op.where} follows the final {final.kind} ({final.where}); "
+                f"the {final.kind} must be the last operation"
+            )
         if op.kind == "scale":
             if width is None:
                 raise ModelFormatError(f"{op.where}: elementwise scaling of an input of unknown width")
             try:
-                op = affine(np.diag(np.broadcast_to(op.weight.ravel(), (width,))),
-                            np.broadcast_to(op.bias.ravel(), (width,)), op.where)
+                op = affine(
+                    np.diag(np.broadcast_to(op.weight.ravel(), (width,))),
+                    np.broadcast_to(op.bias.ravel(), (width,)),
+                    op.where,
+                )
             except ValueError:
                 raise ModelFormatError(f"{op.where}: {op.weight.size} scale values for {width} features") from None
         if op.kind == "affine":
@@ -96,8 +103,10 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     n_out = pending.weight.shape[0]
     if final is not None and final.kind == "softmax":
         if n_out != 2:
-            raise ModelFormatError(f"{final.where}: softmax over {n_out} classes; faircert handles binary "
-                                   "classifiers (one logit, one sigmoid output or a two-class softmax)")
+            raise ModelFormatError(
+                f"{final.where}: softmax over {n_out} classes; faircert handles binary "
+                "classifiers (one logit, one sigmoid output or a two-class softmax)"
+            )
         if ends_in_relu:
             raise unsupported("a ReLU right before the softmax", final.where)
         semantics = "softmax2"
@@ -110,8 +119,10 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     elif n_out == 2 and not ends_in_relu:
         semantics = "argmax2"
     else:
-        raise ModelFormatError(f"{source}: the network ends in {n_out} outputs; faircert handles binary "
-                               "classifiers (one logit, one sigmoid output or a two-class softmax)")
+        raise ModelFormatError(
+            f"{source}: the network ends in {n_out} outputs; faircert handles binary "
+            "classifiers (one logit, one sigmoid output or a two-class softmax)"
+        )
     w, b = pending.weight, pending.bias
     if n_out == 2:
         w, b = logit_from_two_outputs(w, b)
@@ -119,8 +130,14 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     metadata = dict(extra.pop("metadata", {}))
     if ends_in_relu:
         metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
-    return ReluNetwork([op.weight for op in layers], [op.bias for op in layers], source=source,
-                       output_semantics=semantics, metadata=metadata, **extra)
+    return ReluNetwork(
+        [op.weight for op in layers],
+        [op.bias for op in layers],
+        source=source,
+        output_semantics=semantics,
+        metadata=metadata,
+        **extra,
+    )
 
 
 def sample_inputs(n_inputs: int, seed: int = 0) -> np.ndarray:
@@ -149,8 +166,9 @@ def check_agreement(network: ReluNetwork, X: np.ndarray, outputs: np.ndarray, fr
     out = np.asarray(outputs, dtype=np.float64).reshape(len(X), -1)
     want_cols = 2 if network.output_semantics in ("softmax2", "argmax2") else 1
     if out.shape[1] != want_cols:
-        raise ModelFormatError(f"{network.source or framework}: {framework} returns {out.shape[1]} outputs per "
-                               f"input, expected {want_cols}")
+        raise ModelFormatError(
+            f"{network.source or framework}: {framework} returns {out.shape[1]} outputs per input, expected {want_cols}"
+        )
     expected, col = expected_outputs(network, X)
     got = out[:, 1] - out[:, 0] if network.output_semantics == "argmax2" else out[:, col]
     diff = np.abs(expected - got)
@@ -159,4 +177,5 @@ def check_agreement(network: ReluNetwork, X: np.ndarray, outputs: np.ndarray, fr
         raise ModelFormatError(
             f"{network.source or framework}: the imported network disagrees with {framework} on {int(bad.sum())} of "
             f"{len(X)} sampled inputs (largest difference {float(np.nanmax(diff)):.3g}); the model uses something "
-            "faircert does not translate faithfully")
+            "faircert does not translate faithfully"
+        )

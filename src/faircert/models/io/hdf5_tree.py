@@ -52,14 +52,17 @@ def read_hdf5(source: Path | bytes, label: str) -> H5Node:
     """The file's tree; `source` is a path or the bytes of an HDF5 file (a `.keras` archive member)."""
     arg, stdin = ("-", source) if isinstance(source, bytes) else (str(source), b"")
     limits = [str(MAX_GRAPH_NODES), str(MAX_TENSOR_VALUES), str(MAX_NESTING)]
-    stdout = run_isolated(HDF5_CHILD, [arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file",
-                          HDF5_SECONDS)
+    stdout = run_isolated(
+        HDF5_CHILD, [arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file", HDF5_SECONDS
+    )
     try:
         with np.load(io.BytesIO(stdout), allow_pickle=False) as npz:
             manifest = json.loads(str(npz["manifest"]))
             arrays = {k: npz[k] for k in npz.files if k != "manifest"}
     except (ValueError, OSError, EOFError, KeyError):
-        raise ModelFormatError(f"{label}: not a readable HDF5/Keras file (the reader returned nothing usable)") from None
+        raise ModelFormatError(
+            f"{label}: not a readable HDF5/Keras file (the reader returned nothing usable)"
+        ) from None
     return _node(manifest, arrays)
 
 

@@ -40,8 +40,15 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
     return out
 
 
-def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, source: str,
-                 cannot_read: str = "", seconds: float | None = None) -> bytes:
+def run_isolated(
+    script: Path,
+    args: list[str],
+    stdin: bytes,
+    library: str,
+    source: str,
+    cannot_read: str = "",
+    seconds: float | None = None,
+) -> bytes:
     """Run one of this folder's child scripts; its stdout, or a `ModelFormatError` if the library
     failed, crashed, or ran out of time or memory on the file. The child gets `seconds` (default
     `CHILD_SECONDS`), and never more than the command's time left (`limits.time_budget`)."""
@@ -50,15 +57,24 @@ def run_isolated(script: Path, args: list[str], stdin: bytes, library: str, sour
     try:
         # -P: this folder (the script's) must not come first on the path, or its xgboost.py would
         # shadow the library
-        done = subprocess.run([sys.executable, "-P", str(script), *args], input=stdin, capture_output=True,
-                              timeout=seconds, env=env, check=False)
+        done = subprocess.run(
+            [sys.executable, "-P", str(script), *args],
+            input=stdin,
+            capture_output=True,
+            timeout=seconds,
+            env=env,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise ModelFormatError(f"{source}: {library} did not read this file within {seconds:.1f} s (the time limit "
-                               "left, or faircert.limits' cap); the file is malformed or too large") from None
+        raise ModelFormatError(
+            f"{source}: {library} did not read this file within {seconds:.1f} s (the time limit "
+            "left, or faircert.limits' cap); the file is malformed or too large"
+        ) from None
     if done.returncode < 0:
         signame = signal.Signals(-done.returncode).name if -done.returncode in signal.valid_signals() else "?"
-        raise ModelFormatError(f"{source}: the {library} library crashed reading this file ({signame}); the file is "
-                               "malformed")
+        raise ModelFormatError(
+            f"{source}: the {library} library crashed reading this file ({signame}); the file is malformed"
+        )
     if done.returncode != 0:
         reason = _first_line(done.stderr) or f"exit status {done.returncode}"
         raise ModelFormatError(f"{source}: {cannot_read or f'{library} cannot read this file'}: {reason}")

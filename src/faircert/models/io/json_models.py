@@ -20,5 +20,7 @@ def load_json_model(path: str | Path) -> Any:
         from .linear_json import load_linear_json
 
         return load_linear_json(path)
-    raise ModelFormatError(f"{path}: unrecognised JSON model (expected an XGBoost model JSON with a 'learner' "
-                           "key, or a linear model with 'weights' and 'intercept')")
+    raise ModelFormatError(
+        f"{path}: unrecognised JSON model (expected an XGBoost model JSON with a 'learner' "
+        "key, or a linear model with 'weights' and 'intercept')"
+    )

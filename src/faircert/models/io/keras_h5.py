@@ -34,8 +34,14 @@ from .affine_chain import (
 from .hdf5_tree import H5Node, read_hdf5
 
 #: Layers that are the identity when a model predicts.
-IDENTITY_LAYERS = {"InputLayer", "Dropout", "AlphaDropout", "GaussianDropout", "GaussianNoise",
-                   "ActivityRegularization"}
+IDENTITY_LAYERS = {
+    "InputLayer",
+    "Dropout",
+    "AlphaDropout",
+    "GaussianDropout",
+    "GaussianNoise",
+    "ActivityRegularization",
+}
 MODEL_CLASSES = {"Sequential", "Functional", "Model"}
 KERAS_EPSILON = 1e-7  # keras.backend.epsilon(), the floor of Normalization's standard deviation
 #: Names of a layer's weights, in the order Keras stores and returns them.
@@ -50,8 +56,10 @@ def load_keras_h5(path: str | Path) -> ReluNetwork:
         return _load_keras_zip(path)
     f = read_hdf5(path, str(path))
     if "model_config" not in f.attrs:
-        raise ModelFormatError(f"{path}: the file holds weights but no model architecture (no 'model_config'); "
-                               "save the whole model with model.save('model.keras') or model.save('model.h5')")
+        raise ModelFormatError(
+            f"{path}: the file holds weights but no model architecture (no 'model_config'); "
+            "save the whole model with model.save('model.keras') or model.save('model.h5')"
+        )
     config = _json(f.attrs["model_config"], path)
     group = f.child("model_weights", str(path)) if f.has("model_weights") else f
     return _build(config, lambda layer, where: _legacy_weights(group, layer, where), str(path))
@@ -60,8 +68,10 @@ def load_keras_h5(path: str | Path) -> ReluNetwork:
 def _array(node: H5Node, where: str) -> np.ndarray:
     """A weight array (the child that read the file refused data stored in other files)."""
     if node.is_group or node.array is None:
-        raise ModelFormatError(f"{where}: expected a numeric weight array, found "
-                               f"{'a group' if node.is_group else f'data of type {quoted(node.dtype)}'}")
+        raise ModelFormatError(
+            f"{where}: expected a numeric weight array, found "
+            f"{'a group' if node.is_group else f'data of type {quoted(node.dtype)}'}"
+        )
     return np.asarray(node.array, dtype=np.float64)
 
 
@@ -71,11 +81,15 @@ def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> Rel
         config = model.get_config()
         by_name = {layer.name: layer for layer in model.layers}
     except Exception as exc:  # subclassed models have no usable config
-        raise ModelFormatError(f"cannot read the Keras model's configuration ({exc}); "
-                               "faircert reads Sequential and functional Keras models") from None
+        raise ModelFormatError(
+            f"cannot read the Keras model's configuration ({exc}); "
+            "faircert reads Sequential and functional Keras models"
+        ) from None
     if not isinstance(config, dict) or "layers" not in config:
-        raise ModelFormatError(f"Keras model {type(model).__name__} has no layer configuration; "
-                               "faircert reads Sequential and functional Keras models")
+        raise ModelFormatError(
+            f"Keras model {type(model).__name__} has no layer configuration; "
+            "faircert reads Sequential and functional Keras models"
+        )
     kind = "Sequential" if type(model).__name__ == "Sequential" else "Functional"
 
     def weights_of(layer: dict, where: str) -> dict[str, np.ndarray]:
@@ -101,8 +115,9 @@ def _load_keras_zip(path: Path) -> ReluNetwork:
             config = _json(z.read("config.json"), path)
             weights_bytes = z.read("model.weights.h5")
     except KeyError as exc:
-        raise ModelFormatError(f"{path}: not a Keras archive ({exc.args[0]}); expected config.json and "
-                               "model.weights.h5 inside") from None
+        raise ModelFormatError(
+            f"{path}: not a Keras archive ({exc.args[0]}); expected config.json and model.weights.h5 inside"
+        ) from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"{path}: unreadable .keras archive ({exc})") from None
     h5 = read_hdf5(weights_bytes, f"{path} (model.weights.h5)")
@@ -142,8 +157,10 @@ def _zip_weights(groups: dict[str, H5Node], layer: dict, where: str) -> dict[str
     group = groups.get(_layer_name(layer))
     if group is None:
         raise ModelFormatError(f"{where}: no weights stored for this layer in model.weights.h5")
-    arrays = [_array(group.child(k, where), f"{where}: weight {quoted(k)}")
-              for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)]
+    arrays = [
+        _array(group.child(k, where), f"{where}: weight {quoted(k)}")
+        for k in sorted(group.keys(), key=lambda k: int(k) if k.isdigit() else -1)
+    ]
     return _named_weights(layer, arrays, where)
 
 
@@ -155,7 +172,7 @@ def _legacy_weights(group: H5Node, layer: dict, where: str) -> dict[str, np.ndar
     g = group.child(name, where)
     names = g.attrs.get("weight_names", [])
     out = {}
-    for full in (names if isinstance(names, list) else [names]):
+    for full in names if isinstance(names, list) else [names]:
         node = g
         for part in str(full).split("/"):
             node = node.child(part, where)
@@ -176,7 +193,9 @@ def _named_weights(layer: dict, arrays: list[np.ndarray], where: str) -> dict[st
     else:
         names = []
     if len(arrays) != len(names):
-        raise ModelFormatError(f"{where}: {len(arrays)} stored weight arrays, expected {len(names)} ({', '.join(names)})")
+        raise ModelFormatError(
+            f"{where}: {len(arrays)} stored weight arrays, expected {len(names)} ({', '.join(names)})"
+        )
     return {n: np.asarray(a, dtype=np.float64) for n, a in zip(names, arrays)}
 
 
@@ -209,13 +228,17 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
     if cls == "Sequential":
         return list(cfg["layers"] if isinstance(cfg, dict) else cfg)
     if cls not in ("Functional", "Model"):
-        raise ModelFormatError(f"{source}: unsupported Keras model class {quoted(cls)}; faircert reads Sequential and "
-                               "functional models of Dense layers")
+        raise ModelFormatError(
+            f"{source}: unsupported Keras model class {quoted(cls)}; faircert reads Sequential and "
+            "functional models of Dense layers"
+        )
     by_name = {_layer_name(layer): layer for layer in cfg["layers"]}
     inputs, outputs = _refs(cfg["input_layers"]), _refs(cfg["output_layers"])
     if len(inputs) != 1 or len(outputs) != 1:
-        raise ModelFormatError(f"{source}: the model has {len(inputs)} inputs and {len(outputs)} outputs; "
-                               "faircert needs exactly one of each")
+        raise ModelFormatError(
+            f"{source}: the model has {len(inputs)} inputs and {len(outputs)} outputs; "
+            "faircert needs exactly one of each"
+        )
     chain, name = [], outputs[0]
     while True:
         layer = by_name[name]
@@ -224,8 +247,10 @@ def _ordered_layers(config: dict, source: str) -> list[dict]:
             break
         parents = _inbound(layer, source)
         if len(parents) != 1 or len(chain) > len(by_name):
-            raise unsupported(f"a layer with {len(parents)} inputs (only single-path models)",
-                              f"{source}: layer {quoted(name)} ({str(layer.get('class_name'))[:MAX_QUOTED]})")
+            raise unsupported(
+                f"a layer with {len(parents)} inputs (only single-path models)",
+                f"{source}: layer {quoted(name)} ({str(layer.get('class_name'))[:MAX_QUOTED]})",
+            )
         name = parents[0]
     return chain[::-1]
 

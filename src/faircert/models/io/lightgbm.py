@@ -55,16 +55,19 @@ def read_model_text(path: Path) -> str:
     if "end of trees" not in text:
         raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of trees' line")
     if "\nparameters:" in text and "end of parameters" not in text:  # LightGBM's parser aborts on this
-        raise ModelFormatError(f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of parameters' "
-                               "line")
+        raise ModelFormatError(
+            f"{path}: the LightGBM model text is incomplete (truncated?): no 'end of parameters' line"
+        )
     return text
 
 
 def lightgbm_from_text(text: str, source: str) -> TreeEnsemble:
     """Build the IR from LightGBM's model text (what `save_model` writes), checking every field."""
     header, blocks = _sections(text, source)
-    if whole_number(header.get("num_class", "1"), f"{source}: num_class") != 1 or \
-            whole_number(header.get("num_tree_per_iteration", "1"), f"{source}: num_tree_per_iteration") != 1:
+    if (
+        whole_number(header.get("num_class", "1"), f"{source}: num_class") != 1
+        or whole_number(header.get("num_tree_per_iteration", "1"), f"{source}: num_tree_per_iteration") != 1
+    ):
         raise ModelFormatError(f"{source}: multi-class models are not supported")
     sigma = _objective(header.get("objective", ""), source)
     n_features = whole_number(header.get("max_feature_idx"), f"{source}: max_feature_idx", 0, MAX_FEATURES - 1) + 1
@@ -79,8 +82,18 @@ def lightgbm_from_text(text: str, source: str) -> TreeEnsemble:
     if names is not None and len(names) != n_features:
         raise ModelFormatError(f"{source}: feature_names lists {len(names)} names for {n_features} features")
     scale = sigma / len(trees) if "average_output" in header else sigma
-    return TreeEnsemble(trees, n_features, split="<=", input_float32=False, base_score=0.0, scale=scale,
-                        link="sigmoid", feature_names=names, source=source, meta={"framework": "lightgbm", "sigmoid": sigma})
+    return TreeEnsemble(
+        trees,
+        n_features,
+        split="<=",
+        input_float32=False,
+        base_score=0.0,
+        scale=scale,
+        link="sigmoid",
+        feature_names=names,
+        source=source,
+        meta={"framework": "lightgbm", "sigmoid": sigma},
+    )
 
 
 def _sections(text: str, source: str) -> tuple[dict[str, str], list[dict[str, str]]]:
@@ -138,20 +151,26 @@ def _text_tree(block: dict[str, str], j: int, n_features: int, source: str) -> T
     if np.any(kind & CATEGORICAL):
         raise ModelFormatError(f"{where}: categorical splits are not supported")
     if np.any((kind >> 2) & 3 == MISSING_ZERO):
-        raise ModelFormatError(f"{where}: a split treats zero as missing (zero_as_missing); retrain with "
-                               "zero_as_missing=False")
+        raise ModelFormatError(
+            f"{where}: a split treats zero as missing (zero_as_missing); retrain with zero_as_missing=False"
+        )
     node = lambda child: np.where(child < 0, inner + ~child, child)  # noqa: E731 - leaf k is node inner + k
-    return checked_tree(np.concatenate([feat, np.zeros(leaves, np.int64)]), np.concatenate([thr, np.zeros(leaves)]),
-                        np.concatenate([node(left), np.full(leaves, -1)]),
-                        np.concatenate([node(right), np.full(leaves, -1)]),
-                        np.concatenate([np.zeros(inner), value]), where)
+    return checked_tree(
+        np.concatenate([feat, np.zeros(leaves, np.int64)]),
+        np.concatenate([thr, np.zeros(leaves)]),
+        np.concatenate([node(left), np.full(leaves, -1)]),
+        np.concatenate([node(right), np.full(leaves, -1)]),
+        np.concatenate([np.zeros(inner), value]),
+        where,
+    )
 
 
 def _objective(text: str, source: str) -> float:
     parts = text.split()
     if not parts or parts[0] != "binary":
-        raise ModelFormatError(f"{source}: objective {quoted(text)} is not binary classification (only 'binary' is "
-                               "supported)")
+        raise ModelFormatError(
+            f"{source}: objective {quoted(text)} is not binary classification (only 'binary' is supported)"
+        )
     sigma = 1.0
     for p in parts[1:]:
         if p.startswith("sigmoid:"):
@@ -160,8 +179,9 @@ def _objective(text: str, source: str) -> float:
             except ValueError:
                 sigma = math.nan
             if not (math.isfinite(sigma) and sigma > 0):
-                raise ModelFormatError(f"{source}: the objective's sigmoid must be a finite number > 0, got "
-                                       f"{quoted(p)}")
+                raise ModelFormatError(
+                    f"{source}: the objective's sigmoid must be a finite number > 0, got {quoted(p)}"
+                )
     return sigma
 
 
@@ -175,9 +195,18 @@ def lightgbm_from_dict(dump: dict, source: str = "lightgbm") -> TreeEnsemble:
         raise ModelFormatError(f"{source}: the model has no trees")
     scale = sigma / len(trees) if dump.get("average_output") else sigma
     names = dump.get("feature_names")
-    return TreeEnsemble(trees, int(dump["max_feature_idx"]) + 1, split="<=", input_float32=False, base_score=0.0,
-                        scale=scale, link="sigmoid", feature_names=list(names) if names else None, source=source,
-                        meta={"framework": "lightgbm", "sigmoid": sigma})
+    return TreeEnsemble(
+        trees,
+        int(dump["max_feature_idx"]) + 1,
+        split="<=",
+        input_float32=False,
+        base_score=0.0,
+        scale=scale,
+        link="sigmoid",
+        feature_names=list(names) if names else None,
+        source=source,
+        meta={"framework": "lightgbm", "sigmoid": sigma},
+    )
 
 
 def _tree(root: dict, source: str) -> Tree:
@@ -199,8 +228,9 @@ def _tree(root: dict, source: str) -> Tree:
         if node.get("decision_type") != "<=":
             raise ModelFormatError(f"{source}: categorical split ({node.get('decision_type')!r}) is not supported")
         if node.get("missing_type") == "Zero":
-            raise ModelFormatError(f"{source}: a split treats zero as missing (zero_as_missing); retrain with "
-                                   "zero_as_missing=False")
+            raise ModelFormatError(
+                f"{source}: a split treats zero as missing (zero_as_missing); retrain with zero_as_missing=False"
+            )
         feat[k] = int(node["split_feature"])
         thr[k] = float(node["threshold"])
         stack.append((node["right_child"], k, True))

@@ -30,8 +30,9 @@ def load_linear_json(path: str | Path) -> LinearModel:
 
 def is_linear_json(data: Any) -> bool:
     """Whether parsed JSON looks like a faircert linear model."""
-    return isinstance(data, dict) and (data.get("format") == "faircert-linear" or
-                                       ("weights" in data and "intercept" in data))
+    return isinstance(data, dict) and (
+        data.get("format") == "faircert-linear" or ("weights" in data and "intercept" in data)
+    )
 
 
 def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
@@ -40,8 +41,10 @@ def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
     allowed = {"format", "weights", "intercept", "features", "positive_if", "encoding", "classes"}
     unknown = set(data) - allowed
     if unknown:
-        raise ModelFormatError(f"{source}: unknown keys {listed(sorted(unknown), 5)} (allowed: "
-                               f"{', '.join(sorted(allowed))}; feature names go in 'features')")
+        raise ModelFormatError(
+            f"{source}: unknown keys {listed(sorted(unknown), 5)} (allowed: "
+            f"{', '.join(sorted(allowed))}; feature names go in 'features')"
+        )
     weights = data["weights"]
     if not isinstance(weights, list) or not all(_number(w) for w in weights):
         raise ModelFormatError(f"{source}: 'weights' must be a list of numbers")
@@ -63,8 +66,9 @@ def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
         encoding = tuple(_column(e, source) for e in data["encoding"])
         return LinearModel(weights, data["intercept"], encoding, strict=rule == ">", source=source, classes=classes)
     names = data.get("features")
-    if names is not None and (not isinstance(names, list) or len(names) != len(weights)
-                              or not all(isinstance(n, str) for n in names)):
+    if names is not None and (
+        not isinstance(names, list) or len(names) != len(weights) or not all(isinstance(n, str) for n in names)
+    ):
         raise ModelFormatError(f"{source}: 'features' must list one name per weight ({len(weights)})")
     return LinearModel.plain(weights, data["intercept"], names, strict=rule == ">", source=source, classes=classes)
 
@@ -81,8 +85,11 @@ def _column(entry: Any, source: str) -> ColumnEncoding:
     if unknown:
         raise ModelFormatError(f"{source}: encoding of {column} has unknown keys {listed(sorted(unknown), 5)}")
     if "onehot" in entry:
-        if not isinstance(entry["onehot"], list) or not entry["onehot"] or \
-                not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in entry["onehot"]):
+        if (
+            not isinstance(entry["onehot"], list)
+            or not entry["onehot"]
+            or not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in entry["onehot"])
+        ):
             raise ModelFormatError(f"{source}: 'onehot' of {column} must be a non-empty list of categories")
         return ColumnEncoding(str(entry["column"]), "onehot", tuple(entry["onehot"]))
     params = {k: entry[k] for k in ("offset", "divisor", "factor", "shift") if k in entry}

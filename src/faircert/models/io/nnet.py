@@ -30,7 +30,9 @@ def _numbers(line: str, path: Path, lineno: int) -> list[float]:
     try:
         values = [float(tok) for tok in line.replace(",", " ").split()]
     except ValueError:
-        raise ModelFormatError(f"{path}:{lineno}: expected comma-separated numbers, got {quoted(line.strip())}") from None
+        raise ModelFormatError(
+            f"{path}:{lineno}: expected comma-separated numbers, got {quoted(line.strip())}"
+        ) from None
     if not all(math.isfinite(v) for v in values):
         raise ModelFormatError(f"{path}:{lineno}: a value is not a finite number (nan or inf)")
     return values
@@ -58,8 +60,9 @@ def load_nnet(path: str | Path) -> ReluNetwork:
         values = _numbers(line, path, lineno)
         allowed = expected if isinstance(expected, tuple) else (expected,)
         if len(values) not in allowed:
-            raise ModelFormatError(f"{path}:{lineno}: {what} has {len(values)} values, expected "
-                                   f"{' or '.join(map(str, allowed))}")
+            raise ModelFormatError(
+                f"{path}:{lineno}: {what} has {len(values)} values, expected {' or '.join(map(str, allowed))}"
+            )
         return values
 
     lineno = rows[0][0] if rows else 1
@@ -68,18 +71,23 @@ def load_nnet(path: str | Path) -> ReluNetwork:
     n_inputs = _count(head[1], "the number of inputs", path, lineno, MAX_LAYER_WIDTH)
     n_outputs = _count(head[2], "the number of outputs", path, lineno, MAX_LAYER_WIDTH)
     lineno = rows[1][0] if len(rows) > 1 else lineno
-    sizes = [_count(s, "a layer size", path, lineno, MAX_LAYER_WIDTH)
-             for s in take(n_layers + 1, f"the layer sizes ({n_layers} layers + the input)")]
+    sizes = [
+        _count(s, "a layer size", path, lineno, MAX_LAYER_WIDTH)
+        for s in take(n_layers + 1, f"the layer sizes ({n_layers} layers + the input)")
+    ]
     if sizes[0] != n_inputs or sizes[-1] != n_outputs:
-        raise ModelFormatError(f"{path}:{lineno}: layer sizes {sizes} do not start with {n_inputs} inputs and end "
-                               f"with {n_outputs} outputs")
+        raise ModelFormatError(
+            f"{path}:{lineno}: layer sizes {sizes} do not start with {n_inputs} inputs and end with {n_outputs} outputs"
+        )
     check_at_most("the number of weights", sum(a * b for a, b in zip(sizes, sizes[1:])), MAX_TENSOR_VALUES, str(path))
     # Every value has a line of its own size: check the count before allocating anything.
     body = 5 + sum(sizes[1:]) * 2
     if len(rows) - 2 != body:
-        raise ModelFormatError(f"{path}: {len(rows) - 2} lines after the layer sizes, but the header describes "
-                               f"{body} (flag, minimums, maximums, means, ranges, one line per neuron's weights and "
-                               "one per bias); the file is truncated or has extra lines")
+        raise ModelFormatError(
+            f"{path}: {len(rows) - 2} lines after the layer sizes, but the header describes "
+            f"{body} (flag, minimums, maximums, means, ranges, one line per neuron's weights and "
+            "one per bias); the file is truncated or has extra lines"
+        )
     take((0, 1), "the symmetric flag")
     mins = take(n_inputs, "the input minimums")
     maxs = take(n_inputs, "the input maximums")
@@ -105,7 +113,12 @@ def load_nnet(path: str | Path) -> ReluNetwork:
         raise ModelFormatError(f"{path}: an input minimum exceeds its maximum")
     trivial = np.allclose(means[:n_inputs], 0) and np.allclose(ranges[:n_inputs], 1)
     return ReluNetwork(
-        weights, biases, input_lower=lower, input_upper=upper, source=str(path), output_semantics=semantics,
+        weights,
+        biases,
+        input_lower=lower,
+        input_upper=upper,
+        source=str(path),
+        output_semantics=semantics,
         metadata={"format": "nnet", "normalisation_ignored": not trivial},
     )
 
@@ -116,9 +129,16 @@ def save_nnet(network: ReluNetwork, path: str | Path) -> None:
     lower = network.input_lower if network.input_lower is not None else np.zeros(network.n_inputs)
     upper = network.input_upper if network.input_upper is not None else np.ones(network.n_inputs)
     fmt = lambda vals: ",".join(repr(float(v)) for v in vals) + ","
-    out = ["// written by faircert", f"{len(network.weights)},{sizes[0]},{sizes[-1]},{max(sizes)},",
-           ",".join(map(str, sizes)) + ",", "0,", fmt(lower), fmt(upper),
-           fmt(np.zeros(sizes[0] + 1)), fmt(np.ones(sizes[0] + 1))]
+    out = [
+        "// written by faircert",
+        f"{len(network.weights)},{sizes[0]},{sizes[-1]},{max(sizes)},",
+        ",".join(map(str, sizes)) + ",",
+        "0,",
+        fmt(lower),
+        fmt(upper),
+        fmt(np.zeros(sizes[0] + 1)),
+        fmt(np.ones(sizes[0] + 1)),
+    ]
     for w, b in zip(network.weights, network.biases):
         out += [fmt(row) for row in w]
         out += [fmt([v]) for v in b]

@@ -77,9 +77,13 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
             nodes.append(helper.make_node("Relu", [y], [f"r{k}"], name=f"relu_{k}"))
             y = f"r{k}"
         x = y
-    graph = helper.make_graph(nodes, "faircert_relu_network",
-                              [helper.make_tensor_value_info("input", elem, ["N", network.n_inputs])],
-                              [helper.make_tensor_value_info("logit", elem, ["N", 1])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "faircert_relu_network",
+        [helper.make_tensor_value_info("input", elem, ["N", network.n_inputs])],
+        [helper.make_tensor_value_info("logit", elem, ["N", 1])],
+        inits,
+    )
     proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", 13)])
     meta = {"output_semantics": "logit (label 1 iff logit > 0)"}
     if network.input_lower is not None and network.input_upper is not None:
@@ -113,8 +117,10 @@ class _Chain:
         self.consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         inputs = [i for i in graph.input if i.name not in self.consts]
         if len(inputs) != 1 or len(graph.output) != 1:
-            raise ModelFormatError(f"{source}: the graph has {len(inputs)} inputs and {len(graph.output)} outputs; "
-                                   "faircert needs exactly one of each")
+            raise ModelFormatError(
+                f"{source}: the graph has {len(inputs)} inputs and {len(graph.output)} outputs; "
+                "faircert needs exactly one of each"
+            )
         self.graph, self.input, self.output = graph, inputs[0], graph.output[0].name
         dims = input_dims(self.input, source)
         if len(dims) == 1:
@@ -129,20 +135,25 @@ class _Chain:
             if index not in needed:
                 continue
             op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-            where = f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})" if node.name else \
-                f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
+            where = (
+                f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})"
+                if node.name
+                else f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
+            )
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
                 self.constant_value(node, where)
                 continue
             if dynamic != [current]:
-                raise unsupported("a branching graph (this node does not continue the single input-to-output "
-                                  "chain)", where)
+                raise unsupported(
+                    "a branching graph (this node does not continue the single input-to-output chain)", where
+                )
             ops += self._ops(node, where)
             current = node.output[0]
         if current != self.output:
-            raise ModelFormatError(f"{self.source}: the graph output {quoted(self.output)} is not computed from the "
-                                   "input")
+            raise ModelFormatError(
+                f"{self.source}: the graph output {quoted(self.output)} is not computed from the input"
+            )
         n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
         return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
 
@@ -194,8 +205,11 @@ class _Chain:
         if op in ("Relu", "Sigmoid", "Softmax"):
             rank = len(self.shape) if self.shape is not None else 1
             if op == "Softmax" and (rank > 1 and max(self.shape[:-1]) > 1 or attrs.get("axis", -1) not in (-1, rank)):
-                raise unsupported(f"a softmax along axis {attrs.get('axis', -1)} of a tensor with per-sample shape "
-                                  f"{list(self.shape or ['?'])}", where)
+                raise unsupported(
+                    f"a softmax along axis {attrs.get('axis', -1)} of a tensor with per-sample shape "
+                    f"{list(self.shape or ['?'])}",
+                    where,
+                )
             return [Op(op.lower(), where)]
         if op == "Scaler":  # ai.onnx.ml: (x - offset) * scale
             scale = self._broadcast(np.asarray(attrs.get("scale", [1.0]), dtype=np.float64), where)
@@ -258,15 +272,17 @@ class _Chain:
         shape = self.shape
         if c.ndim > len(shape):
             if c.ndim > len(shape) + 1 or c.shape[0] != 1:
-                raise unsupported(f"a constant of shape {list(c.shape)} on data of per-sample shape {list(shape)}",
-                                  where)
+                raise unsupported(
+                    f"a constant of shape {list(c.shape)} on data of per-sample shape {list(shape)}", where
+                )
             c = c.reshape(c.shape[1:])
         try:
             if np.broadcast_shapes(shape, c.shape) != tuple(shape):
                 raise ValueError
         except ValueError:
-            raise ModelFormatError(f"{where}: constant of shape {list(c.shape)} does not fit data of shape "
-                                   f"{list(shape)}") from None
+            raise ModelFormatError(
+                f"{where}: constant of shape {list(c.shape)} does not fit data of shape {list(shape)}"
+            ) from None
         return np.broadcast_to(c, shape).reshape(-1).astype(np.float64)
 
     def _reshape(self, node: onnx.NodeProto, op: str, attrs: dict, where: str) -> None:
@@ -305,17 +321,24 @@ def _reference_outputs(proto: onnx.ModelProto, X: np.ndarray, source: str) -> tu
     dims = [-1 if d is None else d for d in input_dims(inp, source)]
     per_sample = [d if d > 0 else -1 for d in dims[1:]] or [X.shape[1]]
     if dims and dims[0] > MAX_FIXED_BATCH:
-        raise ModelFormatError(f"{source}: the input declares a fixed batch size of {dims[0]:,}; faircert runs the "
-                               f"import check in batches of at most {MAX_FIXED_BATCH:,} (see faircert.limits); export "
-                               "the model with a dynamic batch axis")
+        raise ModelFormatError(
+            f"{source}: the input declares a fixed batch size of {dims[0]:,}; faircert runs the "
+            f"import check in batches of at most {MAX_FIXED_BATCH:,} (see faircert.limits); export "
+            "the model with a dynamic batch axis"
+        )
     try:
         session = ReferenceEvaluator(proto)
         if dims and dims[0] > 0:  # a fixed batch size: run the samples one batch at a time
             b = dims[0]
             X = np.resize(X, (max(b, len(X) // b * b), X.shape[1]))
-            out = np.concatenate([np.asarray(session.run(None, {inp.name: X[i:i + b].reshape([b] + per_sample)
-                                                                 .astype(dtype)})[0]).reshape(b, -1)
-                                  for i in range(0, len(X), b)])
+            out = np.concatenate(
+                [
+                    np.asarray(
+                        session.run(None, {inp.name: X[i : i + b].reshape([b] + per_sample).astype(dtype)})[0]
+                    ).reshape(b, -1)
+                    for i in range(0, len(X), b)
+                ]
+            )
         else:
             out = session.run(None, {inp.name: X.reshape([len(X)] + per_sample).astype(dtype)})[0]
     except Exception as exc:
@@ -332,8 +355,11 @@ def _input_dtype(proto: onnx.ModelProto) -> np.dtype:
 def _restore_metadata(network: ReluNetwork, proto: onnx.ModelProto) -> None:
     """Input ranges and names that `save_onnx` recorded."""
     # protobuf hands back bytes for a string field that is not valid UTF-8: such entries are not ours
-    props = {p.key[len(META):]: p.value for p in proto.metadata_props
-             if isinstance(p.key, str) and isinstance(p.value, str) and p.key.startswith(META)}
+    props = {
+        p.key[len(META) :]: p.value
+        for p in proto.metadata_props
+        if isinstance(p.key, str) and isinstance(p.value, str) and p.key.startswith(META)
+    }
     try:
         if "input_lower" in props and "input_upper" in props:
             lower, upper = np.array(json.loads(props["input_lower"])), np.array(json.loads(props["input_upper"]))
@@ -357,6 +383,7 @@ def input_dims(value_info: onnx.ValueInfoProto, source: str) -> list[int | None]
     if any(d == 0 for d in dims[1:]):
         raise ModelFormatError(f"{where}: a dimension of size 0 in its shape {dims[:8]}")
     known = [d for d in dims[1:] if d is not None]
-    check_at_most("the per-sample input size", int(np.prod(known, dtype=object)) if known else 1, MAX_LAYER_WIDTH,
-                  where)
+    check_at_most(
+        "the per-sample input size", int(np.prod(known, dtype=object)) if known else 1, MAX_LAYER_WIDTH, where
+    )
     return dims

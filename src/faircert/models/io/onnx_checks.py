@@ -30,8 +30,7 @@ def load_checked(path: Path) -> onnx.ModelProto:
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises several unrelated types on garbage
-        raise ModelFormatError(f"{path}: not a readable ONNX model ({type(exc).__name__}: "
-                               f"{str(exc)[:200]})") from None
+        raise ModelFormatError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {str(exc)[:200]})") from None
     check_model(proto, str(path), path.parent)
     return proto
 
@@ -97,8 +96,9 @@ def check_tensor(t: TensorProto, where: str) -> None:
         stored = len(getattr(t, field))
         expected = (n + 1) // 2 if t.data_type in PACKED else 2 * n if t.data_type in COMPLEX else n
     if stored != expected:
-        raise ModelFormatError(f"{where}: dims {list(t.dims)[:8]} need {expected} stored values/bytes, the file has "
-                               f"{stored}")
+        raise ModelFormatError(
+            f"{where}: dims {list(t.dims)[:8]} need {expected} stored values/bytes, the file has {stored}"
+        )
 
 
 def _read_external(t: TensorProto, folder: Path, where: str) -> None:
@@ -108,12 +108,16 @@ def _read_external(t: TensorProto, folder: Path, where: str) -> None:
     location = info.get("location", "")
     parts = Path(location).parts
     if not location or Path(location).is_absolute() or ".." in parts or len(parts) != 1:
-        raise ModelFormatError(f"{where}: external data {quoted(location)} is not a file name beside the model "
-                               "(paths, '..' and absolute locations are refused)")
+        raise ModelFormatError(
+            f"{where}: external data {quoted(location)} is not a file name beside the model "
+            "(paths, '..' and absolute locations are refused)"
+        )
     target = folder / location
     if target.is_symlink() or not target.is_file():
-        raise ModelFormatError(f"{where}: external data {quoted(location)} is not a regular file beside the model "
-                               "(symbolic links are refused)")
+        raise ModelFormatError(
+            f"{where}: external data {quoted(location)} is not a regular file beside the model "
+            "(symbolic links are refused)"
+        )
     real_folder, real_target = os.path.realpath(folder), os.path.realpath(target)
     if os.path.dirname(real_target) != real_folder:
         raise ModelFormatError(f"{where}: external data {quoted(location)} resolves outside the model's folder")
@@ -125,8 +129,9 @@ def _read_external(t: TensorProto, folder: Path, where: str) -> None:
     size = target.stat().st_size
     length = size - offset if length is None else length
     if offset < 0 or length < 0 or offset + length > size:
-        raise ModelFormatError(f"{where}: external data range [{offset}, {offset + length}) lies outside "
-                               f"{quoted(location)} ({size} bytes)")
+        raise ModelFormatError(
+            f"{where}: external data range [{offset}, {offset + length}) lies outside {quoted(location)} ({size} bytes)"
+        )
     check_at_most("the bytes of one tensor", length, MAX_TENSOR_VALUES * 8, where)
     with open(real_target, "rb") as handle:
         handle.seek(offset)
@@ -136,19 +141,61 @@ def _read_external(t: TensorProto, folder: Path, where: str) -> None:
 
 
 #: Constant-foldable ops whose output is no larger than their largest input (or a broadcast of the inputs).
-SIZE_PRESERVING = {"Identity", "Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Relu",
-                   "Sigmoid", "Floor", "Ceil", "Round", "Sign", "Not", "Transpose", "Squeeze", "Unsqueeze",
-                   "Flatten", "Reshape", "Shape", "Size", "Slice", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-                   "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Where", "Clip",
-                   "Mod", "Gather", "Dropout", "Concat"}
+SIZE_PRESERVING = {
+    "Identity",
+    "Cast",
+    "CastLike",
+    "Neg",
+    "Abs",
+    "Sqrt",
+    "Reciprocal",
+    "Exp",
+    "Log",
+    "Relu",
+    "Sigmoid",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Not",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Reshape",
+    "Shape",
+    "Size",
+    "Slice",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Max",
+    "Min",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Where",
+    "Clip",
+    "Mod",
+    "Gather",
+    "Dropout",
+    "Concat",
+}
 
 
 def check_constant_node(node: onnx.NodeProto, inputs: list[np.ndarray], where: str) -> None:
     """Refuse to evaluate a node of constants whose output could exceed the tensor limit."""
     op = node.op_type
     if node.domain not in ("", "ai.onnx"):
-        raise ModelFormatError(f"{where}: constant expressions of operator {quoted(node.domain)}.{op} are not "
-                               "evaluated")
+        raise ModelFormatError(
+            f"{where}: constant expressions of operator {quoted(node.domain)}.{op} are not evaluated"
+        )
     if op == "Constant":
         return  # its tensor attribute was checked with the model
     sizes = [int(np.size(x)) for x in inputs]
@@ -164,15 +211,19 @@ def check_constant_node(node: onnx.NodeProto, inputs: list[np.ndarray], where: s
         bound = sizes[0] * _product(inputs[1], where)
     elif op == "Range":
         start, limit, delta = (float(np.ravel(x)[0]) for x in inputs[:3])
-        bound = math.inf if delta == 0 or not all(map(math.isfinite, (start, limit, delta))) \
+        bound = (
+            math.inf
+            if delta == 0 or not all(map(math.isfinite, (start, limit, delta)))
             else max(0, math.ceil((limit - start) / delta))
+        )
     elif op in ("MatMul", "Gemm"):
         bound = math.prod(sizes[:2])
     else:
         raise ModelFormatError(f"{where}: constant expressions of operator {op} are not evaluated")
     if bound > MAX_TENSOR_VALUES:
-        raise ModelFormatError(f"{where}: this constant expression would make more than {MAX_TENSOR_VALUES:,} values "
-                               "(see faircert.limits)")
+        raise ModelFormatError(
+            f"{where}: this constant expression would make more than {MAX_TENSOR_VALUES:,} values (see faircert.limits)"
+        )
 
 
 def _dims(shape: np.ndarray, where: str) -> list[int]:

@@ -18,7 +18,7 @@ from ...limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
 from ..trees import TreeEnsemble
 from .tree_arrays import checked_tree
 
-LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}   # mode -> swap branches
+LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}  # mode -> swap branches
 LT_RULES = {"BRANCH_LT": False, "BRANCH_GTE": True}
 
 
@@ -37,12 +37,17 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 def load_onnx_trees(proto: Any) -> TreeEnsemble:
-    nodes = [n for n in proto.graph.node
-             if n.domain == "ai.onnx.ml" and isinstance(n.op_type, str) and n.op_type.startswith("TreeEnsemble")]
+    nodes = [
+        n
+        for n in proto.graph.node
+        if n.domain == "ai.onnx.ml" and isinstance(n.op_type, str) and n.op_type.startswith("TreeEnsemble")
+    ]
     if len(nodes) != 1 or nodes[0].op_type != "TreeEnsembleClassifier":
         kinds = ", ".join(n.op_type for n in nodes) or "none"
-        raise ModelFormatError(f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
-                               "(regressors and multi-node graphs are not supported)")
+        raise ModelFormatError(
+            f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
+            "(regressors and multi-node graphs are not supported)"
+        )
     a = _attrs(nodes[0])
     if "nodes_values" not in a and "nodes_values_as_tensor" in a:
         from onnx import numpy_helper
@@ -123,9 +128,17 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
             n_features = max(n_features, feat[i] + 1)
         trees.append(checked_tree(feat, thr, left, right, value, f"ONNX tree {t}"))
     width = _input_width(proto)
-    return TreeEnsemble(trees, max(width or 0, n_features), split=split, input_float32=True,
-                        base_score=float(offset), scale=1.0, link=link, source="onnx",
-                        meta={"framework": "onnx", "post_transform": post})
+    return TreeEnsemble(
+        trees,
+        max(width or 0, n_features),
+        split=split,
+        input_float32=True,
+        base_score=float(offset),
+        scale=1.0,
+        link=link,
+        source="onnx",
+        meta={"framework": "onnx", "post_transform": post},
+    )
 
 
 def _input_width(proto: Any) -> int | None:
@@ -139,8 +152,15 @@ def _input_width(proto: Any) -> int | None:
     return width or None
 
 
-NODE_KEYS = ("nodes_treeids", "nodes_nodeids", "nodes_modes", "nodes_featureids", "nodes_values",
-             "nodes_truenodeids", "nodes_falsenodeids")
+NODE_KEYS = (
+    "nodes_treeids",
+    "nodes_nodeids",
+    "nodes_modes",
+    "nodes_featureids",
+    "nodes_values",
+    "nodes_truenodeids",
+    "nodes_falsenodeids",
+)
 CLASS_KEYS = ("class_treeids", "class_nodeids", "class_ids", "class_weights")
 
 

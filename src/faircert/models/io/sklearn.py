@@ -7,8 +7,13 @@ from typing import Any
 
 from ...errors import ModelFormatError, UnsupportedModelError
 
-TREE_CLASSES = {"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
-                "GradientBoostingClassifier", "HistGradientBoostingClassifier"}
+TREE_CLASSES = {
+    "DecisionTreeClassifier",
+    "RandomForestClassifier",
+    "ExtraTreesClassifier",
+    "GradientBoostingClassifier",
+    "HistGradientBoostingClassifier",
+}
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron"}
 
 

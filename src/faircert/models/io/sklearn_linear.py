@@ -28,10 +28,14 @@ def load_sklearn_linear(estimator: Any, check: bool = True) -> LinearModel:
     encoding: list[ColumnEncoding] = [ColumnEncoding(n) for n in names]
     for step_name, step in steps[:-1]:
         encoding = _compose(encoding, step, step_name)
-    model = LinearModel(coef, intercept, tuple(encoding), strict=True,
-                        source=f"scikit-learn {type(estimator).__name__}" + (
-                            f" ({type(final).__name__})" if len(steps) > 1 else ""),
-                        classes=classes)
+    model = LinearModel(
+        coef,
+        intercept,
+        tuple(encoding),
+        strict=True,
+        source=f"scikit-learn {type(estimator).__name__}" + (f" ({type(final).__name__})" if len(steps) > 1 else ""),
+        classes=classes,
+    )
     if check:
         check_linear(model, estimator, names)
     return model
@@ -73,8 +77,10 @@ def _compose(encoding: list[ColumnEncoding], step: Any, step_name: str) -> list[
     if kind == "ColumnTransformer":
         return _column_transformer(step, columns)
     if any(e.kind != "numeric" or (e.offset, e.divisor, e.factor, e.shift) != (0.0, 1.0, 1.0, 0.0) for e in encoding):
-        raise ModelFormatError(f"step {step_name!r} ({kind}) follows another encoding step; "
-                               "use one ColumnTransformer (or one transformer) before the classifier")
+        raise ModelFormatError(
+            f"step {step_name!r} ({kind}) follows another encoding step; "
+            "use one ColumnTransformer (or one transformer) before the classifier"
+        )
     return _transform(step, columns, step_name)
 
 
@@ -98,13 +104,17 @@ def _transform(trans: Any, cols: list[str], name: str) -> list[ColumnEncoding]:
     kind = type(trans).__name__
     if kind == "OneHotEncoder":
         if getattr(trans, "infrequent_categories_", None) is not None and any(
-                c is not None for c in trans.infrequent_categories_):
+            c is not None for c in trans.infrequent_categories_
+        ):
             raise ModelFormatError(f"{name!r}: OneHotEncoder with infrequent-category grouping is not supported")
         drop = getattr(trans, "drop_idx_", None)
         out = []
         for j, (col, cats) in enumerate(zip(cols, trans.categories_)):
-            keep = [c.item() if isinstance(c, np.generic) else c for k, c in enumerate(cats)
-                    if drop is None or drop[j] is None or k != drop[j]]
+            keep = [
+                c.item() if isinstance(c, np.generic) else c
+                for k, c in enumerate(cats)
+                if drop is None or drop[j] is None or k != drop[j]
+            ]
             if keep:
                 out.append(ColumnEncoding(col, "onehot", tuple(keep)))
         return out
@@ -116,8 +126,10 @@ def _transform(trans: Any, cols: list[str], name: str) -> list[ColumnEncoding]:
         if getattr(trans, "clip", False):
             raise ModelFormatError(f"{name!r}: MinMaxScaler(clip=True) is not linear; refit with clip=False")
         return [ColumnEncoding(c, factor=float(s), shift=float(m)) for c, s, m in zip(cols, trans.scale_, trans.min_)]
-    raise ModelFormatError(f"{name!r}: unsupported preprocessing {kind}; supported: OneHotEncoder, StandardScaler, "
-                           "MinMaxScaler, passthrough, drop (inside a ColumnTransformer or alone)")
+    raise ModelFormatError(
+        f"{name!r}: unsupported preprocessing {kind}; supported: OneHotEncoder, StandardScaler, "
+        "MinMaxScaler, passthrough, drop (inside a ColumnTransformer or alone)"
+    )
 
 
 def check_linear(model: LinearModel, estimator: Any, names: list[str], n: int = 64) -> None:
@@ -152,4 +164,6 @@ def check_linear(model: LinearModel, estimator: Any, names: list[str], n: int = 
     scale = 1.0 + np.abs(theirs)
     if not np.all(np.abs(ours - theirs) <= 1e-7 * scale):
         worst = float(np.max(np.abs(ours - theirs)))
-        raise ModelFormatError(f"the imported linear model disagrees with scikit-learn (max score difference {worst:.3g})")
+        raise ModelFormatError(
+            f"the imported linear model disagrees with scikit-learn (max score difference {worst:.3g})"
+        )

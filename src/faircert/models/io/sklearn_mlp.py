@@ -19,13 +19,20 @@ def load_sklearn_mlp(est: Any) -> ReluNetwork:
     if not hasattr(est, "coefs_"):
         raise ModelFormatError(f"{name} is not fitted")
     if len(getattr(est, "classes_", ())) != 2 or getattr(est, "out_activation_", None) != "logistic":
-        raise ModelFormatError(f"{name}: only binary classifiers are supported "
-                               f"(this one has {len(getattr(est, 'classes_', ()))} classes)")
+        raise ModelFormatError(
+            f"{name}: only binary classifiers are supported (this one has {len(getattr(est, 'classes_', ()))} classes)"
+        )
     if est.activation != "relu" and len(est.coefs_) > 1:
         raise ModelFormatError(f"{name}: hidden activation {est.activation!r} is not supported (use activation='relu')")
     names = [str(c) for c in est.feature_names_in_] if hasattr(est, "feature_names_in_") else None
-    network = ReluNetwork([w.T for w in est.coefs_], list(est.intercepts_), input_names=names, source=name,
-                          output_semantics="softmax2", metadata={"format": "sklearn"})
+    network = ReluNetwork(
+        [w.T for w in est.coefs_],
+        list(est.intercepts_),
+        input_names=names,
+        source=name,
+        output_semantics="softmax2",
+        metadata={"format": "sklearn"},
+    )
     X = sample_inputs(network.n_inputs)
     check_agreement(network, X, on_matrix(est.predict_proba, X), "scikit-learn")
     return network

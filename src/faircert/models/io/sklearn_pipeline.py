@@ -17,9 +17,20 @@ import numpy as np
 from ...errors import ModelFormatError, UnsupportedModelError
 from ..pipeline import EncodedFeature, Encoder, PipelineModel
 
-SUPPORTED_STEPS = ("ColumnTransformer", "Pipeline", "OneHotEncoder", "OrdinalEncoder", "KBinsDiscretizer",
-                   "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "SimpleImputer", "FunctionTransformer",
-                   "passthrough", "drop")
+SUPPORTED_STEPS = (
+    "ColumnTransformer",
+    "Pipeline",
+    "OneHotEncoder",
+    "OrdinalEncoder",
+    "KBinsDiscretizer",
+    "StandardScaler",
+    "MinMaxScaler",
+    "MaxAbsScaler",
+    "SimpleImputer",
+    "FunctionTransformer",
+    "passthrough",
+    "drop",
+)
 
 
 def load_sklearn_pipeline(pipe: Any, load_estimator: Callable[[Any], Any]) -> PipelineModel:
@@ -33,16 +44,25 @@ def load_sklearn_pipeline(pipe: Any, load_estimator: Callable[[Any], Any]) -> Pi
     if type(final).__name__ == "Pipeline":
         raise UnsupportedModelError("a Pipeline nested as the final step is not supported; flatten it")
     if _sparse_output([step for _, step in steps[:-1]]) and type(final).__module__.split(".")[0] == "xgboost":
-        raise ModelFormatError("XGBoost reads the zeros of a sparse matrix as missing values, and this pipeline's "
-                               "preprocessing outputs a sparse matrix; refit with the ColumnTransformer's "
-                               "sparse_threshold=0 (or OneHotEncoder(sparse_output=False)) so that zeros are zeros")
+        raise ModelFormatError(
+            "XGBoost reads the zeros of a sparse matrix as missing values, and this pipeline's "
+            "preprocessing outputs a sparse matrix; refit with the ColumnTransformer's "
+            "sparse_threshold=0 (or OneHotEncoder(sparse_output=False)) so that zeros are zeros"
+        )
     estimator = load_estimator(final)
     width = getattr(estimator, "n_features", None) or getattr(estimator, "n_inputs", None)
     if width != len(features):
-        raise ModelFormatError(f"the pipeline's preprocessing gives {len(features)} features but its "
-                               f"{type(final).__name__} reads {width}")
-    return PipelineModel(columns, tuple(features), estimator, f"scikit-learn Pipeline ({type(final).__name__})",
-                         _reference(pipe, final), named=getattr(pipe, "feature_names_in_", None) is not None)
+        raise ModelFormatError(
+            f"the pipeline's preprocessing gives {len(features)} features but its {type(final).__name__} reads {width}"
+        )
+    return PipelineModel(
+        columns,
+        tuple(features),
+        estimator,
+        f"scikit-learn Pipeline ({type(final).__name__})",
+        _reference(pipe, final),
+        named=getattr(pipe, "feature_names_in_", None) is not None,
+    )
 
 
 def _sparse_output(steps: list[Any]) -> bool:
@@ -109,8 +129,13 @@ def _apply(step: Any, features: list[EncodedFeature], name: str) -> list[Encoded
     if kind == "StandardScaler":
         mean = step.mean_ if step.with_mean and step.mean_ is not None else None
         scale = step.scale_ if step.with_std and step.scale_ is not None else None
-        return [f.then(*((("sub", float(mean[k])),) if mean is not None else ()),
-                       *((("div", float(scale[k])),) if scale is not None else ())) for k, f in enumerate(features)]
+        return [
+            f.then(
+                *((("sub", float(mean[k])),) if mean is not None else ()),
+                *((("div", float(scale[k])),) if scale is not None else ()),
+            )
+            for k, f in enumerate(features)
+        ]
     if kind == "MinMaxScaler":
         if step.clip:
             raise UnsupportedModelError(f"{name!r}: MinMaxScaler(clip=True) is not supported; refit with clip=False")
@@ -151,14 +176,17 @@ def _column_transformer(ct: Any, features: list[EncodedFeature], name: str) -> l
 def _raw(features: list[EncodedFeature], name: str, kind: str) -> None:
     for f in features:
         if f.encoder.kind != "identity" or f.ops:
-            raise ModelFormatError(f"{name!r}: {kind} must read raw columns; column {f.column!r} is already "
-                                   "encoded or scaled before it")
+            raise ModelFormatError(
+                f"{name!r}: {kind} must read raw columns; column {f.column!r} is already encoded or scaled before it"
+            )
 
 
 def _no_infrequent(step: Any, name: str) -> None:
     infrequent = getattr(step, "infrequent_categories_", None)
     if infrequent is not None and any(c is not None for c in infrequent):
-        raise UnsupportedModelError(f"{name!r}: {type(step).__name__} with infrequent-category grouping is not supported")
+        raise UnsupportedModelError(
+            f"{name!r}: {type(step).__name__} with infrequent-category grouping is not supported"
+        )
 
 
 def _plain(values: Any) -> tuple:
@@ -187,8 +215,10 @@ def _ordinal(step: Any, features: list[EncodedFeature], name: str) -> list[Encod
     unknown = float(step.unknown_value) if not rejects else 0.0
     if not rejects and not np.isfinite(unknown):
         raise UnsupportedModelError(f"{name!r}: OrdinalEncoder(unknown_value=nan) is not supported; use a number")
-    return [EncodedFeature(f.column, Encoder("rank", None, _plain(cats), rejects, unknown, origin="OrdinalEncoder"))
-            for f, cats in zip(features, step.categories_)]
+    return [
+        EncodedFeature(f.column, Encoder("rank", None, _plain(cats), rejects, unknown, origin="OrdinalEncoder"))
+        for f, cats in zip(features, step.categories_)
+    ]
 
 
 def _bins(step: Any, features: list[EncodedFeature], name: str) -> list[EncodedFeature]:
@@ -199,6 +229,8 @@ def _bins(step: Any, features: list[EncodedFeature], name: str) -> list[EncodedF
         if step.encode == "ordinal":
             out.append(EncodedFeature(f.column, Encoder("bin", edges=inner, origin="KBinsDiscretizer")))
         else:
-            out += [EncodedFeature(f.column, Encoder("bin_equals", edges=inner, index=k, origin="KBinsDiscretizer"))
-                    for k in range(len(inner) + 1)]
+            out += [
+                EncodedFeature(f.column, Encoder("bin_equals", edges=inner, index=k, origin="KBinsDiscretizer"))
+                for k in range(len(inner) + 1)
+            ]
     return out

@@ -30,8 +30,10 @@ from .affine_chain import (
 )
 
 IDENTITY_MODULES = {"Identity", "Dropout", "AlphaDropout", "Flatten"}
-HOW = ("load it in Python and pass the nn.Sequential to faircert.verify(...), or export it to ONNX "
-       "(torch.onnx.export) and give faircert the .onnx file")
+HOW = (
+    "load it in Python and pass the nn.Sequential to faircert.verify(...), or export it to ONNX "
+    "(torch.onnx.export) and give faircert the .onnx file"
+)
 
 
 def _torch() -> Any:
@@ -73,8 +75,10 @@ def load_torch_file(path: str | Path, trust_pickle: bool = False) -> ReluNetwork
     path = Path(path)
     if _is_torchscript(path):
         if not trust_pickle:
-            raise ModelFormatError(f"{path}: TorchScript archives run code from the file when loaded; pass "
-                                   "--trust-pickle (trust_pickle=True) if you trust it, or export the model to ONNX")
+            raise ModelFormatError(
+                f"{path}: TorchScript archives run code from the file when loaded; pass "
+                "--trust-pickle (trust_pickle=True) if you trust it, or export the model to ONNX"
+            )
         try:
             module = torch.jit.load(str(path), map_location="cpu")
         except Exception as exc:
@@ -86,12 +90,15 @@ def load_torch_file(path: str | Path, trust_pickle: bool = False) -> ReluNetwork
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "unsupported global" not in str(exc).lower():  # torch's wording for "pickled Python objects inside"
-            raise ModelFormatError(f"{path}: not a readable PyTorch file (neither a torch.save file nor a "
-                                   "TorchScript archive)") from None
+            raise ModelFormatError(
+                f"{path}: not a readable PyTorch file (neither a torch.save file nor a TorchScript archive)"
+            ) from None
         if not trust_pickle:
-            raise ModelFormatError(f"{path}: the file is a pickled Python object (a whole module), and unpickling "
-                                   "can run arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust "
-                                   "the file, or export the model to ONNX") from None
+            raise ModelFormatError(
+                f"{path}: the file is a pickled Python object (a whole module), and unpickling "
+                "can run arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust "
+                "the file, or export the model to ONNX"
+            ) from None
         try:
             obj = torch.load(str(path), map_location="cpu", weights_only=False)
         except Exception as exc:
@@ -159,8 +166,12 @@ def _first_line(exc: Exception) -> str:
 
 
 #: Globals a weights-only `torch.save` pickle names (tensors in dicts); any other global is code.
-WEIGHT_GLOBALS = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_tensor",
-                  "torch._utils _rebuild_parameter"}
+WEIGHT_GLOBALS = {
+    "collections OrderedDict",
+    "torch._utils _rebuild_tensor_v2",
+    "torch._utils _rebuild_tensor",
+    "torch._utils _rebuild_parameter",
+}
 STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8", "SHORT_BINSTRING", "BINSTRING", "STRING"}
 
 
@@ -169,13 +180,17 @@ def _untrusted_refusal(path: Path) -> ModelFormatError:
     listed, never run (neither torch nor pickle sees the untrusted bytes)."""
     names = _pickled_globals(path)
     if names is None:
-        return ModelFormatError(f"{path}: not a readable PyTorch file (not the zip archive torch.save writes; an "
-                                "older pickle-format file can only be read with --trust-pickle)")
+        return ModelFormatError(
+            f"{path}: not a readable PyTorch file (not the zip archive torch.save writes; an "
+            "older pickle-format file can only be read with --trust-pickle)"
+        )
     if all(n in WEIGHT_GLOBALS or (n.startswith("torch ") and n.endswith("Storage")) for n in names):
         return ModelFormatError(f"{path}: a state dict holds weights but not the architecture; {HOW}")
-    return ModelFormatError(f"{path}: the file is a pickled Python object (a whole module), and unpickling can run "
-                            "arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust the file, or export "
-                            "the model to ONNX")
+    return ModelFormatError(
+        f"{path}: the file is a pickled Python object (a whole module), and unpickling can run "
+        "arbitrary code; pass --trust-pickle (trust_pickle=True) if you trust the file, or export "
+        "the model to ONNX"
+    )
 
 
 def _pickled_globals(path: Path) -> set[str] | None:

@@ -61,8 +61,12 @@ def whole_number(value: Any, what: str, low: int = 0, high: int = 2**31 - 1) -> 
     """An integer field, also when written as text ("13") or as an integral float, within [low, high]."""
     try:
         number = float(value) if isinstance(value, str) and len(value) < 40 else value
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) \
-                or number != int(number):
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, (int, float))
+            or not math.isfinite(number)
+            or number != int(number)
+        ):
             raise ValueError
     except (ValueError, OverflowError):
         raise ModelFormatError(f"{what} must be a whole number, got {quoted(value)}") from None
@@ -71,8 +75,9 @@ def whole_number(value: Any, what: str, low: int = 0, high: int = 2**31 - 1) -> 
     return int(number)
 
 
-def checked_tree(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray,
-                 value: np.ndarray, where: str) -> Tree:
+def checked_tree(
+    feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray, value: np.ndarray, where: str
+) -> Tree:
     """A Tree from node arrays, with its structure and depth checked (errors name `where`)."""
     try:
         tree = Tree(feature, threshold, left, right, value)

@@ -15,8 +15,15 @@ from ...errors import ModelFormatError
 from ...limits import MAX_NESTING
 
 #: Numeric type markers and their big-endian numpy types (UBJSON stores numbers big-endian).
-NUMBERS = {b"i": np.dtype(">i1"), b"U": np.dtype(">u1"), b"I": np.dtype(">i2"), b"l": np.dtype(">i4"),
-           b"L": np.dtype(">i8"), b"d": np.dtype(">f4"), b"D": np.dtype(">f8")}
+NUMBERS = {
+    b"i": np.dtype(">i1"),
+    b"U": np.dtype(">u1"),
+    b"I": np.dtype(">i2"),
+    b"l": np.dtype(">i4"),
+    b"L": np.dtype(">i8"),
+    b"d": np.dtype(">f4"),
+    b"D": np.dtype(">f8"),
+}
 #: Types that take no bytes per element: a typed container of them could claim any count.
 EMPTY_TYPES = (b"Z", b"T", b"F", b"N")
 NOOP = b"N"
@@ -42,7 +49,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise self.error("the file ends early (truncated?)")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 

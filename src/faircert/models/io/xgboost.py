@@ -64,7 +64,9 @@ def _check(ir: TreeEnsemble, booster: Any) -> None:
     """The in-memory booster the user passed is already loaded: ask it directly."""
     import xgboost as xgb
 
-    ir.check_against(lambda X: booster.predict(xgb.DMatrix(X), output_margin=True, validate_features=False) > 0, ir.source)
+    ir.check_against(
+        lambda X: booster.predict(xgb.DMatrix(X), output_margin=True, validate_features=False) > 0, ir.source
+    )
 
 
 def _number(text: Any, source: str) -> float:
@@ -76,8 +78,9 @@ def _number(text: Any, source: str) -> float:
         if s.startswith("[") and s.endswith("]"):
             parts = [p for p in s[1:-1].split(",") if p.strip()]
             if len(parts) != 1:
-                raise ModelFormatError(f"{source}: expected one base score, got {quoted(s)} (multi-output models are "
-                                       "not supported)")
+                raise ModelFormatError(
+                    f"{source}: expected one base score, got {quoted(s)} (multi-output models are not supported)"
+                )
             s = parts[0]
         try:
             value = float(s)
@@ -94,7 +97,7 @@ def _field(data: Any, *keys: str, source: str) -> Any:
     """data[k1][k2]...; a missing key or a non-object on the way is a format error naming the path."""
     for k, key in enumerate(keys):
         if not isinstance(data, dict) or key not in data:
-            raise ModelFormatError(f"{source}: not an XGBoost model JSON (no {'/'.join(keys[:k + 1])})")
+            raise ModelFormatError(f"{source}: not an XGBoost model JSON (no {'/'.join(keys[: k + 1])})")
         data = data[key]
     return data
 
@@ -113,8 +116,10 @@ def xgboost_from_dict(data: Any, source: str = "xgboost") -> TreeEnsemble:
     param = _object(learner, "learner_model_param", source=source)
     booster = _object(learner, "gradient_booster", source=source)
     if objective not in BINARY_OBJECTIVES:
-        raise ModelFormatError(f"{source}: objective {quoted(objective)} is not binary classification "
-                               f"(supported: {', '.join(BINARY_OBJECTIVES)})")
+        raise ModelFormatError(
+            f"{source}: objective {quoted(objective)} is not binary classification "
+            f"(supported: {', '.join(BINARY_OBJECTIVES)})"
+        )
     num_class = whole_number(param.get("num_class", "0"), f"{source}: num_class")
     if num_class > 1 or whole_number(param.get("num_target", "1"), f"{source}: num_target") > 1:
         raise ModelFormatError(f"{source}: multi-class or multi-output models are not supported")
@@ -141,15 +146,25 @@ def xgboost_from_dict(data: Any, source: str = "xgboost") -> TreeEnsemble:
     else:
         base_margin = float(np.float32(base))
     n_features = whole_number(_field(param, "num_feature", source=source), f"{source}: num_feature", 1, MAX_FEATURES)
-    trees = [_tree(t, j, None if weights is None else weights[j], n_features, source)
-             for j, t in enumerate(trees_json)]
+    trees = [_tree(t, j, None if weights is None else weights[j], n_features, source) for j, t in enumerate(trees_json)]
     names = learner.get("feature_names") or None
-    if names is not None and (not isinstance(names, list) or len(names) != n_features
-                              or not all(isinstance(n, str) for n in names)):
+    if names is not None and (
+        not isinstance(names, list) or len(names) != n_features or not all(isinstance(n, str) for n in names)
+    ):
         raise ModelFormatError(f"{source}: feature_names must list {n_features} names")
-    return TreeEnsemble(trees, n_features, split="<", input_float32=True, base_score=base_margin, scale=1.0,
-                        link="sigmoid", feature_names=list(names) if names else None, source=source,
-                        sum_float32=True, meta={"framework": "xgboost", "objective": objective})
+    return TreeEnsemble(
+        trees,
+        n_features,
+        split="<",
+        input_float32=True,
+        base_score=base_margin,
+        scale=1.0,
+        link="sigmoid",
+        feature_names=list(names) if names else None,
+        source=source,
+        sum_float32=True,
+        meta={"framework": "xgboost", "objective": objective},
+    )
 
 
 def _check_tree_info(model: dict, n_trees: int, source: str) -> None:
@@ -157,13 +172,18 @@ def _check_tree_info(model: dict, n_trees: int, source: str) -> None:
     indexes with these numbers unchecked."""
     info = int_array(model.get("tree_info", [0] * n_trees), f"{source}: tree_info")
     if len(info) != n_trees or np.any(info != 0):
-        raise ModelFormatError(f"{source}: tree_info must give class 0 for each of the {n_trees} trees of a binary "
-                               "model")
+        raise ModelFormatError(
+            f"{source}: tree_info must give class 0 for each of the {n_trees} trees of a binary model"
+        )
     declared = model.get("gbtree_model_param", {})
-    if isinstance(declared, dict) and "num_trees" in declared and \
-            whole_number(declared["num_trees"], f"{source}: num_trees") != n_trees:
-        raise ModelFormatError(f"{source}: num_trees says {quoted(declared['num_trees'])} but the model has "
-                               f"{n_trees} trees")
+    if (
+        isinstance(declared, dict)
+        and "num_trees" in declared
+        and whole_number(declared["num_trees"], f"{source}: num_trees") != n_trees
+    ):
+        raise ModelFormatError(
+            f"{source}: num_trees says {quoted(declared['num_trees'])} but the model has {n_trees} trees"
+        )
     if "iteration_indptr" in model:
         indptr = int_array(model["iteration_indptr"], f"{source}: iteration_indptr", 0, n_trees)
         if len(indptr) < 1 or indptr[0] != 0 or indptr[-1] != n_trees or np.any(np.diff(indptr) < 0):
@@ -184,12 +204,18 @@ def _tree(t: Any, j: int, weight: float | None, n_features: int, source: str) ->
     except KeyError as exc:
         raise ModelFormatError(f"{where} has no {exc.args[0]}") from None
     n = len(left)
-    if not (len(right) == len(cond) == len(feat) == n) or len(split_type) not in (0, n) or \
-            len(default_left) not in (0, n):
+    if (
+        not (len(right) == len(cond) == len(feat) == n)
+        or len(split_type) not in (0, n)
+        or len(default_left) not in (0, n)
+    ):
         raise ModelFormatError(f"{where}: its node arrays differ in length")
     tree_param = t.get("tree_param", {})
-    if isinstance(tree_param, dict) and "num_nodes" in tree_param and \
-            whole_number(tree_param["num_nodes"], f"{where} num_nodes") != n:
+    if (
+        isinstance(tree_param, dict)
+        and "num_nodes" in tree_param
+        and whole_number(tree_param["num_nodes"], f"{where} num_nodes") != n
+    ):
         raise ModelFormatError(f"{where}: num_nodes says {quoted(tree_param['num_nodes'])} but it has {n} nodes")
     if np.any(split_type != 0):
         raise ModelFormatError(f"{where} has categorical splits, which are not supported")
