@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.stats import norm
 
 import faircert
-from faircert.models.io.sklearn_linear import load_sklearn_linear
+from faircert.models.io.sklearn.linear import load_sklearn_linear
 from faircert.population import learn_population
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -422,7 +422,7 @@ def _slow_trees_case() -> Case:
     pytest.importorskip("sklearn")
     from sklearn.ensemble import RandomForestClassifier
 
-    from faircert.models.io.sklearn_trees import load_sklearn_trees
+    from faircert.models.io.sklearn.trees import load_sklearn_trees
 
     rng = np.random.default_rng(0)
     X = rng.integers(0, 100, (3000, 6)).astype(float)

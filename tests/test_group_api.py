@@ -15,7 +15,7 @@ from faircert.cli import main
 from faircert.engines.group.subset_sum import Engine, brute_force
 from faircert.errors import DataError, ModelFormatError, PropertyError
 from faircert.models.io.linear_json import load_linear_json
-from faircert.models.io.sklearn_linear import load_sklearn_linear
+from faircert.models.io.sklearn.linear import load_sklearn_linear
 from faircert.models.linear import LinearModel
 from faircert.population import DiscretePopulation, Variable, learn_population
 

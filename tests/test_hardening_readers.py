@@ -400,7 +400,7 @@ def test_keras_external_links_and_external_storage_are_refused(tmp_path):
 
 def test_hdf5_looping_forever_on_a_damaged_file_is_stopped(tmp_path, monkeypatch):
     """A model_config attribute made longer in place: HDF5 misreads what follows and never returns."""
-    from faircert.models.io import hdf5_tree
+    from faircert.models.io.keras import hdf5_tree
 
     data = hf.keras_file(tmp_path).read_bytes()
     (tmp_path / "loop.h5").write_bytes(data.replace(b'"units": 1,', b'"units": 2147483648,', 1))

@@ -11,7 +11,7 @@ import pytest
 
 from faircert.errors import ModelFormatError
 from faircert.models.io import load_model
-from faircert.models.io.keras_h5 import load_keras_h5
+from faircert.models.io.keras import load_keras_h5
 
 RNG = np.random.default_rng(3)
 K1, B1 = RNG.normal(size=(4, 5)), RNG.normal(size=5)  # Keras kernels are in x out

@@ -272,9 +272,9 @@ def test_garbage_and_truncated_files(tmp_path):
 
 def test_tree_ensembles_go_to_the_tree_importer(monkeypatch):
     seen = []
-    fake = types.ModuleType("faircert.models.io.onnx_trees")
+    fake = types.ModuleType("faircert.models.io.onnx.trees")
     fake.load_onnx_trees = lambda proto: seen.append(proto) or "trees"
-    monkeypatch.setitem(sys.modules, "faircert.models.io.onnx_trees", fake)
+    monkeypatch.setitem(sys.modules, "faircert.models.io.onnx.trees", fake)
     node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml")
     proto = model([node], {})
     assert load_onnx(proto) == "trees" and seen == [proto]

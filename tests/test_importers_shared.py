@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from faircert.models.io import load_model
-from faircert.models.io.keras_h5 import load_keras_h5
+from faircert.models.io.keras import load_keras_h5
 from faircert.models.io.nnet import load_nnet
 from faircert.models.io.onnx import load_onnx, save_onnx
 

@@ -422,9 +422,9 @@ def _estimator_object(model: Any, trust_pickle: bool) -> Any:
     """The estimator itself: the object given, or the pickle the caller trusted."""
     if not isinstance(model, (str, Path)):
         return model
-    from .models.io import _unpickle
+    from .models.io.pickled import unpickle
 
-    return _unpickle(Path(model), trust_pickle)
+    return unpickle(Path(model), trust_pickle)
 
 
 def _black_box(estimator, domain, protected, epsilon, epsilon_rate):

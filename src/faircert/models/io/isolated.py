@@ -3,7 +3,7 @@
 The XGBoost and LightGBM loaders and the HDF5 library are native code that can abort or segfault
 on a malformed file. faircert reads XGBoost and LightGBM files itself (the IR never needs the
 library); the library is only asked for its predictions on sample inputs, to cross-check the
-import. HDF5 files are copied out of HDF5 by a child (`hdf5_tree`). Children run with bounded
+import. HDF5 files are copied out of HDF5 by a child (`keras/hdf5_tree.py`). Children run with bounded
 memory and time; a crash there becomes a `ModelFormatError`, not the end of faircert.
 """
 

@@ -3,7 +3,7 @@
 Keras, ONNX, PyTorch, .nnet, XGBoost and LightGBM files say nothing about how raw columns became
 their inputs. Given the preprocessor (a ColumnTransformer, a Pipeline of transformers, or one
 transformer) the pair is one PipelineModel from raw columns to label, read exactly as a
-scikit-learn Pipeline ending in the same estimator would be (see `sklearn_pipeline`).
+scikit-learn Pipeline ending in the same estimator would be (see `sklearn/pipeline.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import ModelFormatError
 from ..pipeline import EncodedFeature, PipelineModel
-from .sklearn_pipeline import SUPPORTED_STEPS, _apply, _input_names, _sparse_output
+from .sklearn.pipeline import SUPPORTED_STEPS, _apply, _input_names, _sparse_output
 
 
 def load_preprocessed(preprocessor: Any, estimator: Any) -> PipelineModel:

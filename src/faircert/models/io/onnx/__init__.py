@@ -19,8 +19,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from ...errors import ModelFormatError
-from ...limits import (
+from ....errors import ModelFormatError
+from ....limits import (
     MAX_FIXED_BATCH,
     MAX_LAYER_WIDTH,
     MAX_QUOTED,
@@ -29,8 +29,8 @@ from ...limits import (
     check_file_size,
     quoted,
 )
-from ..network import ReluNetwork
-from .affine_chain import (
+from ...network import ReluNetwork
+from ..affine_chain import (
     Op,
     affine,
     build_network,
@@ -39,7 +39,7 @@ from .affine_chain import (
     sample_inputs,
     unsupported,
 )
-from .onnx_checks import check_constant_node, check_model, load_checked, needed_model
+from .checks import check_constant_node, check_model, load_checked, needed_model
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
 SHAPE_OPS = {"Identity", "Dropout", "Flatten", "Reshape"}
@@ -51,7 +51,7 @@ def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | No
     """Read an ONNX file or ModelProto; tree-ensemble graphs are delegated to the tree importer."""
     proto, source = _proto(model)
     if any(n.op_type in TREE_OPS and n.domain == "ai.onnx.ml" for n in proto.graph.node):
-        from .onnx_trees import load_onnx_trees
+        from .trees import load_onnx_trees
 
         return load_onnx_trees(proto)
     chain = _Chain(proto.graph, source)

@@ -17,8 +17,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ...errors import ModelFormatError
-from ...limits import MAX_GRAPH_NODES, MAX_TENSOR_VALUES, check_at_most, quoted
+from ....errors import ModelFormatError
+from ....limits import MAX_GRAPH_NODES, MAX_TENSOR_VALUES, check_at_most, quoted
 
 #: Element types packed two to a byte (and two to an int32_data entry).
 PACKED = {getattr(TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(TensorProto, n)}

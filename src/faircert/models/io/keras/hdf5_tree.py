@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
-from ...limits import HDF5_SECONDS, MAX_GRAPH_NODES, MAX_NESTING, MAX_TENSOR_VALUES, quoted
-from .isolated import run_isolated
+from ....errors import ModelFormatError
+from ....limits import HDF5_SECONDS, MAX_GRAPH_NODES, MAX_NESTING, MAX_TENSOR_VALUES, quoted
+from ..isolated import run_isolated
 
 HDF5_CHILD = Path(__file__).with_name("_hdf5_child.py")
 

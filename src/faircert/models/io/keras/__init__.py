@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
-from ...limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
-from ..network import ReluNetwork
-from .affine_chain import (
+from ....errors import ModelFormatError
+from ....limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
+from ...network import ReluNetwork
+from ..affine_chain import (
     Op,
     affine,
     build_network,

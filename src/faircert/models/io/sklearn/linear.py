@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError, UnsupportedModelError
-from ..linear import ColumnEncoding, LinearModel
+from ....errors import ModelFormatError, UnsupportedModelError
+from ...linear import ColumnEncoding, LinearModel
 
 LINEAR = ("LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ModelFormatError, UnsupportedModelError
+from ....errors import ModelFormatError, UnsupportedModelError
 
 TREE_CLASSES = {
     "DecisionTreeClassifier",
@@ -17,22 +17,24 @@ TREE_CLASSES = {
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron"}
 
 
-def load_sklearn(estimator: Any, load_final: Any = None) -> Any:
-    """The IR of a scikit-learn estimator or Pipeline; `load_final` imports a Pipeline's final
-    estimator when it is not scikit-learn's own (an XGBoost or LightGBM classifier)."""
+def load_sklearn(estimator: Any) -> Any:
+    """The IR of a scikit-learn estimator or Pipeline (whose final estimator may be another
+    framework's: an XGBoost or LightGBM classifier)."""
+    from ..readers import load_object
+
     name = type(estimator).__name__
     if name == "Pipeline":
-        return _load_pipeline(estimator, load_final or load_sklearn)
+        return _load_pipeline(estimator, load_object)
     if name in TREE_CLASSES:
-        from .sklearn_trees import load_sklearn_trees
+        from .trees import load_sklearn_trees
 
         return load_sklearn_trees(estimator)
     if name in LINEAR_CLASSES:
-        from .sklearn_linear import load_sklearn_linear
+        from .linear import load_sklearn_linear
 
         return load_sklearn_linear(estimator)
     if name == "MLPClassifier":
-        from .sklearn_mlp import load_sklearn_mlp
+        from .mlp import load_sklearn_mlp
 
         return load_sklearn_mlp(estimator)
     if name == "ColumnTransformer":
@@ -44,10 +46,10 @@ def load_sklearn(estimator: Any, load_final: Any = None) -> Any:
 def _load_pipeline(pipe: Any, load_final: Any) -> Any:
     """A Pipeline ending in a linear classifier whose preprocessing the linear IR expresses stays a
     LinearModel (group fairness is then exact by subset sums); any other becomes a PipelineModel."""
-    from .sklearn_pipeline import load_sklearn_pipeline
+    from .pipeline import load_sklearn_pipeline
 
     if type(pipe.steps[-1][1]).__name__ in LINEAR_CLASSES:
-        from .sklearn_linear import load_sklearn_linear
+        from .linear import load_sklearn_linear
 
         try:
             return load_sklearn_linear(pipe)
@@ -60,8 +62,8 @@ def _load_pipeline(pipe: Any, load_final: Any) -> Any:
 def _as_linear(model: Any, pipe: Any) -> Any:
     """The pipeline as a LinearModel where that is exact (imputers and nested Pipelines around one-hot
     encoding and scaling), checked against the pipeline; else None."""
-    from ..pipeline import to_linear
-    from .sklearn_linear import check_linear
+    from ...pipeline import to_linear
+    from .linear import check_linear
 
     linear = to_linear(model)
     if linear is None:

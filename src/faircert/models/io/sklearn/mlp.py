@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ModelFormatError
-from ..network import ReluNetwork
-from .affine_chain import check_agreement, sample_inputs
-from .sklearn_common import on_matrix
+from ....errors import ModelFormatError
+from ...network import ReluNetwork
+from ..affine_chain import check_agreement, sample_inputs
+from .common import on_matrix
 
 
 def load_sklearn_mlp(est: Any) -> ReluNetwork:

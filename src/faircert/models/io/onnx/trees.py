@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError
-from ...limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
-from ..trees import TreeEnsemble
-from .tree_arrays import checked_tree
+from ....errors import ModelFormatError
+from ....limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
+from ...trees import TreeEnsemble
+from ..tree_arrays import checked_tree
 
 LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}  # mode -> swap branches
 LT_RULES = {"BRANCH_LT": False, "BRANCH_GTE": True}

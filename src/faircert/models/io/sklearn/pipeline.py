@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError, UnsupportedModelError
-from ..pipeline import EncodedFeature, Encoder, PipelineModel
+from ....errors import ModelFormatError, UnsupportedModelError
+from ...pipeline import EncodedFeature, Encoder, PipelineModel
 
 SUPPORTED_STEPS = (
     "ColumnTransformer",

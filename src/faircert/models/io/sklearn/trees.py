@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelFormatError, UnsupportedModelError
-from ..trees import Tree, TreeEnsemble
-from .sklearn_common import on_matrix
+from ....errors import ModelFormatError, UnsupportedModelError
+from ...trees import Tree, TreeEnsemble
+from .common import on_matrix
 
 FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
 
