@@ -63,7 +63,7 @@ def main() -> None:
                     "within_rule": wall <= 1.1 * limit + 2,
                     "di": [di.low, di.high],
                     "widest_rate": max(g.high - g.low for g in r.groups),
-                    "engine": r.engine,
+                    "engine": r.engine_description,
                     "detail": f"DI [{di.low:.4f}, {di.high:.4f}], widest rate "
                     f"{max(g.high - g.low for g in r.groups):.4f}",
                 }

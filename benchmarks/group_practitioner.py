@@ -67,7 +67,7 @@ def run(name: str, model, df, population: str, time_limit: float) -> dict:
         row.update(error=str(exc), wall_s=round(time.perf_counter() - t0, 2))
         return row
     row["wall_s"] = round(time.perf_counter() - t0, 2)
-    row["engine"] = result.engine
+    row["engine"] = result.engine_description
     row["max_rate_width"] = max(g.high - g.low for g in result.groups)
     for m, interval in result.metrics.items():
         row[m] = [interval.low, interval.high]

@@ -60,7 +60,7 @@ def test_empirical_equals_fairlearn_metricframe(estimator):
         population="empirical",
         metrics="demographic_parity_difference,demographic_parity_ratio,equalized_odds_difference",
     )
-    assert r.engine == "empirical (exact)" and r.exact
+    assert r.engine == "empirical" and r.exact
     assert "empirical" in r.population
     for group, rate in frame.by_group.items():
         assert r.by_group.loc[group, "low"] == pytest.approx(rate, abs=1e-12)

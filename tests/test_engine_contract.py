@@ -4,8 +4,8 @@ Each engine in `faircert.engines.registry.ENGINES` has a case here: a model and 
 enough to answer by brute force (or in closed form), a budget, and an oracle. The contract:
 the registry finds that engine for the case; its answer agrees with the oracle (sound bounds
 contain the truth, exact answers equal it, decisive verdicts match it); it reports progress; it
-honours its time limit; and its JSON round-trips with the versioned envelope. A new engine
-without a case here fails `test_every_engine_has_a_contract_case`.
+honours its time limit; its JSON names the engine as the registry does and round-trips with the
+versioned envelope. A new engine without a case here fails `test_every_engine_has_a_contract_case`.
 """
 
 from __future__ import annotations
@@ -391,6 +391,7 @@ def test_engine_contract(name):
     assert seen and all(isinstance(update, dict) for update in seen)
     assert elapsed <= case.options.time_limit + 5.0
     payload = _json_payload(answer)
+    assert payload["engine"] == name  # results name the engine as the registry does
     if isinstance(answer, Verdict):
         assert payload["schema_version"] == SCHEMA_VERSION and payload["faircert_version"] == __version__
         assert payload["verdict"] == answer.verdict

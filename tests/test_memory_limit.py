@@ -165,7 +165,10 @@ def test_linear_rates_on_score_grids_stay_sound_within_the_limit():
     fine = faircert.group(model, frame, protected="s", population="independent", time_limit=30)
     coarse = faircert.group(model, frame, protected="s", population="independent", time_limit=30, memory_limit=64_000)
     assert coarse.stats["stopped"] == "memory limit" and fine.stats["stopped"] == "converged"
-    assert coarse.engine == fine.engine == "score histograms (sound bounds)"
+    assert (
+        coarse.engine == fine.engine == "subset-sum"
+        and coarse.method == fine.method == "score histograms, sound bounds"
+    )
     for f, c in zip(fine.groups, coarse.groups):
         assert c.low <= f.low + 1e-12 and f.high <= c.high + 1e-12
     assert max(c.high - c.low for c in coarse.groups) > max(f.high - f.low for f in fine.groups)

@@ -126,7 +126,7 @@ def test_a_pipeline_network_under_independent_marginals_from_the_api():
     w = grid.job.map(p_job).to_numpy() * grid.age.map(p_age).to_numpy()
     other = grid.assign(sex="M")
     truth = float((w * (model.predict(grid) != model.predict(other))).sum())
-    assert res.population == "independent" and res.engine == "boxes"
+    assert res.population == "independent" and res.engine == "network-boxes"
     assert res.undecided < 1e-9 and res.falsified == pytest.approx(truth, abs=1e-9)
     assert (model.predict(df) != model.predict(flipped)).any() == (truth > 0)
 

@@ -367,7 +367,7 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
     pipe = Pipeline([("p", prep), ("m", LogisticRegression(max_iter=1000))]).fit(X, df.income)
     assert isinstance(load_model(pipe), LinearModel)
     r = faircert.group(pipe, df, protected="sex", population="independent", bin_value="mean")
-    assert r.engine == "subset-sum (exact)"
+    assert r.engine == "subset-sum" and r.method == "exact tables"
     pop = learn_population(df, list(X.columns), ["sex"], kind="independent", bin_value="mean")
     rows, weights = [], []
     for assignment, p in pop.joint():

@@ -31,7 +31,7 @@ def make_result(**kw):
         domain_size=624.0,
         counterexamples=[Counterexample([1, 2, 0], [1, 2, 1], 0.5, -0.25)],
         statistical=StatisticalEstimate(0.07, 0.06, 0.08, 0.99, 1000),
-        engine="boxes",
+        engine="network-boxes",
         model="m.nnet",
         protected=["sex"],
         epsilon={"age": 1.0},

@@ -46,7 +46,7 @@ def test_verify_json_reports_exact_measure(xgb_model, capsys):
         ]
     )
     out = json.loads(capsys.readouterr().out)
-    assert out["engine"] == "trees" and out["measure_lower"] == out["measure_upper"]
+    assert out["engine"] == "tree-boxes" and out["measure_lower"] == out["measure_upper"]
     grid = (
         np.array(np.meshgrid(np.arange(2), np.arange(20), np.arange(10), indexing="ij")).reshape(3, -1).T.astype(float)
     )
@@ -188,7 +188,7 @@ def test_python_api_accepts_fitted_models():
     dom = Domain((Feature("group", "categorical", 0, 2), Feature("a", "integer", 0, 11), Feature("b", "integer", 0, 5)))
     rf = RandomForestClassifier(6, max_depth=4, random_state=0).fit(X, y)
     res = faircert.verify(rf, dom, robustness=True, epsilon={"a": 1, "b": 1}, kappa=0.6)
-    assert res.engine == "trees" and res.stats["converged"] and res.protected == []
+    assert res.engine == "tree-boxes" and res.stats["converged"] and res.protected == []
     booster = lgb.LGBMClassifier(n_estimators=10, num_leaves=5, verbose=-1).fit(X, y).booster_
     res = faircert.verify(booster, dom, sensitive_features="group", epsilon_rate=0.2)
     assert res.measure_lower == res.measure_upper and res.epsilon == {"a": 2.0, "b": 1.0}

@@ -68,7 +68,7 @@ def test_probabilities_equal_brute_force_over_the_data_marginals(seed, kind):
     truth = _truth(model.predict, frame, ["a", "r"], "s")
     assert 0.01 < truth < 0.99  # a case where the answer is neither all nor nothing
     result = faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, time_limit=30)
-    assert result.population == "independent" and result.engine == "trees" and result.domain_size == 1.0
+    assert result.population == "independent" and result.engine == "tree-population" and result.domain_size == 1.0
     assert result.stats["converged"] and result.undecided == 0
     assert result.falsified == pytest.approx(truth, abs=1e-12)
     assert result.certified == pytest.approx(1 - truth, abs=1e-12)

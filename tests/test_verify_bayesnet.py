@@ -90,7 +90,7 @@ def test_other_models_get_sound_bounds_around_enumeration(kind):
     truth = _truth_under_learned_network(model.predict, df)
     assert 0.01 < truth < 0.99
     r = faircert.verify(model, df, protected="s", population="bayesnet", time_limit=20)
-    assert r.population == "bayesnet" and r.engine == "probability bounds under a population"
+    assert r.population == "bayesnet" and r.engine == "population-twins"
     assert r.falsified - 1e-9 <= truth <= 1 - r.certified + 1e-9
     assert r.undecided < 1e-9  # a small network: every box decided
     # counterexamples drawn from the network, each decided otherwise by the model itself

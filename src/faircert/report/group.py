@@ -119,7 +119,7 @@ def print_group(result: GroupResult) -> None:
     if dropped:
         out.print(f"[yellow]{dropped:,} rows with missing values were left out of the data[/]")
     out.print(
-        f"engine: {result.engine}, {result.elapsed_s:.2f} s"
+        f"engine: {result.engine_description}, {result.elapsed_s:.2f} s"
         + (
             f" (engine {result.stats['engine_s']:.3f} s, population learning {result.stats['learning_s']:.3f} s)"
             if "engine_s" in result.stats

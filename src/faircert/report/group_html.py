@@ -145,7 +145,7 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
             ["model", e(result.model)],
             ["protected", e(", ".join(result.protected))],
             ["numbers under the population", e(result.population)],
-            ["engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"],
+            ["engine / time", f"{e(result.engine_description)} / {result.elapsed_s:.2f} s"],
             ["stopped", e(str(result.stats.get("stopped", "")))],
         ],
     )

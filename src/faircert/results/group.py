@@ -87,6 +87,14 @@ class GroupResult(Verdict):
     #: Where the sound bounds are wide: the same question answered by sampling the same population
     #: (statistical intervals, wrong with probability at most `estimate.stats["delta"]`; not bounds).
     estimate: GroupResult | None = None
+    #: How the engine answered, where it has more than one way (the subset-sum engine: exact tables,
+    #: or score histograms once the tables outgrow their cap); "" where it has one.
+    method: str = ""
+
+    @property
+    def engine_description(self) -> str:
+        """The engine's registered name, with how it answered where it has more than one way."""
+        return f"{self.engine} ({self.method})" if self.method else self.engine
 
     @property
     def exact(self) -> bool:
@@ -210,6 +218,7 @@ class GroupResult(Verdict):
             "least_favoured": self.least_favoured,
             "threshold": self.threshold,
             "engine": self.engine,
+            "method": self.method,
             "population": self.population,
             "approximations": list(self.approximations),
             "elapsed_s": self.elapsed_s,
@@ -239,7 +248,7 @@ class GroupResult(Verdict):
             return f"{lo:.6f}" if lo == hi else f"[{lo:.6f}, {hi:.6f}]"
 
         lines = [
-            f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
+            f"verdict: {self.verdict} ({self.engine_description}, {self.elapsed_s:.2f} s)",
             f"model: {self.model}",
             f"population: {self.population}",
             f"protected: {', '.join(self.protected)}" + (f"; label: {self.label}" if self.label else ""),

@@ -31,6 +31,8 @@ class ProgramResult(Verdict):
     #: Why the engine stopped without a verdict ("time limit", "box budget", ...), else "".
     stopped: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    #: The registered engine that answered (`faircert.engines.registry`).
+    engine: str = ""
 
     @property
     def ratio(self) -> tuple[float, float]:
@@ -58,6 +60,7 @@ class ProgramResult(Verdict):
             "kind": self.kind,
             "method": self.method,
             "guarantee": self.guarantee,
+            "engine": self.engine,
             "elapsed_s": self.elapsed_s,
             "program": self.program,
             "stopped": self.stopped,

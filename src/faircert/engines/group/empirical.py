@@ -200,7 +200,7 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
     }
     return GroupResult.build(
         groups,
-        engine="empirical (exact)",
+        engine="empirical",
         population=pop.describe(),
         threshold=question.threshold,
         gap_thresholds=dict(question.gap_thresholds),

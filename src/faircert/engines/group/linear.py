@@ -208,7 +208,6 @@ def analyse(
         if stats.get("memory_limited")
         else "converged",
     )
-    engine = "score histograms (sound bounds)" if stats.get("grid") else "subset-sum (exact)"
     if stats.get("grid"):
         approximations.append(
             f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
@@ -217,7 +216,7 @@ def analyse(
         )
     result = GroupResult.build(
         groups,
-        engine=engine,
+        engine="subset-sum",
         population=pop.describe(),
         threshold=threshold,
         gap_thresholds=gap_thresholds,
@@ -230,6 +229,7 @@ def analyse(
         label=pop.label or pop.info.get("label"),
         stats=stats,
     )
+    result.method = "score histograms, sound bounds" if stats.get("grid") else "exact tables"
     result.influence = result_influence
     return result
 

@@ -543,7 +543,7 @@ class Refinement:
             counterexamples=cexs,
             statistical=est,
             elapsed_s=elapsed,
-            engine="boxes",
+            engine="network-boxes",
             model=self.network.source,
             protected=self.prop.protected_names,
             epsilon=self.prop.epsilon_by_name,

@@ -142,7 +142,7 @@ def answer(
         counterexamples=cexs,
         statistical=estimate if high - low > 1e-9 else None,
         elapsed_s=time.perf_counter() - start,
-        engine="probability bounds under a population",
+        engine="population-twins",
         model=getattr(model, "source", "") or type(model).__name__,
         protected=prop.protected_names,
         stats=stats,

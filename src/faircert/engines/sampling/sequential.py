@@ -171,6 +171,7 @@ def program_fairness_sampled(
         epsilon=spec.epsilon,
         method="sampling",
         guarantee=out.guarantee,
+        engine="program-sequential-test",
         elapsed_s=out.elapsed_s,
         samples=out.samples,
         kind=spec.kind,
@@ -329,7 +330,7 @@ def group_sampled(
         return GroupResult.build(out, threshold=threshold, gap_thresholds=gap_thresholds, **extra)
 
     def decide(lo, hi):
-        res = build(lo, hi, engine="sequential-sampling", population="")
+        res = build(lo, hi, engine="sequential-test", population="")
         checked = [
             m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")
         ]
@@ -345,7 +346,7 @@ def group_sampled(
     res = build(
         out.low,
         out.high,
-        engine="sequential-sampling",
+        engine="sequential-test",
         population=str(population),
         elapsed_s=time.perf_counter() - start,
         model=_model_name(model),

@@ -137,4 +137,5 @@ def answer(
     result.confident_size /= grid
     result.unfair_size /= grid
     result.model = ir.source or repr(ir)
+    result.engine = "tree-population"
     return result

@@ -191,6 +191,7 @@ def answer_samples(
     )
     lower, upper = q.bounds
     frame.attrs["summary"] = {
+        "engine": "tree-sampling",
         "written": len(x),
         "rejected": rejected,
         "distinct": len({tuple(r) for r in x.tolist()}),

@@ -135,7 +135,7 @@ def verify_trees(
         counterexamples=cexs,
         statistical=estimate,
         elapsed_s=time.monotonic() - t0,
-        engine="trees",
+        engine="tree-boxes",
         model=ir.source or repr(ir),
         protected=prop.protected_names,
         epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
