@@ -597,8 +597,8 @@ def group(
     `DiscretePopulation`, or a continuous/program population (.fr file or object), which goes to the
     sound probability-bounds engine. Linear models under discrete populations are answered exactly by
     the subset-sum engine; other models (networks, tree ensembles) by
-    `faircert.engines.probability.bounds.group_bounds(model, population, protected=..., label=...,
-    metrics=..., threshold=..., time_limit=..., seed=..., gap_thresholds=...)`, given the learned
+    `faircert.engines.probability.bounds.group_bounds(model, population, protected=..., metrics=...,
+    threshold=..., gap_thresholds=..., budget=...)`, given the learned
     `DiscretePopulation` when `population` names a kind. `sensitive_features` is an alias of
     `protected`; `preprocessor` is the fitted preprocessing of a network or tree ensemble trained on
     encoded columns (see `load_model`); `influence=True` adds fairness influence functions of every

@@ -27,25 +27,17 @@ def slice_scores(
         thr = np.nextafter(thr, np.inf)
     values = np.asarray(values, dtype=np.float64)  # (columns x len(prot))
     out = np.empty((len(X), max(1, len(values))))
-    over_rows(
-        _kernel,
-        len(X),
-        np.ascontiguousarray(X, dtype=np.float64),
+    # the kernel takes tuples (numba compiles them as such): the columns asked for, the flat
+    # forest, and the framework's arithmetic
+    columns = (
         np.asarray(own, dtype=np.intp),
         np.asarray(prot, dtype=np.intp),
         values,
         np.asarray(reading, dtype=np.intp),
-        roots,
-        step,
-        thr,
-        value,
-        depth,
-        bool(ir.input_float32),
-        bool(ir.sum_float32),
-        float(ir.base_score),
-        float(ir.scale),
-        out,
     )
+    forest = (roots, step, thr, value, depth)
+    arithmetic = (bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score), float(ir.scale))
+    over_rows(_kernel, len(X), np.ascontiguousarray(X, dtype=np.float64), columns, forest, arithmetic, out)
     return out
 
 
@@ -84,10 +76,11 @@ def _sum(leaf, sum_f32, base, scale):
 
 
 @jit
-def _kernel(
-    X, own, prot, values, reading, roots, step, thr, value, depth, in_f32, sum_f32, base, scale, out, start, stop
-):
+def _kernel(X, columns, forest, arithmetic, out, start, stop):
     """out[i] for rows start..stop (see `slice_scores`)."""
+    own, prot, values, reading = columns
+    roots, step, thr, value, depth = forest
+    in_f32, sum_f32, base, scale = arithmetic
     d = X.shape[1]
     n_trees = len(roots)
     every = np.arange(n_trees)

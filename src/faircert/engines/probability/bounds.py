@@ -36,7 +36,7 @@ from .fairness import (
     weights,
 )
 from .interp import INTERVAL, Interpreter
-from .refine import Bounds, refine
+from .refine import DEFAULT_BUDGET, Bounds, Budget, refine
 
 _INTERVAL_RUN = Interpreter(INTERVAL)
 
@@ -84,11 +84,7 @@ def program_fairness(
         6,
         stop,
         weights,
-        time_limit=time_limit,
-        progress=progress,
-        parallel=parallel,
-        checkpoint=checkpoint,
-        memory_limit=memory_limit,
+        Budget(time_limit, memory_limit, progress, parallel, checkpoint),
     )
     return _program_result(prog, spec, b)
 
@@ -149,7 +145,7 @@ def probability(
         1,
         lambda lo, hi: "done" if hi[0] - lo[0] <= tol else None,
         lambda lo, hi: np.ones(1),
-        time_limit=time_limit,
+        Budget(time_limit),
     )
     return b.low[0], b.high[0]
 
@@ -196,10 +192,7 @@ def probability_result(
         1,
         verdict,
         lambda lo, hi: np.ones(1),
-        time_limit=time_limit,
-        parallel=parallel,
-        checkpoint=checkpoint,
-        memory_limit=memory_limit,
+        Budget(time_limit, memory_limit, parallel=parallel, checkpoint=checkpoint),
     )
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
@@ -230,18 +223,12 @@ def group_bounds(
     model: Any,
     population: Any,
     protected: str | Sequence[str] | None = None,
-    label: str | None = None,
     metrics: Sequence[str] = ("di", "sp"),
     threshold: float = 0.8,
-    time_limit: float | None = 60.0,
-    seed: int = 0,
     gap_thresholds: dict | None = None,
     target_width: float | None = None,
-    progress=None,
     check_di: bool = True,
-    parallel: Parallelism = SERIAL,
-    checkpoint: Any = None,
-    memory_limit: int | None = None,
+    budget: Budget = DEFAULT_BUDGET,
 ):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
@@ -250,9 +237,9 @@ def group_bounds(
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
     the truth of its `sensitiveAttribute`. Refinement stops when DI is decided against `threshold`
     (and each checked gap against its threshold), when every box is decided, when every group
-    interval is narrower than `target_width` (if given), or at the time limit; an undecided DI keeps
-    refining while the budget lasts. `stats["stopped"]` says which. `label` names the model output (reports only).
-    With a `checkpoint` (a `checkpoint.Part`) the refinement saves its state and resumes one saved there.
+    interval is narrower than `target_width` (if given), or when the `budget` ends (`refine.Budget`:
+    time, memory, progress, workers, checkpoint); an undecided DI keeps refining while the budget
+    lasts. `stats["stopped"]` says which.
     """
     from .models import model_events
 
@@ -307,11 +294,7 @@ def group_bounds(
         2 * k,
         verdict,
         wts,
-        time_limit=time_limit,
-        progress=progress,
-        parallel=parallel,
-        checkpoint=checkpoint,
-        memory_limit=memory_limit,
+        budget,
     )
     groups = groups_from(b.low, b.high)
     res = GroupResult.build(
@@ -324,7 +307,6 @@ def group_bounds(
         elapsed_s=time.perf_counter() - start,
         model=setup.model,
         protected=setup.protected,
-        label=label,
         stats={
             "boxes_open": b.boxes,
             "box_evaluations": b.evaluations,
@@ -384,23 +366,26 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     )
 
     def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None, check_di=True):
-        return group_bounds(
+        budget = Budget(
+            time_limit,
+            options.memory_limit,
+            progress,
+            Parallelism.of(options.workers, options.ray_address),
+            None if parts is None else parts.next(),
+        )
+        result = group_bounds(
             model,
             population,
             protected=protected,
-            label=question.label,
             metrics=metrics,
             threshold=threshold,
-            time_limit=time_limit,
-            seed=options.seed,
             gap_thresholds=gap_thresholds,
             target_width=target_width,
-            progress=progress,
             check_di=check_di,
-            parallel=Parallelism.of(options.workers, options.ray_address),
-            checkpoint=None if parts is None else parts.next(),
-            memory_limit=options.memory_limit,
+            budget=budget,
         )
+        result.label = question.label  # the model's output, as the reports name it
+        return result
 
     return _with_checkpoints(with_label_conditions(run, question, options.time_limit, target_width=1e-3), parts)
 

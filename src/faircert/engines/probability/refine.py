@@ -355,37 +355,43 @@ class Refiner:
         self._retire()
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What a refinement may spend and where it reports. The undecided boxes stop growing at
+    `memory_limit` bytes (default `memory.default_limit()`). With `parallel`, the trial splits of
+    each step are evaluated on its workers, one input per call; the result is the same as in one
+    process. With a `checkpoint` (a `checkpoint.Part`), the state is saved between steps when one
+    is due and at the end, and a state already there is resumed."""
+
+    time_limit: float | None = 60.0
+    memory_limit: int | None = None
+    progress: Callable[[dict], None] | None = None
+    parallel: Parallelism = SERIAL
+    checkpoint: Any = None
+
+
+#: A minute, the default memory limit, one process, no progress and no checkpoint.
+DEFAULT_BUDGET = Budget()
+
+
 def refine(
     marginals: list,
     evaluate: Evaluator,
     n_events: int,
     decide: Callable[[list[Fraction], list[Fraction]], str | None],
     weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
-    time_limit: float | None = 60.0,
-    memory_limit: int | None = None,
-    progress: Callable[[dict], None] | None = None,
-    parallel: Parallelism = SERIAL,
-    checkpoint: Any = None,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> Bounds:
-    """Refine until `decide(low, high)` returns a verdict, every box is decided, or the budget ends.
-    With `parallel`, the trial splits of each step are evaluated on its workers, one input per call;
-    the result is the same as in one process. The undecided boxes stop growing at `memory_limit`
-    bytes (default `memory.default_limit()`). With a `checkpoint` (a `checkpoint.Part`), the state
-    is saved between steps when one is due and at the end, and a state already there is resumed."""
-    memory_limit = default_limit() if memory_limit is None else memory_limit
-    if parallel == SERIAL:
-        return _refine(
-            marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, None, checkpoint
-        )
-    with parallel.open(TrialJob(evaluate)) as workers:
-        return _refine(
-            marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, workers, checkpoint
-        )
+    """Refine until `decide(low, high)` returns a verdict, every box is decided, or the `budget` ends."""
+    if budget.parallel == SERIAL:
+        return _refine(marginals, evaluate, n_events, decide, weights, budget, None)
+    with budget.parallel.open(TrialJob(evaluate)) as workers:
+        return _refine(marginals, evaluate, n_events, decide, weights, budget, workers)
 
 
-def _refine(
-    marginals, evaluate, n_events, decide, weights, time_limit, memory_limit, progress, trials, checkpoint
-) -> Bounds:
+def _refine(marginals, evaluate, n_events, decide, weights, budget: Budget, trials) -> Bounds:
+    time_limit, progress, checkpoint = budget.time_limit, budget.progress, budget.checkpoint
+    memory_limit = default_limit() if budget.memory_limit is None else budget.memory_limit
     start = time.perf_counter()
     r = Refiner(marginals, evaluate, n_events, trials)
     saved = checkpoint.load() if checkpoint is not None else None

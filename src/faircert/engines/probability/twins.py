@@ -24,7 +24,7 @@ from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result, StatisticalEstimate
 from ..network.sampling import wilson
 from .models import twin_setup
-from .refine import refine
+from .refine import Budget, refine
 
 #: Draws from the population for counterexamples and the estimate, and the share of the time
 #: limit kept for them (at least 0.1 s, at most 10 s).
@@ -111,9 +111,7 @@ def answer(
         1,
         lambda low, high: None,
         lambda low, high: np.ones(1),
-        time_limit=left,
-        memory_limit=options.memory_limit,
-        progress=progress,
+        Budget(time_limit=left, memory_limit=options.memory_limit, progress=progress),
     )
     low, high = float(b.low[0]), float(b.high[0])
     if b.boxes == 0 and low == 0:  # every box proven fair: the upper bound's slack is only rounding
