@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import faircert
-from faircert.engines.probability.bounds import group_bounds
+from faircert.engines.probability.bounds import Stop, group_bounds
 from faircert.engines.probability.refine import Budget
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.models.network import ReluNetwork
@@ -28,11 +28,13 @@ TRUE_DI = 0.2 / 0.7
 
 
 def test_a_decided_run_says_so_and_an_undecided_one_refines_to_the_end():
-    decided = group_bounds(NETWORK, _population(), protected="P", threshold=0.8, budget=Budget(time_limit=30))
+    decided = group_bounds(
+        NETWORK, _population(), protected="P", budget=Budget(time_limit=30), stop=Stop(threshold=0.8)
+    )
     assert decided.verdict == "unfair" and decided.stats["stopped"] == "threshold decided"
     # the threshold on the true DI: refining cannot decide it, so it refines until every box is decided
     # (it used to stop, undecided, once the groups' intervals were 1e-3 wide)
-    at = group_bounds(NETWORK, _population(), protected="P", threshold=TRUE_DI, budget=Budget(time_limit=30))
+    at = group_bounds(NETWORK, _population(), protected="P", budget=Budget(time_limit=30), stop=Stop(threshold=TRUE_DI))
     assert at.verdict == "unknown" and at.stats["stopped"] == "converged"
     assert at.metrics["di"].low == pytest.approx(TRUE_DI, abs=1e-12)
     assert at.metrics["di"].high == pytest.approx(TRUE_DI, abs=1e-12)
@@ -47,7 +49,7 @@ def test_a_run_out_of_time_says_budget_within_its_time_limit():
         [rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])], input_names=names
     )
     start = time.monotonic()
-    r = group_bounds(net, pop, protected="v0", threshold=0.8, budget=Budget(time_limit=1.0))
+    r = group_bounds(net, pop, protected="v0", budget=Budget(time_limit=1.0), stop=Stop(threshold=0.8))
     assert time.monotonic() - start < 3.0
     assert r.stats["stopped"] == "budget" and r.verdict == "unknown"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,28 +122,18 @@ def label_conditions(pop: DiscretePopulation) -> list[tuple[str, DiscretePopulat
 
 
 def analyse(
-    model: LinearModel,
-    pop: DiscretePopulation,
-    *,
-    metrics: Sequence[str] = ("di", "sp"),
-    mediators: Sequence[str] | None = None,
-    threshold: float = 0.8,
-    gap_thresholds: dict[str, float] | None = None,
-    influence: bool | Sequence[Sequence[str]] = False,
-    frame: Any = None,
-    model_name: str = "",
-    learning_s: float = 0.0,
-    bin_bounds: bool = False,
-    deadline: float | None = None,
-    memory_limit: int | None = None,
+    model: LinearModel, question: Any, deadline: float | None = None, memory_limit: int | None = None
 ) -> GroupResult:
-    """Everything `faircert group` reports for a linear model under a discrete population.
+    """Everything `faircert group` reports for a linear model under the question's discrete population.
 
-    `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's probability and
-    on DI/SP for ANY distribution inside the bins (same bin probabilities), e.g. the continuous one.
+    The question's `bin_bounds` adds, in `stats["within_bin_bounds"]`, sound bounds on every group's
+    probability and on DI/SP for ANY distribution inside the bins (same bin probabilities), e.g. the
+    continuous one.
     """
     start = time.perf_counter()
-    metrics = tuple(dict.fromkeys(m.lower() for m in metrics))
+    pop: DiscretePopulation = question.population
+    metrics = tuple(dict.fromkeys(m.lower() for m in question.metrics))
+    mediators, frame, influence = question.mediators, question.data, question.influence
     groups, conditional, stats = _refined_rates(model, pop, bool(needing(metrics, "label")), deadline, memory_limit)
     approximations = _binning_notes(pop)
     if "pcf" in metrics:
@@ -180,7 +169,7 @@ def analyse(
             lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
             requested_subsets(influence, pop, model.columns),
         )
-    if bin_bounds:
+    if question.bin_bounds:
         spread = group_probabilities(model, pop, spread_bins=True, deadline=deadline)
         di, sp = di_interval(spread), gap_interval("sp", spread)
         stats["within_bin_bounds"] = {
@@ -198,7 +187,7 @@ def analyse(
     engine_s = time.perf_counter() - start
     stats.update(
         engine_s=engine_s,
-        learning_s=learning_s,
+        learning_s=question.learning_s,
         population=pop.info,
         stopped="budget"
         if stats.get("over_budget")
@@ -218,13 +207,13 @@ def analyse(
         groups,
         engine="subset-sum",
         population=pop.describe(),
-        threshold=threshold,
-        gap_thresholds=gap_thresholds,
+        threshold=question.threshold,
+        gap_thresholds=dict(question.gap_thresholds),
         metrics=metrics,
         conditional=conditional,
         approximations=approximations,
-        elapsed_s=engine_s + learning_s,
-        model=model_name,
+        elapsed_s=engine_s + question.learning_s,
+        model=question.model_name,
         protected=list(pop.protected),
         label=pop.label or pop.info.get("label"),
         stats=stats,
@@ -328,22 +317,8 @@ def bind_columns(model: LinearModel, pop: DiscretePopulation) -> LinearModel:
 
 def answer(model: LinearModel, question: Any, options: Any, progress: Any = None) -> GroupResult:
     """Registry entry point: exact group fairness of a linear model under a discrete population."""
-    pop = question.population
-    result = analyse(
-        bind_columns(model, pop),
-        pop,
-        metrics=question.metrics,
-        mediators=question.mediators,
-        threshold=question.threshold,
-        gap_thresholds=dict(question.gap_thresholds),
-        influence=question.influence if isinstance(question.influence, bool) else [list(s) for s in question.influence],
-        frame=question.data,
-        model_name=question.model_name,
-        learning_s=question.learning_s,
-        bin_bounds=question.bin_bounds,
-        deadline=None if options.time_limit is None else time.monotonic() + options.time_limit,
-        memory_limit=options.memory_limit,
-    )
+    deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
+    result = analyse(bind_columns(model, question.population), question, deadline, options.memory_limit)
     if progress is not None:
         progress({"elapsed_s": result.elapsed_s})
     return result

@@ -9,7 +9,8 @@ population program, returned as a `GroupResult`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -219,15 +220,45 @@ def probability_result(
 
 
 # ----- any model under a population ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Stop:
+    """When a group refinement or sequential test stops before its budget ends: once DI against
+    `threshold` (unless `check_di` is False) and each gap given a threshold in `gap_thresholds` are
+    decided, or once every group's interval is at most `target_width` wide."""
+
+    threshold: float = 0.8
+    gap_thresholds: Mapping[str, float] = field(default_factory=dict)
+    target_width: float | None = None
+    check_di: bool = True
+
+    def verdict(self, groups: list) -> str | None:
+        """ "unfair" or "fair" where the checked metrics decide it, "tight" where the groups are
+        narrow enough, else None."""
+        res = GroupResult.build(
+            groups, engine="", population="", threshold=self.threshold, gap_thresholds=dict(self.gap_thresholds)
+        )
+        checked = [
+            m.verdict for name, m in res.metrics.items() if m.threshold is not None and (self.check_di or name != "di")
+        ]
+        if "unfair" in checked:
+            return "unfair"
+        if checked and all(v == "fair" for v in checked):
+            return "fair"
+        if self.target_width is not None and all(g.high - g.low <= self.target_width for g in groups):
+            return "tight"
+        return None
+
+
+#: The four-fifths rule on DI, no gap thresholds, no target width.
+DEFAULT_STOP = Stop()
+
+
 def group_bounds(
     model: Any,
     population: Any,
     protected: str | Sequence[str] | None = None,
     metrics: Sequence[str] = ("di", "sp"),
-    threshold: float = 0.8,
-    gap_thresholds: dict | None = None,
-    target_width: float | None = None,
-    check_di: bool = True,
+    stop: Stop = DEFAULT_STOP,
     budget: Budget = DEFAULT_BUDGET,
 ):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
@@ -235,9 +266,9 @@ def group_bounds(
     `population` is a `ProductPopulation`, a population program (path, text or `Program`, whose final
     variables named like the model's inputs feed the model), or a `ProgramPopulation`. Groups are the
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
-    the truth of its `sensitiveAttribute`. Refinement stops when DI is decided against `threshold`
-    (and each checked gap against its threshold), when every box is decided, when every group
-    interval is narrower than `target_width` (if given), or when the `budget` ends (`refine.Budget`:
+    the truth of its `sensitiveAttribute`. Refinement stops as `stop` says (the metrics decided
+    against their thresholds, or every group interval narrow enough), when every box is decided, or
+    when the `budget` ends (`refine.Budget`:
     time, memory, progress, workers, checkpoint); an undecided DI keeps refining while the budget
     lasts. `stats["stopped"]` says which.
     """
@@ -248,7 +279,6 @@ def group_bounds(
     from ...results import GroupProbability, GroupResult
 
     k = len(setup.groups)
-    gap_thresholds = dict(gap_thresholds or {})
 
     def groups_from(lo, hi) -> list[GroupProbability]:
         out = []
@@ -261,24 +291,8 @@ def group_bounds(
         return out
 
     def verdict(lo, hi):
-        groups = groups_from(lo, hi)
-        res = GroupResult.build(
-            groups,
-            engine="probability-bounds",
-            population="",
-            threshold=threshold,
-            gap_thresholds=gap_thresholds,
-            metrics=("di", "sp"),
-        )
-        checked = [
-            m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")
-        ]
-        decided = "unfair" if "unfair" in checked else "fair" if checked and all(v == "fair" for v in checked) else None
-        if decided is not None:
-            return decided
-        if target_width is not None and all(g.high - g.low <= target_width for g in groups):
-            return "unknown-tight"
-        return None  # undecided at the threshold: keep refining while the budget lasts
+        decided = stop.verdict(groups_from(lo, hi))
+        return "unknown-tight" if decided == "tight" else decided  # else: refine while the budget lasts
 
     def wts(lo, hi):
         out = []
@@ -301,8 +315,8 @@ def group_bounds(
         groups,
         engine="probability-bounds",
         population=setup.population,
-        threshold=threshold,
-        gap_thresholds=gap_thresholds,
+        threshold=stop.threshold,
+        gap_thresholds=dict(stop.gap_thresholds),
         metrics=tuple(m for m in metrics if m in ("di", "sp")),
         elapsed_s=time.perf_counter() - start,
         model=setup.model,
@@ -365,7 +379,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
         },
     )
 
-    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None, check_di=True):
+    def run(population, protected, metrics, time_limit, stop):
         budget = Budget(
             time_limit,
             options.memory_limit,
@@ -378,10 +392,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
             population,
             protected=protected,
             metrics=metrics,
-            threshold=threshold,
-            gap_thresholds=gap_thresholds,
-            target_width=target_width,
-            check_di=check_di,
+            stop=stop,
             budget=budget,
         )
         result.label = question.label  # the model's output, as the reports name it
@@ -409,24 +420,22 @@ def with_label_conditions(
     equal opportunity) their rates given each label value: half the time limit goes to the groups,
     the rest to the label conditions, each refined until decided by the smallest gap threshold of
     those metrics if there is one, else `target_width` wide (or the budget).
-    `run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=,
-    check_di=)` answers one of these questions with a GroupResult; `conditions` are the question's
+    `run(population, protected, metrics, time_limit, stop)` answers one of these questions with a
+    GroupResult, stopping as `stop` says; `conditions` are the question's
     `label_conditions` when the caller has them already."""
     conditions = label_conditions(question) if conditions is None else conditions
     gaps = dict(question.gap_thresholds)
+    decided = Stop(question.threshold, gaps)
     if not conditions:
-        return run(
-            question.population, list(question.protected) or None, question.metrics, question.threshold, limit, gaps
-        )
+        return run(question.population, list(question.protected) or None, question.metrics, limit, decided)
     start = time.perf_counter()
     plain = tuple(m for m in question.metrics if m not in needing(question.metrics, "label"))
     res = run(
         question.population,
         list(question.protected) or None,
         plain,
-        question.threshold,
         None if limit is None else limit / 2,
-        gaps,
+        decided,
     )
     conditional, stopped = {}, [res.stats.get("stopped", "")]
     for i, (population, protected, split_on, values) in enumerate(conditions):
@@ -436,11 +445,8 @@ def with_label_conditions(
             population,
             protected,
             ("di", "sp"),
-            question.threshold,
             left,
-            {} if eo_gap is None else {"sp": eo_gap},
-            target_width=target_width,
-            check_di=False,
+            Stop(question.threshold, {} if eo_gap is None else {"sp": eo_gap}, target_width, check_di=False),
         )
         stopped.append(part.stats.get("stopped", ""))
         for value in values:

@@ -19,13 +19,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.stats import beta
 
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+
+if TYPE_CHECKING:
+    from ..probability.bounds import Stop
 
 BOUNDS = ("binomial", "hoeffding")
 
@@ -55,6 +58,10 @@ def _hoeffding(n: int, m: int, delta: float) -> float:
 #: Samples drawn per call: a look's time is checked between calls, so that one larger than its
 #: predicted cost (sampling slows down on large batches) is cut short near the time limit.
 CHUNK = 50_000
+#: The first look's samples; the most drawn for one look (Hoeffding) and in all.
+FIRST_BATCH = 10_000
+MAX_BATCH = 2_000_000
+MAX_SAMPLES = 10**9
 
 
 def sequential_test(
@@ -64,9 +71,6 @@ def sequential_test(
     delta: float = 1e-6,
     bound: str = "binomial",
     time_limit: float | None = 60.0,
-    max_samples: int = 10**9,
-    first_batch: int = 10_000,
-    max_batch: int = 2_000_000,
     seed: int = 0,
 ) -> SequentialOutcome:
     """Sample (n, m) event indicators until `decide` answers on the confidence intervals."""
@@ -78,18 +82,18 @@ def sequential_test(
     start = time.perf_counter()
     counts = np.zeros(n_events, dtype=np.int64)
     n, look = 0, 0
-    next_look = first_batch
+    next_look = FIRST_BATCH
     low, high = [0.0] * n_events, [1.0] * n_events
     verdict, stopped = None, ""
     while True:
-        todo = next_look - n if bound == "binomial" else min(max(first_batch, n), max_batch)
+        todo = next_look - n if bound == "binomial" else min(max(FIRST_BATCH, n), MAX_BATCH)
         elapsed = time.perf_counter() - start
         if n and time_limit is not None and elapsed + todo * elapsed / n > time_limit:
             stopped = "time limit"  # the next look (twice the samples) would end past the limit
             break
         drawn, more = counts.copy(), 0
         while todo > 0:
-            size = min(todo, max_batch, CHUNK)
+            size = min(todo, MAX_BATCH, CHUNK)
             drawn += np.asarray(sample(rng, size), dtype=bool).sum(axis=0)
             more += size
             todo -= size
@@ -117,7 +121,7 @@ def sequential_test(
         if stop_requested():
             stopped = "interrupted"
             break
-        if n >= max_samples:
+        if n >= MAX_SAMPLES:
             stopped = "sample budget"
             break
     guarantee = f"P[wrong verdict] <= {delta:g} ({bound} sequential test)"
@@ -194,20 +198,15 @@ def group_sampled(
     model,
     population,
     protected=None,
-    threshold: float = 0.8,
     delta: float = 1e-6,
-    bound: str = "binomial",
     time_limit: float | None = 60.0,
     seed: int = 0,
-    gap_thresholds: dict | None = None,
-    label: str | None = None,
-    target_width: float | None = None,
-    check_di: bool = True,
+    stop: Stop | None = None,
 ):
     """Per-group positive rates and DI/SP of any model under a product or program population, decided
-    by the sequential test: a GroupResult whose verdict is wrong with probability <= delta. Sampling
-    stops once the checked metrics (DI unless `check_di` is False, and each gap with a threshold) are
-    decided, or every group's interval is at most `target_width` wide."""
+    by the (binomial) sequential test: a GroupResult whose verdict is wrong with probability <= delta.
+    Sampling stops as `stop` says (default `probability.bounds.Stop()`: DI against the four-fifths
+    rule), or at the time limit."""
     import itertools
 
     from ...models.linear import LinearModel
@@ -217,15 +216,16 @@ def group_sampled(
     from ...population.program import ProgramPopulation
     from ...properties import split_names
     from ...results import GroupProbability, GroupResult
+    from ..probability.bounds import Stop
     from ..probability.interp import POINT, Interpreter
     from ..probability.models import _feature_names, _model_name
 
     start = time.perf_counter()
+    stop = Stop() if stop is None else stop
     if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
         population = ProgramPopulation.load(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    gap_thresholds = dict(gap_thresholds or {})
     if isinstance(population, ProductPopulation):
         if any(n not in population.names for n in names) and len(names) == len(population.names):
             names = list(population.names)
@@ -327,22 +327,12 @@ def group_sampled(
                     float(min(1.0, hi[2 * i] + hi[2 * i + 1])),
                 )
             )
-        return GroupResult.build(out, threshold=threshold, gap_thresholds=gap_thresholds, **extra)
+        return GroupResult.build(out, threshold=stop.threshold, gap_thresholds=dict(stop.gap_thresholds), **extra)
 
     def decide(lo, hi):
-        res = build(lo, hi, engine="sequential-test", population="")
-        checked = [
-            m.verdict for name, m in res.metrics.items() if m.threshold is not None and (check_di or name != "di")
-        ]
-        if "unfair" in checked:
-            return "unfair"
-        if checked and all(v == "fair" for v in checked):
-            return "fair"
-        if target_width is not None and all(g.high - g.low <= target_width for g in res.groups):
-            return "tight"
-        return None
+        return stop.verdict(build(lo, hi, engine="sequential-test", population="").groups)
 
-    out = sequential_test(sample, 2 * k, decide, delta=delta, bound=bound, time_limit=time_limit, seed=seed)
+    out = sequential_test(sample, 2 * k, decide, delta=delta, time_limit=time_limit, seed=seed)
     res = build(
         out.low,
         out.high,
@@ -351,12 +341,11 @@ def group_sampled(
         elapsed_s=time.perf_counter() - start,
         model=_model_name(model),
         protected=prot or list(groups[0]),
-        label=label,
         approximations=[f"statistical: {out.guarantee}; {out.samples} samples"],
         stats={
             "samples": out.samples,
             "delta": delta,
-            "bound": bound,
+            "bound": "binomial",
             "stopped": {"time limit": "budget", "sample budget": "sample limit"}.get(
                 out.stopped, out.stopped or ("target width" if out.verdict == "tight" else "threshold decided")
             ),
@@ -374,20 +363,9 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     tests = 1 + len(conditions)
     delta = options.delta / tests
 
-    def run(population, protected, metrics, threshold, time_limit, gap_thresholds, target_width=None, check_di=True):
-        result = group_sampled(
-            model,
-            population,
-            protected=protected,
-            threshold=threshold,
-            delta=delta,
-            time_limit=time_limit,
-            seed=options.seed,
-            gap_thresholds=gap_thresholds,
-            label=question.label,
-            target_width=target_width,
-            check_di=check_di,
-        )
+    def run(population, protected, metrics, time_limit, stop):
+        result = group_sampled(model, population, protected, delta, time_limit, options.seed, stop)
+        result.label = question.label  # the model's output, as the reports name it
         if progress is not None:
             progress({"elapsed_s": result.elapsed_s})
         return result
@@ -406,27 +384,17 @@ def estimate_group(
 ):
     """The group rates estimated by sampling, for a result whose sound bounds stay wide: no verdict
     stops the sampling, only each rate's interval reaching `target_width` or the time limit."""
-    from ..probability.bounds import label_conditions, with_label_conditions
+    from ..probability.bounds import Stop, label_conditions, with_label_conditions
 
     conditions = label_conditions(question)
     share = delta / (1 + len(conditions))
 
-    def run(
-        population, protected, metrics, threshold, limit, gap_thresholds, target_width=target_width, check_di=False
-    ):
-        return group_sampled(
-            model,
-            population,
-            protected=protected,
-            threshold=threshold,
-            delta=share,
-            time_limit=limit,
-            seed=seed,
-            gap_thresholds={},
-            label=question.label,
-            target_width=target_width,
-            check_di=False,
-        )
+    def run(population, protected, metrics, limit, stop):
+        # no verdict stops an estimate: only the width of each rate
+        rates = Stop(stop.threshold, target_width=stop.target_width or target_width, check_di=False)
+        result = group_sampled(model, population, protected, share, limit, seed, rates)
+        result.label = question.label
+        return result
 
     result = with_label_conditions(run, question, time_limit, target_width=target_width, conditions=conditions)
     result.stats["delta"] = delta
