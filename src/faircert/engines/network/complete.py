@@ -99,8 +99,6 @@ class BranchAndBound:
         lo: np.ndarray,
         hi: np.ndarray,
         seed: int = 0,
-        milp_depth: int | None = None,
-        milp_time: float | None = None,
         progress: Callable[[dict], None] | None = None,
         memory_limit: int | None = None,
     ) -> None:
@@ -119,8 +117,7 @@ class BranchAndBound:
         self.stuck = np.zeros(K, dtype=bool)  # a box that could not be decided nor split
         self.ripe = np.zeros(K, dtype=bool)  # bounded and still open: waiting for the MILP
         self.rng = np.random.default_rng(seed)
-        self.milp_depth = MILP_DEPTH if milp_depth is None else milp_depth
-        self.milp_time = MILP_TIME if milp_time is None else milp_time
+        self.milp_depth, self.milp_time = MILP_DEPTH, MILP_TIME
         self.progress = progress
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
@@ -536,8 +533,6 @@ def decide_regions(
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    milp_depth: int | None = None,
-    milp_time: float | None = None,
     progress: Callable[[dict], None] | None = None,
     checkpoint: Any = None,
     resume: bool = False,
@@ -545,5 +540,5 @@ def decide_regions(
 ) -> RegionOutcome:
     """Decide every region [lo[k], hi[k]] (boxes of the free features) within the time limit and
     `memory_limit` bytes of open boxes."""
-    bb = BranchAndBound(pb, lo, hi, seed, milp_depth, milp_time, progress, memory_limit)
+    bb = BranchAndBound(pb, lo, hi, seed, progress, memory_limit)
     return bb.run(time_limit, checkpoint, resume)

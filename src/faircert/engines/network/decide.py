@@ -91,7 +91,8 @@ def decide_network(
             memory_limit=memory_limit,
         )
     else:
-        out = decide_in_parallel(pb, lo, hi, time_limit, seed, parallel, report, checkpoint, resume, memory_limit)
+        job = RegionJob(pb, seed, memory_limit)
+        out = decide_in_parallel(job, lo, hi, time_limit, parallel, report, checkpoint, resume)
     elapsed = time.perf_counter() - t0
     v = out.verdict
     n_fair, n_unfair, n_unknown = int((v == FAIR).sum()), int((v == UNFAIR).sum()), int((v == UNKNOWN).sum())
@@ -162,18 +163,16 @@ class RegionJob:
 
 
 def decide_in_parallel(
-    pb: Problem,
+    job: RegionJob,
     lo: np.ndarray,
     hi: np.ndarray,
     time_limit: float | None,
-    seed: int,
     parallel: Parallelism,
     report: Callable[[dict], None],
     checkpoint: Any = None,
     resume: bool = False,
-    memory_limit: int | None = None,
 ) -> RegionOutcome:
-    """The regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
+    """The `job`'s regions decided in rounds of contiguous chunks (neighbouring partitions share evidence) on
     `parallel`'s workers. A round gives every chunk an equal share of the time left, at most its
     slice (`SLICE_S`, doubled for every round a region has already had); the regions a chunk left
     unknown when its slice ran out are decided again, from the start, in the next round with the
@@ -187,12 +186,12 @@ def decide_in_parallel(
         np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K), [""] * K, {}
     )
     if resume:
-        restore_regions(pb, out, checkpoint.load(), recheck)
+        restore_regions(job.pb, out, checkpoint.load(), recheck)
     t0 = time.perf_counter()
     end = None if time_limit is None else t0 + time_limit
     retry = np.ones(K, dtype=bool)
     # rounds give every chunk a share of the time: the workers start at once, not after a run's first second
-    with replace(parallel, start_after=0.0).open(RegionJob(pb, seed, memory_limit)) as workers:
+    with replace(parallel, start_after=0.0).open(job) as workers:
         slice_s = SLICE_S
         while True:
             todo = np.flatnonzero((out.verdict == UNKNOWN) & retry)
@@ -207,7 +206,7 @@ def decide_in_parallel(
                 retry[c] = timed_out
             slice_s *= 2
             if checkpoint is not None and checkpoint.due():
-                checkpoint.save(regions_state(pb, out))
+                checkpoint.save(regions_state(job.pb, out))
             v = out.verdict
             report(
                 dict(
@@ -222,7 +221,7 @@ def decide_in_parallel(
     if stop_requested():
         out.stats["interrupted"] = True
     if checkpoint is not None:
-        checkpoint.save(regions_state(pb, out))
+        checkpoint.save(regions_state(job.pb, out))
         out.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)
     return out
 
