@@ -521,7 +521,7 @@ class BranchAndBound:
                 unfair=int((v == UNFAIR).sum()),
                 unknown=int((v == UNKNOWN).sum()),
                 open_boxes=int(self.lo.shape[0]),
-                elapsed=time.perf_counter() - t0,
+                elapsed_s=time.perf_counter() - t0,
             )
         )
 

@@ -213,7 +213,7 @@ def decide_in_parallel(
                     fair=int((v == FAIR).sum()),
                     unfair=int((v == UNFAIR).sum()),
                     unknown=int((v == UNKNOWN).sum()),
-                    elapsed=time.perf_counter() - t0,
+                    elapsed_s=time.perf_counter() - t0,
                 )
             )
         out.stats["workers"] = workers.n

@@ -474,7 +474,7 @@ class Refinement:
                 falsified=fal,
                 undecided=und,
                 boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"],
-                elapsed=now - self.t0,
+                elapsed_s=now - self.t0,
             )
         )
 
