@@ -13,6 +13,7 @@ to end at 1): a change below 1e-15 of the written masses.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -34,6 +35,16 @@ def _widen(
         lo = np.where(np.isfinite(lo), lo - pad, lo)
         hi = np.where(np.isfinite(hi), hi + pad, hi)
     return np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One group of a protected feature: its values x with lo <= x <= hi (`closed`), or lo <= x < hi."""
+
+    name: float | str
+    lo: float
+    hi: float
+    closed: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,10 @@ class Step:
         ones = np.ones(np.shape(lo), dtype=bool)
         return lo, hi, ones, ones.copy()
 
+    def cells(self) -> list[Cell]:
+        """Its bars, as the groups of a protected feature."""
+        return [Cell(f"[{a:g},{b:g})", float(a), float(b), closed=False) for a, b in zip(self._a, self._b)]
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         u = rng.random(n)
         k = np.clip(np.searchsorted(self._cum, u, side="right") - 1, 0, len(self._a) - 1)
@@ -181,6 +196,10 @@ class Discrete:
         kh = np.clip(np.searchsorted(self._cum, uh, side="left") - 1, 0, n - 1)
         zeros = np.zeros(np.shape(kl), dtype=bool)
         return self._v[kl], self._v[kh], zeros, zeros.copy()
+
+    def cells(self) -> list[Cell]:
+        """Its values, as the groups of a protected feature."""
+        return [Cell(float(v), float(v), float(v)) for v in self._v]
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         u = rng.random(n)
@@ -236,6 +255,21 @@ class ProductPopulation:
 
     def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         return {name: m.sample(rng, n) for name, m in zip(self.names, self.marginals)}
+
+    def groups(self, protected: list[str]) -> list[dict[str, Cell]]:
+        """Every combination of the protected features' groups (a discrete marginal's values, a step
+        marginal's bars): one dict feature -> cell per group."""
+        if not protected:
+            raise PropertyError("name the protected feature(s) (protected=...) for a product population")
+        per_feature = []
+        for p in protected:
+            if p not in self.names:
+                raise PropertyError(f"protected feature {p!r} is not in the population ({', '.join(self.names)})")
+            m = self.marginals[self.names.index(p)]
+            if not isinstance(m, (Discrete, Step)):
+                raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
+            per_feature.append(m.cells())
+        return [dict(zip(protected, combo)) for combo in itertools.product(*per_feature)]
 
     def __str__(self) -> str:
         return "independent(" + ", ".join(f"{n}~{m.describe()}" for n, m in zip(self.names, self.marginals)) + ")"

@@ -243,10 +243,18 @@ def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
     )
 
 
+def _inside(x: iv.Iv, cell: Any) -> iv.Bv:
+    """Whether the interval `x` lies in a protected group's cell (`population.continuous.Cell`)."""
+    if cell.closed and cell.lo == cell.hi:
+        return iv.compare("==", x, iv.const(cell.lo))
+    upper = iv.compare("<=" if cell.closed else "<", x, iv.const(cell.hi))
+    return iv.and_(iv.compare(">=", x, iv.const(cell.lo)), upper)
+
+
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
     from ...models.program import Program, parse_expression
-    from ...population.continuous import Discrete, ProductPopulation, Step
+    from ...population.continuous import ProductPopulation
     from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from .interp import INTERVAL, Interpreter
@@ -265,39 +273,7 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             raise PropertyError(
                 f"the population has no marginal for model feature(s) {missing}; it has: {', '.join(population.names)}"
             )
-        if not prot:
-            raise PropertyError("name the protected feature(s) (protected=...) for a product population")
-        conds: list[tuple[dict, Callable]] = []
-        for p in prot:
-            if p not in population.names:
-                raise PropertyError(f"protected feature {p!r} is not in the population ({', '.join(population.names)})")
-        # groups: every combination of the protected features' categories
-        per_feature = []
-        for p in prot:
-            m = population.marginals[population.names.index(p)]
-            if isinstance(m, Discrete):
-                per_feature.append([(v, (lambda x, v=v: iv.compare("==", x, iv.const(v)))) for v in m._v])
-            elif isinstance(m, Step):
-                per_feature.append(
-                    [
-                        (
-                            f"[{a:g},{b:g})",
-                            (
-                                lambda x, a=a, b=b: iv.and_(
-                                    iv.compare(">=", x, iv.const(a)), iv.compare("<", x, iv.const(b))
-                                )
-                            ),
-                        )
-                        for a, b in zip(m._a, m._b)
-                    ]
-                )
-            else:
-                raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
-        import itertools
-
-        for combo in itertools.product(*per_feature):
-            group = {p: (float(v) if not isinstance(v, str) else v) for p, (v, _) in zip(prot, combo)}
-            conds.append((group, [(p, f) for p, (_, f) in zip(prot, combo)]))
+        cells = population.groups(prot)
         marginals = population.marginals
 
         def events(draws, n):
@@ -307,16 +283,16 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
             pos_t, pos_f, width = _label(model, names, values, n)
             positive = iv.Bv(pos_t, pos_f, None, width)
             events = []
-            for _, tests in conds:
-                g = tests[0][1](values[tests[0][0]])
-                for p, f in tests[1:]:
-                    g = iv.and_(g, f(values[p]))
+            for cell in cells:
+                tests = [_inside(values[p], c) for p, c in cell.items()]
+                g = tests[0]
+                for t in tests[1:]:
+                    g = iv.and_(g, t)
                 events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
             return stack_events(events, n)
 
-        return ModelSetup(
-            marginals, BoxEvaluator(marginals, events), [g for g, _ in conds], str(population), _model_name(model), prot
-        )
+        groups = [{p: c.name for p, c in cell.items()} for cell in cells]
+        return ModelSetup(marginals, BoxEvaluator(marginals, events), groups, str(population), _model_name(model), prot)
     if isinstance(population, ProgramPopulation):
         population.check_features(names)
         prog = population.program

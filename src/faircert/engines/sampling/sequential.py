@@ -211,7 +211,7 @@ def group_sampled(
 
     from ...models.linear import LinearModel
     from ...models.program import Program, parse_expression
-    from ...population.continuous import Discrete, ProductPopulation, Step
+    from ...population.continuous import ProductPopulation
     from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from ...properties import split_names
@@ -229,31 +229,19 @@ def group_sampled(
     if isinstance(population, ProductPopulation):
         if any(n not in population.names for n in names) and len(names) == len(population.names):
             names = list(population.names)
-        if not prot:
-            raise PropertyError("name the protected feature(s) (protected=...) for a product population")
-        cats = []
-        for p in prot:
-            if p not in population.names:
-                raise PropertyError(f"protected feature {p!r} is not in the population ({', '.join(population.names)})")
-            m = population.marginals[population.names.index(p)]
-            if isinstance(m, Discrete):
-                cats.append([(float(v), lambda x, v=v: x == v) for v in m._v])
-            elif isinstance(m, Step):
-                cats.append([(f"[{a:g},{b:g})", lambda x, a=a, b=b: (x >= a) & (x < b)) for a, b in zip(m._a, m._b)])
-            else:
-                raise PropertyError(f"protected feature {p!r} is continuous; give it a discrete or step marginal")
-        combos = list(itertools.product(*cats))
-        groups = [{p: v for p, (v, _) in zip(prot, c)} for c in combos]
+        cells = population.groups(prot)
+        groups = [{p: c.name for p, c in g.items()} for g in cells]
 
         def sample(rng, n):
             values = population.sample(rng, n)
             pos = _point_label(model, names, values)
             cols = []
-            for c in combos:
-                g = np.ones(n, dtype=bool)
-                for p, (_, f) in zip(prot, c):
-                    g &= f(values[p])
-                cols += [g & pos, g & ~pos]
+            for g in cells:
+                inside = np.ones(n, dtype=bool)
+                for p, c in g.items():
+                    x = values[p]
+                    inside &= (x >= c.lo) & ((x <= c.hi) if c.closed else (x < c.hi))
+                cols += [inside & pos, inside & ~pos]
             return np.stack(cols, axis=1)
     elif isinstance(population, ProgramPopulation):
         population.check_features(names)
