@@ -256,6 +256,17 @@ class ProductPopulation:
     def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         return {name: m.sample(rng, n) for name, m in zip(self.names, self.marginals)}
 
+    def label_conditions(self, label: str, protected: list[str], asking: str) -> list:
+        """The runs that give the groups' rates given each value of `label` (see
+        `engines.probability.bounds.label_conditions`): one run, the groups split by the label too.
+        `asking` names the metrics, for the error when the label is not a two-valued feature."""
+        if label not in self.names:
+            raise PropertyError(f"the label {label!r} is not a feature of the population ({', '.join(self.names)})")
+        marginal = self.marginals[self.names.index(label)]
+        if not isinstance(marginal, Discrete) or len(marginal._v) != 2:
+            raise PropertyError(f"{asking}: needs a label with two values; {label!r} has the marginal {marginal}")
+        return [(self, protected + [label], label, [str(float(v)) for v in marginal._v])]
+
     def groups(self, protected: list[str]) -> list[dict[str, Cell]]:
         """Every combination of the protected features' groups (a discrete marginal's values, a step
         marginal's bars): one dict feature -> cell per group."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, PropertyError
 
 FORMAT = "faircert-population"
 #: The name a binned variable's bin takes once its data values are a variable of their own.
@@ -270,6 +270,17 @@ class DiscretePopulation:
             )
         by_label = {k: p.expanded() for k, p in self.by_label.items()}
         return replace(self, variables=variables, by_label=by_label)
+
+    def label_conditions(self, label: str, protected: list[str], asking: str) -> list:
+        """The runs that give the groups' rates given each value of `label` (see
+        `engines.probability.bounds.label_conditions`): with the label a variable, one run over the
+        compound groups (protected x label); with populations fitted per label value, one run each."""
+        protected = protected or list(self.protected)
+        if label in self.variables:
+            return [(self, protected + [label], label, [str(v) for v in self.variables[label].labels])]
+        if not self.by_label:
+            raise PropertyError(f"the population has no label {label!r}: learn it from data with that column")
+        return [(sub, protected, None, [str(value)]) for value, sub in self.by_label.items()]
 
     def bin_of(self, name: str) -> str:
         """The variable that holds `name`'s bins once expanded (its own name otherwise)."""

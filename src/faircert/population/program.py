@@ -34,6 +34,13 @@ class ProgramPopulation:
             raise ProgramError(f"cannot read program file {quoted(text)}: no such file")
         return cls(load_program(source))
 
+    @classmethod
+    def given_as(cls, population: Any) -> Any:
+        """A population program given by its path, text or `Program`, loaded; any other population as it is."""
+        if isinstance(population, (str, os.PathLike, Program)):
+            return cls.load(population)
+        return population
+
     @property
     def marginals(self) -> list:
         return site_marginals(self.program)
@@ -52,6 +59,11 @@ class ProgramPopulation:
 
     def __str__(self) -> str:
         return f"program {self.program.source} ({self.program.n_sites} random draws)"
+
+    def label_conditions(self, label: str, protected: list[str], asking: str) -> list:
+        """The runs that give the groups' rates given each value of `label` (see
+        `engines.probability.bounds.label_conditions`): the program restricted to each."""
+        return [(sub, protected, None, [value]) for value, sub in self.label_given(label)]
 
     def label_given(self, label: str) -> list[tuple[str, ProgramPopulation]]:
         """("1", the population where `label` holds) and ("0", where it does not): the conditions of

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -478,12 +477,12 @@ def with_label_conditions(
 def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, list[str]]]:
     """The runs that give the groups' bounds given each label value, where a metric needs it and the
     learned population knows the label: (population, protected, variable to split the groups on,
-    label values). A Bayesian network with the label as a variable: one run over the compound
-    groups (protected x label); independent populations fitted per label value: one run each."""
-    from ...population.continuous import Discrete, ProductPopulation
+    label values). Each population says how (its `label_conditions`): one run over the compound
+    groups (protected x label) where the label is one of its variables, or one run per label value
+    (populations fitted per value, a program restricted to each)."""
     from ...population.program import ProgramPopulation
 
-    pop, label = question.population, question.label
+    label = question.label
     asked = needing(question.metrics, "label")
     if not asked:
         return []
@@ -492,26 +491,10 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
             f"{spelled(asked)}: compared given the true label: name it (label=... / "
             "--label), a variable of the population"
         )
-    if isinstance(pop, (str, Path, Program)):
-        pop = ProgramPopulation.load(pop)
-    protected = list(question.protected)
-    if isinstance(pop, ProgramPopulation):  # the label: a variable the program assigns, or a condition on them
-        return [(sub, protected, None, [value]) for value, sub in pop.label_given(label)]
-    if isinstance(pop, ProductPopulation):
-        if label not in pop.names:
-            raise PropertyError(f"the label {label!r} is not a feature of the population ({', '.join(pop.names)})")
-        marginal = pop.marginals[pop.names.index(label)]
-        if not isinstance(marginal, Discrete) or len(marginal._v) != 2:
-            raise PropertyError(
-                f"{spelled(asked)}: needs a label with two values; {label!r} has the marginal {marginal}"
-            )
-        return [(pop, protected + [label], label, [str(float(v)) for v in marginal._v])]
-    protected = protected or list(pop.protected)
-    if label in pop.variables:
-        return [(pop, protected + [label], label, [str(v) for v in pop.variables[label].labels])]
-    if not pop.by_label:
-        raise PropertyError(f"the population has no label {label!r}: learn it from data with that column")
-    return [(sub, protected, None, [str(value)]) for value, sub in pop.by_label.items()]
+    pop = ProgramPopulation.given_as(question.population)
+    if not hasattr(pop, "label_conditions"):
+        raise PropertyError(f"{spelled(asked)}: a {type(pop).__name__} knows no label to compare the groups given")
+    return pop.label_conditions(label, list(question.protected), spelled(asked))
 
 
 def _worst_stop(reasons: list[str]) -> str:

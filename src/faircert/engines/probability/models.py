@@ -253,14 +253,13 @@ def _inside(x: iv.Iv, cell: Any) -> iv.Bv:
 
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
-    from ...models.program import Program, parse_expression
+    from ...models.program import parse_expression
     from ...population.continuous import ProductPopulation
     from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from .interp import INTERVAL, Interpreter
 
-    if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
-        population = ProgramPopulation.load(population)
+    population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
     if isinstance(population, DiscretePopulation):

@@ -210,7 +210,7 @@ def group_sampled(
     import itertools
 
     from ...models.linear import LinearModel
-    from ...models.program import Program, parse_expression
+    from ...models.program import parse_expression
     from ...population.continuous import ProductPopulation
     from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
@@ -222,8 +222,7 @@ def group_sampled(
 
     start = time.perf_counter()
     stop = Stop() if stop is None else stop
-    if isinstance(population, (str, Program)) or type(population).__name__ == "PosixPath":
-        population = ProgramPopulation.load(population)
+    population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
     if isinstance(population, ProductPopulation):
