@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -180,6 +181,35 @@ class LinearModel:
         """1 where the model decides the positive class, else 0."""
         score = self.decision_function(raw)
         return (score > 0 if self.strict else score >= 0).astype(np.int64)
+
+    def sure_labels(self, frame: Any, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+        """(positive, unsure) per raw row of `frame` (a DataFrame): rows whose score lies within
+        `tolerance` (relative to its terms) of 0 are decided in exact rational arithmetic, so none is
+        unsure."""
+        enc = self.encode(frame)
+        score = enc @ self.weights + self.intercept
+        scale = 1.0 + abs(self.intercept) + np.abs(enc) @ np.abs(self.weights)
+        positive = score > 0 if self.strict else score >= 0
+        close = np.flatnonzero(np.abs(score) <= tolerance * scale)
+        exact = [self.exact_score(frame.iloc[i]) for i in close]  # rounding could decide these: no rounding
+        positive[close] = [e > 0 if self.strict else e >= 0 for e in exact]
+        return positive, np.zeros(len(score), dtype=bool)
+
+    def exact_score(self, row: Any) -> Fraction:
+        """The score of one raw row in exact rational arithmetic on the float64 parameters (the
+        model's semantics)."""
+        total = Fraction(self.intercept)
+        start = 0
+        for e in self.encoding:
+            w = self.weights[start : start + e.width]
+            start += e.width
+            if e.kind == "onehot":
+                hits = e.encode([row[e.column]])[0]
+                total += sum((Fraction(float(wk)) for wk, h in zip(w, hits) if h), Fraction(0))
+            else:
+                z = (Fraction(float(row[e.column])) - Fraction(e.offset)) / Fraction(e.divisor) * Fraction(e.factor)
+                total += Fraction(float(w[0])) * (z + Fraction(e.shift))
+        return total
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -115,6 +115,13 @@ class ReluNetwork:
         """Labels (0/1) for each row of X."""
         return (self.logit(X) > 0).astype(np.int64)
 
+    def sure_labels(self, X: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+        """(positive, unsure) per row of X: unsure where the logit lies within `tolerance` (relative
+        to the largest) of 0, where the framework's own rounding could decide otherwise."""
+        z = self.logit(X)
+        unsure = np.abs(z) <= tolerance * (1.0 + np.abs(z).max(initial=0.0))
+        return (z > 0) & ~unsure, unsure
+
     def __str__(self) -> str:
         return f"ReluNetwork({'-'.join(map(str, self.layer_sizes))}, from {self.source or 'memory'})"
 

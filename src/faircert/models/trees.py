@@ -292,6 +292,14 @@ class TreeEnsemble:
         """Labels 0/1 (1 iff P[y=1] > 1/2)."""
         return self.label_from_score(self.score(X))
 
+    def sure_labels(self, X: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+        """(positive, unsure) per row of X: unsure where the margin lies within the model's rounding
+        tolerance (at least `tolerance`) of 0, where the framework could decide otherwise."""
+        offset, _, tol = self.margin_view(None)
+        margin = offset + self.scale * self.leaf_values(X).sum(axis=1)
+        unsure = np.abs(margin) <= max(tol, tolerance)
+        return (self.predict(X) == 1) & ~unsure, unsure
+
     def confidence(self, X: np.ndarray) -> np.ndarray:
         p = self.predict_proba(X)
         return np.maximum(p, 1.0 - p)

@@ -11,7 +11,6 @@ parity on the model's positive decision: P[Y = positive | yhat = 1, group].
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,7 @@ from ...metrics import needing, spelled
 from ...metrics.base import label_keys
 from ...models.binding import bind
 from ...models.linear import LinearModel
-from ...models.network import ReluNetwork
 from ...models.pipeline import PipelineModel
-from ...models.trees import TreeEnsemble
 from ...results import GroupProbability, GroupResult
 
 #: Margins this close to 0 may be decided differently by the framework's own rounding.
@@ -32,48 +29,18 @@ TOLERANCE = 1e-9
 
 
 def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """(surely positive, undecided) for every row of the raw data."""
-    if isinstance(model, LinearModel):
-        enc = model.encode(frame)
-        score = enc @ model.weights + model.intercept
-        scale = 1.0 + abs(model.intercept) + np.abs(enc) @ np.abs(model.weights)
-        positive = score > 0 if model.strict else score >= 0
-        close = np.flatnonzero(np.abs(score) <= TOLERANCE * scale)
-        exact = [_exact_score(model, frame.iloc[i]) for i in close]  # rounding could decide these: no rounding
-        positive[close] = [e > 0 if model.strict else e >= 0 for e in exact]
-        return positive, np.zeros(len(score), dtype=bool)
+    """(surely positive, undecided) for every row of the raw data (each IR's `sure_labels`)."""
     if isinstance(model, PipelineModel):
         domain = infer_domain(frame[model.used_columns])
         model, domain = bind(model, domain)
-        X = encode_table(frame, domain)
+        inputs = encode_table(frame, domain)
+    elif isinstance(model, LinearModel):  # it reads the raw columns itself
+        inputs = frame
     else:
-        X = _matrix(model, frame, label)
-    if isinstance(model, ReluNetwork):
-        z = model.logit(X)
-        unsure = np.abs(z) <= TOLERANCE * (1.0 + np.abs(z).max(initial=0.0))
-        return (z > 0) & ~unsure, unsure
-    if isinstance(model, TreeEnsemble):
-        offset, _, tol = model.margin_view(None)
-        m = offset + model.scale * model.leaf_values(X).sum(axis=1)
-        unsure = np.abs(m) <= max(tol, TOLERANCE)
-        return (model.predict(X) == 1) & ~unsure, unsure
-    raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
-
-
-def _exact_score(model: LinearModel, row: Any) -> Fraction:
-    """The score in exact rational arithmetic on the float64 parameters (the model's semantics)."""
-    total = Fraction(model.intercept)
-    start = 0
-    for e in model.encoding:
-        w = model.weights[start : start + e.width]
-        start += e.width
-        if e.kind == "onehot":
-            hits = e.encode([row[e.column]])[0]
-            total += sum((Fraction(float(wk)) for wk, h in zip(w, hits) if h), Fraction(0))
-        else:
-            z = (Fraction(float(row[e.column])) - Fraction(e.offset)) / Fraction(e.divisor) * Fraction(e.factor)
-            total += Fraction(float(w[0])) * (z + Fraction(e.shift))
-    return total
+        inputs = _matrix(model, frame, label)
+    if not hasattr(model, "sure_labels"):
+        raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
+    return model.sure_labels(inputs, TOLERANCE)
 
 
 def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
