@@ -35,7 +35,7 @@ def check_writable(paths: Iterable[str | Path | None]) -> None:
             raise FaircertError(f"cannot write {path}: permission denied")
 
 
-def write_atomic(path: str | Path, write: Callable[[TextIO], None], newline: str | None = None) -> None:
+def write_atomic(path: str | Path, write: Callable[[TextIO], object], newline: str | None = None) -> None:
     """Call `write(handle)` on a temporary file beside `path`, then rename it to `path`."""
     target = Path(path)
     try:

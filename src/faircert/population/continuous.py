@@ -225,7 +225,7 @@ def marginal(spec: Marginal | Mapping | Iterable, name: str = "") -> Marginal:
         if kind == "uniform":
             return Uniform(float(args[0]), float(args[1]), name)
         if kind == "step":
-            return Step(tuple(tuple(map(float, bar)) for bar in args), name)
+            return Step(tuple((float(a), float(b), float(m)) for a, b, m in args), name)
         if kind == "discrete":
             items = dict(args)
             return Discrete(tuple(map(float, items)), tuple(map(float, items.values())), name)

@@ -204,7 +204,7 @@ def tractable(
     by_name = {c.name: c for c in cols}
     cards = {c.name: len(c.states) for c in cols}
     edges = list(edges)
-    dropped = []
+    dropped: list[dict[str, Any]] = []
     while True:
         parents = {n: tuple(p for p, c in edges if c == n) for n in cards}
         width, widest = network_width(parents, cards, list(protected))

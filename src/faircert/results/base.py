@@ -56,6 +56,10 @@ class Verdict:
         module, _, function = HTML_RENDERERS[type(self).__name__].partition(":")
         return getattr(importlib.import_module(module), function)(self, standalone=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON data (each result type says what it holds)."""
+        raise NotImplementedError
+
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(versioned(self.to_dict()), indent=indent, default=jsonable)
 

@@ -73,8 +73,8 @@ def requested_subsets(
     """The feature sets a question asks the influence of: every feature on its own (True, or "*"
     among the sets), and the sets given."""
     every = default_subsets(population, columns)
-    if influence is True:
-        return every
+    if isinstance(influence, bool):
+        return every if influence else []
     return [x for s in influence for x in (every if list(s) == ["*"] else [list(s)])]
 
 

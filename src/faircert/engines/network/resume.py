@@ -71,7 +71,8 @@ def pool_arrays(run: Any) -> tuple[np.ndarray, ...]:
 def stuck_arrays(run: Any) -> tuple[np.ndarray, np.ndarray]:
     """The boxes that cannot be split (lo, hi)."""
     d = run.pb.d
-    return tuple(np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi))
+    lo, hi = (np.concatenate(s) if s else np.empty((0, d)) for s in (run.stuck_lo, run.stuck_hi))
+    return lo, hi
 
 
 def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) -> dict[str, Any]:
