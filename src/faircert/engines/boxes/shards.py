@@ -313,7 +313,8 @@ def refine(
     spread = parallel.workers > 1 or parallel.ray_address
     seeds = SEEDS_PER_WORKER * (parallel.workers if parallel.workers > 1 else usable_cores())
     deal_after = time.monotonic() + parallel.start_after  # short runs end before workers would pay
-    parts, shares, pool = [local.progress(tau)], [], None
+    shares: list[list[tuple]] = []
+    parts, pool = [local.progress(tau)], None
     complete = True
 
     def stop() -> bool:

@@ -79,12 +79,14 @@ def carve(
         if left.any():
             plo, phi = cur_lo[left].copy(), cur_hi[left].copy()
             phi[:, i] = glo[left, i] - step[i]
-            pieces_lo.append(plo), pieces_hi.append(phi)
+            pieces_lo.append(plo)
+            pieces_hi.append(phi)
         right = ghi[:, i] < cur_hi[:, i]
         if right.any():
             plo, phi = cur_lo[right].copy(), cur_hi[right].copy()
             plo[:, i] = ghi[right, i] + step[i]
-            pieces_lo.append(plo), pieces_hi.append(phi)
+            pieces_lo.append(plo)
+            pieces_hi.append(phi)
         cur_lo[:, i], cur_hi[:, i] = glo[:, i], ghi[:, i]
     d = lo.shape[1]
     if not pieces_lo:

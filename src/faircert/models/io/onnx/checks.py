@@ -199,6 +199,7 @@ def check_constant_node(node: onnx.NodeProto, inputs: list[np.ndarray], where: s
     if op == "Constant":
         return  # its tensor attribute was checked with the model
     sizes = [int(np.size(x)) for x in inputs]
+    bound: float  # an element count, or inf where it is unbounded
     if op == "Gather":
         bound = sizes[0] * max(sizes[1:] + [1])
     elif op in SIZE_PRESERVING:
