@@ -44,6 +44,7 @@ from faircert.engines.boxes import frontier, shards  # noqa: E402
 from faircert.engines.boxes.workers import Parallelism, Workers  # noqa: E402
 from faircert.engines.network import refine, rounds  # noqa: E402
 from faircert.engines.trees.quantify import quantify  # noqa: E402
+from faircert.engines.trees.run import TreeOptions  # noqa: E402
 from faircert.properties import individual_fairness  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,7 +75,7 @@ class _TimedWorkers(Workers):
 
 def run(ir, prop, parallel: Parallelism, max_boxes: int) -> dict:
     t0 = time.perf_counter()
-    q = quantify(ir, prop, None, parallel=parallel, max_boxes=max_boxes)
+    q = quantify(ir, prop, None, options=TreeOptions(parallel=parallel, max_boxes=max_boxes))
     wall = time.perf_counter() - t0
     return {
         "wall_s": wall,
@@ -185,7 +186,7 @@ def tree_rows(args) -> list[dict]:
         # time-limited (the default way to run; no levels): boxes examined per second, one run each
         timed = {}
         for name, parallel in setups.items():
-            q = quantify(ir, prop, args.timed_s, parallel=parallel)
+            q = quantify(ir, prop, args.timed_s, options=TreeOptions(parallel=parallel))
             timed[name] = q.stats["examined"] / q.elapsed
         _ray_shutdown(args)
         reference = runs["1 process"][0]
@@ -194,7 +195,7 @@ def tree_rows(args) -> list[dict]:
         )
         # the driver's share of a 2-worker round: round wall time minus the workers' map time
         n_rounds, driver_s, map_s = _timed_two_processes(
-            lambda parallel: quantify(ir, prop, None, parallel=parallel, max_boxes=args.max_boxes)
+            lambda parallel: quantify(ir, prop, None, options=TreeOptions(parallel=parallel, max_boxes=args.max_boxes))
         )
         one = statistics.median(r["wall_s"] for r in runs["1 process"])
         row = {
@@ -388,7 +389,7 @@ def scale_rows(args) -> list[dict]:
             try:
                 for workers in (1, 2):
                     t0 = time.perf_counter()
-                    q = quantify(ir, prop, args.scale_s, parallel=Parallelism(workers))
+                    q = quantify(ir, prop, args.scale_s, options=TreeOptions(parallel=Parallelism(workers)))
                     wall = time.perf_counter() - t0
                     lo, hi = q.bounds
                     row = {

@@ -187,12 +187,17 @@ def trees(every: float, limit: float = 120.0, more: float = 30.0) -> dict:
 
     from faircert.engines.trees.quantify import quantify
     from faircert.engines.trees.resume import identity
+    from faircert.engines.trees.run import TreeOptions
 
     ir, dom, _ = train("adult", 40)
     prop = individual_fairness(dom, "age", epsilon_rate=0.0, kappa=0.5)
 
     def run(seconds, checkpoint=None, resume_=False):
-        return _timed(lambda: quantify(ir, prop, seconds, method="refinement", checkpoint=checkpoint, resume=resume_))
+        return _timed(
+            lambda: quantify(
+                ir, prop, seconds, options=TreeOptions(method="refinement", checkpoint=checkpoint, resume=resume_)
+            )
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.ckpt"

@@ -32,6 +32,7 @@ from trees_data import DATA, DATASETS
 from faircert.domain import Domain
 from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 from faircert.engines.trees.verify import verify_trees
 from faircert.memory import default_limit
@@ -106,7 +107,7 @@ def train(name: str, n_trees: int = 50, depth: int = 3, forest: bool = False):
 def run(ir, dom, attr, rate, kappa, limit, method="auto"):
     prop = individual_fairness(dom, attr, epsilon_rate=rate, kappa=kappa, robustness=attr is None)
     t0 = time.perf_counter()
-    res = verify_trees(ir, prop, time_limit=limit, max_counterexamples=10, method=method)
+    res = verify_trees(ir, prop, time_limit=limit, max_counterexamples=10, options=TreeOptions(method=method))
     wall = time.perf_counter() - t0
     est = res.statistical
     estimate = (
@@ -255,7 +256,7 @@ def memory_probe(name: str, attr: str, limit: float, real: bool = False) -> None
     ir, dom, _ = train(name)
     if real:
         prop = individual_fairness(real_domain(dom), attr, epsilon_rate=0.1, kappa=0.5)
-        q = quantify(ir, prop, time_limit=limit, method="regions")
+        q = quantify(ir, prop, time_limit=limit, options=TreeOptions(method="regions"))
     else:
         q = quantify(ir, individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5), time_limit=limit)
     lo, hi = q.bounds

@@ -26,6 +26,7 @@ from trees import NAMES, train
 from trees_data import DATASETS
 
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.memory import default_limit
 from faircert.properties import individual_fairness
 
@@ -36,7 +37,7 @@ MODELS = [("german", 10), ("adult", 20), ("bank", 20), ("adult", 25), ("german",
 def run(ir, dom, attr: str, split: str, limit: float) -> dict:
     prop = individual_fairness(dom, attr, epsilon_rate=0.0, kappa=0.5)
     t0 = time.perf_counter()
-    q = quantify(ir, prop, time_limit=limit, split=split)
+    q = quantify(ir, prop, time_limit=limit, options=TreeOptions(split=split))
     wall = time.perf_counter() - t0
     lo, hi = q.bounds
     s = q.stats

@@ -26,6 +26,7 @@ from faircert.engines.boxes.sums import ExactSum
 from faircert.engines.boxes.workers import Parallelism
 from faircert.engines.trees.quantify import quantify
 from faircert.engines.trees.resume import checkpoint_for
+from faircert.engines.trees.run import TreeOptions
 from faircert.errors import PropertyError
 from faircert.options import VerifyOptions
 
@@ -116,30 +117,38 @@ def test_the_epsilon_refinement_resumes_to_the_uninterrupted_answer(tmp_path, mo
     pytest.importorskip("xgboost")
     monkeypatch.setattr(shards, "SEEDS_PER_WORKER", 8)  # deal out to the workers even this small a run
     name, ir, prop, budget = list(_cases())[which]
-    whole = quantify(ir, prop, method="refinement", max_boxes=budget)
+    whole = quantify(ir, prop, options=TreeOptions(method="refinement", max_boxes=budget))
     assert not whole.complete, name
     path = tmp_path / "run.ckpt"
-    part = quantify(ir, prop, method="refinement", max_boxes=budget // 3, checkpoint=_ckpt(ir, prop, checkpoint=path))
+    part = quantify(
+        ir,
+        prop,
+        options=TreeOptions(method="refinement", max_boxes=budget // 3, checkpoint=_ckpt(ir, prop, checkpoint=path)),
+    )
     assert part.stats["examined"] < whole.stats["examined"]
     # "auto" resumed from a refinement's state goes straight on with it (no region path first)
     resumed = quantify(
         ir,
         prop,
         60,
-        method="auto",
-        max_boxes=budget,
-        resume=True,
-        checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "auto.ckpt"),
+        options=TreeOptions(
+            method="auto",
+            max_boxes=budget,
+            resume=True,
+            checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "auto.ckpt"),
+        ),
     )
     _same(resumed, whole)
     on_two = quantify(
         ir,
         prop,
-        method="refinement",
-        max_boxes=budget,
-        parallel=Parallelism(2),
-        resume=True,
-        checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "two.ckpt"),
+        options=TreeOptions(
+            method="refinement",
+            max_boxes=budget,
+            parallel=Parallelism(2),
+            resume=True,
+            checkpoint=_ckpt(ir, prop, resume=path, checkpoint=tmp_path / "two.ckpt"),
+        ),
     )
     _same(on_two, whole)
     assert on_two.stats["workers"] == 2
@@ -259,14 +268,24 @@ def test_damaged_checkpoints_of_the_epsilon_refinement_are_refused(tmp_path, dam
     pytest.importorskip("xgboost")
     _, ir, prop, budget = next(iter(_cases()))
     path = tmp_path / "run.ckpt"
-    quantify(ir, prop, method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, checkpoint=path))
+    quantify(
+        ir,
+        prop,
+        options=TreeOptions(method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, checkpoint=path)),
+    )
     if damage == "settled flag":  # per open box, one 0/1 flag per slice
         change = lambda s: _edit_bytes(s["shards"][0]["open"]["records"], 1, lambda raw: raw.__setitem__(0, 2))
     else:
         change = _move_out("open" if damage == "open box" else "pieces", 0 if damage == "piece" else 2)
     _damage(path, change)
     with pytest.raises(PropertyError, match="do not fit this domain"):
-        quantify(ir, prop, method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, resume=path), resume=True)
+        quantify(
+            ir,
+            prop,
+            options=TreeOptions(
+                method="refinement", max_boxes=budget, checkpoint=_ckpt(ir, prop, resume=path), resume=True
+            ),
+        )
 
 
 def test_exact_sums_round_trip_exactly():

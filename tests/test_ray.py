@@ -46,13 +46,14 @@ def _same_shares(parallel: Parallelism) -> None:
     from test_workers import _adult_like
 
     from faircert.engines.trees.quantify import quantify
+    from faircert.engines.trees.run import TreeOptions
     from faircert.properties import individual_fairness
 
     ir, dom = _adult_like()
     prop = individual_fairness(dom, "s", kappa=0.5)
     for budget in (400, None):
-        one = quantify(ir, prop, 120, max_boxes=budget)
-        other = quantify(ir, prop, 120, parallel=parallel, max_boxes=budget)
+        one = quantify(ir, prop, 120, options=TreeOptions(max_boxes=budget))
+        other = quantify(ir, prop, 120, options=TreeOptions(parallel=parallel, max_boxes=budget))
         assert (one.bounds, one.unfair, one.complete) == (other.bounds, other.unfair, other.complete)
 
 

@@ -13,6 +13,7 @@ from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.dilated import cell_of, find_label
 from faircert.engines.trees.joint import _SliceBounds
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import sample_unfair
 from faircert.properties import individual_fairness
 
@@ -49,7 +50,7 @@ def test_two_protected_features_with_epsilon(kappa):
     prop = individual_fairness(dom, ["p", "q"], epsilon={"f2": 1, "f3": 2, "f4": 1}, kappa=kappa)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, False)
     seen = []
-    q = quantify(ir, prop, progress=seen.append, method="refinement")
+    q = quantify(ir, prop, progress=seen.append, options=TreeOptions(method="refinement"))
     assert q.complete and q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
     truth = 1 - unfair / conf
     for s in seen:  # every step brackets the truth, and the bounds only tighten
@@ -69,7 +70,7 @@ def test_robustness_time_limited_bounds_are_sound():
     truth = 1 - unfair / conf
     widths = []
     for limit in (1e-6, 1e-3, 1e-2, None):
-        lo, hi = quantify(ir, prop, time_limit=limit, method="refinement").bounds
+        lo, hi = quantify(ir, prop, time_limit=limit, options=TreeOptions(method="refinement")).bounds
         assert lo - 1e-12 <= truth <= hi + 1e-12
         widths.append(hi - lo)
     assert widths[-1] == pytest.approx(0.0, abs=1e-12)

@@ -14,6 +14,7 @@ from faircert.engines.boxes.workers import Parallelism
 from faircert.engines.trees import quantify as quantify_module
 from faircert.engines.trees import sampling
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.options import VerifyOptions
 from faircert.properties import UnfairSamples, individual_fairness
 
@@ -66,13 +67,16 @@ def test_one_and_two_workers_agree_under_a_box_budget_and_reach_the_exact_measur
     conf, unfair = brute_force(ir, prop.domain, prop.protected, prop.epsilon, KAPPA, prop.robustness)
     assert 0 < unfair < conf, name
     truth = 1 - unfair / conf
-    stopped = [quantify(ir, prop, method="refinement", parallel=Parallelism(w), max_boxes=budget) for w in (1, 2)]
+    stopped = [
+        quantify(ir, prop, options=TreeOptions(method="refinement", parallel=Parallelism(w), max_boxes=budget))
+        for w in (1, 2)
+    ]
     _same_run(*stopped)
     one = stopped[0]
     assert not one.complete and one.stats["examined"] >= budget, name
     assert one.bounds[0] <= truth <= one.bounds[1] and one.bounds[1] - one.bounds[0] > 0, name
     assert one.open_parts is not None and len(one.open_boxes()[0]) > 0
-    full = [quantify(ir, prop, method="refinement", parallel=Parallelism(w)) for w in (1, 2)]
+    full = [quantify(ir, prop, options=TreeOptions(method="refinement", parallel=Parallelism(w))) for w in (1, 2)]
     _same_run(*full)
     for q in full:
         assert q.complete and q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf, name
@@ -90,7 +94,9 @@ def test_a_time_limited_run_on_two_workers_brackets_the_truth(robustness):
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, robustness)
     truth = 1 - unfair / conf
     # well short of what each needs to finish (robustness finds its first unfair boxes later)
-    q = quantify(ir, prop, 1.0 if robustness else 0.2, method="refinement", parallel=Parallelism(2))
+    q = quantify(
+        ir, prop, 1.0 if robustness else 0.2, options=TreeOptions(method="refinement", parallel=Parallelism(2))
+    )
     assert q.stats["workers"] == 2 and not q.complete
     lo, hi = q.bounds
     assert lo <= truth <= hi and 0 < hi - lo < 1
@@ -116,7 +122,7 @@ def test_testing_mode_on_two_workers_returns_rechecked_counterexamples(monkeypat
 
     def spy(*args, **kwargs):
         q = quantify(*args, **kwargs)
-        seen.append((kwargs["parallel"], kwargs["max_boxes"], q))
+        seen.append((kwargs["options"].parallel, kwargs["options"].max_boxes, q))
         return q
 
     monkeypatch.setattr(sampling, "quantify", spy)

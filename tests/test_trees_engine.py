@@ -10,6 +10,7 @@ from scipy.ndimage import maximum_filter
 
 from faircert.domain import Domain, Feature
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import sample_unfair
 from faircert.engines.trees.verify import verify_trees
 from faircert.errors import PropertyError
@@ -160,7 +161,7 @@ def test_random_ensembles_match_brute_force(seed, method):
                 prop = individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=kappa)
             conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, kappa, robust)
             seen = []
-            res = verify_trees(ir, prop, progress=seen.append, method=method)
+            res = verify_trees(ir, prop, progress=seen.append, options=TreeOptions(method=method))
             truth = 1.0 - unfair / conf if conf else 1.0
             assert res.confident_size == conf and res.unfair_size == unfair, (type(ir), eps, kappa, robust)
             assert res.measure_lower == pytest.approx(truth, abs=1e-12) and res.stats["converged"]
@@ -188,7 +189,7 @@ def test_time_limited_bounds_are_sound():
     ir, prop, truth = _time_limited_case()
     for limit in (1e-6, 1e-3, 3e-3, 1e-2, 3e-2):
         for method in ("auto", "regions", "refinement"):
-            lo, hi = quantify(ir, prop, time_limit=limit, method=method).bounds
+            lo, hi = quantify(ir, prop, time_limit=limit, options=TreeOptions(method=method)).bounds
             assert lo - 1e-12 <= truth <= hi + 1e-12
 
 
@@ -203,7 +204,7 @@ def test_auto_method_keeps_the_first_phase_bounds():
     lo, hi = q.bounds
     assert q.known[0] <= lo <= truth <= hi <= q.known[1]
     with pytest.raises(PropertyError, match="unknown method 'fastest'"):
-        quantify(ir, prop, method="fastest")
+        quantify(ir, prop, options=TreeOptions(method="fastest"))
 
 
 def test_toy_ensemble_on_a_real_income_agrees_across_methods():
@@ -212,7 +213,9 @@ def test_toy_ensemble_on_a_real_income_agrees_across_methods():
         (Feature("income", "real", 0, 1000), Feature("race", "categorical", 0, 4), Feature("age", "integer", 0, 100))
     )
     prop = individual_fairness(real, "race", epsilon={"income": 5.0, "age": 5}, kappa=0.5)
-    qs = [quantify(ens, prop, method=m, time_limit=30.0) for m in ("regions", "refinement", "auto")]
+    qs = [
+        quantify(ens, prop, time_limit=30.0, options=TreeOptions(method=m)) for m in ("regions", "refinement", "auto")
+    ]
     assert all(q.complete for q in qs)
     measures = [q.bounds[0] for q in qs]
     assert all(q.bounds[0] == pytest.approx(q.bounds[1], abs=1e-12) for q in qs)
@@ -242,7 +245,7 @@ def test_region_by_region_matches_single_pass(robust):
     else:
         prop = individual_fairness(dom, "p", epsilon={"f1": 1, "f2": 2}, kappa=0.6)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.6, robust)
-    q = quantify(ir, prop, regions=6)
+    q = quantify(ir, prop, options=TreeOptions(regions=6))
     assert q.stats["regions"] > 1 and q.complete
     assert q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
     x, xp, rejected = sample_unfair(ir, q, 2000, seed=0)
@@ -262,7 +265,7 @@ def test_region_path_decides_large_tie_regions_with_the_models_arithmetic(kappa,
     ir = TreeEnsemble([t1, t2], 2, split="<", input_float32=False)
     dom = Domain((Feature("x0", "integer", 0, 2 * half - 1), Feature("p", "categorical", 0, 1)))
     prop = individual_fairness(dom, "p", epsilon={"x0": 1}, kappa=kappa)
-    res = verify_trees(ir, prop, method="regions")
+    res = verify_trees(ir, prop, options=TreeOptions(method="regions"))
     assert res.stats["converged"]
     assert res.confident_size == confident and res.unfair_size == unfair
 
@@ -281,10 +284,10 @@ def test_quantification_stops_at_the_box_memory_limit_with_sound_bounds(eps, rob
         prop = individual_fairness(dom, "p", epsilon={"f1": eps, "f2": eps, "f3": eps}, kappa=0.5)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, robust)
     truth = 1 - unfair / conf
-    full = verify_trees(ir, prop, method=method)
+    full = verify_trees(ir, prop, options=TreeOptions(method=method))
     assert full.stats["converged"] and not full.stats["memory_limited"] and full.statistical is None
     with memory.limited(3 * 16 * len(dom.features)):  # three float64 boxes
-        cut = verify_trees(ir, prop, method=method)
+        cut = verify_trees(ir, prop, options=TreeOptions(method=method))
     assert cut.stats["memory_limited"] and not cut.stats["converged"]
     assert cut.measure_lower <= truth <= cut.measure_upper and cut.measure_upper - cut.measure_lower > 0
     # the estimate of what is left open (the whole space on the region path) is inside the bounds

@@ -12,6 +12,7 @@ from faircert.engines.trees.boxes import normalise
 from faircert.engines.trees.joint import _SliceBounds
 from faircert.engines.trees.leafsplit import LeafSplitter
 from faircert.engines.trees.quantify import _slices, quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.errors import PropertyError
 from faircert.models.io import load_model
 from faircert.properties import individual_fairness
@@ -36,8 +37,8 @@ def _models(X, y, seed):
 
 
 def _check(ir, prop, conf, unfair):
-    leaves = quantify(ir, prop, split="leaves")
-    node = quantify(ir, prop, split="node")
+    leaves = quantify(ir, prop, options=TreeOptions(split="leaves"))
+    node = quantify(ir, prop, options=TreeOptions(split="node"))
     assert leaves.complete and node.complete
     assert leaves.measured_upper == conf and leaves.conf_settled == conf and leaves.unfair == unfair
     assert leaves.bounds == node.bounds and leaves.unfair == node.unfair
@@ -99,7 +100,7 @@ def test_leaf_splits_stopped_early_give_sound_bounds():
     prop = individual_fairness(dom, "p", kappa=0.5)
     conf, unfair = brute_force(ir, dom, prop.protected, prop.epsilon, 0.5, False)
     truth = 1.0 - unfair / conf
-    q = quantify(ir, prop, split="leaves", max_boxes=10)
+    q = quantify(ir, prop, options=TreeOptions(split="leaves", max_boxes=10))
     assert not q.complete
     assert q.bounds[0] - 1e-12 <= truth <= q.bounds[1] + 1e-12
 
@@ -108,7 +109,7 @@ def test_unknown_split_is_refused():
     X, y, dom = _problem(0, 2)
     ir = next(_models(X, y, 0))
     with pytest.raises(PropertyError, match="unknown split"):
-        quantify(ir, individual_fairness(dom, "p"), split="tree")
+        quantify(ir, individual_fairness(dom, "p"), options=TreeOptions(split="tree"))
 
 
 def test_leaf_splits_give_the_same_shares_on_one_and_two_workers():
@@ -118,6 +119,8 @@ def test_leaf_splits_give_the_same_shares_on_one_and_two_workers():
     ir = next(_models(X, y, 4))
     prop = individual_fairness(dom, "p", kappa=0.5)
     for budget in (30, None):
-        one = quantify(ir, prop, 120, split="leaves", max_boxes=budget)
-        two = quantify(ir, prop, 120, split="leaves", parallel=Parallelism(workers=2), max_boxes=budget)
+        one = quantify(ir, prop, 120, options=TreeOptions(split="leaves", max_boxes=budget))
+        two = quantify(
+            ir, prop, 120, options=TreeOptions(split="leaves", parallel=Parallelism(workers=2), max_boxes=budget)
+        )
         assert one.bounds == two.bounds and one.unfair == two.unfair and one.complete == two.complete

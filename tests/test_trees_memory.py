@@ -11,6 +11,7 @@ from faircert import memory
 from faircert.domain import Domain, Feature
 from faircert.engines.boxes.frontier import BoxCodec, Frontier
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import region_is_exact, sample_unfair
 from faircert.engines.trees.verify import verify_trees
 from faircert.properties import individual_fairness
@@ -98,7 +99,7 @@ def test_verify_keeps_only_the_boxes_of_its_counterexamples():
     # the same pairs as from the whole region: the centres of its largest pieces
     x, xp = whole.unfair_boxes.largest(3)
     assert [c.x for c in res.counterexamples] == x.tolist() and [c.x_prime for c in res.counterexamples] == xp.tolist()
-    q = quantify(ir, prop, keep_pieces=3)
+    q = quantify(ir, prop, options=TreeOptions(keep_pieces=3))
     assert not region_is_exact(q) and region_is_exact(whole)
 
 

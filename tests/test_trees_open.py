@@ -11,6 +11,7 @@ from test_trees_engine import _small_problem, brute_force_masks
 from faircert.engines.trees.boxes import normalise
 from faircert.engines.trees.open import Checker, estimate_unfair_share
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.verify import verify_trees
 from faircert.properties import individual_fairness
 
@@ -34,7 +35,7 @@ def _prop(dom, eps, kappa, robust):
 
 def _unstarted(ir, prop):
     """A quantification stopped before its first step: the whole domain is open."""
-    q = quantify(ir, prop, time_limit=1e-12, method="refinement")
+    q = quantify(ir, prop, time_limit=1e-12, options=TreeOptions(method="refinement"))
     lo, hi, open_slices = q.open_boxes()
     assert not q.complete and q.conf_settled == 0 and open_slices.all() and len(lo) == 1
     return q
@@ -112,7 +113,7 @@ def test_verify_adds_an_estimate_only_while_bounds_are_open():
     prop = _prop(dom, 1, 0.5, False)
     exact = verify_trees(ir, prop, time_limit=60)
     assert exact.stats["converged"] and exact.statistical is None
-    early = verify_trees(ir, prop, time_limit=1e-12, method="refinement", confidence=0.95)
+    early = verify_trees(ir, prop, time_limit=1e-12, confidence=0.95, options=TreeOptions(method="refinement"))
     est = early.statistical
     assert not early.stats["converged"] and est is not None and est.confidence == 0.95
     assert est.ci_low <= exact.falsified <= est.ci_high

@@ -10,6 +10,7 @@ import pytest
 
 from faircert.domain import Domain, Feature
 from faircert.engines.trees.quantify import quantify
+from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import sample_unfair
 from faircert.engines.trees.verify import verify_trees
 from faircert.properties import individual_fairness
@@ -165,7 +166,7 @@ def test_real_domains_match_the_cell_oracle(method, robust, eps, kappa):
     free = slice(None) if robust else slice(1, None)
     for ir, prop, (conf, unfair) in _case(robust, eps, kappa):
         seen = []
-        res = verify_trees(ir, prop, method=method, progress=seen.append)
+        res = verify_trees(ir, prop, progress=seen.append, options=TreeOptions(method=method))
         truth = 1.0 - unfair / conf if conf else 1.0
         # float32 thresholds: the oracle's cells end at the raw thresholds, the engine's where rounding
         # to float32 crosses them, a relative 1e-7 apart
@@ -196,9 +197,9 @@ def test_time_limited_real_refinement_is_sound_and_samples_its_region():
     conf, unfair = real_oracle(ir, dom, [0], np.asarray(prop.epsilon, dtype=float), 0.6)
     truth = 1.0 - unfair / conf
     for limit in (1e-3, 1e-2, 0.1):
-        lo, hi = quantify(ir, prop, time_limit=limit, method="refinement").bounds
+        lo, hi = quantify(ir, prop, time_limit=limit, options=TreeOptions(method="refinement")).bounds
         assert lo - 1e-6 <= truth <= hi + 1e-6
-    q = quantify(ir, prop, method="refinement")
+    q = quantify(ir, prop, options=TreeOptions(method="refinement"))
     assert q.complete and q.unfair == pytest.approx(unfair, abs=1e-6 * q.total)
     x, xp, rejected = sample_unfair(ir, q, 3000, seed=0)
     assert rejected == 0 and len(x) == 3000

@@ -67,13 +67,14 @@ def _adult_like():
 
 def test_trees_give_the_same_shares_on_one_and_two_workers():
     from faircert.engines.trees.quantify import quantify
+    from faircert.engines.trees.run import TreeOptions
     from faircert.properties import individual_fairness
 
     ir, dom = _adult_like()
     prop = individual_fairness(dom, "s", kappa=0.5)
     for budget in (400, None):  # a box budget (stopped early), and to the end
-        one = quantify(ir, prop, 120, max_boxes=budget)
-        two = quantify(ir, prop, 120, parallel=Parallelism(workers=2), max_boxes=budget)
+        one = quantify(ir, prop, 120, options=TreeOptions(max_boxes=budget))
+        two = quantify(ir, prop, 120, options=TreeOptions(parallel=Parallelism(workers=2), max_boxes=budget))
         assert one.bounds == two.bounds and one.unfair == two.unfair and one.complete == two.complete
         assert one.complete == (budget is None)
     assert one.bounds[0] == one.bounds[1] < 1.0
@@ -121,11 +122,12 @@ def test_workers_start_only_after_the_delay():
 
 def test_a_short_tree_run_keeps_its_boxes_here_and_a_long_one_deals_them():
     from faircert.engines.trees.quantify import quantify
+    from faircert.engines.trees.run import TreeOptions
     from faircert.properties import individual_fairness
 
     ir, dom = _adult_like()
     prop = individual_fairness(dom, "s", kappa=0.5)
-    lazy = quantify(ir, prop, 120, parallel=Parallelism(2, None, start_after=30.0))
-    eager = quantify(ir, prop, 120, parallel=Parallelism(2))
+    lazy = quantify(ir, prop, 120, options=TreeOptions(parallel=Parallelism(2, None, start_after=30.0)))
+    eager = quantify(ir, prop, 120, options=TreeOptions(parallel=Parallelism(2)))
     assert lazy.stats["workers"] == 0 and eager.stats["workers"] == 2
     assert lazy.bounds == eager.bounds and lazy.complete and eager.complete

@@ -404,43 +404,6 @@ def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_b
     return float(tau) if tau > 0 else local.frontier.largest() * LEVEL_RATIO
 
 
-def refine_into(
-    acc: dict,
-    report,
-    shard: Shard,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    deadline: float,
-    parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
-    saving: Saving | None = None,
-) -> Refined:
-    """`refine`, keeping a tree refinement's accumulator `acc` up to date (its sizes, boxes settled
-    and examined, unfair boxes found, restarts, memory limit; at the end the workers used, whether
-    the open boxes were gathered and, with `saving`, the checkpoints written and their seconds) and
-    calling `report(acc)` after every step."""
-
-    def on_progress(totals: Progress, restarts: int) -> None:
-        acc.update(
-            nonconf=float(totals.sums["nonconf"]),
-            settled=float(totals.sums["settled"]),
-            unfair=float(totals.sums["unfair"]),
-            boxes=totals.boxes,
-            examined=totals.examined,
-            unfair_boxes=totals.found,
-            workers_restarted=restarts,
-        )
-        if totals.memory_limited:
-            acc["memory_limited"] = True
-        report(acc)
-
-    out = refine(shard, lo, hi, deadline, parallel, max_boxes, on_progress, saving)
-    acc.update(open_gathered=out.open_entries is not None, workers=out.workers)
-    if saving is not None:
-        acc.update(checkpoints=saving.written, checkpoint_s=saving.seconds)
-    return out
-
-
 def _started(pool, shares: list[list[tuple]]) -> list[Progress]:
     out = pool.each("start", [(s,) for s in shares])
     return [_restarted(pool, k, shares[k]) if p is LOST else p for k, p in enumerate(out)]

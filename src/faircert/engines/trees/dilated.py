@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,64 +32,51 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import OpenParts, RawBoxes
-from ..boxes.shards import Saving, Shard, Step, refine_into
-from ..boxes.workers import SERIAL, Parallelism
+from ..boxes.shards import Saving, Shard, Step
 from .boxes import NormalisedTrees, Partition, inner_points
-from .joint import _in_slice, _SliceBounds, slice_status
+from .joint import SliceModel, _in_slice, _SliceBounds, slice_status
+from .run import Tally, TreeRun, refine_into
 
 
 def dilated_quantify(
-    ir: TreeEnsemble,
-    nt: NormalisedTrees,
-    prot: list[int],
-    slo: np.ndarray,
-    robustness: bool,
-    c: float | None,
-    kappa: float | None,
-    tol: float,
-    eps: np.ndarray,
-    dlo: np.ndarray,
-    dhi: np.ndarray,
-    deadline: float,
-    acc: dict,
-    report,
-    chunk: int = 512,
-    parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
-    saving: Saving | None = None,
-):
-    """Fill `acc` (nonconf, settled, unfair, boxes, examined); return (complete, twin boxes, pieces lo,
-    hi, twin, open boxes): the open boxes as a sequence of (lo, hi, open slices) chunks (None when the
-    workers held more than this process may gather).
+    run: TreeRun, tally: Tally, slo: np.ndarray, saving: Saving | None = None, chunk: int = 512
+) -> tuple:
+    """Fill `tally` (nonconf, settled, unfair, boxes, examined); return (complete, twin boxes, pieces
+    lo, hi, twin, open boxes): the open boxes as a sequence of (lo, hi, open slices) chunks (None when
+    the workers held more than this process may gather). `slo`: the slices' start boxes.
 
     The refinement runs in shards (`boxes.shards`): here, or on local processes or a Ray cluster as
-    `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
-    end of the first level of box sizes by which that many boxes were examined (then the same for
-    any worker count, when the time limit does not cut it first). `deadline` is on `time.monotonic`.
-    With `saving` it writes checkpoints and goes on from the state it holds (`shards.refine`)."""
-    free = np.ones(len(dlo), dtype=bool)
+    the options' `parallel` says, each worker keeping its share of the open boxes; their
+    `max_boxes` stops it at the end of the first level of box sizes by which that many boxes were
+    examined (then the same for any worker count, when the time limit does not cut it first). With
+    `saving` it writes checkpoints and goes on from the state it holds (`shards.refine`)."""
+    prop, width = run.prop, len(run.dlo)
+    prot = [] if prop.robustness else list(prop.protected)
+    free = np.ones(width, dtype=bool)
     free[prot] = False
     # the neighbourhood searches run on the workers, maybe other machines: their deadline is on the wall clock
-    wall = time.time() + (deadline - time.monotonic()) if np.isfinite(deadline) else math.inf
-    settler = DilatedSettler(
-        ir, nt, prot, slo, robustness, c, kappa, tol, eps, dlo, dhi, _candidates(nt, eps, free), wall
-    )
-
-    out = refine_into(
-        acc,
-        report,
-        Shard(settler, free, chunk, None, _Pieces(len(dlo))),
-        dlo[None].copy(),
-        dhi[None].copy(),
-        deadline,
-        parallel,
-        max_boxes,
-        saving,
-    )
+    wall = time.time() + (run.deadline - time.monotonic()) if np.isfinite(run.deadline) else math.inf
+    model = SliceModel(run.ir, run.nt, prot, slo, run.c, prop.kappa, run.tol)
+    neighbourhoods = Neighbourhoods(prop.robustness, run.eps, run.dlo, run.dhi, _candidates(run.nt, run.eps, free))
+    settler = DilatedSettler(model, neighbourhoods, wall)
+    out = refine_into(run, tally, Shard(settler, free, chunk, None, _Pieces(width)), saving)
     open_parts = (
-        OpenParts(RawBoxes(len(dlo)), out.open_entries).map(_open_slices) if out.open_entries is not None else None
+        OpenParts(RawBoxes(width), out.open_entries).map(_open_slices) if out.open_entries is not None else None
     )
     return (out.complete,) + out.region.result() + (open_parts,)
+
+
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """Who the twins of a point are: every feature within `eps` (robustness), or the other slices
+    with the measured features within `eps` (fairness), inside the domain box [dlo, dhi); and
+    `candidates`, per feature, the positions b +- eps of the split boundaries b (`_candidates`)."""
+
+    robustness: bool
+    eps: np.ndarray
+    dlo: np.ndarray
+    dhi: np.ndarray
+    candidates: list[np.ndarray]
 
 
 class DilatedSettler:
@@ -99,49 +88,33 @@ class DilatedSettler:
     the boxes left open with their settled slices. `deadline` (epoch seconds, `time.time`; inf:
     none) cuts the neighbourhood searches: a search cut off leaves its box whole and open."""
 
-    def __init__(
-        self,
-        ir: TreeEnsemble,
-        nt: NormalisedTrees,
-        prot: list[int],
-        slo: np.ndarray,
-        robustness: bool,
-        c: float | None,
-        kappa: float | None,
-        tol: float,
-        eps: np.ndarray,
-        dlo: np.ndarray,
-        dhi: np.ndarray,
-        candidates: list[np.ndarray],
-        deadline: float = math.inf,
-    ) -> None:
-        self.ir, self.nt, self.prot, self.slo, self.robustness = ir, nt, prot, slo, robustness
-        self.c, self.kappa, self.tol, self.eps, self.dlo, self.dhi = c, kappa, tol, eps, dlo, dhi
-        self.cand, self.deadline = candidates, deadline
-        self.free = np.ones(len(dlo), dtype=bool)
-        self.free[prot] = False
+    def __init__(self, model: SliceModel, hoods: Neighbourhoods, deadline: float = math.inf) -> None:
+        self.model, self.hoods, self.deadline = model, hoods, deadline
+        self.free = np.ones(len(hoods.dlo), dtype=bool)
+        self.free[model.prot] = False
         self._sb: _SliceBounds | None = None
-        self.open_data = ((bool, (len(slo),)),)  # an open box's settled slices (`shards.Shard`)
+        self.open_data = ((bool, (len(model.slo),)),)  # an open box's settled slices (`shards.Shard`)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it
 
     def settle(self, lo: np.ndarray, hi: np.ndarray, settled: np.ndarray | None = None) -> Step:
+        model, hoods = self.model, self.hoods
         if self._sb is None:
-            self._sb = _SliceBounds(self.nt, self.prot, self.slo)
-        ir, nt, sb, prot, slo, robustness = self.ir, self.nt, self._sb, self.prot, self.slo, self.robustness
-        eps, dlo, dhi, tol, cand = self.eps, self.dlo, self.dhi, self.tol, self.cand
+            self._sb = _SliceBounds(model.nt, model.prot, model.slo)
+        nt, sb, prot, slo, tol = model.nt, self._sb, model.prot, model.slo, model.tol
+        robustness, eps, dlo, dhi = hoods.robustness, hoods.eps, hoods.dlo, hoods.dhi
         n_sl = len(slo)
         if settled is None:
             settled = np.zeros((len(lo), n_sl), dtype=bool)
         found = _Pieces(lo.shape[1])
-        label, conf, spread, widest = slice_status(ir, nt, sb, slo, prot, lo, hi, self.c, self.kappa, tol)
+        label, conf, spread, widest = slice_status(model, sb, lo, hi)
         dlo_b, dhi_b = np.maximum(dlo, lo - eps), np.minimum(dhi, hi + eps)
-        dlabel, dwide = _labels(nt, sb, dlo_b, dhi_b, tol, widest=True)
+        hood = _Hood(dlo_b, dhi_b, *_labels(nt, sb, dlo_b, dhi_b, tol, widest=True))
         size = np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
         own = (conf == 1) & (label != 0)
         if robustness:
-            twin_fair = dlabel == label
+            twin_fair = hood.label == label
             klo, khi = _core(nt, lo, hi, eps, dlo, dhi)
             core = np.all(klo < khi, axis=1)
             klabel = np.zeros_like(label)
@@ -156,7 +129,7 @@ class DilatedSettler:
             twin_of = np.zeros(label.shape, dtype=np.int64)
             for v in range(n_sl):
                 others = np.arange(n_sl) != v
-                twin_fair[:, v] = (dlabel[:, others] == label[:, v, None]).all(axis=1)
+                twin_fair[:, v] = (hood.label[:, others] == label[:, v, None]).all(axis=1)
                 opp = (label == -label[:, v, None]) & others
                 twin_unfair[:, v] = own[:, v] & opp.any(axis=1)
                 twin_of[:, v] = np.argmax(opp, axis=1)
@@ -173,31 +146,11 @@ class DilatedSettler:
             found.add(lo[rows], hi[rows], klo[rows], khi[rows])
         # (B, v) decided own but open twins, with no b +- eps inside B: search D(B) exactly
         open_twins = new & own & ~fair & ~unfair
-        inside = _count_inside(cand, lo, hi)
+        inside = _count_inside(hoods.candidates, lo, hi)
         finest = open_twins & (inside.sum(axis=1) == 0)[:, None]
         recut_f, recut_b = np.zeros(len(lo), dtype=np.int64), np.full(len(lo), np.nan)
         if finest.any():
-            f_fair, f_unfair, recut_f, recut_b = _decide_finest(
-                ir,
-                nt,
-                sb,
-                slo,
-                prot,
-                robustness,
-                label,
-                lo,
-                hi,
-                dlo_b,
-                dhi_b,
-                finest,
-                tol,
-                self.deadline,
-                found,
-                eps,
-                dlo,
-                dhi,
-                clock=time.time,
-            )
+            f_fair, f_unfair, recut_f, recut_b = self._decide_finest(label, lo, hi, hood, finest, found)
             fair |= f_fair
             unfair |= f_unfair
         settled = settled | fair | unfair | nonconf
@@ -214,25 +167,10 @@ class DilatedSettler:
             return step
         lo, hi, settled = lo[keep], hi[keep], settled[keep]
         label, conf, spread, widest, inside = label[keep], conf[keep], spread[keep], widest[keep], inside[keep]
-        f, b = _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside)
-        _twin_cut(
-            nt,
-            slo,
-            prot,
-            eps,
-            lo,
-            hi,
-            dlo_b[keep],
-            dhi_b[keep],
-            dlabel[keep],
-            dwide[keep],
-            settled,
-            label,
-            conf,
-            spread,
-            f,
-            b,
-        )
+        # slices whose own status is still open
+        own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
+        f, b = self._split(lo, hi, own_open, spread, widest, inside)
+        self._twin_cut(lo, hi, _Hood(*(a[keep] for a in hood)), own_open, f, b)
         recut = np.isfinite(recut_b[keep])  # a found cell out of some points' reach (rounding, reals)
         f[recut], b[recut] = recut_f[keep][recut], recut_b[keep][recut]
         rows = np.arange(len(lo))
@@ -247,6 +185,113 @@ class DilatedSettler:
             np.concatenate([settled[~cut], settled[cut], settled[cut]]),
         )
         return step
+
+    def _split(self, lo, hi, own_open, spread, widest, inside):
+        """Cut at the widest tree's node where an open slice's own status is unknown (`own_open`),
+        else at the median candidate of the feature with most candidates inside (boxes with
+        neither stay whole)."""
+        model, cand = self.model, self.hoods.candidates
+        f = np.argmax(inside, axis=1)
+        b = np.where(inside.max(axis=1) > 0, np.nan, lo[np.arange(len(lo)), f])
+        for g in np.unique(f[np.isnan(b)]):
+            r = np.nonzero(np.isnan(b) & (f == g))[0]
+            i0 = np.searchsorted(cand[g], lo[r, g], "right")
+            b[r] = cand[g][i0 + (inside[r, g] - 1) // 2]
+        need = own_open.any(axis=1)
+        if need.any():
+            r = np.nonzero(need)[0]
+            v = np.argmax(np.where(own_open[r], spread[r], -1.0), axis=1)
+            vlo, vhi = _in_slice(lo[r], hi[r], model.slo[v], model.prot)
+            f[r], b[r] = model.nt.cut(vlo, vhi, None, widest[r, v])
+        return f, b
+
+    def _twin_cut(self, lo, hi, hood: _Hood, own_open, f, b) -> None:
+        """For boxes whose open slices only wait on twins: cut where the neighbourhoods start or stop
+        reaching the first cutting node of the widest tree over D(B) in an undecided twin slice."""
+        model, eps = self.model, self.hoods.eps
+        twin_open = hood.label == 0
+        r = np.nonzero(~own_open.any(axis=1) & twin_open.any(axis=1))[0]
+        if not len(r):
+            return
+        w = np.argmax(twin_open[r], axis=1)
+        vlo, vhi = _in_slice(hood.lo[r], hood.hi[r], model.slo[w], model.prot)
+        g, c = model.nt.cut(vlo, vhi, None, hood.widest[r, w])
+        for sign in (-1.0, 1.0):
+            s = c + sign * eps[g]
+            ok = (s > lo[r, g]) & (s < hi[r, g])
+            f[r[ok]], b[r[ok]] = g[ok], s[ok]
+            r, g, c = r[~ok], g[~ok], c[~ok]
+
+    def _decide_finest(self, label, lo, hi, hood: _Hood, finest, out: _Pieces):
+        """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has
+        a point of the other label in D(B) (exact search), else unfair with that point's cell as twin.
+
+        On real features "all reach the same cells" holds up to the rounding of b +- epsilon: a cell
+        the search finds is checked to be within epsilon of every point of B (`_reached`); where it
+        is not, the pair stays open and the box gets a cut where its points stop reaching that cell.
+        Returns (fair, unfair, cut feature, cut position; NaN where none). The searches stop at the
+        settler's deadline: a pair whose search was cut off stays open.
+        """
+        model, hoods, sb = self.model, self.hoods, self._sb
+        nt, slo, prot, robustness, eps = model.nt, model.slo, model.prot, hoods.robustness, hoods.eps
+        n, n_sl = label.shape
+        fair = np.zeros((n, n_sl), dtype=bool)
+        unfair = np.zeros((n, n_sl), dtype=bool)
+        cut_f, cut_b = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
+        # one search per distinct (box, twin slice, wanted label)
+        want = np.zeros((n, n_sl, 2), dtype=bool)  # [..., 0]: a -1 point wanted, [..., 1]: a +1 point
+        for v in range(n_sl):
+            rows = np.nonzero(finest[:, v])[0]
+            side = (label[rows, v] < 0).astype(np.int64)  # label +1 wants -1 (index 0), -1 wants +1
+            for w in [v] if robustness else [w for w in range(n_sl) if w != v]:
+                want[rows, w, side] = True
+        qr, qw, qs = np.nonzero(want)
+        q_lo, q_hi = _in_slice(*_inward(nt, eps, hood.lo[qr], hood.hi[qr], hoods.dlo, hoods.dhi), slo[qw], prot)
+        point, resolved = find_label(
+            model.ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), model.tol, self._expired
+        )
+        hit_q = np.isfinite(point[:, 0])
+        clo, chi = np.full(point.shape, np.nan), np.full(point.shape, np.nan)
+        if hit_q.any():
+            clo[hit_q], chi[hit_q] = _in_slice(*cell_of(nt, point[hit_q]), slo[qw[hit_q]], prot)
+            ok, f, b = _reached(nt, eps, lo[qr[hit_q]], hi[qr[hit_q]], clo[hit_q], chi[hit_q], prot)
+            far = np.nonzero(hit_q)[0][~ok]
+            cut_f[qr[far]], cut_b[qr[far]] = f[~ok], b[~ok]
+            hit_q[far] = False
+        found = np.zeros((n, n_sl, 2), dtype=bool)
+        unknown = np.zeros((n, n_sl, 2), dtype=bool)
+        where = np.full((n, n_sl, 2), -1)
+        found[qr, qw, qs] = hit_q
+        unknown[qr, qw, qs] = ~resolved | (np.isfinite(point[:, 0]) & ~hit_q)
+        where[qr, qw, qs] = np.arange(len(qr))
+        for v in range(n_sl):
+            rows = np.nonzero(finest[:, v])[0]
+            side = (label[rows, v] < 0).astype(np.int64)
+            twins = [v] if robustness else [w for w in range(n_sl) if w != v]
+            f = found[rows][:, twins, :][np.arange(len(rows)), :, side]  # (rows, twins)
+            u = unknown[rows][:, twins, :][np.arange(len(rows)), :, side]
+            hit = f.any(axis=1)
+            clear = ~hit & ~u.any(axis=1)
+            fair[rows[clear], v] = True
+            unfair[rows[hit], v] = True
+            if hit.any():
+                r = rows[hit]
+                k = where[r, np.array(twins)[np.argmax(f[hit], axis=1)], side[hit]]
+                out.add(*_in_slice(lo[r], hi[r], slo[np.full(len(r), v)], prot), clo[k], chi[k])
+        return fair, unfair, cut_f, cut_b
+
+    def _expired(self) -> bool:
+        return time.time() > self.deadline
+
+
+class _Hood(NamedTuple):
+    """The epsilon-neighbourhoods D(B) of boxes (within the domain) with, per slice, the label their
+    margin bounds decide (+1/-1, 0: none) and the tree of widest range."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    label: np.ndarray
+    widest: np.ndarray
 
 
 def _terms(size: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -301,118 +346,6 @@ def _count_inside(cand, lo, hi) -> np.ndarray:
     return out
 
 
-def _split(nt, slo, prot, cand, lo, hi, settled, label, conf, spread, widest, inside):
-    """Cut at the widest tree's node where an open slice's own status is unknown, else at the
-    median candidate of the feature with most candidates inside (boxes with neither stay whole)."""
-    f = np.argmax(inside, axis=1)
-    b = np.where(inside.max(axis=1) > 0, np.nan, lo[np.arange(len(lo)), f])
-    for g in np.unique(f[np.isnan(b)]):
-        r = np.nonzero(np.isnan(b) & (f == g))[0]
-        i0 = np.searchsorted(cand[g], lo[r, g], "right")
-        b[r] = cand[g][i0 + (inside[r, g] - 1) // 2]
-    own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
-    need = own_open.any(axis=1)
-    if need.any():
-        r = np.nonzero(need)[0]
-        v = np.argmax(np.where(own_open[r], spread[r], -1.0), axis=1)
-        vlo, vhi = _in_slice(lo[r], hi[r], slo[v], prot)
-        f[r], b[r] = nt.cut(vlo, vhi, None, widest[r, v])
-    return f, b
-
-
-def _twin_cut(nt, slo, prot, eps, lo, hi, dlo_b, dhi_b, dlabel, dwide, settled, label, conf, spread, f, b):
-    """For boxes whose open slices only wait on twins: cut where the neighbourhoods start or stop
-    reaching the first cutting node of the widest tree over D(B) in an undecided twin slice."""
-    own_open = ~settled & ((conf == 0) | ((conf == 1) & (label == 0))) & (spread > 0)
-    twin_open = dlabel == 0
-    r = np.nonzero(~own_open.any(axis=1) & twin_open.any(axis=1))[0]
-    if not len(r):
-        return
-    w = np.argmax(twin_open[r], axis=1)
-    vlo, vhi = _in_slice(dlo_b[r], dhi_b[r], slo[w], prot)
-    g, c = nt.cut(vlo, vhi, None, dwide[r, w])
-    for sign in (-1.0, 1.0):
-        s = c + sign * eps[g]
-        ok = (s > lo[r, g]) & (s < hi[r, g])
-        f[r[ok]], b[r[ok]] = g[ok], s[ok]
-        r, g, c = r[~ok], g[~ok], c[~ok]
-
-
-def _decide_finest(
-    ir,
-    nt,
-    sb,
-    slo,
-    prot,
-    robustness,
-    label,
-    lo,
-    hi,
-    dlo_b,
-    dhi_b,
-    finest,
-    tol,
-    deadline,
-    out,
-    eps,
-    dlo,
-    dhi,
-    clock: Callable[[], float] = time.monotonic,
-):
-    """Settle (box, slice) pairs whose points all reach the same cells: fair iff no twin slice has a
-    point of the other label in D(B) (exact search), else unfair with that point's cell as twin.
-
-    On real features "all reach the same cells" holds up to the rounding of b +- epsilon: a cell the
-    search finds is checked to be within epsilon of every point of B (`_reached`); where it is not,
-    the pair stays open and the box gets a cut where its points stop reaching that cell. Returns
-    (fair, unfair, cut feature, cut position; NaN where none). The searches stop at `deadline` on
-    `clock`: a pair whose search was cut off stays open.
-    """
-    n, n_sl = label.shape
-    fair = np.zeros((n, n_sl), dtype=bool)
-    unfair = np.zeros((n, n_sl), dtype=bool)
-    cut_f, cut_b = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
-    # one search per distinct (box, twin slice, wanted label)
-    want = np.zeros((n, n_sl, 2), dtype=bool)  # [..., 0]: a -1 point wanted, [..., 1]: a +1 point
-    for v in range(n_sl):
-        rows = np.nonzero(finest[:, v])[0]
-        side = (label[rows, v] < 0).astype(np.int64)  # label +1 wants -1 (index 0), -1 wants +1
-        for w in [v] if robustness else [w for w in range(n_sl) if w != v]:
-            want[rows, w, side] = True
-    qr, qw, qs = np.nonzero(want)
-    q_lo, q_hi = _in_slice(*_inward(nt, eps, dlo_b[qr], dhi_b[qr], dlo, dhi), slo[qw], prot)
-    point, resolved = find_label(ir, nt, sb, q_lo, q_hi, qw, np.where(qs == 1, 1, -1), tol, deadline, clock)
-    hit_q = np.isfinite(point[:, 0])
-    clo, chi = np.full(point.shape, np.nan), np.full(point.shape, np.nan)
-    if hit_q.any():
-        clo[hit_q], chi[hit_q] = _in_slice(*cell_of(nt, point[hit_q]), slo[qw[hit_q]], prot)
-        ok, f, b = _reached(nt, eps, lo[qr[hit_q]], hi[qr[hit_q]], clo[hit_q], chi[hit_q], prot)
-        far = np.nonzero(hit_q)[0][~ok]
-        cut_f[qr[far]], cut_b[qr[far]] = f[~ok], b[~ok]
-        hit_q[far] = False
-    found = np.zeros((n, n_sl, 2), dtype=bool)
-    unknown = np.zeros((n, n_sl, 2), dtype=bool)
-    where = np.full((n, n_sl, 2), -1)
-    found[qr, qw, qs] = hit_q
-    unknown[qr, qw, qs] = ~resolved | (np.isfinite(point[:, 0]) & ~hit_q)
-    where[qr, qw, qs] = np.arange(len(qr))
-    for v in range(n_sl):
-        rows = np.nonzero(finest[:, v])[0]
-        side = (label[rows, v] < 0).astype(np.int64)
-        twins = [v] if robustness else [w for w in range(n_sl) if w != v]
-        f = found[rows][:, twins, :][np.arange(len(rows)), :, side]  # (rows, twins)
-        u = unknown[rows][:, twins, :][np.arange(len(rows)), :, side]
-        hit = f.any(axis=1)
-        clear = ~hit & ~u.any(axis=1)
-        fair[rows[clear], v] = True
-        unfair[rows[hit], v] = True
-        if hit.any():
-            r = rows[hit]
-            k = where[r, np.array(twins)[np.argmax(f[hit], axis=1)], side[hit]]
-            out.add(*_in_slice(lo[r], hi[r], slo[np.full(len(r), v)], prot), clo[k], chi[k])
-    return fair, unfair, cut_f, cut_b
-
-
 def _inward(nt, eps, lo, hi, dlo, dhi):
     """Neighbourhoods [lo - e, hi + e) whose ends were rounded (real features, inside the domain)
     moved one float inwards, so that they hold no point beyond the exact neighbourhood."""
@@ -451,17 +384,16 @@ def find_label(
     slices: np.ndarray,
     want: np.ndarray,
     tol: float,
-    deadline: float = np.inf,
-    clock: Callable[[], float] = time.monotonic,
+    expired: Callable[[], bool] = lambda: False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A point of label `want` (+1/-1) in each box (in its slice), or a row of NaN if none, and
-    whether each query was answered before the deadline (on `clock`). Boxes are cut at the widest tree's node
-    until their bounds decide; single cells are decided by the model."""
+    whether each query was answered before the search `expired`. Boxes are cut at the widest tree's
+    node until their bounds decide; single cells are decided by the model."""
     point = np.full(lo.shape, np.nan)
     resolved = np.ones(len(lo), dtype=bool)
     qid = np.arange(len(lo))
     while len(qid):
-        if clock() > deadline or stop_requested():
+        if expired() or stop_requested():
             resolved[qid] = ~np.isnan(point[qid, 0])
             break
         vmin, vmax = sb.bounds_at(lo, hi, slices)

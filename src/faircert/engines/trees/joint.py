@@ -13,66 +13,43 @@ leaf) but near a threshold is decided by the model's own arithmetic at one point
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, OpenParts
-from ..boxes.shards import Saving, Shard, Step, refine_into
-from ..boxes.workers import SERIAL, Parallelism
+from ..boxes.shards import Saving, Shard, Step
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
+from .run import Tally, TreeRun, refine_into
 from .unfair import UnfairBoxes
 
 
 def joint_quantify(
-    ir: TreeEnsemble,
-    nt: NormalisedTrees,
-    prot: list[int],
-    slo: np.ndarray,
-    c: float | None,
-    kappa: float | None,
-    tol: float,
-    dlo: np.ndarray,
-    dhi: np.ndarray,
-    deadline: float,
-    acc: dict,
-    report,
-    chunk: int = 4096,
-    parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
-    keep: int | None = None,
-    split: str = DEFAULT_SPLIT,
-    saving: Saving | None = None,
+    run: TreeRun, tally: Tally, slo: np.ndarray, saving: Saving | None = None, chunk: int = 4096
 ) -> tuple:
-    """Fill `acc` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
-    the unfair region as `UnfairBoxes` (only the `keep` largest boxes when given), the open boxes, as
-    a sequence of (lo, hi, None) chunks, undecided in every slice (None when the workers held more
-    than this process may gather).
+    """Fill `tally` (nonconf, settled, unfair, boxes) and return (complete, unfair boxes, open boxes):
+    the unfair region as `UnfairBoxes` (only the options' `keep_pieces` largest boxes when given),
+    the open boxes, as a sequence of (lo, hi, None) chunks, undecided in every slice (None when the
+    workers held more than this process may gather). `slo`: the slices' start boxes.
 
     The refinement runs in shards (`boxes.shards`): here, or on local processes or a Ray cluster as
-    `parallel` says, each worker keeping its share of the open boxes; `max_boxes` stops it at the
-    end of the first level of box sizes by which that many boxes were examined (then the same for
-    any worker count). Open and unfair boxes are stored compactly (`BoxCodec`: indices into each
-    feature's cut positions). `split` says how open boxes are cut (`leafsplit`). With `saving` it
-    writes checkpoints and goes on from the state it holds (`shards.refine`)."""
-    free = np.ones(len(dlo), dtype=bool)
+    the options' `parallel` says, each worker keeping its share of the open boxes; their
+    `max_boxes` stops it at the end of the first level of box sizes by which that many boxes were
+    examined (then the same for any worker count). Open and unfair boxes are stored compactly
+    (`BoxCodec`: indices into each feature's cut positions). Their `split` says how open boxes are
+    cut (`leafsplit`). With `saving` it writes checkpoints and goes on from the state it holds
+    (`shards.refine`)."""
+    nt, prot = run.nt, list(run.prop.protected)
+    free = np.ones(len(run.dlo), dtype=bool)
     free[prot] = False
     inner = nt.node_left >= 0
-    codec = BoxCodec.for_cuts(dlo, dhi, nt.discrete, nt.node_feat[inner], nt.node_bound[inner])
-    region = UnfairBoxes(codec, free, slo, prot, nt.discrete, keep)
-    settler = JointSettler(ir, nt, prot, slo, c, kappa, tol, free, check_split(split))
-
-    out = refine_into(
-        acc,
-        report,
-        Shard(settler, free, chunk, codec, region),
-        dlo[None].copy(),
-        dhi[None].copy(),
-        deadline,
-        parallel,
-        max_boxes,
-        saving,
-    )
+    codec = BoxCodec.for_cuts(run.dlo, run.dhi, nt.discrete, nt.node_feat[inner], nt.node_bound[inner])
+    region = UnfairBoxes(codec, free, slo, prot, nt.discrete, run.options.keep_pieces)
+    model = SliceModel(run.ir, nt, prot, slo, run.c, run.prop.kappa, run.tol)
+    settler = JointSettler(model, free, check_split(run.options.split))
+    out = refine_into(run, tally, Shard(settler, free, chunk, codec, region), saving)
     open_parts = OpenParts(codec, out.open_entries).map(_all_open) if out.open_entries is not None else None
     return out.complete, out.region, open_parts
 
@@ -82,23 +59,26 @@ def _all_open(chunk: tuple) -> tuple:
     return chunk[0], chunk[1], None
 
 
+@dataclass(frozen=True)
+class SliceModel:
+    """The ensemble as the settlers of a refinement see it: the slices' start boxes `slo` (protected
+    values at `prot`), the margin threshold `c` of confidence `kappa` (None: none) and the tolerance
+    within which margin bounds decide nothing. Sent to every worker."""
+
+    ir: TreeEnsemble
+    nt: NormalisedTrees
+    prot: list[int]
+    slo: np.ndarray
+    c: float | None
+    kappa: float | None
+    tol: float
+
+
 class JointSettler:
     """The work on one chunk of boxes, runnable in a worker process (it holds the model once)."""
 
-    def __init__(
-        self,
-        ir: TreeEnsemble,
-        nt: NormalisedTrees,
-        prot: list[int],
-        slo: np.ndarray,
-        c: float | None,
-        kappa: float | None,
-        tol: float,
-        free: np.ndarray,
-        split: str = DEFAULT_SPLIT,
-    ) -> None:
-        self.ir, self.nt, self.prot, self.slo = ir, nt, prot, slo
-        self.c, self.kappa, self.tol, self.free, self.split = c, kappa, tol, free, split
+    def __init__(self, model: SliceModel, free: np.ndarray, split: str = DEFAULT_SPLIT) -> None:
+        self.model, self.free, self.split = model, free, split
         self._sb: _SliceBounds | None = None
         self._leaves: LeafSplitter | None = None
 
@@ -106,12 +86,11 @@ class JointSettler:
         return {**self.__dict__, "_sb": None, "_leaves": None}  # rebuilt in the worker: cheaper than sending it
 
     def settle(self, lo: np.ndarray, hi: np.ndarray) -> Step:
+        model = self.model
         if self._sb is None:
-            self._sb = _SliceBounds(self.nt, self.prot, self.slo)
-        ir, nt, prot, slo, free = self.ir, self.nt, self.prot, self.slo, self.free
-        label, conf, spread_sum, widest = slice_status(
-            ir, nt, self._sb, slo, prot, lo, hi, self.c, self.kappa, self.tol
-        )
+            self._sb = _SliceBounds(model.nt, model.prot, model.slo)
+        nt, prot, slo, free = model.nt, model.prot, model.slo, self.free
+        label, conf, spread_sum, widest = slice_status(model, self._sb, lo, hi)
         has_pos = (label == 1).any(axis=1)
         has_neg = (label == -1).any(axis=1)
         unknown = (label == 0).sum(axis=1)
@@ -170,9 +149,10 @@ class JointSettler:
         return out
 
 
-def slice_status(ir, nt, sb, slo, prot, lo, hi, c, kappa, tol):
+def slice_status(model: SliceModel, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray) -> tuple:
     """Label (+1/-1/0: unknown) and confidence (+1/-1/0) of every (box, slice) from the margin bounds,
     with each slice's total spread and widest tree (where to cut)."""
+    ir, nt, prot, slo, c, kappa, tol = model.ir, model.nt, model.prot, model.slo, model.c, model.kappa, model.tol
     n, n_sl = len(lo), len(slo)
     label = np.zeros((n, n_sl), dtype=np.int8)
     conf = np.zeros((n, n_sl), dtype=np.int8)

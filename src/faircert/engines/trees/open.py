@@ -310,7 +310,9 @@ class Checker:
             qi, sl = np.nonzero(np.arange(n_sl)[None] != slice_of[ask][:, None])
         qlo, qhi = _in_slice(lo[qi], hi[qi], q.slices[sl], prot)
         want = np.where(label[ask][qi] == 1, -1, 1)
-        point, resolved = find_label(ir, self.nt, self.sb, qlo, qhi, sl, want, self.tol, t_end)
+        point, resolved = find_label(
+            ir, self.nt, self.sb, qlo, qhi, sl, want, self.tol, lambda: time.monotonic() > t_end
+        )
         found = ~np.isnan(point[:, 0])
         hit = np.zeros(len(ask), dtype=bool)
         np.logical_or.at(hit, qi, found)

@@ -28,7 +28,6 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -36,7 +35,7 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
-from ..boxes.workers import SERIAL, Parallelism
+from ..boxes.shards import Saving
 from .boxes import (
     NEG,
     POS,
@@ -49,8 +48,9 @@ from .boxes import (
 )
 from .dilated import dilated_quantify
 from .joint import joint_quantify
-from .leafsplit import DEFAULT_SPLIT, check_split
+from .leafsplit import check_split
 from .resume import known_bounds, saving_for
+from .run import DEFAULTS, Tally, TreeOptions, TreeRun
 from .unfair import UnfairBoxes
 from .union import covered
 
@@ -218,120 +218,77 @@ def quantify(
     prop: IndividualFairness,
     time_limit: float | None = None,
     progress: Callable[[dict], None] | None = None,
-    regions: int = 1,
-    method: str = "auto",
-    parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
-    keep_pieces: int | None = None,
-    split: str = DEFAULT_SPLIT,
-    checkpoint: Any = None,
-    resume: bool = False,
+    options: TreeOptions = DEFAULTS,
 ) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
 
-    Epsilon 0 fairness always takes the joint refinement. Otherwise `method` picks: "regions" (the
-    region path: fastest to converge where it converges), "refinement" (bounds tighten from the
-    start even where nothing converges) or "auto": with a time limit, the region path for a third
-    of the time, then, if it has not finished, the refinement for the rest, keeping the better of
-    the two phases' bounds; the region path otherwise. The refinements (joint, and the epsilon > 0 /
-    robustness refinement of "refinement" and of the second phase of "auto") run as `parallel` says
-    and stop after examining `max_boxes` boxes (then the same for any worker count); the region path
-    runs in this process and takes no box budget. With `keep_pieces` the joint refinement keeps only
-    the unfair boxes holding that many largest pieces of the unfair region (enough for as many
-    counterexamples; testing mode needs the whole region), so its memory goes to open boxes.
-    `split` says how it cuts open boxes ("node" or "leaves", `leafsplit`).
+    Epsilon 0 fairness always takes the joint refinement. Otherwise the options' `method` picks:
+    "regions" (the region path: fastest to converge where it converges), "refinement" (bounds
+    tighten from the start even where nothing converges) or "auto": with a time limit, the region
+    path for a third of the time, then, if it has not finished, the refinement for the rest,
+    keeping the better of the two phases' bounds; the region path otherwise. The refinements
+    (joint, and the epsilon > 0 / robustness refinement of "refinement" and of the second phase of
+    "auto") run as `parallel` says and stop after examining `max_boxes` boxes (then the same for
+    any worker count); the region path runs in this process and takes no box budget. With
+    `keep_pieces` the joint refinement keeps only the unfair boxes holding that many largest pieces
+    of the unfair region (enough for as many counterexamples; testing mode needs the whole region),
+    so its memory goes to open boxes. `split` says how it cuts open boxes ("node" or "leaves",
+    `leafsplit`).
 
     With a `checkpoint` (`checkpoint.Checkpoint`) the refinements write their state to it when one
     is due and at the end; with `resume` they go on from the state it holds (`resume`): a resumed
     "auto" run goes straight to its refinement, with the bounds its region path had proved.
     """
-    if method not in ("auto", "regions", "refinement"):
-        raise PropertyError(f"unknown method {method!r}; use 'auto', 'regions' or 'refinement'")
+    if options.method not in ("auto", "regions", "refinement"):
+        raise PropertyError(f"unknown method {options.method!r}; use 'auto', 'regions' or 'refinement'")
     t0 = time.monotonic()
     nt = normalise(ir, prop.domain)
     if time_limit:  # normalising a large ensemble takes seconds of the same budget
         time_limit = max(time_limit - (time.monotonic() - t0), 0.1 * time_limit)
-    q = _quantify(
-        ir,
-        nt,
-        prop,
-        time_limit,
-        progress,
-        regions,
-        method,
-        parallel,
-        max_boxes,
-        keep_pieces,
-        check_split(split),
-        checkpoint,
-        resume,
-    )
+    check_split(options.split)
+    q = _quantify(_started(ir, nt, prop, time_limit, progress, options), time_limit, progress)
     q.nt = nt
     return q
 
 
-def _quantify(
-    ir,
-    nt,
-    prop,
-    time_limit,
-    progress,
-    regions,
-    method,
-    parallel,
-    max_boxes,
-    keep_pieces=None,
-    split=DEFAULT_SPLIT,
-    checkpoint=None,
-    resume=False,
-) -> Quantification:
+def _started(ir, nt, prop, time_limit, progress, options: TreeOptions) -> TreeRun:
+    """The run of the question `prop` on `ir` (normalised: `nt`), its clock started now."""
     t0 = time.monotonic()
-    deadline = t0 + time_limit if time_limit else np.inf
-    domain = prop.domain
-    discrete = domain.discrete_mask
-    eps = _epsilon(prop, discrete)
+    discrete = prop.domain.discrete_mask
     _, c, tol = ir.margin_view(prop.kappa)
-    dlo, dhi = domain_box(domain)
+    dlo, dhi = domain_box(prop.domain)
     total = float(np.prod(dhi - dlo))
-    ydims = np.array([i for i in range(len(dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
-    if not prop.robustness and prop.protected and not np.any(eps[ydims] > 0):
-        return _quantify_joint(
-            ir,
-            nt,
-            prop,
-            c,
-            tol,
-            dlo,
-            dhi,
-            eps,
-            discrete,
-            total,
-            deadline,
-            _acc(),
-            _reporter(progress, total, t0),
-            t0,
-            parallel,
-            max_boxes,
-            keep_pieces,
-            split,
-            saving_for(checkpoint, resume, "joint", split),
-        )
-    args = (ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total)
-    saving = saving_for(checkpoint, resume, "dilated")
+    return TreeRun(
+        ir=ir,
+        nt=nt,
+        prop=prop,
+        c=c,
+        tol=tol,
+        dlo=dlo,
+        dhi=dhi,
+        eps=_epsilon(prop, discrete),
+        discrete=discrete,
+        total=total,
+        t0=t0,
+        deadline=t0 + time_limit if time_limit else np.inf,
+        report=_reporter(progress, total, t0),
+        options=options,
+    )
+
+
+def _quantify(run: TreeRun, time_limit, progress) -> Quantification:
+    prop, options = run.prop, run.options
+    ydims = np.array([i for i in range(len(run.dlo)) if prop.robustness or i not in prop.protected], dtype=np.int64)
+    if not prop.robustness and prop.protected and not np.any(run.eps[ydims] > 0):
+        return _quantify_joint(run, saving_for(options.checkpoint, options.resume, "joint", options.split))
+    saving = saving_for(options.checkpoint, options.resume, "dilated")
     resumed = saving is not None and saving.state is not None
-    if method == "refinement" or (method == "auto" and (time_limit or resumed)):
+    if options.method == "refinement" or (options.method == "auto" and (time_limit or resumed)):
         if resumed:  # the region path of "auto" ended before this state was written
             known = known_bounds(saving)
-        elif method == "auto":
-            first = _quantify_regions(
-                *args,
-                ydims,
-                min(deadline, t0 + REGIONS_SHARE * time_limit),
-                _acc(),
-                _reporter(progress, total, t0),
-                t0,
-                regions,
-            )
+        elif options.method == "auto":
+            first_deadline = min(run.deadline, run.t0 + REGIONS_SHARE * time_limit)
+            first = _quantify_regions(dataclasses.replace(run, deadline=first_deadline), ydims)
             if first.complete:
                 return first
             known = first.bounds
@@ -339,55 +296,38 @@ def _quantify(
             known = (0.0, 1.0)
         if saving is not None:
             saving.header["known"] = list(known)
-        q = _quantify_dilated(
-            *args, deadline, _acc(), _reporter(progress, total, t0, known), t0, parallel, max_boxes, saving
-        )
+        q = _quantify_dilated(dataclasses.replace(run, report=_reporter(progress, run.total, run.t0, known)), saving)
         q.known = known
         return q
-    return _quantify_regions(*args, ydims, deadline, _acc(), _reporter(progress, total, t0), t0, regions)
+    return _quantify_regions(run, ydims)
 
 
-def _acc() -> dict:
-    return {
-        "nonconf": 0.0,
-        "settled": 0.0,
-        "unfair": 0.0,
-        "extra": 0.0,
-        "kd": 0,
-        "terms": 0,
-        "boxes": 0,
-        "tie_size": 0.0,
-        "early_pieces": [],
-    }
-
-
-def _quantify_regions(
-    ir, nt, prop, c, tol, dlo, dhi, eps, discrete, total, ydims, deadline, acc, report, t0, regions
-) -> Quantification:
+def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
     """Region by region, partition (each region plus its epsilon-margin) and measure the unfair part.
 
     Each finished region adds its confident size to `conf_settled` and its non-confident size to
     `nonconf`, so the bounds tighten monotonically; regions left when time runs out count as
     undecided.
     """
+    ir, nt, prop, dlo, dhi, eps = run.ir, run.nt, run.prop, run.dlo, run.dhi, run.eps
+    tally = Tally()
     parts, pieces_lo, pieces_hi, twins = [], [], [], []
     complete, offset = True, 0
-    boxes = sorted(_regions(nt, dlo, dhi, ydims, eps, regions), key=lambda r: -float(np.prod(r[1] - r[0])))
+    regions = _regions(nt, dlo, dhi, ydims, eps, run.options.regions)
+    boxes = sorted(regions, key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
-        if time.monotonic() > deadline or stop_requested():
+        if time.monotonic() > run.deadline or stop_requested():
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
         slo, shi = _slices(prop, plo, phi)
-        early = _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report)
-        part = _resolve_ties(ir, nt, prop, partition(nt, slo, shi, c, tol, deadline, on_done=early))
+        early = _early_accounting(run, tally, slo, rlo, rhi, ydims)
+        part = _resolve_ties(ir, nt, prop, partition(nt, slo, shi, run.c, run.tol, run.deadline, on_done=early))
         n_twins = len(twins)
         # an unfinished partition adds nothing more than what `early` counted as it went
-        done = part.complete and _measure_region(
-            prop, part, rlo, rhi, ydims, eps, deadline, acc, 0, pieces_lo, pieces_hi, twins
-        )
+        done = part.complete and _measure_region(run, tally, part, rlo, rhi, ydims, (pieces_lo, pieces_hi, twins))
         if not part.complete:
-            acc["boxes"] += len(part.lo)
+            tally.boxes += len(part.lo)
         complete &= done and not part.tie.any()
         # keep only the twin boxes that pieces refer to (the partition itself can be large)
         used = np.unique(np.concatenate(twins[n_twins:])) if len(twins) > n_twins else np.zeros(0, np.int64)
@@ -406,13 +346,13 @@ def _quantify_regions(
             )
         )
         offset += len(used)
-        report(acc)
+        run.report(tally)
         if part.memory_limited:
-            acc["memory_limited"] = True
+            tally.memory_limited = True
             break
     n = len(dlo)
-    if acc["early_pieces"]:  # pieces proven unfair during the partition, with their twin boxes
-        plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*acc["early_pieces"]))
+    if tally.early_pieces:  # pieces proven unfair during the partition, with their twin boxes
+        plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*tally.early_pieces))
         pieces_lo.append(plo)
         pieces_hi.append(phi)
         twins.append(offset + np.arange(len(tlo)))
@@ -442,33 +382,33 @@ def _quantify_regions(
         0.0,
     )
     q = Quantification(
-        total,
-        acc["nonconf"],
-        acc["settled"],
-        acc["unfair"],
-        acc["extra"],
-        complete,
-        part,
-        cat(pieces_lo, (0, n), float),
-        cat(pieces_hi, (0, n), float),
-        cat(twins, (0,), np.int64),
-        eps,
-        discrete,
-        tuple(prop.protected),
-        prop.robustness,
-        prop.kappa,
-        time.monotonic() - t0,
+        total=run.total,
+        nonconf=tally.nonconf,
+        conf_settled=tally.settled,
+        unfair=tally.unfair,
+        unfair_upper_extra=tally.extra,
+        complete=complete,
+        part=part,
+        piece_lo=cat(pieces_lo, (0, n), float),
+        piece_hi=cat(pieces_hi, (0, n), float),
+        piece_twin=cat(twins, (0,), np.int64),
+        eps=eps,
+        discrete=run.discrete,
+        protected=tuple(prop.protected),
+        robustness=prop.robustness,
+        kappa=prop.kappa,
+        elapsed=time.monotonic() - run.t0,
     )
     q.slices = _slices(prop, dlo, dhi)[0]
     q.stats = {
         "slices": len(q.slices),
-        "boxes": int(acc["boxes"]),
+        "boxes": int(tally.boxes),
         "pieces": len(q.piece_lo),
         "regions": len(parts),
-        "kd_nodes": int(acc["kd"]),
-        "terms": int(acc["terms"]),
-        "near_tie_size": float(acc["tie_size"]),
-        "memory_limited": bool(acc.get("memory_limited", False)),
+        "kd_nodes": int(tally.kd),
+        "terms": int(tally.terms),
+        "near_tie_size": float(tally.tie_size),
+        "memory_limited": bool(tally.memory_limited),
     }
     if not complete:  # no record of which boxes are settled: the estimate samples the whole space
         q.open_parts = [(dlo[None].copy(), dhi[None].copy(), None)]
@@ -476,49 +416,12 @@ def _quantify_regions(
     return q
 
 
-def _quantify_joint(
-    ir,
-    nt,
-    prop,
-    c,
-    tol,
-    dlo,
-    dhi,
-    eps,
-    discrete,
-    total,
-    deadline,
-    acc,
-    report,
-    t0,
-    parallel,
-    max_boxes,
-    keep_pieces,
-    split=DEFAULT_SPLIT,
-    saving=None,
-) -> Quantification:
+def _quantify_joint(run: TreeRun, saving: Saving | None) -> Quantification:
     """Epsilon 0 fairness: one joint partition of the non-protected features (`joint`)."""
-    slo, _ = _slices(prop, dlo, dhi)
-    complete, region, open_parts = joint_quantify(
-        ir,
-        nt,
-        list(prop.protected),
-        slo,
-        c,
-        prop.kappa,
-        tol,
-        dlo,
-        dhi,
-        deadline,
-        acc,
-        report,
-        parallel=parallel,
-        max_boxes=max_boxes,
-        keep=keep_pieces,
-        split=split,
-        saving=saving,
-    )
-    n = len(dlo)
+    tally = Tally()
+    slo, _ = _slices(run.prop, run.dlo, run.dhi)
+    complete, region, open_parts = joint_quantify(run, tally, slo, saving)
+    n = len(run.dlo)
     none = Partition(
         np.zeros((0, n)),
         np.zeros((0, n)),
@@ -530,112 +433,69 @@ def _quantify_joint(
         0.0,
         np.zeros(0, bool),
     )
-    q = _refined(
-        (complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts),
-        prop,
-        total,
-        eps,
-        discrete,
-        slo,
-        acc,
-        t0,
-    )
+    found = (complete, none, np.zeros((0, n)), np.zeros((0, n)), np.zeros(0, np.int64), open_parts)
+    q = _refined(run, tally, found, slo)
     q.unfair_boxes = region
     q.stats.update(pieces=region.pieces, unfair_boxes=region.found, unfair_boxes_stored=region.boxes)
     return q
 
 
-def _quantify_dilated(
-    ir,
-    nt,
-    prop,
-    c,
-    tol,
-    dlo,
-    dhi,
-    eps,
-    discrete,
-    total,
-    deadline,
-    acc,
-    report,
-    t0,
-    parallel=SERIAL,
-    max_boxes=None,
-    saving=None,
-) -> Quantification:
-    """Epsilon > 0 or robustness: one box refinement (`dilated`), run as `parallel` says."""
-    prot = [] if prop.robustness else list(prop.protected)
-    slo, _ = _slices(prop, dlo, dhi)
-    found = dilated_quantify(
-        ir,
-        nt,
-        prot,
-        slo,
-        prop.robustness,
-        c,
-        prop.kappa,
-        tol,
-        eps,
-        dlo,
-        dhi,
-        deadline,
-        acc,
-        report,
-        parallel=parallel,
-        max_boxes=max_boxes,
-        saving=saving,
-    )
-    return _refined(found, prop, total, eps, discrete, slo, acc, t0)
+def _quantify_dilated(run: TreeRun, saving: Saving | None) -> Quantification:
+    """Epsilon > 0 or robustness: one box refinement (`dilated`), run as the options' `parallel` says."""
+    tally = Tally()
+    slo, _ = _slices(run.prop, run.dlo, run.dhi)
+    return _refined(run, tally, dilated_quantify(run, tally, slo, saving), slo)
 
 
-def _refined(found, prop, total, eps, discrete, slo, acc, t0) -> Quantification:
+def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quantification:
     """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins, open boxes)."""
     complete, part, plo, phi, twin, open_parts = found
+    prop = run.prop
     q = Quantification(
-        total,
-        acc["nonconf"],
-        acc["settled"],
-        acc["unfair"],
-        0.0,
-        complete,
-        part,
-        plo,
-        phi,
-        twin,
-        eps,
-        discrete,
-        tuple(prop.protected),
-        prop.robustness,
-        prop.kappa,
-        time.monotonic() - t0,
+        total=run.total,
+        nonconf=tally.nonconf,
+        conf_settled=tally.settled,
+        unfair=tally.unfair,
+        unfair_upper_extra=0.0,
+        complete=complete,
+        part=part,
+        piece_lo=plo,
+        piece_hi=phi,
+        piece_twin=twin,
+        eps=run.eps,
+        discrete=run.discrete,
+        protected=tuple(prop.protected),
+        robustness=prop.robustness,
+        kappa=prop.kappa,
+        elapsed=time.monotonic() - run.t0,
         open_parts=open_parts,
         slices=slo,
     )
     q.stats = {
         "slices": len(slo),
-        "boxes": int(acc["boxes"]),
+        "boxes": int(tally.boxes),
         "pieces": len(plo),
         "regions": 1,
         "kd_nodes": 0,
         "terms": 0,
         "near_tie_size": 0.0,
-        "memory_limited": bool(acc.get("memory_limited", False)),
-        "examined": int(acc.get("examined", 0)),
-        "workers": int(acc.get("workers", 0)),
-        "open_boxes_gathered": bool(acc.get("open_gathered", True)),
+        "memory_limited": bool(tally.memory_limited),
+        "examined": int(tally.examined),
+        "workers": int(tally.workers),
+        "open_boxes_gathered": bool(tally.open_gathered),
     }
-    if "checkpoints" in acc:
-        q.stats.update(checkpoints=int(acc["checkpoints"]), checkpoint_s=float(acc["checkpoint_s"]))
+    if tally.checkpoints is not None:
+        q.stats.update(checkpoints=int(tally.checkpoints), checkpoint_s=float(tally.checkpoint_s))
     return q
 
 
-def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, report):
+def _early_accounting(run: TreeRun, tally: Tally, slo, rlo, rhi, ydims):
     """Callback for `partition`: as boxes are settled, count their part inside the region right away
     when they are non-confident, confident with every twin provably of the same label (margin
     bounds of every other slice over the box's epsilon-neighbourhood decide that label), or, for
     fairness, confident with the same box in another slice provably of the other label (then every
     input of the box is unfair; the box becomes a piece of the unfair region)."""
+    nt, prop, eps, dlo, dhi, tol = run.nt, run.prop, run.eps, run.dlo, run.dhi, run.tol
     prot = list(prop.protected)
 
     def bounds_in_slice(lo, hi, v):
@@ -651,7 +511,7 @@ def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, r
         size = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
         certain = ~tie
         nonconf = certain & ~conf
-        acc["nonconf"] += float(size[nonconf].sum())
+        tally.nonconf += float(size[nonconf].sum())
         cand = np.nonzero(certain & conf & inside)[0]
         fair = np.zeros(len(lo), dtype=bool)
         unfair = np.zeros(len(lo), dtype=bool)
@@ -678,12 +538,12 @@ def _early_accounting(nt, prop, slo, rlo, rhi, ydims, eps, dlo, dhi, tol, acc, r
                     twin_lo, twin_hi = lo[k].copy(), hi[k].copy()
                     twin_lo[:, prot] = slo[v, prot]
                     twin_hi[:, prot] = slo[v, prot] + 1.0
-                    acc["early_pieces"].append((clo[k], chi[k], twin_lo, twin_hi))
+                    tally.early_pieces.append((clo[k], chi[k], twin_lo, twin_hi))
             fair[cand[same]] = True
-            acc["settled"] += float(size[fair].sum() + size[unfair].sum())
-            acc["unfair"] += float(size[unfair].sum())
+            tally.settled += float(size[fair].sum() + size[unfair].sum())
+            tally.unfair += float(size[unfair].sum())
         if nonconf.any() or fair.any() or unfair.any():
-            report(acc)
+            run.report(tally)
         return fair | nonconf | unfair
 
     return on_done
@@ -696,14 +556,17 @@ def _clip(lo, hi, rlo, rhi):
 
 
 def _measure_region(
-    prop, part: Partition, rlo, rhi, ydims, eps, deadline, acc, offset, pieces_lo, pieces_hi, twins
+    run: TreeRun, tally: Tally, part: Partition, rlo, rhi, ydims, pieces: tuple[list, list, list]
 ) -> bool:
-    """Add region [rlo, rhi)'s sizes and unfair part to `acc`; False if it could not be finished."""
+    """Add region [rlo, rhi)'s sizes to `tally` and its unfair part to `pieces` (lo, hi, twin index
+    lists); False if it could not be finished."""
+    prop, eps, deadline = run.prop, run.eps, run.deadline
+    pieces_lo, pieces_hi, twins = pieces
     certain = ~part.tie
     inside, clo, chi = _clip(part.lo, part.hi, rlo, rhi)
     csize = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
-    acc["boxes"] += len(part.lo)
-    acc["tie_size"] += float(csize[part.tie].sum())
+    tally.boxes += len(part.lo)
+    tally.tie_size += float(csize[part.tie].sum())
     nonconf = float(csize[certain & ~part.confident & ~part.early].sum())
     lo_y, hi_y = part.lo[:, ydims], part.hi[:, ydims]
     dil_lo, dil_hi = lo_y - eps[ydims], hi_y + eps[ydims]
@@ -722,8 +585,8 @@ def _measure_region(
             u_idx = _dedupe(np.nonzero(other & certain & (part.label != label))[0], dil_lo, dil_hi)
             a_lo, a_hi = np.maximum(lo_y[a_idx], r_lo), np.minimum(hi_y[a_idx], r_hi)
             res = covered(a_lo, a_hi, dil_lo[u_idx], dil_hi[u_idx], deadline)
-            acc["terms"] += 1
-            acc["kd"] += res.regions
+            tally.terms += 1
+            tally.kd += res.regions
             complete &= res.complete
             settled += res.settled
             unfair += res.covered
@@ -733,7 +596,7 @@ def _measure_region(
                 plo[:, ydims], phi[:, ydims] = np.concatenate(res.piece_lo), np.concatenate(res.piece_hi)
                 pieces_lo.append(plo)
                 pieces_hi.append(phi)
-                twins.append(offset + u_idx[np.concatenate(res.piece_u)])
+                twins.append(u_idx[np.concatenate(res.piece_u)])
             t_idx = np.nonzero(other & part.tie)[0]
             if len(t_idx):
                 both = np.concatenate([u_idx, t_idx])
@@ -745,10 +608,10 @@ def _measure_region(
                     complete = False
     if not complete:
         return False  # partial sums of an unfinished region are not used: its size stays undecided
-    acc["nonconf"] += nonconf
-    acc["settled"] += settled
-    acc["unfair"] += unfair
-    acc["extra"] += extra
+    tally.nonconf += nonconf
+    tally.settled += settled
+    tally.unfair += unfair
+    tally.extra += extra
     return True
 
 
@@ -787,21 +650,21 @@ def _dedupe(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0.0, 1.0)):
-    def report(acc: dict) -> None:
+def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0.0, 1.0)) -> Callable[[Tally], None]:
+    def report(tally: Tally) -> None:
         if progress is None:
             return
-        den = total - acc["nonconf"]
-        lo = (acc["settled"] - acc["unfair"] - acc["extra"]) / den if den > 0 else 1.0
-        hi = (den - acc["unfair"]) / den if den > 0 else 1.0
+        den = total - tally.nonconf
+        lo = (tally.settled - tally.unfair - tally.extra) / den if den > 0 else 1.0
+        hi = (den - tally.unfair) / den if den > 0 else 1.0
         lo, hi = max(lo, 0.0, known[0]), min(hi, known[1])
         progress(
             {
                 "certified": lo,
-                "falsified": acc["unfair"] / den if den > 0 else 0.0,
+                "falsified": tally.unfair / den if den > 0 else 0.0,
                 "measure_lower": lo,
                 "measure_upper": hi,
-                "boxes": acc["boxes"],
+                "boxes": tally.boxes,
                 "elapsed_s": time.monotonic() - t0,
             }
         )

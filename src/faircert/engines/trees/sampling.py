@@ -16,6 +16,7 @@ from ..boxes.workers import Parallelism
 from .boxes import uniform_points
 from .open import Checker, OpenBoxes, measured, multinomial_rows
 from .quantify import Quantification, check_not_vacuous, quantify
+from .run import TreeOptions
 
 SAMPLE_CHUNK = 1 << 16  # rows drawn and re-checked at a time in testing mode
 SAMPLE_ROUND = 1 << 24  # at most this many draws per round of testing mode (their row indices are kept)
@@ -169,8 +170,10 @@ def answer_samples(
             ir,
             prop,
             options.time_limit,
-            parallel=Parallelism.of(options.workers, options.ray_address),
-            max_boxes=getattr(options, "max_boxes", None),
+            options=TreeOptions(
+                parallel=Parallelism.of(options.workers, options.ray_address),
+                max_boxes=getattr(options, "max_boxes", None),
+            ),
         )
     check_not_vacuous(q.measured_upper, q.complete, prop)
     t0 = time.monotonic()

@@ -17,6 +17,7 @@ one of its points.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,11 +28,11 @@ from ... import memory
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
-from ..boxes.workers import SERIAL, Parallelism
-from .leafsplit import DEFAULT_SPLIT
+from ..boxes.workers import Parallelism
 from .open import estimate_unfair_share
 from .quantify import check_not_vacuous, quantify
 from .resume import checkpoint_for
+from .run import DEFAULTS, TreeOptions
 from .sampling import piece_points, recheck, sample_unfair, twins_of
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
@@ -53,20 +54,16 @@ def verify_trees(
     seed: int = 0,
     max_counterexamples: int = 100,
     progress: Callable[[dict], None] | None = None,
-    method: str = "auto",
     confidence: float = 0.99,
-    parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
-    split: str = DEFAULT_SPLIT,
-    checkpoint: Any = None,
-    resume: bool = False,
+    options: TreeOptions = DEFAULTS,
 ) -> Result:
     """Quantify M_fair (or M_robust) exactly; see the module docstring for what the shares mean.
 
     When the bounds have not met, a statistical estimate of the unfair share (at the given
     `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
-    bounds get the rest. `checkpoint` and `resume`: see `quantify`.
+    bounds get the rest. `options`: see `quantify` (the largest pieces kept are as many as the
+    counterexamples asked for).
     """
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
@@ -75,13 +72,7 @@ def verify_trees(
         prop,
         max(time_limit - reserve, 0.1 * time_limit) if time_limit else None,
         progress,
-        method=method,
-        parallel=parallel,
-        max_boxes=max_boxes,
-        keep_pieces=max(0, max_counterexamples),
-        split=split,
-        checkpoint=checkpoint,
-        resume=resume,
+        dataclasses.replace(options, keep_pieces=max(0, max_counterexamples)),
     )
     lower, upper = q.bounds
     den = q.measured_upper
@@ -162,10 +153,12 @@ def answer(
             max_counterexamples=options.max_counterexamples,
             progress=progress,
             confidence=options.confidence,
-            parallel=Parallelism.of(options.workers, options.ray_address),
-            max_boxes=options.max_boxes,
-            checkpoint=checkpoint_for(ir, prop, options),
-            resume=bool(options.resume),
+            options=TreeOptions(
+                parallel=Parallelism.of(options.workers, options.ray_address),
+                max_boxes=options.max_boxes,
+                checkpoint=checkpoint_for(ir, prop, options),
+                resume=bool(options.resume),
+            ),
         )
     check_not_vacuous(result.confident_size, result.stats["converged"], prop)
     return result
