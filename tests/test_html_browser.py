@@ -15,7 +15,7 @@ from program_examples import FIG1
 
 import faircert
 from faircert.models.linear import ColumnEncoding, LinearModel
-from faircert.report.group_html import write_group_html
+from faircert.report.group_html import write_comparison_html, write_group_html
 from faircert.report.html import write_html
 from faircert.report.program_html import write_program_html
 from faircert.report.rows import write_rows_html
@@ -64,7 +64,9 @@ def test_reports_render_in_a_headless_browser(tmp_path):
     write_program_html(
         faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10), tmp_path / "program.html"
     )
-    for name in ("verify", "group", "rows", "program"):
+    fairer = LinearModel(np.array([0.1, 0.1, -0.1]), -1.0, model.encoding)
+    write_comparison_html(faircert.compare({"model": model, "fairer": fairer}, df, "sex"), tmp_path / "compare.html")
+    for name in ("verify", "group", "rows", "program", "compare"):
         shot = tmp_path / f"{name}.png"
         subprocess.run(
             [
