@@ -231,8 +231,8 @@ class Stop:
     check_di: bool = True
 
     def verdict(self, groups: list) -> str | None:
-        """ "unfair" or "fair" where the checked metrics decide it, "tight" where the groups are
-        narrow enough, else None."""
+        """The verdict on these groups' intervals: "unfair" or "fair" where the checked metrics
+        decide it, "tight" where the groups are narrow enough, else None."""
         res = GroupResult.build(
             groups, engine="", population="", threshold=self.threshold, gap_thresholds=dict(self.gap_thresholds)
         )
@@ -267,9 +267,8 @@ def group_bounds(
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
     the truth of its `sensitiveAttribute`. Refinement stops as `stop` says (the metrics decided
     against their thresholds, or every group interval narrow enough), when every box is decided, or
-    when the `budget` ends (`refine.Budget`:
-    time, memory, progress, workers, checkpoint); an undecided DI keeps refining while the budget
-    lasts. `stats["stopped"]` says which.
+    when the `budget` ends (`refine.Budget`: time, memory, progress, workers, checkpoint); an
+    undecided DI keeps refining while the budget lasts. `stats["stopped"]` says which.
     """
     from .models import model_events
 
