@@ -286,6 +286,14 @@ class Partition:
     def size(self) -> np.ndarray:
         return np.prod(self.hi - self.lo, axis=1)
 
+    @classmethod
+    def of_twins(cls, lo: np.ndarray, hi: np.ndarray) -> Partition:
+        """The twin boxes of unfair pieces as a complete partition: pieces refer to them by index;
+        their labels and statuses are not read."""
+        m = len(lo)
+        no = np.zeros(m, bool)
+        return cls(lo, hi, np.zeros(m, np.int64), np.zeros(m, np.int64), no, no.copy(), True, 0.0, no.copy())
+
 
 def partition(
     nt: NormalisedTrees,

@@ -510,16 +510,4 @@ class _Pieces:
         if self.merged and len(plo) > 1:
             order = np.lexsort(np.hstack([plo, phi]).T[::-1])
             plo, phi, tlo, thi = plo[order], phi[order], tlo[order], thi[order]
-        m = len(tlo)
-        part = Partition(
-            tlo,
-            thi,
-            np.zeros(m, np.int64),
-            np.zeros(m, np.int64),
-            np.zeros(m, bool),
-            np.zeros(m, bool),
-            True,
-            0.0,
-            np.zeros(m, bool),
-        )
-        return part, plo, phi, np.arange(m)
+        return Partition.of_twins(tlo, thi), plo, phi, np.arange(len(tlo))

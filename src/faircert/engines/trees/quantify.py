@@ -106,17 +106,7 @@ class Quantification:
             return self
         plo, phi, tlo, thi = self.unfair_boxes.pieces_as_boxes()
         m = len(tlo)
-        part = Partition(
-            tlo,
-            thi,
-            np.zeros(m, np.int64),
-            np.zeros(m, np.int64),
-            np.zeros(m, bool),
-            np.zeros(m, bool),
-            True,
-            0.0,
-            np.zeros(m, bool),
-        )
+        part = Partition.of_twins(tlo, thi)
         return dataclasses.replace(
             self, part=part, piece_lo=plo, piece_hi=phi, piece_twin=np.arange(m), unfair_boxes=None
         )
@@ -356,20 +346,7 @@ def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
         pieces_lo.append(plo)
         pieces_hi.append(phi)
         twins.append(offset + np.arange(len(tlo)))
-        m = len(tlo)
-        parts.append(
-            Partition(
-                tlo,
-                thi,
-                np.zeros(m, np.int64),
-                np.zeros(m, np.int64),
-                np.zeros(m, bool),
-                np.zeros(m, bool),
-                True,
-                0.0,
-                np.zeros(m, bool),
-            )
-        )
+        parts.append(Partition.of_twins(tlo, thi))
     cat = lambda xs, shape, dt: np.concatenate(xs) if xs else np.zeros(shape, dtype=dt)
     part = Partition(
         cat([p.lo for p in parts], (0, n), float),
