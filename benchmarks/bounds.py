@@ -29,6 +29,10 @@ domain (halved along random features 22, 30 and 34 times), and among those the f
 undecided, the share whose twins keep one sign at 256 sampled points (an upper limit for any
 bound: the others straddle the decision boundary and must be split), and the shares the optimised
 slopes and full CROWN tightening decide, with each bound's time per box.
+
+`--splits BM-8,AC-7` measures neuron splitting in the complete check (`network/phases.py`): each
+Fairify model's partitions (`benchmarks/fairify.py`) decided with and without it before the MILP
+(`complete.NEURON_SPLITS`), with the boxes each proved and their seconds.
 """
 
 from __future__ import annotations
@@ -184,6 +188,63 @@ def headroom(name: str, depths=(22, 30, 34), boxes: int = 2000, seed: int = 0) -
     return out
 
 
+def splits(name: str, time_limit: float) -> list[dict]:
+    """Fairify's partitions of one model decided without and with neuron splits before the MILP."""
+    import fairify
+
+    from faircert.engines.network import complete
+    from faircert.engines.network.decide import decide_network
+
+    net, prop, size = fairify.load_case(name)
+    out = []
+    for on in (False, True):
+        complete.NEURON_SPLITS = on
+        try:
+            t0 = time.perf_counter()
+            res = decide_network(net, prop, time_limit=time_limit, partition_size=size, seed=0)
+        finally:
+            complete.NEURON_SPLITS = False
+        wall, d, st = time.perf_counter() - t0, res.decision, res.stats
+        row = {
+            "model": name,
+            "splits": on,
+            "time_limit": time_limit,
+            "wall_s": wall,
+            "regions": d["regions"],
+            "decided": d["fair"] + d["unfair"],
+            "fair": d["fair"],
+            "milp_fair": st["milp_fair"],
+            "milp_s": st["milp_s"] - st["phases_s"],
+            "phases_fair": st["phases_fair"],
+            "phases_s": st["phases_s"],
+        }
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
+
+
+def splits_markdown(rows: list[dict]) -> str:
+    lines = [
+        "",
+        "## Neuron splitting in the complete check",
+        "",
+        "Fairify's partitions of each model (`fairify.md`'s protocol), decided without and with neuron "
+        "splitting (up to 64 subdomains per box) before each box's MILP call; one core. Boxes proven: "
+        "by the splits and by the MILP, with the seconds each took.",
+        "",
+        "| model | neuron splits | decided / regions | fair | proven by splits (s) | proven by the MILP (s) "
+        "| wall / limit (s) | decided per s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {'on' if r['splits'] else 'off'} | {r['decided']:,} / {r['regions']:,} | "
+            f"{r['fair']:,} | {r['phases_fair']} ({r['phases_s']:.1f}) | {r['milp_fair']} ({r['milp_s']:.1f}) | "
+            f"{r['wall_s']:.1f} / {r['time_limit']:.0f} | {r['decided'] / r['wall_s']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def headroom_markdown(rows: list[dict]) -> str:
     lines = [
         "",
@@ -241,7 +302,15 @@ def main() -> None:
         default="",
         help="FairQuant models whose random boxes measure what a tighter bound could decide (only this is run)",
     )
+    parser.add_argument(
+        "--splits", default="", help="Fairify models decided with and without neuron splits (only this is run)"
+    )
     args = parser.parse_args()
+    if args.splits:
+        rows = [row for name in args.splits.split(",") for row in splits(name, args.time_limit)]
+        (OUT / "bounds_splits.json").write_text(json.dumps(rows, indent=1) + "\n")
+        _write_markdown()
+        return
     if args.headroom:
         rows = [row for name in args.headroom.split(",") for row in headroom(name)]
         (OUT / "bounds_headroom.json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -270,6 +339,8 @@ def _write_markdown() -> None:
     text = markdown(json.loads((OUT / "bounds.json").read_text()))
     if (OUT / "bounds_headroom.json").exists():
         text += headroom_markdown(json.loads((OUT / "bounds_headroom.json").read_text()))
+    if (OUT / "bounds_splits.json").exists():
+        text += splits_markdown(json.loads((OUT / "bounds_splits.json").read_text()))
     (OUT / "bounds.md").write_text(text)
 
 

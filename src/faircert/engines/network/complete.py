@@ -37,6 +37,7 @@ from ...memory import default_limit
 from ...results import Counterexample
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
+from .phases import prove_by_phases
 from .problem import Problem
 from .regions_resume import frontier_state, regions_state, restore_frontier, restore_regions
 from .sampling import random_points, twin_split
@@ -53,11 +54,20 @@ MAX_CORNER_TWINS = 8  # directed corner probes for up to this many protected com
 CLIMB_STEPS = 12  # coordinate moves of the local pair search per open box and round
 MILP_DEPTH = 6  # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
 MILP_TIME = 5.0  # seconds per MILP call (a time-out splits the box)
-MILP_SHARE = 0.5  # the MILP gets at least this share of the time while bounding could go on
+#: The MILP's share of the time, while bounding could go on, follows the two steps' recent yields
+#: (regions decided per second, proven fractions counted) within these limits: measured on Fairify's
+#: AC-7 the MILP decides a few regions per second where the bounds and probes decide hundreds, on
+#: BM-8 the reverse.
+MILP_SHARE = (0.1, 0.9)
+YIELD_MEMORY = 0.7  # each round's weight in a step's yield decays by this factor per later round
 MILP_SLICE = 2.0  # seconds of MILP calls between bounding rounds
 ROWS_PER_CHUNK = 1_500_000
 TIGHT_MAX_RATIO = 8.0  # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
 TIGHT_MAX_DEPTH = 6
+#: Try neuron splitting (`phases`) on boxes before their MILP call. Off: measured on Fairify's BM-8
+#: it proved 1 box in 8.5 s where the MILP proved 73 in 44 s (`benchmarks/results/bounds.md`).
+NEURON_SPLITS = False
+PHASE_GROUP = 8  # boxes given to neuron splitting at once, before their MILP calls
 
 
 @dataclass
@@ -88,6 +98,23 @@ def recheck(pb: Problem, x: np.ndarray, xp: np.ndarray, a: int, b: int) -> Count
     if (o > 0) == (op > 0):
         return None
     return Counterexample(X[0].tolist(), XP[0].tolist(), o, op)
+
+
+class Yields:
+    """Recent regions decided per second by the bounding rounds and by the MILP rounds."""
+
+    def __init__(self) -> None:
+        # one decided region in one second each to start: an even share until both have run
+        self.decided = {"bound": 1.0, "milp": 1.0}
+        self.seconds = {"bound": 1.0, "milp": 1.0}
+
+    def add(self, step: str, decided: float, seconds: float) -> None:
+        self.decided[step] = YIELD_MEMORY * self.decided[step] + decided
+        self.seconds[step] = YIELD_MEMORY * self.seconds[step] + seconds
+
+    def milp_share(self) -> float:
+        bound, milp = (self.decided[s] / max(self.seconds[s], 1e-9) for s in ("bound", "milp"))
+        return float(np.clip(milp / max(bound + milp, 1e-300), *MILP_SHARE))
 
 
 class BranchAndBound:
@@ -124,6 +151,8 @@ class BranchAndBound:
         self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
+        self.region_mass = np.maximum(pb.mass(self.lo, self.hi), 1e-300)
+        self.yields = Yields()
         self.end: float | None = None  # the run's deadline: long steps stop at it
         self.stats = dict(
             boxes_bounded=0,
@@ -133,6 +162,8 @@ class BranchAndBound:
             milp_pairs=0,
             milp_unknown=0,
             milp_s=0.0,
+            phases_fair=0,
+            phases_s=0.0,
             pairs_rejected=0,
             rounds=0,
         )
@@ -166,13 +197,17 @@ class BranchAndBound:
             # boxes the bounds already left open once (ripe ones, and children of open boxes)
             tried = np.flatnonzero(live & (self.ripe | (self.depth >= 1)))
             now = time.perf_counter()
-            milp_due = self.stats["milp_s"] < MILP_SHARE * (now - t0)
+            before = self._decided()
+            milp_due = self.stats["milp_s"] < self.yields.milp_share() * (now - t0)
             if tried.size and (milp_due or not fresh.size):
                 stop = end if not fresh.size else now + MILP_SLICE if end is None else min(end, now + MILP_SLICE)
                 self._milp_round(tried, stop, end)
+                step = "milp"
             else:
                 self._bound_round(fresh[np.argsort(self.depth[fresh], kind="stable")[:BATCH]])
+                step = "bound"
             self._close_regions()
+            self.yields.add(step, self._decided() - before, time.perf_counter() - now)
             self._report(t0)
         self._close_regions()
         if checkpoint is not None:
@@ -196,6 +231,11 @@ class BranchAndBound:
     def stored_bytes(self) -> int:
         """What the open boxes take (their bounds, owners, depths, splits and flags)."""
         return sum(getattr(self, name).nbytes for name in ("lo", "hi", "owner", "depth", "split", "stuck", "ripe"))
+
+    def _decided(self) -> float:
+        """Regions decided, and the proven fractions of the others."""
+        open_ = self.verdict == UNKNOWN
+        return float((~open_).sum() + np.minimum(self.fair_mass[open_] / self.region_mass[open_], 1.0).sum())
 
     def _late(self) -> bool:
         return self.end is not None and time.perf_counter() >= self.end
@@ -352,7 +392,7 @@ class BranchAndBound:
         up = bd.form_a[0][rows][:, a_idx]  # (R, P, d): f_a >= up . x + c
         down = bd.form_a[1][rows][:, b_idx]  # (R, P, d): -f_b >= down . x + c
         x = np.where(up + down > 0, hi[rows][:, None, :], lo[rows][:, None, :]).reshape(-1, pb.d)
-        _, bad, a, b = twin_split(pb, x)
+        _, bad, a, b = twin_split(pb, x, single=True)
         P = a_idx.size
         for j in np.flatnonzero(bad):
             k = owner[rows[j // P]]
@@ -378,7 +418,7 @@ class BranchAndBound:
         if not n or pb.n_twins < 2 or not CLIMB_STEPS or self._late():
             return np.zeros(n, dtype=bool)
         x = random_points(self.rng, lo, hi, pb.discrete)
-        best, _, _ = self._pair_score(pb.twin.logits(x))
+        best, _, _ = self._pair_score(pb.twin.single.logits(x))
         step = (hi - lo) / 2
         d = pb.d
         for _ in range(CLIMB_STEPS):
@@ -388,14 +428,14 @@ class BranchAndBound:
             cand[:, idx, idx] += step
             cand[:, d + idx, idx] -= step
             cand = np.clip(cand, lo[:, None, :], hi[:, None, :]).reshape(-1, d)
-            sc, _, _ = self._pair_score(pb.twin.logits(cand))
+            sc, _, _ = self._pair_score(pb.twin.single.logits(cand))
             sc = sc.reshape(n, 2 * d)
             j = np.argmax(sc, axis=1)
             up = sc[np.arange(n), j] > best
             x[up] = cand.reshape(n, 2 * d, d)[np.flatnonzero(up), j[up]]
             best = np.where(up, sc[np.arange(n), j], best)
             step = np.where(up[:, None], step, step / 2)
-        _, a, b = self._pair_score(pb.twin.logits(x))
+        _, a, b = self._pair_score(pb.twin.single.logits(x))
         for i in np.flatnonzero(best > 0):
             k = owner[i]
             if self.verdict[k] != UNKNOWN:
@@ -412,13 +452,13 @@ class BranchAndBound:
         if not n or not reps:
             return np.zeros(n, dtype=bool)
         x = random_points(self.rng, np.tile(lo, (reps, 1)), np.tile(hi, (reps, 1)), pb.discrete)
-        z, bad, a, b = twin_split(pb, x)
+        z, bad, a, b = twin_split(pb, x, single=True)
         xp, bp = x, b
         if pb.has_eps and not bad.all():
             # a twin of x against an allowed twin of a random point of x's window
             wlo, whi = pb.enlarge(x, x)
             xw = random_points(self.rng, wlo, whi, pb.discrete)
-            zw = pb.twin.logits(xw)
+            zw = pb.twin.single.logits(xw)
             own = z > 0
             near = zw > 0
             diff = (own[:, :, None] != near[:, None, :]) & pb.pairs[None]
@@ -475,9 +515,15 @@ class BranchAndBound:
         ripe = self.ripe[idx]
         lo, hi, owner, depth, split = self._take(idx)
         back = np.zeros(lo.shape[0], dtype=bool)  # boxes to split again
+        proven = np.zeros(lo.shape[0], dtype=bool)  # by neuron splits, before their MILP
         for i in range(lo.shape[0]):
             k = owner[i]
             if self.verdict[k] != UNKNOWN:
+                continue
+            if NEURON_SPLITS and i % PHASE_GROUP == 0 and not self._late():
+                proven[i : i + PHASE_GROUP] = self._phases(lo[i : i + PHASE_GROUP], hi[i : i + PHASE_GROUP])
+            if proven[i]:
+                self.fair_mass[k] += float(pb.mass(lo[i : i + 1], hi[i : i + 1])[0])
                 continue
             now = time.perf_counter()
             if end is not None and now >= end:
@@ -510,6 +556,18 @@ class BranchAndBound:
                 self.stats["milp_unknown"] += 1
             back[i] = True
         self._children(lo[back], hi[back], owner[back], depth[back], split[back])
+
+    def _phases(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Which boxes neuron splitting proves fair (`phases`); its time counts as the MILP's."""
+        pb = self.pb
+        t = time.perf_counter()
+        wlo, whi = pb.enlarge(lo, hi) if pb.has_eps else (lo, hi)
+        proven = prove_by_phases(pb.bounder, wlo, whi, pb.tol, same_side=pb.has_eps)
+        spent = time.perf_counter() - t
+        self.stats["phases_fair"] += int(proven.sum())
+        self.stats["phases_s"] += spent
+        self.stats["milp_s"] += spent
+        return proven
 
     def _report(self, t0: float) -> None:
         if self.progress is None:

@@ -31,12 +31,15 @@ def draw_points(rng: np.random.Generator, pb: Problem, lo: np.ndarray, hi: np.nd
     return pb.weights.sample(rng, lo, hi)
 
 
-def twin_split(pb: Problem, x: np.ndarray, fast: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def twin_split(
+    pb: Problem, x: np.ndarray, fast: bool = False, single: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Logits (n, T) of points; which points separate twins; a positive and a negative twin.
 
     `fast` computes them through the input tables (equal on the grid up to rounding; for
-    estimates, never for evidence)."""
-    z = (pb.bounder if fast else pb.twin).logits(x)
+    estimates, never for evidence); `single` in float32 (for candidates that are re-checked)."""
+    net = pb.bounder if fast else pb.twin
+    z = (net.single if single else net).logits(x)
     pos = z > 0
     bad = np.asarray(pos.any(axis=1) & ~pos.all(axis=1))
     return z, bad, np.argmax(z, axis=1), np.argmin(z, axis=1)

@@ -136,10 +136,24 @@ class TwinNet:
     def widths(self) -> list[int]:
         return [self.w1.shape[0]] + [w.shape[0] for w in self.weights]
 
+    @functools.cached_property
+    def single(self) -> TwinNet:
+        """The same twins in float32: twice as fast, for searching pairs that are re-checked on the
+        model (never for evidence)."""
+        f = np.float32
+        tables = tuple(Lookup(t.position, t.start, t.table.astype(f)) for t in self.tables)
+        return TwinNet(
+            self.w1.astype(f),
+            self.b1.astype(f),
+            [w.astype(f) for w in self.weights],
+            [b.astype(f) for b in self.biases],
+            tables,
+        )
+
     def logits(self, x: np.ndarray) -> np.ndarray:
-        """Concrete logits (n, T) of free points x (n, d) for every twin."""
+        """Concrete logits (n, T) of free points x (n, d) for every twin, in the weights' precision."""
         n, T = x.shape[0], self.n_twins
-        z = x @ self.w1.T
+        z = x.astype(self.w1.dtype, copy=False) @ self.w1.T
         for t in self.tables:
             z += t.table[t.span(x, x)[0]]
         h = (z[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
@@ -358,9 +372,18 @@ def _relax(up, low, l, u, lu, ul, inplace=True):
     return up, low
 
 
-def _backward(net: TwinNet, pre, midm, radm, rowsm):
+def crown_with_losses(net: TwinNet, pre, midm, radm, rowsm) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """CROWN's lower and upper logit bounds (M,) given pre-activation bounds of every hidden layer,
+    and what each hidden neuron's upper relaxation costs them (M, n_k) per layer: its intercept
+    times the coefficient that back-substitution gives it, summed over both bounds (BaBSR's score)."""
+    losses: list[np.ndarray] = []
+    low, up, _, _, _ = _backward(net, pre, midm, radm, rowsm, losses)
+    return low, up, losses
+
+
+def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None):
     """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer, their
-    linear forms, and each table's spread (2M,) in them."""
+    linear forms, and each table's spread (2M,) in them (`losses`: see `crown_with_losses`)."""
     M = midm.shape[0]
     T = net.n_twins
     if not net.weights:  # built without tables (they need a hidden layer)
@@ -374,17 +397,18 @@ def _backward(net: TwinNet, pre, midm, radm, rowsm):
         [np.broadcast_to(w_out, (M, 1, w_out.shape[1])), np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
     )
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
-    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, spread=True)
+    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
 
-def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False):
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False, losses=None):
     """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
 
     lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
     the negated functions (so their lower bound is minus an upper bound). Returns the lower bounds
     (2M, K), the final linear forms in the free inputs (tables' minima in the constant) and, with
-    `spread`, each table's spread (2M, K) over the rows' boxes.
+    `spread`, each table's spread (2M, K) over the rows' boxes. A `losses` list receives, layer by
+    layer, what each neuron's upper relaxation intercept lowers the bounds by (M, n_k).
     """
     M = midm.shape[0]
     T = net.n_twins
@@ -403,6 +427,8 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
         # negative coefficients take the upper relaxation (slope s, intercept), others the lower
         neg = np.minimum(lam2, 0.0)
         const = const + np.matmul(neg, icpt.transpose(0, 2, 1)[None]).reshape(2 * M, K)
+        if losses is not None:
+            losses.insert(0, -(neg * icpt[None]).sum(axis=(0, 2)))
         neg *= s - a_low
         lam = np.multiply(lam2, a_low, out=np.empty_like(lam2))
         lam += neg
