@@ -11,7 +11,7 @@ from test_trees_joint import _xgb, two_protected_problem
 
 from faircert.engines.trees.boxes import domain_box, normalise
 from faircert.engines.trees.dilated import cell_of, find_label
-from faircert.engines.trees.joint import _SliceBounds
+from faircert.engines.trees.joint import SliceBounds
 from faircert.engines.trees.quantify import quantify
 from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.sampling import sample_unfair
@@ -27,7 +27,7 @@ def _grid(lo, hi):
 def test_find_label_finds_a_point_exactly_when_one_exists(box):
     ens = toy_ensemble()
     nt = normalise(ens, TOY_DOMAIN)
-    sb = _SliceBounds(nt, [], domain_box(TOY_DOMAIN)[0][None])
+    sb = SliceBounds(nt, [], domain_box(TOY_DOMAIN)[0][None])
     lo, hi = np.array([box[0]], float), np.array([box[1]], float)
     labels = ens.predict(_grid(lo[0], hi[0]))
     for want in (1, -1):

@@ -9,7 +9,7 @@ from test_trees_joint import two_protected_problem
 
 from faircert.domain import Domain, Feature
 from faircert.engines.trees.boxes import normalise
-from faircert.engines.trees.joint import _SliceBounds
+from faircert.engines.trees.joint import SliceBounds
 from faircert.engines.trees.leafsplit import LeafSplitter
 from faircert.engines.trees.quantify import _slices, quantify
 from faircert.engines.trees.run import TreeOptions
@@ -72,7 +72,7 @@ def test_leaf_split_partitions_a_box_into_single_leaves_under_every_slice():
     slo, _ = _slices(prop, nt.dlo, nt.dhi)
     free = np.ones(len(nt.dlo), dtype=bool)
     free[0] = False
-    splitter = LeafSplitter(nt, [0], _SliceBounds(nt, [0], slo).prot_ok)
+    splitter = LeafSplitter(nt, [0], SliceBounds(nt, [0], slo).prot_ok)
     lo, hi = nt.dlo[None].copy(), nt.dhi[None].copy()
     for t in range(3):  # the leaves of the first three trees, one after the other
         lo, hi = splitter.split(lo, hi, np.full(len(lo), t), free)

@@ -9,6 +9,7 @@ use [min, max] whose length is the volume. The size of a box is prod(hi - lo).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ...domain import Domain
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import Frontier, over_memory
+from . import pairs
 
 # Labels and statuses of partition boxes.
 NEG, POS = 0, 1
@@ -85,8 +87,16 @@ class NormalisedTrees:
         return len(self.leaf_val)
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
-        vmin, vmax = tree_bounds(self, lo, hi)
+        reach = self.reach(lo, hi)
+        vmin, vmax = self.ranges.reduce(reach)
+        if pairs.MERGE_PAIRS:
+            W = self.ranges.width
+            self.tree_pairs.tighten(lambda t: reach[:, t * W : (t + 1) * W], vmin, vmax)
         return vmin, vmax, None
+
+    @functools.cached_property
+    def tree_pairs(self) -> pairs.TreePairs:
+        return pairs.TreePairs(self)
 
     def cut(self, lo: np.ndarray, hi: np.ndarray, reach: None, tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return split_choice(self, lo, hi, tree)
@@ -164,11 +174,6 @@ def inner_points(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     """A point strictly inside each box on real features (its lowest corner may be a boundary the
     framework's float32 rounding sends to the other side), the lowest grid point on integer ones."""
     return np.where(nt.discrete, lo, (lo + hi) / 2)
-
-
-def tree_bounds(nt: NormalisedTrees, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Min and max leaf value of every tree reachable from each box (boxes x trees)."""
-    return nt.ranges.reduce(nt.reach(lo, hi))
 
 
 class PathChecks:

@@ -34,7 +34,7 @@ from ...models.trees import TreeEnsemble
 from ..boxes.frontier import OpenParts, RawBoxes
 from ..boxes.shards import Saving, Shard, Step
 from .boxes import NormalisedTrees, Partition, inner_points
-from .joint import SliceModel, _in_slice, _SliceBounds, slice_status
+from .joint import SliceBounds, SliceModel, _in_slice, slice_status
 from .run import Tally, TreeRun, refine_into
 
 
@@ -92,7 +92,7 @@ class DilatedSettler:
         self.model, self.hoods, self.deadline = model, hoods, deadline
         self.free = np.ones(len(hoods.dlo), dtype=bool)
         self.free[model.prot] = False
-        self._sb: _SliceBounds | None = None
+        self._sb: SliceBounds | None = None
         self.open_data = ((bool, (len(model.slo),)),)  # an open box's settled slices (`shards.Shard`)
 
     def __getstate__(self) -> dict:
@@ -101,7 +101,7 @@ class DilatedSettler:
     def settle(self, lo: np.ndarray, hi: np.ndarray, settled: np.ndarray | None = None) -> Step:
         model, hoods = self.model, self.hoods
         if self._sb is None:
-            self._sb = _SliceBounds(model.nt, model.prot, model.slo)
+            self._sb = SliceBounds(model.nt, model.prot, model.slo)
         nt, sb, prot, slo, tol = model.nt, self._sb, model.prot, model.slo, model.tol
         robustness, eps, dlo, dhi = hoods.robustness, hoods.eps, hoods.dlo, hoods.dhi
         n_sl = len(slo)
@@ -378,7 +378,7 @@ def _reached(nt, eps, lo, hi, clo, chi, prot):
 def find_label(
     ir: TreeEnsemble,
     nt: NormalisedTrees,
-    sb: _SliceBounds,
+    sb: SliceBounds,
     lo: np.ndarray,
     hi: np.ndarray,
     slices: np.ndarray,

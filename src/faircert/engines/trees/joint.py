@@ -13,6 +13,7 @@ leaf) but near a threshold is decided by the model's own arithmetic at one point
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, OpenParts
 from ..boxes.shards import Saving, Shard, Step
+from . import pairs
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
 from .run import Tally, TreeRun, refine_into
@@ -79,7 +81,7 @@ class JointSettler:
 
     def __init__(self, model: SliceModel, free: np.ndarray, split: str = DEFAULT_SPLIT) -> None:
         self.model, self.free, self.split = model, free, split
-        self._sb: _SliceBounds | None = None
+        self._sb: SliceBounds | None = None
         self._leaves: LeafSplitter | None = None
 
     def __getstate__(self) -> dict:
@@ -88,7 +90,7 @@ class JointSettler:
     def settle(self, lo: np.ndarray, hi: np.ndarray) -> Step:
         model = self.model
         if self._sb is None:
-            self._sb = _SliceBounds(model.nt, model.prot, model.slo)
+            self._sb = SliceBounds(model.nt, model.prot, model.slo)
         nt, prot, slo, free = model.nt, model.prot, model.slo, self.free
         label, conf, spread_sum, widest = slice_status(model, self._sb, lo, hi)
         has_pos = (label == 1).any(axis=1)
@@ -149,7 +151,7 @@ class JointSettler:
         return out
 
 
-def slice_status(model: SliceModel, sb: _SliceBounds, lo: np.ndarray, hi: np.ndarray) -> tuple:
+def slice_status(model: SliceModel, sb: SliceBounds, lo: np.ndarray, hi: np.ndarray) -> tuple:
     """Label (+1/-1/0: unknown) and confidence (+1/-1/0) of every (box, slice) from the margin bounds,
     with each slice's total spread and widest tree (where to cut)."""
     ir, nt, prot, slo, c, kappa, tol = model.ir, model.nt, model.prot, model.slo, model.c, model.kappa, model.tol
@@ -189,7 +191,7 @@ def _in_slice(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, prot: list[int]) ->
     return lo, hi
 
 
-class _SliceBounds:
+class SliceBounds:
     """Reachable leaf ranges of every tree in every slice; the path constraints on non-protected
     features are checked once per box, those on protected features once per slice."""
 
@@ -209,35 +211,45 @@ class _SliceBounds:
         self.reach = PathChecks(nt, prot)
 
     def _ok(self, lo: np.ndarray, hi: np.ndarray):
-        """The protected-reading trees' leaves reachable on the non-protected path constraints (in
-        the dense layout of `p_ranges`), and every tree's range on those constraints alone."""
+        """The leaves reachable on the non-protected path constraints (dense layout of
+        `nt.ranges`), and every tree's range on those constraints alone."""
         ok = self.reach(lo, hi)
         vmin, vmax = self.nt.ranges.reduce(ok)
-        return ok[:, self.p_cols], vmin, vmax
+        return ok, vmin, vmax
 
-    def _fill_slice(self, okp, vmin, vmax, v: int):
-        """Overwrite the ranges of the trees that read protected features with slice v's
-        (`okp`: their reachable leaves in the dense layout of `p_ranges`)."""
-        vmin[:, self.reads], vmax[:, self.reads] = self.p_ranges.reduce(okp & self.prot_ok_dense[v])
+    def _fill_slice(self, ok, vmin, vmax, v: int):
+        """Overwrite the ranges of the trees that read protected features with slice v's, then
+        tighten them by merged pairs where asked (`pairs`)."""
+        if self.reads.any():
+            vmin[:, self.reads], vmax[:, self.reads] = self.p_ranges.reduce(ok[:, self.p_cols] & self.prot_ok_dense[v])
+        if pairs.MERGE_PAIRS:
+            W = self.nt.ranges.width
+            prot_ok = self.prot_ok_all[v]
+            self.nt.tree_pairs.tighten(lambda t: ok[:, t * W : (t + 1) * W] & prot_ok[t * W : (t + 1) * W], vmin, vmax)
+
+    @functools.cached_property
+    def prot_ok_all(self) -> np.ndarray:
+        """slices x every tree's leaves in the dense layout: reachable on the slice's protected values."""
+        return self.prot_ok[:, self.nt.ranges.idx]
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray):
         """Yields (vmin, vmax) (boxes x trees) for each slice in turn."""
-        okp, vmin, vmax = self._ok(lo, hi)
+        ok, vmin, vmax = self._ok(lo, hi)
         for v in range(len(self.prot_ok)):
-            if not self.reads.any():
+            if not self.reads.any() and not pairs.MERGE_PAIRS:
                 yield vmin, vmax
                 continue
             vmin_v, vmax_v = vmin.copy(), vmax.copy()
-            self._fill_slice(okp, vmin_v, vmax_v, v)
+            self._fill_slice(ok, vmin_v, vmax_v, v)
             yield vmin_v, vmax_v
 
     def bounds_at(self, lo: np.ndarray, hi: np.ndarray, slices: np.ndarray):
         """(vmin, vmax) (boxes x trees) of each box in its own slice."""
-        okp, vmin, vmax = self._ok(lo, hi)
-        if self.reads.any():
+        ok, vmin, vmax = self._ok(lo, hi)
+        if self.reads.any() or pairs.MERGE_PAIRS:
             for v in np.unique(slices):
                 r = slices == v
                 a, b = vmin[r], vmax[r]
-                self._fill_slice(okp[r], a, b, int(v))
+                self._fill_slice(ok[r], a, b, int(v))
                 vmin[r], vmax[r] = a, b
         return vmin, vmax

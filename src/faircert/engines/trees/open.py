@@ -36,7 +36,7 @@ from ...results import StatisticalEstimate
 from ..network.sampling import wilson
 from .boxes import NormalisedTrees, _scaled
 from .dilated import find_label
-from .joint import _in_slice, _SliceBounds
+from .joint import SliceBounds, _in_slice
 
 EVAL_CHUNK = 16384  # samples per step with epsilon 0
 SEARCH_CHUNK = 256  # samples per step with epsilon > 0
@@ -285,7 +285,7 @@ class Checker:
         self.prot = [] if q.robustness else list(q.protected)
         self.free = measured(q)
         self.has_eps = bool(np.any(q.eps[self.free] > 0))
-        self.sb = _SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
+        self.sb = SliceBounds(nt, self.prot, q.slices) if self.has_eps else None
         self.tol = ir.margin_view(q.kappa)[2]
         self.verdicts = Verdicts(ir, q)
 
