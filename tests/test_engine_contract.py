@@ -39,6 +39,7 @@ from faircert.options import (
     VerifyOptions,
 )
 from faircert.population import DiscretePopulation, Variable
+from faircert.progress import ProgressEvent
 from faircert.properties import RowAudit, UnfairSamples, individual_fairness
 from faircert.results.base import SCHEMA_VERSION, Verdict
 
@@ -383,12 +384,12 @@ def test_engine_contract(name):
     case = CASES[name]()
     spec = find_engine(case.model, case.question, case.method)
     assert spec.name == name
-    seen: list[dict] = []
+    seen: list[ProgressEvent] = []
     t0 = time.monotonic()
     answer = spec.run(case.model, case.question, case.options, seen.append)
     elapsed = time.monotonic() - t0
     case.check(answer)
-    assert seen and all(isinstance(update, dict) for update in seen)
+    assert seen and all(isinstance(update, ProgressEvent) and update.elapsed_s >= 0 for update in seen)
     assert elapsed <= case.options.time_limit + 5.0
     payload = _json_payload(answer)
     assert payload["engine"] == name  # results name the engine as the registry does

@@ -192,7 +192,7 @@ def test_a_stop_request_keeps_the_rows_already_decided():
 
     def progress(info):
         calls.append(info)
-        if info["rows_done"] > 0:
+        if info.rows_done > 0:
             interrupt.request()
 
     try:

@@ -54,9 +54,9 @@ def test_two_protected_features_with_epsilon(kappa):
     assert q.complete and q.measured_upper == conf and q.unfair == unfair and q.conf_settled == conf
     truth = 1 - unfair / conf
     for s in seen:  # every step brackets the truth, and the bounds only tighten
-        assert s["measure_lower"] - 1e-12 <= truth <= s["measure_upper"] + 1e-12
-    assert [s["measure_lower"] for s in seen] == sorted(s["measure_lower"] for s in seen)
-    assert [s["measure_upper"] for s in seen] == sorted((s["measure_upper"] for s in seen), reverse=True)
+        assert s.measure_lower - 1e-12 <= truth <= s.measure_upper + 1e-12
+    assert [s.measure_lower for s in seen] == sorted(s.measure_lower for s in seen)
+    assert [s.measure_upper for s in seen] == sorted((s.measure_upper for s in seen), reverse=True)
     x, xp, rejected = sample_unfair(ir, q, 3000, seed=0)
     assert rejected == 0 and (len(x) == 3000 or unfair == 0)
     assert np.all(ir.predict(x) != ir.predict(xp)) and np.all(np.abs(x - xp)[:, 2:] <= [1, 2, 1])

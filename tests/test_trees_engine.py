@@ -165,9 +165,9 @@ def test_random_ensembles_match_brute_force(seed, method):
             truth = 1.0 - unfair / conf if conf else 1.0
             assert res.confident_size == conf and res.unfair_size == unfair, (type(ir), eps, kappa, robust)
             assert res.measure_lower == pytest.approx(truth, abs=1e-12) and res.stats["converged"]
-            lows = [s["measure_lower"] for s in seen]
+            lows = [s.measure_lower for s in seen]
             for s in seen:  # every reported step brackets the truth
-                assert s["measure_lower"] - 1e-12 <= truth <= s["measure_upper"] + 1e-12
+                assert s.measure_lower - 1e-12 <= truth <= s.measure_upper + 1e-12
             assert lows == sorted(lows)
             if unfair:
                 assert res.verdict == "unfair" and res.counterexamples
@@ -198,7 +198,7 @@ def test_auto_method_keeps_the_first_phase_bounds():
     ir, prop, truth = _time_limited_case()
     seen = []
     q = quantify(ir, prop, time_limit=0.05, progress=seen.append)
-    lows, highs = [s["measure_lower"] for s in seen], [s["measure_upper"] for s in seen]
+    lows, highs = [s.measure_lower for s in seen], [s.measure_upper for s in seen]
     assert lows == sorted(lows) and highs == sorted(highs, reverse=True)
     assert all(lo - 1e-12 <= truth <= hi + 1e-12 for lo, hi in zip(lows, highs))
     lo, hi = q.bounds

@@ -43,8 +43,8 @@ def test_joint_partition_matches_brute_force(seed, kappa):
     truth = 1.0 - unfair / conf if conf else 1.0
     assert res.measure_lower == pytest.approx(truth, abs=1e-12)
     for s in seen:
-        assert s["measure_lower"] - 1e-12 <= truth <= s["measure_upper"] + 1e-12
-    assert [s["measure_lower"] for s in seen] == sorted(s["measure_lower"] for s in seen)
+        assert s.measure_lower - 1e-12 <= truth <= s.measure_upper + 1e-12
+    assert [s.measure_lower for s in seen] == sorted(s.measure_lower for s in seen)
     assert bool(res.counterexamples) == (unfair > 0) and res.stats["rejected_counterexamples"] == 0
 
 

@@ -176,7 +176,7 @@ def test_real_domains_match_the_cell_oracle(method, robust, eps, kappa):
         assert res.unfair_size == pytest.approx(unfair, abs=1e-6 * total), (type(ir), eps)
         assert res.measure_lower == pytest.approx(truth, abs=1e-6) and res.measure_lower <= res.measure_upper
         for s in seen:
-            assert s["measure_lower"] - 1e-6 <= truth <= s["measure_upper"] + 1e-6
+            assert s.measure_lower - 1e-6 <= truth <= s.measure_upper + 1e-6
         if unfair > 1e-6 * total:
             assert res.verdict == "unfair" and res.counterexamples
             x = np.array([c.x for c in res.counterexamples])

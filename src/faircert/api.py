@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,10 @@ from .options import (
     VerifyOptions,
     check_metric_inputs,
 )
+from .progress import Progress
 from .properties import RowAudit, UnfairSamples, individual_fairness, split_names
 from .results import Comparison, GroupResult, ProgramResult, Result
 from .results.rows import RowsResult
-
-Progress = Callable[[dict], None]
 
 
 def load_model(model: Any, trust_pickle: bool = False, preprocessor: Any = None) -> Any:

@@ -10,13 +10,11 @@ Entry points are imported on first use, so listing an engine costs nothing.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PropertyError
-
-Progress = Callable[[dict], None]
+from ..progress import Progress
 
 # Types are named, not imported: the registry is read on every command, and importing every model
 # and population module (scipy.special among them) would cost each command a quarter of a second.

@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from ..progress import Progress as ProgressCallback
+from ..progress import ProgressEvent
 from ..results import Result
 
 VERDICT_STYLE = {"fair": "bold green", "unfair": "bold red", "unknown": "bold yellow"}
@@ -22,7 +24,7 @@ def console(stderr: bool = True) -> Console:
 
 
 @contextlib.contextmanager
-def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callable[[dict], None]]:
+def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[ProgressCallback]:
     """A progress bar of the decided share; yields the callback engines report to."""
     if not enabled or not sys.stderr.isatty():
         yield lambda info: None
@@ -39,24 +41,24 @@ def decided_progress(enabled: bool, time_limit: float | None) -> Iterator[Callab
         task = bar.add_task("verify", total=100.0, detail="")
         last = [0.0]
 
-        def update(info: dict) -> None:
+        def update(event: ProgressEvent) -> None:
             now = time.monotonic()
             if now - last[0] < 0.1:
                 return
             last[0] = now
-            decided = 100.0 * (info.get("certified", 0.0) + info.get("falsified", 0.0))
-            detail = f"fair {100 * info.get('certified', 0):.2f}% unfair {100 * info.get('falsified', 0):.2f}%"
-            if "boxes" in info:
-                detail += f" | {info['boxes']:,} boxes"
-            if "rows" in info:
-                detail += f" | {info['rows_done']:,}/{info['rows']:,} rows"
-            bar.update(task, completed=decided, detail=detail)
+            fair, unfair = event.certified or 0.0, event.falsified or 0.0
+            detail = f"fair {100 * fair:.2f}% unfair {100 * unfair:.2f}%"
+            if event.boxes is not None:
+                detail += f" | {event.boxes:,} boxes"
+            if event.rows is not None:
+                detail += f" | {event.rows_done or 0:,}/{event.rows:,} rows"
+            bar.update(task, completed=100.0 * (fair + unfair), detail=detail)
 
         yield update
 
 
 @contextlib.contextmanager
-def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Iterator[Callable[[dict], None]]:
+def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Iterator[ProgressCallback]:
     """A spinner with elapsed and remaining time for work without a decided share (group fairness)."""
     if not enabled or not sys.stderr.isatty():
         yield lambda info: None
@@ -70,8 +72,8 @@ def budget_progress(enabled: bool, time_limit: float | None, what: str) -> Itera
     with Progress(*columns, console=console(), transient=True) as bar:
         task = bar.add_task(what, total=None, detail="")
 
-        def update(info: dict) -> None:
-            bar.update(task, detail=f"| {info['boxes']:,} boxes" if "boxes" in info else "")
+        def update(event: ProgressEvent) -> None:
+            bar.update(task, detail=f"| {event.boxes:,} boxes" if event.boxes is not None else "")
 
         yield update
 

@@ -22,6 +22,7 @@ from ...metrics.base import label_keys
 from ...models.binding import bind
 from ...models.linear import LinearModel
 from ...models.pipeline import PipelineModel
+from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
 
 #: Margins this close to 0 may be decided differently by the framework's own rounding.
@@ -158,7 +159,7 @@ def answer(model: Any, question: Any, options: Any, progress: Any = None) -> Gro
             good = (truth == label_keys("predictive parity", conditional)[-1][2:]).to_numpy()
             conditional["yhat=1"] = _precisions(frame, pop.protected, positive, unsure, good, pop.groups)
     if progress is not None:
-        progress({"elapsed_s": time.perf_counter() - start})
+        progress(ProgressEvent(elapsed_s=time.perf_counter() - start))
     stats = {
         "rows": len(frame),
         "rows_dropped_missing": pop.info.get("rows_dropped_missing", 0),

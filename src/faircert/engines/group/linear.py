@@ -13,6 +13,7 @@ from ...memory import STOPPED as MEMORY_STOPPED
 from ...metrics import needing
 from ...models.linear import ColumnEncoding, LinearModel
 from ...population.discrete import BIN_SUFFIX, DiscretePopulation
+from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
 from . import grid
 from .grid import GridEngine
@@ -320,5 +321,5 @@ def answer(model: LinearModel, question: Any, options: Any, progress: Any = None
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
     result = analyse(bind_columns(model, question.population), question, deadline, options.memory_limit)
     if progress is not None:
-        progress({"elapsed_s": result.elapsed_s})
+        progress(ProgressEvent(elapsed_s=result.elapsed_s))
     return result

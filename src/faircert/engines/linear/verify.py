@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
+from ...progress import ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from .count import share_between
@@ -156,12 +157,12 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
     elapsed = time.perf_counter() - t0
     if progress is not None:
         progress(
-            {
-                "elapsed_s": elapsed,
-                "certified": 1.0 - share.upper,
-                "falsified": share.lower,
-                "undecided": share.upper - share.lower,
-            }
+            ProgressEvent(
+                elapsed_s=elapsed,
+                certified=1.0 - share.upper,
+                falsified=share.lower,
+                undecided=share.upper - share.lower,
+            )
         )
     return Result(
         verdict=verdict,

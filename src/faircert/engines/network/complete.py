@@ -26,7 +26,6 @@ several partitions' worth of evidence) costs nothing per partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from ...interrupt import requested as stop_requested
 from ...memory import default_limit
+from ...progress import Progress, ProgressEvent
 from ...results import Counterexample
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
@@ -126,7 +126,7 @@ class BranchAndBound:
         lo: np.ndarray,
         hi: np.ndarray,
         seed: int = 0,
-        progress: Callable[[dict], None] | None = None,
+        progress: Progress | None = None,
         memory_limit: int | None = None,
     ) -> None:
         self.pb = pb
@@ -572,16 +572,22 @@ class BranchAndBound:
     def _report(self, t0: float) -> None:
         if self.progress is None:
             return
-        v = self.verdict
-        self.progress(
-            dict(
-                fair=int((v == FAIR).sum()),
-                unfair=int((v == UNFAIR).sum()),
-                unknown=int((v == UNKNOWN).sum()),
-                open_boxes=int(self.lo.shape[0]),
-                elapsed_s=time.perf_counter() - t0,
-            )
-        )
+        self.progress(regions_event(self.verdict, time.perf_counter() - t0, int(self.lo.shape[0])))
+
+
+def regions_event(verdict: np.ndarray, elapsed_s: float, open_boxes: int | None = None) -> ProgressEvent:
+    """Progress of the regions' verdicts (UNKNOWN / FAIR / UNFAIR)."""
+    K = verdict.shape[0]
+    fair, unfair = int((verdict == FAIR).sum()), int((verdict == UNFAIR).sum())
+    return ProgressEvent(
+        elapsed_s=elapsed_s,
+        certified=fair / K,
+        falsified=unfair / K,
+        undecided=1.0 - (fair + unfair) / K,
+        boxes=open_boxes,
+        decided=fair + unfair,
+        partitions=K,
+    )
 
 
 def decide_regions(
@@ -591,7 +597,7 @@ def decide_regions(
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     checkpoint: Any = None,
     resume: bool = False,
     memory_limit: int | None = None,

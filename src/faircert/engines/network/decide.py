@@ -10,7 +10,6 @@ kept: `certified` is the mass of the boxes proven fair, `falsified` the mass pro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -19,19 +18,18 @@ import numpy as np
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...models.network import ReluNetwork
+from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Result
 from ..boxes.workers import SERIAL, Parallelism
-from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck
+from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck, regions_event
 from .partitions import partition_grid
 from .problem import Problem
 from .refine import epsilon_semantics
 from .regions_resume import checkpoint_for, regions_state, restore_regions
 
 
-def answer(
-    network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
-) -> Result:
+def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
     """Registry entry point (method "complete")."""
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
@@ -58,7 +56,7 @@ def decide_network(
     partition_size: int | None = None,
     seed: int = 0,
     max_counterexamples: int = 100,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     parallel: Parallelism = SERIAL,
     checkpoint: Any = None,
     resume: bool = False,
@@ -74,10 +72,6 @@ def decide_network(
         lo, hi = partition_grid(pb, partition_size)
     size = pb.domain_size
 
-    def report(info: dict) -> None:
-        if progress is not None:
-            progress(dict(info, certified=info["fair"] / lo.shape[0], falsified=info["unfair"] / lo.shape[0]))
-
     if parallel == SERIAL or lo.shape[0] == 1:
         out = decide_regions(
             pb,
@@ -85,14 +79,14 @@ def decide_network(
             hi,
             time_limit=time_limit,
             seed=seed,
-            progress=report,
+            progress=progress,
             checkpoint=checkpoint,
             resume=resume,
             memory_limit=memory_limit,
         )
     else:
         job = RegionJob(pb, seed, memory_limit)
-        out = decide_in_parallel(job, lo, hi, time_limit, parallel, report, checkpoint, resume)
+        out = decide_in_parallel(job, lo, hi, time_limit, parallel, progress, checkpoint, resume)
     elapsed = time.perf_counter() - t0
     v = out.verdict
     n_fair, n_unfair, n_unknown = int((v == FAIR).sum()), int((v == UNFAIR).sum()), int((v == UNKNOWN).sum())
@@ -168,7 +162,7 @@ def decide_in_parallel(
     hi: np.ndarray,
     time_limit: float | None,
     parallel: Parallelism,
-    report: Callable[[dict], None],
+    report: Progress | None,
     checkpoint: Any = None,
     resume: bool = False,
 ) -> RegionOutcome:
@@ -207,15 +201,8 @@ def decide_in_parallel(
             slice_s *= 2
             if checkpoint is not None and checkpoint.due():
                 checkpoint.save(regions_state(job.pb, out))
-            v = out.verdict
-            report(
-                dict(
-                    fair=int((v == FAIR).sum()),
-                    unfair=int((v == UNFAIR).sum()),
-                    unknown=int((v == UNKNOWN).sum()),
-                    elapsed_s=time.perf_counter() - t0,
-                )
-            )
+            if report is not None:
+                report(regions_event(out.verdict, time.perf_counter() - t0))
         out.stats["workers"] = workers.n
         out.stats["workers_restarted"] = workers.restarts
     if stop_requested():

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...memory import default_limit
 from ...models.network import ReluNetwork
+from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.pool import Pool
@@ -71,7 +71,7 @@ def verify_network(
     confidence: float = 0.99,
     seed: int = 0,
     max_counterexamples: int = 100,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     parallel: Parallelism = SERIAL,
     max_boxes: int | None = None,
     checkpoint: Any = None,
@@ -102,7 +102,7 @@ class Refinement:
         network: ReluNetwork,
         prop: IndividualFairness,
         seed: int,
-        progress: Callable[[dict], None] | None,
+        progress: Progress | None,
         memory_limit: int | None = None,
     ) -> None:
         self.t0 = time.perf_counter()
@@ -469,12 +469,12 @@ class Refinement:
         self._last_report = now
         cert, fal, und = self.shares()
         self.progress(
-            dict(
+            ProgressEvent(
+                elapsed_s=now - self.t0,
                 certified=cert,
                 falsified=fal,
                 undecided=und,
                 boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"],
-                elapsed_s=now - self.t0,
             )
         )
 
@@ -568,9 +568,7 @@ def epsilon_semantics(prop: IndividualFairness) -> str:
     return "robustness" if prop.robustness else "other_protected_value"
 
 
-def answer(
-    network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
-) -> Result:
+def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
     """Registry entry point: `verify_network` with the command's options."""
     from .resume import checkpoint_for
 

@@ -27,6 +27,7 @@ from ...checkpoint import pack, unpack
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...memory import STOPPED, default_limit
+from ...progress import Progress, ProgressEvent
 from ..boxes.workers import SERIAL, Parallelism
 
 _U = 2.0**-53
@@ -365,7 +366,7 @@ class Budget:
 
     time_limit: float | None = 60.0
     memory_limit: int | None = None
-    progress: Callable[[dict], None] | None = None
+    progress: Progress | None = None
     parallel: Parallelism = SERIAL
     checkpoint: Any = None
 
@@ -424,7 +425,7 @@ def _refine(marginals, evaluate, n_events, decide, weights, budget: Budget, tria
         per_split = max(per_split, (time.perf_counter() - stepped) / batch)
         iterations += 1
         if progress is not None:
-            progress({"boxes": len(r.L), "iterations": iterations, "elapsed_s": elapsed})
+            progress(ProgressEvent(elapsed_s=elapsed, boxes=len(r.L), iterations=iterations))
         if checkpoint is not None and checkpoint.due():
             checkpoint.save(r.state(iterations))
     if checkpoint is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from scipy.stats import norm
 
 from ...errors import PropertyError
 from ...population.discrete import DiscretePopulation
+from ...progress import Progress
 from ...results import Counterexample, Result, StatisticalEstimate
 from ..network.sampling import wilson
 from .models import twin_setup
@@ -91,7 +91,7 @@ def answer(
     loaded: Any,
     pop: DiscretePopulation,
     options: Any,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
 ) -> Result:
     """The verify result under `pop`: bounds on P[x has an unfair twin] for the model as loaded
     (`loaded`, compiled here for the population's variables), then draws from `pop` checked on

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,6 +24,7 @@ import numpy as np
 from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from ...progress import Progress, ProgressEvent
 from ...properties import RowAudit
 from ...results.rows import RowsResult
 from ..boxes.workers import SERIAL, Parallelism
@@ -117,7 +117,7 @@ class Audit:
         return Y
 
 
-def run(kind: RowModel, question: RowAudit, options: Any, progress: Callable[[dict], None] | None) -> RowsResult:
+def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | None) -> RowsResult:
     """Audit every row of `question` with `kind`; see the module docstring."""
     t0 = time.perf_counter()
     deadline = None if options.time_limit is None else t0 + options.time_limit
@@ -437,12 +437,12 @@ def _report(progress, verdicts: list[str], t0: float, done: int, n: int) -> None
     total = max(n, 1)
     fair, unfair = verdicts.count(FAIR), verdicts.count(UNFAIR)
     progress(
-        {
-            "elapsed_s": time.perf_counter() - t0,
-            "rows_done": done,
-            "rows": n,
-            "certified": fair / total,
-            "falsified": unfair / total,
-            "undecided": 1.0 - (fair + unfair) / total,
-        }
+        ProgressEvent(
+            elapsed_s=time.perf_counter() - t0,
+            certified=fair / total,
+            falsified=unfair / total,
+            undecided=1.0 - (fair + unfair) / total,
+            rows_done=done,
+            rows=n,
+        )
     )

@@ -26,6 +26,7 @@ from scipy.stats import beta
 
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from ...progress import ProgressEvent
 
 if TYPE_CHECKING:
     from ..probability.bounds import Stop
@@ -354,7 +355,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
         result = group_sampled(model, population, protected, delta, time_limit, options.seed, stop)
         result.label = question.label  # the model's output, as the reports name it
         if progress is not None:
-            progress({"elapsed_s": result.elapsed_s})
+            progress(ProgressEvent(elapsed_s=result.elapsed_s))
         return result
 
     result = with_label_conditions(run, question, options.time_limit, target_width=0.01, conditions=conditions)
@@ -402,5 +403,5 @@ def answer_program(program: Any, question: Any, options: Any, progress=None):
         seed=options.seed,
     )
     if progress is not None:
-        progress({"elapsed_s": result.elapsed_s, "samples": result.samples})
+        progress(ProgressEvent(elapsed_s=result.elapsed_s, samples=result.samples))
     return result

@@ -45,6 +45,7 @@ from scipy.sparse import coo_array
 
 from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
+from ...progress import ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 
@@ -597,7 +598,7 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=No
         )
         if progress is not None:
             decided = sum(r["verdict"] != "unknown" for r in rows)
-            progress({"partitions": len(rows), "decided": decided, "elapsed_s": time.monotonic() - t0})
+            progress(ProgressEvent(elapsed_s=time.monotonic() - t0, decided=decided, partitions=len(rows)))
     verdicts = [r["verdict"] for r in rows]
     verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
     elapsed = time.monotonic() - t0

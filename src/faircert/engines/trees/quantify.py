@@ -34,6 +34,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
+from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ..boxes.shards import Saving
 from .boxes import (
@@ -207,7 +208,7 @@ def quantify(
     ir: TreeEnsemble,
     prop: IndividualFairness,
     time_limit: float | None = None,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     options: TreeOptions = DEFAULTS,
 ) -> Quantification:
     """Quantify by one of the three paths of the module docstring.
@@ -636,14 +637,14 @@ def _reporter(progress, total: float, t0: float, known: tuple[float, float] = (0
         hi = (den - tally.unfair) / den if den > 0 else 1.0
         lo, hi = max(lo, 0.0, known[0]), min(hi, known[1])
         progress(
-            {
-                "certified": lo,
-                "falsified": tally.unfair / den if den > 0 else 0.0,
-                "measure_lower": lo,
-                "measure_upper": hi,
-                "boxes": tally.boxes,
-                "elapsed_s": time.monotonic() - t0,
-            }
+            ProgressEvent(
+                elapsed_s=time.monotonic() - t0,
+                certified=lo,
+                falsified=tally.unfair / den if den > 0 else 0.0,
+                measure_lower=lo,
+                measure_upper=hi,
+                boxes=tally.boxes,
+            )
         )
 
     return report

@@ -4,13 +4,13 @@ the model, and testing mode (inputs drawn uniformly from the exact unfair region
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ... import memory
 from ...models.trees import TreeEnsemble
+from ...progress import Progress, ProgressEvent
 from ...properties import UnfairSamples
 from ..boxes.workers import Parallelism
 from .boxes import uniform_points
@@ -154,9 +154,7 @@ def region_is_exact(q: Quantification) -> bool:
     return (q.complete or q.open_parts is not None) and q.region_whole
 
 
-def answer_samples(
-    ir: TreeEnsemble, question: UnfairSamples, options: Any, progress: Callable[[dict], None] | None = None
-):
+def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any, progress: Progress | None = None):
     """Registry entry point of testing mode: a DataFrame of `question.n` inputs drawn uniformly from
     the exact unfair region with their twins (suffix `_prime`) and both positive-label probabilities;
     `frame.attrs["summary"]` holds the measure's bounds, the region's sizes, whether the draws are
@@ -208,5 +206,5 @@ def answer_samples(
         "sample_s": sample_s,
     }
     if progress is not None:
-        progress({"written": len(x), "elapsed_s": q.elapsed + sample_s})
+        progress(ProgressEvent(elapsed_s=q.elapsed + sample_s, samples=len(x)))
     return frame

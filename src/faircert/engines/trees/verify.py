@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ... import memory
 from ...models.trees import TreeEnsemble
+from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.workers import Parallelism
@@ -53,7 +53,7 @@ def verify_trees(
     time_limit: float | None = 60.0,
     seed: int = 0,
     max_counterexamples: int = 100,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     confidence: float = 0.99,
     options: TreeOptions = DEFAULTS,
 ) -> Result:
@@ -139,9 +139,7 @@ def verify_trees(
     )
 
 
-def answer(
-    ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Callable[[dict], None] | None = None
-) -> Result:
+def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
     """Registry entry point: `verify_trees` with the command's options (its stored boxes within the
     memory limit)."""
     with memory.limited(options.memory_limit):
