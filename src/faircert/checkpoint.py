@@ -166,7 +166,7 @@ class Checkpoint:
                 f"{path} was written by faircert {data.get('faircert')}; this is faircert "
                 f"{__version__}: start afresh without --resume, or resume with that version"
             )
-        theirs = data.get("identity") if isinstance(data.get("identity"), dict) else {}
+        theirs: dict = data["identity"] if isinstance(data.get("identity"), dict) else {}
         differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
         if differ:
             raise PropertyError(
@@ -326,7 +326,7 @@ def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
     except ValueError:
         raise PropertyError("checkpoint: an array's data is not base64") from None
     dtype = ARRAY_TYPES[kind]
-    if len(raw) != math.prod(shape) * dtype.itemsize:  # exact: numpy's product of huge dims would wrap
+    if len(raw) != math.prod(shape or ()) * dtype.itemsize:  # exact: numpy's product of huge dims would wrap
         raise PropertyError("checkpoint: an array's data does not match its shape")
     array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     if kind == "f8" and not np.all(np.isfinite(array)):

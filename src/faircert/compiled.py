@@ -105,7 +105,8 @@ def over_rows(kernel, n_rows: int, *args) -> None:
         kernel(*args, 0, n_rows)
         return
     edges = [n_rows * k // cores for k in range(cores + 1)]
-    futures = [_pool(cores - 1).submit(kernel, *args, a, b) for a, b in pairwise(edges[1:])]
+    pool = _pool(cores - 1)
+    futures = [pool.submit(kernel, *(*args, a, b)) for a, b in pairwise(edges[1:])]
     kernel(*args, edges[0], edges[1])
     for f in futures:
         f.result()

@@ -74,7 +74,7 @@ def train_relu_network(
             acts.append(h if k == len(params) - 2 else np.maximum(h, 0))
         prob = 1.0 / (1.0 + np.exp(-acts[-1][:, 0]))
         delta = ((prob - target) / len(target))[:, None]
-        grads = [None] * len(params)
+        grads = [np.zeros_like(p) for p in params]
         for k in range(len(params) - 2, -1, -2):
             grads[k] = delta.T @ acts[k // 2]
             grads[k + 1] = delta.sum(axis=0)

@@ -61,10 +61,11 @@ class Feature:
             object.__setattr__(self, "min", 0 if self.min is None else self.min)
             object.__setattr__(self, "max", 1 if self.max is None else self.max)
         for bound in ("min", "max"):
-            value = getattr(self, bound)
+            value: Any = getattr(self, bound)
             if value is None or not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
                 raise DomainError(f"feature {quoted(self.name)}: {bound} must be a number, got {quoted(value)}")
-            if not (abs(value) <= MAX_BOUND):  # also false for nan; a 400-digit integer is refused, not overflowed
+            magnitude: Any = abs(value)
+            if not (magnitude <= MAX_BOUND):  # also false for nan; a 400-digit integer is refused, not overflowed
                 raise DomainError(
                     f"feature {quoted(self.name)}: {bound} must be a finite number of magnitude at most "
                     f"{MAX_BOUND:.0e}, got {quoted(value)}"

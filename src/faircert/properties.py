@@ -25,7 +25,7 @@ class IndividualFairness:
 
     domain: Domain
     protected: tuple[int, ...]
-    epsilon: np.ndarray = field(default=None)  # type: ignore[assignment]
+    epsilon: np.ndarray = field(default=None)  # type: ignore[arg-type]
     kappa: float | None = None
     robustness: bool = False
     population: Any = None

@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models.io.nnet import save_nnet
     from ..report.console import console, decided_progress, print_result
     from ..report.csv import write_counterexamples
+    from ..results import Result
 
     out = Path(args.out)
     try:
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=progress,
         )
+    assert isinstance(result, Result)  # a domain's answer, not a per-row audit
     (out / "result.json").write_text(result.to_json() + "\n")
     write_counterexamples(result, out / "counterexamples.csv")
     if not args.quiet:

@@ -42,6 +42,7 @@ def groups_table(result: GroupResult) -> Table:
 def estimate_table(result: GroupResult) -> Table:
     """The sampled answer beside wide sound bounds: named as an estimate, with its error probability."""
     est = result.estimate
+    assert est is not None  # asked for where there is one
     table = Table(
         title=f"estimate: sampled from the same population, not a bound (each interval wrong with "
         f"probability <= {est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples)",

@@ -111,13 +111,16 @@ class RowsResult(Verdict):
 
         names = list(self.feature_names)
         picked = [i for i, v in enumerate(self.verdicts) if v == "unfair"][:limit]
-        rows = [
-            {"row": i}
-            | {n: self.value_name(n, self.rows[i, j]) for j, n in enumerate(names)}
-            | {f"{n}_prime": self.value_name(n, self.twins[i][j]) for j, n in enumerate(names)}
-            | {"label": self.labels[i], "twin_label": self.twin_labels[i]}
-            for i in picked
-        ]
+        rows = []
+        for i in picked:
+            twin = self.twins[i]
+            assert twin is not None  # every unfair row has its twin
+            rows.append(
+                {"row": i}
+                | {n: self.value_name(n, self.rows[i, j]) for j, n in enumerate(names)}
+                | {f"{n}_prime": self.value_name(n, twin[j]) for j, n in enumerate(names)}
+                | {"label": self.labels[i], "twin_label": self.twin_labels[i]}
+            )
         return pd.DataFrame(rows, columns=["row"] + names + [f"{n}_prime" for n in names] + ["label", "twin_label"])
 
     def to_dict(self) -> dict[str, Any]:

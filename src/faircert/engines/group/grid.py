@@ -160,7 +160,7 @@ class GridEngine:
             self._orders[key] = search_order(factors(pop, names, evidence), {n: pop.variables[n].card for n in names})
         order = self._orders[key]
         ranges = {n: (float(self.contrib[n].min()), float(self.contrib[n].max())) for n in names if n not in evidence}
-        cells = self.cells
+        cells = self.cells or CELLS
         if self.deadline is not None and time.monotonic() >= self.deadline:
             cells = max(1, cells // 64)
             self.stats["over_budget"] = True

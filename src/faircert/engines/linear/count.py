@@ -109,6 +109,7 @@ class _Classes:
 
 
 def _classes(table: FeatureTable) -> _Classes:
+    assert table.values is not None  # a discrete table
     values, inverse, counts = np.unique(table.values, return_inverse=True, return_counts=True)
     if table.weights is not None:  # counts of data rows: sums far below 2**53 are exact in float64
         counts = np.bincount(inverse, weights=table.weights.astype(np.float64), minlength=len(values)).round()
@@ -313,8 +314,8 @@ def _exact_side(blocks: list[_Block]) -> tuple[_Block, list[_Block]]:
         sums = (sums[:, None] + b.sums[None, :]).ravel()
         probs = (probs[:, None] * b.probs[None, :]).ravel()
         chosen.add(i)
-    order = np.argsort(sums, kind="stable")
-    exact = _Block(sums[order], probs[order], float(sums.max() - sums.min()))
+    by_sum = np.argsort(sums, kind="stable")
+    exact = _Block(sums[by_sum], probs[by_sum], float(sums.max() - sums.min()))
     return exact, [b for i, b in enumerate(blocks) if i not in chosen]
 
 

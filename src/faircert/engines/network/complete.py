@@ -546,6 +546,7 @@ class BranchAndBound:
                     self.evidence[k] = "proof"
                 continue
             if ans.status == "pair":
+                assert ans.x is not None and ans.xp is not None  # a pair comes with its points
                 pair = recheck(pb, ans.x, ans.xp, ans.a, ans.b)
                 if pair is not None:
                     self.stats["milp_pairs"] += 1

@@ -64,7 +64,10 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
     from scipy.ndimage import maximum_filter  # only needed with epsilon
 
     unfair = np.zeros(lo.shape[0])
-    cx, cxp, ca, cb = [], [], [], []
+    cx: list[np.ndarray] = []
+    cxp: list[np.ndarray] = []
+    ca: list[int] = []
+    cb: list[int] = []
     pairs = pb.pairs.astype(np.float64)
     for k in range(lo.shape[0]):
         elo, ehi = pb.enlarge(lo[k], hi[k])
@@ -78,7 +81,7 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
         # for each twin a: is some allowed twin b positive / negative within the window?
         pos_other = np.tensordot(pairs, pos_near, axes=(1, 0)) > 0
         neg_other = np.tensordot(pairs, neg_near, axes=(1, 0)) > 0
-        bad = ((pos & neg_other) | (~pos & pos_other)).any(axis=0)
+        bad = np.asarray(((pos & neg_other) | (~pos & pos_other)).any(axis=0))
         crop = tuple(slice(int(a), int(b) + 1) for a, b in zip((lo[k] - elo)[::-1], (hi[k] - elo)[::-1]))
         inner = bad[crop]
         unfair[k] = (inner.ravel() * pb.point_mass(grid_points(lo[k][None], hi[k][None])[0])).sum()
@@ -87,7 +90,10 @@ def _exact_eps(pb: Problem, lo: np.ndarray, hi: np.ndarray, want_cex: int) -> Ex
                 xv = lo[k] + pt[::-1]
                 found = _witness(pb, xv)
                 if found is not None:
-                    cx.append(xv), cxp.append(found[0]), ca.append(found[1]), cb.append(found[2])
+                    cx.append(xv)
+                    cxp.append(found[0])
+                    ca.append(found[1])
+                    cb.append(found[2])
                     break
     d = lo.shape[1]
     return ExactResult(

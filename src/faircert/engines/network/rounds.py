@@ -176,7 +176,7 @@ def _round(
     """One round: the boxes bounded in chunks on the workers, merged in order; returns the cut
     pieces for the next round and the boxes examined so far."""
     pend_lo = pend_hi = np.empty((0, run.pb.d))
-    if lo is not None and lo.shape[0]:
+    if lo is not None and hi is not None and lo.shape[0]:
         examined += lo.shape[0]
         # growth may catch up to its share of the boxes bounded by the end of this round;
         # the first chunk gets it all: split eight ways it would often pay for no growth

@@ -67,5 +67,6 @@ def stack_events(events: list[iv.Bv], n: int):
         return mt, mf, None, w, sens
     dep = np.zeros(n, dtype=np.uint64)
     for k, e in enumerate(events):
+        assert e.dep is not None  # every event tracks its inputs (checked above)
         dep |= np.where(mt[:, k] & mf[:, k], np.broadcast_to(e.dep, (n,)), np.uint64(0))
     return mt, mf, dep, w, sens

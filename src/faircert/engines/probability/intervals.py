@@ -32,7 +32,7 @@ class Iv:
     hi: np.ndarray
     lo_open: np.ndarray
     hi_open: np.ndarray
-    dep: np.ndarray | None
+    dep: np.ndarray | np.unsignedinteger | None
     #: width of the undecided conditions this value was merged over (a guide for splitting only)
     ws: np.ndarray | float = 0.0
     #: the same value as an affine form over the inputs (None: intervals only)

@@ -76,12 +76,12 @@ def _fraction(text: Any) -> Fraction:
     return Fraction(text)
 
 
-def _down(x: Fraction) -> float:
+def _down(x: Fraction | float) -> float:
     f = float(x)
     return float(np.nextafter(f, -np.inf)) if Fraction(f) > x else f
 
 
-def _up(x: Fraction) -> float:
+def _up(x: Fraction | float) -> float:
     f = float(x)
     return float(np.nextafter(f, np.inf)) if Fraction(f) < x else f
 

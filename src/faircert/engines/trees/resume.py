@@ -55,7 +55,7 @@ def saving_for(checkpoint: Checkpoint | None, resume: bool, refinement: str, spl
 
 def known_bounds(saving: Saving) -> tuple[float, float]:
     """The bounds an earlier phase proved, as a resumed state holds them (checked)."""
-    known = saving.state.get("known")
+    known = (saving.state or {}).get("known")
     ok = (
         isinstance(known, list)
         and len(known) == 2
@@ -64,4 +64,5 @@ def known_bounds(saving: Saving) -> tuple[float, float]:
     )
     if not ok:
         raise PropertyError("checkpoint: its bounds of the first phase are missing or malformed")
+    assert isinstance(known, list)  # checked above
     return float(known[0]), float(known[1])

@@ -232,4 +232,5 @@ class UnfairBoxes:
         if not out:
             z = np.zeros((0, len(self.free)))
             return z, z, z, z
-        return tuple(np.concatenate(a) for a in zip(*out))
+        plo, phi, tlo, thi = (np.concatenate(a) for a in zip(*out))
+        return plo, phi, tlo, thi
