@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import DataError, ModelFormatError
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,12 @@ def _matches(values: np.ndarray, category: Any) -> np.ndarray:
     return values.astype(str) == str(category)
 
 
+class LinearVisitor(Protocol[T_co]):
+    """An engine's code for linear models, reached through `LinearModel.accept`."""
+
+    def linear(self, model: LinearModel) -> T_co: ...
+
+
 @dataclass
 class LinearModel:
     """A linear classifier over encoded features; `predict` takes raw columns."""
@@ -146,6 +155,15 @@ class LinearModel:
     @property
     def n_features(self) -> int:
         return len(self.weights)
+
+    def named_inputs(self) -> list[str]:
+        """The raw columns the model reads, in order (its encoding reads them by name)."""
+        return self.columns
+
+    def accept(self, visitor: LinearVisitor[T]) -> T:
+        """Return `visitor.linear(self)`, so that an engine reaches its code for
+        linear models without a type test."""
+        return visitor.linear(self)
 
     def column_weights(self, column: str) -> np.ndarray:
         start = 0

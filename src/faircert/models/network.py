@@ -8,10 +8,20 @@ two-class softmax/argmax becomes the logit z1 - z0, which is exact (class 1 iff 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import ModelFormatError
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class NetworkVisitor(Protocol[T_co]):
+    """An engine's code for ReLU networks, reached through `ReluNetwork.accept`."""
+
+    def network(self, model: ReluNetwork) -> T_co: ...
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,15 @@ class ReluNetwork:
     @property
     def layer_sizes(self) -> list[int]:
         return [self.n_inputs] + [w.shape[0] for w in self.weights]
+
+    def named_inputs(self) -> list[str]:
+        """The inputs' names in order: those the file gives, else x0, x1, ..."""
+        return list(self.input_names) if self.input_names else [f"x{i}" for i in range(self.n_inputs)]
+
+    def accept(self, visitor: NetworkVisitor[T]) -> T:
+        """Return `visitor.network(self)`, so that an engine reaches its code for
+        networks without a type test."""
+        return visitor.network(self)
 
     def logit(self, X: np.ndarray) -> np.ndarray:
         """Decision logit for each row of X (shape n x inputs) -> shape (n,)."""

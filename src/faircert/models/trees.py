@@ -17,11 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from .. import compiled
 from ..errors import ModelFormatError
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 LINKS = ("sigmoid", "identity")
 TABLE_SPLITS = 15  # trees with at most this many splits are evaluated by table (2**splits entries)
@@ -73,6 +77,12 @@ class Tree:
         return best
 
 
+class TreesVisitor(Protocol[T_co]):
+    """An engine's code for tree ensembles, reached through `TreeEnsemble.accept`."""
+
+    def trees(self, model: TreeEnsemble) -> T_co: ...
+
+
 @dataclass
 class TreeEnsemble:
     """A binary classifier made of trees; see the module docstring for the exact semantics."""
@@ -103,6 +113,15 @@ class TreeEnsemble:
                 raise ModelFormatError(f"a split uses a feature index outside 0..{self.n_features - 1}")
         if not (math.isfinite(self.base_score) and math.isfinite(self.scale) and self.scale > 0):
             raise ModelFormatError("base score and scale must be finite (scale > 0)")
+
+    def named_inputs(self) -> list[str]:
+        """The features' names in order: those the model stores, else x0, x1, ..."""
+        return list(self.feature_names) if self.feature_names else [f"x{i}" for i in range(self.n_features)]
+
+    def accept(self, visitor: TreesVisitor[T]) -> T:
+        """Return `visitor.trees(self)`, so that an engine reaches its code for
+        tree ensembles without a type test."""
+        return visitor.trees(self)
 
     # ----- prediction (the reference semantics every engine result is re-checked against) ------
     def _inputs(self, X: np.ndarray) -> np.ndarray:

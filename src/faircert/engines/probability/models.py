@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,12 @@ from ...errors import PropertyError
 from ...properties import split_names
 from . import intervals as iv
 from .events import BoxEvaluator, stack_events
+
+if TYPE_CHECKING:
+    from ...models.linear import LinearModel
+    from ...models.network import ReluNetwork
+    from ...models.trees import TreeEnsemble
+    from ..protocols import Classifier
 
 _U = 2.0**-53
 
@@ -212,35 +218,38 @@ def _model_name(model: Any) -> str:
 
 
 def _feature_names(model: Any) -> list[str]:
-    from ...models.linear import LinearModel
+    """The model's inputs by name, in order; a model these engines cannot label is refused here."""
+    if not hasattr(model, "accept"):
+        raise PropertyError(
+            f"probability bounds do not support models of type {type(model).__name__}; "
+            "give a ReluNetwork, TreeEnsemble or LinearModel"
+        )
+    return model.named_inputs()
 
-    if isinstance(model, LinearModel):
-        return model.columns
-    names = getattr(model, "input_names", None) or getattr(model, "feature_names", None)
-    n = getattr(model, "n_inputs", None) or getattr(model, "n_features", None)
-    return list(names) if names else [f"x{i}" for i in range(int(n))]
+
+class _IntervalLabel:
+    """(may be positive, may be negative, width) of a model's label on `n` boxes given by the
+    interval of each input (`values`, by name; `names` in the model's input order): a linear model
+    reads the named columns through its encoding, a network or trees the box of its inputs."""
+
+    def __init__(self, names: list[str], values: dict[str, iv.Iv], n: int) -> None:
+        self.names, self.values, self.n = names, values, n
+
+    def _ends(self, end: str) -> np.ndarray:
+        return np.stack([np.broadcast_to(getattr(self.values[name], end), (self.n,)) for name in self.names], axis=1)
+
+    def linear(self, model: LinearModel):
+        return linear_label(model, self.values)
+
+    def network(self, model: ReluNetwork):
+        return network_label(model, self._ends("lo"), self._ends("hi"))
+
+    def trees(self, model: TreeEnsemble):
+        return trees_label(model, self._ends("lo"), self._ends("hi"), self._ends("lo_open"), self._ends("hi_open"))
 
 
-def _label(model: Any, names: list[str], values: dict[str, iv.Iv], n: int):
-    from ...models.linear import LinearModel
-    from ...models.network import ReluNetwork
-    from ...models.trees import TreeEnsemble
-
-    if isinstance(model, LinearModel):
-        return linear_label(model, values)
-    cols = [values[name] for name in names]
-    lo = np.stack([np.broadcast_to(c.lo, (n,)) for c in cols], axis=1)
-    hi = np.stack([np.broadcast_to(c.hi, (n,)) for c in cols], axis=1)
-    if isinstance(model, ReluNetwork):
-        return network_label(model, lo, hi)
-    if isinstance(model, TreeEnsemble):
-        lo_open = np.stack([np.broadcast_to(c.lo_open, (n,)) for c in cols], axis=1)
-        hi_open = np.stack([np.broadcast_to(c.hi_open, (n,)) for c in cols], axis=1)
-        return trees_label(model, lo, hi, lo_open, hi_open)
-    raise PropertyError(
-        f"probability bounds do not support models of type {type(model).__name__}; "
-        "give a ReluNetwork, TreeEnsemble or LinearModel"
-    )
+def _label(model: Classifier, names: list[str], values: dict[str, iv.Iv], n: int):
+    return model.accept(_IntervalLabel(names, values, n))
 
 
 def _inside(x: iv.Iv, cell: Any) -> iv.Bv:

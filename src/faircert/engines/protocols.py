@@ -1,0 +1,36 @@
+"""What the population engines need of the models they are given.
+
+Engines keep their code for each kind of model IR, and models may not import engines; so each IR
+has `accept(visitor)`, which calls the visitor's method for its own kind (double dispatch), and no
+engine tests which kind it holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ..models.linear import LinearModel
+    from ..models.network import ReluNetwork
+    from ..models.trees import TreeEnsemble
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ClassifierVisitor(Protocol[T_co]):
+    """An engine's code for each model IR it labels."""
+
+    def network(self, model: ReluNetwork) -> T_co: ...
+
+    def trees(self, model: TreeEnsemble) -> T_co: ...
+
+    def linear(self, model: LinearModel) -> T_co: ...
+
+
+class Classifier(Protocol):
+    """A model IR the population engines label: a ReluNetwork, TreeEnsemble or LinearModel."""
+
+    def named_inputs(self) -> list[str]: ...
+
+    def accept(self, visitor: ClassifierVisitor[T]) -> T: ...
