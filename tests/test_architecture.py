@@ -141,7 +141,7 @@ MOST_WITH_MANY_PARAMETERS = 5
 NONE_FROM = 15
 #: isinstance tests in `engines/` over model IR and population classes; engines reach their code for
 #: each kind through the IRs' `accept` (see `engines/protocols.py`), and populations are to follow.
-TYPE_TESTS_IN_ENGINES = 13
+TYPE_TESTS_IN_ENGINES = 10
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -11,7 +11,7 @@ parity on the model's positive decision: P[Y = positive | yhat = 1, group].
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,10 +20,14 @@ from ...errors import DataError, PropertyError
 from ...metrics import needing, spelled
 from ...metrics.base import label_keys
 from ...models.binding import bind
-from ...models.linear import LinearModel
 from ...models.pipeline import PipelineModel
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
+
+if TYPE_CHECKING:
+    from ...models.linear import LinearModel
+    from ...models.network import ReluNetwork
+    from ...models.trees import TreeEnsemble
 
 #: Margins this close to 0 may be decided differently by the framework's own rounding.
 TOLERANCE = 1e-9
@@ -35,13 +39,26 @@ def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np
         domain = infer_domain(frame[model.used_columns])
         model, domain = bind(model, domain)
         inputs = encode_table(frame, domain)
-    elif isinstance(model, LinearModel):  # it reads the raw columns itself
-        inputs = frame
+    elif hasattr(model, "accept"):
+        inputs = model.accept(_Inputs(frame, label))
     else:
-        inputs = _matrix(model, frame, label)
-    if not hasattr(model, "sure_labels"):
         raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
     return model.sure_labels(inputs, TOLERANCE)
+
+
+class _Inputs:
+    """The data's rows as each kind of model reads them."""
+
+    def __init__(self, frame: Any, label: str | None) -> None:
+        self.frame, self.label = frame, label
+
+    def linear(self, model: LinearModel) -> Any:
+        return self.frame  # it reads the raw columns itself
+
+    def network(self, model: ReluNetwork | TreeEnsemble) -> np.ndarray:
+        return _matrix(model, self.frame, self.label)
+
+    trees = network
 
 
 def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:

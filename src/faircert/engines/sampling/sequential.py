@@ -29,7 +29,11 @@ from ...interrupt import requested as stop_requested
 from ...progress import ProgressEvent
 
 if TYPE_CHECKING:
+    from ...models.linear import LinearModel
+    from ...models.network import ReluNetwork
+    from ...models.trees import TreeEnsemble
     from ..probability.bounds import Stop
+    from ..protocols import Classifier
 
 BOUNDS = ("binomial", "hoeffding")
 
@@ -186,13 +190,30 @@ def program_fairness_sampled(
     )
 
 
-def _point_label(model, names: list[str], values: dict) -> np.ndarray:
-    from ...models.linear import LinearModel
+class _PointLabel:
+    """A model's labels (as booleans) of rows given column by column (`values`, by name; `names` in
+    the model's input order): a linear model reads the named columns through its encoding, which
+    reads categories by name; a network or trees read a matrix of numbers."""
 
-    if isinstance(model, LinearModel):
-        return model.predict({n: values[n] for n in names}).astype(bool)
-    X = np.stack([np.asarray(values[n], dtype=np.float64) for n in names], axis=1)
-    return model.predict(X).astype(bool)
+    def __init__(self, names: list[str], values: dict) -> None:
+        self.names, self.values = names, values
+
+    def linear(self, model: LinearModel) -> np.ndarray:
+        return model.predict({n: self.values[n] for n in self.names}).astype(bool)
+
+    def network(self, model: ReluNetwork | TreeEnsemble) -> np.ndarray:
+        # a discrete variable's states may be names, which only a linear model's encoding reads
+        text = [n for n in self.names if np.asarray(self.values[n]).dtype == object]
+        if text:
+            raise PropertyError(f"model input {text[0]!r} has non-numeric states")
+        X = np.stack([np.asarray(self.values[n], dtype=np.float64) for n in self.names], axis=1)
+        return model.predict(X).astype(bool)
+
+    trees = network
+
+
+def _point_label(model: Classifier, names: list[str], values: dict) -> np.ndarray:
+    return model.accept(_PointLabel(names, values))
 
 
 def group_sampled(
@@ -210,7 +231,6 @@ def group_sampled(
     rule), or at the time limit."""
     import itertools
 
-    from ...models.linear import LinearModel
     from ...models.program import parse_expression
     from ...population.continuous import ProductPopulation
     from ...population.discrete import DiscretePopulation
@@ -282,9 +302,7 @@ def group_sampled(
                 states_of = population.variables[name].states
                 try:
                     vals = np.array([float(x) for x in states_of])
-                except (TypeError, ValueError):
-                    if not isinstance(model, LinearModel):  # only linear models carry a category encoding
-                        raise PropertyError(f"model input {name!r} has non-numeric states") from None
+                except (TypeError, ValueError):  # names: a linear model reads them, others refuse them
                     vals = np.array(states_of, dtype=object)
                 values[name] = vals[codes[name]]
             pos = _point_label(model, names, values)
