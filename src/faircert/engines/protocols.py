@@ -1,8 +1,8 @@
-"""What the population engines need of the models they are given.
+"""What the population engines need of the models and populations they are given.
 
-Engines keep their code for each kind of model IR, and models may not import engines; so each IR
-has `accept(visitor)`, which calls the visitor's method for its own kind (double dispatch), and no
-engine tests which kind it holds.
+Engines keep their code for each kind of model IR and population, and models and populations may
+not import engines; so each IR and population has `accept(visitor)`, which calls the visitor's
+method for its own kind (double dispatch), and no engine tests which kind it holds.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ..models.linear import LinearModel
     from ..models.network import ReluNetwork
     from ..models.trees import TreeEnsemble
+    from ..population.continuous import ProductPopulation
+    from ..population.discrete import DiscretePopulation
+    from ..population.program import ProgramPopulation
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -34,3 +37,20 @@ class Classifier(Protocol):
     def named_inputs(self) -> list[str]: ...
 
     def accept(self, visitor: ClassifierVisitor[T]) -> T: ...
+
+
+class PopulationVisitor(Protocol[T_co]):
+    """An engine's code for each kind of population it measures under."""
+
+    def product(self, population: ProductPopulation) -> T_co: ...
+
+    def program(self, population: ProgramPopulation) -> T_co: ...
+
+    def discrete(self, population: DiscretePopulation) -> T_co: ...
+
+
+class Population(Protocol):
+    """A population the group engines measure under: independent marginals, a population program
+    or a discrete one (independent or a Bayesian network)."""
+
+    def accept(self, visitor: PopulationVisitor[T]) -> T: ...

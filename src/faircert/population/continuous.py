@@ -16,11 +16,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 from scipy.special import ndtri
 
 from ..errors import PropertyError
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 # ndtri's relative error is ~1e-15; widen far beyond it.
 _REL = 1e-10
@@ -232,6 +236,12 @@ def marginal(spec: Marginal | Mapping | Iterable, name: str = "") -> Marginal:
     raise PropertyError(f"feature {name!r}: cannot read marginal {spec!r}; use gaussian/uniform/step/discrete")
 
 
+class ProductVisitor(Protocol[T_co]):
+    """An engine's code for product populations, reached through `ProductPopulation.accept`."""
+
+    def product(self, population: ProductPopulation) -> T_co: ...
+
+
 @dataclass
 class ProductPopulation:
     """Independent marginals, one per feature, in the model's input order."""
@@ -255,6 +265,11 @@ class ProductPopulation:
 
     def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         return {name: m.sample(rng, n) for name, m in zip(self.names, self.marginals)}
+
+    def accept(self, visitor: ProductVisitor[T]) -> T:
+        """Return `visitor.product(self)`, so that an engine reaches its code for
+        product populations without a type test."""
+        return visitor.product(self)
 
     def label_conditions(self, label: str, protected: list[str], asking: str) -> list:
         """The runs that give the groups' rates given each value of `label` (see

@@ -13,11 +13,14 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import DataError, PropertyError
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 FORMAT = "faircert-population"
 #: The name a binned variable's bin takes once its data values are a variable of their own.
@@ -135,6 +138,12 @@ class Variable:
             raise DataError(
                 f"population variable {quoted(d.get('name', '?'))}: malformed ({' '.join(str(exc).split())[:200]})"
             ) from None
+
+
+class DiscreteVisitor(Protocol[T_co]):
+    """An engine's code for discrete populations, reached through `DiscretePopulation.accept`."""
+
+    def discrete(self, population: DiscretePopulation) -> T_co: ...
 
 
 @dataclass
@@ -281,6 +290,11 @@ class DiscretePopulation:
         if not self.by_label:
             raise PropertyError(f"the population has no label {label!r}: learn it from data with that column")
         return [(sub, protected, None, [str(value)]) for value, sub in self.by_label.items()]
+
+    def accept(self, visitor: DiscreteVisitor[T]) -> T:
+        """Return `visitor.discrete(self)`, so that an engine reaches its code for
+        discrete populations without a type test."""
+        return visitor.discrete(self)
 
     def bin_of(self, name: str) -> str:
         """The variable that holds `name`'s bins once expanded (its own name otherwise)."""

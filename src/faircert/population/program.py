@@ -9,13 +9,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..errors import PropertyError
 from ..limits import quoted
 from ..models.program import Gaussian, Program, ProgramError, constant_value, load_program
 from .continuous import Gaussian as G
 from .continuous import Step, Uniform
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ProgramVisitor(Protocol[T_co]):
+    """An engine's code for population programs, reached through `ProgramPopulation.accept`."""
+
+    def program(self, population: ProgramPopulation) -> T_co: ...
 
 
 @dataclass
@@ -59,6 +68,11 @@ class ProgramPopulation:
 
     def __str__(self) -> str:
         return f"program {self.program.source} ({self.program.n_sites} random draws)"
+
+    def accept(self, visitor: ProgramVisitor[T]) -> T:
+        """Return `visitor.program(self)`, so that an engine reaches its code for
+        population programs without a type test."""
+        return visitor.program(self)
 
     def label_conditions(self, label: str, protected: list[str], asking: str) -> list:
         """The runs that give the groups' rates given each value of `label` (see

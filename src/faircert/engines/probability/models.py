@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ...models.linear import LinearModel
     from ...models.network import ReluNetwork
     from ...models.trees import TreeEnsemble
+    from ...population.continuous import ProductPopulation
+    from ...population.discrete import DiscretePopulation
+    from ...population.program import ProgramPopulation
     from ..protocols import Classifier
 
 _U = 2.0**-53
@@ -262,95 +265,118 @@ def _inside(x: iv.Iv, cell: Any) -> iv.Bv:
 
 def model_events(model: Any, population: Any, protected: str | Sequence[str] | None) -> ModelSetup:
     """Marginals, box evaluator (events: per group, positive and negative) and group names."""
-    from ...models.program import parse_expression
-    from ...population.continuous import ProductPopulation
-    from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
-    from .interp import INTERVAL, Interpreter
 
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    if isinstance(population, DiscretePopulation):
-        return _discrete_setup(model, population, names, prot)
-    if isinstance(population, ProductPopulation):
-        missing = [n for n in names if n not in population.names]
-        if missing and len(population.names) == len(names) and all(n.startswith("x") for n in names):
-            names = list(population.names)  # an unnamed model reads the population's features in order
-        elif missing:
-            raise PropertyError(
-                f"the population has no marginal for model feature(s) {missing}; it has: {', '.join(population.names)}"
-            )
-        cells = population.groups(prot)
-        marginals = population.marginals
-
-        def events(draws, n):
-            values = dict(zip(population.names, draws))
-            for v in values.values():
-                v.dep = None
-            pos_t, pos_f, width = _label(model, names, values, n)
-            positive = iv.Bv(pos_t, pos_f, None, width)
-            events = []
-            for cell in cells:
-                tests = [_inside(values[p], c) for p, c in cell.items()]
-                g = tests[0]
-                for t in tests[1:]:
-                    g = iv.and_(g, t)
-                events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
-            return stack_events(events, n)
-
-        groups = [{p: c.name for p, c in cell.items()} for cell in cells]
-        return ModelSetup(marginals, BoxEvaluator(marginals, events), groups, str(population), _model_name(model), prot)
-    if isinstance(population, ProgramPopulation):
-        population.check_features(names)
-        prog = population.program
-        if prot:
-            expr_text = prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)
-            cond = parse_expression(expr_text, "<protected>")
-            if not any(ch in expr_text for ch in "<>=!"):
-                raise PropertyError(
-                    f"with a population program, give the protected group as a condition on its "
-                    f"variables (e.g. 'sex < 1'), not {expr_text!r}"
-                )
-            label = expr_text
-        else:
-            prog.require("sensitiveAttribute")
-            cond, label = None, "sensitiveAttribute"
-        marginals = population.marginals
-        run = Interpreter(INTERVAL)
-
-        given = population.given
-
-        def events(draws, n):
-            queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
-            notes, results, env = run.run(prog, draws, queries)
-            g = results[0] if cond is not None else notes["sensitiveAttribute"]
-            pos_t, pos_f, width = _label(model, names, env, n)
-            positive = iv.Bv(pos_t, pos_f, None, width)
-            ng = iv.not_(g)
-            if given is not None:  # the groups within the label condition
-                g, ng = iv.and_(g, results[-1]), iv.and_(ng, results[-1])
-            return stack_events(
-                [
-                    iv.and_(g, positive),
-                    iv.and_(g, iv.not_(positive)),
-                    iv.and_(ng, positive),
-                    iv.and_(ng, iv.not_(positive)),
-                ],
-                n,
-            )
-
-        return ModelSetup(
-            marginals,
-            BoxEvaluator(marginals, events),
-            [{label: True}, {label: False}],
-            str(population),
-            _model_name(model),
-            prot or [label],
+    if not hasattr(population, "accept"):
+        raise PropertyError(
+            f"unsupported population {type(population).__name__}; give a ProductPopulation, "
+            "a ProgramPopulation or a population program (.fr path or text)"
         )
-    raise PropertyError(
-        f"unsupported population {type(population).__name__}; give a ProductPopulation, "
-        "a ProgramPopulation or a population program (.fr path or text)"
+    return population.accept(_Setup(model, names, prot))
+
+
+class _Setup:
+    """`model_events` under each kind of population."""
+
+    def __init__(self, model: Classifier, names: list[str], prot: list[str]) -> None:
+        self.model, self.names, self.prot = model, names, prot
+
+    def discrete(self, population: DiscretePopulation) -> ModelSetup:
+        return _discrete_setup(self.model, population, self.names, self.prot)
+
+    def product(self, population: ProductPopulation) -> ModelSetup:
+        return _product_setup(self.model, population, self.names, self.prot)
+
+    def program(self, population: ProgramPopulation) -> ModelSetup:
+        return _program_setup(self.model, population, self.names, self.prot)
+
+
+def _product_setup(model: Classifier, population: ProductPopulation, names: list[str], prot: list[str]) -> ModelSetup:
+    """Any model under independent marginals: each box of the CDF space gives each feature an
+    interval, and the protected features' cells the groups."""
+    missing = [n for n in names if n not in population.names]
+    if missing and len(population.names) == len(names) and all(n.startswith("x") for n in names):
+        names = list(population.names)  # an unnamed model reads the population's features in order
+    elif missing:
+        raise PropertyError(
+            f"the population has no marginal for model feature(s) {missing}; it has: {', '.join(population.names)}"
+        )
+    cells = population.groups(prot)
+    marginals = population.marginals
+
+    def events(draws, n):
+        values = dict(zip(population.names, draws))
+        for v in values.values():
+            v.dep = None
+        pos_t, pos_f, width = _label(model, names, values, n)
+        positive = iv.Bv(pos_t, pos_f, None, width)
+        events = []
+        for cell in cells:
+            tests = [_inside(values[p], c) for p, c in cell.items()]
+            g = tests[0]
+            for t in tests[1:]:
+                g = iv.and_(g, t)
+            events += [iv.and_(g, positive), iv.and_(g, iv.not_(positive))]
+        return stack_events(events, n)
+
+    groups = [{p: c.name for p, c in cell.items()} for cell in cells]
+    return ModelSetup(marginals, BoxEvaluator(marginals, events), groups, str(population), _model_name(model), prot)
+
+
+def _program_setup(model: Classifier, population: ProgramPopulation, names: list[str], prot: list[str]) -> ModelSetup:
+    """Any model under a population program, run on interval draws: the groups are the protected
+    condition (or the program's `sensitiveAttribute`) and its negation."""
+    from ...models.program import parse_expression
+    from .interp import INTERVAL, Interpreter
+
+    population.check_features(names)
+    prog = population.program
+    if prot:
+        expr_text = prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)
+        cond = parse_expression(expr_text, "<protected>")
+        if not any(ch in expr_text for ch in "<>=!"):
+            raise PropertyError(
+                f"with a population program, give the protected group as a condition on its "
+                f"variables (e.g. 'sex < 1'), not {expr_text!r}"
+            )
+        label = expr_text
+    else:
+        prog.require("sensitiveAttribute")
+        cond, label = None, "sensitiveAttribute"
+    marginals = population.marginals
+    run = Interpreter(INTERVAL)
+
+    given = population.given
+
+    def events(draws, n):
+        queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
+        notes, results, env = run.run(prog, draws, queries)
+        g = results[0] if cond is not None else notes["sensitiveAttribute"]
+        pos_t, pos_f, width = _label(model, names, env, n)
+        positive = iv.Bv(pos_t, pos_f, None, width)
+        ng = iv.not_(g)
+        if given is not None:  # the groups within the label condition
+            g, ng = iv.and_(g, results[-1]), iv.and_(ng, results[-1])
+        return stack_events(
+            [
+                iv.and_(g, positive),
+                iv.and_(g, iv.not_(positive)),
+                iv.and_(ng, positive),
+                iv.and_(ng, iv.not_(positive)),
+            ],
+            n,
+        )
+
+    return ModelSetup(
+        marginals,
+        BoxEvaluator(marginals, events),
+        [{label: True}, {label: False}],
+        str(population),
+        _model_name(model),
+        prot or [label],
     )
 
 

@@ -15,6 +15,7 @@ Bounds (`bound=`):
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from ...models.linear import LinearModel
     from ...models.network import ReluNetwork
     from ...models.trees import TreeEnsemble
+    from ...population.continuous import ProductPopulation
+    from ...population.discrete import DiscretePopulation
+    from ...population.program import ProgramPopulation
     from ..probability.bounds import Stop
     from ..protocols import Classifier
 
@@ -216,6 +220,114 @@ def _point_label(model: Classifier, names: list[str], values: dict) -> np.ndarra
     return model.accept(_PointLabel(names, values))
 
 
+@dataclass
+class _Draws:
+    """What `group_sampled` samples under a population: the groups' names, for `n` draws each
+    group's (positive, negative) indicators, and the protected attributes."""
+
+    groups: list
+    sample: Callable[[np.random.Generator, int], np.ndarray]
+    protected: list[str]
+
+
+class _Samplers:
+    """`group_sampled`'s draws under each kind of population."""
+
+    def __init__(self, model: Classifier, names: list[str], prot: list[str]) -> None:
+        self.model, self.names, self.prot = model, names, prot
+
+    def product(self, population: ProductPopulation) -> _Draws:
+        return _product_draws(self.model, population, self.names, self.prot)
+
+    def program(self, population: ProgramPopulation) -> _Draws:
+        return _program_draws(self.model, population, self.names, self.prot)
+
+    def discrete(self, population: DiscretePopulation) -> _Draws:
+        return _discrete_draws(self.model, population, self.names, self.prot)
+
+
+def _product_draws(model: Classifier, population: ProductPopulation, names: list[str], prot: list[str]) -> _Draws:
+    if any(n not in population.names for n in names) and len(names) == len(population.names):
+        names = list(population.names)
+    cells = population.groups(prot)
+    groups = [{p: c.name for p, c in g.items()} for g in cells]
+
+    def sample(rng, n):
+        values = population.sample(rng, n)
+        pos = _point_label(model, names, values)
+        cols = []
+        for g in cells:
+            inside = np.ones(n, dtype=bool)
+            for p, c in g.items():
+                x = values[p]
+                inside &= (x >= c.lo) & ((x <= c.hi) if c.closed else (x < c.hi))
+            cols += [inside & pos, inside & ~pos]
+        return np.stack(cols, axis=1)
+
+    return _Draws(groups, sample, prot)
+
+
+def _program_draws(model: Classifier, population: ProgramPopulation, names: list[str], prot: list[str]) -> _Draws:
+    from ...models.program import parse_expression
+    from ..probability.interp import POINT, Interpreter
+
+    population.check_features(names)
+    cond = parse_expression(prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)) if prot else None
+    if cond is None:
+        population.program.require("sensitiveAttribute")
+    title = (prot[0] if len(prot) == 1 else " and ".join(prot)) if prot else "sensitiveAttribute"
+    groups = [{title: True}, {title: False}]
+    run = Interpreter(POINT)
+    marginals = population.marginals
+    given = population.given
+
+    def sample(rng, n):
+        queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
+        notes, results, env = run.run(population.program, [m.sample(rng, n) for m in marginals], queries)
+        g = np.broadcast_to(results[0] if cond is not None else notes["sensitiveAttribute"], (n,))
+        inside = np.broadcast_to(results[-1], (n,)) if given is not None else np.ones(n, dtype=bool)
+        pos = _point_label(model, names, {k: np.broadcast_to(v, (n,)) for k, v in env.items()})
+        g, ng = g & inside, ~g & inside
+        return np.stack([g & pos, g & ~pos, ng & pos, ng & ~pos], axis=1)
+
+    return _Draws(groups, sample, prot)
+
+
+def _discrete_draws(model: Classifier, population: DiscretePopulation, names: list[str], prot: list[str]) -> _Draws:
+    order = population.order()
+    prot = prot or list(population.protected)
+    if not prot:
+        raise PropertyError("name the protected attribute(s) (protected=...)")
+    missing = [n for n in names + prot if n not in population.variables]
+    if missing:
+        raise PropertyError(f"the population has no variable(s) {missing}; it has: {', '.join(order)}")
+    states = [
+        dict(zip(prot, combo)) for combo in itertools.product(*[range(population.variables[p].card) for p in prot])
+    ]
+    groups = [population.group_name(g) for g in states]
+
+    def sample(rng, n):
+        codes = population.sample_codes(rng, n, order)
+        values = {}
+        for name in names:
+            states_of = population.variables[name].states
+            try:
+                vals = np.array([float(x) for x in states_of])
+            except (TypeError, ValueError):  # names: a linear model reads them, others refuse them
+                vals = np.array(states_of, dtype=object)
+            values[name] = vals[codes[name]]
+        pos = _point_label(model, names, values)
+        cols = []
+        for st in states:
+            g = np.ones(n, dtype=bool)
+            for p, code in st.items():
+                g &= codes[p] == code
+            cols += [g & pos, g & ~pos]
+        return np.stack(cols, axis=1)
+
+    return _Draws(groups, sample, prot)
+
+
 def group_sampled(
     model,
     population,
@@ -229,16 +341,10 @@ def group_sampled(
     by the (binomial) sequential test: a GroupResult whose verdict is wrong with probability <= delta.
     Sampling stops as `stop` says (default `probability.bounds.Stop()`: DI against the four-fifths
     rule), or at the time limit."""
-    import itertools
-
-    from ...models.program import parse_expression
-    from ...population.continuous import ProductPopulation
-    from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from ...properties import split_names
     from ...results import GroupProbability, GroupResult
     from ..probability.bounds import Stop
-    from ..probability.interp import POINT, Interpreter
     from ..probability.models import _feature_names, _model_name
 
     start = time.perf_counter()
@@ -246,76 +352,10 @@ def group_sampled(
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    if isinstance(population, ProductPopulation):
-        if any(n not in population.names for n in names) and len(names) == len(population.names):
-            names = list(population.names)
-        cells = population.groups(prot)
-        groups = [{p: c.name for p, c in g.items()} for g in cells]
-
-        def sample(rng, n):
-            values = population.sample(rng, n)
-            pos = _point_label(model, names, values)
-            cols = []
-            for g in cells:
-                inside = np.ones(n, dtype=bool)
-                for p, c in g.items():
-                    x = values[p]
-                    inside &= (x >= c.lo) & ((x <= c.hi) if c.closed else (x < c.hi))
-                cols += [inside & pos, inside & ~pos]
-            return np.stack(cols, axis=1)
-    elif isinstance(population, ProgramPopulation):
-        population.check_features(names)
-        cond = parse_expression(prot[0] if len(prot) == 1 else " and ".join(f"({p})" for p in prot)) if prot else None
-        if cond is None:
-            population.program.require("sensitiveAttribute")
-        title = (prot[0] if len(prot) == 1 else " and ".join(prot)) if prot else "sensitiveAttribute"
-        groups = [{title: True}, {title: False}]
-        run = Interpreter(POINT)
-        marginals = population.marginals
-        given = population.given
-
-        def sample(rng, n):
-            queries = ([cond] if cond is not None else []) + ([given] if given is not None else [])
-            notes, results, env = run.run(population.program, [m.sample(rng, n) for m in marginals], queries)
-            g = np.broadcast_to(results[0] if cond is not None else notes["sensitiveAttribute"], (n,))
-            inside = np.broadcast_to(results[-1], (n,)) if given is not None else np.ones(n, dtype=bool)
-            pos = _point_label(model, names, {k: np.broadcast_to(v, (n,)) for k, v in env.items()})
-            g, ng = g & inside, ~g & inside
-            return np.stack([g & pos, g & ~pos, ng & pos, ng & ~pos], axis=1)
-    elif isinstance(population, DiscretePopulation):
-        order = population.order()
-        prot = prot or list(population.protected)
-        if not prot:
-            raise PropertyError("name the protected attribute(s) (protected=...)")
-        missing = [n for n in names + prot if n not in population.variables]
-        if missing:
-            raise PropertyError(f"the population has no variable(s) {missing}; it has: {', '.join(order)}")
-        states = [
-            dict(zip(prot, combo)) for combo in itertools.product(*[range(population.variables[p].card) for p in prot])
-        ]
-        groups = [population.group_name(g) for g in states]
-
-        def sample(rng, n):
-            codes = population.sample_codes(rng, n, order)
-            values = {}
-            for name in names:
-                states_of = population.variables[name].states
-                try:
-                    vals = np.array([float(x) for x in states_of])
-                except (TypeError, ValueError):  # names: a linear model reads them, others refuse them
-                    vals = np.array(states_of, dtype=object)
-                values[name] = vals[codes[name]]
-            pos = _point_label(model, names, values)
-            cols = []
-            for st in states:
-                g = np.ones(n, dtype=bool)
-                for p, code in st.items():
-                    g &= codes[p] == code
-                cols += [g & pos, g & ~pos]
-            return np.stack(cols, axis=1)
-    else:
+    if not hasattr(population, "accept"):
         raise PropertyError(f"unsupported population {type(population).__name__}")
-
+    draws = population.accept(_Samplers(model, names, prot))
+    groups, sample, prot = draws.groups, draws.sample, draws.protected
     k = len(groups)
 
     def build(lo, hi, **extra):
