@@ -8,7 +8,7 @@ from boxes_oracle import random_network
 from test_network_complete import _brute_region, check_pair, small_case
 
 from faircert.engines.network import complete
-from faircert.engines.network.complete import FAIR, UNFAIR, Yields, decide_regions
+from faircert.engines.network.complete import FAIR, UNFAIR, decide_regions
 from faircert.engines.network.partitions import partition_grid
 from faircert.engines.network.phases import prove_by_phases
 from faircert.engines.network.problem import Problem
@@ -83,16 +83,3 @@ def test_partitions_with_neuron_splits_equal_brute_force(seed, eps, monkeypatch)
         if truth:
             check_pair(out.pairs[k], dom, eps or {})
     assert out.stats["phases_s"] > 0
-
-
-def test_the_milp_share_follows_the_steps_yields():
-    yields = Yields()
-    assert yields.milp_share() == pytest.approx(0.5)
-    for _ in range(20):
-        yields.add("bound", 300.0, 2.0)
-        yields.add("milp", 1.0, 2.0)
-    assert yields.milp_share() == complete.MILP_SHARE[0]
-    for _ in range(20):
-        yields.add("bound", 0.0, 2.0)
-        yields.add("milp", 4.0, 2.0)
-    assert yields.milp_share() == complete.MILP_SHARE[1]

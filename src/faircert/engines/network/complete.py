@@ -54,12 +54,7 @@ MAX_CORNER_TWINS = 8  # directed corner probes for up to this many protected com
 CLIMB_STEPS = 12  # coordinate moves of the local pair search per open box and round
 MILP_DEPTH = 6  # open boxes at this depth or deeper go to the MILP (measured: 2 leaves Adult partitions to slow MILPs)
 MILP_TIME = 5.0  # seconds per MILP call (a time-out splits the box)
-#: The MILP's share of the time, while bounding could go on, follows the two steps' recent yields
-#: (regions decided per second, proven fractions counted) within these limits: measured on Fairify's
-#: AC-7 the MILP decides a few regions per second where the bounds and probes decide hundreds, on
-#: BM-8 the reverse.
-MILP_SHARE = (0.1, 0.9)
-YIELD_MEMORY = 0.7  # each round's weight in a step's yield decays by this factor per later round
+MILP_SHARE = 0.5  # the MILP gets at least this share of the time while bounding could go on
 MILP_SLICE = 2.0  # seconds of MILP calls between bounding rounds
 ROWS_PER_CHUNK = 1_500_000
 TIGHT_MAX_RATIO = 8.0  # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
@@ -100,23 +95,6 @@ def recheck(pb: Problem, x: np.ndarray, xp: np.ndarray, a: int, b: int) -> Count
     return Counterexample(X[0].tolist(), XP[0].tolist(), o, op)
 
 
-class Yields:
-    """Recent regions decided per second by the bounding rounds and by the MILP rounds."""
-
-    def __init__(self) -> None:
-        # one decided region in one second each to start: an even share until both have run
-        self.decided = {"bound": 1.0, "milp": 1.0}
-        self.seconds = {"bound": 1.0, "milp": 1.0}
-
-    def add(self, step: str, decided: float, seconds: float) -> None:
-        self.decided[step] = YIELD_MEMORY * self.decided[step] + decided
-        self.seconds[step] = YIELD_MEMORY * self.seconds[step] + seconds
-
-    def milp_share(self) -> float:
-        bound, milp = (self.decided[s] / max(self.seconds[s], 1e-9) for s in ("bound", "milp"))
-        return float(np.clip(milp / max(bound + milp, 1e-300), *MILP_SHARE))
-
-
 class BranchAndBound:
     """The frontier of open boxes of all regions and what is known about each region."""
 
@@ -151,8 +129,6 @@ class BranchAndBound:
         self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
-        self.region_mass = np.maximum(pb.mass(self.lo, self.hi), 1e-300)
-        self.yields = Yields()
         self.end: float | None = None  # the run's deadline: long steps stop at it
         self.stats = dict(
             boxes_bounded=0,
@@ -197,17 +173,13 @@ class BranchAndBound:
             # boxes the bounds already left open once (ripe ones, and children of open boxes)
             tried = np.flatnonzero(live & (self.ripe | (self.depth >= 1)))
             now = time.perf_counter()
-            before = self._decided()
-            milp_due = self.stats["milp_s"] < self.yields.milp_share() * (now - t0)
+            milp_due = self.stats["milp_s"] < MILP_SHARE * (now - t0)
             if tried.size and (milp_due or not fresh.size):
                 stop = end if not fresh.size else now + MILP_SLICE if end is None else min(end, now + MILP_SLICE)
                 self._milp_round(tried, stop, end)
-                step = "milp"
             else:
                 self._bound_round(fresh[np.argsort(self.depth[fresh], kind="stable")[:BATCH]])
-                step = "bound"
             self._close_regions()
-            self.yields.add(step, self._decided() - before, time.perf_counter() - now)
             self._report(t0)
         self._close_regions()
         if checkpoint is not None:
@@ -231,11 +203,6 @@ class BranchAndBound:
     def stored_bytes(self) -> int:
         """What the open boxes take (their bounds, owners, depths, splits and flags)."""
         return sum(getattr(self, name).nbytes for name in ("lo", "hi", "owner", "depth", "split", "stuck", "ripe"))
-
-    def _decided(self) -> float:
-        """Regions decided, and the proven fractions of the others."""
-        open_ = self.verdict == UNKNOWN
-        return float((~open_).sum() + np.minimum(self.fair_mass[open_] / self.region_mass[open_], 1.0).sum())
 
     def _late(self) -> bool:
         return self.end is not None and time.perf_counter() >= self.end
