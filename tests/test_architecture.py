@@ -142,8 +142,9 @@ NONE_FROM = 15
 #: isinstance tests in `engines/` over model IR and population classes. Engines reach their code for
 #: each kind through the IRs' and populations' `accept` (see `engines/protocols.py`); those left are a
 #: program's Gaussian draw node (named like a population's marginal), the pipeline the empirical
-#: engine compiles for the data, and the separable engines' guard that the model is a network.
-TYPE_TESTS_IN_ENGINES = 4
+#: engine compiles for the data, and the exact linear engine's guard that the model is a network (the API
+#: asks it of tree ensembles too).
+TYPE_TESTS_IN_ENGINES = 3
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

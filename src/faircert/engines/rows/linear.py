@@ -19,8 +19,9 @@ from ..linear.separable import SeparableScore
 from .audit import FAIR, UNFAIR, Audit, Decisions, run
 
 
-def accepts(model: Any, question: Any) -> bool:
-    return isinstance(model, ReluNetwork) and SeparableScore.of(model, question.prop.domain) is not None
+def accepts(model: ReluNetwork, question: Any) -> bool:
+    """Registry predicate (the registry offers networks only): a network whose score is separable."""
+    return SeparableScore.of(model, question.prop.domain) is not None
 
 
 class LinearRows:
