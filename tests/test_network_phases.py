@@ -29,14 +29,19 @@ def _grid_logits(net: TwinNet, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return net.logits(points)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_proofs_hold_at_every_point_and_only_add_to_the_bounds(seed):
+def _case(seed: int):
+    """A random twin network, 120 random integer boxes, and which of them the bounds decide."""
     net = _twins(seed)
     rng = np.random.default_rng(100 + seed)
     lo = rng.integers(-6, 4, (120, 3)).astype(float)
     hi = lo + rng.integers(0, 5, (120, 3))
     plain = bound_twins(net, lo, hi, tight=True)
-    by_bounds = np.all(plain.lower > 1e-9, axis=1) | np.all(plain.upper < -1e-9, axis=1)
+    return net, lo, hi, np.all(plain.lower > 1e-9, axis=1) | np.all(plain.upper < -1e-9, axis=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_proofs_hold_at_every_point_and_only_add_to_the_bounds(seed):
+    net, lo, hi, by_bounds = _case(seed)
     for same_side in (False, True):
         proven = prove_by_phases(net, lo, hi, 1e-9, same_side, max_domains=128)
         assert np.all(proven | ~by_bounds)
@@ -51,12 +56,7 @@ def test_proofs_hold_at_every_point_and_only_add_to_the_bounds(seed):
 def test_splits_prove_boxes_the_bounds_leave_open():
     gained = 0
     for seed in range(6):
-        net = _twins(seed)
-        rng = np.random.default_rng(100 + seed)
-        lo = rng.integers(-6, 4, (120, 3)).astype(float)
-        hi = lo + rng.integers(0, 5, (120, 3))
-        plain = bound_twins(net, lo, hi, tight=True)
-        by_bounds = np.all(plain.lower > 1e-9, axis=1) | np.all(plain.upper < -1e-9, axis=1)
+        net, lo, hi, by_bounds = _case(seed)
         gained += int((prove_by_phases(net, lo, hi, 1e-9, False, max_domains=128) & ~by_bounds).sum())
     assert gained >= 10
 
