@@ -59,8 +59,9 @@ MILP_SLICE = 2.0  # seconds of MILP calls between bounding rounds
 ROWS_PER_CHUNK = 1_500_000
 TIGHT_MAX_RATIO = 8.0  # measured: full CROWN pays off on the deep 6-layer AC-7 and BM-8 here
 TIGHT_MAX_DEPTH = 6
-#: Try neuron splitting (`phases`) on boxes before their MILP call. Off: measured on Fairify's BM-8
-#: it proved 1 box in 8.5 s where the MILP proved 73 in 44 s (`benchmarks/results/bounds.md`).
+#: Try neuron splitting (`phases`) on boxes before their MILP call. Off: measured at 60 s on Fairify's
+#: BM-8 it proved 4 boxes in 8.2 s where the MILP proved 90 in 45 s, on AC-7 none in 19 s
+#: (`benchmarks/results/bounds.md`).
 NEURON_SPLITS = False
 PHASE_GROUP = 8  # boxes given to neuron splitting at once, before their MILP calls
 
