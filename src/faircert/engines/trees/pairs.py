@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 #: Merge trees in pairs in the box bounds. Off: measured on the practitioner XGBoost 100x6 models it
-#: narrows the margin range by 3 to 11% on random boxes at 10 to 17 times the cost of the plain bound,
+#: narrows the margin range by 3 to 11% on random boxes at 10 to 18 times the cost of the plain bound,
 #: and `verify` on COMPAS certifies 27.9% at 60 s against 66.4% without it
 #: (`benchmarks/results/bounds_trees.md`).
 MERGE_PAIRS = False
