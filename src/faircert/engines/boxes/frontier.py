@@ -83,6 +83,7 @@ class BoxCodec:
             return v
         if kind == "table":
             t = self.tables[f]
+            assert t is not None  # a table feature has its cut positions
             idx = np.minimum(np.searchsorted(t, v), len(t) - 1)
             if not np.array_equal(t[idx], v):
                 raise ValueError(f"feature {f}: a box coordinate outside its table of cut positions")
@@ -105,7 +106,9 @@ class BoxCodec:
         if kind == "real":
             return code
         if kind == "table":
-            return self.tables[f][code]
+            table = self.tables[f]
+            assert table is not None  # a table feature has its cut positions
+            return table[code]
         return code + self.dlo[f]
 
     def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

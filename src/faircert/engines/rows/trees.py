@@ -33,13 +33,12 @@ class TreeRows:
         offset, _, self.tol = ir.margin_view(None)
         self.offset = offset - ir.base_score
         self.rng = np.random.default_rng(seed)
-        self.thresholds: dict[int, np.ndarray] = {}
+        found: dict[int, list[np.ndarray]] = {}
         for t in ir.trees:
             inner = ~t.is_leaf
             for f in np.unique(t.feature[inner]):
-                self.thresholds.setdefault(int(f), [])
-                self.thresholds[int(f)].append(t.threshold[inner][t.feature[inner] == f])
-        self.thresholds = {f: np.unique(np.concatenate(v)) for f, v in self.thresholds.items()}
+                found.setdefault(int(f), []).append(t.threshold[inner][t.feature[inner] == f])
+        self.thresholds: dict[int, np.ndarray] = {f: np.unique(np.concatenate(v)) for f, v in found.items()}
 
     def margins(self, X: np.ndarray) -> np.ndarray:
         return self.ir.score(X) + self.offset
@@ -47,9 +46,10 @@ class TreeRows:
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
         lo, hi = audit.windows(rows)
         moving = np.flatnonzero(audit.eps > 0)
-        cells, too_big = [], []
+        cells: list[np.ndarray | None] = []
+        too_big: list[int] = []
         for k, i in enumerate(rows):
-            axes = [self._cuts(j, lo[k, j], hi[k, j], bool(audit.discrete[j])) for j in moving]
+            axes = [self._cuts(int(j), lo[k, j], hi[k, j], bool(audit.discrete[j])) for j in moving]
             size = int(np.prod([len(a) for a in axes])) if axes else 1
             if size > MAX_CELLS:
                 too_big.append(k)
@@ -60,8 +60,9 @@ class TreeRows:
             P[:, moving] = grid
             cells.append(P)
         small = [k for k in range(len(rows)) if cells[k] is not None]
+        balls = [c for c in cells if c is not None]
         out = Decisions([UNKNOWN] * len(rows), ["not reached"] * len(rows), [None] * len(rows))
-        found = enumerate_balls(self, audit, rows[small], [cells[k] for k in small], method="tree cells")
+        found = enumerate_balls(self, audit, rows[small], balls, method="tree cells")
         for k, v, m, t in zip(small, found.verdicts, found.methods, found.twins):
             out.verdicts[k], out.methods[k], out.twins[k] = v, m, t
         for k in too_big:

@@ -117,7 +117,7 @@ def normalise(ens: TreeEnsemble, domain: Domain) -> NormalisedTrees:
         roots.append(base)
         base += len(t.feature)
         los, his, vals = [], [], []
-        stack = [(0, [])]
+        stack: list[tuple[int, list[tuple[int, float, bool]]]] = [(0, [])]
         while stack:
             node, path = stack.pop()
             if t.left[node] < 0:
@@ -197,7 +197,7 @@ class PathChecks:
         sat = np.concatenate(
             [lo[:, self.feat] < self.bound, hi[:, self.feat] > self.bound, np.ones((len(lo), 1), dtype=bool)], axis=1
         )
-        return sat[:, self.cidx].all(axis=2)
+        return np.asarray(sat[:, self.cidx].all(axis=2))
 
 
 class LeafRanges:
@@ -284,7 +284,7 @@ class Partition:
     tie: np.ndarray  # bool: label/status unknown (margin within tolerance of a threshold, or unexplored)
     complete: bool  # False if the time limit stopped the enumeration
     pending_size: float  # size of the unexplored boxes (flagged `tie`) when stopped
-    early: np.ndarray = None  # bool: already accounted for by the `on_done` callback
+    early: np.ndarray | None = None  # bool: already accounted for by the `on_done` callback
     memory_limited: bool = False  # stopped (incomplete) at the box limit of `engines.boxes.frontier`
 
     @property
@@ -324,7 +324,8 @@ def partition(
     # best-first: the chunk of largest boxes next, so settled size (and the any-time bounds) grows fastest
     frontier = Frontier(np.ones(lo0.shape[1], dtype=bool), chunk)
     frontier.push(lo0.copy(), hi0.copy(), np.arange(len(lo0)))
-    stored, stop = 0, {}
+    stored = 0
+    stop: dict[str, bool] = {}
     complete, pending = True, 0.0
     while frontier:
         lo, hi, st = frontier.pop()

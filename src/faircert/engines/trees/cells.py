@@ -164,7 +164,9 @@ def count_cells(
     n_trees = len(ens.trees) if trees is None else min(trees, len(ens.trees))
     t0 = time.perf_counter()
     for t in range(n_trees):
-        keep, total, new_lo, new_hi = True, 0, [], []
+        keep, total = True, 0
+        new_lo: list[np.ndarray] = []
+        new_hi: list[np.ndarray] = []
         for k in range(0, len(lo), chunk):
             a, b, _ = pb.split(
                 t, lo[k : k + chunk], hi[k : k + chunk], np.zeros(len(lo[k : k + chunk]), dtype=np.int32)
@@ -207,6 +209,7 @@ def sample_deeper(
     error (finite-population corrected). A statistical estimate, not a bound."""
     pb = _problem(ens, domain, protected)
     n_trees = len(ens.trees) if trees is None else min(trees, len(ens.trees))
+    assert res.lo is not None and res.hi is not None  # the cells this estimate draws from
     first, total = res.kept_trees, len(res.lo)
     order = np.random.default_rng(seed).permutation(total)
     rows: list[np.ndarray] = []

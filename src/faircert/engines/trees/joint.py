@@ -200,7 +200,7 @@ class SliceBounds:
         is_prot = np.isin(nt.c_feat, prot) & np.isfinite(nt.c_bound)
         sval = slo[:, nt.c_feat]  # slices x leaves x depth
         sat = np.where(nt.c_upper, sval < nt.c_bound, sval + 1.0 > nt.c_bound)
-        self.prot_ok = np.where(is_prot, sat, True).all(axis=2)  # slices x leaves
+        self.prot_ok = np.asarray(np.where(is_prot, sat, True).all(axis=2))  # slices x leaves
         leaf_tree = np.repeat(np.arange(nt.n_trees), np.diff(nt.start))
         self.reads = np.zeros(nt.n_trees, dtype=bool)
         self.reads[leaf_tree[is_prot.any(axis=1)]] = True
