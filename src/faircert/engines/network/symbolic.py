@@ -103,6 +103,7 @@ class TwinNet:
     @classmethod
     def _from_tables(cls, network: ReluNetwork, free: list[int], protected: list[int], combos: np.ndarray) -> TwinNet:
         it = network.input_tables
+        assert it is not None  # `build` asks for the tables only where the network has them
         b1 = it.bias[None, :] + combos @ it.linear[:, protected].T
         tables = []
         for k, j in enumerate(it.columns):

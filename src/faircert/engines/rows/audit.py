@@ -70,7 +70,7 @@ class Audit:
     lower: np.ndarray  # (d,) domain bounds
     upper: np.ndarray
     discrete: np.ndarray
-    labels: np.ndarray = field(default=None)  # type: ignore[assignment]
+    labels: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
     @classmethod
     def of(cls, question: RowAudit) -> Audit:
@@ -129,14 +129,14 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
     methods = ["not reached"] * n
     twins: list[np.ndarray | None] = [None] * n
     unsure = np.abs(margins) <= kind.tol
-    for i in np.flatnonzero(unsure):
+    for i in np.flatnonzero(unsure).tolist():
         methods[i] = "own margin within rounding tolerance"
     flip, flip_twin, flip_unsure = _flip_test(kind, audit)
-    for i in np.flatnonzero(flip & ~unsure):
+    for i in np.flatnonzero(flip & ~unsure).tolist():
         verdicts[i], methods[i], twins[i] = UNFAIR, "flip test", flip_twin[i]
     open_rows = np.flatnonzero(~flip & ~unsure)
     if not audit.has_eps:
-        for i in open_rows:
+        for i in open_rows.tolist():
             if flip_unsure[i]:
                 methods[i] = "twin margin within rounding tolerance"
             else:
@@ -144,6 +144,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
         open_rows = np.array([], dtype=np.int64)
     checkpoint = _checkpoint(question, options)
     if options.resume:  # rows a killed run decided stay decided; the rest continue
+        assert checkpoint is not None  # resuming names its checkpoint
         restored = _restored(checkpoint.load(), n, question.rows.shape[1])
         _check_twins(kind, audit, restored)
         for i, v, m, t in restored:
@@ -175,7 +176,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
     if checkpoint is not None:
         checkpoint.save(_state(verdicts, methods, twins))
     found = [i for i, t in enumerate(twins) if t is not None]
-    rechecked = kind.margins(np.stack([twins[i] for i in found])) > 0 if found else []
+    rechecked: np.ndarray | list[bool] = kind.margins(np.stack([twins[i] for i in found])) > 0 if found else []
     twin_labels: list[int | None] = [None] * n
     for i, label in zip(found, rechecked):
         twin_labels[i] = int(label)
@@ -380,12 +381,14 @@ def enumerate_balls(
             offset += len(twins_of[k])
             differs = (np.abs(m) > kind.tol) & ((m > 0) != (audit.labels[rows[k]] == 1))
             if differs.any():
-                out.verdicts.append(UNFAIR), out.methods.append(method), out.twins.append(y[int(np.argmax(differs))])
+                verdict, why, twin = UNFAIR, method, y[int(np.argmax(differs))]
             elif np.any(np.abs(m) <= kind.tol):
-                out.verdicts.append(UNKNOWN), out.methods.append("twin margin within rounding tolerance")
-                out.twins.append(None)
+                verdict, why, twin = UNKNOWN, "twin margin within rounding tolerance", None
             else:
-                out.verdicts.append(FAIR), out.methods.append(method), out.twins.append(None)
+                verdict, why, twin = FAIR, method, None
+            out.verdicts.append(verdict)
+            out.methods.append(why)
+            out.twins.append(twin)
         start = stop
     return out
 
