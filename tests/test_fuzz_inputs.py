@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import hostile_files as hf
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from faircert.checkpoint import Checkpoint
@@ -723,6 +723,7 @@ def test_fuzz_saved_population_bytes(capsys, population_case, tmp_path_factory, 
 @pytest.mark.parametrize("kind", ["bayesnet", "independent"])
 @FAST
 @given(ops=st.lists(JSON_OPS, min_size=1, max_size=3))
+@example(ops=[("nest", 214, 0), ("huge", 2630, 0)])  # a state so large the score overflowed
 def test_fuzz_saved_population_fields(capsys, population_case, tmp_path_factory, kind, ops):
     doc = json.loads(population_case.saved[kind])
     for op in ops:

@@ -363,6 +363,11 @@ def score_tables(model: LinearModel, population: DiscretePopulation) -> Scores:
     missing = [c for c in model.columns if c not in population.variables]
     if missing:
         raise DataError(f"the population has no variable for model column(s) {missing}")
+    overflow = [name for name, c in contrib.items() if not np.all(np.isfinite(c))]
+    if overflow:
+        raise DataError(
+            f"the model's score overflows on states of population variable(s) {overflow}: check their values"
+        )
     exact = _exact_sums(model, population, contrib)
     total = abs(model.intercept) + sum(float(m.max(initial=0.0)) for m in magnitude.values())
     n_terms = len(contrib) + model.n_features + 8
