@@ -5,10 +5,10 @@ import itertools
 import numpy as np
 import pytest
 from boxes_oracle import random_network
-from test_network_complete import _brute_region, check_pair, small_case
+from test_network_complete import assert_brute_force_verdicts, small_case
 
 from faircert.engines.network import complete
-from faircert.engines.network.complete import FAIR, UNFAIR, decide_regions
+from faircert.engines.network.complete import decide_regions
 from faircert.engines.network.partitions import partition_grid
 from faircert.engines.network.phases import prove_by_phases
 from faircert.engines.network.problem import Problem
@@ -77,9 +77,5 @@ def test_partitions_with_neuron_splits_equal_brute_force(seed, eps, monkeypatch)
     pb = Problem.build(net, prop)
     lo, hi = partition_grid(pb, 3)
     out = decide_regions(pb, lo, hi, time_limit=60)
-    for k in range(lo.shape[0]):
-        truth = _brute_region(pb, lo[k], hi[k])
-        assert out.verdict[k] == (UNFAIR if truth else FAIR)
-        if truth:
-            check_pair(out.pairs[k], dom, eps or {})
+    assert_brute_force_verdicts(pb, lo, hi, out, dom, eps)
     assert out.stats["phases_s"] > 0
