@@ -37,3 +37,15 @@ def test_the_modules_excused_from_type_checking_only_shrink():
     for name in excused:  # each names a module that exists
         path = package.joinpath(*name.split("."))
         assert path.with_suffix(".py").exists() or (path / "__init__.py").exists(), name
+
+
+def test_the_contracts_are_checked_strictly():
+    """The protocols engines rely on (models, populations, metrics, progress, run limits) are typed
+    in full: no untyped or partly typed function, no bare generic, no `Any` returned."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = [o for o in config["overrides"] if o.get("disallow_untyped_defs")]
+    modules = {m for o in strict for m in o["module"]}
+    assert {"faircert.engines.protocols", "faircert.metrics.base", "faircert.progress"} <= modules
+    assert all(o.get(flag) for o in strict for flag in ("disallow_any_generics", "warn_return_any"))
+    excused = {m for o in config["overrides"] if o.get("ignore_errors") for m in o["module"]}
+    assert not modules & excused
