@@ -11,7 +11,7 @@ import pytest
 
 import faircert
 from faircert.engines.probability.bounds import Stop, group_bounds
-from faircert.engines.probability.refine import Budget
+from faircert.engines.probability.refine import RefineOptions
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.population.discrete import DiscretePopulation, Variable
@@ -29,12 +29,14 @@ TRUE_DI = 0.2 / 0.7
 
 def test_a_decided_run_says_so_and_an_undecided_one_refines_to_the_end():
     decided = group_bounds(
-        NETWORK, _population(), protected="P", budget=Budget(time_limit=30), stop=Stop(threshold=0.8)
+        NETWORK, _population(), protected="P", budget=RefineOptions(time_limit=30), stop=Stop(threshold=0.8)
     )
     assert decided.verdict == "unfair" and decided.stats["stopped"] == "threshold decided"
     # the threshold on the true DI: refining cannot decide it, so it refines until every box is decided
     # (it used to stop, undecided, once the groups' intervals were 1e-3 wide)
-    at = group_bounds(NETWORK, _population(), protected="P", budget=Budget(time_limit=30), stop=Stop(threshold=TRUE_DI))
+    at = group_bounds(
+        NETWORK, _population(), protected="P", budget=RefineOptions(time_limit=30), stop=Stop(threshold=TRUE_DI)
+    )
     assert at.verdict == "unknown" and at.stats["stopped"] == "converged"
     assert at.metrics["di"].low == pytest.approx(TRUE_DI, abs=1e-12)
     assert at.metrics["di"].high == pytest.approx(TRUE_DI, abs=1e-12)
@@ -49,7 +51,7 @@ def test_a_run_out_of_time_says_budget_within_its_time_limit():
         [rng.normal(size=(30, 8)), rng.normal(size=(1, 30))], [rng.normal(size=30), np.array([0.1])], input_names=names
     )
     start = time.monotonic()
-    r = group_bounds(net, pop, protected="v0", budget=Budget(time_limit=1.0), stop=Stop(threshold=0.8))
+    r = group_bounds(net, pop, protected="v0", budget=RefineOptions(time_limit=1.0), stop=Stop(threshold=0.8))
     assert time.monotonic() - start < 3.0
     assert r.stats["stopped"] == "budget" and r.verdict == "unknown"
 

@@ -17,14 +17,14 @@ from test_equalized_odds_populations import NET, PROGRAM
 
 import faircert
 from faircert.checkpoint import Checkpoint
-from faircert.engines.probability import refine
+from faircert.engines.boxes import budget
 from faircert.errors import PropertyError
 
 
 def _stop_after(monkeypatch, steps: int) -> None:
     """A stop request once the refinements have taken `steps` steps in all (as a SIGINT would)."""
     calls = iter(range(10**6))
-    monkeypatch.setattr(refine, "stop_requested", lambda: next(calls) >= steps)
+    monkeypatch.setattr(budget, "stop_requested", lambda: next(calls) >= steps)
 
 
 def _program(tmp_path, **options):

@@ -18,6 +18,7 @@ from test_network_parallel import MEDIUM, brute_force_case
 
 import faircert
 from faircert.checkpoint import Checkpoint, pack, unpack
+from faircert.engines.boxes import budget
 from faircert.engines.boxes.workers import Parallelism
 from faircert.engines.network import complete
 from faircert.engines.network.decide import decide_network
@@ -48,7 +49,7 @@ def _checkpoint(path, every=0.0, source=None):
 def _stop_after(monkeypatch, rounds: int) -> None:
     """A stop request once the branch and bound has run `rounds` rounds (as a SIGINT would)."""
     calls = iter(range(10**6))
-    monkeypatch.setattr(complete, "stop_requested", lambda: next(calls) >= rounds)
+    monkeypatch.setattr(budget, "stop_requested", lambda: next(calls) >= rounds)
 
 
 def _truth(net, prop, size=SIZE):

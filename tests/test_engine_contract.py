@@ -42,6 +42,7 @@ from faircert.population import DiscretePopulation, Variable
 from faircert.progress import ProgressEvent
 from faircert.properties import RowAudit, UnfairSamples, individual_fairness
 from faircert.results.base import SCHEMA_VERSION, Verdict
+from faircert.results.verify import Result
 
 LEAF = -1
 
@@ -394,6 +395,8 @@ def test_engine_contract(name):
     assert payload["engine"] == name  # results name the engine as the registry does
     if isinstance(answer, Verdict):
         assert payload["schema_version"] == SCHEMA_VERSION and payload["faircert_version"] == __version__
+        if isinstance(answer, Result):  # every case here finishes well inside its time limit
+            assert payload["stopped"] == "done"
         assert payload["verdict"] == answer.verdict
         assert json.loads(json.dumps(payload)) == payload
 
@@ -488,6 +491,7 @@ def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(ma
             assert max(g.high - g.low for g in answer.groups) < 0.05
         return
     assert answer.verdict in ("unknown", "unfair")
+    assert answer.stopped == "time limit"
     if hasattr(answer, "ratio_low"):
         assert answer.verdict == "unknown" and answer.ratio_low <= RATIO <= answer.ratio_high
     else:

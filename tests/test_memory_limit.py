@@ -56,6 +56,7 @@ def _fair_case():
 
 def _partial(result) -> None:
     assert result.stats["stopped"] == "memory limit" and result.stats["memory_limited"]
+    assert result.stopped == "memory limit"
     assert result.undecided > 0 and result.verdict == "unknown" and result.falsified == 0
     assert abs(result.certified + result.falsified + result.undecided - 1) < 1e-12
 
@@ -74,6 +75,7 @@ def test_the_complete_decision_stops_at_the_limit():
         net, dom, protected=["p", "q"], epsilon={"b": 1}, partition_size=2, workers=1, memory_limit=MIN_BYTES
     )
     assert res.stats["stopped"] == "memory limit" and res.decision["unknown"] > 0 and res.verdict != "fair"
+    assert res.stopped == "memory limit"
 
 
 def test_the_probability_bounds_stop_at_the_limit(tmp_path):

@@ -82,6 +82,7 @@ def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     for key in ("boxes_examined", "boxes_bounded", "boxes_grown", "rounds", "cuts", "counterexamples_found"):
         assert one.stats[key] == two.stats[key], key
     assert 3000 <= one.stats["boxes_examined"] < 3000 + 512 and one.stats["box_budget_reached"]
+    assert one.stopped == two.stopped == "box budget"
     assert [(c.x, c.x_prime) for c in one.counterexamples] == [(c.x, c.x_prime) for c in two.counterexamples]
     check_counterexamples(net, two)
     # the driver draws the statistical estimate's samples from the run's seed, after the same rounds

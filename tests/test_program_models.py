@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import norm
 
 from faircert.engines.probability.bounds import Stop, group_bounds
-from faircert.engines.probability.refine import Budget
+from faircert.engines.probability.refine import RefineOptions
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
@@ -23,7 +23,7 @@ def _exact_linear(w_a, w_s, w_b, c, s):
 
 def test_linear_model_under_gaussians_brackets_the_exact_rates():
     model = LinearModel.plain([1.0, -0.6, 0.5], -0.4, ["a", "s", "b"])
-    r = group_bounds(model, POP, protected="s", budget=Budget(time_limit=10), stop=Stop(threshold=0.8))
+    r = group_bounds(model, POP, protected="s", budget=RefineOptions(time_limit=10), stop=Stop(threshold=0.8))
     exact = {s: _exact_linear(1.0, -0.6, 0.5, -0.4, s) for s in (0, 1)}
     for g in r.groups:
         assert g.low <= exact[int(g.group["s"])] <= g.high
@@ -50,7 +50,7 @@ def test_relu_network_brackets_monte_carlo():
         [rng.normal(size=6), np.array([0.2])],
         input_names=["a", "s", "b"],
     )
-    r = group_bounds(net, POP, protected="s", budget=Budget(time_limit=5), stop=Stop(target_width=2e-3))
+    r = group_bounds(net, POP, protected="s", budget=RefineOptions(time_limit=5), stop=Stop(target_width=2e-3))
     _assert_groups_bracket_monte_carlo(net, r, rng)
 
 
@@ -61,7 +61,7 @@ def test_tree_ensemble_exact_leaf_probabilities():
     model = TreeEnsemble([stump_a, stump_s], n_features=3, feature_names=["a", "s", "b"], input_float32=False)
     # threshold 1: DI = 1 exactly is never decided, so the bounds tighten to target_width
     r = group_bounds(
-        model, POP, protected="s", budget=Budget(time_limit=5), stop=Stop(threshold=1.0, target_width=1e-3)
+        model, POP, protected="s", budget=RefineOptions(time_limit=5), stop=Stop(threshold=1.0, target_width=1e-3)
     )
     # positive iff a >= 0.5 (score 1 +- 0.3 > 0); a < 0.5 gives -1 +- 0.3 < 0
     exact = 1 - norm.cdf(0.5)
@@ -77,13 +77,13 @@ def test_population_program_feeds_a_model():
         "b = gaussian(0, 1)\nsensitiveAttribute(s < 1)\n"
     )
     model = LinearModel.plain([1.0, 0.0, 1.0], 0.0, ["a", "s", "b"])
-    r = group_bounds(model, program, budget=Budget(time_limit=10))
+    r = group_bounds(model, program, budget=RefineOptions(time_limit=10))
     exact = {True: 1 - norm.cdf(1 / np.sqrt(2)), False: 1 - norm.cdf(-1 / np.sqrt(2))}
     for g in r.groups:
         (flag,) = g.group.values()
         assert g.low <= exact[flag] <= g.high
     assert r.verdict == "unfair"  # DI = 0.24 / 0.76
-    r2 = group_bounds(model, program, protected="s >= 1", budget=Budget(time_limit=10))
+    r2 = group_bounds(model, program, protected="s >= 1", budget=RefineOptions(time_limit=10))
     assert {tuple(g.group.values())[0] for g in r2.groups} == {True, False}
 
 
@@ -142,7 +142,7 @@ def test_network_under_a_discrete_bayesian_network_matches_enumeration(seed):
         [rng.normal(size=5), np.array([0.5])],
         input_names=["a", "s", "b"],
     )
-    r = group_bounds(net, pop, budget=Budget(time_limit=10), stop=Stop(threshold=None, target_width=1e-9))
+    r = group_bounds(net, pop, budget=RefineOptions(time_limit=10), stop=Stop(threshold=None, target_width=1e-9))
     for g in r.groups:
         sv = 0 if g.group["s"] == "f" else 1
         num = den = 0.0
@@ -161,7 +161,9 @@ def test_deeper_network_with_symbolic_bounds_brackets_monte_carlo():
         [rng.normal(size=8), rng.normal(size=6), np.array([0.3])],
         input_names=["a", "s", "b"],
     )
-    r = group_bounds(net, POP, protected="s", budget=Budget(time_limit=8), stop=Stop(threshold=None, target_width=5e-3))
+    r = group_bounds(
+        net, POP, protected="s", budget=RefineOptions(time_limit=8), stop=Stop(threshold=None, target_width=5e-3)
+    )
     _assert_groups_bracket_monte_carlo(net, r, rng)
     for g in r.groups:
         assert g.high - g.low < 0.05

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from faircert.engines.boxes.budget import Budget
 from faircert.engines.boxes.frontier import Frontier
 from faircert.engines.boxes.shards import Shard, Step, refine
 from faircert.engines.boxes.sums import ExactSum
@@ -99,7 +100,7 @@ class Count:
 def _run(settler, parallel=None, max_boxes=None, limit_bytes=None):
     parallel = Parallelism() if parallel is None else parallel
     shard = Shard(settler, np.ones(2, dtype=bool), 64, None, Count(), limit_bytes)
-    return refine(shard, np.zeros((1, 2)), np.full((1, 2), float(SIDE)), math.inf, parallel, max_boxes)
+    return refine(shard, np.zeros((1, 2)), np.full((1, 2), float(SIDE)), Budget(math.inf, max_boxes), parallel)
 
 
 def _totals(out):
@@ -114,7 +115,9 @@ def test_the_same_totals_for_one_two_and_three_workers():
             assert _totals(_run(Halves(), Parallelism(workers=n), budget)) == one
     settled, unfair, examined, boxes, complete, found = one
     assert complete and settled == SIDE * SIDE and unfair == SIDE * SIDE // 2
-    budgeted = _totals(_run(Halves(), max_boxes=3000))
+    budgeted = _run(Halves(), max_boxes=3000)
+    assert budgeted.stopped == "box budget" and _run(Halves()).stopped == "done"
+    budgeted = _totals(budgeted)
     assert not budgeted[4] and 3000 <= budgeted[2] < examined and budgeted[0] < SIDE * SIDE
 
 
@@ -141,17 +144,19 @@ def test_a_worker_killed_mid_run_loses_no_box(tmp_path):
 
 def test_the_memory_limit_holds_per_worker():
     out = _run(Halves(), Parallelism(workers=2), limit_bytes=200 * 32)  # 200 open boxes of 2 x 2 float64
-    assert not out.complete and out.totals.memory_limited
+    assert not out.complete and out.totals.memory_limited and out.stopped == "memory limit"
     assert float(out.totals.sums["settled"]) < SIDE * SIDE
     assert out.totals.open_boxes > 200  # each worker held up to its own limit
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_stop_request_ends_with_sound_partial_sums(monkeypatch, workers):
-    from faircert.engines.boxes import shards
+    from faircert.engines.boxes import budget, shards
 
     calls = iter(range(10**6))
-    monkeypatch.setattr(shards, "stop_requested", lambda: next(calls) >= 3)
+    for module in (shards, budget):  # the shards' steps and the driver's loop
+        monkeypatch.setattr(module, "stop_requested", lambda: next(calls) >= 3)
     out = _run(Halves(), Parallelism(workers=workers))
     assert not out.complete and float(out.totals.sums["settled"]) < SIDE * SIDE
+    assert out.stopped == "interrupted"
     assert _open_size(out) + float(out.totals.sums["settled"]) == SIDE * SIDE

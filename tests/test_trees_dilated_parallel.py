@@ -73,7 +73,7 @@ def test_one_and_two_workers_agree_under_a_box_budget_and_reach_the_exact_measur
     ]
     _same_run(*stopped)
     one = stopped[0]
-    assert not one.complete and one.stats["examined"] >= budget, name
+    assert not one.complete and one.stats["examined"] >= budget and one.stopped == "box budget", name
     assert one.bounds[0] <= truth <= one.bounds[1] and one.bounds[1] - one.bounds[0] > 0, name
     assert one.open_parts is not None and len(one.open_boxes()[0]) > 0
     full = [quantify(ir, prop, options=TreeOptions(method="refinement", parallel=Parallelism(w))) for w in (1, 2)]

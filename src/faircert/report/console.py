@@ -130,9 +130,18 @@ def result_table(result: Result) -> Table:
             )
     table.add_row("counterexamples (re-checked)", f"{len(result.counterexamples):,}")
     table.add_row("engine / time", f"{result.engine} / {result.elapsed_s:.2f} s")
-    if (result.stats or {}).get("memory_limited"):
-        table.add_row("stopped early", "[yellow]memory limit reached (--memory-limit) before the time limit[/]")
+    if result.stopped not in ("", "done"):
+        table.add_row("stopped by", f"[yellow]{STOP_HINTS.get(result.stopped, result.stopped)}[/]")
     return table
+
+
+#: What each early stop means to the person reading the table.
+STOP_HINTS = {
+    "time limit": "the time limit (--time-limit)",
+    "box budget": "the box budget (--max-boxes)",
+    "memory limit": "the memory limit (--memory-limit), before the time limit",
+    "interrupted": "a stop request (Ctrl-C)",
+}
 
 
 def print_result(result: Result, max_examples: int = 3) -> None:

@@ -80,6 +80,9 @@ class Result(Verdict):
     #: The measure of the shares: "uniform" (grid counts and volume), "independent" (the data's
     #: marginals), "empirical" (the data's rows) or "rows" (the rows given)
     population: str = "uniform"
+    #: Why the run ended: "done" (nothing left open), "time limit", "interrupted", "box budget" or
+    #: "memory limit" (`engines.boxes.budget`).
+    stopped: str = ""
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -145,6 +148,7 @@ class Result(Verdict):
             "feature_names": list(self.feature_names),
             "stats": self.stats,
             "population": self.population,
+            "stopped": self.stopped,
         }
         if self.categories:
             out["categories"] = {k: list(v) for k, v in self.categories.items()}

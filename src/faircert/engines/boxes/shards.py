@@ -40,6 +40,7 @@ import numpy as np
 from ... import memory
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from .budget import DONE, Budget
 from .frontier import Frontier, records_text, text_records
 from .sums import ExactSum
 from .workers import LOST, SERIAL, Parallelism, usable_cores
@@ -257,6 +258,7 @@ class Refined:
     open_entries: list | None
     totals: Progress
     workers: int = 0  # how many workers held shares (0: all was refined here)
+    stopped: str = DONE  # why the refinement ended (`budget`)
 
 
 @dataclass
@@ -294,16 +296,16 @@ def refine(
     shard: Shard,
     lo: np.ndarray,
     hi: np.ndarray,
-    deadline: float,
+    budget: Budget,
     parallel: Parallelism = SERIAL,
-    max_boxes: int | None = None,
     on_progress=None,
     saving: Saving | None = None,
 ) -> Refined:
-    """Refine the boxes (lo, hi) with `shard`'s settler until none is open, the deadline, a stop
-    request, a shard's memory limit or (at the end of a level) `max_boxes` examined boxes;
+    """Refine the boxes (lo, hi) with `shard`'s settler until none is open or the `budget` ends it:
+    its deadline, a stop request, a shard's memory limit or (at the end of a level) its box budget;
     `on_progress(totals, restarts)` after every slice. With `saving`, from its state when it has one
     (whose boxes must lie in the box around lo and hi), writing checkpoints when due and at the end."""
+    max_boxes, deadline = budget.max_boxes, budget.left() + time.monotonic()
     local = shard.fresh()
     if saving is not None and saving.state is not None:
         tau = _restored(local, saving.state, lo.min(axis=0), hi.max(axis=0), max_boxes)
@@ -317,9 +319,6 @@ def refine(
     parts, pool = [local.progress(tau)], None
     complete = True
 
-    def stop() -> bool:
-        return time.monotonic() > deadline or stop_requested()
-
     with _Maybe(parallel, shard) as opened:
         if parallel.ray_address:  # joined at once: an unreachable cluster is an error even on a small run
             opened.start()
@@ -327,16 +326,13 @@ def refine(
             total = _sum(parts)
             if on_progress is not None:
                 on_progress(total, opened.restarts)
-            if total.finished or all(p.idle for p in parts):
+            # the box budget is checked at the end of a level only, where the shares do not depend
+            # on how the boxes were dealt; a shard's memory limit ends the run once all are idle
+            examined = total.examined if total.level_done else None
+            if total.finished or budget.spent(examined=examined, memory_full=all(p.idle for p in parts)):
                 complete = total.finished and not total.memory_limited
                 break
-            if stop():
-                complete = False
-                break
             if max_boxes is not None and total.level_done:
-                if total.examined >= max_boxes:
-                    complete = False
-                    break
                 tau = min(tau, total.largest) * LEVEL_RATIO  # (no empty levels)
             if saving is not None and saving.checkpoint.due():
                 _save(saving, tau, local, pool, parts, shares)
@@ -360,7 +356,9 @@ def refine(
                     parts[k + 1] = p
         if saving is not None and not _save(saving, tau, local, pool, parts, shares):
             complete = False  # a worker lost meanwhile holds its first share again, unrefined
-        return _gather(local, pool, parts, shares, complete)
+        out = _gather(local, pool, parts, shares, complete)
+        out.stopped = budget.stopped
+        return out
 
 
 def _save(saving: Saving, tau: float, local: Shard, pool, parts: list[Progress], shares) -> bool:

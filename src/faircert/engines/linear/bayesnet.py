@@ -17,6 +17,7 @@ from typing import Any
 from ...models.linear import LinearModel
 from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result
+from ..boxes.budget import Budget
 from ..group import grid
 from ..group.grid import GridEngine
 from ..probability.twins import sampled_counterexamples, sampled_twins
@@ -107,4 +108,5 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
         feature_names=prop.domain.names,
         epsilon_semantics="other_protected_value",
         exact=False,
+        stopped=Budget(deadline).ended(high <= low, bool(stats.get("memory_limited"))),
     )

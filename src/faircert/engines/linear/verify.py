@@ -21,6 +21,7 @@ from ...models.network import ReluNetwork
 from ...progress import ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
+from ..boxes.budget import DONE
 from .count import share_between
 from .relaxed import MAX_MOVING, moving_size, relaxed_share
 from .separable import SeparableScore
@@ -180,6 +181,7 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
         feature_names=prop.domain.names,
         epsilon_semantics="other_protected_value",
         exact=share.exact,
+        stopped=DONE,  # a count, not a refinement: it always finishes
     )
 
 

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ...interrupt import requested as stop_requested
 from ...memory import default_limit
 from ...progress import Progress, ProgressEvent
 from ...results import Counterexample
+from ..boxes.budget import DONE, Budget
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
 from .phases import prove_by_phases
@@ -77,6 +77,7 @@ class RegionOutcome:
     unfair_mass: np.ndarray
     evidence: list[str]
     stats: dict = field(default_factory=dict)
+    stopped: str = DONE  # why the run ended (`boxes.budget`)
 
 
 def recheck(pb: Problem, x: np.ndarray, xp: np.ndarray, a: int, b: int) -> Counterexample | None:
@@ -150,8 +151,8 @@ class BranchAndBound:
         """Decide the regions; with a `checkpoint`, the state is saved between rounds when one is
         due and at the end; with `resume`, the run starts from the state saved there."""
         t0 = time.perf_counter()
-        end = None if time_limit is None else t0 + time_limit
-        self.end = end
+        budget = Budget.of(time_limit, clock=time.perf_counter)
+        end = self.end = budget.deadline
         if resume:
             state = checkpoint.load()
             restore_regions(self.pb, self, state, recheck)
@@ -161,13 +162,7 @@ class BranchAndBound:
                 checkpoint.save(self.state())
             self._drop_decided()
             live = ~self.stuck
-            if not live.any() or (end is not None and time.perf_counter() >= end):
-                break
-            if stop_requested():
-                self.stats["interrupted"] = True
-                break
-            if self.stored_bytes() > self.memory_limit:
-                self.stats["memory_limited"] = True
+            if not live.any() or budget.spent(memory_full=self.stored_bytes() > self.memory_limit):
                 break
             self.stats["rounds"] += 1
             fresh = np.flatnonzero(live & ~self.ripe)
@@ -193,7 +188,8 @@ class BranchAndBound:
             self.fair_mass,
             self.unfair_mass,
             list(self.evidence),
-            dict(self.stats),
+            dict(self.stats, **budget.flags()),
+            budget.stopped,
         )
 
     def state(self) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
 from ...models.network import ReluNetwork
 from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Result
+from ..boxes.budget import DONE, MEMORY_LIMIT, Budget
 from ..boxes.workers import SERIAL, Parallelism
 from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck, regions_event
 from .partitions import partition_grid
@@ -132,6 +132,7 @@ def decide_network(
         epsilon_semantics=epsilon_semantics(prop),
         decision=decision,
         partitions=rows,
+        stopped=out.stopped,
     )
 
 
@@ -182,16 +183,16 @@ def decide_in_parallel(
     if resume:
         restore_regions(job.pb, out, checkpoint.load(), recheck)
     t0 = time.perf_counter()
-    end = None if time_limit is None else t0 + time_limit
+    budget = Budget.of(time_limit, clock=time.perf_counter)
     retry = np.ones(K, dtype=bool)
     # rounds give every chunk a share of the time: the workers start at once, not after a run's first second
     with replace(parallel, start_after=0.0).open(job) as workers:
         slice_s = SLICE_S
         while True:
             todo = np.flatnonzero((out.verdict == UNKNOWN) & retry)
-            left = None if end is None else end - time.perf_counter()
-            if not todo.size or (left is not None and left <= 0.05) or stop_requested():
+            if not todo.size or budget.spent(ahead_s=0.05):
                 break
+            left = None if time_limit is None else budget.left()
             chunks = [c for c in np.array_split(todo, min(todo.size, CHUNKS_PER_WORKER * workers.n)) if c.size]
             share = None if left is None else max(min(slice_s, left * workers.n / len(chunks)), 0.05)
             results = workers.map("decide", [(lo[c], hi[c], share) for c in chunks])
@@ -205,8 +206,9 @@ def decide_in_parallel(
                 report(regions_event(out.verdict, time.perf_counter() - t0))
         out.stats["workers"] = workers.n
         out.stats["workers_restarted"] = workers.restarts
-    if stop_requested():
-        out.stats["interrupted"] = True
+    out.stats.update(budget.flags())
+    # chunks that stopped at their memory limit left their regions open: the run did not end done
+    out.stopped = MEMORY_LIMIT if budget.stopped == DONE and out.stats.get("memory_limited") else budget.stopped
     if checkpoint is not None:
         checkpoint.save(regions_state(job.pb, out))
         out.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
 from ...memory import default_limit
 from ...models.network import ReluNetwork
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
+from ..boxes.budget import DONE, Budget
 from ..boxes.pool import Pool
 from ..boxes.workers import SERIAL, Parallelism
 from .cuts import cut_boxes
@@ -148,12 +148,13 @@ class Refinement:
             t_credit=0.0,
         )
         self.probes = self.probe_hits = 0
+        self.stopped = DONE
 
     # ----- the loop ---------------------------------------------------------------------------
     def refine(self, time_limit: float | None, target: float, max_rounds: int | None = None) -> None:
         """Refine until the time limit, the undecided target, or (for tests) a number of rounds."""
         pb = self.pb
-        end = None if time_limit is None else self.t0 + time_limit * 0.97
+        budget = self.budget(time_limit)
         lo, hi = self.first_batch()
         while True:
             round_started = time.perf_counter()
@@ -162,22 +163,34 @@ class Refinement:
                 pend_lo, pend_hi = self._process(lo, hi)
             self.stats["rounds"] += 1
             self._report()
-            und = self.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
-            if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(self.pool) == 0):
+            if self.finished(target, pend_lo, pend_hi):
                 break
-            now = time.perf_counter()  # stop before a round like the last would end past the limit
-            if end is not None and now + (now - round_started) > end - self._sampling_time(time_limit):
-                break
-            if stop_requested():
-                self.stats["interrupted"] = True
+            # stop before a round like the last would end past the limit
+            ahead = 0.0 if time_limit is None else time.perf_counter() - round_started + self._sampling_time(time_limit)
+            if budget.spent(ahead_s=ahead, memory_full=self.pool_full()):
                 break
             if max_rounds is not None and self.stats["rounds"] >= max_rounds:
                 break
-            if self.pool_full():
-                self.stats["memory_limited"] = True
-                break
             lo, hi = self.next_batch(pend_lo, pend_hi, 4 * self.chunk)
+        self.record_stop(budget)
         self.park(pend_lo, pend_hi)
+
+    def budget(self, time_limit: float | None, max_boxes: int | None = None) -> Budget:
+        """The refinement's limits: the time it leaves the final estimate (3%, besides the
+        estimate's own time that the loops keep free) counted from the run's start."""
+        elapsed = time.perf_counter() - self.t0
+        return Budget.of(time_limit, max_boxes=max_boxes, share=0.97, elapsed=elapsed, clock=time.perf_counter)
+
+    def finished(self, target: float, pend_lo: np.ndarray, pend_hi: np.ndarray) -> bool:
+        """Whether the undecided mass (cut pieces not bounded yet included) is down to `target`,
+        or nothing is left open."""
+        und = self.undecided_mass() + float(self.pb.mass(pend_lo, pend_hi).sum())
+        return und <= target * self.pb.domain_size or (not pend_lo.shape[0] and len(self.pool) == 0)
+
+    def record_stop(self, budget: Budget) -> None:
+        """Keep why the refinement ended, for the result (`stopped`, and its flag in `stats`)."""
+        self.stopped = budget.stopped
+        self.stats.update(budget.flags())
 
     def next_batch(self, pend_lo: np.ndarray, pend_hi: np.ndarray, full: int) -> tuple[np.ndarray, np.ndarray]:
         """The next boxes to bound: the cut pieces of the last round, then the children of the
@@ -550,6 +563,7 @@ class Refinement:
             stats=st,
             feature_names=dom.names,
             epsilon_semantics=epsilon_semantics(self.prop),
+            stopped=self.stopped,
         )
 
     def _undecided_boxes(self):

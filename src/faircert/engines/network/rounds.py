@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ...interrupt import requested as stop_requested
 from ..boxes.workers import Parallelism
 from .resume import COUNTERS, cex_arrays, pool_arrays, restore, state_of, stuck_arrays
 
@@ -127,8 +126,7 @@ def refine_in_rounds(
 
     With a `checkpoint`, the partition is saved between rounds when one is due and at the end;
     with `resume`, the run starts from the partition saved there."""
-    pb = run.pb
-    end = None if time_limit is None else run.t0 + time_limit * 0.97
+    budget = run.budget(time_limit, max_boxes)
     full = ROUND_CHUNKS * CHUNK_CALLS * run.chunk // 2  # pool boxes split per round, at most
     lo = hi = None
     examined = 0
@@ -148,22 +146,14 @@ def refine_in_rounds(
                 if checkpoint is not None and checkpoint.due():
                     checkpoint.save(state_of(run, pend_lo, pend_hi, examined))
             round_s = time.perf_counter() - t
-            und = run.undecided_mass() + float(pb.mass(pend_lo, pend_hi).sum())  # cut pieces are open too
-            if und <= target * pb.domain_size or (not pend_lo.shape[0] and len(run.pool) == 0):
+            if run.finished(target, pend_lo, pend_hi):
                 break
             # a round takes a while: start one only if it can end before the estimate's time
-            if end is not None and time.perf_counter() + round_s > end - run._sampling_time(time_limit):
-                break
-            if stop_requested():
-                run.stats["interrupted"] = True
-                break
-            if max_boxes is not None and examined >= max_boxes:
-                run.stats["box_budget_reached"] = True
-                break
-            if run.pool_full():
-                run.stats["memory_limited"] = True
+            ahead = 0.0 if time_limit is None else round_s + run._sampling_time(time_limit)
+            if budget.spent(examined=examined, memory_full=run.pool_full(), ahead_s=ahead):
                 break
             lo, hi = run.next_batch(pend_lo, pend_hi, full)
+    run.record_stop(budget)
     if checkpoint is not None:
         checkpoint.save(state_of(run, pend_lo, pend_hi, examined))
         run.stats.update(checkpoints=checkpoint.saves, checkpoint_s=checkpoint.save_s)

@@ -36,7 +36,7 @@ from .fairness import (
     weights,
 )
 from .interp import INTERVAL, Interpreter
-from .refine import DEFAULT_BUDGET, Bounds, Budget, refine
+from .refine import DEFAULT_REFINE, Bounds, RefineOptions, refine
 
 _INTERVAL_RUN = Interpreter(INTERVAL)
 
@@ -84,7 +84,7 @@ def program_fairness(
         6,
         stop,
         weights,
-        Budget(time_limit, memory_limit, progress, parallel, checkpoint),
+        RefineOptions(time_limit, memory_limit, progress, parallel, checkpoint),
     )
     return _program_result(prog, spec, b)
 
@@ -145,7 +145,7 @@ def probability(
         1,
         lambda lo, hi: "done" if hi[0] - lo[0] <= tol else None,
         lambda lo, hi: np.ones(1),
-        Budget(time_limit),
+        RefineOptions(time_limit),
     )
     return b.low[0], b.high[0]
 
@@ -192,7 +192,7 @@ def probability_result(
         1,
         verdict,
         lambda lo, hi: np.ones(1),
-        Budget(time_limit, memory_limit, parallel=parallel, checkpoint=checkpoint),
+        RefineOptions(time_limit, memory_limit, parallel=parallel, checkpoint=checkpoint),
     )
     v = b.verdict if b.verdict in ("fair", "unfair") else "unknown"
     stopped = "" if b.verdict else b.exhausted
@@ -258,7 +258,7 @@ def group_bounds(
     protected: str | Sequence[str] | None = None,
     metrics: Sequence[str] = ("di", "sp"),
     stop: Stop = DEFAULT_STOP,
-    budget: Budget = DEFAULT_BUDGET,
+    budget: RefineOptions = DEFAULT_REFINE,
 ):
     """Per-group P[yhat = 1 | group] intervals of `model` under `population` and DI/SP intervals.
 
@@ -267,7 +267,7 @@ def group_bounds(
     observed values of the protected feature(s) (discrete marginals, step bars) or, for a program,
     the truth of its `sensitiveAttribute`. Refinement stops as `stop` says (the metrics decided
     against their thresholds, or every group interval narrow enough), when every box is decided, or
-    when the `budget` ends (`refine.Budget`: time, memory, progress, workers, checkpoint); an
+    when the `budget` ends (`refine.RefineOptions`: time, memory, progress, workers, checkpoint); an
     undecided DI keeps refining while the budget lasts. `stats["stopped"]` says which.
     """
     from .models import model_events
@@ -378,7 +378,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     )
 
     def run(population, protected, metrics, time_limit, stop):
-        budget = Budget(
+        budget = RefineOptions(
             time_limit,
             options.memory_limit,
             progress,

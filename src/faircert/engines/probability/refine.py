@@ -25,9 +25,9 @@ import numpy as np
 
 from ...checkpoint import pack, unpack
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
-from ...memory import STOPPED, default_limit
+from ...memory import default_limit
 from ...progress import Progress, ProgressEvent
+from ..boxes.budget import Budget
 from ..boxes.workers import SERIAL, Parallelism
 
 _U = 2.0**-53
@@ -357,7 +357,7 @@ class Refiner:
 
 
 @dataclass(frozen=True)
-class Budget:
+class RefineOptions:
     """What a refinement may spend and where it reports. The undecided boxes stop growing at
     `memory_limit` bytes (default `memory.default_limit()`). With `parallel`, the trial splits of
     each step are evaluated on its workers, one input per call; the result is the same as in one
@@ -372,7 +372,7 @@ class Budget:
 
 
 #: A minute, the default memory limit, one process, no progress and no checkpoint.
-DEFAULT_BUDGET = Budget()
+DEFAULT_REFINE = RefineOptions()
 
 
 def refine(
@@ -381,7 +381,7 @@ def refine(
     n_events: int,
     decide: Callable[[list[Fraction], list[Fraction]], str | None],
     weights: Callable[[list[Fraction], list[Fraction]], np.ndarray],
-    budget: Budget = DEFAULT_BUDGET,
+    budget: RefineOptions = DEFAULT_REFINE,
 ) -> Bounds:
     """Refine until `decide(low, high)` returns a verdict, every box is decided, or the `budget` ends."""
     if budget.parallel == SERIAL:
@@ -390,10 +390,11 @@ def refine(
         return _refine(marginals, evaluate, n_events, decide, weights, budget, workers)
 
 
-def _refine(marginals, evaluate, n_events, decide, weights, budget: Budget, trials) -> Bounds:
+def _refine(marginals, evaluate, n_events, decide, weights, budget: RefineOptions, trials) -> Bounds:
     time_limit, progress, checkpoint = budget.time_limit, budget.progress, budget.checkpoint
     memory_limit = default_limit() if budget.memory_limit is None else budget.memory_limit
     start = time.perf_counter()
+    limits = Budget.of(time_limit, clock=time.perf_counter)
     r = Refiner(marginals, evaluate, n_events, trials)
     saved = checkpoint.load() if checkpoint is not None else None
     iterations = 0 if saved is None else r.restore(saved)
@@ -408,14 +409,8 @@ def _refine(marginals, evaluate, n_events, decide, weights, budget: Budget, tria
             exhausted = "tight"
             break
         elapsed = time.perf_counter() - start
-        if time_limit is not None and elapsed >= time_limit:
-            exhausted = "time limit"
-            break
-        if stop_requested():
-            exhausted = "interrupted"
-            break
-        if r.nbytes > memory_limit:
-            exhausted = STOPPED
+        if limits.spent(memory_full=r.nbytes > memory_limit):
+            exhausted = limits.stopped
             break
         batch = int(np.clip(len(r.L) // 2, 1, 8192))
         if time_limit is not None and per_split > 0:  # a step must not run far past the time limit

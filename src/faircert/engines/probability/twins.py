@@ -22,9 +22,10 @@ from ...errors import PropertyError
 from ...population.discrete import DiscretePopulation
 from ...progress import Progress
 from ...results import Counterexample, Result, StatisticalEstimate
+from ..boxes.budget import DONE, STOPS
 from ..network.sampling import wilson
 from .models import twin_setup
-from .refine import Budget, refine
+from .refine import RefineOptions, refine
 
 #: Draws from the population for counterexamples and the estimate, and the share of the time
 #: limit kept for them (at least 0.1 s, at most 10 s).
@@ -111,7 +112,7 @@ def answer(
         1,
         lambda low, high: None,
         lambda low, high: np.ones(1),
-        Budget(time_limit=left, memory_limit=options.memory_limit, progress=progress),
+        RefineOptions(time_limit=left, memory_limit=options.memory_limit, progress=progress),
     )
     low, high = float(b.low[0]), float(b.high[0])
     if b.boxes == 0 and low == 0:  # every box proven fair: the upper bound's slack is only rounding
@@ -147,4 +148,5 @@ def answer(
         feature_names=prop.domain.names,
         epsilon_semantics="other_protected_value",
         exact=high == low,
+        stopped=b.exhausted if b.exhausted in STOPS else DONE,  # "tight": as far as refining goes
     )

@@ -23,10 +23,10 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
 from ...progress import Progress, ProgressEvent
 from ...properties import RowAudit
 from ...results.rows import RowsResult
+from ..boxes.budget import Budget
 from ..boxes.workers import SERIAL, Parallelism
 
 #: Twins evaluated per model call (rows x ball points x protected combinations).
@@ -150,7 +150,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
         for i, v, m, t in restored:
             verdicts[i], methods[i], twins[i] = v, m, t
         open_rows = np.array([i for i in open_rows if methods[i] == "not reached"], dtype=np.int64)
-    stopped = "done"
+    budget = Budget(deadline, clock=time.perf_counter)
     done = n - len(open_rows)
     _report(progress, verdicts, t0, done, n)
     chunks = [(open_rows[s : s + ROW_CHUNK],) for s in range(0, len(open_rows), ROW_CHUNK)]
@@ -159,11 +159,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
     job = _Job(kind, audit, None if deadline is None else time.time() + (deadline - time.perf_counter()))
     with parallel.open(job) as pool:
         for start in range(0, len(chunks), parallel.workers):
-            if stop_requested():
-                stopped = "interrupted"
-                break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stopped = "time limit"
+            if budget.spent():
                 break
             batch = chunks[start : start + parallel.workers]
             for (rows,), found in zip(batch, pool.map("decide", batch)):
@@ -203,7 +199,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
         epsilon=prop.epsilon_by_name,
         feature_names=dom.names,
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
-        stopped=stopped,
+        stopped=budget.stopped,
         stats={
             "flip_rows": [bool(v) for v in flip],
             "methods": _tally(methods),

@@ -36,6 +36,7 @@ from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
+from ..boxes.budget import DONE, Budget
 from ..boxes.shards import Saving
 from .boxes import (
     NEG,
@@ -79,6 +80,7 @@ class Quantification:
     kappa: float | None
     elapsed: float
     stats: dict = field(default_factory=dict)
+    stopped: str = DONE  # why the quantification ended (`boxes.budget`)
     known: tuple[float, float] = (0.0, 1.0)  # bounds proven by an earlier phase (see `quantify`)
     # the undecided part of an unfinished refinement: chunks of boxes (lo, hi) with, per box, its
     # open slices (None: all open); see `open_boxes`
@@ -376,6 +378,7 @@ def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
         robustness=prop.robustness,
         kappa=prop.kappa,
         elapsed=time.monotonic() - run.t0,
+        stopped=_stopped(run, tally, complete),
     )
     q.slices = _slices(prop, dlo, dhi)[0]
     q.stats = {
@@ -446,6 +449,7 @@ def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quant
         robustness=prop.robustness,
         kappa=prop.kappa,
         elapsed=time.monotonic() - run.t0,
+        stopped=_stopped(run, tally, complete),
         open_parts=open_parts,
         slices=slo,
     )
@@ -465,6 +469,13 @@ def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quant
     if tally.checkpoints is not None:
         q.stats.update(checkpoints=int(tally.checkpoints), checkpoint_s=float(tally.checkpoint_s))
     return q
+
+
+def _stopped(run: TreeRun, tally: Tally, complete: bool) -> str:
+    """Why a path ended: as its sharded refinement says, else by the run's limits now."""
+    if tally.stopped != DONE:
+        return tally.stopped
+    return Budget(run.deadline).ended(complete, tally.memory_limited)
 
 
 def _early_accounting(run: TreeRun, tally: Tally, slo, rlo, rhi, ydims):

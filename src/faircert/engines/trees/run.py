@@ -12,6 +12,7 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ...properties import IndividualFairness
+from ..boxes.budget import DONE, Budget
 from ..boxes.shards import Progress, Refined, Saving, Shard, refine
 from ..boxes.workers import SERIAL, Parallelism
 from .boxes import NormalisedTrees
@@ -63,6 +64,7 @@ class Tally:
     open_gathered: bool = True
     checkpoints: int | None = None  # None: the run wrote no checkpoint
     checkpoint_s: float = 0.0
+    stopped: str = DONE  # why the refinement ended (`boxes.budget`)
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,9 @@ def refine_into(run: TreeRun, tally: Tally, shard: Shard, saving: Saving | None 
         run.report(tally)
 
     lo, hi = run.dlo[None].copy(), run.dhi[None].copy()
-    out = refine(shard, lo, hi, run.deadline, run.options.parallel, run.options.max_boxes, on_progress, saving)
+    budget = Budget(run.deadline, run.options.max_boxes)
+    out = refine(shard, lo, hi, budget, run.options.parallel, on_progress, saving)
+    tally.stopped = out.stopped
     tally.open_gathered, tally.workers = out.open_entries is not None, out.workers
     if saving is not None:
         tally.checkpoints, tally.checkpoint_s = saving.written, saving.seconds

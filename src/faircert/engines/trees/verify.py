@@ -136,6 +136,7 @@ def verify_trees(
         unfair_size=q.unfair,
         stats=stats,
         feature_names=names,
+        stopped=q.stopped,
     )
 
 
