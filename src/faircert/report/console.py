@@ -113,11 +113,11 @@ def result_table(result: Result) -> Table:
         table.add_row("measure", f"population {result.population}: shares are probabilities")
     if result.exact is not None:
         table.add_row("exact", "yes" if result.exact else "no: sound bounds, their gap is the undecided share")
-    if result.confident_size is not None:  # tree ensembles: the shares above are of these inputs
-        table.add_row("measured inputs (confident)", f"{result.confident_size:.6g}")
-        table.add_row("unfair inputs (proven)", f"{result.unfair_size:.6g}")
-    if result.measure_lower is not None:
-        table.add_row("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]")
+    if result.measure is not None:  # tree ensembles: the shares above are of the confident inputs
+        m = result.measure
+        table.add_row("measured inputs (confident)", f"{m.confident_size:.6g}")
+        table.add_row("unfair inputs (proven)", f"{m.unfair_size:.6g}")
+        table.add_row("measure (sound bounds)", f"[{m.lower:.6f}, {m.upper:.6f}]")
     if result.statistical is not None:
         s = result.statistical
         if s.samples == 0 and s.ci_low == s.ci_high:

@@ -105,8 +105,8 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
         ("undecided", f"{100 * result.undecided:.4f} %"),
         ("domain size", f"{result.domain_size:.6g}"),
     ]
-    if result.measure_lower is not None:
-        rows.append(("measure (sound bounds)", f"[{result.measure_lower:.6f}, {result.measure_upper:.6f}]"))
+    if result.measure is not None:
+        rows.append(("measure (sound bounds)", f"[{result.measure.lower:.6f}, {result.measure.upper:.6f}]"))
     if result.statistical:
         s = result.statistical
         rows.append(

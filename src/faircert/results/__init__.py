@@ -27,7 +27,7 @@ from .group import (
     gap_interval,
 )
 from .program import ProgramResult
-from .verify import Counterexample, Result, StatisticalEstimate
+from .verify import Counterexample, Result, StatisticalEstimate, TreeMeasure
 
 __all__ = [
     "DECISION_TOLERANCE",
@@ -45,6 +45,7 @@ __all__ = [
     "ProgramResult",
     "Result",
     "StatisticalEstimate",
+    "TreeMeasure",
     "Verdict",
     "di_interval",
     "gap_interval",

@@ -41,6 +41,18 @@ class StatisticalEstimate:
 
 
 @dataclass
+class TreeMeasure:
+    """The tree engines' answer in their own terms: sound bounds on M_fair (or M_robust: the share
+    of confident inputs without a counterexample; they meet when the computation converges) and
+    the sizes it is measured on (counts, or volumes for real features)."""
+
+    lower: float
+    upper: float
+    confident_size: float
+    unfair_size: float
+
+
+@dataclass
 class Result(Verdict):
     """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
 
@@ -57,10 +69,7 @@ class Result(Verdict):
     protected: list[str] = field(default_factory=list)
     epsilon: dict[str, float] = field(default_factory=dict)
     #: Tree engines: sound bounds on M_fair / M_robust and the sizes they are measured on.
-    measure_lower: float | None = None
-    measure_upper: float | None = None
-    confident_size: float | None = None
-    unfair_size: float | None = None
+    measure: TreeMeasure | None = None
     #: Engine-specific figures (boxes processed, throughput, ...), for benchmarks and curious users.
     stats: dict[str, Any] = field(default_factory=dict)
     feature_names: list[str] = field(default_factory=list)
@@ -83,6 +92,23 @@ class Result(Verdict):
     #: Why the run ended: "done" (nothing left open), "time limit", "interrupted", "box budget" or
     #: "memory limit" (`engines.boxes.budget`).
     stopped: str = ""
+
+    # the measure's figures as the JSON names them (None for engines that do not measure)
+    @property
+    def measure_lower(self) -> float | None:
+        return None if self.measure is None else self.measure.lower
+
+    @property
+    def measure_upper(self) -> float | None:
+        return None if self.measure is None else self.measure.upper
+
+    @property
+    def confident_size(self) -> float | None:
+        return None if self.measure is None else self.measure.confident_size
+
+    @property
+    def unfair_size(self) -> float | None:
+        return None if self.measure is None else self.measure.unfair_size
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -157,12 +183,10 @@ class Result(Verdict):
         for key in ("epsilon_semantics", "decision", "partitions", "exact"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        if self.measure_lower is not None:
+        if self.measure is not None:
+            m = self.measure
             out.update(
-                measure_lower=self.measure_lower,
-                measure_upper=self.measure_upper,
-                confident_size=self.confident_size,
-                unfair_size=self.unfair_size,
+                measure_lower=m.lower, measure_upper=m.upper, confident_size=m.confident_size, unfair_size=m.unfair_size
             )
         return out
 
@@ -177,8 +201,8 @@ class Result(Verdict):
             f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
             + ({True: "  [exact]", False: "  [sound bounds]"}.get(self.exact, "") if self.exact is not None else ""),
         ]
-        if self.measure_lower is not None:
-            lines.append(f"measure in [{self.measure_lower:.6f}, {self.measure_upper:.6f}]")
+        if self.measure is not None:
+            lines.append(f"measure in [{self.measure.lower:.6f}, {self.measure.upper:.6f}]")
         if self.statistical:
             s = self.statistical
             lines.append(

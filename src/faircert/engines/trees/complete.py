@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -616,7 +616,8 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=No
         verdict = "unfair"
     if verdict == "fair":  # proven: every confident input is fair
         result.certified, result.falsified, result.undecided = 1.0, 0.0, 0.0
-        result.measure_lower = result.measure_upper = 1.0
+        assert result.measure is not None  # the quantifying engine always measures
+        result.measure = replace(result.measure, lower=1.0, upper=1.0)
     result.verdict = verdict
     result.counterexamples = (pairs + result.counterexamples)[: options.max_counterexamples]
     decided = sum(v != "unknown" for v in verdicts)

@@ -132,8 +132,9 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: P
     grid = result.domain_size  # sizes on the stretched grid become probabilities
     result.stats["population_grid"] = grid
     result.domain_size = 1.0
-    result.confident_size /= grid
-    result.unfair_size /= grid
+    m = result.measure
+    assert m is not None  # the uniform engine always measures
+    result.measure = replace(m, confident_size=m.confident_size / grid, unfair_size=m.unfair_size / grid)
     result.model = ir.source or repr(ir)
     result.engine = "tree-population"
     return result

@@ -27,7 +27,7 @@ from ... import memory
 from ...models.trees import TreeEnsemble
 from ...progress import Progress
 from ...properties import IndividualFairness
-from ...results import Counterexample, Result
+from ...results import Counterexample, Result, TreeMeasure
 from ..boxes.workers import Parallelism
 from .open import estimate_unfair_share
 from .quantify import check_not_vacuous, quantify
@@ -130,10 +130,7 @@ def verify_trees(
         model=ir.source or repr(ir),
         protected=prop.protected_names,
         epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
-        measure_lower=lower,
-        measure_upper=upper,
-        confident_size=den,
-        unfair_size=q.unfair,
+        measure=TreeMeasure(lower, upper, den, q.unfair),
         stats=stats,
         feature_names=names,
         stopped=q.stopped,
@@ -159,5 +156,6 @@ def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: P
                 resume=bool(options.resume),
             ),
         )
-    check_not_vacuous(result.confident_size, result.stats["converged"], prop)
+    assert result.measure is not None
+    check_not_vacuous(result.measure.confident_size, result.stats["converged"], prop)
     return result
