@@ -26,6 +26,7 @@ from program_examples import GAUSSIAN_SHIFT_RATIO as RATIO
 from faircert import __version__
 from faircert.domain import Domain, Feature
 from faircert.engines.group.subset_sum import brute_force
+from faircert.engines.protocols import Classifier, Population
 from faircert.engines.registry import ENGINES, find_engine
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
@@ -39,6 +40,8 @@ from faircert.options import (
     VerifyOptions,
 )
 from faircert.population import DiscretePopulation, Variable
+from faircert.population.continuous import ProductPopulation
+from faircert.population.program import ProgramPopulation
 from faircert.progress import ProgressEvent
 from faircert.properties import RowAudit, UnfairSamples, individual_fairness
 from faircert.results.base import SCHEMA_VERSION, Verdict
@@ -367,6 +370,46 @@ CASES: dict[str, Callable[[], Case]] = {
     "program-bounds": _program_case,
     "program-sequential-test": _program_sequential_case,
 }
+
+
+class _Kinds:
+    """A visitor of every kind: says which method the model or population dispatched to."""
+
+    def network(self, model):
+        return "network"
+
+    def trees(self, model):
+        return "trees"
+
+    def linear(self, model):
+        return "linear"
+
+    def product(self, population):
+        return "product"
+
+    def program(self, population):
+        return "program"
+
+    def discrete(self, population):
+        return "discrete"
+
+
+CLASSIFIER_KINDS = {ReluNetwork: "network", TreeEnsemble: "trees", LinearModel: "linear"}
+POPULATION_KINDS = {ProductPopulation: "product", ProgramPopulation: "program", DiscretePopulation: "discrete"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_models_and_populations_meet_the_engines_protocols(name):
+    """What a case hands its engine reaches the engine's code through the protocols: each model IR
+    and population dispatches to the visitor method of its own kind."""
+    case = CASES[name]()
+    if type(case.model) in CLASSIFIER_KINDS:
+        assert isinstance(case.model, Classifier)
+        assert case.model.accept(_Kinds()) == CLASSIFIER_KINDS[type(case.model)]
+        assert len(case.model.named_inputs()) == len(set(case.model.named_inputs())) > 0
+    population = getattr(case.question, "population", None)
+    if type(population) in POPULATION_KINDS:
+        assert isinstance(population, Population) and population.accept(_Kinds()) == POPULATION_KINDS[type(population)]
 
 
 def test_every_engine_has_a_contract_case():

@@ -7,7 +7,7 @@ method for its own kind (double dispatch), and no engine tests which kind it hol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from ..models.linear import LinearModel
@@ -31,6 +31,7 @@ class ClassifierVisitor(Protocol[T_co]):
     def linear(self, model: LinearModel) -> T_co: ...
 
 
+@runtime_checkable
 class Classifier(Protocol):
     """A model IR the population engines label: a ReluNetwork, TreeEnsemble or LinearModel."""
 
@@ -49,6 +50,7 @@ class PopulationVisitor(Protocol[T_co]):
     def discrete(self, population: DiscretePopulation) -> T_co: ...
 
 
+@runtime_checkable
 class Population(Protocol):
     """A population the group engines measure under: independent marginals, a population program
     or a discrete one (independent or a Bayesian network)."""
