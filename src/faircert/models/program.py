@@ -165,9 +165,6 @@ class Program:
     def n_sites(self) -> int:
         return len(self.sites)
 
-    def site_names(self) -> list[str]:
-        return [f"{d.target}@{d.line}" for d in self.sites]
-
     def require(self, *kinds: str) -> None:
         missing = [k for k in kinds if k not in self.annotations]
         if missing:

@@ -259,10 +259,6 @@ class ProductPopulation:
     def of(cls, features: Mapping[str, Marginal | Mapping]) -> ProductPopulation:
         return cls(list(features), [marginal(m, n) for n, m in features.items()])
 
-    def feature_intervals(self, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple]:
-        """name -> (lo, hi, lo_open, hi_open) for CDF boxes given as (N, d) arrays."""
-        return {n: m.interval(lo[:, j], hi[:, j]) for j, (n, m) in enumerate(zip(self.names, self.marginals))}
-
     def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         return {name: m.sample(rng, n) for name, m in zip(self.names, self.marginals)}
 

@@ -206,7 +206,7 @@ def _meet_in_the_middle(tables, classes, bias, low, high, rounding, exact, t0) -
                     break
                 uncertain += [(start + int(r), int(lo_pos[r]), int(hi_pos[r])) for r in rows]
     total = A.size * B.size
-    rechecked = resolved_unfair = resolved_fair = 0
+    rechecked = 0
     if uncertain and not too_many:
         exact_class = _ExactClasses(tables, classes, exact)
         for ia, first, end in uncertain:
@@ -220,10 +220,8 @@ def _meet_in_the_middle(tables, classes, bias, low, high, rounding, exact, t0) -
                     continue  # the class's grid values differ exactly: stays undecided
                 if exact.inside(values):
                     sure += weight
-                    resolved_unfair += weight
                 else:
                     maybe -= weight
-                    resolved_fair += weight
     stats = {
         "halves": [len(names_a), len(names_b)],
         "sums": [int(A.sums.size), int(B.sums.size)],

@@ -10,11 +10,6 @@ import numpy as np
 from . import intervals as iv
 
 
-def draw_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[iv.Iv]:
-    """Interval values of each random site for CDF boxes (N, d), with one dependency bit per site."""
-    return as_intervals(marginal_intervals(marginals, lo, hi))
-
-
 def marginal_intervals(marginals: list, lo: np.ndarray, hi: np.ndarray) -> list[tuple]:
     """(lo, hi, lo_open, hi_open) of each input for CDF boxes (N, d)."""
     return [m.interval(lo[:, j], hi[:, j]) for j, m in enumerate(marginals)]

@@ -464,6 +464,7 @@ def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quant
         "memory_limited": bool(tally.memory_limited),
         "examined": int(tally.examined),
         "workers": int(tally.workers),
+        "workers_restarted": int(tally.workers_restarted),
         "open_boxes_gathered": bool(tally.open_gathered),
     }
     if tally.checkpoints is not None:
