@@ -20,8 +20,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ... import memory
-
 
 def _uint(n: int) -> np.dtype:
     """The smallest unsigned integer type holding 0..n."""
@@ -274,12 +272,3 @@ class OpenParts(Sequence):
     @property
     def nbytes(self) -> int:
         return sum(sum(a.nbytes for a in e) for e in self.entries)
-
-
-def over_memory(frontier: Frontier, stored_bytes: int, acc: dict) -> bool:
-    """Whether the refinement holds too much to go on: its open boxes and `stored_bytes` more
-    (recorded in `acc`)."""
-    if frontier.nbytes + stored_bytes > memory.limit():
-        acc["memory_limited"] = True
-        return True
-    return False

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from ... import memory
 from ...domain import Domain
-from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
-from ..boxes.frontier import Frontier, over_memory
+from ..boxes.budget import MEMORY_LIMIT, Budget
+from ..boxes.frontier import Frontier
 from . import pairs
 
 # Labels and statuses of partition boxes.
@@ -285,7 +285,7 @@ class Partition:
     complete: bool  # False if the time limit stopped the enumeration
     pending_size: float  # size of the unexplored boxes (flagged `tie`) when stopped
     early: np.ndarray | None = None  # bool: already accounted for by the `on_done` callback
-    memory_limited: bool = False  # stopped (incomplete) at the box limit of `engines.boxes.frontier`
+    memory_limited: bool = False  # stopped (incomplete) at the run's memory limit
 
     @property
     def size(self) -> np.ndarray:
@@ -325,16 +325,13 @@ def partition(
     frontier = Frontier(np.ones(lo0.shape[1], dtype=bool), chunk)
     frontier.push(lo0.copy(), hi0.copy(), np.arange(len(lo0)))
     stored = 0
-    stop: dict[str, bool] = {}
+    budget, ended = Budget(deadline), False
     complete, pending = True, 0.0
     while frontier:
         lo, hi, st = frontier.pop()
-        if (
-            stop
-            or time.monotonic() > deadline
-            or stop_requested()
-            or over_memory(frontier, stored + lo.nbytes + hi.nbytes, stop)
-        ):
+        full = frontier.nbytes + stored + lo.nbytes + hi.nbytes > memory.limit()
+        ended = ended or budget.spent(memory_full=full)
+        if ended:
             # unexplored: boxes of unknown label and status
             complete = False
             pending += float(np.prod(hi - lo, axis=1).sum())
@@ -399,7 +396,7 @@ def partition(
         complete,
         pending,
         cat(out_early, (0,), bool),
-        bool(stop),
+        budget.stopped == MEMORY_LIMIT,
     )
 
 
