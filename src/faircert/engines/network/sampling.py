@@ -8,8 +8,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ...interrupt import requested as stop_requested
 from ...results import StatisticalEstimate
+from ..boxes.budget import Budget
 from .problem import Problem
 from .symbolic import bound_twins
 
@@ -130,7 +130,7 @@ class Sampler:
             # points whose window could not be decided widen the interval; more samples cannot help there
             done = share * (s_hi - s_lo) / 2 <= self.halfwidth
             # past the deadline the interval stays as wide as its samples make it
-            late = (deadline is not None and time.perf_counter() > deadline) or stop_requested()
+            late = Budget(deadline, clock=time.perf_counter).spent()
             cap = self.max_samples_eps if self.pb.has_eps else self.max_samples
             if n >= cap or (n >= self.min_samples and (done or late)):
                 break

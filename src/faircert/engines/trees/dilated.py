@@ -29,8 +29,8 @@ import numpy as np
 
 from ...checkpoint import pack, unpack
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
+from ..boxes.budget import Budget
 from ..boxes.frontier import OpenParts, RawBoxes
 from ..boxes.shards import Saving, Shard, Step
 from .boxes import NormalisedTrees, Partition, inner_points
@@ -281,7 +281,7 @@ class DilatedSettler:
         return fair, unfair, cut_f, cut_b
 
     def _expired(self) -> bool:
-        return time.time() > self.deadline
+        return Budget(self.deadline, clock=time.time).spent()  # a worker's or Ray node's own wall clock
 
 
 class _Hood(NamedTuple):
@@ -384,7 +384,7 @@ def find_label(
     slices: np.ndarray,
     want: np.ndarray,
     tol: float,
-    expired: Callable[[], bool] = lambda: False,
+    expired: Callable[[], bool] = lambda: Budget().spent(),
 ) -> tuple[np.ndarray, np.ndarray]:
     """A point of label `want` (+1/-1) in each box (in its slice), or a row of NaN if none, and
     whether each query was answered before the search `expired`. Boxes are cut at the widest tree's
@@ -393,7 +393,7 @@ def find_label(
     resolved = np.ones(len(lo), dtype=bool)
     qid = np.arange(len(lo))
     while len(qid):
-        if expired() or stop_requested():
+        if expired():
             resolved[qid] = ~np.isnan(point[qid, 0])
             break
         vmin, vmax = sb.bounds_at(lo, hi, slices)

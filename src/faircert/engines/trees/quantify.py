@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import PropertyError
-from ...interrupt import requested as stop_requested
 from ...models.trees import TreeEnsemble
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
@@ -309,7 +308,7 @@ def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
     regions = _regions(nt, dlo, dhi, ydims, eps, run.options.regions)
     boxes = sorted(regions, key=lambda r: -float(np.prod(r[1] - r[0])))
     for rlo, rhi in boxes:  # largest first: the bounds tighten fastest
-        if time.monotonic() > run.deadline or stop_requested():
+        if Budget(run.deadline).spent():
             complete = False
             break
         plo, phi = np.maximum(dlo, rlo - eps), np.minimum(dhi, rhi + eps)  # region and its twins
@@ -568,7 +567,7 @@ def _measure_region(
             a_idx = np.nonzero(
                 (part.start == v) & part.confident & certain & (part.label == label) & inside & ~part.early
             )[0]
-            if not len(a_idx) or time.monotonic() > deadline or stop_requested():
+            if not len(a_idx) or Budget(deadline).spent():
                 complete &= not len(a_idx)
                 continue
             other = np.ones(len(part.lo), dtype=bool) if prop.robustness else part.start != v

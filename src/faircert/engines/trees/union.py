@@ -13,12 +13,11 @@ with array operations. Batches are taken depth first and split when their rows e
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...interrupt import requested as stop_requested
+from ..boxes.budget import Budget
 
 BATCH = 1 << 16  # box rows (A and U together) per batch
 
@@ -68,7 +67,7 @@ def covered(
     whole = lambda lo, hi: _Boxes(np.zeros(len(lo), np.int64), np.arange(len(lo)), lo, hi)
     stack = [(r_lo[None], r_hi[None], whole(a_lo, a_hi), whole(u_lo, u_hi))]
     while stack:
-        if time.monotonic() > deadline or stop_requested():
+        if Budget(deadline).spent():
             out.complete = False
             break
         batch = _step(*stack.pop(), out, keep_pieces)
