@@ -77,7 +77,17 @@ def _state(path):
 
 
 @pytest.mark.parametrize(
-    "damage", ["digest", "truncated", "boxes outside", "counterexample outside", "version", "release"]
+    "damage",
+    [
+        "digest",
+        "truncated",
+        "boxes outside",
+        "counterexample outside",
+        "negative count",
+        "count missing",
+        "version",
+        "release",
+    ],
 )
 def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, damage):
     net, dom = large_case()
@@ -102,6 +112,12 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         x = np.full((1, 5), -1e300)
         body["state"]["cex"] = [pack(x), pack(x), pack(np.array([0])), pack(np.array([1]))]
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
+    elif damage in ("negative count", "count missing"):  # consistent files with a counter out of bounds, or none
+        if damage == "negative count":
+            body["state"]["stats"]["cuts"] = -1
+        else:
+            del body["state"]["stats"]["rounds"]
+        Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage == "version":
         body["version"] = 1
         path.write_text(json.dumps(body))
@@ -113,6 +129,8 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         "truncated": "JSON|json",
         "boxes outside": "do not fit",
         "counterexample outside": "do not fit",
+        "negative count": "malformed .*cuts",
+        "count missing": "malformed .*rounds",
         "version": "version 1",
         "release": "written by faircert 0.0.9; this is faircert",
     }[damage]

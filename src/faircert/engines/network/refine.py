@@ -28,6 +28,7 @@ from ...results import Counterexample, Result
 from ..boxes.budget import DONE, Budget
 from ..boxes.pool import Pool
 from ..boxes.workers import SERIAL, Parallelism
+from .counts import Counts
 from .cuts import cut_boxes
 from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
@@ -133,20 +134,8 @@ class Refinement:
         self.fal = 0.0
         self.cex: dict[bytes, tuple] = {}
         self.cex_found = 0
-        self.stats = dict(
-            boxes_bounded=0,
-            boxes_bounded_grow=0,
-            boxes_exact=0,
-            points_exact=0,
-            boxes_grown=0,
-            grow_calls=0,
-            cuts=0,
-            rounds=0,
-            t_bound=0.0,
-            t_exact=0.0,
-            t_grow=0.0,
-            t_credit=0.0,
-        )
+        self.counts = Counts()
+        self.stats: dict[str, Any] = {}  # what the run reports besides its counts
         self.probes = self.probe_hits = 0
         self.stopped = DONE
 
@@ -161,7 +150,7 @@ class Refinement:
             pend_lo = pend_hi = np.empty((0, pb.d))
             if lo is not None and lo.shape[0]:
                 pend_lo, pend_hi = self._process(lo, hi)
-            self.stats["rounds"] += 1
+            self.counts.rounds += 1
             self._report()
             if self.finished(target, pend_lo, pend_hi):
                 break
@@ -169,7 +158,7 @@ class Refinement:
             ahead = 0.0 if time_limit is None else time.perf_counter() - round_started + self._sampling_time(time_limit)
             if budget.spent(ahead_s=ahead, memory_full=self.pool_full()):
                 break
-            if max_rounds is not None and self.stats["rounds"] >= max_rounds:
+            if max_rounds is not None and self.counts.rounds >= max_rounds:
                 break
             lo, hi = self.next_batch(pend_lo, pend_hi, 4 * self.chunk)
         self.record_stop(budget)
@@ -291,8 +280,8 @@ class Refinement:
         pb = self.pb
         t = time.perf_counter()
         bd, own = pb.window_bounds(lo, hi, self.tight)
-        self.stats["t_bound"] += time.perf_counter() - t
-        self.stats["boxes_bounded"] += lo.shape[0]
+        self.counts.t_bound += time.perf_counter() - t
+        self.counts.boxes_bounded += lo.shape[0]
         mass = pb.mass(lo, hi)
         fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
         unfair = np.any(own.lower > pb.tol, axis=1) & np.any(own.upper < -pb.tol, axis=1) & ~fair
@@ -311,7 +300,7 @@ class Refinement:
                 m = pb.mass(cuts.lo, cuts.hi)
                 self.cert += float(m[cuts.fair].sum())
                 self.fal += float(m[cuts.unfair].sum())
-                self.stats["cuts"] += int(cuts.cut.sum())
+                self.counts.cuts += int(cuts.cut.sum())
                 rest = ~(cuts.fair | cuts.unfair)
                 pending.append((cuts.lo[rest], cuts.hi[rest]))
                 keep = ~cuts.cut
@@ -342,7 +331,7 @@ class Refinement:
             a = bd.form_a[:, src]
             fair_forms = (a, bd.form_c[:, src] - (np.abs(a) * pb.eps).sum(axis=3))
         shares = decided_shares(own.form_a[:, src], own.form_c[:, src], lo, hi, pb.discrete, pb.tol, fair_forms)
-        self.stats["t_credit"] += time.perf_counter() - t
+        self.counts.t_credit += time.perf_counter() - t
         return shares
 
     def _push(self, lo, hi, mass, score, prio, fair, unfair) -> None:
@@ -396,16 +385,16 @@ class Refinement:
         r = idx[m]
         t = time.perf_counter()
         glo, ghi, ok = grow(pb, x[m], a[m], b[m], lo[r], hi[r], self.chunk)
-        self.stats["boxes_bounded_grow"] += int(m.size) * (1 + pb.d * RADII)
+        self.counts.boxes_bounded_grow += int(m.size) * (1 + pb.d * RADII)
         gm = pb.mass(glo, ghi)
         use = ok & (gm > 1)
-        self.stats["grow_calls"] += 1
-        self.stats["t_grow"] += time.perf_counter() - t
+        self.counts.grow_calls += 1
+        self.counts.t_grow += time.perf_counter() - t
         if not use.any():
             return has, None
         r, glo, ghi, gm = r[use], glo[use], ghi[use], gm[use]
         self.fal += float(gm.sum())
-        self.stats["boxes_grown"] += int(r.size)
+        self.counts.boxes_grown += int(r.size)
         plo, phi = carve(lo[r], hi[r], glo, ghi, pb.discrete)
         keep = np.ones(lo.shape[0], dtype=bool)
         keep[r] = False
@@ -415,8 +404,8 @@ class Refinement:
         """Counterexamples to grow unfair boxes around now: GROW_BATCH while growth stays within its
         share of the time, or as many as the budget in boxes pays for (1 + d * RADII each)."""
         if self.grow_budget is None:
-            return GROW_BATCH if self.stats["t_grow"] <= GROW_SHARE * (time.perf_counter() - self.t0) else 0
-        left = self.grow_budget - self.stats["boxes_bounded_grow"]
+            return GROW_BATCH if self.counts.t_grow <= GROW_SHARE * (time.perf_counter() - self.t0) else 0
+        left = self.grow_budget - self.counts.boxes_bounded_grow
         return int(min(GROW_BATCH, max(0.0, left) // (1 + self.pb.d * RADII)))
 
     def _record(self, x, xp, a, b) -> None:
@@ -450,9 +439,9 @@ class Refinement:
                 self.cert += float((m - res.unfair).sum())
                 self._record(res.cex_x, res.cex_xp, res.cex_a, res.cex_b)
                 start = end
-        self.stats["boxes_exact"] += lo.shape[0]
-        self.stats["points_exact"] += int(pts.sum())
-        self.stats["t_exact"] += time.perf_counter() - t
+        self.counts.boxes_exact += lo.shape[0]
+        self.counts.points_exact += int(pts.sum())
+        self.counts.t_exact += time.perf_counter() - t
 
     def _exact_slices(self, lo: np.ndarray, hi: np.ndarray) -> None:
         i = int(np.argmax(hi - lo))
@@ -487,7 +476,7 @@ class Refinement:
                 certified=cert,
                 falsified=fal,
                 undecided=und,
-                boxes=self.stats["boxes_bounded"] + self.stats["boxes_exact"],
+                boxes=self.counts.boxes_bounded + self.counts.boxes_exact,
             )
         )
 
@@ -531,7 +520,8 @@ class Refinement:
         else:
             verdict = "unknown"
         elapsed = time.perf_counter() - self.t0
-        st = dict(self.stats)
+        st: dict[str, Any] = self.counts.to_dict() | self.stats
+        bounded = self.counts.boxes_bounded + self.counts.boxes_bounded_grow
         credited_fair, credited_unfair = self.pool.credited()
         st.update(
             elapsed_refine_s=t_refine,
@@ -539,8 +529,8 @@ class Refinement:
             pool=len(self.pool),
             twins=pb.n_twins,
             counterexamples_found=self.cex_found,
-            boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) / max(t_refine, 1e-9),
-            twin_boxes_per_s=(st["boxes_bounded"] + st["boxes_bounded_grow"]) * pb.n_twins / max(t_refine, 1e-9),
+            boxes_per_s=bounded / max(t_refine, 1e-9),
+            twin_boxes_per_s=bounded * pb.n_twins / max(t_refine, 1e-9),
             tolerance=pb.tol,
             full_crown=self.tight,
             credited_fair=credited_fair / pb.domain_size,

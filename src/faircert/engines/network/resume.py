@@ -16,21 +16,8 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_state, unpack
 from ...errors import PropertyError
+from .counts import Counts
 
-#: The refinement's counters: what each chunk reports to the driver, and what a checkpoint carries.
-COUNTERS = (
-    "boxes_bounded",
-    "boxes_bounded_grow",
-    "boxes_exact",
-    "points_exact",
-    "boxes_grown",
-    "grow_calls",
-    "cuts",
-    "t_bound",
-    "t_exact",
-    "t_grow",
-    "t_credit",
-)
 POOL = ("lo", "hi", "mass", "split", "prio", "fair", "unfair")
 
 
@@ -83,7 +70,7 @@ def state_of(run: Any, pend_lo: np.ndarray, pend_hi: np.ndarray, examined: int) 
         "cex_found": run.cex_found,
         "probes": run.probes,
         "probe_hits": run.probe_hits,
-        "stats": {k: run.stats[k] for k in COUNTERS + ("rounds",)},
+        "stats": run.counts.to_dict(),
         "pool": {name: pack(a) for name, a in zip(POOL, pool_arrays(run))},
         "stuck": [pack(a) for a in stuck_arrays(run)],
         "pending": [pack(pend_lo), pack(pend_hi)],
@@ -105,8 +92,9 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
         pend = [unpack(a, "f8", d) for a in _pair(state["pending"])]
         cx, cxp = unpack(state["cex"][0], "f8", d), unpack(state["cex"][1], "f8", d)
         ca, cb = unpack(state["cex"][2], "i8"), unpack(state["cex"][3], "i8")
-        scalars = [state[k] for k in ("cert", "fal")] + [state["stats"][k] for k in COUNTERS]
-        counts = [state[k] for k in ("examined", "cex_found", "probes", "probe_hits")] + [state["stats"]["rounds"]]
+        scalars = [state[k] for k in ("cert", "fal")]
+        counts = [state[k] for k in ("examined", "cex_found", "probes", "probe_hits")]
+        done = Counts.of_state(state["stats"])
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise PropertyError(
             f"checkpoint: its state is incomplete or malformed ({type(exc).__name__}: {str(exc)[:80]})"
@@ -140,9 +128,7 @@ def restore(run: Any, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, in
     run.cex = {cx[i].tobytes() + cxp[i].tobytes(): (cx[i], cxp[i], int(ca[i]), int(cb[i])) for i in range(cx.shape[0])}
     run.cex_found = state["cex_found"]
     run.probes, run.probe_hits = state["probes"], state["probe_hits"]
-    for k in COUNTERS:
-        run.stats[k] = state["stats"][k]
-    run.stats["rounds"] = state["stats"]["rounds"]
+    run.counts = done
     return pend[0], pend[1], state["examined"]
 
 

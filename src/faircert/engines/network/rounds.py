@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..boxes.workers import Parallelism
-from .resume import COUNTERS, cex_arrays, pool_arrays, restore, state_of, stuck_arrays
+from .counts import Counts
+from .resume import cex_arrays, pool_arrays, restore, state_of, stuck_arrays
 
 #: chunks a round holds at most: fixed, so that a run limited by boxes is the same for any worker count
 ROUND_CHUNKS = 8
@@ -50,7 +51,7 @@ class Batch:
     pend_hi: np.ndarray
     cex: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     cex_found: int
-    stats: dict
+    counts: Counts
     probes: int
     probe_hits: int
 
@@ -82,7 +83,7 @@ class ChunkWork:
             pend_hi,
             cex_arrays(run),
             run.cex_found,
-            {k: run.stats[k] for k in COUNTERS},
+            run.counts,
             run.probes,
             run.probe_hits,
         )
@@ -98,8 +99,7 @@ def absorb(run: Any, b: Batch) -> None:
         run.stuck_hi.append(b.stuck_hi)
     run._record(*b.cex)
     run.cex_found += b.cex_found - b.cex[0].shape[0]  # found in the chunk beyond the ones it kept
-    for k in COUNTERS:
-        run.stats[k] += b.stats[k]
+    run.counts.absorb(b.counts)
     run.probes += b.probes
     run.probe_hits += b.probe_hits
 
@@ -170,9 +170,9 @@ def _round(
         examined += lo.shape[0]
         # growth may catch up to its share of the boxes bounded by the end of this round;
         # the first chunk gets it all: split eight ways it would often pay for no growth
-        budget = max(0.0, GROW_WORK * (run.stats["boxes_bounded"] + lo.shape[0]) - run.stats["boxes_bounded_grow"])
+        budget = max(0.0, GROW_WORK * (run.counts.boxes_bounded + lo.shape[0]) - run.counts.boxes_bounded_grow)
         tasks = [
-            (lo[s], hi[s], (run.seed, run.stats["rounds"], i), budget if i == 0 else 0.0)
+            (lo[s], hi[s], (run.seed, run.counts.rounds, i), budget if i == 0 else 0.0)
             for i, s in enumerate(chunks(lo.shape[0], run.chunk))
         ]
         pend = []
@@ -182,7 +182,7 @@ def _round(
         pend_lo = np.concatenate([p[0] for p in pend])
         pend_hi = np.concatenate([p[1] for p in pend])
         run.stats["workers_restarted"] = workers.restarts
-    run.stats["rounds"] += 1
+    run.counts.rounds += 1
     run.stats["boxes_examined"] = examined
     run._report()
     return pend_lo, pend_hi, examined
