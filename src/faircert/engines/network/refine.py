@@ -129,7 +129,8 @@ class Refinement:
     def clear(self) -> None:
         """Empty the partition and the evidence: decided masses, pool, stuck boxes, counters."""
         self.pool = Pool(self.pb.d)
-        self.stuck_lo, self.stuck_hi = [], []
+        self.stuck_lo: list[np.ndarray] = []
+        self.stuck_hi: list[np.ndarray] = []
         self.cert = 0.0
         self.fal = 0.0
         self.cex: dict[bytes, tuple] = {}
@@ -148,7 +149,7 @@ class Refinement:
         while True:
             round_started = time.perf_counter()
             pend_lo = pend_hi = np.empty((0, pb.d))
-            if lo is not None and lo.shape[0]:
+            if lo is not None and hi is not None and lo.shape[0]:
                 pend_lo, pend_hi = self._process(lo, hi)
             self.counts.rounds += 1
             self._report()

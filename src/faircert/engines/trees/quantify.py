@@ -115,6 +115,7 @@ class Quantification:
 
     def open_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The open boxes as arrays (lo, hi, open slices: boxes x slices)."""
+        assert self.slices is not None  # every path records its slices
         n, n_sl = len(self.eps), len(self.slices)
         parts = self.open_parts or []
         if not parts:
@@ -188,7 +189,7 @@ def _regions(
         return (-cells, id(rlo), rlo, rhi, cut)
 
     heap = [entry(lo.copy(), hi.copy())]
-    done = []
+    done: list[tuple[np.ndarray, np.ndarray]] = []
     while heap and len(heap) + len(done) < count:
         _, _, rlo, rhi, cut = heapq.heappop(heap)
         if cut is None:
@@ -276,7 +277,7 @@ def _quantify(run: TreeRun, time_limit, progress) -> Quantification:
     saving = saving_for(options.checkpoint, options.resume, "dilated")
     resumed = saving is not None and saving.state is not None
     if options.method == "refinement" or (options.method == "auto" and (time_limit or resumed)):
-        if resumed:  # the region path of "auto" ended before this state was written
+        if saving is not None and resumed:  # the region path of "auto" ended before this state was written
             known = known_bounds(saving)
         elif options.method == "auto":
             first_deadline = min(run.deadline, run.t0 + REGIONS_SHARE * time_limit)
@@ -303,7 +304,10 @@ def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
     """
     ir, nt, prop, dlo, dhi, eps = run.ir, run.nt, run.prop, run.dlo, run.dhi, run.eps
     tally = Tally()
-    parts, pieces_lo, pieces_hi, twins = [], [], [], []
+    parts: list[Partition] = []
+    pieces_lo: list[np.ndarray] = []
+    pieces_hi: list[np.ndarray] = []
+    twins: list[np.ndarray] = []
     complete, offset = True, 0
     regions = _regions(nt, dlo, dhi, ydims, eps, run.options.regions)
     boxes = sorted(regions, key=lambda r: -float(np.prod(r[1] - r[0])))
@@ -551,6 +555,7 @@ def _measure_region(
     lists); False if it could not be finished."""
     prop, eps, deadline = run.prop, run.eps, run.deadline
     pieces_lo, pieces_hi, twins = pieces
+    assert part.early is not None  # a partition of the region path marks its early pieces
     certain = ~part.tie
     inside, clo, chi = _clip(part.lo, part.hi, rlo, rhi)
     csize = np.where(inside, np.prod(chi - clo, axis=1), 0.0)
