@@ -202,11 +202,11 @@ def _verify(
     if population == "empirical":
         rows = _population_data(data, domain, population)
     if rows is not None:
-        result = _audit_rows(
+        audit = _audit_rows(
             model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options, progress
         )
-        result.population = population or "rows"
-        return result
+        audit.population = population or "rows"
+        return audit
     # boxes over a network's categories split better with like categories side by side
     reorder = population in (None, "uniform", "independent") and options.partition_size is None
     try:
@@ -455,7 +455,9 @@ def _codes_as_given(result: Result, bound: Domain, given: Domain) -> None:
     for j, f in enumerate(bound.features):
         if f.categories is None or f.name not in given.names or given[f.name].categories == f.categories:
             continue
-        code = {name: i for i, name in enumerate(given[f.name].categories)}
+        names = given[f.name].categories
+        assert names is not None  # given with categories: it differs from the bound ones
+        code = {name: i for i, name in enumerate(names)}
         to_given = np.array([code[name] for name in f.categories], dtype=np.float64)
         for c in result.counterexamples:
             c.x[j], c.x_prime[j] = float(to_given[int(c.x[j])]), float(to_given[int(c.x_prime[j])])
@@ -738,6 +740,7 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
     from .engines.sampling.sequential import estimate_group
     from .population.discrete import BIN_SUFFIX, DiscretePopulation
 
+    assert result.estimate is not None  # called only beside an estimate
     pop, base = question.population, result.estimate.groups
     if not isinstance(pop, DiscretePopulation):
         result.approximations.append(
