@@ -169,8 +169,8 @@ def encode_table(frame, domain) -> np.ndarray:
             lookup = {c: i for i, c in enumerate(feature.categories)}
             codes = column.astype(str).map(lookup)
             if codes.isna().any():
-                bad = sorted(set(column.astype(str)[codes.isna()]))[:5]
-                raise DataError(f"column {feature.name!r} has categories not in the domain: {bad}")
+                unknown = sorted(set(column.astype(str)[codes.isna()]))[:5]
+                raise DataError(f"column {feature.name!r} has categories not in the domain: {unknown}")
             out[:, j] = codes.to_numpy(dtype=np.float64)
         else:
             try:

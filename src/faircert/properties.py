@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -57,7 +57,11 @@ class UnfairSamples:
             raise PropertyError(f"the number of counterexamples must be >= 1, got {self.n}")
 
 
-def split_names(names: str | Iterable[str | int] | None) -> list[str | int]:
+@overload
+def split_names(names: str | Iterable[str] | None) -> list[str]: ...
+@overload
+def split_names(names: str | Iterable[str | int] | None) -> list[str | int]: ...
+def split_names(names: str | Iterable[str | int] | None) -> list[Any]:
     """Names given as "a,b", an iterable, or None (no names)."""
     if names is None:
         return []

@@ -14,7 +14,7 @@ The bound model is compared with the original pipeline's own predictions on samp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,7 @@ class EncodedFeature:
                 raise ModelFormatError(f"column {self.column!r}: invalid scaling step {op} {value}")
         return EncodedFeature(self.column, self.encoder, self.ops + tuple((op, float(v)) for op, v in ops))
 
-    def value(self, raw: Sequence[Any]) -> np.ndarray:
+    def value(self, raw: np.ndarray) -> np.ndarray:
         """The feature of raw values, computed in float64 in scikit-learn's order of operations."""
         z = self.encoder.encode(np.asarray(raw, dtype=object))
         for op, c in self.ops:

@@ -83,6 +83,12 @@ class TreesVisitor(Protocol[T_co]):
     def trees(self, model: TreeEnsemble) -> T_co: ...
 
 
+#: `TreeEnsemble._flat`: (roots, features, thresholds, children, values, depth)
+_Flat = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+#: `TreeEnsemble._tables`: (pair features, pair thresholds, weights, tables, width)
+_Tables = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
 @dataclass
 class TreeEnsemble:
     """A binary classifier made of trees; see the module docstring for the exact semantics."""
@@ -135,11 +141,15 @@ class TreeEnsemble:
             raise ModelFormatError(f"the model takes {self.n_features} inputs, got {X.shape[1]}")
         return X
 
-    def _flat(self) -> tuple[np.ndarray, ...]:
+    def _flat(self) -> _Flat:
         """All trees in global arrays, renumbered so that a right child follows its left sibling;
         leaves point to themselves with threshold +inf, so traversal is branch-free."""
         if getattr(self, "_flat_cache", None) is None:
-            feat, thr, child, value, roots = [], [], [], [], []
+            feat: list[int] = []
+            child: list[int] = []
+            roots: list[int] = []
+            thr: list[float] = []
+            value: list[float] = []
             for t in self.trees:
                 base = len(feat)
                 roots.append(base)
@@ -167,7 +177,7 @@ class TreeEnsemble:
             )
         return self._flat_cache
 
-    def _tables(self) -> tuple[np.ndarray, ...] | None:
+    def _tables(self) -> _Tables | None:
         """Evaluation by table, for ensembles whose trees have at most TABLE_SPLITS splits each.
 
         Every distinct (feature, threshold) is compared once per row; the k-th split of tree j
@@ -178,7 +188,7 @@ class TreeEnsemble:
         if getattr(self, "_tables_cache", None) is None:
             splits = [int((~t.is_leaf).sum()) for t in self.trees]
             if max(splits) > TABLE_SPLITS:
-                self._tables_cache = ()
+                self._tables_cache: _Tables | tuple[()] = ()
                 return None
             pairs: dict[tuple[int, float], int] = {}
             cols: list[tuple[int, int, int]] = []  # (pair, tree, k)
@@ -188,8 +198,8 @@ class TreeEnsemble:
                 inner = np.nonzero(~t.is_leaf)[0]
                 pos = np.zeros(len(t.feature), dtype=np.int64)
                 pos[inner] = np.arange(len(inner))
-                for k, node in enumerate(inner):
-                    key = (int(t.feature[node]), float(t.threshold[node]))
+                for k, split in enumerate(inner):
+                    key = (int(t.feature[split]), float(t.threshold[split]))
                     cols.append((pairs.setdefault(key, len(pairs)), j, k))
                 codes = np.arange(width)
                 node = np.zeros(width, dtype=np.int64)

@@ -30,7 +30,8 @@ class Factor:
 def factors(pop: Any, names: list[str], evidence: dict[str, int]) -> list[Factor]:
     """The network's tables over the open variables, with childless one-parent variables attached."""
     children = {n: [c for c in names if n in pop.variables[c].parents] for n in names}
-    factors, attached = [], {}
+    factors: list[tuple[str, tuple[str, ...]]] = []
+    attached: dict[str, list[str]] = {}
     for n in names:
         v = pop.variables[n]
         open_parents = [p for p in v.parents if p not in evidence]
@@ -131,7 +132,8 @@ def network_width(
     shape = SimpleNamespace(variables={n: SimpleNamespace(parents=tuple(p)) for n, p in parents.items()})
     tables = factors(shape, list(parents), dict.fromkeys(evidence, 0))
     order = search_order(tables, cards, exact=exact)
-    widest, at, open_vars = 1, [], {}
+    widest, at = 1, []
+    open_vars: dict[str, int] = {}
     for pos, f in enumerate(order):
         open_vars.update((v, cards[v]) for v in f.scope)
         size = math.prod(open_vars.values())  # a leaf is taken without becoming an axis

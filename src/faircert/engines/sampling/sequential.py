@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -331,7 +331,7 @@ def _discrete_draws(model: Classifier, population: DiscretePopulation, names: li
 def group_sampled(
     model,
     population,
-    protected=None,
+    protected: str | Sequence[str] | None = None,
     delta: float = 1e-6,
     time_limit: float | None = 60.0,
     seed: int = 0,

@@ -108,7 +108,11 @@ class OpenBoxes:
             plo, phi, _ = self.parts[part[a]]
             x[a:b] = points_in(u[a:b], box[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
         k = np.floor(rng.random(m) * self.n_open[box]).astype(np.int64)  # the k-th open slice of the box
-        slice_of = k if self.all_open else np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
+        if self.all_open:
+            slice_of = k
+        else:
+            assert self.open_slices is not None  # kept whenever some slice is closed
+            slice_of = np.argmax(np.cumsum(self.open_slices[box], axis=1) > k[:, None], axis=1)
         if not self.q.robustness:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[:, prot][slice_of]
@@ -294,7 +298,7 @@ class Checker:
         label, conf, unfair, twin = self.verdicts(x, slice_of)
         n_sl = len(q.slices)
         unknown = np.zeros(len(x), dtype=bool)
-        if not self.has_eps:
+        if self.sb is None:  # no epsilon: no neighbourhood to search
             return conf, unfair, unknown, twin
         ask = np.nonzero(conf & ~unfair)[0]
         if not len(ask):

@@ -88,7 +88,10 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     """
     width = len(q.eps)
     opened = OpenBoxes(q) if not q.complete and q.open_parts else None
-    check = Checker(ir, q.nt, q) if opened is not None else None
+    check = None
+    if opened is not None:
+        assert q.nt is not None  # `quantify` records the trees it ran on
+        check = Checker(ir, q.nt, q)
     open_size = opened.size if opened is not None else 0.0
     # open boxes that stand for the whole space (the region path) already hold the pieces
     pieces = q.open_settled is None
@@ -122,9 +125,11 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
             ok = recheck(ir, q, x, xp)
             out.add(x[ok], xp[ok])
             rejected += int((~ok).sum())
-        for xo, slice_of in opened.draws(rng, n_open, open_chunk) if n_open else ():
-            _, unfair, _, twin = check(xo, slice_of, np.inf)  # the verdicts are the re-check, by the model
-            out.add(xo[unfair], twin[unfair])
+        if n_open:
+            assert opened is not None and check is not None  # else open_size is 0: no open draws
+            for xo, slice_of in opened.draws(rng, n_open, open_chunk):
+                _, unfair, _, twin = check(xo, slice_of, np.inf)  # the verdicts are the re-check, by the model
+                out.add(xo[unfair], twin[unfair])
         drawn += m
     # a uniform subset of the draws (the last round overshoots), in random order: draws come grouped
     # by source and box, and any prefix of the output should be a uniform sample too

@@ -210,7 +210,11 @@ def lightgbm_from_dict(dump: dict, source: str = "lightgbm") -> TreeEnsemble:
 
 
 def _tree(root: dict, source: str) -> Tree:
-    feat, thr, left, right, value = [], [], [], [], []
+    feat: list[int] = []
+    left: list[int] = []
+    right: list[int] = []
+    thr: list[float] = []
+    value: list[float] = []
     stack = [(root, -1, False)]
     while stack:
         node, parent, is_right = stack.pop()
