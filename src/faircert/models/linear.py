@@ -50,17 +50,17 @@ class ColumnEncoding:
     def width(self) -> int:
         return 1 if self.kind == "numeric" else len(self.categories)
 
-    def encode(self, values: Sequence[Any]) -> np.ndarray:
+    def encode(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
         """The encoded features of raw values, shape (n, width)."""
-        values = np.asarray(values, dtype=object).reshape(-1)
+        raw = np.asarray(values, dtype=object).reshape(-1)
         if self.kind == "numeric":
             try:
-                x = values.astype(np.float64)
+                x = raw.astype(np.float64)
             except (TypeError, ValueError):
-                bad = [v for v in values[:50] if not _is_number(v)][:3]
+                bad = [v for v in raw[:50] if not _is_number(v)][:3]
                 raise DataError(f"column {self.column!r} is numeric for the model but holds {bad}") from None
             return (((x - self.offset) / self.divisor) * self.factor + self.shift)[:, None]
-        return np.stack([_matches(values, c) for c in self.categories], axis=1).astype(np.float64)
+        return np.stack([_matches(raw, c) for c in self.categories], axis=1).astype(np.float64)
 
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "onehot":
@@ -141,11 +141,11 @@ class LinearModel:
         cls, weights: Sequence[float], intercept: float, names: Sequence[str] | None = None, **kwargs: Any
     ) -> LinearModel:
         """A model on numeric columns used as they are (no scaling, no one-hot)."""
-        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
-        names = list(names) if names is not None else [f"x{i}" for i in range(len(weights))]
-        if len(names) != len(weights):
-            raise ModelFormatError(f"{len(weights)} weights but {len(names)} feature names")
-        return cls(weights, intercept, tuple(ColumnEncoding(str(n)) for n in names), **kwargs)
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        names = list(names) if names is not None else [f"x{i}" for i in range(len(w))]
+        if len(names) != len(w):
+            raise ModelFormatError(f"{len(w)} weights but {len(names)} feature names")
+        return cls(w, intercept, tuple(ColumnEncoding(str(n)) for n in names), **kwargs)
 
     @property
     def columns(self) -> list[str]:

@@ -16,6 +16,7 @@ so the program's distribution is that of a deterministic function of independent
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -265,7 +266,8 @@ class _Parser:
         return Assign(target, self.expr(value), node.lineno)
 
     def annotation(self, call: ast.Call, top: bool) -> Annotate:
-        kind = call.func.id  # type: ignore[union-attr]
+        assert isinstance(call.func, ast.Name)  # the caller matched it by name
+        kind = call.func.id
         if not top:
             raise self.error(call, f"{kind}(...) must be at the top level of a function, not inside an if")
         if len(call.args) != 1 or call.keywords:
@@ -277,7 +279,8 @@ class _Parser:
         return ann
 
     def distribution(self, call: ast.Call) -> Dist:
-        name = call.func.id  # type: ignore[union-attr]
+        assert isinstance(call.func, ast.Name)  # the caller matched it by name
+        name = call.func.id
         if call.keywords:
             raise self.error(call, f"{name}(...) takes positional arguments only")
         if name == "gaussian":
@@ -460,7 +463,7 @@ def _syntax_tree(text: str, filename: str, mode: str) -> ast.AST:
             f"{filename}: expressions nested too deeply to parse (faircert reads at most "
             f"{MAX_EXPRESSION_DEPTH} levels; see faircert.limits)"
         ) from None
-    stack = [(tree, 0)]
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_EXPRESSION_DEPTH:
@@ -482,13 +485,14 @@ def parse_expression(text: str, filename: str = "<query>") -> Expr:
 def parse_program(source: str, filename: str = "<program>") -> Program:
     """Parse program text into the IR; syntax errors and unsupported constructs name file:line:col."""
     tree = _syntax_tree(source, filename, "exec")
+    assert isinstance(tree, ast.Module)  # what mode "exec" parses to
     parser = _Parser(filename)
     body = parser.module(tree)
     defined = _check_defined(body, set(), filename)
     return Program(body, parser.sites, parser.annotations, filename, frozenset(defined))
 
 
-def load_program(path_or_source: str | Path | Program) -> Program:
+def load_program(path_or_source: str | os.PathLike[str] | Program) -> Program:
     """A Program from a Program, a path to a `.fr` file, or program text."""
     if isinstance(path_or_source, Program):
         return path_or_source

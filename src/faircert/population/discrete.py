@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -84,11 +84,11 @@ class Variable:
     def card(self) -> int:
         return len(self.states)
 
-    def codes(self, values: Sequence[Any]) -> np.ndarray:
+    def codes(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
         """The state index of each raw value (bins by their edges, categories by equality; -1 if none)."""
-        values = np.asarray(values, dtype=object).reshape(-1)
+        raw = np.asarray(values, dtype=object).reshape(-1)
         if self.edges is not None:
-            x = np.asarray(values, dtype=np.float64)
+            x = np.asarray(raw, dtype=np.float64)
             edges = np.asarray(self.edges)
             idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, self.card - 1)
             return np.where((x >= edges[0]) & (x <= edges[-1]), idx, -1)
@@ -96,8 +96,8 @@ class Variable:
         numeric = {
             float(s): i for i, s in enumerate(self.states) if isinstance(s, (int, float)) and not isinstance(s, bool)
         }
-        out = np.full(len(values), -1, dtype=np.int64)
-        for j, v in enumerate(values):
+        out = np.full(len(raw), -1, dtype=np.int64)
+        for j, v in enumerate(raw):
             if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and float(v) in numeric:
                 out[j] = numeric[float(v)]
             else:
@@ -220,29 +220,29 @@ class DiscretePopulation:
         return ", ".join(parts)
 
     # ----- edits (new populations; the original is never changed) -------------------------------
-    def with_marginal(self, name: str, probs: Sequence[float]) -> DiscretePopulation:
+    def with_marginal(self, name: str, probs: Sequence[float] | np.ndarray) -> DiscretePopulation:
         """`name` made an independent root with the given distribution (children keep their tables)."""
         v = self.variables[name]
-        probs = np.asarray(probs, dtype=np.float64)
-        if probs.shape != (v.card,):
-            raise DataError(f"{name!r}: expected {v.card} probabilities, got shape {probs.shape}")
+        dist = np.asarray(probs, dtype=np.float64)
+        if dist.shape != (v.card,):
+            raise DataError(f"{name!r}: expected {v.card} probabilities, got shape {dist.shape}")
         variables = dict(self.variables)
-        variables[name] = replace(v, parents=(), cpt=probs / probs.sum())
-        by_label = {k: p.with_marginal(name, probs) for k, p in self.by_label.items()}
+        variables[name] = replace(v, parents=(), cpt=dist / dist.sum())
+        by_label = {k: p.with_marginal(name, dist) for k, p in self.by_label.items()}
         return replace(self, variables=variables, by_label=by_label)
 
-    def restricted_to(self, keep: Sequence[str]) -> DiscretePopulation:
+    def restricted_to(self, keep: Iterable[str]) -> DiscretePopulation:
         """The marginal over `keep` when it is closed under parents (only barren variables dropped)."""
-        keep = set(keep)
-        for n in keep:
-            missing = [p for p in self.variables[n].parents if p not in keep]
+        kept = set(keep)
+        for n in kept:
+            missing = [p for p in self.variables[n].parents if p not in kept]
             if missing:
                 raise DataError(f"cannot drop {missing}: they are parents of {n!r}")
-        variables = {n: v for n, v in self.variables.items() if n in keep}
+        variables = {n: v for n, v in self.variables.items() if n in kept}
         return replace(
             self,
             variables=variables,
-            by_label={k: p.restricted_to(keep & set(p.variables)) for k, p in self.by_label.items()},
+            by_label={k: p.restricted_to(kept & set(p.variables)) for k, p in self.by_label.items()},
         )
 
     # ----- a bin's data values as a variable of their own ------------------------------------------
@@ -263,6 +263,7 @@ class DiscretePopulation:
             if n not in rename:
                 variables[n] = replace(v, parents=parents)
                 continue
+            assert v.within is not None  # what puts it in `rename`
             variables[rename[n]] = replace(v, name=rename[n], parents=parents, within=None)
             values = sorted({x for vals, _ in v.within for x in vals})
             index = {x: i for i, x in enumerate(values)}

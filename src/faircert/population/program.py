@@ -36,7 +36,7 @@ class ProgramPopulation:
     given: Any = None
 
     @classmethod
-    def load(cls, source: str | Path | Program) -> ProgramPopulation:
+    def load(cls, source: str | os.PathLike[str] | Program) -> ProgramPopulation:
         text = str(source)
         named = isinstance(source, Path) or (isinstance(source, str) and "\n" not in text and text.endswith(".fr"))
         if named and not os.path.isfile(text):  # checked here: a name the system refuses (too long) is no file either
@@ -99,7 +99,7 @@ class ProgramPopulation:
 def site_marginals(program: Program) -> list:
     """The independent marginal of each random site (gaussian means that are not constant are 0:
     the interpreter adds them)."""
-    out = []
+    out: list[G | Step] = []
     for d in program.sites:
         dist = d.dist
         if isinstance(dist, Gaussian):

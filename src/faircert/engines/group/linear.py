@@ -102,7 +102,7 @@ def state_distribution(pop: DiscretePopulation, name: str, evidence: dict[str, i
     var = pop.variables[name]
     out = np.zeros(var.card)
     for s in range(var.card):
-        probe = LinearModel([1.0], -0.5, (ColumnEncoding(name, "onehot", (var.states[s],)),))
+        probe = LinearModel(np.array([1.0]), -0.5, (ColumnEncoding(name, "onehot", (var.states[s],)),))
         out[s] = Engine(probe, pop).probability(evidence)[0]
     total = out.sum()
     if total <= 0:
@@ -291,10 +291,14 @@ def _binning_notes(pop: DiscretePopulation) -> list[str]:
         how = f"{binning.get('method', '')} ".lstrip()
         name = v.name.removesuffix(BIN_SUFFIX)
         if name != v.name or v.within is not None:
-            values = pop.variables[name].card if name != v.name else len({x for vals, _ in v.within for x in vals})
+            if name != v.name:
+                n_values = pop.variables[name].card
+            else:
+                assert v.within is not None  # by the test above
+                n_values = len({x for vals, _ in v.within for x in vals})
             notes.append(
                 f"{name}: {v.card} {how}bins for the network, inside each the data's own values with their "
-                f"frequencies ({values} values in all)"
+                f"frequencies ({n_values} values in all)"
             )
             continue
         values = ", ".join(f"{float(s):.4g}" for s in v.states)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...errors import ModelFormatError
 from ...limits import MAX_FEATURES, check_at_most, listed, loads_json, quoted, read_text
 from ..linear import ColumnEncoding, LinearModel
@@ -64,7 +66,14 @@ def linear_from_dict(data: Any, source: str = "linear model") -> LinearModel:
         if not isinstance(data["encoding"], list):
             raise ModelFormatError(f"{source}: 'encoding' must be a list of column encodings")
         encoding = tuple(_column(e, source) for e in data["encoding"])
-        return LinearModel(weights, data["intercept"], encoding, strict=rule == ">", source=source, classes=classes)
+        return LinearModel(
+            np.asarray(weights, dtype=np.float64),
+            data["intercept"],
+            encoding,
+            strict=rule == ">",
+            source=source,
+            classes=classes,
+        )
     names = data.get("features")
     if names is not None and (
         not isinstance(names, list) or len(names) != len(weights) or not all(isinstance(n, str) for n in names)
@@ -95,4 +104,4 @@ def _column(entry: Any, source: str) -> ColumnEncoding:
     params = {k: entry[k] for k in ("offset", "divisor", "factor", "shift") if k in entry}
     if not all(_number(v) for v in params.values()):
         raise ModelFormatError(f"{source}: scaling of {column} must be numbers")
-    return ColumnEncoding(str(entry["column"]), **{k: float(v) for k, v in params.items()})
+    return ColumnEncoding(str(entry["column"]), "numeric", (), **{k: float(v) for k, v in params.items()})
