@@ -143,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report.console import decided_progress, print_result
     from ..report.csv import write_counterexamples, write_partitions
     from ..report.html import write_html
+    from ..results import Result
+    from ..results.rows import RowsResult
 
     options = VerifyOptions(
         time_limit=args.time_limit,
@@ -204,21 +206,26 @@ def run(args: argparse.Namespace) -> int:
             options=options,
         )
     mark_interrupted(result)
+    emit_json(result.to_json(), args.json)
+    # `verify` returns a RowsResult exactly when it audits rows
     if per_row:
         from ..report.rows import print_rows, write_rows_csv, write_rows_html
 
-        files, show = [(args.rows_csv, write_rows_csv), (args.html, write_rows_html)], print_rows
+        assert isinstance(result, RowsResult)
+        for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
+            if path:
+                write_rows(result, path)
+        if not args.quiet:
+            print_rows(result)
     else:
-        files = [
+        assert isinstance(result, Result)
+        for path, write in (
             (args.counterexamples, write_counterexamples),
             (args.partitions_csv, write_partitions),
             (args.html, write_html),
-        ]
-        show = print_result
-    emit_json(result.to_json(), args.json)
-    for path, write in files:
-        if path:
-            write(result, path)
-    if not args.quiet:
-        show(result)
+        ):
+            if path:
+                write(result, path)
+        if not args.quiet:
+            print_result(result)
     return result.exit_code

@@ -129,6 +129,7 @@ def bind(model: PipelineModel, domain: Any, keep: Any = (), reorder: bool = Fals
     dom = restrict_domain(model, domain, keep)
     check_known_values(model, dom)
     est = model.estimator
+    bound: ReluNetwork | TreeEnsemble
     if isinstance(est, (ReluNetwork, LinearModel)):
         from .pipeline_network import bind_network, order_by_effect
 
@@ -254,8 +255,8 @@ def _coded(model: PipelineModel, population: Any) -> tuple[Any, list]:
                 f"the population has no variable for model column {name!r}; it has: {', '.join(variables)}"
             )
         v = variables[name]
-        numbers = [_number(s) for s in v.states]
-        if any(x is None for x in numbers):
+        numbers = [x for x in (_number(s) for s in v.states) if x is not None]
+        if len(numbers) < len(v.states):  # some state is not a number
             variables[name] = replace(v, states=tuple(range(v.card)), labels=v.labels)
             features.append(Feature(name, "categorical", 0, v.card - 1, categories=tuple(v.labels)))
             continue

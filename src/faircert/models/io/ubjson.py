@@ -15,7 +15,7 @@ from ...errors import ModelFormatError
 from ...limits import MAX_NESTING
 
 #: Numeric type markers and their big-endian numpy types (UBJSON stores numbers big-endian).
-NUMBERS = {
+NUMBERS: dict[bytes, np.dtype] = {
     b"i": np.dtype(">i1"),
     b"U": np.dtype(">u1"),
     b"I": np.dtype(">i2"),
@@ -114,6 +114,7 @@ class _Reader:
         else:
             self.pos -= 1  # not a header: the first element's marker
         if m == b"[" and typed in NUMBERS:
+            assert count is not None  # a typed container has a count
             dtype = NUMBERS[typed]
             raw = self.take(count * dtype.itemsize)
             return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="))

@@ -213,6 +213,7 @@ def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
             if cls == "Flatten":
                 flat = True
             elif cls in ("Dense", "BatchNormalization", "Normalization", "Rescaling") and not flat:
+                assert shape is not None  # else flat from the start
                 raise unsupported(f"a {cls} layer on a {list(shape)}-shaped input (add a Flatten layer first)", where)
             else:
                 ops += _layer_ops(layer, weights_of, where)
@@ -224,7 +225,8 @@ def _build(config: dict, weights_of: WeightGetter, source: str) -> ReluNetwork:
 
 def _ordered_layers(config: dict, source: str) -> list[dict]:
     """The model's layers in the order data flows through them (a single path)."""
-    cls, cfg = config.get("class_name"), config.get("config")
+    cls = config.get("class_name")
+    cfg: Any = config.get("config")  # JSON: a malformed one fails as TypeError or KeyError, reported by the caller
     if cls == "Sequential":
         return list(cfg["layers"] if isinstance(cfg, dict) else cfg)
     if cls not in ("Functional", "Model"):
