@@ -34,6 +34,7 @@ def moving_size(tables: list[FeatureTable], eps: list[float]) -> float:
         if e > 0:
             if not t.discrete:
                 return math.inf
+            assert t.values is not None  # a discrete table holds its values
             size *= len(t.values)
     return size
 
@@ -43,7 +44,8 @@ def _window_terms(t: FeatureTable, grid: FeatureTable, eps: float) -> tuple[np.n
     value's window [x - eps, x + eps] of the domain's grid (`grid`: the feature's full table; `t`
     may hold a population's points only), and how much each value weighs."""
     points = t.value_points()
-    values = grid.values
+    values, own = grid.values, t.values
+    assert values is not None and own is not None  # a moving feature's tables are discrete
     lo = np.clip(np.ceil(points - eps - grid.lo - 1e-9), 0, len(values) - 1).astype(np.int64)
     hi = np.clip(np.floor(points + eps - grid.lo + 1e-9), 0, len(values) - 1).astype(np.int64) + 1
     # sliding minima and maxima over index windows, by doubling (a sparse table)
@@ -59,7 +61,6 @@ def _window_terms(t: FeatureTable, grid: FeatureTable, eps: float) -> tuple[np.n
         a, b = lo[rows], hi[rows] - (1 << int(k))
         low_w[rows] = np.minimum(mins[k][a], mins[k][b])
         high_w[rows] = np.maximum(maxs[k][a], maxs[k][b])
-    own = t.values
     weight = t.weights if t.weights is not None else np.ones(len(own), dtype=np.int64)
     return own, own - low_w, high_w - own, weight
 
@@ -92,7 +93,7 @@ def relaxed_share(
     lo_q, hi_q = (lows - r[:, None])[inside], (highs - r[:, None])[inside]
     sure, maybe = part.between(lo_q, hi_q)
     rows = np.repeat(np.arange(len(r)), inside.sum(axis=1))
-    stats = {
+    stats: dict[str, object] = {
         "moving_combinations": int(len(r)),
         "fixed_part": "exact" if part.exact_sums else "histogram",
         "seconds": time.perf_counter() - t0,

@@ -77,17 +77,22 @@ class FeatureTable:
 
     def value_points(self) -> np.ndarray:
         """The feature value behind each entry of `values`."""
-        return self.points if self.points is not None else self.lo + np.arange(len(self.values), dtype=np.float64)
+        if self.points is not None:
+            return self.points
+        assert self.values is not None  # a discrete table
+        return self.lo + np.arange(len(self.values), dtype=np.float64)
 
     @property
     def low(self) -> float:
         if self.discrete:
+            assert self.values is not None  # a discrete table holds its values
             return float(self.values.min())
         return float(min(self.slope * self.lo, self.slope * self.hi) + self.offset)
 
     @property
     def high(self) -> float:
         if self.discrete:
+            assert self.values is not None  # a discrete table holds its values
             return float(self.values.max())
         return float(max(self.slope * self.lo, self.slope * self.hi) + self.offset)
 
@@ -95,8 +100,10 @@ class FeatureTable:
         """t_j at feature values x (grid values for a discrete feature)."""
         x = np.asarray(x, dtype=np.float64)
         if self.points is not None:
+            assert self.values is not None  # `weighted` keeps both
             return self.values[np.searchsorted(self.points, x)]
         if self.discrete:
+            assert self.values is not None  # a discrete table holds its values
             return self.values[np.round(x - self.lo).astype(np.int64)]
         return self.slope * x + self.offset
 
@@ -186,8 +193,10 @@ class SeparableScore:
         if len(net.weights) == 1:
             return Fraction(float(net.weights[0][0, j])) * v
         W1, b1, w2 = net.weights[0], net.biases[0], net.weights[1][0]
+        units = self.tables[j].units
+        assert units is not None  # recorded for every table of a two-layer network
         total = Fraction(0)
-        for u in self.tables[j].units:
+        for u in units:
             pre = Fraction(float(W1[u, j])) * v + Fraction(float(b1[u]))
             if pre > 0:
                 total += Fraction(float(w2[u])) * pre
