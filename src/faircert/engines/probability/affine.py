@@ -22,9 +22,10 @@ _fresh = itertools.count(1 << 20)  # ids of computed symbols (inputs use their s
 
 @dataclass
 class Affine:
-    c: np.ndarray
+    # arrays over the rows, or one number for a constant
+    c: np.ndarray | np.float64
     k: dict[int, np.ndarray]
-    r: np.ndarray
+    r: np.ndarray | np.float64
 
 
 def _mag(f: Affine) -> np.ndarray:
@@ -76,7 +77,9 @@ def neg(a: Affine) -> Affine:
     return Affine(-a.c, {s: -v for s, v in a.k.items()}, a.r)
 
 
-def select(t: np.ndarray, f: np.ndarray, a: Affine, b: Affine, lo: np.ndarray, hi: np.ndarray) -> Affine:
+def select(
+    t: np.ndarray | np.bool_, f: np.ndarray | np.bool_, a: Affine, b: Affine, lo: np.ndarray, hi: np.ndarray
+) -> Affine:
     """a's form where t, b's where f, a fresh symbol over [lo, hi] elsewhere."""
     fresh = from_interval(lo, hi)
     ((sym, h),) = fresh.k.items()

@@ -28,10 +28,11 @@ def _or(a, b):
 
 @dataclass
 class Iv:
-    lo: np.ndarray
-    hi: np.ndarray
-    lo_open: np.ndarray
-    hi_open: np.ndarray
+    # arrays over the rows, or one value for a constant
+    lo: np.ndarray | np.float64
+    hi: np.ndarray | np.float64
+    lo_open: np.ndarray | np.bool_
+    hi_open: np.ndarray | np.bool_
     dep: np.ndarray | np.unsignedinteger | None
     #: width of the undecided conditions this value was merged over (a guide for splitting only)
     ws: np.ndarray | float = 0.0
@@ -41,20 +42,21 @@ class Iv:
 
 @dataclass
 class Bv:
-    may_true: np.ndarray
-    may_false: np.ndarray
-    dep: np.ndarray | None
+    # arrays over the rows, or one value for a constant
+    may_true: np.ndarray | np.bool_
+    may_false: np.ndarray | np.bool_
+    dep: np.ndarray | np.unsignedinteger | None
     #: how far from decided (widths of the undecided comparisons; 0 when decided); guides splitting
     w: np.ndarray | float = 0.0
     #: |coefficient| of each symbol in the undecided comparisons' affine forms (guides splitting)
     sens: dict | None = None
 
     @property
-    def true(self) -> np.ndarray:
+    def true(self) -> np.ndarray | np.bool_:
         return ~self.may_false
 
     @property
-    def false(self) -> np.ndarray:
+    def false(self) -> np.ndarray | np.bool_:
         return ~self.may_true
 
 
@@ -68,14 +70,14 @@ def _fresh(x: Iv) -> Iv:
     return x
 
 
-def _down(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
+def _down(s: np.ndarray | np.float64, exact: np.ndarray | bool) -> np.ndarray:
     with np.errstate(over="ignore"):
         out = np.where(exact, s, np.nextafter(s, -_INF))
     out = np.where(np.isnan(out), -_INF, out)
     return np.where(out == _INF, _MAXF, out)
 
 
-def _up(s: np.ndarray, exact: np.ndarray) -> np.ndarray:
+def _up(s: np.ndarray | np.float64, exact: np.ndarray | bool) -> np.ndarray:
     with np.errstate(over="ignore"):
         out = np.where(exact, s, np.nextafter(s, _INF))
     out = np.where(np.isnan(out), _INF, out)
@@ -250,14 +252,14 @@ def select_bool(c: Bv, a: Bv, b: Bv) -> Bv:
     )
 
 
-def _lt(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
+def _lt(a: Iv, b: Iv) -> tuple[np.ndarray | np.bool_, np.ndarray | np.bool_]:
     """(surely a < b, surely a >= b)."""
     sure = (a.hi < b.lo) | ((a.hi == b.lo) & (a.hi_open | b.lo_open))
     never = a.lo >= b.hi
     return sure, never
 
 
-def _le(a: Iv, b: Iv) -> tuple[np.ndarray, np.ndarray]:
+def _le(a: Iv, b: Iv) -> tuple[np.ndarray | np.bool_, np.ndarray | np.bool_]:
     """(surely a <= b, surely a > b)."""
     sure = a.hi <= b.lo
     never = (a.lo > b.hi) | ((a.lo == b.hi) & (a.lo_open | b.hi_open))
@@ -282,15 +284,15 @@ def compare(op: str, a: Iv, b: Iv) -> Bv:
         # the difference's affine form keeps the correlation between a and b
         diff = A.add(a.form, b.form, -1.0)
         dlo, dhi = A.bounds(diff)
-        extra = {
+        extra: dict[str, tuple[np.ndarray | bool, np.ndarray | bool]] = {
             "<": (dhi < 0, dlo >= 0),
             "<=": (dhi <= 0, dlo > 0),
             ">": (dlo > 0, dhi <= 0),
             ">=": (dlo >= 0, dhi < 0),
             "==": (False, (dlo > 0) | (dhi < 0)),
             "!=": ((dlo > 0) | (dhi < 0), False),
-        }[op]
-        sure, never = sure | extra[0], never | extra[1]
+        }
+        sure, never = sure | extra[op][0], never | extra[op][1]
     with np.errstate(invalid="ignore"):
         w = (a.hi - a.lo) + (b.hi - b.lo) + a.ws + b.ws
     undecided = ~(sure | never)

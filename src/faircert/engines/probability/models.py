@@ -74,9 +74,11 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
     if finite.any() and len(net.weights) > 1:
         try:
             from ..network.symbolic import TwinNet, bound_twins
+
+            symbolic = True
         except ImportError:  # the symbolic engine is optional here
-            bound_twins = None
-        if bound_twins is not None:
+            symbolic = False
+        if symbolic:
             twin = TwinNet.build(net, list(range(net.n_inputs)), [], np.zeros((1, 0)), lookups=True)
             tb = bound_twins(twin, x_lo[finite], x_hi[finite])
             n_ops = sum(W.shape[1] for W in net.weights) + 8
@@ -414,7 +416,9 @@ class DiscreteBoxes:
                 f"the population has no variable for model input(s) {missing}; it has: {', '.join(self.order)}"
             )
         self.names = names
-        self.tables, self.values, self.masks = [], [], []
+        self.tables: list[tuple[np.ndarray, np.ndarray, list[int]]] = []
+        self.values: list[tuple[np.ndarray, np.ndarray] | None] = []  # None: not a model input
+        self.masks: list[int] = []
         for n in self.order:
             v = pop.variables[n]
             rows = v.cpt.reshape(-1, v.card)
@@ -448,7 +452,8 @@ class DiscreteBoxes:
 
     def codes(self, lo: np.ndarray, hi: np.ndarray) -> tuple[list, list]:
         """Per variable, the least and greatest state index each box can give it."""
-        klo, khi = [], []
+        klo: list[np.ndarray] = []
+        khi: list[np.ndarray] = []
         for cum, configs, parents in self.tables:
             ul, uh = lo[:, len(klo)], hi[:, len(klo)]
             cl = np.full(len(ul), np.iinfo(np.int64).max)
@@ -473,7 +478,9 @@ class DiscreteBoxes:
         out = {}
         for name in self.names:
             j = self.index[name]
-            lo_t, hi_t = self.values[j]
+            extremes = self.values[j]
+            assert extremes is not None  # kept for every model input
+            lo_t, hi_t = extremes
             z = np.zeros(len(klo[j]), dtype=bool)
             out[name] = iv.Iv(lo_t[klo[j], khi[j]], hi_t[klo[j], khi[j]], z, z, None)
         return out
