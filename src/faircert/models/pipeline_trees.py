@@ -15,6 +15,8 @@ Refused: a non-monotone encoding (one-hot) of a real-valued column.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from ..errors import DomainError, ModelFormatError
@@ -47,7 +49,7 @@ class _Splitter:
         self._cut: dict[tuple[int, float], float] = {}
         self._grid: dict[int, np.ndarray] = {}
 
-    def goes_left(self, z: np.ndarray, t: float) -> np.ndarray:
+    def goes_left(self, z: np.ndarray, t: float | np.ndarray) -> np.ndarray:
         if self.ens.input_float32:
             z = z.astype(np.float32).astype(np.float64)
         return z < t if self.ens.split == "<" else z <= t
@@ -151,6 +153,11 @@ def bind_trees(model: PipelineModel, domain) -> TreeEnsemble:
     )
 
 
+# `_rewrite`'s stack entries: an original node to copy, or the runs of one test still to split
+_NodeTask = tuple[Literal["node"], int, list, int]
+_RunsTask = tuple[Literal["runs"], tuple[int, int, list], list, int]
+
+
 def _rewrite(tree: Tree, split: _Splitter, box: list[tuple[float, float]]) -> Tree:
     feature: list[int] = []
     threshold: list[float] = []
@@ -161,16 +168,20 @@ def _rewrite(tree: Tree, split: _Splitter, box: list[tuple[float, float]]) -> Tr
     def new(f: int = 0, t: float = 0.0, v: float = 0.0) -> int:
         if len(feature) >= MAX_NODES:
             raise ModelFormatError(f"the pipeline's trees grow beyond {MAX_NODES} nodes on raw columns")
-        feature.append(f), threshold.append(t), left.append(-1), right.append(-1), value.append(v)
+        feature.append(f)
+        threshold.append(t)
+        left.append(-1)
+        right.append(-1)
+        value.append(v)
         return len(feature) - 1
 
     # explicit stack: (original node, ranges, where to write the new node's id)
     root = new()
-    stack: list[tuple[str, object, list, int]] = [("node", 0, box, root)]
+    stack: list[_NodeTask | _RunsTask] = [("node", 0, box, root)]
     while stack:
-        kind, what, ranges, slot = stack.pop()
-        if kind == "node":
-            node = int(what)
+        task = stack.pop()
+        if task[0] == "node":
+            _, node, ranges, slot = task
             if tree.left[node] < 0:
                 value[slot] = float(tree.value[node])
                 continue
@@ -180,7 +191,7 @@ def _rewrite(tree: Tree, split: _Splitter, box: list[tuple[float, float]]) -> Tr
             runs = split.runs(i, float(tree.threshold[node]), lo, hi)
             stack.append(("runs", (node, j, runs), ranges, slot))
             continue
-        node, j, runs = what
+        _, (node, j, runs), ranges, slot = task
         if len(runs) == 1:  # the path decides this test: continue in the chosen child at the same slot
             a, b, goes_left = runs[0]
             narrowed = list(ranges)
