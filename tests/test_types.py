@@ -1,5 +1,4 @@
-"""mypy over the package (configured in pyproject.toml). Modules that predate type checking are
-listed there with their errors ignored; the list may only shrink."""
+"""mypy over the package (configured in pyproject.toml), with no module excused."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Modules still excused from type checking when it was introduced; lower it as modules are fixed.
-EXCUSED_AT_MOST = 6
 
 
 @pytest.mark.slow
@@ -29,14 +26,12 @@ def test_the_package_type_checks(tmp_path):
     assert "Success: no issues found" in done.stdout
 
 
-def test_the_modules_excused_from_type_checking_only_shrink():
+def test_no_module_is_excused_from_type_checking():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["files"] == ["src/faircert"]
+    assert not config.get("ignore_errors")
     excused = [m for o in config["overrides"] if o.get("ignore_errors") for m in o["module"]]
-    assert len(excused) == len(set(excused)) <= EXCUSED_AT_MOST
-    package = ROOT / "src"
-    for name in excused:  # each names a module that exists
-        path = package.joinpath(*name.split("."))
-        assert path.with_suffix(".py").exists() or (path / "__init__.py").exists(), name
+    assert excused == []
 
 
 def test_the_contracts_are_checked_strictly():
@@ -47,5 +42,3 @@ def test_the_contracts_are_checked_strictly():
     modules = {m for o in strict for m in o["module"]}
     assert {"faircert.engines.protocols", "faircert.metrics.base", "faircert.progress"} <= modules
     assert all(o.get(flag) for o in strict for flag in ("disallow_any_generics", "warn_return_any"))
-    excused = {m for o in config["overrides"] if o.get("ignore_errors") for m in o["module"]}
-    assert not modules & excused

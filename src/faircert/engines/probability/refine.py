@@ -29,6 +29,7 @@ from ...memory import default_limit
 from ...progress import Progress, ProgressEvent
 from ..boxes.budget import Budget
 from ..boxes.workers import SERIAL, Parallelism
+from .events import BoxEvaluator
 
 _U = 2.0**-53
 #: longest decided mass a checkpoint may hold (a sum of float64 masses: a few hundred digits)
@@ -93,6 +94,7 @@ class TrialJob:
         self.evaluate = evaluate
 
     def events(self, raw: list, n: int):
+        assert isinstance(self.evaluate, BoxEvaluator)  # asked only of evaluators that split their draws
         return self.evaluate.events(raw, n)
 
     def boxes(self, lo: np.ndarray, hi: np.ndarray):
@@ -283,9 +285,9 @@ class Refiner:
             relevant = np.where(ok[:, None], narrowed, relevant)
         trials = {}
         # inputs' intervals of the picked boxes, reused by every trial that splits another input
-        split_draws = hasattr(self.evaluate, "draws")
-        parent = self.evaluate.draws(L, H) if split_draws else None
-        splits, calls = [], []
+        parent = self.evaluate.draws(L, H) if isinstance(self.evaluate, BoxEvaluator) else None
+        splits = []
+        calls: list[tuple[str, tuple]] = []
         for j in range(self.d):
             rows = np.nonzero(relevant[:, j] & (~carve | (carve_dim == j)))[0]
             if rows.size == 0:
@@ -300,7 +302,7 @@ class Refiner:
             right_lo[:, j] = s
             clo = np.concatenate([lo, right_lo])
             chi = np.concatenate([left_hi, hi])
-            if split_draws:
+            if parent is not None:
                 raw = [
                     tuple(np.concatenate([x[rows], x[rows]]) for x in parent[k])
                     if k != j

@@ -110,8 +110,9 @@ class Audit:
         X = self.rows[rows]
         return np.maximum(X - self.eps, self.lower), np.minimum(X + self.eps, self.upper)
 
-    def with_combo(self, Y: np.ndarray, combo: np.ndarray) -> np.ndarray:
-        """Copies of points Y (..., d) with the protected columns set to combinations `combo` (..., p)."""
+    def with_combo(self, Y: np.ndarray, combo: np.ndarray | int) -> np.ndarray:
+        """Copies of points Y (..., d) with the protected columns set to the combinations numbered
+        `combo` (one per point, or one for all)."""
         Y = np.array(Y, dtype=np.float64, copy=True)
         Y[..., list(self.prop.protected)] = self.combos[combo]
         return Y

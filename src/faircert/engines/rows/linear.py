@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ..linear.separable import SeparableScore
 from .audit import FAIR, UNFAIR, Audit, Decisions, run
@@ -92,10 +93,13 @@ class LinearRows:
             x[j] = pick(grid, key=lambda v: score.exact_term(j, v))
         candidates = [audit.with_combo(x, c) for c in range(len(audit.combos)) if c != audit.own[i]]
         exact = [score.exact(y) for y in candidates]
-        best = int(np.argmin(exact) if positive else np.argmax(exact))
+        best = (min if positive else max)(range(len(exact)), key=exact.__getitem__)
         flips = exact[best] <= 0 if positive else exact[best] > Fraction(0)
         return candidates[best], bool(flips)
 
 
 def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
-    return run(LinearRows(SeparableScore.of(model, question.prop.domain)), question, options, progress)
+    score = SeparableScore.of(model, question.prop.domain)
+    if score is None:  # the registry's predicate admits only separable models
+        raise PropertyError("the model is not separable over this domain")
+    return run(LinearRows(score), question, options, progress)

@@ -62,26 +62,31 @@ class NetworkRows:
         lo, hi = audit.windows(rows)
         free = pb.free
         bd = bound_twins(pb.bounder, lo[:, free], hi[:, free])
-        verdicts, methods, twins = [], [], []
+        out = Decisions([], [], [])
+
+        def decide(verdict: str, method: str, twin: np.ndarray | None = None) -> None:
+            out.verdicts.append(verdict)
+            out.methods.append(method)
+            out.twins.append(twin)
+
         for k, i in enumerate(rows):
             positive = audit.labels[i] == 1
             others = np.arange(len(audit.combos)) != audit.own[i]
             safe = bd.lower[k] > self.tol if positive else bd.upper[k] < -self.tol
             if np.all(safe[others]):
-                verdicts.append(FAIR), methods.append("bounds"), twins.append(None)
+                decide(FAIR, "bounds")
                 continue
             twin = self._search(audit, i, lo[k], hi[k])
             if twin is not None:
-                verdicts.append(UNFAIR), methods.append("search"), twins.append(twin)
+                decide(UNFAIR, "search", twin)
                 continue
             left = None if deadline is None else deadline - time.time()
             if left is not None and left <= 0:
-                verdicts.append(UNKNOWN), methods.append("time limit"), twins.append(None)
+                decide(UNKNOWN, "time limit")
                 continue
             verdict, twin = self._milp(audit, i, lo[k], hi[k], min(MILP_SECONDS, left or MILP_SECONDS))
-            verdicts.append(verdict), methods.append("milp" if verdict != UNKNOWN else "milp undecided")
-            twins.append(twin)
-        return Decisions(verdicts, methods, twins)
+            decide(verdict, "milp" if verdict != UNKNOWN else "milp undecided", twin)
+        return out
 
     def _flips(self, audit: Audit, i: int, Y: np.ndarray) -> np.ndarray | None:
         M = self.margins(Y)
@@ -105,6 +110,7 @@ class NetworkRows:
         flo, fhi = lo[pb.free], hi[pb.free]
         bd = bound_twins(pb.twin, flo[None], fhi[None], keep_hidden=True)
         T = pb.n_twins
+        assert bd.hidden is not None  # asked for with keep_hidden
         hidden = [(l[0].min(axis=0), u[0].max(axis=0)) for l, u in bd.hidden[: len(pb.twin.weights)]]
         model = _Model()
         x = model.var(flo, fhi, integer=pb.discrete)

@@ -63,7 +63,9 @@ def dilated_quantify(
     open_parts = (
         OpenParts(RawBoxes(width), out.open_entries).map(_open_slices) if out.open_entries is not None else None
     )
-    return (out.complete,) + out.region.result() + (open_parts,)
+    pieces = out.region
+    assert isinstance(pieces, _Pieces)  # the store this refinement gave its shard
+    return (out.complete,) + pieces.result() + (open_parts,)
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,7 @@ class DilatedSettler:
         settler's deadline: a pair whose search was cut off stays open.
         """
         model, hoods, sb = self.model, self.hoods, self._sb
+        assert sb is not None  # built by `settle` before it decides
         nt, slo, prot, robustness, eps = model.nt, model.slo, model.prot, hoods.robustness, hoods.eps
         n, n_sl = label.shape
         fair = np.zeros((n, n_sl), dtype=bool)
@@ -346,7 +349,7 @@ def _count_inside(cand, lo, hi) -> np.ndarray:
     return out
 
 
-def _inward(nt, eps, lo, hi, dlo, dhi):
+def _inward(nt, eps, lo, hi, dlo, dhi) -> tuple[np.ndarray, np.ndarray]:
     """Neighbourhoods [lo - e, hi + e) whose ends were rounded (real features, inside the domain)
     moved one float inwards, so that they hold no point beyond the exact neighbourhood."""
     rounded = ~nt.discrete & (eps > 0)

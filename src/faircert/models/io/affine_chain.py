@@ -10,6 +10,7 @@ outputs on sampled inputs, so an importer bug becomes an error instead of a wron
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,6 +48,19 @@ def diagonal(scale: np.ndarray, shift: np.ndarray, where: str) -> Op:
     return Op("scale", where, np.asarray(scale, dtype=np.float64), np.asarray(shift, dtype=np.float64))
 
 
+class _Layer(NamedTuple):
+    """An affine map of the chain, as the network will hold it."""
+
+    where: str
+    weight: np.ndarray
+    bias: np.ndarray
+
+    @classmethod
+    def of(cls, op: Op) -> _Layer:
+        assert op.weight is not None and op.bias is not None  # `affine` gives both
+        return cls(op.where, op.weight, op.bias)
+
+
 def unsupported(what: str, where: str) -> ModelFormatError:
     return ModelFormatError(f"{where}: {what} is not supported; faircert reads {SUPPORTED}")
 
@@ -55,9 +69,9 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     """Merge the chain into a ReluNetwork with one output logit (see the module docstring)."""
     if not any(op.kind in ("affine", "scale") for op in ops):
         raise ModelFormatError(f"{source}: no affine layer found; faircert reads {SUPPORTED}")
-    layers: list[Op] = []
-    pending: Op | None = None
+    layers: list[_Layer] = []
     width = n_inputs
+    pending: _Layer | None = None
     final: Op | None = None
     for op in ops:
         if final is not None:
@@ -68,22 +82,25 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
         if op.kind == "scale":
             if width is None:
                 raise ModelFormatError(f"{op.where}: elementwise scaling of an input of unknown width")
+            scale, shift = _Layer.of(op)[1:]
             try:
                 op = affine(
-                    np.diag(np.broadcast_to(op.weight.ravel(), (width,))),
-                    np.broadcast_to(op.bias.ravel(), (width,)),
+                    np.diag(np.broadcast_to(scale.ravel(), (width,))),
+                    np.broadcast_to(shift.ravel(), (width,)),
                     op.where,
                 )
             except ValueError:
-                raise ModelFormatError(f"{op.where}: {op.weight.size} scale values for {width} features") from None
+                raise ModelFormatError(f"{op.where}: {scale.size} scale values for {width} features") from None
         if op.kind == "affine":
-            if width is not None and op.weight.shape[1] != width:
-                raise ModelFormatError(f"{op.where} takes {op.weight.shape[1]} inputs but receives {width}")
+            layer = _Layer.of(op)
+            if width is not None and layer.weight.shape[1] != width:
+                raise ModelFormatError(f"{op.where} takes {layer.weight.shape[1]} inputs but receives {width}")
             if pending is None:
-                pending = op
+                pending = layer
             else:  # two affine maps in a row compose exactly
-                pending = Op("affine", pending.where, op.weight @ pending.weight, op.weight @ pending.bias + op.bias)
-            width = op.weight.shape[0]
+                w = layer.weight
+                pending = _Layer(pending.where, w @ pending.weight, w @ pending.bias + layer.bias)
+            width = layer.weight.shape[0]
         elif op.kind == "relu":
             if pending is not None:
                 layers.append(pending)
@@ -91,16 +108,15 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
             elif not layers:  # a ReLU on the raw input: an identity layer first keeps it exact
                 if width is None:
                     raise ModelFormatError(f"{op.where}: ReLU on an input of unknown width")
-                layers.append(affine(np.eye(width), None, op.where))
+                layers.append(_Layer.of(affine(np.eye(width), None, op.where)))
             # else: ReLU after ReLU is the identity
         elif op.kind in ("sigmoid", "softmax"):
             final = op
         else:
             raise AssertionError(op.kind)
     ends_in_relu = pending is None
-    if ends_in_relu:
-        pending = layers.pop()
-    n_out = pending.weight.shape[0]
+    last = layers.pop() if pending is None else pending  # (the chain holds an affine map)
+    n_out = last.weight.shape[0]
     if final is not None and final.kind == "softmax":
         if n_out != 2:
             raise ModelFormatError(
@@ -123,16 +139,16 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
             f"{source}: the network ends in {n_out} outputs; faircert handles binary "
             "classifiers (one logit, one sigmoid output or a two-class softmax)"
         )
-    w, b = pending.weight, pending.bias
+    w, b = last.weight, last.bias
     if n_out == 2:
         w, b = logit_from_two_outputs(w, b)
-    layers.append(Op("affine", pending.where, w, b))
+    layers.append(_Layer(last.where, w, b))
     metadata = dict(extra.pop("metadata", {}))
     if ends_in_relu:
         metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
     return ReluNetwork(
-        [op.weight for op in layers],
-        [op.bias for op in layers],
+        [layer.weight for layer in layers],
+        [layer.bias for layer in layers],
         source=source,
         output_semantics=semantics,
         metadata=metadata,

@@ -125,7 +125,9 @@ class _Chain:
         dims = input_dims(self.input, source)
         if len(dims) == 1:
             raise unsupported("a graph input of rank 1 (no batch axis)", f"{source}: input {quoted(self.input.name)}")
-        self.shape = tuple(dims[1:]) if len(dims) > 1 and None not in dims[1:] else None  # per sample
+        known = [d for d in dims[1:] if d is not None]
+        # the per-sample shape, where every axis of it is fixed
+        self.shape: tuple[int, ...] | None = tuple(known) if len(dims) > 1 and len(known) == len(dims) - 1 else None
         self.input_shape = self.shape
 
     def network(self) -> ReluNetwork:
@@ -203,8 +205,8 @@ class _Chain:
         if node.domain not in ("", "ai.onnx") and not (node.domain == "ai.onnx.ml" and op == "Scaler"):
             raise unsupported(f"operator {node.domain[:MAX_QUOTED]}.{op[:MAX_QUOTED]}", where)
         if op in ("Relu", "Sigmoid", "Softmax"):
-            rank = len(self.shape) if self.shape is not None else 1
-            if op == "Softmax" and (rank > 1 and max(self.shape[:-1]) > 1 or attrs.get("axis", -1) not in (-1, rank)):
+            shape = self.shape if self.shape is not None else (1,)
+            if op == "Softmax" and (max(shape[:-1], default=1) > 1 or attrs.get("axis", -1) not in (-1, len(shape))):
                 raise unsupported(
                     f"a softmax along axis {attrs.get('axis', -1)} of a tensor with per-sample shape "
                     f"{list(self.shape or ['?'])}",
