@@ -155,6 +155,8 @@ def saved_state(tmp_path_factory):
         ("unfair without a pair", "do not match"),
         ("verdict", "regions do not fit"),
         ("missing", "incomplete"),
+        ("negative count", "incomplete"),
+        ("count missing", "incomplete"),
     ],
 )
 def test_damaged_states_are_refused(tmp_path, saved_state, damage, message):
@@ -177,6 +179,10 @@ def test_damaged_states_are_refused(tmp_path, saved_state, damage, message):
             }
         elif damage == "verdict":
             state["verdict"] = pack(np.full(24, 7, dtype=np.int64))
+        elif damage == "negative count":
+            state["stats"]["milp_calls"] = -1
+        elif damage == "count missing":
+            del state["stats"]["rounds"]
         else:
             del state["seconds"]
 

@@ -111,7 +111,7 @@ def test_partitions_equal_brute_force_per_partition(seed, eps, milp_only):
     assert lo.shape[0] == partition_count(pb, 3) == 2 * 3 * 2
     out = decide_regions(pb, lo, hi, time_limit=60)
     assert_brute_force_verdicts(pb, lo, hi, out, dom, eps)
-    assert out.stats["milp_calls"] >= 1
+    assert out.counts.milp_calls >= 1
 
 
 def assert_brute_force_verdicts(pb: Problem, lo, hi, out, dom, eps) -> None:
@@ -409,7 +409,7 @@ def test_unconfirmed_candidate_is_not_unfair(monkeypatch, milp_only):
     out = decide_regions(pb, pb.lo[None], pb.hi[None], time_limit=1.0)
     assert out.verdict[0] != UNFAIR  # the box was split instead, and settled by other proofs or not
     assert out.pairs[0] is None
-    assert out.stats["pairs_rejected"] >= 1
+    assert out.counts.pairs_rejected >= 1
 
 
 # ----- partitions -----------------------------------------------------------------------------------
@@ -545,13 +545,15 @@ def test_parallel_partitions_without_a_time_limit_end_and_stuck_regions_are_not_
     def stuck_regions(pb, lo, hi, time_limit=None, seed=0, **options):
         out = real(pb, lo, hi, time_limit=time_limit, seed=seed, **options)
         out.verdict[:] = UNKNOWN  # as if every box were unsplittable
-        out.stats["calls"], out.stats["unlimited"] = 1, int(time_limit is None)
+        out.seconds[:] = 1.0  # the driver adds a region's seconds over its runs: here, its runs
+        out.evidence[:] = ["no time limit" if time_limit is None else "time limit"] * len(out.evidence)
         return out
 
     monkeypatch.setattr(decide, "decide_regions", stuck_regions)  # the forked workers inherit it
     for limit in (None, 30):
         res = decide.decide_network(net, prop, time_limit=limit, partition_size=3, parallel=Parallelism(2))
-        assert res.stats["calls"] == 8 and res.stats["unlimited"] == (8 if limit is None else 0)  # one round
+        assert [row["seconds"] for row in res.partitions] == [1.0] * 12  # each region run once
+        assert {row["evidence"] for row in res.partitions} == {"no time limit" if limit is None else "time limit"}
         assert res.decision["unknown"] == 12 and res.verdict == "unknown" and res.elapsed_s < 25
 
 

@@ -78,4 +78,4 @@ def test_partitions_with_neuron_splits_equal_brute_force(seed, eps, monkeypatch)
     lo, hi = partition_grid(pb, 3)
     out = decide_regions(pb, lo, hi, time_limit=60)
     assert_brute_force_verdicts(pb, lo, hi, out, dom, eps)
-    assert out.stats["phases_s"] > 0
+    assert out.counts.phases_s > 0

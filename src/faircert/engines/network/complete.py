@@ -35,6 +35,7 @@ from ...memory import default_limit
 from ...progress import Progress, ProgressEvent
 from ...results import Counterexample
 from ..boxes.budget import DONE, Budget
+from .counts import RegionCounts
 from .exact import exact_boxes, exact_ok
 from .milp import solve_box
 from .phases import prove_by_phases
@@ -68,7 +69,8 @@ PHASE_GROUP = 8  # boxes given to neuron splitting at once, before their MILP ca
 
 @dataclass
 class RegionOutcome:
-    """Per-region verdicts (UNKNOWN / FAIR / UNFAIR), re-checked pairs, seconds and proven masses."""
+    """Per-region verdicts (UNKNOWN / FAIR / UNFAIR), re-checked pairs, seconds and proven masses;
+    the run's counts, and why it ended."""
 
     verdict: np.ndarray
     pairs: list[Counterexample | None]
@@ -76,7 +78,8 @@ class RegionOutcome:
     fair_mass: np.ndarray
     unfair_mass: np.ndarray
     evidence: list[str]
-    stats: dict = field(default_factory=dict)
+    counts: RegionCounts = field(default_factory=RegionCounts)
+    stats: dict[str, Any] = field(default_factory=dict)  # flags and figures besides the counts
     stopped: str = DONE  # why the run ended (`boxes.budget`)
 
 
@@ -132,19 +135,8 @@ class BranchAndBound:
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
         self.end: float | None = None  # the run's deadline: long steps stop at it
-        self.stats = dict(
-            boxes_bounded=0,
-            boxes_exact=0,
-            milp_calls=0,
-            milp_fair=0,
-            milp_pairs=0,
-            milp_unknown=0,
-            milp_s=0.0,
-            phases_fair=0,
-            phases_s=0.0,
-            pairs_rejected=0,
-            rounds=0,
-        )
+        self.counts = RegionCounts()
+        self.stats: dict[str, Any] = {}  # what the run reports besides its counts
 
     # ----- driving ------------------------------------------------------------------------------
     def run(self, time_limit: float | None, checkpoint: Any = None, resume: bool = False) -> RegionOutcome:
@@ -164,12 +156,12 @@ class BranchAndBound:
             live = ~self.stuck
             if not live.any() or budget.spent(memory_full=self.stored_bytes() > self.memory_limit):
                 break
-            self.stats["rounds"] += 1
+            self.counts.rounds += 1
             fresh = np.flatnonzero(live & ~self.ripe)
             # boxes the bounds already left open once (ripe ones, and children of open boxes)
             tried = np.flatnonzero(live & (self.ripe | (self.depth >= 1)))
             now = time.perf_counter()
-            milp_due = self.stats["milp_s"] < MILP_SHARE * (now - t0)
+            milp_due = self.counts.milp_s < MILP_SHARE * (now - t0)
             if tried.size and (milp_due or not fresh.size):
                 stop = end if not fresh.size else now + MILP_SLICE if end is None else min(end, now + MILP_SLICE)
                 self._milp_round(tried, stop, end)
@@ -188,6 +180,7 @@ class BranchAndBound:
             self.fair_mass,
             self.unfair_mass,
             list(self.evidence),
+            self.counts,
             dict(self.stats, **budget.flags()),
             budget.stopped,
         )
@@ -285,7 +278,7 @@ class BranchAndBound:
 
     def _exact(self, lo, hi, owner, depth) -> None:
         pb = self.pb
-        self.stats["boxes_exact"] += lo.shape[0]
+        self.counts.boxes_exact += lo.shape[0]
         res = exact_boxes(pb, lo, hi, want_cex=lo.shape[0])
         mass = pb.mass(lo, hi)
         bad = res.unfair > 0
@@ -305,7 +298,7 @@ class BranchAndBound:
             if pair is not None:
                 self._unfair(k, pair, "counterexample (enumeration)")
             else:
-                self.stats["pairs_rejected"] += 1
+                self.counts.pairs_rejected += 1
         # a count without a confirmed witness: the box stays, stuck, and its region unknown
         stuck = bad & (self.verdict[owner] == UNKNOWN)
         if stuck.any():
@@ -321,7 +314,7 @@ class BranchAndBound:
     def _bound(self, lo, hi, owner) -> tuple[np.ndarray, np.ndarray]:
         """Bound boxes: close fair ones, settle regions with provably unfair ones; (open, split)."""
         pb = self.pb
-        self.stats["boxes_bounded"] += lo.shape[0]
+        self.counts.boxes_bounded += lo.shape[0]
         bd, own = pb.window_bounds(lo, hi, self.tight)
         mass = pb.mass(lo, hi)
         fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
@@ -500,11 +493,11 @@ class BranchAndBound:
                 break
             limit = self.milp_time if hard_end is None else min(self.milp_time, hard_end - now)
             ans = solve_box(pb, lo[i], hi[i], limit, True)
-            self.stats["milp_calls"] += 1
-            self.stats["milp_s"] += ans.elapsed
+            self.counts.milp_calls += 1
+            self.counts.milp_s += ans.elapsed
             self.seconds[k] += time.perf_counter() - now
             if ans.status == "fair":
-                self.stats["milp_fair"] += 1
+                self.counts.milp_fair += 1
                 self.fair_mass[k] += float(pb.mass(lo[i : i + 1], hi[i : i + 1])[0])
                 if not self.evidence[k]:
                     self.evidence[k] = "proof"
@@ -513,12 +506,12 @@ class BranchAndBound:
                 assert ans.x is not None and ans.xp is not None  # a pair comes with its points
                 pair = recheck(pb, ans.x, ans.xp, ans.a, ans.b)
                 if pair is not None:
-                    self.stats["milp_pairs"] += 1
+                    self.counts.milp_pairs += 1
                     self._unfair(k, pair, "counterexample (MILP)")
                     continue
-                self.stats["pairs_rejected"] += 1
+                self.counts.pairs_rejected += 1
             else:
-                self.stats["milp_unknown"] += 1
+                self.counts.milp_unknown += 1
             back[i] = True
         self._children(lo[back], hi[back], owner[back], depth[back], split[back])
 
@@ -529,9 +522,9 @@ class BranchAndBound:
         wlo, whi = pb.enlarge(lo, hi) if pb.has_eps else (lo, hi)
         proven = prove_by_phases(pb.bounder, wlo, whi, pb.tol, same_side=pb.has_eps)
         spent = time.perf_counter() - t
-        self.stats["phases_fair"] += int(proven.sum())
-        self.stats["phases_s"] += spent
-        self.stats["milp_s"] += spent
+        self.counts.phases_fair += int(proven.sum())
+        self.counts.phases_s += spent
+        self.counts.milp_s += spent
         return proven
 
     def _report(self, t0: float) -> None:

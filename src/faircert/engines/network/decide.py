@@ -113,7 +113,7 @@ def decide_network(
     if partition_size is not None:
         rows = _rows(pb, prop, lo, hi, out)
     names = prop.domain.names
-    stats = dict(out.stats, twins=pb.n_twins, tolerance=pb.tol)
+    stats = out.counts.to_dict() | out.stats | {"twins": pb.n_twins, "tolerance": pb.tol}
     return Result(
         verdict=verdict,
         certified=certified,
@@ -177,9 +177,7 @@ def decide_in_parallel(
     saved after every round that finds one due, and at the end; a resumed run decides the regions
     the saved state left unknown."""
     K = lo.shape[0]
-    out = RegionOutcome(
-        np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K), [""] * K, {}
-    )
+    out = RegionOutcome(np.full(K, UNKNOWN, dtype=np.int8), [None] * K, np.zeros(K), np.zeros(K), np.zeros(K), [""] * K)
     if resume:
         restore_regions(job.pb, out, checkpoint.load(), recheck)
     t0 = time.perf_counter()
@@ -222,10 +220,8 @@ def _merge(out: RegionOutcome, idx: np.ndarray, res: RegionOutcome) -> None:
     out.unfair_mass[idx] = np.maximum(out.unfair_mass[idx], res.unfair_mass)
     for j, k in enumerate(idx):
         out.pairs[k], out.evidence[k] = res.pairs[j], res.evidence[j]
-    for key, value in res.stats.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.stats[key] = out.stats.get(key, 0) + value
-    if res.stats.get("memory_limited"):
+    out.counts.absorb(res.counts)
+    if res.stopped == MEMORY_LIMIT:
         out.stats["memory_limited"] = True
 
 

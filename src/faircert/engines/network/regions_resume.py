@@ -20,6 +20,7 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_state, unpack
 from ...errors import PropertyError
+from .counts import RegionCounts
 
 KIND = "network-complete"
 #: the frontier's arrays and their kinds
@@ -59,7 +60,7 @@ def regions_state(pb: Any, out: Any) -> dict[str, Any]:
         "fair_mass": pack(np.asarray(out.fair_mass)),
         "unfair_mass": pack(np.asarray(out.unfair_mass)),
         "evidence": list(out.evidence),
-        "stats": {k: v for k, v in out.stats.items() if _number(v)},
+        "stats": out.counts.to_dict(),
         "pairs": {
             "region": pack(np.array(unfair, dtype=np.int64)),
             "x": pack(np.array([a[0] for a in args]).reshape(-1, pb.d)),
@@ -101,7 +102,8 @@ def restore_regions(pb: Any, out: Any, state: dict[str, Any], recheck: Any) -> N
     try:
         verdict = unpack(state["verdict"], "i8")
         seconds, fair, unfair = (unpack(state[k], "f8") for k in ("seconds", "fair_mass", "unfair_mass"))
-        evidence, stats, pairs = state["evidence"], state["stats"], state["pairs"]
+        evidence, pairs = state["evidence"], state["pairs"]
+        counts = RegionCounts.of_state(state["stats"])
         region = unpack(pairs["region"], "i8")
         x, xp = unpack(pairs["x"], "f8", pb.d), unpack(pairs["xp"], "f8", pb.d)
         a, b = unpack(pairs["a"], "i8"), unpack(pairs["b"], "i8")
@@ -117,8 +119,6 @@ def restore_regions(pb: Any, out: Any, state: dict[str, Any], recheck: Any) -> N
         and isinstance(evidence, list)
         and len(evidence) == K
         and all(isinstance(e, str) and len(e) <= MAX_EVIDENCE_CHARS for e in evidence)
-        and isinstance(stats, dict)
-        and all(isinstance(k, str) and _number(v) for k, v in stats.items())
         and x.shape == xp.shape == (n, pb.d)
         and a.shape == b.shape == (n,)
         and np.all((region >= 0) & (region < K))
@@ -141,7 +141,7 @@ def restore_regions(pb: Any, out: Any, state: dict[str, Any], recheck: Any) -> N
     out.unfair_mass[:] = unfair
     out.evidence[:] = evidence
     out.pairs[:] = pair_list
-    out.stats.update(stats)
+    out.counts = counts
 
 
 def restore_frontier(bb: Any, state: dict[str, Any]) -> bool:
@@ -178,7 +178,3 @@ def restore_frontier(bb: Any, state: dict[str, Any]) -> bool:
     bb.lo, bb.hi, bb.owner, bb.depth, bb.split = lo, hi, arrays["owner"], arrays["depth"], arrays["split"]
     bb.stuck, bb.ripe = arrays["stuck"].astype(bool), arrays["ripe"].astype(bool)
     return True
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
