@@ -45,6 +45,7 @@ from faircert.population.program import ProgramPopulation
 from faircert.progress import ProgressEvent
 from faircert.properties import RowAudit, UnfairSamples, individual_fairness
 from faircert.results.base import SCHEMA_VERSION, Verdict
+from faircert.results.group import GroupResult
 from faircert.results.verify import Result
 
 LEAF = -1
@@ -438,8 +439,8 @@ def test_engine_contract(name):
     assert payload["engine"] == name  # results name the engine as the registry does
     if isinstance(answer, Verdict):
         assert payload["schema_version"] == SCHEMA_VERSION and payload["faircert_version"] == __version__
-        if isinstance(answer, Result):  # every case here finishes well inside its time limit
-            assert payload["stopped"] == "done"
+        if isinstance(answer, (Result, GroupResult)):  # every case here finishes well inside its time limit
+            assert payload["stopped"] == answer.stopped == "done"
         assert payload["verdict"] == answer.verdict
         assert json.loads(json.dumps(payload)) == payload
 
@@ -530,8 +531,13 @@ def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(ma
     assert time.monotonic() - t0 <= case.options.time_limit + 2.0
     if hasattr(answer, "groups"):  # group bounds: sound, and the linear grids tight even on a short budget
         assert all(0 <= g.low <= g.high <= 1 for g in answer.groups)
-        if isinstance(case.model, LinearModel):
+        assert answer.to_dict()["stopped"] == answer.stopped
+        if isinstance(case.model, LinearModel):  # its score grid answers about at the limit, coarser past it
             assert max(g.high - g.low for g in answer.groups) < 0.05
+            coarser = any("time limit was reached" in a for a in answer.approximations)
+            assert answer.stopped == ("time limit" if coarser else "done")
+        else:
+            assert answer.stopped == "time limit"
         return
     assert answer.verdict in ("unknown", "unfair")
     assert answer.stopped == "time limit"

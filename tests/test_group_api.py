@@ -313,6 +313,23 @@ def test_cli_group(tmp_path, frame, capsys):
     assert "continuous" in capsys.readouterr().err
 
 
+def test_group_results_say_why_they_stopped_in_the_words_of_every_result(pipeline, frame, monkeypatch):
+    """`stopped` (JSON and console) maps the engine's own word in `stats["stopped"]`; a signal
+    received during the run is said in both."""
+    from faircert.commands import common
+
+    result = faircert.group(pipeline, frame, sensitive_features=["sex"], population="independent")
+    assert (result.stats["stopped"], result.stopped, result.to_dict()["stopped"]) == ("converged", "done", "done")
+    assert "stopped:" not in str(result)
+    for word, stopped in [("budget", "time limit"), ("sample limit", "sample budget"), ("target width", "done")]:
+        result.stats["stopped"] = word
+        assert result.stopped == stopped
+    monkeypatch.setattr(common, "stop_requested", lambda: True)
+    common.mark_interrupted(result)
+    assert (result.stats["stopped"], result.to_dict()["stopped"]) == ("interrupted", "interrupted")
+    assert "stopped: interrupted" in str(result)
+
+
 def test_cli_pickled_pipeline_needs_trust(tmp_path, frame, pipeline):
     import joblib
 

@@ -11,7 +11,7 @@ from ..errors import FaircertError
 from ..files import STDOUT, check_writable, print_stdout, write_text
 from ..interrupt import requested as stop_requested
 from ..interrupt import stop_on_signals
-from ..results import Result
+from ..results import GroupResult, Result
 
 
 def name_values(items: list[str] | None) -> dict[str, float]:
@@ -121,8 +121,10 @@ def mark_interrupted(result: Any) -> None:
     """Say in the result (JSON `stats.stopped`) when a signal ended the run."""
     if not stop_requested():
         return
-    if hasattr(result, "stopped"):  # most results say why they stopped in their own field
+    if isinstance(result, GroupResult):  # says it in its stats, where its `stopped` reads it
+        result.stats["stopped"] = "interrupted"
+        return
+    if hasattr(result, "stopped"):
         result.stopped = "interrupted"
-    stats = getattr(result, "stats", None)
-    if isinstance(stats, dict) and (isinstance(result, Result) or not hasattr(result, "stopped")):
-        stats["stopped"] = "interrupted"  # group results say it there; verify results did before `stopped`
+    if isinstance(result, Result):  # where verify results said it before `stopped`
+        result.stats["stopped"] = "interrupted"

@@ -146,7 +146,7 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
             ["protected", e(", ".join(result.protected))],
             ["numbers under the population", e(result.population)],
             ["engine / time", f"{e(result.engine_description)} / {result.elapsed_s:.2f} s"],
-            ["stopped", e(str(result.stats.get("stopped", "")))],
+            ["stopped", e(f"{result.stopped} ({result.stats.get('stopped') or 'done'})")],
         ],
     )
     conditions = list(result.conditional)

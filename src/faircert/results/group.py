@@ -13,6 +13,17 @@ from .base import DECISION_TOLERANCE, Verdict
 #: fairer, checked as value >= threshold) and gaps (SP, EO, ...: max - min, checked as value <= threshold).
 GROUP_METRICS = tuple(METRICS)
 
+#: Why a group run ended, in the words of the other results' `stopped` (done, time limit,
+#: interrupted, memory limit; and sample budget for sampling), from the engines' own words in
+#: `stats["stopped"]`. Every other word there (converged, threshold decided, target width, row
+#: limit) is a run that ended by itself: done.
+STOPPED_FROM_STATS = {
+    "budget": "time limit",
+    "interrupted": "interrupted",
+    "memory limit": "memory limit",
+    "sample limit": "sample budget",
+}
+
 
 @dataclass
 class GroupProbability:
@@ -140,6 +151,11 @@ class GroupResult(Verdict):
     def group_max(self) -> float:
         return max(g.value for g in self.groups)
 
+    @property
+    def stopped(self) -> str:
+        """Why the run ended, in the words every result uses (`STOPPED_FROM_STATS`)."""
+        return STOPPED_FROM_STATS.get(str(self.stats.get("stopped", "")), "done")
+
     def metric(self, name: str) -> float:
         """The point value of a metric (midpoint of its interval)."""
         m = self.metrics[name]
@@ -228,6 +244,7 @@ class GroupResult(Verdict):
             "conditional": {k: [g.to_dict() for g in v] for k, v in self.conditional.items()},
             "influence": [i.to_dict() for i in self.influence],
             "stats": self.stats,
+            "stopped": self.stopped,
             "estimate": None if self.estimate is None else self.estimate.estimate_dict(),
         }
 
@@ -266,6 +283,8 @@ class GroupResult(Verdict):
             lines.append(f"{m.name.upper()} = {interval(m.low, m.high)}{check}")
         for a in self.approximations:
             lines.append(f"approximation: {a}")
+        if self.stopped != "done":
+            lines.append(f"stopped: {self.stopped} ({self.stats.get('stopped')})")
         if self.estimate is not None:
             est = self.estimate
             lines.append(
