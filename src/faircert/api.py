@@ -134,7 +134,7 @@ def verify(
 
     `memory_limit` (bytes, or text such as "2G"; default a share of the machine's memory) bounds
     the state a run keeps, per process; reaching it ends the run with its sound partial result and
-    `result.stats["stopped"] == "memory limit"`.
+    `result.stopped == "memory limit"`.
 
     `complete=True` decides the question instead: `fair` with a proof, `unfair` with a re-checked
     pair, `unknown` only when the time limit runs out; `result.decision` holds the decision and its
