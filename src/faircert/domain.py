@@ -165,7 +165,7 @@ class Domain:
     def protected_names(self) -> list[str]:
         return [f.name for f in self.features if f.protected]
 
-    def index(self, name: str | int) -> int:
+    def index(self, name: str | int | np.integer) -> int:
         """Position of a feature given by name (or an in-range integer index)."""
         if isinstance(name, (int, np.integer)):
             if not 0 <= name < len(self.features):

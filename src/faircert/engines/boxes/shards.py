@@ -43,7 +43,7 @@ from ...interrupt import requested as stop_requested
 from .budget import DONE, Budget
 from .frontier import Frontier, records_text, text_records
 from .sums import ExactSum
-from .workers import LOST, SERIAL, Parallelism, usable_cores
+from .workers import LOST, SERIAL, Parallelism, RayWorkers, Workers, usable_cores
 
 SLICE_S = 0.5  # work per call of a shard, so that progress and stops come this often
 LEVEL_RATIO = 2.0**-0.5  # tau shrinks by this factor from level to level
@@ -436,7 +436,8 @@ class _Maybe:
     """The pool of workers holding shards, started only once the driver has boxes to deal."""
 
     def __init__(self, parallel: Parallelism, shard: Shard) -> None:
-        self.parallel, self.shard, self.pool = parallel, shard, None
+        self.parallel, self.shard = parallel, shard
+        self.pool: Workers | RayWorkers | None = None
 
     @property
     def restarts(self) -> int:
