@@ -30,6 +30,7 @@ def test_no_module_is_excused_from_type_checking():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert config["files"] == ["src/faircert"]
     assert config["check_untyped_defs"] and not config.get("ignore_errors")  # every function's body
+    assert all(config[flag] for flag in ("strict_equality", "warn_unreachable", "warn_unused_ignores"))
     excused = [m for o in config["overrides"] if o.get("ignore_errors") for m in o["module"]]
     assert excused == []
 

@@ -355,7 +355,7 @@ def _yaml_text(text: str) -> str:
     return f'"{"".join(out)}"'
 
 
-def _yaml_number(value: float) -> str:
+def _yaml_number(value: float | int) -> str:
     """A bound as YAML 1.1 reads it back: a float keeps a '.' before its exponent (1.0e+20, not 1e+20)."""
     if isinstance(value, float):
         text = repr(value)

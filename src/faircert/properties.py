@@ -60,19 +60,22 @@ class UnfairSamples:
 @overload
 def split_names(names: str | Iterable[str] | None) -> list[str]: ...
 @overload
-def split_names(names: str | Iterable[str | int] | None) -> list[str | int]: ...
-def split_names(names: str | Iterable[str | int] | None) -> list[Any]:
+def split_names(names: str | int | Iterable[str | int] | None) -> list[str | int]: ...
+def split_names(names: str | int | Iterable[str | int] | None) -> list[Any]:
     """Names given as "a,b", an iterable, or None (no names)."""
     if names is None:
         return []
     if isinstance(names, str):
         return [n.strip() for n in names.split(",") if n.strip()]
-    if isinstance(names, (int, np.integer)) and not isinstance(names, bool):
+    refused = PropertyError(f"protected features are given by name or position, got {names!r}")
+    if isinstance(names, bool):
+        raise refused
+    if isinstance(names, (int, np.integer)):
         return [int(names)]  # one feature by its position
     try:
         return list(names)
     except TypeError:
-        raise PropertyError(f"protected features are given by name or position, got {names!r}") from None
+        raise refused from None
 
 
 def individual_fairness(
