@@ -231,6 +231,7 @@ def measure(
                     "engine_s": result.elapsed_s,
                     "wall_s": wall,
                     "statistical_unfair": result.statistical.unfair if result.statistical else None,
+                    "stopped": result.stopped,
                 }
             )
         for population in ("independent", "bayesnet"):
