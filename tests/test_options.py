@@ -89,3 +89,59 @@ def test_options_and_the_keywords_they_hold_are_not_given_together(tmp_path):
         faircert.group(model, frame, protected="s", checkpoint=tmp_path / "c.json", options=GroupOptions())
     with pytest.raises(PropertyError, match=r"\(delta\)"):
         faircert.verify_program("x = gaussian(0, 1)", delta=0.01, options=ProgramOptions())
+
+
+# ----- defaults are written once: in the options and question classes -----------------------------
+ENTRY_POINTS = [
+    ("verify", (VerifyOptions,)),
+    ("group", (GroupOptions, GroupQuestion)),
+    ("verify_program", (ProgramOptions, ProgramQuestion)),
+]
+#: where an entry point's default is its own on purpose
+OWN_DEFAULTS = {("demo", "time_limit"), ("sample", "time_limit"), ("sample", "n")}
+
+
+def _class_defaults(classes) -> dict:
+    return {
+        f.name: f.default for cls in classes for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
+
+
+@pytest.mark.parametrize("name, classes", ENTRY_POINTS)
+def test_the_api_takes_its_defaults_from_the_options(name, classes):
+    import inspect
+
+    import faircert
+
+    defaults = _class_defaults(classes)
+    params = inspect.signature(getattr(faircert, name)).parameters
+    shared = [p for p in params if p in defaults and p != "options"]
+    assert len(shared) >= 6
+    for p in shared:
+        assert params[p].default == defaults[p], p
+
+
+@pytest.mark.parametrize(
+    "command, classes",
+    [
+        ("verify", (VerifyOptions,)),
+        ("group", (GroupOptions, GroupQuestion)),
+        ("program", (ProgramOptions, ProgramQuestion)),
+    ],
+)
+def test_the_cli_takes_its_defaults_from_the_options(command, classes):
+    from faircert.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    defaults = _class_defaults(classes)
+    checked = 0
+    for action in sub._actions:
+        if action.dest in defaults and action.default is not None and (command, action.dest) not in OWN_DEFAULTS:
+            given = defaults[action.dest]
+            want = ",".join(given) if isinstance(given, tuple) else given
+            assert action.default == want, action.dest
+            if isinstance(want, float) and action.help and "(default" in action.help:  # the help says it
+                assert f"default {want:g}" in action.help, action.dest
+            checked += 1
+    assert checked >= 5

@@ -11,6 +11,7 @@ from ..errors import FaircertError
 from ..files import STDOUT, check_writable, print_stdout, write_text
 from ..interrupt import requested as stop_requested
 from ..interrupt import stop_on_signals
+from ..options import Budget
 from ..results import GroupResult, Result
 
 
@@ -71,8 +72,13 @@ def add_checkpoint_arguments(p: Any, job: str) -> None:
         help=f"write {job}'s state to FILE every --checkpoint-every seconds and at the end "
         "(atomically), so a killed run can be resumed",
     )
+    every = Budget.checkpoint_every
     p.add_argument(
-        "--checkpoint-every", type=float, default=30.0, metavar="S", help="seconds between checkpoints (default 30)"
+        "--checkpoint-every",
+        type=float,
+        default=every,
+        metavar="S",
+        help=f"seconds between checkpoints (default {every:g})",
     )
     p.add_argument(
         "--resume",

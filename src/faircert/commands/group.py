@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import FaircertError
 from ..metrics import METRICS
+from ..options import GroupOptions, GroupQuestion
 from .common import (
     add_checkpoint_arguments,
     add_memory_argument,
@@ -56,8 +57,8 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--metric",
-        default="di,sp",
-        help="metrics, comma-separated (default di,sp): "
+        default=",".join(GroupQuestion.metrics),
+        help=f"metrics, comma-separated (default {','.join(GroupQuestion.metrics)}): "
         + ", ".join(f"{m.name} ({m.summary().split(':')[0].lower()})" for m in METRICS.values())
         + "; fairlearn's and AIF360's names are accepted too (e.g. demographic_parity_ratio, "
         "equal_opportunity_difference)",
@@ -66,9 +67,9 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threshold",
         type=float,
-        default=0.8,
-        help="ratio threshold: fair iff DI = min/max >= T (default 0.8, the four-fifths rule), and so "
-        "for every ratio metric computed (eopr)",
+        default=GroupQuestion.threshold,
+        help=f"ratio threshold: fair iff DI = min/max >= T (default {GroupQuestion.threshold:g}, the "
+        "four-fifths rule), and so for every ratio metric computed (eopr)",
     )
     p.add_argument(
         "--max-gap",
@@ -117,23 +118,26 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--time-limit",
         type=float,
-        default=60.0,
+        default=GroupOptions.time_limit,
         metavar="S",
         help="seconds for the whole answer: learning the population, compiling the model for it, "
-        "and bounding (default 60)",
+        f"and bounding (default {GroupOptions.time_limit:g})",
     )
     add_memory_argument(p)
     add_parallel_arguments(p, "the sound bounds' trial splits")
     p.add_argument(
         "--method",
         choices=("sound", "sampling"),
-        default="sound",
+        default=GroupOptions.method,
         help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta",
     )
     p.add_argument(
-        "--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)"
+        "--delta",
+        type=float,
+        default=GroupOptions.delta,
+        help=f"sampling: probability that the verdict is wrong (default {GroupOptions.delta:g})",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=GroupOptions.seed)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     add_model_loading(p)

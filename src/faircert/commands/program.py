@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..options import ProgramOptions, ProgramQuestion
 from .common import (
     add_checkpoint_arguments,
     add_memory_argument,
@@ -27,30 +28,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.",
     )
     p.add_argument("file", metavar="FILE.fr", help="the program")
-    p.add_argument("--epsilon", type=float, default=0.15, help="fair iff the ratio exceeds 1 - epsilon (default 0.15)")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=ProgramQuestion.epsilon,
+        help=f"fair iff the ratio exceeds 1 - epsilon (default {ProgramQuestion.epsilon:g})",
+    )
     p.add_argument(
         "--kind",
         choices=("ratio", "parity", "difference"),
-        default="ratio",
+        default=ProgramQuestion.kind,
         help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)",
     )
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=ProgramOptions.time_limit,
+        metavar="S",
+        help=f"seconds (default {ProgramOptions.time_limit:g})",
+    )
     p.add_argument(
         "--method",
         choices=("sound", "sampling"),
-        default="sound",
+        default=ProgramOptions.method,
         help="sound bounds (default) or a sequential statistical test",
     )
     p.add_argument(
-        "--delta", type=float, default=1e-6, help="sampling: probability that the verdict is wrong (default 1e-6)"
+        "--delta",
+        type=float,
+        default=ProgramOptions.delta,
+        help=f"sampling: probability that the verdict is wrong (default {ProgramOptions.delta:g})",
     )
     p.add_argument(
         "--bound",
         choices=("binomial", "hoeffding"),
-        default="binomial",
+        default=ProgramOptions.bound,
         help="sampling: confidence bound (binomial: exact, doubling looks; hoeffding: VeriFair's adaptive)",
     )
-    p.add_argument("--seed", type=int, default=0, help="sampling: random seed")
+    p.add_argument("--seed", type=int, default=ProgramOptions.seed, help="sampling: random seed")
     p.add_argument(
         "--ratio-width",
         type=float,
@@ -68,8 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--tolerance",
         type=float,
-        default=1e-4,
-        help="with --probability and no --above: stop when the bounds are this close (default 1e-4)",
+        default=ProgramOptions.tolerance,
+        help="with --probability and no --above: stop when the bounds are this close "
+        f"(default {ProgramOptions.tolerance:g})",
     )
     add_parallel_arguments(p, "the sound bounds' trial splits")
     add_memory_argument(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..options import VerifyOptions
 from .common import (
     add_checkpoint_arguments,
     add_memory_argument,
@@ -62,17 +63,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         "each feature moves within its epsilon (with epsilon, fairness twins take another "
         "protected value)",
     )
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=VerifyOptions.time_limit,
+        metavar="S",
+        help=f"seconds (default {VerifyOptions.time_limit:g})",
+    )
     p.add_argument(
         "--target-undecided",
         type=float,
-        default=0.0,
+        default=VerifyOptions.target_undecided,
         metavar="F",
-        help="stop once the undecided share is at most F (default 0)",
+        help=f"stop once the undecided share is at most F (default {VerifyOptions.target_undecided:g})",
     )
-    p.add_argument("--confidence", type=float, default=0.99, help="level of the statistical interval (default 0.99)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-counterexamples", type=int, default=100, metavar="N")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=VerifyOptions.confidence,
+        help=f"level of the statistical interval (default {VerifyOptions.confidence:g})",
+    )
+    p.add_argument("--seed", type=int, default=VerifyOptions.seed)
+    p.add_argument("--max-counterexamples", type=int, default=VerifyOptions.max_counterexamples, metavar="N")
     add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble refinements)")
     p.add_argument(
         "--max-boxes",
