@@ -24,7 +24,7 @@ def test_example_2_independent():
     engine = Engine(EXAMPLE, pop)
     assert engine.probability({"P": 1})[:2] == pytest.approx((0.55, 0.55), abs=1e-12)
     assert engine.probability({"P": 0})[:2] == pytest.approx((0.14, 0.14), abs=1e-12)
-    assert engine.stats["exact_arithmetic"]
+    assert engine.stats.exact_arithmetic
 
 
 def test_example_3_bayesnet():
@@ -117,7 +117,7 @@ def test_bucketing_gives_sound_bounds():
         want = brute_force(model, pop, g)[0]
         lo, hi, _ = small.probability(g)
         assert lo <= want + 1e-12 <= hi + 2e-12
-    assert small.stats["bucketed"]
+    assert small.stats.bucketed
 
 
 def test_within_bin_bounds_contain_every_choice_of_bin_values():
@@ -168,4 +168,4 @@ def test_bucketing_inside_a_connected_network_stays_sound():
         lo, hi, _ = small.probability(g)
         assert lo - 1e-12 <= want <= hi + 1e-12 and hi - lo < 0.5
         assert exact.probability(g)[0] == pytest.approx(want, abs=1e-9)
-    assert small.stats["bucketed"]
+    assert small.stats.bucketed

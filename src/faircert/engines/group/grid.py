@@ -115,6 +115,17 @@ class Histogram:
 
 
 @dataclass
+class GridStats:
+    """What a grid engine's queries took, over all of them."""
+
+    grid_step: float = 0.0  # the coarsest grid step used
+    grid_width: float = 0.0  # the widest score band a bound may be off by, at a threshold
+    max_cells: int = 0  # the largest message held
+    order: list[str] = field(default_factory=list)  # the last elimination order
+    over_budget: bool = False  # a query past the deadline ran on a coarser grid
+
+
+@dataclass
 class GridEngine:
     """One linear model under one discrete population; `histogram(evidence)` per query."""
 
@@ -123,7 +134,7 @@ class GridEngine:
     cells: int | None = None  # default CELLS, read at run time
     #: time.monotonic() after which queries use a 64 times coarser grid (sound, quick)
     deadline: float | None = None
-    stats: dict = field(default_factory=dict)
+    stats: GridStats = field(default_factory=GridStats)
     _orders: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -134,7 +145,6 @@ class GridEngine:
         self.strict = scores.strict
         self.intercept = scores.intercept
         self.exact = scores.exact  # every sum of contributions is exact in float64
-        self.stats = {"grid_step": 0.0, "grid_width": 0.0, "max_cells": 0, "order": [], "over_budget": False}
 
     def probability(self, evidence: dict[str, int]) -> tuple[float, float, float]:
         """(lo, hi, P[evidence]) with lo <= P[yhat = 1 | evidence] <= hi."""
@@ -163,7 +173,7 @@ class GridEngine:
         cells = self.cells or CELLS
         if self.deadline is not None and time.monotonic() >= self.deadline:
             cells = max(1, cells // 64)
-            self.stats["over_budget"] = True
+            self.stats.over_budget = True
         step = self._step(order, ranges, thresholds, cells)
         k = {n: np.floor(self.contrib[n] / step).astype(np.int64) for n in ranges}
         # per variable, how many grid steps its rounding may lose: one, or none where exact; a variable
@@ -183,9 +193,9 @@ class GridEngine:
         live_lo = min(math.floor((t - offset - margin - slack) / step) for t in thresholds) - 1
         live_hi = max(math.ceil((t - offset + margin) / step) for t in thresholds) + 1
         hist = _eliminate(pop, order, evidence, k, live_lo, live_hi, self.stats)
-        self.stats["grid_step"] = max(self.stats["grid_step"], step)
-        self.stats["grid_width"] = max(self.stats["grid_width"], slack + 2 * margin)
-        self.stats["order"] = [f.var for f in order]
+        self.stats.grid_step = max(self.stats.grid_step, step)
+        self.stats.grid_width = max(self.stats.grid_width, slack + 2 * margin)
+        self.stats.order = [f.var for f in order]
         return Histogram(step, hist[0], hist[1], hist[2], hist[3], offset, slack, self.tol, exact)
 
     def _step(
@@ -225,7 +235,7 @@ def _eliminate(
     k: dict[str, np.ndarray],
     live_lo: int,
     live_hi: int,
-    stats: dict,
+    stats: GridStats,
 ) -> tuple[int, np.ndarray, float, float]:
     """Variable elimination with histogram messages; returns (base, mass, below, above)."""
     axes: list[str] = []
@@ -238,10 +248,10 @@ def _eliminate(
     pending = dict(kmin), dict(kmax)  # variables whose shift is still to come
     for pos, f in enumerate(order):
         arr, below, above, axes = _multiply(pop, f.var, evidence, arr, below, above, axes)
-        stats["max_cells"] = max(stats["max_cells"], arr.size)
+        stats.max_cells = max(stats.max_cells, arr.size)
         for leaf in f.leaves:
             arr, base = _apply_leaf(pop, leaf, evidence, arr, axes, base, k[leaf])
-            stats["max_cells"] = max(stats["max_cells"], arr.size)
+            stats.max_cells = max(stats.max_cells, arr.size)
             pending[0].pop(leaf, None), pending[1].pop(leaf, None)
         later = order[pos + 1 :]
         for v in [v for v in axes if not any(v in g.scope for g in later)]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ def group_probabilities(
     model: LinearModel,
     pop: DiscretePopulation,
     evidence: dict[str, int] | None = None,
-    stats: dict | None = None,
+    stats: RateStats | None = None,
     condition: str = "",
     spread_bins: bool = False,
     deadline: float | None = None,
@@ -54,7 +55,7 @@ def group_probabilities(
     out = []
     for group in pop.groups():
         lo, hi, size = engine.probability({**group, **(evidence or {})})
-        if isinstance(engine, Engine) and engine.stats["bucketed"] and not spread_bins:
+        if isinstance(engine, Engine) and engine.stats.bucketed and not spread_bins:
             engine = GridEngine(model, pop, cells, deadline)  # the exact tables outgrew their cap
             lo, hi, size = engine.probability({**group, **(evidence or {})})
         name = pop.group_name(group)
@@ -66,35 +67,55 @@ def group_probabilities(
             )
         out.append(GroupProbability(name, lo, hi, size))
     if stats is not None:
-        _merge_stats(stats, engine.stats if isinstance(engine, Engine) else _grid_stats(engine))
+        stats.absorb(engine)
     return out
 
 
-def _grid_stats(engine: GridEngine) -> dict:
-    return {
-        "max_rows": engine.stats["max_cells"],
-        "components": 1,
-        "rounding_bound": engine.tol,
-        "bucketed": False,
-        "over_budget": engine.stats["over_budget"],
-        "exact_arithmetic": False,
-        "grid": True,
-        "grid_step": engine.stats["grid_step"],
-        "grid_width": engine.stats["grid_width"],
-    }
+@dataclass
+class RateStats:
+    """What computing the group rates took: the worst case over the engine runs (largest tables and
+    bounds; exact only if every run was). The result's stats hold it under these names."""
 
+    max_rows: int = 0
+    components: int = 0
+    rounding_bound: float = 0.0
+    bucketed: bool = False
+    over_budget: bool = False
+    exact_arithmetic: bool = True
+    grid: bool = False  # some rates came from score grids (`grid`): then the coarsest step and band
+    grid_step: float = 0.0
+    grid_width: float = 0.0
+    grid_passes: int = 0
+    memory_limited: bool = False
 
-def _merge_stats(total: dict, one: dict) -> None:
-    """Worst case over engine runs: largest tables and bounds; exact only if every run was."""
-    for k in ("max_rows", "components", "rounding_bound"):
-        total[k] = max(total.get(k, 0), one[k])
-    total["bucketed"] = total.get("bucketed", False) or one["bucketed"]
-    total["over_budget"] = total.get("over_budget", False) or one["over_budget"]
-    total["exact_arithmetic"] = total.get("exact_arithmetic", True) and one["exact_arithmetic"]
-    if one.get("grid"):
-        total["grid"] = True
-        total["grid_step"] = max(total.get("grid_step", 0.0), one["grid_step"])
-        total["grid_width"] = max(total.get("grid_width", 0.0), one["grid_width"])
+    def absorb(self, engine: Engine | GridEngine) -> None:
+        if isinstance(engine, GridEngine):
+            g = engine.stats
+            self.max_rows = max(self.max_rows, g.max_cells)
+            self.components = max(self.components, 1)
+            self.rounding_bound = max(self.rounding_bound, engine.tol)
+            self.over_budget |= g.over_budget
+            self.exact_arithmetic = False
+            self.grid = True
+            self.grid_step = max(self.grid_step, g.grid_step)
+            self.grid_width = max(self.grid_width, g.grid_width)
+            return
+        t = engine.stats
+        self.max_rows = max(self.max_rows, t.max_rows)
+        self.components = max(self.components, t.components)
+        self.rounding_bound = max(self.rounding_bound, t.rounding_bound)
+        self.bucketed |= t.bucketed
+        self.over_budget |= t.over_budget
+        self.exact_arithmetic &= t.exact_arithmetic
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if not self.grid:  # grid figures only where a grid answered
+            for key in ("grid", "grid_step", "grid_width", "grid_passes"):
+                del out[key]
+        if not self.memory_limited:
+            del out["memory_limited"]
+        return out
 
 
 def state_distribution(pop: DiscretePopulation, name: str, evidence: dict[str, int]) -> np.ndarray:
@@ -135,7 +156,7 @@ def analyse(
     pop: DiscretePopulation = question.population
     metrics = tuple(dict.fromkeys(m.lower() for m in question.metrics))
     mediators, frame, influence = question.mediators, question.data, question.influence
-    groups, conditional, stats = _refined_rates(model, pop, bool(needing(metrics, "label")), deadline, memory_limit)
+    groups, conditional, rates = _refined_rates(model, pop, bool(needing(metrics, "label")), deadline, memory_limit)
     approximations = _binning_notes(pop)
     if "pcf" in metrics:
         if not mediators:
@@ -151,7 +172,7 @@ def analyse(
                 )
             held = pop.bin_of(m)  # a binned mediator moves by its bins; its values inside a bin follow
             redistributed = redistributed.with_marginal(held, _given_group(pop, held, top_states, frame))
-        conditional["pcf"] = group_probabilities(model, redistributed, stats=stats, deadline=deadline)
+        conditional["pcf"] = group_probabilities(model, redistributed, stats=rates, deadline=deadline)
         approximations.append(
             f"PCF: mediators {list(mediators)} redistributed as in the most favoured group "
             f"({top.name}), each independently with its distribution given that group"
@@ -167,9 +188,10 @@ def analyse(
         result_influence = influences(
             pop,
             groups,
-            lambda p: group_probabilities(model, p, stats=stats, deadline=deadline),
+            lambda p: group_probabilities(model, p, stats=rates, deadline=deadline),
             requested_subsets(influence, pop, model.columns),
         )
+    stats = rates.to_dict()
     if question.bin_bounds:
         spread = group_probabilities(model, pop, spread_bins=True, deadline=deadline)
         di, sp = di_interval(spread), gap_interval("sp", spread)
@@ -178,12 +200,12 @@ def analyse(
             "di": [di.low, di.high],
             "sp": [sp.low, sp.high],
         }
-    if stats.get("over_budget"):
+    if rates.over_budget:
         approximations.append(
             "the time limit was reached: the rest was computed coarser (bucketed sums or a 64 "
             "times coarser score grid) to finish; probabilities are sound bounds"
         )
-    elif stats.get("bucketed"):
+    elif rates.bucketed:
         approximations.append("sum distributions were bucketed to bound memory: probabilities are sound bounds")
     engine_s = time.perf_counter() - start
     stats.update(
@@ -191,18 +213,18 @@ def analyse(
         learning_s=question.learning_s,
         population=pop.info,
         stopped="budget"
-        if stats.get("over_budget")
+        if rates.over_budget
         else "row limit"
-        if stats.get("bucketed")
+        if rates.bucketed
         else MEMORY_STOPPED
-        if stats.get("memory_limited")
+        if rates.memory_limited
         else "converged",
     )
-    if stats.get("grid"):
+    if rates.grid:
         approximations.append(
             f"the exact tables outgrew their cap: rates are bounded on a score grid of step "
-            f"{stats['grid_step']:.3g} (each bound within the mass of a score band "
-            f"{stats['grid_width']:.3g} wide at the threshold)"
+            f"{rates.grid_step:.3g} (each bound within the mass of a score band "
+            f"{rates.grid_width:.3g} wide at the threshold)"
         )
     result = GroupResult.build(
         groups,
@@ -219,7 +241,7 @@ def analyse(
         label=pop.label or pop.info.get("label"),
         stats=stats,
     )
-    result.method = "score histograms, sound bounds" if stats.get("grid") else "exact tables"
+    result.method = "score histograms, sound bounds" if rates.grid else "exact tables"
     result.influence = result_influence
     return result
 
@@ -230,12 +252,12 @@ def _refined_rates(
     with_label: bool,
     deadline: float | None,
     memory_limit: int | None = None,
-) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], dict[str, Any]]:
+) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]], RateStats]:
     """Group rates (and given each label value): exact, or on score grids refined while time and
     the memory limit allow."""
 
     def compute(cells: int, first: bool):
-        stats: dict[str, Any] = {}
+        stats = RateStats()
         # after a first pass on grids the exact tables are known to outgrow their cap: grids only
         groups = group_probabilities(model, pop, stats=stats, deadline=deadline, cells=cells, try_exact=first)
         conditional = {
@@ -248,13 +270,11 @@ def _refined_rates(
 
     def width(out) -> float | None:
         groups, conditional, stats = out
-        return max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs) if stats.get("grid") else None
+        return max(g.high - g.low for gs in [groups, *conditional.values()] for g in gs) if stats.grid else None
 
     (groups, conditional, stats), passes, limited = grid.refined(compute, width, deadline, memory_limit)
-    if stats.get("grid"):
-        stats["grid_passes"] = passes
-    if limited:
-        stats["memory_limited"] = True
+    stats.grid_passes = passes
+    stats.memory_limited = limited
     return groups, conditional, stats
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -73,6 +72,18 @@ class Scores:
 
 
 @dataclass
+class TableStats:
+    """What an engine's subset-sum tables took, over all its queries."""
+
+    exact_arithmetic: bool  # every sum of contributions is exact in float64
+    rounding_bound: float  # how far a sum may be off otherwise
+    max_rows: int = 0  # the largest table
+    components: int = 0  # the most independent components of one query
+    bucketed: bool = False  # a table was bucketed down to its cap (sound bounds, not exact)
+    over_budget: bool = False  # past the deadline, tables were bucketed to answer quickly
+
+
+@dataclass
 class Engine:
     """One model under one population; caches component distributions across queries.
 
@@ -88,7 +99,7 @@ class Engine:
     #: time.monotonic() after which tables are bucketed down to `BUDGET_ROWS`: sound bounds, quickly
     deadline: float | None = None
     scores: Scores = field(init=False)
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: TableStats = field(init=False)
     _cache: dict = field(default_factory=dict)
     _seconds_per_row: float = 0.0
 
@@ -112,14 +123,7 @@ class Engine:
                 n_terms = len(self.scores.contrib) + self.model.n_features + 8
                 self.scores.tol = max(self.scores.tol, 4.0 * n_terms * UNIT * total)
                 self.scores.exact = False
-        self.stats = {
-            "exact_arithmetic": self.scores.exact,
-            "rounding_bound": self.scores.tol,
-            "max_rows": 0,
-            "components": 0,
-            "bucketed": False,
-            "over_budget": False,
-        }
+        self.stats = TableStats(exact_arithmetic=self.scores.exact, rounding_bound=self.scores.tol)
 
     def rows_cap(self, rows_next: int = 0) -> int:
         """The table size allowed now: `max_rows`, or `BUDGET_ROWS` once the deadline has passed or
@@ -127,7 +131,7 @@ class Engine:
         if self.deadline is not None:
             ends = time.monotonic() + self._seconds_per_row * rows_next
             if ends >= self.deadline:
-                self.stats["over_budget"] = True
+                self.stats.over_budget = True
                 return min(self.max_rows, BUDGET_ROWS)
         return self.max_rows
 
@@ -157,7 +161,7 @@ class Engine:
             if key not in self._cache:
                 self._cache[key] = self._component(comp, fixed, evidence)
             dists.append(self._cache[key])
-        self.stats["components"] = max(self.stats["components"], len(dists))
+        self.stats.components = max(self.stats.components, len(dists))
         mass = weight * float(np.prod([d.mass for d in dists])) if dists else weight
         if mass <= 0:
             return 0.0, 0.0, 0.0
@@ -182,7 +186,7 @@ class Engine:
             cap = self.rows_cap(dist.size * len(states))
             if dist.size * len(states) > EXPANSION * cap:  # bucket first: the expanded table stays small
                 codes, dist = _bucket(codes, dist, max(1, EXPANSION * cap // len(states)))
-                self.stats["bucketed"] = True
+                self.stats.bucketed = True
             rows = (
                 table[tuple(codes[:, frontier.index(p)] for p in fparents)]
                 if fparents
@@ -213,12 +217,12 @@ class Engine:
                 Dist(lo[nz], hi[nz] if hi is not lo else lo[nz], probs[nz]),
                 [pop.variables[f].card for f in frontier],
             )
-            self.stats["max_rows"] = max(self.stats["max_rows"], dist.size)
+            self.stats.max_rows = max(self.stats.max_rows, dist.size)
             self._timed(len(probs), started)
             cap = self.rows_cap()
             if dist.size > cap:
                 codes, dist = _bucket(codes, dist, cap // 4)
-                self.stats["bucketed"] = True
+                self.stats.bucketed = True
         return dist
 
     # ----- combining components: P[sum + offset > 0] ----------------------------------------------
@@ -230,7 +234,7 @@ class Engine:
             if a.size * b.size > cap:
                 side = max(2, int(np.sqrt(cap)))
                 a, b = _bucket_dist(a, side), _bucket_dist(b, side)
-                self.stats["bucketed"] = True
+                self.stats.bucketed = True
             lo = (a.lo[:, None] + b.lo[None, :]).reshape(-1)
             hi = lo if (a.exact and b.exact) else (a.hi[:, None] + b.hi[None, :]).reshape(-1)
             p = (a.p[:, None] * b.p[None, :]).reshape(-1)

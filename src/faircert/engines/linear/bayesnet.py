@@ -65,9 +65,9 @@ def unfair_probability(
         high += max(0.0, above_lo[1] - above_hi[0])
         total += hist.total
     stats = {
-        "grid_step": engine.stats["grid_step"],
-        "grid_width": engine.stats["grid_width"],
-        "max_cells": engine.stats["max_cells"],
+        "grid_step": engine.stats.grid_step,
+        "grid_width": engine.stats.grid_width,
+        "max_cells": engine.stats.max_cells,
         "population_mass": total,
     }
     # the total is a float sum too: divide by its largest and smallest possible values
