@@ -163,92 +163,58 @@ def verify(
         memory_limit=memory_limit,
     )
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
-        return _verify(
-            model,
-            domain,
-            protected,
-            epsilon,
-            epsilon_rate,
-            kappa,
-            robustness,
-            trust_pickle,
-            preprocessor,
-            rows,
-            population,
-            data,
-            options,
-            progress,
-        )
-
-
-def _verify(
-    model,
-    domain,
-    protected,
-    epsilon,
-    epsilon_rate,
-    kappa,
-    robustness,
-    trust_pickle,
-    preprocessor,
-    rows,
-    population,
-    data,
-    options,
-    progress,
-) -> Result | RowsResult:
-    started = time.perf_counter()
-    population = _verify_population(population, rows)
-    if population == "empirical":
-        rows = _population_data(data, domain, population)
-    if rows is not None:
-        audit = _audit_rows(
-            model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options, progress
-        )
-        audit.population = population or "rows"
-        return audit
-    # boxes over a network's categories split better with like categories side by side
-    reorder = population in (None, "uniform", "independent") and options.partition_size is None
-    try:
-        ir, prop, given = _model_and_property(
-            model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, reorder
-        )
-    except UnsupportedModelError as exc:
-        raise UnsupportedModelError(
-            f"{exc}; the rows of a dataset can still be audited with this model as a "
-            "black box (rows=DATA, --rows DATA.csv)"
-        ) from None
-    if population == "independent":
-        prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
-    if population == "bayesnet":
-        refuse_checkpoint(options, "the learned-network measure")
-        result = _under_bayesnet(
-            model,
-            ir,
-            prop,
-            _population_data(data, domain, population),
-            trust_pickle,
-            preprocessor,
-            _after(options, time.perf_counter() - started),
-            progress,
-        )
-    else:  # compiling the model counts in the time limit
-        options = _after(options, time.perf_counter() - started)
-        engine = find_engine(ir, prop, options.method)
-        if engine.name not in CHECKPOINTED:
-            refuse_checkpoint(options, engine.name)
-        result = engine.run(ir, prop, options, progress)
-    if result.stats.get("memory_limited"):
-        result.stats.setdefault("stopped", MEMORY_STOPPED)
-    result.population = population or "uniform"
-    _codes_as_given(result, prop.domain, given)
-    result.categories = {
-        f.name: list(given[f.name].categories if f.name in given.names else f.categories)
-        for f in prop.domain.features
-        if f.categories is not None
-    }
-    result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
-    return result
+        started = time.perf_counter()
+        population = _verify_population(population, rows)
+        if population == "empirical":
+            rows = _population_data(data, domain, population)
+        if rows is not None:
+            audit = _audit_rows(
+                model, domain, protected, rows, epsilon, epsilon_rate, trust_pickle, preprocessor, options, progress
+            )
+            audit.population = population or "rows"
+            return audit
+        # boxes over a network's categories split better with like categories side by side
+        reorder = population in (None, "uniform", "independent") and options.partition_size is None
+        try:
+            ir, prop, given = _model_and_property(
+                model, domain, protected, epsilon, epsilon_rate, kappa, robustness, trust_pickle, preprocessor, reorder
+            )
+        except UnsupportedModelError as exc:
+            raise UnsupportedModelError(
+                f"{exc}; the rows of a dataset can still be audited with this model as a "
+                "black box (rows=DATA, --rows DATA.csv)"
+            ) from None
+        if population == "independent":
+            prop = _with_marginals(ir, prop, _population_data(data, domain, population), options)
+        if population == "bayesnet":
+            refuse_checkpoint(options, "the learned-network measure")
+            result = _under_bayesnet(
+                model,
+                ir,
+                prop,
+                _population_data(data, domain, population),
+                trust_pickle,
+                preprocessor,
+                _after(options, time.perf_counter() - started),
+                progress,
+            )
+        else:  # compiling the model counts in the time limit
+            options = _after(options, time.perf_counter() - started)
+            engine = find_engine(ir, prop, options.method)
+            if engine.name not in CHECKPOINTED:
+                refuse_checkpoint(options, engine.name)
+            result = engine.run(ir, prop, options, progress)
+        if result.stats.get("memory_limited"):
+            result.stats.setdefault("stopped", MEMORY_STOPPED)
+        result.population = population or "uniform"
+        _codes_as_given(result, prop.domain, given)
+        result.categories = {
+            f.name: list(given[f.name].categories if f.name in given.names else f.categories)
+            for f in prop.domain.features
+            if f.categories is not None
+        }
+        result.feature_ranges = {f.name: [f.min, f.max] for f in prop.domain.features}
+        return result
 
 
 def _options(fn: Any, cls: type, options: Any, **keywords: Any) -> Any:
