@@ -54,7 +54,8 @@ class Verdict:
         import importlib
 
         module, _, function = HTML_RENDERERS[type(self).__name__].partition(":")
-        return getattr(importlib.import_module(module), function)(self, standalone=False)
+        html: str = getattr(importlib.import_module(module), function)(self, standalone=False)
+        return html
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (each result type says what it holds)."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Verdict
 from .group import GroupResult
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made
+    import pandas as pd
 
 
 @dataclass
@@ -24,7 +27,7 @@ class Comparison(Verdict):
         verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
         return cls(verdict, list(names), list(results))
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per model: verdict, each metric's bounds, and each group's P[yhat = 1 | group]."""
         import pandas as pd
 

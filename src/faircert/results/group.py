@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PropertyError
 from ..metrics import METRICS, MetricInterval, gap_interval, ratio_interval
 from .base import DECISION_TOLERANCE, Verdict
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made
+    import pandas as pd
 
 #: Metrics of group fairness (`faircert.metrics`): ratios (DI: min/max over groups, higher is
 #: fairer, checked as value >= threshold) and gaps (SP, EO, ...: max - min, checked as value <= threshold).
@@ -117,7 +120,7 @@ class GroupResult(Verdict):
         return {g.name: g.value for g in self.groups}
 
     @property
-    def by_group(self):
+    def by_group(self) -> pd.DataFrame:
         """fairlearn-style: a pandas DataFrame with one row per group (indexed by the protected
         attributes' values, like MetricFrame.by_group) and columns low, high (bounds on
         P[yhat = 1 | group]; equal when exact) and size (P[group])."""
@@ -139,7 +142,7 @@ class GroupResult(Verdict):
             index=index,
         )
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The per-group table (`by_group`)."""
         return self.by_group
 

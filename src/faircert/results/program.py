@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Verdict
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made
+    import pandas as pd
 
 
 @dataclass
@@ -38,7 +41,7 @@ class ProgramResult(Verdict):
     def ratio(self) -> tuple[float, float]:
         return (self.ratio_low, self.ratio_high)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The probability bounds as a pandas DataFrame (one row per probability: low, high)."""
         import pandas as pd
 

@@ -10,11 +10,14 @@ exact: the rows are a finite set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import Verdict
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made
+    import pandas as pd
 
 ROW_VERDICTS = ("fair", "unfair", "unknown")
 
@@ -61,7 +64,7 @@ class RowsResult(Verdict):
         return {v: sum(1 for r in self.verdicts if r == v) for v in ROW_VERDICTS}
 
     @property
-    def by_group(self):
+    def by_group(self) -> pd.DataFrame:
         """DataFrame: one row per protected group: rows, fair, unfair, unknown, unfair share, flip-test unfair."""
         import pandas as pd
 
@@ -86,7 +89,7 @@ class RowsResult(Verdict):
             return names[int(value)]
         return int(value) if float(value).is_integer() else float(value)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One line per input row, in the input's order: verdict, method, labels, and the twin's
         features (suffix `_prime`, categories by name; empty unless unfair)."""
         import pandas as pd
@@ -105,7 +108,7 @@ class RowsResult(Verdict):
             out[f"{n}_prime"] = [None if t is None else self.value_name(n, t[j]) for t in self.twins]
         return out
 
-    def unfair_rows(self, limit: int | None = None):
+    def unfair_rows(self, limit: int | None = None) -> pd.DataFrame:
         """The unfair rows beside their twins (the row's features, then the twin's), categories by name."""
         import pandas as pd
 

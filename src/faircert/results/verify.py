@@ -7,9 +7,12 @@ never rename them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Verdict
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made
+    import pandas as pd
 
 
 @dataclass
@@ -117,7 +120,7 @@ class Result(Verdict):
         width = len(self.counterexamples[0].x) if self.counterexamples else 0
         return [f"x{i}" for i in range(width)]
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The sound shares as a pandas DataFrame: rows certified, falsified, undecided; columns
         share (of the domain) and size (share times the domain's size)."""
         import pandas as pd
@@ -129,7 +132,8 @@ class Result(Verdict):
         """A feature's value as people read it: the category's name for coded categories."""
         names = (getattr(self, "categories", None) or {}).get(feature)  # (a partly built result has none)
         if names is not None and float(value).is_integer() and 0 <= int(value) < len(names):
-            return names[int(value)]
+            name: str = names[int(value)]
+            return name
         return value
 
     def distinct_counterexamples(self) -> list[Counterexample]:
@@ -142,7 +146,7 @@ class Result(Verdict):
                 out.append(c)
         return out
 
-    def counterexamples_frame(self):
+    def counterexamples_frame(self) -> pd.DataFrame:
         """One row per counterexample: the input's features, the twin's (suffix `_prime`), both outputs;
         categories by name."""
         import pandas as pd

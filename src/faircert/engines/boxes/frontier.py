@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import base64
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import numpy as np
+
+#: An encoded chunk of open boxes: their records, then per-box data arrays (rows aligned).
+Entry = tuple[np.ndarray, ...]
 
 
 def _uint(n: int) -> np.dtype:
@@ -87,7 +91,7 @@ class BoxCodec:
                 raise ValueError(f"feature {f}: a box coordinate outside its table of cut positions")
             return idx
         off = v - self.dlo[f]
-        code = off.astype(self.dtype[f"l{f}"])
+        code: np.ndarray = off.astype(self.dtype[f"l{f}"])
         if not np.array_equal(code, off):
             raise ValueError(f"feature {f}: a box coordinate off its integer grid")
         return code
@@ -106,8 +110,10 @@ class BoxCodec:
         if kind == "table":
             table = self.tables[f]
             assert table is not None  # a table feature has its cut positions
-            return table[code]
-        return code + self.dlo[f]
+            values: np.ndarray = table[code]
+            return values
+        offsets: np.ndarray = code + self.dlo[f]
+        return offsets
 
     def decode(self, rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo = np.empty((len(rec), self.width))
@@ -160,7 +166,7 @@ class Frontier:
     def __init__(self, free: np.ndarray, chunk: int, codec: BoxCodec | None = None) -> None:
         self.free, self.chunk = free, chunk
         self.codec = codec if codec is not None else RawBoxes(len(free))
-        self.heap: list = []
+        self.heap: list[tuple[float, int, Entry]] = []
         self.count = 0
         self.nbytes = 0
         self.tick = 0
@@ -169,7 +175,8 @@ class Frontier:
         return bool(self.heap)
 
     def size(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        return np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
+        sizes: np.ndarray = np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
+        return sizes
 
     def push(self, *arrays: np.ndarray) -> None:
         """Add boxes (arrays[0] = lo, arrays[1] = hi, then per-box data with the same rows)."""
@@ -187,7 +194,7 @@ class Frontier:
             heapq.heappush(self.heap, (-float(size[k]), self.tick, entry))
             self.tick += 1
 
-    def _decoded(self, entry: tuple) -> tuple[np.ndarray, ...]:
+    def _decoded(self, entry: Entry) -> tuple[np.ndarray, ...]:
         return self.codec.decode(entry[0]) + entry[1:]
 
     def pop(self) -> tuple[np.ndarray, ...]:
@@ -248,24 +255,33 @@ class Frontier:
         return OpenParts(self.codec, [e[2] for e in self.heap])
 
 
-class OpenParts(Sequence):
+class OpenParts(Sequence[tuple[Any, ...]]):
     """Chunks of encoded boxes read as decoded tuples (lo, hi, then per-box data), one at a time:
     millions of open boxes stay compact until a chunk is used."""
 
-    def __init__(self, codec, entries: list[tuple], post=None) -> None:
+    def __init__(
+        self,
+        codec: BoxCodec | RawBoxes,
+        entries: list[Entry],
+        post: Callable[[tuple[np.ndarray, ...]], Any] | None = None,
+    ) -> None:
         self.codec, self.entries, self.post = codec, entries, post
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __getitem__(self, k):
+    @overload
+    def __getitem__(self, k: int) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[Any, ...]]: ...
+    def __getitem__(self, k: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         e = self.entries[k]
         out = self.codec.decode(e[0]) + e[1:]
         return self.post(out) if self.post is not None else out
 
-    def map(self, post) -> OpenParts:
+    def map(self, post: Callable[[tuple[np.ndarray, ...]], Any]) -> OpenParts:
         """The same chunks with `post` applied to each decoded tuple."""
         return OpenParts(self.codec, self.entries, post)
 

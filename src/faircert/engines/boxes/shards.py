@@ -32,8 +32,9 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -41,9 +42,9 @@ from ... import memory
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from .budget import DONE, Budget
-from .frontier import Frontier, records_text, text_records
+from .frontier import BoxCodec, Entry, Frontier, records_text, text_records
 from .sums import ExactSum
-from .workers import LOST, SERIAL, Parallelism, RayWorkers, Workers, usable_cores
+from .workers import LOST, SERIAL, Parallelism, Pool, usable_cores
 
 SLICE_S = 0.5  # work per call of a shard, so that progress and stops come this often
 LEVEL_RATIO = 2.0**-0.5  # tau shrinks by this factor from level to level
@@ -63,8 +64,37 @@ class Step:
 
     measures: dict[str, np.ndarray]
     settled_boxes: int
-    found: tuple
-    open: tuple
+    found: tuple[np.ndarray, ...]
+    open: tuple[np.ndarray, ...]
+
+
+class Settler(Protocol):
+    """What a shard refines with: `settle(lo, hi, *per-box data)` settles or cuts a chunk of open
+    boxes and says what it found (`Step`)."""
+
+    @property
+    def settle(self) -> Callable[..., Step]: ...
+
+
+class RegionStore(Protocol):
+    """Where a shard keeps the unfair boxes it found: `add(*step.found)`, `absorb(other store)`,
+    the boxes `found` and the bytes they take; `state()` and `restore(state, dlo, dhi)` for
+    checkpoints."""
+
+    nbytes: int
+
+    @property
+    def found(self) -> int: ...
+
+    @property
+    def add(self) -> Callable[..., None]: ...
+
+    @property
+    def absorb(self) -> Callable[..., None]: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndarray) -> None: ...
 
 
 @dataclass
@@ -99,7 +129,15 @@ class Shard:
     each such array's rows (e.g. `(bool, (n,))` for n flags per box), zeros for a box that has none
     yet (the boxes a refinement starts from)."""
 
-    def __init__(self, settler, free: np.ndarray, chunk: int, codec, region, limit_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        settler: Settler,
+        free: np.ndarray,
+        chunk: int,
+        codec: BoxCodec | None,
+        region: RegionStore,
+        limit_bytes: int | None = None,
+    ) -> None:
         self.settler, self.free, self.chunk, self.codec = settler, free, chunk, codec
         self.empty_region, self.limit_bytes = region, limit_bytes or memory.limit()
         self.start([])
@@ -108,7 +146,7 @@ class Shard:
         """An empty shard with the same settler and stores."""
         return Shard(self.settler, self.free, self.chunk, self.codec, self.empty_region, self.limit_bytes)
 
-    def start(self, entries: list[tuple]) -> Progress:
+    def start(self, entries: list[Entry]) -> Progress:
         """Forget everything and take these open boxes (encoded chunks)."""
         self.frontier = Frontier(self.free, self.chunk, self.codec)
         self.box_s: float | None = None  # seconds per box settled, measured
@@ -154,7 +192,7 @@ class Shard:
         t.level_done, t.finished = self.frontier.largest() <= tau, not self.frontier
         return t
 
-    def deal(self, n: int) -> list[list[tuple]]:
+    def deal(self, n: int) -> list[list[Entry]]:
         """Take every open box and deal them into n shares of about equal size (largest first,
         round robin), as encoded chunks."""
         entries = self.frontier.take_all()
@@ -173,11 +211,11 @@ class Shard:
         self.progress(math.inf)
         return shares
 
-    def result(self, with_open: bool) -> tuple:
+    def result(self, with_open: bool) -> tuple[RegionStore, list[Entry] | None]:
         """The unfair boxes found and (when asked) the open boxes, encoded."""
         return self.region, (self.frontier.take_all() if with_open else None)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """What this shard holds, as JSON for a checkpoint: its open boxes (the records its codec
         stores, with their per-box data), its unfair boxes, its exact sums and its counts."""
         spec = _open_data(self.settler)
@@ -196,7 +234,7 @@ class Shard:
             "examined": t.examined,
         }
 
-    def restore(self, state: dict, dlo: np.ndarray, dhi: np.ndarray) -> None:
+    def restore(self, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndarray) -> None:
         """Add a shard's saved `state` to this one, every value checked (a checkpoint is untrusted
         input): its boxes inside the domain box [dlo, dhi], its counts and sums non-negative."""
         spec = _open_data(self.settler)
@@ -235,7 +273,7 @@ class Shard:
         t.examined += examined
 
 
-def _open_data(settler) -> tuple[np.dtype, ...]:
+def _open_data(settler: Settler) -> tuple[np.dtype, ...]:
     return tuple(np.dtype(d) for d in getattr(settler, "open_data", ()))
 
 
@@ -254,8 +292,8 @@ class Refined:
     lost at the end), and the totals."""
 
     complete: bool
-    region: object
-    open_entries: list | None
+    region: RegionStore
+    open_entries: list[Entry] | None
     totals: Progress
     workers: int = 0  # how many workers held shares (0: all was refined here)
     stopped: str = DONE  # why the refinement ended (`budget`)
@@ -268,8 +306,8 @@ class Saving:
     written and the seconds they took (gathering the workers' shards included)."""
 
     checkpoint: Any
-    header: dict = field(default_factory=dict)
-    state: dict | None = None
+    header: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] | None = None
     written: int = 0
     seconds: float = 0.0
 
@@ -298,7 +336,7 @@ def refine(
     hi: np.ndarray,
     budget: Budget,
     parallel: Parallelism = SERIAL,
-    on_progress=None,
+    on_progress: Callable[[Progress, int], None] | None = None,
     saving: Saving | None = None,
 ) -> Refined:
     """Refine the boxes (lo, hi) with `shard`'s settler until none is open or the `budget` ends it:
@@ -315,7 +353,7 @@ def refine(
     spread = parallel.workers > 1 or parallel.ray_address
     seeds = SEEDS_PER_WORKER * (parallel.workers if parallel.workers > 1 else usable_cores())
     deal_after = time.monotonic() + parallel.start_after  # short runs end before workers would pay
-    shares: list[list[tuple]] = []
+    shares: list[list[Entry]] = []
     parts, pool = [local.progress(tau)], None
     complete = True
 
@@ -348,20 +386,22 @@ def refine(
                     seconds = min(seconds, max(deal_after - now, 0.01))
                 parts = [local.step(tau, seconds, seeds if ready else None)]
                 continue
-            out = pool.each("step", [None if p.idle else (tau, seconds) for p in parts[1:]])
-            for k, p in enumerate(out):
+            stepped = pool.each("step", [None if p.idle else (tau, seconds) for p in parts[1:]])
+            for k, p in enumerate(stepped):
                 if p is LOST:
                     parts[k + 1] = _restarted(pool, k, shares[k])
                 elif p is not None:
                     parts[k + 1] = p
         if saving is not None and not _save(saving, tau, local, pool, parts, shares):
             complete = False  # a worker lost meanwhile holds its first share again, unrefined
-        out = _gather(local, pool, parts, shares, complete)
-        out.stopped = budget.stopped
-        return out
+        refined = _gather(local, pool, parts, shares, complete)
+        refined.stopped = budget.stopped
+        return refined
 
 
-def _save(saving: Saving, tau: float, local: Shard, pool, parts: list[Progress], shares) -> bool:
+def _save(
+    saving: Saving, tau: float, local: Shard, pool: Pool | None, parts: list[Progress], shares: list[list[Entry]]
+) -> bool:
     """Write the refinement's state: the level and every shard's (the driver's and the workers').
     False when a worker was lost meanwhile: it is given its share again and nothing is written (the
     previous checkpoint stays)."""
@@ -381,7 +421,7 @@ def _save(saving: Saving, tau: float, local: Shard, pool, parts: list[Progress],
     return True
 
 
-def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_boxes: int | None) -> float:
+def _restored(local: Shard, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndarray, max_boxes: int | None) -> float:
     """Put a saved refinement into the driver's shard; returns the level to go on at: the saved one
     under a box budget (a run saved without one starts its levels at its largest open box)."""
     shards, tau = state.get("shards"), state.get("tau")
@@ -402,20 +442,22 @@ def _restored(local: Shard, state: dict, dlo: np.ndarray, dhi: np.ndarray, max_b
     return float(tau) if tau > 0 else local.frontier.largest() * LEVEL_RATIO
 
 
-def _started(pool, shares: list[list[tuple]]) -> list[Progress]:
+def _started(pool: Pool, shares: list[list[Entry]]) -> list[Progress]:
     out = pool.each("start", [(s,) for s in shares])
     return [_restarted(pool, k, shares[k]) if p is LOST else p for k, p in enumerate(out)]
 
 
-def _restarted(pool, k: int, share: list[tuple]) -> Progress:
+def _restarted(pool: Pool, k: int, share: list[Entry]) -> Progress:
     """Give a replaced worker its share again (its former totals are dropped)."""
     while True:
         p = pool.each("start", [None] * k + [(share,)])[k]
-        if p is not LOST:
+        if isinstance(p, Progress):  # else LOST: again
             return p
 
 
-def _gather(local: Shard, pool, parts: list[Progress], shares, complete: bool) -> Refined:
+def _gather(
+    local: Shard, pool: Pool | None, parts: list[Progress], shares: list[list[Entry]], complete: bool
+) -> Refined:
     region, entries = local.result(with_open=True)
     if pool is None:
         return Refined(complete, region, entries, _sum(parts))
@@ -437,13 +479,13 @@ class _Maybe:
 
     def __init__(self, parallel: Parallelism, shard: Shard) -> None:
         self.parallel, self.shard = parallel, shard
-        self.pool: Workers | RayWorkers | None = None
+        self.pool: Pool | None = None
 
     @property
     def restarts(self) -> int:
         return self.pool.restarts if self.pool is not None else 0
 
-    def start(self):
+    def start(self) -> Pool:
         self.pool = self.parallel.open(self.shard.fresh())
         return self.pool
 

@@ -9,6 +9,8 @@ non-overlapping partials for the rest) and rounds once when read, so any split g
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +26,7 @@ class ExactSum:
         self.whole = 0  # the integral terms, exactly
         self.partials: list[float] = []  # the others: non-overlapping floats summing to them exactly
 
-    def add(self, values) -> None:
+    def add(self, values: np.ndarray | Iterable[float]) -> None:
         v = np.asarray(values, dtype=np.float64).ravel()
         if not len(v):
             return
@@ -55,12 +57,12 @@ class ExactSum:
         for x in other.partials:
             self._add_one(x)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """The sum exactly, as JSON (a checkpoint's): the integer part in decimal, the partials as hex floats."""
         return {"whole": str(self.whole), "partials": [x.hex() for x in self.partials]}
 
     @classmethod
-    def of_state(cls, state: dict) -> ExactSum:
+    def of_state(cls, state: dict[str, Any]) -> ExactSum:
         """The sum `state` wrote; ValueError when it holds no finite sum in that form."""
         whole, partials = state.get("whole"), state.get("partials")
         # bounded: an exact sum of float64 terms has at most about 40 partials

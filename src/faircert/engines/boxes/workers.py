@@ -53,7 +53,7 @@ def _hold(job: Any, threads: int = 1) -> None:
     _job = job
 
 
-def _run(method: str, chunk: tuple) -> Any:
+def _run(method: str, chunk: tuple[Any, ...]) -> Any:
     return getattr(_job, method)(*chunk)
 
 
@@ -78,7 +78,7 @@ class Workers:
         threads = max(1, usable_cores() // self.n)
         return ProcessPoolExecutor(n or self.n, mp_context=context, initializer=_hold, initargs=(self.job, threads))
 
-    def each(self, method: str, args: Sequence[tuple | None]) -> list[Any]:
+    def each(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
         """[worker k's job.method(*args[k])] (None where args[k] is None, `LOST` where worker k died)."""
         if self.n == 1:
             return [None if a is None else getattr(self.job, method)(*a) for a in args[:1]]
@@ -99,7 +99,7 @@ class Workers:
                 self._pinned[k] = self._start(1)
         return results
 
-    def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
+    def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> list[Any]:
         if self.n == 1 or (self._pool is None and time.monotonic() < self.start_at):
             return [getattr(self.job, method)(*chunk) for chunk in chunks]
         if self._pool is None:
@@ -190,7 +190,7 @@ class RayWorkers:
         self._holder = ray.remote(num_cpus=1, max_restarts=0)(_Holder)
         self._actors = [self._holder.remote(self._job) for _ in range(self.n)]
 
-    def map(self, method: str, chunks: Sequence[tuple]) -> list[Any]:
+    def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> list[Any]:
         ray = self._ray
         results: list[Any] = [None] * len(chunks)
         todo = list(range(len(chunks)))
@@ -210,7 +210,7 @@ class RayWorkers:
             todo = lost
         return results
 
-    def each(self, method: str, args: Sequence[tuple | None]) -> list[Any]:
+    def each(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
         """As `Workers.each`, on actor k."""
         ray = self._ray
         refs = [None if a is None else self._actors[k].run.remote(method, a) for k, a in enumerate(args)]
@@ -272,7 +272,7 @@ class _Holder:
         compiled.limit_threads(1)  # an actor holds one CPU of the cluster
         self.job = job
 
-    def run(self, method: str, chunk: tuple) -> Any:
+    def run(self, method: str, chunk: tuple[Any, ...]) -> Any:
         return getattr(self.job, method)(*chunk)
 
     def pid(self) -> int:
@@ -300,10 +300,14 @@ class Parallelism:
         cores = usable_cores()
         return cls(cores, None, START_AFTER_S) if cores > 1 else SERIAL
 
-    def open(self, job: Any) -> Workers | RayWorkers:
+    def open(self, job: Any) -> Pool:
         if self.ray_address:
             return RayWorkers(job, self.workers if self.workers > 1 else None, self.ray_address)
         return Workers(job, self.workers, self.start_after)
 
 
 SERIAL = Parallelism()
+
+
+#: Workers of either kind: local processes or Ray actors (the same calls).
+Pool = Workers | RayWorkers
