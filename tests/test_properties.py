@@ -39,6 +39,8 @@ def test_epsilon_rate_floors_discrete_widths():
         (dict(protected="sex", epsilon={"age": -1}), ">= 0"),
         (dict(protected=None), "no protected feature"),
         (dict(protected="sex", kappa=1.5), "kappa"),
+        (dict(protected=True), "by name or position, got True"),
+        (dict(protected=2.5), "by name or position, got 2.5"),
     ],
 )
 def test_bad_properties(kwargs, message):

@@ -44,6 +44,12 @@ def add_model_loading(p: Any) -> None:
     )
 
 
+def add_defaulted(p: Any, flag: str, default: float | None, help: str, metavar: str | None = None) -> None:
+    """A number option whose help ends with its default (the options class's, written once there)."""
+    shown = "none" if default is None else f"{default:g}"
+    p.add_argument(flag, type=float, default=default, metavar=metavar, help=f"{help} (default {shown})")
+
+
 def add_parallel_arguments(p: Any, work: str) -> None:
     """--workers and --ray: where `work` runs."""
     p.add_argument(
@@ -72,14 +78,7 @@ def add_checkpoint_arguments(p: Any, job: str) -> None:
         help=f"write {job}'s state to FILE every --checkpoint-every seconds and at the end "
         "(atomically), so a killed run can be resumed",
     )
-    every = Budget.checkpoint_every
-    p.add_argument(
-        "--checkpoint-every",
-        type=float,
-        default=every,
-        metavar="S",
-        help=f"seconds between checkpoints (default {every:g})",
-    )
+    add_defaulted(p, "--checkpoint-every", Budget.checkpoint_every, "seconds between checkpoints", "S")
     p.add_argument(
         "--resume",
         metavar="FILE",

@@ -9,6 +9,7 @@ from ..metrics import METRICS
 from ..options import GroupOptions, GroupQuestion
 from .common import (
     add_checkpoint_arguments,
+    add_defaulted,
     add_memory_argument,
     add_model_loading,
     add_parallel_arguments,
@@ -115,13 +116,12 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
         "at once, so a linear model's rates come out tight in seconds (default 2000; 0: keep every edge)",
     )
     p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
-    p.add_argument(
+    add_defaulted(
+        p,
         "--time-limit",
-        type=float,
-        default=GroupOptions.time_limit,
-        metavar="S",
-        help="seconds for the whole answer: learning the population, compiling the model for it, "
-        f"and bounding (default {GroupOptions.time_limit:g})",
+        GroupOptions.time_limit,
+        "seconds for the whole answer: learning the population, compiling the model for it, and bounding",
+        "S",
     )
     add_memory_argument(p)
     add_parallel_arguments(p, "the sound bounds' trial splits")
@@ -131,12 +131,7 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
         default=GroupOptions.method,
         help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta",
     )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=GroupOptions.delta,
-        help=f"sampling: probability that the verdict is wrong (default {GroupOptions.delta:g})",
-    )
+    add_defaulted(p, "--delta", GroupOptions.delta, "sampling: probability that the verdict is wrong")
     p.add_argument("--seed", type=int, default=GroupOptions.seed)
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")

@@ -7,6 +7,7 @@ import argparse
 from ..options import ProgramOptions, ProgramQuestion
 from .common import (
     add_checkpoint_arguments,
+    add_defaulted,
     add_memory_argument,
     add_parallel_arguments,
     emit_json,
@@ -28,37 +29,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stated error probability. Exit code: 0 fair, 1 unfair, 2 undecided, 3 bad input.",
     )
     p.add_argument("file", metavar="FILE.fr", help="the program")
-    p.add_argument(
-        "--epsilon",
-        type=float,
-        default=ProgramQuestion.epsilon,
-        help=f"fair iff the ratio exceeds 1 - epsilon (default {ProgramQuestion.epsilon:g})",
-    )
+    add_defaulted(p, "--epsilon", ProgramQuestion.epsilon, "fair iff the ratio exceeds 1 - epsilon")
     p.add_argument(
         "--kind",
         choices=("ratio", "parity", "difference"),
         default=ProgramQuestion.kind,
         help="ratio (one-sided, default), parity (both directions) or difference (|gap| < epsilon)",
     )
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=ProgramOptions.time_limit,
-        metavar="S",
-        help=f"seconds (default {ProgramOptions.time_limit:g})",
-    )
+    add_defaulted(p, "--time-limit", ProgramOptions.time_limit, "seconds", "S")
     p.add_argument(
         "--method",
         choices=("sound", "sampling"),
         default=ProgramOptions.method,
         help="sound bounds (default) or a sequential statistical test",
     )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=ProgramOptions.delta,
-        help=f"sampling: probability that the verdict is wrong (default {ProgramOptions.delta:g})",
-    )
+    add_defaulted(p, "--delta", ProgramOptions.delta, "sampling: probability that the verdict is wrong")
     p.add_argument(
         "--bound",
         choices=("binomial", "hoeffding"),
@@ -80,12 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--above", type=float, metavar="C", help="with --probability: prove P[EXPR] > C (exit 0) or < C (exit 1)"
     )
-    p.add_argument(
+    add_defaulted(
+        p,
         "--tolerance",
-        type=float,
-        default=ProgramOptions.tolerance,
-        help="with --probability and no --above: stop when the bounds are this close "
-        f"(default {ProgramOptions.tolerance:g})",
+        ProgramOptions.tolerance,
+        "with --probability and no --above: stop when the bounds are this close",
     )
     add_parallel_arguments(p, "the sound bounds' trial splits")
     add_memory_argument(p)

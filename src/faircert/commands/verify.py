@@ -7,6 +7,7 @@ import argparse
 from ..options import VerifyOptions
 from .common import (
     add_checkpoint_arguments,
+    add_defaulted,
     add_memory_argument,
     add_model_loading,
     add_parallel_arguments,
@@ -63,26 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "each feature moves within its epsilon (with epsilon, fairness twins take another "
         "protected value)",
     )
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=VerifyOptions.time_limit,
-        metavar="S",
-        help=f"seconds (default {VerifyOptions.time_limit:g})",
+    add_defaulted(p, "--time-limit", VerifyOptions.time_limit, "seconds", "S")
+    add_defaulted(
+        p, "--target-undecided", VerifyOptions.target_undecided, "stop once the undecided share is at most F", "F"
     )
-    p.add_argument(
-        "--target-undecided",
-        type=float,
-        default=VerifyOptions.target_undecided,
-        metavar="F",
-        help=f"stop once the undecided share is at most F (default {VerifyOptions.target_undecided:g})",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=VerifyOptions.confidence,
-        help=f"level of the statistical interval (default {VerifyOptions.confidence:g})",
-    )
+    add_defaulted(p, "--confidence", VerifyOptions.confidence, "level of the statistical interval")
     p.add_argument("--seed", type=int, default=VerifyOptions.seed)
     p.add_argument("--max-counterexamples", type=int, default=VerifyOptions.max_counterexamples, metavar="N")
     add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble refinements)")
