@@ -149,7 +149,7 @@ def run_one(name: str, variant: str, budget: float, target: float, seed: int) ->
         samples=s.samples,
         boxes_per_s=res.stats["boxes_per_s"],
         boxes=res.stats["boxes_bounded"],
-        peak_pool=res.stats["peak_pool"],
+        open_boxes=res.stats["open_boxes"],
         grown=res.stats["boxes_grown"],
         peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     )

@@ -6,9 +6,9 @@ networks AC-4, AC-5 and BM-4 (header domains and protected attributes of benchma
 Every run is limited by work (`max_boxes`) so that it examines the same boxes and gives the same
 shares, which the script checks. For each: wall time of the refinement with 1 and 2 local workers
 and with 2 Ray actors on a local cluster (cluster start not counted); boxes examined per second;
-and, from the driver's side of the 2-worker run, the time per round spent outside the workers
-(merging, the frontier or pool), which bounds the worker count one driver can feed (stated as a
-projection). For networks also the one-process loop without a box budget (the default path),
+and, from the driver's side of the 2-worker run, the time per slice spent outside the workers
+(summing the shards' progress), which bounds the worker count one driver can feed (stated as a
+projection). For networks also the one-process run without a box budget (the default path),
 stopped near the same number of boxes: its boxes per second and undecided share.
 
 Partitions: Fairify's partitioned verification (benchmarks/fairify.py's Table II setup) of the
@@ -42,7 +42,7 @@ from trees import train  # noqa: E402
 from faircert import interrupt  # noqa: E402
 from faircert.engines.boxes import frontier, shards  # noqa: E402
 from faircert.engines.boxes.workers import Parallelism, Workers  # noqa: E402
-from faircert.engines.network import refine, rounds  # noqa: E402
+from faircert.engines.network import refine  # noqa: E402
 from faircert.engines.trees.quantify import quantify  # noqa: E402
 from faircert.engines.trees.run import TreeOptions  # noqa: E402
 from faircert.properties import individual_fairness  # noqa: E402
@@ -54,8 +54,8 @@ PARTS = ("trees", "tree-scale", "networks", "partitions", "programs")
 
 
 class _TimedWorkers(Workers):
-    """Workers that record how long each round took on the workers (a `map` of chunks, or a `step`
-    of the tree shards; the rest of the run is the driver's)."""
+    """Workers that record how long each slice took on the workers (a `step` of the shards; the rest
+    of the run is the driver's)."""
 
     rounds: list[float] = []
 
@@ -295,7 +295,6 @@ def net_run(net, prop, parallel: Parallelism, max_boxes: int) -> dict:
         "refine_s": st["elapsed_refine_s"],
         "shares": [res.certified, res.falsified, res.undecided],
         "boxes": st["boxes_examined"],
-        "rounds": st["rounds"],
     }
 
 
@@ -316,7 +315,6 @@ def serial_loop(net, prop, max_boxes: int) -> dict:
         "refine_s": st["elapsed_refine_s"],
         "shares": [res.certified, res.falsified, res.undecided],
         "boxes": st["boxes_bounded"] + st["boxes_exact"],
-        "rounds": st["rounds"],
     }
 
 
@@ -351,7 +349,6 @@ def network_rows(args) -> list[dict]:
             "rounds": n_rounds,
             "driver_s_per_round": driver_s,
             "map_s_per_round": map_s,
-            "chunks_per_round": rounds.ROUND_CHUNKS,
         }
         for setup, rs in runs.items():
             med = statistics.median(r["refine_s"] for r in rs)
@@ -445,10 +442,10 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
         "## ReLU networks",
         "",
         f"Box refinement of the FairQuant networks (header domains), {rows[0]['max_boxes']:,} boxes per run "
-        f"(a budget by work: the run stops after the round that reaches it), median refinement time of the "
-        f"runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. Rounds of up to "
-        f"{rows[0]['chunks_per_round']} chunks. The serial loop is the one-process path without a box budget "
-        "(smaller rounds, growth limited by time), stopped near the same number of boxes.",
+        f"(a budget by work: the run stops at the end of the level that reaches it), median refinement time "
+        f"of the runs, on this {meta['cpus']}-core machine, {meta['date']}. Ray as for trees. The serial loop "
+        "is the one-process path without a box budget (no levels, growth limited by time), stopped near the "
+        "same number of boxes.",
         "",
         "| model | setup | median s | boxes/s | speedup over 1 process | same shares as 1 process | undecided |",
         "|---|---|---|---|---|---|---|",

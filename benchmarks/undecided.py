@@ -41,7 +41,7 @@ def measure(name: str, time_limit: float, n_boxes: int) -> dict:
     ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, True)
     run = Refinement(ir, prop, 0, None)
     run.refine(time_limit, 0.0)
-    lo, hi, mass = run._undecided_boxes()
+    lo, hi, mass = run.undecided_boxes()
     pb = run.pb
     pick = rng.choice(lo.shape[0], size=min(n_boxes, lo.shape[0]), p=mass / mass.sum(), replace=False)
     bd = bound_twins(pb.bounder, lo[pick], hi[pick])
@@ -57,8 +57,8 @@ def measure(name: str, time_limit: float, n_boxes: int) -> dict:
         "dataset": name,
         "protected": protected,
         "time_limit": time_limit,
-        "certified": run.cert / pb.domain_size,
-        "undecided": run.undecided_mass() / pb.domain_size,
+        "certified": float(run.totals.sums["settled"] - run.totals.sums["unfair"]) / pb.domain_size,
+        "undecided": run.shares()[2],
         "pool": int(lo.shape[0]),
         "boxes_drawn": int(pick.size),
         "both_signs": mixed / pick.size,

@@ -17,10 +17,10 @@ def shared_benchmarks() -> Path:
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    """Chunks of a few dozen boxes, so that a short run has rounds of many chunks; no whole-domain
+    """Chunks of a few dozen boxes, so that a short run takes many steps; no whole-domain
     enumeration (the boxes are bounded and split)."""
-    from faircert.engines.network import refine
+    from faircert.engines.network import refine, settle
 
     monkeypatch.setattr(refine, "ROWS_PER_CHUNK", 2000)
-    monkeypatch.setattr(refine, "EXACT_POINTS", 0)
-    monkeypatch.setattr(refine, "EXACT_PER_INPUT", 1)
+    monkeypatch.setattr(settle, "EXACT_POINTS", 0)
+    monkeypatch.setattr(settle, "EXACT_PER_INPUT", 1)

@@ -6,6 +6,7 @@ from boxes_oracle import random_network, unfair_points
 
 from faircert.domain import Domain, Feature
 from faircert.engines.network import refine as boxes
+from faircert.engines.network import settle
 from faircert.engines.network.grow import carve
 from faircert.engines.network.refine import Refinement, verify_network
 from faircert.properties import individual_fairness
@@ -24,8 +25,8 @@ PROTECTED = [1, 4]
 @pytest.fixture
 def no_root_enumeration(monkeypatch):
     """Force the bounding path: no whole-domain enumeration, only tiny boxes enumerated."""
-    monkeypatch.setattr(boxes, "EXACT_POINTS", 0)
-    monkeypatch.setattr(boxes, "EXACT_PER_INPUT", 1)
+    monkeypatch.setattr(settle, "EXACT_POINTS", 0)
+    monkeypatch.setattr(settle, "EXACT_PER_INPUT", 1)
 
 
 def case(seed: int, eps: dict | None = None):
@@ -78,8 +79,17 @@ def test_run_stops_once_undecided_reaches_the_target(seed, no_root_enumeration):
     net, _, prop, truth = case(seed)
     for target in (0.5, 0.2, 0.05):
         res = verify_network(net, prop, time_limit=None, target_undecided=target)
-        assert 0 < res.undecided <= target
+        assert res.undecided <= target and res.stopped == "done"
         assert res.falsified * 630 <= truth + 1e-9 and res.certified * 630 <= 630 - truth + 1e-9
+
+
+def test_a_large_domain_stops_at_the_target_before_it_is_decided():
+    # 1e10 points: far from decided when a slice of refinement brings undecided below 10%
+    rng = np.random.default_rng(3)
+    net = random_network(rng, 4, [16, 12], scale=0.5)
+    dom = Domain(tuple(Feature(f"x{i}", "integer", 0, 999) for i in range(3)) + (Feature("p", "binary"),))
+    res = verify_network(net, individual_fairness(dom, ["p"]), time_limit=None, target_undecided=0.1)
+    assert 0 < res.undecided <= 0.1 and res.stopped == "done" and res.elapsed_s < 5
 
 
 def test_whole_domain_enumeration_equals_brute_force():
@@ -94,9 +104,9 @@ def test_partial_runs_are_sound_and_estimate_covers_truth(seed, eps, no_root_enu
     monkeypatch.setattr(boxes, "SAMPLE_HALFWIDTH", 0.01)
     net, dom, prop, truth = case(seed, eps)
     size = 630
-    for rounds in (1, 2, 4):
+    for budget in (1, 20, 80):
         run = Refinement(net, prop, seed, None)
-        run.refine(None, 0.0, max_rounds=rounds)
+        run.refine(None, 0.0, max_boxes=budget)
         cert, fal, und = run.shares()
         assert cert * size <= size - truth + 1e-9
         assert fal * size <= truth + 1e-9
@@ -150,13 +160,13 @@ def test_credited_shares_of_open_boxes_stay_below_the_truth(seed, no_root_enumer
     labels = [net.logit(np.column_stack([grid, np.full(len(grid), v)])) > 0 for v in (0.0, 1.0)]
     unfair = float(np.mean(labels[0] != labels[1]))
     credited = 0.0
-    for rounds in (4, 8, 16):
+    for budget in (10, 50, 200):
         run = Refinement(net, prop, seed, None)
-        run.refine(None, 0.0, max_rounds=rounds)
+        run.refine(None, 0.0, max_boxes=budget)
         cert, fal, und = run.shares()
         assert cert <= 1 - unfair + 1e-12 and fal <= unfair + 1e-12
         assert cert + fal + und == pytest.approx(1.0)
-        credited = max(credited, run.pool.credited()[0] / run.pb.domain_size)
+        credited = max(credited, settle.credited(run.totals.sums)[0] / run.pb.domain_size)
         st = run.result(None, 0.99, 10).statistical
         assert fal <= st.ci_low <= st.ci_high <= fal + und + 1e-12
     assert credited > 0.005  # the open boxes carried a proven-fair share

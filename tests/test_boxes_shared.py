@@ -5,6 +5,7 @@ import pytest
 
 from faircert.domain import Domain
 from faircert.engines.network import refine as boxes
+from faircert.engines.network import settle
 from faircert.engines.network.refine import verify_network
 from faircert.models.io.nnet import load_nnet
 from faircert.properties import individual_fairness
@@ -30,8 +31,8 @@ def test_compas_exact_unfair_points(shared_benchmarks, k, unfair):
 
 
 def test_compas_by_bounding_and_splitting(shared_benchmarks, monkeypatch):
-    monkeypatch.setattr(boxes, "EXACT_POINTS", 0)
-    monkeypatch.setattr(boxes, "EXACT_PER_INPUT", 1)
+    monkeypatch.setattr(settle, "EXACT_POINTS", 0)
+    monkeypatch.setattr(settle, "EXACT_PER_INPUT", 1)
     net, prop = header_case(shared_benchmarks / "models" / "compas" / "compas-1.nnet", 3)
     res = verify_network(net, prop, time_limit=None)
     assert res.undecided == 0 and round(res.falsified * 624) == 17
@@ -48,10 +49,11 @@ def test_toy_network_shares(shared_benchmarks, monkeypatch):
     assert res.undecided == 0 and round(res.falsified * 30) == truth == 5
     assert any(c.x[0] == 1 and c.x[2] == 3 for c in res.counterexamples)
     # refinement path: x1 in {4, 5} (40%) is certified by the first split's bounds
-    monkeypatch.setattr(boxes, "EXACT_POINTS", 0)
-    monkeypatch.setattr(boxes, "EXACT_PER_INPUT", 0)
+    monkeypatch.setattr(settle, "EXACT_POINTS", 0)
+    monkeypatch.setattr(settle, "EXACT_PER_INPUT", 0)
     run = boxes.Refinement(net, prop, 0, None)
-    run.refine(None, 0.0, max_rounds=2)
+    run.refine(None, 0.0, max_boxes=2)
     assert run.shares()[0] >= 0.4
+    run = boxes.Refinement(net, prop, 0, None)
     run.refine(None, 0.0)
-    assert run.shares() == pytest.approx((1 - truth / 30, truth / 30, 0.0))
+    assert run.shares() == pytest.approx((1 - truth / 30, truth / 30, 0.0)) and run.stopped == "done"

@@ -1,5 +1,5 @@
-"""Checkpoint and resume of the network box refinement: under a box budget a run stopped after any
-round (or killed at any moment) and resumed gives the uninterrupted run's shares, boxes and
+"""Checkpoint and resume of the network box refinement: under a box budget a run stopped at any
+level (or killed at any moment) and resumed gives the uninterrupted run's shares, boxes and
 counterexamples; another network, domain or question, or a changed or damaged file, is refused."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from test_network_parallel import large_case, shares
 
 import faircert
 from faircert.checkpoint import Checkpoint
+from faircert.engines.boxes.frontier import records_text, text_records
 from faircert.errors import PropertyError
 
 BUDGET = 3000
@@ -28,17 +29,18 @@ def _verify(net, dom, **options):
 
 def _same(a, b) -> None:
     assert shares(a) == shares(b)
-    assert a.stats["boxes_bounded"] == b.stats["boxes_bounded"] and a.stats["rounds"] == b.stats["rounds"]
+    for key in ("boxes_bounded", "boxes_examined", "cuts", "counterexamples_found"):
+        assert a.stats[key] == b.stats[key], key
     assert [(c.x, c.x_prime) for c in a.counterexamples] == [(c.x, c.x_prime) for c in b.counterexamples]
 
 
 @pytest.mark.parametrize("stop", [1, 600, 2000])
-def test_a_run_stopped_after_any_round_resumes_to_the_uninterrupted_answer(tmp_path, small_chunks, stop):
+def test_a_run_stopped_at_any_level_resumes_to_the_uninterrupted_answer(tmp_path, small_chunks, stop):
     net, dom = large_case()
     whole = _verify(net, dom, max_boxes=BUDGET)
     path = tmp_path / "run.ckpt"
     part = _verify(net, dom, max_boxes=stop, checkpoint=path)
-    assert part.stats["rounds"] < whole.stats["rounds"]
+    assert part.stats["boxes_examined"] < whole.stats["boxes_examined"] and part.stats["checkpoints"] >= 1
     resumed = _verify(net, dom, max_boxes=BUDGET, resume=path)
     _same(whole, resumed)
     # the resumed run kept writing to the same file: resuming its end changes nothing
@@ -52,7 +54,7 @@ def test_resuming_into_another_file_leaves_the_first_one(tmp_path, small_chunks)
     before = first.read_text()
     _verify(net, dom, max_boxes=2000, resume=first, checkpoint=second)
     assert first.read_text() == before
-    assert json.loads(second.read_text())["state"]["examined"] >= 2000
+    assert sum(s["examined"] for s in json.loads(second.read_text())["state"]["shards"]) >= 2000
 
 
 def test_another_network_domain_or_question_is_refused(tmp_path, small_chunks):
@@ -82,6 +84,8 @@ def _state(path):
         "digest",
         "truncated",
         "boxes outside",
+        "credits beyond a box",
+        "split feature off the domain",
         "counterexample outside",
         "negative count",
         "count missing",
@@ -94,29 +98,40 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
     path = tmp_path / "run.ckpt"
     _verify(net, dom, max_boxes=500, checkpoint=path)
     body = _state(path)
+    shard = body["state"]["shards"][0]
+    records, rows = shard["open"]["records"], shard["open"]["boxes"]
     if damage == "digest":  # one number changed by hand
-        body["state"]["cert"] = body["state"]["cert"] + 1.0
+        body["state"]["tau"] = body["state"]["tau"] + 1.0
         path.write_text(json.dumps(body))
     elif damage == "truncated":
         path.write_text(path.read_text()[: len(path.read_text()) // 2])
     elif damage == "boxes outside":  # a consistent file whose boxes leave the domain
-        from faircert.checkpoint import pack, unpack
-
-        lo = unpack(body["state"]["pool"]["lo"], "f8", 5)
-        lo[0, 0] = -1e9
-        body["state"]["pool"]["lo"] = pack(lo)
+        boxes = text_records(records[0], np.dtype((np.float64, (10,))), rows)
+        boxes[0, 0] = -1e9
+        records[0] = records_text([boxes])
+        Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
+    elif damage == "credits beyond a box":  # an open box credited with more than it holds
+        fair = text_records(records[4], np.dtype(np.float64), rows)
+        fair[:] = 1e300
+        records[4] = records_text([fair])
+        Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
+    elif damage == "split feature off the domain":
+        split = text_records(records[2], np.dtype(np.int64), rows)
+        split[0] = 99
+        records[2] = records_text([split])
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage == "counterexample outside":  # a consistent file whose pair lies far outside the domain
         from faircert.checkpoint import pack
 
         x = np.full((1, 5), -1e300)
-        body["state"]["cex"] = [pack(x), pack(x), pack(np.array([0])), pack(np.array([1]))]
+        shard["region"]["cex"] = [pack(x), pack(x), pack(np.array([0])), pack(np.array([1]))]
+        shard["region"]["cex_found"] = max(1, shard["region"]["cex_found"])
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage in ("negative count", "count missing"):  # consistent files with a counter out of bounds, or none
         if damage == "negative count":
-            body["state"]["stats"]["cuts"] = -1
+            shard["region"]["counts"]["cuts"] = -1
         else:
-            del body["state"]["stats"]["rounds"]
+            del shard["region"]["counts"]["boxes_bounded"]
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage == "version":
         body["version"] = 1
@@ -128,9 +143,11 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
         "digest": "digest",
         "truncated": "JSON|json",
         "boxes outside": "do not fit",
+        "credits beyond a box": "do not fit",
+        "split feature off the domain": "do not fit",
         "counterexample outside": "do not fit",
         "negative count": "malformed .*cuts",
-        "count missing": "malformed .*rounds",
+        "count missing": "malformed .*boxes_bounded",
         "version": "version 1",
         "release": "written by faircert 0.0.9; this is faircert",
     }[damage]

@@ -159,13 +159,29 @@ def text_records(text: str, dtype: np.dtype, rows: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).copy()
 
 
-class Frontier:
-    """Open boxes with any per-box data (row-aligned arrays), in chunks, largest first; the boxes
-    encoded by `codec` (float64 rows without one)."""
+#: What orders open boxes: a key per box from its decoded arrays (lo, hi, then per-box data).
+Key = Callable[..., np.ndarray]
 
-    def __init__(self, free: np.ndarray, chunk: int, codec: BoxCodec | None = None) -> None:
+
+class Frontier:
+    """Open boxes with any per-box data (row-aligned arrays), taken largest first in chunks of up to
+    `chunk` boxes; the boxes encoded by `codec` (float64 rows without one). "Largest" is by `key`
+    (by default the box's size over the `free` features). Boxes are stored sorted in entries of
+    `entry_boxes` (default `chunk`), each keyed by its largest: the smaller the entries, the closer
+    a chunk taken is to the largest boxes of all, when the boxes pushed together differ widely."""
+
+    def __init__(
+        self,
+        free: np.ndarray,
+        chunk: int,
+        codec: BoxCodec | None = None,
+        key: Key | None = None,
+        entry_boxes: int | None = None,
+    ) -> None:
         self.free, self.chunk = free, chunk
+        self.entry_boxes = entry_boxes or chunk
         self.codec = codec if codec is not None else RawBoxes(len(free))
+        self.key: Key = key if key is not None else self.size
         self.heap: list[tuple[float, int, Entry]] = []
         self.count = 0
         self.nbytes = 0
@@ -174,7 +190,8 @@ class Frontier:
     def __bool__(self) -> bool:
         return bool(self.heap)
 
-    def size(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def size(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> np.ndarray:
+        """Each box's size over the free features (its per-box data aside)."""
         sizes: np.ndarray = np.prod(np.where(self.free, hi - lo, 1.0), axis=1)
         return sizes
 
@@ -182,14 +199,19 @@ class Frontier:
         """Add boxes (arrays[0] = lo, arrays[1] = hi, then per-box data with the same rows)."""
         if not len(arrays[0]):
             return
-        size = self.size(arrays[0], arrays[1])
+        size = self.key(*arrays)
         order = np.argsort(-size, kind="stable")
         lo, hi, size = arrays[0][order], arrays[1][order], size[order]
         extra = tuple(a[order] for a in arrays[2:])
         self.count += len(size)
-        for k in range(0, len(size), self.chunk):  # a chunk is keyed by its largest box
-            e = k + self.chunk
-            entry = (self.codec.encode(lo[k:e], hi[k:e]),) + tuple(a[k:e] for a in extra)
+        step = self.entry_boxes
+        records = self.codec.encode(lo, hi) if step < len(size) else None
+        for k in range(0, len(size), step):  # an entry is keyed by its largest box
+            e = k + step
+            if records is None:
+                entry = (self.codec.encode(lo[k:e], hi[k:e]),) + tuple(a[k:e] for a in extra)
+            else:  # encoded at once, stored as copies: a view would keep the whole batch alive
+                entry = tuple(a[k:e].copy() for a in (records,) + extra)
             self.nbytes += sum(a.nbytes for a in entry)
             heapq.heappush(self.heap, (-float(size[k]), self.tick, entry))
             self.tick += 1
@@ -210,7 +232,7 @@ class Frontier:
         return self._decoded(part)
 
     def largest(self) -> float:
-        """The size of the largest open box (0 when none)."""
+        """The key of the largest open box (0 when none)."""
         return -self.heap[0][0] if self.heap else 0.0
 
     def pop_above(self, tau: float, limit: int | None = None) -> tuple[np.ndarray, ...]:
@@ -224,11 +246,11 @@ class Frontier:
             self.nbytes -= sum(a.nbytes for a in entry)
             decoded = self._decoded(entry)
             n = len(entry[0])
-            if n <= cap - count and self.size(*self.codec.decode(entry[0][-1:]))[0] > tau:
+            if n <= cap - count and self.key(*(a[-1:] for a in decoded))[0] > tau:
                 parts.append(decoded)  # the whole chunk (its smallest box too) is above tau
                 count += n
                 continue
-            size = self.size(decoded[0], decoded[1])
+            size = self.key(*decoded)
             take = min(int(np.count_nonzero(size > tau)), cap - count)
             parts.append(tuple(a[:take] for a in decoded))
             count += take

@@ -6,11 +6,12 @@ deals the open ones out; each worker keeps its share (a `Shard`: its open boxes,
 it found and the exact sums of what it settled) and is only told how far to go. Memory limits then
 hold per worker, and a round costs a few hundred bytes each way.
 
-Same results for any number of workers, under a box budget: the refinement goes by levels of box
-size. At level tau every shard settles or cuts all its open boxes larger than tau (largest first)
-before the driver checks the budget and lowers tau. The boxes settled by the end of a level do not
-depend on how the open boxes were dealt (a box is cut into the same children wherever it is, and
-every box larger than tau is taken), and the measures are added exactly (`ExactSum`), so the
+Same results for any number of workers, under a box budget: the refinement goes by levels of the
+settler's order (box size, unless the settler keys its boxes otherwise: networks by the mass not
+yet proven). At level tau every shard settles or cuts all its open boxes above tau (largest
+first) before the driver checks the budget and lowers tau. The boxes settled by the end of a level
+do not depend on how the open boxes were dealt (a box is cut into the same children wherever it
+is, and every box above tau is taken), and the measures are added exactly (`ExactSum`), so the
 shares are the same with 1, 2 or N workers, locally or on Ray. Without a budget the shards go
 largest first with no levels (tau 0), each at its own pace.
 
@@ -49,7 +50,7 @@ from .workers import LOST, SERIAL, Parallelism, Pool, usable_cores
 SLICE_S = 0.5  # work per call of a shard, so that progress and stops come this often
 LEVEL_RATIO = 2.0**-0.5  # tau shrinks by this factor from level to level
 SEEDS_PER_WORKER = 64  # open boxes per worker before the driver deals them out
-MEASURES = ("nonconf", "settled", "unfair")
+MEASURES = ("nonconf", "settled", "unfair")  # a settler's measures unless it names its own
 FIRST_BATCH = 256  # boxes settled at once before the pace is known
 MIN_BATCH = 16
 BATCH_SHARE = 0.25  # of a step's time left, for one batch at the measured pace
@@ -64,13 +65,21 @@ class Step:
 
     measures: dict[str, np.ndarray]
     settled_boxes: int
-    found: tuple[np.ndarray, ...]
+    found: tuple[Any, ...]
     open: tuple[np.ndarray, ...]
 
 
 class Settler(Protocol):
     """What a shard refines with: `settle(lo, hi, *per-box data)` settles or cuts a chunk of open
-    boxes and says what it found (`Step`)."""
+    boxes and says what it found (`Step`).
+
+    It may also name the `measures` its steps add (default `MEASURES`; any set holding "settled"
+    and "unfair", the settled size that is unfair), the `open_data` its open boxes carry (see
+    `Shard`), a `key` that orders them and how many are stored per entry (`frontier.Frontier`;
+    default: by size, a chunk per entry), the `min_batch` of boxes below which settling them is no
+    longer efficient (default `MIN_BATCH`), and `fits(shard)`, whether the shards read from a
+    checkpoint, merged into one, could be its refinement's (each shard's boxes, data kinds and
+    sums' signs are checked here)."""
 
     @property
     def settle(self) -> Callable[..., Step]: ...
@@ -101,7 +110,7 @@ class RegionStore(Protocol):
 class Progress:
     """A shard's totals so far (cumulative, so that a replayed shard simply replaces them)."""
 
-    sums: dict[str, ExactSum] = field(default_factory=lambda: {m: ExactSum() for m in MEASURES})
+    sums: dict[str, ExactSum] = field(default_factory=dict)
     boxes: int = 0  # boxes settled
     examined: int = 0  # boxes settled or cut
     found: int = 0  # unfair boxes found
@@ -140,21 +149,24 @@ class Shard:
     ) -> None:
         self.settler, self.free, self.chunk, self.codec = settler, free, chunk, codec
         self.empty_region, self.limit_bytes = region, limit_bytes or memory.limit()
+        self.min_batch = int(getattr(settler, "min_batch", MIN_BATCH))
         self.start([])
 
     def fresh(self) -> Shard:
         """An empty shard with the same settler and stores."""
         return Shard(self.settler, self.free, self.chunk, self.codec, self.empty_region, self.limit_bytes)
 
-    def start(self, entries: list[Entry]) -> Progress:
-        """Forget everything and take these open boxes (encoded chunks)."""
-        self.frontier = Frontier(self.free, self.chunk, self.codec)
+    def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
+        """Forget everything and take these open boxes (encoded chunks); the progress says whether
+        any is above the level `tau`."""
+        order = getattr(self.settler, "key", None), getattr(self.settler, "entry_boxes", None)
+        self.frontier = Frontier(self.free, self.chunk, self.codec, *order)
         self.box_s: float | None = None  # seconds per box settled, measured
         for entry in entries:
             self.frontier.push_encoded(entry)
         self.region = copy.deepcopy(self.empty_region)
-        self.totals = Progress()
-        return self.progress(math.inf)
+        self.totals = Progress({m: ExactSum() for m in _measures(self.settler)})
+        return self.progress(tau)
 
     def step(self, tau: float, seconds: float, enough: int | None = None) -> Progress:
         """Settle or cut open boxes larger than tau, largest first, for about `seconds` (or until
@@ -170,7 +182,7 @@ class Shard:
             # between settles (the boxes settled per level do not depend on the batches)
             now = time.monotonic()
             limit = FIRST_BATCH if self.box_s is None else int(BATCH_SHARE * max(end - now, 0.0) / self.box_s)
-            boxes = self.frontier.pop_above(tau, max(limit, MIN_BATCH))
+            boxes = self.frontier.pop_above(tau, max(limit, self.min_batch))
             t.examined += len(boxes[0])
             step = self.settler.settle(*boxes)
             pace = (time.monotonic() - now) / max(len(boxes[0]), 1)
@@ -199,7 +211,7 @@ class Shard:
         if not entries:
             return [[] for _ in range(n)]
         boxes = [np.concatenate(a) for a in zip(*(self.frontier._decoded(e) for e in entries))]
-        order = np.argsort(-self.frontier.size(boxes[0], boxes[1]), kind="stable")
+        order = np.argsort(-self.frontier.key(*boxes), kind="stable")
         shares = []
         for k in range(n):
             rows = order[k::n]
@@ -215,21 +227,34 @@ class Shard:
         """The unfair boxes found and (when asked) the open boxes, encoded."""
         return self.region, (self.frontier.take_all() if with_open else None)
 
+    def arrays(self, entries: list[Entry] | None = None) -> tuple[np.ndarray, ...]:
+        """Open boxes (these encoded chunks, or this shard's own) decoded into one array each: lo,
+        hi, then the per-box data."""
+        spec = _open_data(self.settler)
+        parts = self._padded(self.frontier.parts().entries if entries is None else entries)
+        if not parts:
+            width = self.frontier.codec.width
+            return (np.empty((0, width)),) * 2 + tuple(np.zeros(0, dtype=d) for d in spec)
+        lo, hi = self.frontier.codec.decode(np.concatenate([p[0] for p in parts]))
+        return (lo, hi) + tuple(np.concatenate([p[k] for p in parts]) for k in range(1, 1 + len(spec)))
+
+    def _padded(self, entries: list[Entry]) -> list[Entry]:
+        """The entries with their per-box data: a box the refinement starts from carries none yet,
+        zeros, as `Shard` says."""
+        spec = _open_data(self.settler)
+        return [e if len(e) > 1 else e + tuple(np.zeros(len(e[0]), dtype=d) for d in spec) for e in entries]
+
     def state(self) -> dict[str, Any]:
         """What this shard holds, as JSON for a checkpoint: its open boxes (the records its codec
         stores, with their per-box data), its unfair boxes, its exact sums and its counts."""
         spec = _open_data(self.settler)
-        # a box the refinement starts from carries no data yet: zeros, as `Shard` says
-        entries = [
-            e if len(e) > 1 else e + tuple(np.zeros(len(e[0]), dtype=d) for d in spec)
-            for e in self.frontier.parts().entries
-        ]
+        entries = self._padded(self.frontier.parts().entries)
         rows = sum(len(e[0]) for e in entries)
         t = self.totals
         return {
             "open": {"boxes": rows, "records": [records_text([e[k] for e in entries]) for k in range(1 + len(spec))]},
             "region": self.region.state(),
-            "sums": {m: t.sums[m].state() for m in MEASURES},
+            "sums": {m: t.sums[m].state() for m in _measures(self.settler)},
             "boxes": t.boxes,
             "examined": t.examined,
         }
@@ -238,6 +263,7 @@ class Shard:
         """Add a shard's saved `state` to this one, every value checked (a checkpoint is untrusted
         input): its boxes inside the domain box [dlo, dhi], its counts and sums non-negative."""
         spec = _open_data(self.settler)
+        measures = _measures(self.settler)
         codec = self.frontier.codec
         try:
             rows, texts = state["open"]["boxes"], state["open"]["records"]
@@ -245,8 +271,8 @@ class Shard:
                 raise ValueError("not the arrays of open boxes this refinement keeps")
             lo, hi = codec.decode(text_records(texts[0], codec.dtype, rows))  # IndexError: off the tables
             data = [text_records(text, d, rows) for text, d in zip(texts[1:], spec)]
-            sums = {m: ExactSum.of_state(state["sums"][m]) for m in MEASURES}
-            values = {m: float(sums[m]) for m in MEASURES}
+            sums = {m: ExactSum.of_state(state["sums"][m]) for m in measures}
+            values = {m: float(sums[m]) for m in measures}
             boxes, examined, region = state["boxes"], state["examined"], state["region"]
         except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as exc:
             raise PropertyError(
@@ -267,7 +293,7 @@ class Shard:
         self.frontier.push(lo, hi, *data)  # decoded by this codec: they encode again exactly
         self.region.restore(region, dlo, dhi)
         t = self.totals
-        for m in MEASURES:
+        for m in measures:
             t.sums[m].absorb(sums[m])
         t.boxes += boxes
         t.examined += examined
@@ -275,6 +301,14 @@ class Shard:
 
 def _open_data(settler: Settler) -> tuple[np.dtype, ...]:
     return tuple(np.dtype(d) for d in getattr(settler, "open_data", ()))
+
+
+def _fits(shard: Shard) -> bool:
+    return True
+
+
+def _measures(settler: Settler) -> tuple[str, ...]:
+    return tuple(getattr(settler, "measures", MEASURES))
 
 
 def _plain_values(array: np.ndarray) -> bool:
@@ -319,8 +353,8 @@ def _sum(parts: list[Progress]) -> Progress:
         memory_limited=any(p.memory_limited for p in parts),
     )
     for p in parts:
-        for m in MEASURES:
-            out.sums[m].absorb(p.sums[m])
+        for m, s in p.sums.items():
+            out.sums.setdefault(m, ExactSum()).absorb(s)
         out.boxes += p.boxes
         out.examined += p.examined
         out.found += p.found
@@ -338,11 +372,16 @@ def refine(
     parallel: Parallelism = SERIAL,
     on_progress: Callable[[Progress, int], None] | None = None,
     saving: Saving | None = None,
+    *,
+    enough: Callable[[Progress], bool] | None = None,
+    reserve: Callable[[Progress], float] | None = None,
 ) -> Refined:
-    """Refine the boxes (lo, hi) with `shard`'s settler until none is open or the `budget` ends it:
-    its deadline, a stop request, a shard's memory limit or (at the end of a level) its box budget;
-    `on_progress(totals, restarts)` after every slice. With `saving`, from its state when it has one
-    (whose boxes must lie in the box around lo and hi), writing checkpoints when due and at the end."""
+    """Refine the boxes (lo, hi) with `shard`'s settler until none is open, `enough(totals)` says
+    so, or the `budget` ends it: its deadline (less the seconds `reserve(totals)` keeps for the
+    caller's work after the refinement), a stop request, a shard's memory limit or (at the end of
+    a level) its box budget; `on_progress(totals, restarts)` after every slice. With `saving`, from
+    its state when it has one (whose boxes must lie in the box around lo and hi), writing
+    checkpoints when due and at the end."""
     max_boxes, deadline = budget.max_boxes, budget.left() + time.monotonic()
     local = shard.fresh()
     if saving is not None and saving.state is not None:
@@ -367,7 +406,12 @@ def refine(
             # the box budget is checked at the end of a level only, where the shares do not depend
             # on how the boxes were dealt; a shard's memory limit ends the run once all are idle
             examined = total.examined if total.level_done else None
-            if total.finished or budget.spent(examined=examined, memory_full=all(p.idle for p in parts)):
+            kept = 0.0 if reserve is None else reserve(total)
+            if (
+                total.finished
+                or (enough is not None and enough(total))
+                or budget.spent(examined=examined, memory_full=all(p.idle for p in parts), ahead_s=kept)
+            ):
                 complete = total.finished and not total.memory_limited
                 break
             if max_boxes is not None and total.level_done:
@@ -375,12 +419,12 @@ def refine(
             if saving is not None and saving.checkpoint.due():
                 _save(saving, tau, local, pool, parts, shares)
             now = time.monotonic()
-            seconds = max(0.0, min(SLICE_S, deadline - now))
+            seconds = max(0.0, min(SLICE_S, deadline - kept - now))
             ready = spread and now >= deal_after
             if pool is None and ready and local.frontier.count >= seeds:
                 pool = opened.pool or opened.start()
                 shares = local.deal(pool.n)
-                parts = [local.progress(tau)] + _started(pool, shares)
+                parts = [local.progress(tau)] + _started(pool, shares, tau)
             if pool is None:
                 if spread and not ready:
                     seconds = min(seconds, max(deal_after - now, 0.01))
@@ -389,7 +433,7 @@ def refine(
             stepped = pool.each("step", [None if p.idle else (tau, seconds) for p in parts[1:]])
             for k, p in enumerate(stepped):
                 if p is LOST:
-                    parts[k + 1] = _restarted(pool, k, shares[k])
+                    parts[k + 1] = _restarted(pool, k, shares[k], tau)
                 elif p is not None:
                     parts[k + 1] = p
         if saving is not None and not _save(saving, tau, local, pool, parts, shares):
@@ -411,7 +455,7 @@ def _save(
         out = pool.each("state", [()] * (len(parts) - 1))
         lost = [k for k, s in enumerate(out) if s is LOST]
         for k in lost:
-            parts[k + 1] = _restarted(pool, k, shares[k])
+            parts[k + 1] = _restarted(pool, k, shares[k], tau)
         if lost:
             return False
         states += out
@@ -437,20 +481,24 @@ def _restored(local: Shard, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndar
         raise PropertyError("checkpoint: its state is incomplete or malformed (no shards or no level)")
     for s in shards:
         local.restore(s, dlo, dhi)
+    if not getattr(local.settler, "fits", _fits)(local):
+        raise PropertyError("checkpoint: its boxes or counts do not fit this domain and model")
     if max_boxes is None:
         return 0.0
     return float(tau) if tau > 0 else local.frontier.largest() * LEVEL_RATIO
 
 
-def _started(pool: Pool, shares: list[list[Entry]]) -> list[Progress]:
-    out = pool.each("start", [(s,) for s in shares])
-    return [_restarted(pool, k, shares[k]) if p is LOST else p for k, p in enumerate(out)]
+def _started(pool: Pool, shares: list[list[Entry]], tau: float) -> list[Progress]:
+    """Deal the shares out; each worker's progress says whether it holds boxes above the level tau
+    (else the driver could end the level before they are taken)."""
+    out = pool.each("start", [(s, tau) for s in shares])
+    return [_restarted(pool, k, shares[k], tau) if p is LOST else p for k, p in enumerate(out)]
 
 
-def _restarted(pool: Pool, k: int, share: list[Entry]) -> Progress:
-    """Give a replaced worker its share again (its former totals are dropped)."""
+def _restarted(pool: Pool, k: int, share: list[Entry], tau: float) -> Progress:
+    """Give a replaced worker its share again (its former totals are dropped), at the level tau."""
     while True:
-        p = pool.each("start", [None] * k + [(share,)])[k]
+        p = pool.each("start", [None] * k + [(share, tau)])[k]
         if isinstance(p, Progress):  # else LOST: again
             return p
 

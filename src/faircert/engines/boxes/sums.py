@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 _EXACT_INT = 2.0**53  # integral float sums below this are exact in any order
+_LIMB = 2.0**42  # larger integral floats are split in two limbs below this, summed as int64
+_MAX_SPLIT = 2.0**84  # ... up to this size, for arrays of fewer than 2^21 values (no overflow)
 _MAX_DIGITS = 400  # of a saved integer part (a float's integral value has at most 309)
 _MAX_PARTIALS = 100
 
@@ -30,9 +32,15 @@ class ExactSum:
         v = np.asarray(values, dtype=np.float64).ravel()
         if not len(v):
             return
-        if np.all(v == np.trunc(v)) and float(np.abs(v).sum()) < _EXACT_INT:
-            self.whole += int(v.sum())  # every partial sum is an integer below 2^53: exact
-            return
+        if np.all(v == np.trunc(v)):
+            if float(np.abs(v).sum()) < _EXACT_INT:
+                self.whole += int(v.sum())  # every partial sum is an integer below 2^53: exact
+                return
+            if float(np.abs(v).max()) < _MAX_SPLIT and len(v) < 2**21:
+                high = np.floor(v / _LIMB)  # exact: a power of two, then an integral float
+                low = v - high * _LIMB  # exact: an integer in [0, 2^42)
+                self.whole += (int(high.astype(np.int64).sum()) << 42) + int(low.astype(np.int64).sum())
+                return
         for x in v.tolist():
             self._add_one(x)
 
@@ -56,6 +64,15 @@ class ExactSum:
         self.whole += other.whole
         for x in other.partials:
             self._add_one(x)
+
+    def __sub__(self, other: ExactSum) -> ExactSum:
+        """The exact difference (rounded once when read, like any sum)."""
+        out = ExactSum()
+        out.absorb(self)
+        out.whole -= other.whole
+        for x in other.partials:
+            out._add_one(-x)
+        return out
 
     def state(self) -> dict[str, Any]:
         """The sum exactly, as JSON (a checkpoint's): the integer part in decimal, the partials as hex floats."""

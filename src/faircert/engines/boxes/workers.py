@@ -1,8 +1,8 @@
 """Box work on several cores or a Ray cluster: long-lived workers that each hold the job once.
 
-A box engine's driver keeps the frontier and hands out rounds of chunks; `Workers.map` runs the
-job's method on each chunk and returns the results in chunk order, so a round's merge (and so the
-whole run, up to a box budget) is the same with 1, 2 or N workers. With one worker everything runs
+An engine's driver may hand out rounds of chunks (partitions, rows, trial splits); `Workers.map`
+runs the job's method on each chunk and returns the results in chunk order, so a round's merge is
+the same with 1, 2 or N workers. With one worker everything runs
 in this process, today's path.
 
 Workers are forked where the platform can (no re-import of the caller's main module, so scripts

@@ -1,12 +1,12 @@
 """What the network engines have done so far: their counters, as typed records.
 
-A worker's chunk counts its own work; the driver adds the chunks' counts to its own (`absorb`).
-A checkpoint carries them under the same names, and reads them back checked (`of_state`)."""
+A worker counts its own work; the driver adds the workers' counts to its own (`absorb`). A
+checkpoint carries them under the same names, and reads them back checked (`of_state`)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 C = TypeVar("C", bound="Counters")
 
@@ -15,14 +15,10 @@ C = TypeVar("C", bound="Counters")
 class Counters:
     """Non-negative counts and seconds; subclasses name them."""
 
-    #: counters the driver keeps itself: not added from chunks
-    DRIVER_ONLY: ClassVar[tuple[str, ...]] = ()
-
-    def absorb(self, chunk: Counters) -> None:
-        """Add a chunk's work to these counts."""
+    def absorb(self, other: Counters) -> None:
+        """Add another worker's work to these counts."""
         for f in fields(self):
-            if f.name not in self.DRIVER_ONLY:
-                setattr(self, f.name, getattr(self, f.name) + getattr(chunk, f.name))
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def to_dict(self) -> dict[str, int | float]:
         return asdict(self)
@@ -42,9 +38,7 @@ class Counters:
 
 @dataclass
 class Counts(Counters):
-    """The box refinement's counters (`refine`, `rounds`)."""
-
-    DRIVER_ONLY: ClassVar[tuple[str, ...]] = ("rounds",)
+    """The box refinement's counters (`settle`)."""
 
     boxes_bounded: int = 0  # boxes bounded by the refinement
     boxes_bounded_grow: int = 0  # boxes bounded while growing unfair boxes around counterexamples
@@ -57,7 +51,6 @@ class Counts(Counters):
     t_exact: float = 0.0
     t_grow: float = 0.0
     t_credit: float = 0.0  # seconds proving shares of undecided boxes by their linear forms
-    rounds: int = 0  # the driver's rounds
 
 
 @dataclass

@@ -17,6 +17,9 @@ import numpy as np
 from .symbolic import TwinBounds
 
 MIN_GAIN = 0.02  # cut only when the forms decide at least this share of the box along the feature
+#: a cut on a real feature lies on this grid of the box's width, inside the proven part: the
+#: forms of a box may round differently in another batch, its cuts do not move with them
+CUT_GRID = 2.0**-24
 
 
 @dataclass
@@ -71,8 +74,10 @@ def cut_boxes(
     n = len(idx)
     st = s_f.reshape(n, -1)
     en = e_f.reshape(n, -1)
-    bst = np.where(disc[:, None], np.floor(st), st)
-    ben = np.where(disc[:, None], np.ceil(en) - 1, en)
+    grid = ((bhi - blo) * CUT_GRID)[:, None]
+    with np.errstate(invalid="ignore"):
+        bst = np.where(disc[:, None], np.floor(st), blo[:, None] + np.ceil((st - blo[:, None]) / grid) * grid)
+        ben = np.where(disc[:, None], np.ceil(en) - 1, blo[:, None] + np.floor((en - blo[:, None]) / grid) * grid)
     ok_s = np.isfinite(st) & (st > blo[:, None]) & (bst < bhi[:, None])
     ok_e = np.isfinite(en) & (en < bhi[:, None]) & (ben >= blo[:, None])
     bnd = np.concatenate([np.where(ok_s, bst, np.inf), np.where(ok_e, ben, np.inf)], axis=1)

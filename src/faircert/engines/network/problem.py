@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -11,6 +12,13 @@ from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
 from .symbolic import TwinBounds, TwinNet, bound_twins
+
+
+class Draws(Protocol):
+    """Where uniform draws in [0, 1) come from: a numpy Generator, or `settle.BoxDraws`."""
+
+    def random(self, size: Any, /) -> Any: ...
+
 
 #: Relative tolerance: bounds this close to 0 (scaled by the logit magnitude) decide nothing.
 REL_TOL = 1e-9
@@ -90,7 +98,7 @@ class Weights:
                 out[at] = np.where(held, np.clip(v[np.clip(k, 0, len(v) - 1)], lo[at], hi[at] - 1), mid[at])
         return out
 
-    def sample(self, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def sample(self, rng: Draws, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """One point per box, drawn from the measure restricted to the box (boxes of mass > 0)."""
         x = np.empty(lo.shape)
         for j in range(len(self.values)):

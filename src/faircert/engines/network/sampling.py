@@ -10,11 +10,11 @@ import numpy as np
 
 from ...results import StatisticalEstimate
 from ..boxes.budget import Budget
-from .problem import Problem
+from .problem import Draws, Problem
 from .symbolic import bound_twins
 
 
-def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+def random_points(rng: Draws, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """One uniform point per box (integers on discrete features)."""
     u = rng.random(lo.shape)
     x = lo + u * (hi - lo)
@@ -23,7 +23,7 @@ def random_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, disc
     return x
 
 
-def draw_points(rng: np.random.Generator, pb: Problem, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def draw_points(rng: Draws, pb: Problem, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """One point per box drawn from the problem's measure: uniform, or the data's values under its
     marginals (boxes of mass > 0)."""
     if pb.weights is None:

@@ -1,0 +1,537 @@
+"""Settling open boxes of a network refinement: the work of one step of a shard (`boxes.shards`).
+
+A box is bounded for all twins at once and settled whole when every twin is provably on one side
+of 0 over it (certified), or when one twin is provably positive and another provably non-positive
+everywhere in it (falsified); boxes with few grid points are enumerated exactly. An undecided box
+is cut along its bounds' hyperplanes where that settles pieces, probed at random points for
+counterexamples (around which unfair boxes are grown), and credited with the shares of its points
+that its linear forms prove fair or unfair (Chernoff bounds) without locating them. It stays open
+with the feature to split it along and its priority: its mass not credited, lowered for a box
+known to hold a counterexample (it can never be certified whole).
+
+An open box carries (bounded, split feature, priority, fair credit, unfair credit; the credits in
+units of `CREDIT_GRID` of its mass, so that they add up exactly and fast). A box not yet bounded
+(the domain, or a piece cut off a bounded box) is bounded as it is; a bounded one is split in two
+along its feature and its halves are bounded.
+
+Under a box budget, what settling a box gives depends on the box alone: its probes come from a
+counter-based generator keyed by its coordinates (`BoxDraws`), and so does the draw that decides
+whether unfair boxes are grown around its counterexample. So the boxes settled by the end of a
+level are the same however the shards hold them, up to a bound that lands within a rounding error
+of a threshold (a batched matrix product may round a row differently in another batch); the
+credits and the cuts on real features, which such errors would move, are rounded to fixed grids.
+A run limited by time instead grows around the heaviest counterexamples while growth keeps to its
+share of the time: growing in small batches costs more.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...checkpoint import pack, unpack
+from ...errors import PropertyError
+from ..boxes.shards import Shard, Step
+from ..boxes.sums import ExactSum
+from .counts import Counts
+from .cuts import cut_boxes
+from .exact import exact_boxes, exact_ok
+from .grow import RADII, carve, grow
+from .problem import Problem
+from .sampling import draw_points, twin_split
+from .tail import decided_shares
+
+EXACT_POINTS = 200_000  # enumerate the whole domain directly when it has at most this many points
+EXACT_PER_INPUT = 8  # enumerate boxes with at most this many points per free feature (+1)
+CEX_STORE = 20_000  # counterexamples kept for reporting
+GROW_SHARE = 0.02  # at most this share of the time goes into growing unfair boxes (measured: more costs undecided mass)
+#: growth only in boxes of at most this share of the domain: carving larger ones into slabs cuts up
+#: the top of the refinement (measured on BM-7: 1.8 points less certified in 13 s)
+GROW_BELOW = 2.0**-16
+GROW_BATCH = 64  # counterexamples grown around at once, the heaviest boxes' first
+GROW_WORK = 0.02  # under a box budget, growth bounds about this share of the boxes bounded
+CEX_SHARE = 0.1  # of the boxes bounded, the share that holds a counterexample (FairQuant models: 10-11%)
+PROBES = 4  # random points tried per undecided box
+HOPELESS = 0.125  # priority factor of boxes known to hold a counterexample
+ENTRY_BOXES = 128  # open boxes stored together: a box's priority depends on its bounds, not on its size
+CREDIT_GRID = 2.0**-20  # credited shares are rounded down to multiples of this
+#: what a shard adds up: the mass settled whole and its unfair part, the credits of the boxes it
+#: opened and of those it took to settle or split (a shard may take boxes another one opened), and
+#: the probes and their hits
+MEASURES = ("settled", "unfair", "fair_opened", "fair_taken", "unfair_opened", "unfair_taken", "probes", "probe_hits")
+#: what an open box carries besides its bounds (`boxes.shards.Shard`)
+OPEN_DATA = (bool, np.int64, np.float64, np.float64, np.float64)
+
+
+class BoxDraws:
+    """Uniform draws in [0, 1) for rows keyed by 64-bit integers (one key per row): the k-th call's
+    draws for a row depend only on its key and k (a splitmix64 counter generator), so a box draws
+    the same points in any batch. Stands in for `numpy.random.Generator.random`."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = keys.astype(np.uint64)
+        self.calls = 0
+
+    def random(self, shape: int | tuple[int, ...]) -> np.ndarray:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        assert shape[0] == len(self.keys), "one key per row"
+        cols = int(np.prod(shape[1:], dtype=np.int64))
+        self.calls += 1
+        counter = np.arange(1, cols + 1, dtype=np.uint64) + np.uint64(self.calls << 32)
+        bits = _mix(self.keys[:, None] ^ _mix(counter)[None, :])
+        out: np.ndarray = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        return out.reshape(shape)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (wrapping uint64 arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def box_keys(seed: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """A 64-bit key per box from the run's seed and the box's coordinates: the coordinates' bits
+    weighted by odd constants, added (wrapping), and mixed with the seed."""
+    bits = np.ascontiguousarray(np.concatenate([lo, hi], axis=1), dtype=np.float64).view(np.uint64)
+    weights = _mix(np.arange(bits.shape[1], dtype=np.uint64)) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        folded = (bits * weights).sum(axis=1, dtype=np.uint64)
+    keys: np.ndarray = _mix(folded ^ _mix(np.full(1, seed & (2**64 - 1), dtype=np.uint64)))
+    return keys
+
+
+@dataclass
+class Found:
+    """What settling a chunk found besides its measures: counterexamples (x with twin a, x' with
+    twin b: free features), boxes that cannot be split, and the counters of the work."""
+
+    x: np.ndarray
+    xp: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    stuck_lo: np.ndarray
+    stuck_hi: np.ndarray
+    counts: Counts
+
+
+class Findings:
+    """A shard's evidence (`boxes.shards.RegionStore`): distinct counterexamples (the first
+    `CEX_STORE` kept, all counted), the boxes that cannot be split, and the work's counters."""
+
+    def __init__(self, d: int, n_twins: int) -> None:
+        self.d, self.n_twins = d, n_twins
+        self.cex: dict[bytes, tuple[np.ndarray, np.ndarray, int, int]] = {}
+        self.cex_found = 0
+        self.stuck_lo: list[np.ndarray] = []
+        self.stuck_hi: list[np.ndarray] = []
+        self.counts = Counts()
+        self.nbytes = 0
+
+    @property
+    def found(self) -> int:
+        return self.cex_found
+
+    def add(self, f: Found) -> None:
+        for i in range(len(f.x)):
+            self._record(f.x[i], f.xp[i], int(f.a[i]), int(f.b[i]))
+        if len(f.stuck_lo):
+            self.stuck_lo.append(f.stuck_lo)
+            self.stuck_hi.append(f.stuck_hi)
+            self.nbytes += f.stuck_lo.nbytes + f.stuck_hi.nbytes
+        self.counts.absorb(f.counts)
+
+    def _record(self, x: np.ndarray, xp: np.ndarray, a: int, b: int) -> None:
+        key = x.tobytes() + xp.tobytes()
+        if key not in self.cex:
+            self.cex_found += 1
+            if len(self.cex) < CEX_STORE:
+                self.cex[key] = (x.copy(), xp.copy(), a, b)
+                self.nbytes += 2 * x.nbytes + 64
+
+    def absorb(self, other: Findings) -> None:
+        beyond = other.cex_found - len(other.cex)  # found there, not kept: counted as they are
+        self.add(Found(*other.cex_arrays(), other.stuck(), other.stuck(high=True), other.counts))
+        self.cex_found += beyond
+
+    def cex_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The counterexamples kept (x, x', a, b), in a fixed order: by their coordinates."""
+        items = list(self.cex.values())
+        x = np.array([c[0] for c in items]).reshape(-1, self.d)
+        xp = np.array([c[1] for c in items]).reshape(-1, self.d)
+        a = np.array([c[2] for c in items], dtype=np.int64)
+        b = np.array([c[3] for c in items], dtype=np.int64)
+        order = np.lexsort(tuple(xp.T[::-1]) + tuple(x.T[::-1]))
+        return x[order], xp[order], a[order], b[order]
+
+    def stuck(self, high: bool = False) -> np.ndarray:
+        parts = self.stuck_hi if high else self.stuck_lo
+        return np.concatenate(parts) if parts else np.empty((0, self.d))
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "cex": [pack(a) for a in self.cex_arrays()],
+            "cex_found": self.cex_found,
+            "stuck": [pack(self.stuck()), pack(self.stuck(high=True))],
+            "counts": self.counts.to_dict(),
+        }
+
+    def restore(self, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndarray) -> None:
+        """Add a saved store (a checkpoint is untrusted: every value checked, its points and boxes
+        inside the domain box [dlo, dhi], its twins this network's)."""
+        try:
+            cex, stuck = state["cex"], state["stuck"]
+            if not (isinstance(cex, list) and len(cex) == 4 and isinstance(stuck, list) and len(stuck) == 2):
+                raise ValueError("not the counterexamples and boxes a network refinement keeps")
+            x, xp, slo, shi = (unpack(v, "f8", self.d) for v in (cex[0], cex[1], stuck[0], stuck[1]))
+            a, b = unpack(cex[2], "i8"), unpack(cex[3], "i8")
+            found, counts = state["cex_found"], Counts.of_state(state["counts"])
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise PropertyError(f"checkpoint: its evidence is incomplete or malformed ({str(exc)[:80]})") from None
+        ok = (
+            x.shape == xp.shape
+            and a.shape == b.shape == (len(x),)
+            and slo.shape == shi.shape
+            and all(np.all(v >= dlo) and np.all(v <= dhi) for v in (x, xp, slo, shi))
+            and np.all(slo <= shi)
+            and np.all((a >= 0) & (a < self.n_twins) & (b >= 0) & (b < self.n_twins))
+            and type(found) is int
+            and len(x) <= found
+        )
+        if not ok:
+            raise PropertyError("checkpoint: its counterexamples or boxes do not fit this domain and network")
+        before = len(self.cex)
+        self.add(Found(x, xp, a, b, slo, shi, counts))
+        self.cex_found += found - (len(self.cex) - before)
+
+
+@dataclass
+class _Work:
+    """What settling one chunk has established so far."""
+
+    d: int
+    terms: dict[str, list[np.ndarray]] = field(default_factory=lambda: {m: [] for m in MEASURES})
+    boxes: int = 0  # settled whole
+    open: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+    cex: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    stuck: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    counts: Counts = field(default_factory=Counts)
+
+    def settle(self, mass: np.ndarray, unfair: np.ndarray) -> None:
+        """Boxes settled whole: their mass, and the mass of their unfair points."""
+        self.terms["settled"].append(mass)
+        self.terms["unfair"].append(unfair)
+        self.boxes += len(mass)
+
+    def credit(self, fair: np.ndarray, unfair: np.ndarray, taken: bool = False) -> None:
+        """Credits (in units) of boxes opened, or (`taken`) of open boxes taken to settle or split."""
+        self.terms["fair_taken" if taken else "fair_opened"].append(fair)
+        self.terms["unfair_taken" if taken else "unfair_opened"].append(unfair)
+
+    def step(self) -> Step:
+        measures = {m: np.concatenate(t) if t else np.zeros(0) for m, t in self.terms.items()}
+        d = self.d
+        if self.open:
+            opened = tuple(np.concatenate(a) for a in zip(*self.open))
+        else:
+            opened = (np.empty((0, d)), np.empty((0, d))) + tuple(np.zeros(0, dtype=t) for t in OPEN_DATA)
+        if self.cex:
+            x, xp, a, b = (np.concatenate(c) for c in zip(*self.cex))
+        else:
+            x, xp, a, b = np.empty((0, d)), np.empty((0, d)), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        slo, shi = (np.concatenate(s) for s in zip(*self.stuck)) if self.stuck else (np.empty((0, d)),) * 2
+        return Step(measures, self.boxes, (Found(x, xp, a, b, slo, shi, self.counts),), opened)
+
+
+class BoxSettler:
+    """The refinement's work on a chunk of open boxes (`boxes.shards.Settler`), runnable on a
+    worker: it holds the problem once. `chunk` bounds at most that many boxes per bounding call;
+    `tight` asks for full CROWN bounds; `by_time`, growth by its share of the time (else by a
+    draw per box, for runs whose result may not depend on how the boxes were batched)."""
+
+    measures = MEASURES
+    open_data = OPEN_DATA
+
+    def __init__(self, pb: Problem, chunk: int, tight: bool, seed: int, by_time: bool = True) -> None:
+        self.pb, self.chunk, self.tight, self.seed, self.by_time = pb, chunk, tight, seed, by_time
+        self.t_start, self.t_grow = time.perf_counter(), 0.0  # a worker's own growth
+        self.min_batch = max(1, chunk // 2)  # split in two: one full bounding call
+        self.entry_boxes = ENTRY_BOXES
+        self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
+        self.root_points = EXACT_POINTS  # read here: a worker gets the settler, not the module
+        self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
+        # a growth bounds 1 + d * RADII boxes: grow around that share of the counterexamples
+        self.grow_chance = min(1.0, GROW_WORK / (CEX_SHARE * (1 + pb.d * RADII)))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _blas_on_one_thread()  # a spawned process or Ray actor: small batched GEMMs, as in the driver
+
+    def key(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> np.ndarray:
+        """The order of open boxes: a bounded box's priority; a box not bounded yet comes first
+        (a piece cut off a box is thin, and often settled or cut again at once)."""
+        first = np.full(len(lo), 2.0 * self.pb.domain_size)
+        if not data:
+            return first
+        out: np.ndarray = np.where(data[0], data[2], first)
+        return out
+
+    def fits(self, shard: Shard) -> bool:
+        """Whether a refinement read from a checkpoint (its shards merged into `shard`) could be
+        this one's: its open boxes carry a split feature of the problem's, a finite priority and
+        credits within their mass; the open boxes' credits add up to what its sums say; and what
+        it settled, its open boxes and its unsplittable boxes cover the domain's mass once."""
+        lo, hi, bounded, split, prio, fair, unfair = shard.arrays()
+        region, sums, pb = shard.region, shard.totals.sums, self.pb
+        assert isinstance(region, Findings)  # the store this refinement gives its shards
+        mass = pb.mass(lo, hi)
+        covered = float(sums["settled"]) + float(mass.sum()) + float(pb.mass(region.stuck(), region.stuck(True)).sum())
+        opened = [float(sums[f"{m}_opened"] - sums[f"{m}_taken"]) for m in ("fair", "unfair")]
+        return bool(
+            np.all((split >= 0) & (split < pb.d))
+            and np.all(np.isfinite(prio) & (prio >= 0))
+            and np.all((fair >= 0) & (unfair >= 0) & ((fair + unfair) * CREDIT_GRID <= mass * (1 + 1e-12)))
+            and np.all(bounded | ((fair == 0) & (unfair == 0)))
+            and abs(covered - pb.domain_size) <= 1e-9 * pb.domain_size
+            and all(abs(o - float(c.sum())) <= 1e-9 * (1 + float(c.sum())) for o, c in zip(opened, (fair, unfair)))
+        )
+
+    def settle(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> Step:
+        w = _Work(self.pb.d)
+        if data:
+            bounded, split, _, fair, unfair = data
+            w.credit(fair, unfair, taken=True)  # their credits leave the open boxes' total
+            clo, chi = self._split(lo[bounded], hi[bounded], split[bounded])
+            lo, hi = np.concatenate([lo[~bounded], clo]), np.concatenate([hi[~bounded], chi])
+        self._process(w, lo, hi)
+        return w.step()
+
+    def _split(self, lo: np.ndarray, hi: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pb = self.pb
+        r = np.arange(lo.shape[0])
+        a, b = lo[r, split], hi[r, split]
+        disc = pb.discrete[split]
+        mid = np.where(disc, np.floor((a + b) / 2), (a + b) / 2)
+        if pb.weights is not None:  # halve the mass, not the range
+            mid = pb.weights.median(split, a, b, mid)
+        left_hi = hi.copy()
+        left_hi[r, split] = mid
+        right_lo = lo.copy()
+        right_lo[r, split] = np.where(disc, mid + 1, mid)
+        return np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+
+    def _process(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+        pb = self.pb
+        held = pb.mass(lo, hi) > 0  # boxes of no mass (flat in a real feature, or missed by the data) count for nothing
+        lo, hi = lo[held], hi[held]
+        whole = np.all(lo == pb.lo, axis=1) & np.all(hi == pb.hi, axis=1)
+        ex = exact_ok(pb, lo, hi, self.exact_limit)
+        if whole.any():  # a small domain is enumerated at once
+            ex |= whole & exact_ok(pb, lo, hi, self.root_points)
+        if ex.any():
+            self._exact(w, lo[ex], hi[ex])
+            lo, hi = lo[~ex], hi[~ex]
+        calls = -(-lo.shape[0] // self.chunk)  # as few bounding calls as fit, of equal sizes
+        for part in np.array_split(np.arange(lo.shape[0]), calls) if calls else []:
+            self._bound(w, lo[part], hi[part])
+
+    def _bound(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Bound boxes; settle them, or cut, search and credit the undecided ones."""
+        pb, counts = self.pb, w.counts
+        t = time.perf_counter()
+        bd, own = pb.window_bounds(lo, hi, self.tight)
+        counts.t_bound += time.perf_counter() - t
+        counts.boxes_bounded += lo.shape[0]
+        mass = pb.mass(lo, hi)
+        fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
+        unfair = np.any(own.lower > pb.tol, axis=1) & np.any(own.upper < -pb.tol, axis=1) & ~fair
+        done = fair | unfair
+        w.settle(mass[done], np.where(unfair[done], mass[done], 0.0))
+        rows = np.flatnonzero(~done)
+        if not rows.size:
+            return
+        lo, hi, mass = lo[rows], hi[rows], mass[rows]
+        score = own.sens[rows] * (hi - lo)
+        src = rows  # each remaining box's row in the bounds
+        if not pb.has_eps:
+            cuts = cut_boxes(own, rows, lo, hi, pb.discrete, pb.tol)
+            if cuts.src.size:
+                m = pb.mass(cuts.lo, cuts.hi)
+                piece_done = cuts.fair | cuts.unfair
+                w.settle(m[piece_done], np.where(cuts.unfair[piece_done], m[piece_done], 0.0))
+                counts.cuts += int(cuts.cut.sum())
+                rest = ~piece_done
+                self._open(w, cuts.lo[rest], cuts.hi[rest])
+                keep = ~cuts.cut
+                lo, hi, mass, score, src = lo[keep], hi[keep], mass[keep], score[keep], src[keep]
+        if not lo.shape[0]:
+            return
+        has_cex, keep = self._search(w, lo, hi, mass)
+        lo, hi, mass, score, has_cex, src = lo[keep], hi[keep], mass[keep], score[keep], has_cex[keep], src[keep]
+        fair_share, unfair_share = self._credit(w, bd, own, src, lo, hi)
+        fair_c, unfair_c = fair_share * mass, unfair_share * mass  # in units of CREDIT_GRID
+        open_ = mass - (fair_c + unfair_c) * CREDIT_GRID
+        full = open_ <= 0  # credited whole: settled
+        if full.any():
+            w.settle(mass[full], np.minimum(unfair_c[full] * CREDIT_GRID, mass[full]))
+            keep = ~full
+            lo, hi, score, has_cex, open_ = lo[keep], hi[keep], score[keep], has_cex[keep], open_[keep]
+            fair_c, unfair_c = fair_c[keep], unfair_c[keep]
+        self._keep(w, lo, hi, score, np.where(has_cex, HOPELESS * open_, open_), fair_c, unfair_c)
+
+    def _credit(
+        self, w: _Work, bd: Any, own: Any, src: np.ndarray, lo: np.ndarray, hi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Shares of the boxes (rows `src` of the bounds) proven fair and unfair by their forms, in
+        whole units of `CREDIT_GRID` (rounded down)."""
+        pb = self.pb
+        if pb.weights is not None:  # the tail bounds hold for points uniform in a box
+            return np.zeros(lo.shape[0]), np.zeros(lo.shape[0])
+        t = time.perf_counter()
+        fair_forms = None
+        if pb.has_eps:
+            # a point is fair when its whole epsilon-window is: the forms' worst case over it
+            a = bd.form_a[:, src]
+            fair_forms = (a, bd.form_c[:, src] - (np.abs(a) * pb.eps).sum(axis=3))
+        fair, unfair = decided_shares(own.form_a[:, src], own.form_c[:, src], lo, hi, pb.discrete, pb.tol, fair_forms)
+        w.counts.t_credit += time.perf_counter() - t
+        return np.floor(fair / CREDIT_GRID), np.floor(unfair / CREDIT_GRID)
+
+    def _open(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Pieces to bound as they are (no priority: they are ordered by their mass; pieces of no
+        mass count for nothing, and would never be taken)."""
+        held = self.pb.mass(lo, hi) > 0
+        lo, hi = lo[held], hi[held]
+        n = lo.shape[0]
+        if n:
+            w.open.append((lo, hi, np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n)))
+
+    def _keep(
+        self,
+        w: _Work,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        score: np.ndarray,
+        prio: np.ndarray,
+        fair: np.ndarray,
+        unfair: np.ndarray,
+    ) -> None:
+        """Open bounded boxes, each to split along its feature of highest score (else its widest);
+        boxes that cannot be split are kept apart, undecided."""
+        pb = self.pb
+        width = hi - lo
+        can = np.where(pb.discrete, width > 0, width > self.min_real)
+        score = np.where(can, score, -1.0)
+        fallback = np.where(can, width / np.maximum(pb.hi - pb.lo, 1e-300), -1.0)
+        best = np.argmax(score, axis=1)
+        flat = score[np.arange(lo.shape[0]), best] <= 0
+        best[flat] = np.argmax(fallback[flat], axis=1)
+        ok = can.any(axis=1)
+        w.open.append((lo[ok], hi[ok], np.ones(int(ok.sum()), bool), best[ok], prio[ok], fair[ok], unfair[ok]))
+        w.credit(fair[ok], unfair[ok])
+        if (~ok).any():
+            w.stuck.append((lo[~ok], hi[~ok]))
+
+    def _search(self, w: _Work, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Probe undecided boxes at points drawn from their keys; grow proven-unfair boxes around
+        some of the counterexamples found (a draw per box). Returns which boxes hold a
+        counterexample and which stay whole (the others were carved: their pieces are open)."""
+        pb = self.pb
+        n = lo.shape[0]
+        keys = box_keys(self.seed, lo, hi)
+        keep = np.ones(n, dtype=bool)
+        probe = np.repeat(np.arange(PROBES, dtype=np.uint64), n)
+        draws = BoxDraws(_mix(np.tile(keys, PROBES) ^ probe))
+        x = draw_points(draws, pb, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)))
+        z, bad, a, b = twin_split(pb, x)
+        w.terms["probes"].append(np.array([float(x.shape[0])]))
+        w.terms["probe_hits"].append(np.array([float(bad.sum())]))
+        has = np.asarray(bad.reshape(PROBES, n).any(axis=0))
+        if not has.any():
+            return has, keep
+        # one probe per box: the first unfair one
+        first = np.argmax(bad.reshape(PROBES, n), axis=0)
+        idx = np.flatnonzero(has)
+        j = first[idx] * n + idx
+        w.cex.append((x[j], x[j], a[j], b[j]))
+        strong = (z[j, a[j]] > pb.tol) & (z[j, b[j]] < -pb.tol) & (mass[idx] > 1)
+        strong &= mass[idx] <= GROW_BELOW * pb.domain_size
+        if self.by_time:
+            now = time.perf_counter()
+            points = GROW_BATCH if self.t_grow <= GROW_SHARE * (now - self.t_start) else 0
+            m = np.flatnonzero(strong)
+            m = m[np.argsort(-mass[idx[m]], kind="stable")[:points]]
+        else:
+            m = np.flatnonzero(strong & (BoxDraws(keys[idx]).random(idx.size) < self.grow_chance))
+        if not m.size:
+            return has, keep
+        r = idx[m]
+        t = time.perf_counter()
+        glo, ghi, ok = grow(pb, x[j[m]], a[j[m]], b[j[m]], lo[r], hi[r], self.chunk)
+        counts = w.counts
+        counts.boxes_bounded_grow += int(m.size) * (1 + pb.d * RADII)
+        gm = pb.mass(glo, ghi)
+        use = ok & (gm > 1)
+        counts.grow_calls += 1
+        counts.t_grow += time.perf_counter() - t
+        self.t_grow += time.perf_counter() - t
+        if not use.any():
+            return has, keep
+        r, glo, ghi, gm = r[use], glo[use], ghi[use], gm[use]
+        w.settle(gm, gm)
+        counts.boxes_grown += int(r.size)
+        plo, phi = carve(lo[r], hi[r], glo, ghi, pb.discrete)
+        self._open(w, plo, phi)
+        keep[r] = False
+        return has, keep
+
+    def _exact(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Settle boxes by enumerating their points (a whole domain in slices of a feature)."""
+        pb = self.pb
+        t = time.perf_counter()
+        if pb.has_eps:
+            elo, ehi = pb.enlarge(lo, hi)
+            pts = np.prod(ehi - elo + 1, axis=1)
+        else:
+            pts = np.prod(hi - lo + 1, axis=1)
+        if lo.shape[0] == 1 and pts[0] > self.root_points // 4 and not pb.has_eps:
+            i = int(np.argmax(hi[0] - lo[0]))
+            for v in np.arange(lo[0, i], hi[0, i] + 1):
+                a, b = lo.copy(), hi.copy()
+                a[0, i] = b[0, i] = v
+                self._enumerate(w, a, b)
+        else:
+            start = 0
+            csum = np.cumsum(pts)
+            while start < lo.shape[0]:
+                base = csum[start - 1] if start else 0
+                end = max(start + 1, int(np.searchsorted(csum, base + self.root_points // 4, side="right")))
+                self._enumerate(w, lo[start:end], hi[start:end])
+                start = end
+        w.counts.boxes_exact += lo.shape[0]
+        w.counts.points_exact += int(pts.sum())
+        w.counts.t_exact += time.perf_counter() - t
+
+    def _enumerate(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+        res = exact_boxes(self.pb, lo, hi)
+        w.settle(self.pb.mass(lo, hi), res.unfair.astype(np.float64))
+        w.cex.append((res.cex_x, res.cex_xp, res.cex_a, res.cex_b))
+
+
+def _blas_on_one_thread() -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it BLAS keeps its own setting
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def credited(sums: dict[str, ExactSum]) -> tuple[float, float]:
+    """The masses proven fair and unfair inside the open boxes, from the shards' summed sums."""
+    fair, unfair = (max(0.0, float(sums[f"{m}_opened"] - sums[f"{m}_taken"])) * CREDIT_GRID for m in ("fair", "unfair"))
+    return fair, unfair
