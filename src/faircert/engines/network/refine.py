@@ -282,7 +282,7 @@ class Refinement:
         st.update(
             elapsed_refine_s=t_refine,
             open_boxes=self.totals.open_boxes,
-            open_gathered=gathered,
+            open_boxes_gathered=gathered,
             twins=pb.n_twins,
             counterexamples_found=findings.cex_found,
             boxes_per_s=bounded / max(t_refine, 1e-9),
