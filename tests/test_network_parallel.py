@@ -73,7 +73,7 @@ def check_counterexamples(net, res, protected=(1,)) -> None:
 
 def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     net, dom = large_case()
-    one = faircert.verify(net, dom, "p", max_boxes=3000, max_counterexamples=20)
+    one = faircert.verify(net, dom, "p", max_boxes=3000, max_counterexamples=20, workers=1)
     two = faircert.verify(net, dom, "p", max_boxes=3000, max_counterexamples=20, workers=2)
     assert shares(one) == shares(two)
     assert sum(shares(one)) == pytest.approx(1.0, abs=1e-12)
@@ -97,7 +97,7 @@ def test_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
 def test_with_epsilon_two_workers_give_the_shares_of_one_under_a_box_budget(small_chunks):
     net, dom = large_case()
     eps = {"a": 2, "c": 0.5}
-    one = faircert.verify(net, dom, "p", epsilon=eps, max_boxes=3000, max_counterexamples=5)
+    one = faircert.verify(net, dom, "p", epsilon=eps, max_boxes=3000, max_counterexamples=5, workers=1)
     two = faircert.verify(net, dom, "p", epsilon=eps, max_boxes=3000, max_counterexamples=5, workers=2)
     assert shares(one) == shares(two) and one.stats["boxes_bounded"] == two.stats["boxes_bounded"]
     assert 0.9 < one.certified < 1 and 0 < one.undecided and two.stats["workers"] == 2
@@ -127,7 +127,7 @@ def test_two_workers_to_the_end_equal_brute_force(small_chunks):
 
 def test_a_worker_killed_mid_run_changes_nothing(small_chunks, monkeypatch, tmp_path):
     net, dom = large_case()
-    serial = faircert.verify(net, dom, "p", max_boxes=3000, max_counterexamples=0)
+    serial = faircert.verify(net, dom, "p", max_boxes=3000, max_counterexamples=0, workers=1)
     marker = tmp_path / "died"
     settle, driver = BoxSettler.settle, os.getpid()
 
