@@ -13,7 +13,7 @@ import pytest
 
 from faircert.engines.boxes.budget import Budget
 from faircert.engines.boxes.frontier import Frontier
-from faircert.engines.boxes.shards import Shard, Step, refine
+from faircert.engines.boxes.shards import Settler, Shard, Step, refine
 from faircert.engines.boxes.sums import ExactSum
 from faircert.engines.boxes.workers import Parallelism
 
@@ -52,7 +52,7 @@ def test_pop_above_takes_exactly_the_boxes_larger_than_tau():
     assert (hi - lo)[:, 0].tolist() == [3.0] and frontier.count == 2 and frontier.largest() == 2.0
 
 
-class Halves:
+class Halves(Settler):
     """A toy refinement of the SIDE x SIDE grid: a box is settled when it is small or lies left of
     x = 100 (then 'unfair' where it lies in the upper half); else it is cut in half along its longer
     side (so every settled box lies in one half).

@@ -43,7 +43,7 @@ from ... import memory
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from .budget import DONE, Budget
-from .frontier import BoxCodec, Entry, Frontier, records_text, text_records
+from .frontier import BoxCodec, Entry, Frontier, Key, records_text, text_records
 from .sums import ExactSum
 from .workers import LOST, SERIAL, Parallelism, Pool, usable_cores
 
@@ -69,20 +69,29 @@ class Step:
     open: tuple[np.ndarray, ...]
 
 
-class Settler(Protocol):
-    """What a shard refines with: `settle(lo, hi, *per-box data)` settles or cuts a chunk of open
-    boxes and says what it found (`Step`).
+class Settler:
+    """What a shard refines with. A subclass implements `settle(lo, hi, *per-box data)`: settle or
+    cut a chunk of open boxes and say what it found (`Step`). The rest are defaults it may change:
 
-    It may also name the `measures` its steps add (default `MEASURES`; any set holding "settled"
-    and "unfair", the settled size that is unfair), the `open_data` its open boxes carry (see
-    `Shard`), a `key` that orders them and how many are stored per entry (`frontier.Frontier`;
-    default: by size, a chunk per entry), the `min_batch` of boxes below which settling them is no
-    longer efficient (default `MIN_BATCH`), and `fits(shard)`, whether the shards read from a
-    checkpoint, merged into one, could be its refinement's (each shard's boxes, data kinds and
-    sums' signs are checked here)."""
+    - `measures`: what its steps add (any set holding "settled" and "unfair", the settled size
+      that is unfair);
+    - `open_data`: the numpy dtype of each per-box array its open boxes carry besides (lo, hi)
+      (see `Shard`);
+    - `key` and `entry_boxes`: what orders the open boxes and how many are stored per entry
+      (`frontier.Frontier`; None: by size, a chunk per entry);
+    - `min_batch`: the boxes below which settling them at once is no longer efficient;
+    - `fits(shard)`: whether the shards read from a checkpoint, merged into one, could be its
+      refinement's (each shard's boxes, data kinds and sums' signs are checked by `Shard`)."""
 
-    @property
-    def settle(self) -> Callable[..., Step]: ...
+    measures: tuple[str, ...] = MEASURES
+    open_data: tuple[Any, ...] = ()
+    key: Key | None = None
+    entry_boxes: int | None = None
+    min_batch: int = MIN_BATCH
+    settle: Callable[..., Step]  # each subclass's own signature: (lo, hi, *its per-box data)
+
+    def fits(self, shard: Shard) -> bool:
+        return True
 
 
 class RegionStore(Protocol):
@@ -149,7 +158,6 @@ class Shard:
     ) -> None:
         self.settler, self.free, self.chunk, self.codec = settler, free, chunk, codec
         self.empty_region, self.limit_bytes = region, limit_bytes or memory.limit()
-        self.min_batch = int(getattr(settler, "min_batch", MIN_BATCH))
         self.start([])
 
     def fresh(self) -> Shard:
@@ -159,13 +167,12 @@ class Shard:
     def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
         """Forget everything and take these open boxes (encoded chunks); the progress says whether
         any is above the level `tau`."""
-        order = getattr(self.settler, "key", None), getattr(self.settler, "entry_boxes", None)
-        self.frontier = Frontier(self.free, self.chunk, self.codec, *order)
+        self.frontier = Frontier(self.free, self.chunk, self.codec, self.settler.key, self.settler.entry_boxes)
         self.box_s: float | None = None  # seconds per box settled, measured
         for entry in entries:
             self.frontier.push_encoded(entry)
         self.region = copy.deepcopy(self.empty_region)
-        self.totals = Progress({m: ExactSum() for m in _measures(self.settler)})
+        self.totals = Progress({m: ExactSum() for m in self.settler.measures})
         return self.progress(tau)
 
     def step(self, tau: float, seconds: float, enough: int | None = None) -> Progress:
@@ -182,7 +189,7 @@ class Shard:
             # between settles (the boxes settled per level do not depend on the batches)
             now = time.monotonic()
             limit = FIRST_BATCH if self.box_s is None else int(BATCH_SHARE * max(end - now, 0.0) / self.box_s)
-            boxes = self.frontier.pop_above(tau, max(limit, self.min_batch))
+            boxes = self.frontier.pop_above(tau, max(limit, self.settler.min_batch))
             t.examined += len(boxes[0])
             step = self.settler.settle(*boxes)
             pace = (time.monotonic() - now) / max(len(boxes[0]), 1)
@@ -254,7 +261,7 @@ class Shard:
         return {
             "open": {"boxes": rows, "records": [records_text([e[k] for e in entries]) for k in range(1 + len(spec))]},
             "region": self.region.state(),
-            "sums": {m: t.sums[m].state() for m in _measures(self.settler)},
+            "sums": {m: t.sums[m].state() for m in self.settler.measures},
             "boxes": t.boxes,
             "examined": t.examined,
         }
@@ -263,7 +270,7 @@ class Shard:
         """Add a shard's saved `state` to this one, every value checked (a checkpoint is untrusted
         input): its boxes inside the domain box [dlo, dhi], its counts and sums non-negative."""
         spec = _open_data(self.settler)
-        measures = _measures(self.settler)
+        measures = self.settler.measures
         codec = self.frontier.codec
         try:
             rows, texts = state["open"]["boxes"], state["open"]["records"]
@@ -300,15 +307,7 @@ class Shard:
 
 
 def _open_data(settler: Settler) -> tuple[np.dtype, ...]:
-    return tuple(np.dtype(d) for d in getattr(settler, "open_data", ()))
-
-
-def _fits(shard: Shard) -> bool:
-    return True
-
-
-def _measures(settler: Settler) -> tuple[str, ...]:
-    return tuple(getattr(settler, "measures", MEASURES))
+    return tuple(np.dtype(d) for d in settler.open_data)
 
 
 def _plain_values(array: np.ndarray) -> bool:
@@ -481,7 +480,7 @@ def _restored(local: Shard, state: dict[str, Any], dlo: np.ndarray, dhi: np.ndar
         raise PropertyError("checkpoint: its state is incomplete or malformed (no shards or no level)")
     for s in shards:
         local.restore(s, dlo, dhi)
-    if not getattr(local.settler, "fits", _fits)(local):
+    if not local.settler.fits(local):
         raise PropertyError("checkpoint: its boxes or counts do not fit this domain and model")
     if max_boxes is None:
         return 0.0

@@ -115,6 +115,7 @@ class Refinement:
         self.stats: dict[str, Any] = {}
         self.stopped = DONE
         self.point_cost = 0.0
+        self._last_report = 0.0  # when progress was last reported (perf_counter)
 
     def refine(
         self,
@@ -134,7 +135,6 @@ class Refinement:
             time_limit, max_boxes=max_boxes, share=REFINE_SHARE, elapsed=elapsed, clock=time.perf_counter
         )
         saving = saving_for(checkpoint, resume)
-        self._last_report = 0.0
         self.settler.by_time = max_boxes is None  # under a box budget, nothing may depend on time
 
         def enough(totals: Totals) -> bool:

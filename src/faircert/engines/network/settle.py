@@ -34,7 +34,7 @@ import numpy as np
 
 from ...checkpoint import pack, unpack
 from ...errors import PropertyError
-from ..boxes.shards import Shard, Step
+from ..boxes.shards import Settler, Shard, Step
 from ..boxes.sums import ExactSum
 from .counts import Counts
 from .cuts import cut_boxes
@@ -248,7 +248,7 @@ class _Work:
         return Step(measures, self.boxes, (Found(x, xp, a, b, slo, shi, self.counts),), opened)
 
 
-class BoxSettler:
+class BoxSettler(Settler):
     """The refinement's work on a chunk of open boxes (`boxes.shards.Settler`), runnable on a
     worker: it holds the problem once. `chunk` bounds at most that many boxes per bounding call;
     `tight` asks for full CROWN bounds; `by_time`, growth by its share of the time (else by a
@@ -256,12 +256,12 @@ class BoxSettler:
 
     measures = MEASURES
     open_data = OPEN_DATA
+    entry_boxes = ENTRY_BOXES
 
     def __init__(self, pb: Problem, chunk: int, tight: bool, seed: int, by_time: bool = True) -> None:
         self.pb, self.chunk, self.tight, self.seed, self.by_time = pb, chunk, tight, seed, by_time
         self.t_start, self.t_grow = time.perf_counter(), 0.0  # a worker's own growth
         self.min_batch = max(1, chunk // 2)  # split in two: one full bounding call
-        self.entry_boxes = ENTRY_BOXES
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.root_points = EXACT_POINTS  # read here: a worker gets the settler, not the module
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)

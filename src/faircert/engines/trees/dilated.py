@@ -32,7 +32,7 @@ from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ..boxes.budget import Budget
 from ..boxes.frontier import OpenParts, RawBoxes
-from ..boxes.shards import Saving, Shard, Step
+from ..boxes.shards import Saving, Settler, Shard, Step
 from .boxes import NormalisedTrees, Partition, inner_points
 from .joint import SliceBounds, SliceModel, _in_slice, slice_status
 from .run import Tally, TreeRun, refine_into
@@ -81,7 +81,7 @@ class Neighbourhoods:
     candidates: list[np.ndarray]
 
 
-class DilatedSettler:
+class DilatedSettler(Settler):
     """The work on one chunk of boxes, runnable in a worker process (it holds the model once).
 
     `settle(lo, hi, settled)` takes boxes with their settled slices (None: none settled, the
@@ -95,7 +95,7 @@ class DilatedSettler:
         self.free = np.ones(len(hoods.dlo), dtype=bool)
         self.free[model.prot] = False
         self._sb: SliceBounds | None = None
-        self.open_data = ((bool, (len(model.slo),)),)  # an open box's settled slices (`shards.Shard`)
+        self.open_data = ((bool, (len(model.slo),)),)  # an open box's settled slices
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_sb": None}  # rebuilt in the worker: cheaper than sending it

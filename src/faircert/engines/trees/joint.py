@@ -20,7 +20,7 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ..boxes.frontier import BoxCodec, OpenParts
-from ..boxes.shards import Saving, Shard, Step
+from ..boxes.shards import Saving, Settler, Shard, Step
 from . import pairs
 from .boxes import NormalisedTrees, PathChecks, inner_points
 from .leafsplit import DEFAULT_SPLIT, LeafSplitter, check_split
@@ -76,7 +76,7 @@ class SliceModel:
     tol: float
 
 
-class JointSettler:
+class JointSettler(Settler):
     """The work on one chunk of boxes, runnable in a worker process (it holds the model once)."""
 
     def __init__(self, model: SliceModel, free: np.ndarray, split: str = DEFAULT_SPLIT) -> None:
