@@ -21,6 +21,6 @@ def small_chunks(monkeypatch):
     enumeration (the boxes are bounded and split)."""
     from faircert.engines.network import refine, settle
 
-    monkeypatch.setattr(refine, "ROWS_PER_CHUNK", 2000)
+    monkeypatch.setattr(refine, "ROWS_PER_STEP", 2000)
     monkeypatch.setattr(settle, "EXACT_POINTS", 0)
     monkeypatch.setattr(settle, "EXACT_PER_INPUT", 1)

@@ -899,7 +899,7 @@ def network_case(tmp_path_factory):
     from faircert.models.io.nnet import save_nnet
 
     with pytest.MonkeyPatch.context() as mp:  # small chunks: a short run takes many steps (see conftest)
-        mp.setattr(refine, "ROWS_PER_CHUNK", 2000)
+        mp.setattr(refine, "ROWS_PER_STEP", 2000)
         mp.setattr(settle, "EXACT_POINTS", 0)
         mp.setattr(settle, "EXACT_PER_INPUT", 1)
         folder = tmp_path_factory.mktemp("network")

@@ -33,7 +33,7 @@ def test_a_box_draws_the_same_points_in_any_batch():
 def _settler():
     net, dom = large_case()
     pb = Problem.build(net, individual_fairness(dom, "p"))
-    return BoxSettler(pb, chunk=64, tight=False, seed=0, by_time=False), pb
+    return BoxSettler(pb, chunk=64, step=64, tight=False, seed=0, by_time=False), pb
 
 
 def _open_rows(step) -> set:
@@ -59,6 +59,15 @@ def test_settling_a_batch_or_its_halves_gives_the_same():
     assert _open_rows(whole) == _open_rows(halves[0]) | _open_rows(halves[1])
     found = whole.found[0]
     assert len(found.x) == sum(len(h.found[0].x) for h in halves)
+    # the boxes bounded in one call, or in calls of 64 (the bounds joined), settle alike
+    settler.chunk = 4096
+    at_once = settler.settle(*boxes)
+    for m in MEASURES:
+        one, two = ExactSum(), ExactSum()
+        one.add(at_once.measures[m])
+        two.add(whole.measures[m])
+        assert float(one) == float(two), m
+    assert _open_rows(at_once) == _open_rows(whole)
 
 
 def test_open_boxes_are_taken_by_priority_and_unbounded_ones_first():

@@ -42,6 +42,7 @@ from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
 from .sampling import draw_points, twin_split
+from .symbolic import TwinBounds
 from .tail import decided_shares
 
 EXACT_POINTS = 200_000  # enumerate the whole domain directly when it has at most this many points
@@ -250,18 +251,20 @@ class _Work:
 
 class BoxSettler(Settler):
     """The refinement's work on a chunk of open boxes (`boxes.shards.Settler`), runnable on a
-    worker: it holds the problem once. `chunk` bounds at most that many boxes per bounding call;
-    `tight` asks for full CROWN bounds; `by_time`, growth by its share of the time (else by a
-    draw per box, for runs whose result may not depend on how the boxes were batched)."""
+    worker: it holds the problem once. `chunk` bounds at most that many boxes per bounding call,
+    and a step takes about `step` // 2 open boxes (their halves make `step` boxes bounded: cuts,
+    searches and credits run once per step); `tight` asks for full CROWN bounds; `by_time`, growth
+    by its share of the time (else by a draw per box, for runs whose result may not depend on how
+    the boxes were batched)."""
 
     measures = MEASURES
     open_data = OPEN_DATA
     entry_boxes = ENTRY_BOXES
 
-    def __init__(self, pb: Problem, chunk: int, tight: bool, seed: int, by_time: bool = True) -> None:
+    def __init__(self, pb: Problem, chunk: int, step: int, tight: bool, seed: int, by_time: bool = True) -> None:
         self.pb, self.chunk, self.tight, self.seed, self.by_time = pb, chunk, tight, seed, by_time
         self.t_start, self.t_grow = time.perf_counter(), 0.0  # a worker's own growth
-        self.min_batch = max(1, chunk // 2)  # split in two: one full bounding call
+        self.min_batch = max(1, step // 2)
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.root_points = EXACT_POINTS  # read here: a worker gets the settler, not the module
         self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
@@ -336,15 +339,22 @@ class BoxSettler(Settler):
         if ex.any():
             self._exact(w, lo[ex], hi[ex])
             lo, hi = lo[~ex], hi[~ex]
-        calls = -(-lo.shape[0] // self.chunk)  # as few bounding calls as fit, of equal sizes
-        for part in np.array_split(np.arange(lo.shape[0]), calls) if calls else []:
-            self._bound(w, lo[part], hi[part])
+        if lo.shape[0]:
+            self._bound(w, lo, hi)
+
+    def _bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[TwinBounds, TwinBounds]:
+        """`Problem.window_bounds` in as few calls of at most `chunk` boxes as fit, of equal sizes:
+        a call's arrays then stay in the cache, while what follows the bounds runs once per step."""
+        calls = -(-lo.shape[0] // self.chunk)
+        parts = [self.pb.window_bounds(lo[p], hi[p], self.tight) for p in np.array_split(np.arange(len(lo)), calls)]
+        own = TwinBounds.joined([p[1] for p in parts])
+        return (own if parts[0][0] is parts[0][1] else TwinBounds.joined([p[0] for p in parts])), own
 
     def _bound(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
         """Bound boxes; settle them, or cut, search and credit the undecided ones."""
         pb, counts = self.pb, w.counts
         t = time.perf_counter()
-        bd, own = pb.window_bounds(lo, hi, self.tight)
+        bd, own = self._bounds(lo, hi)
         counts.t_bound += time.perf_counter() - t
         counts.boxes_bounded += lo.shape[0]
         mass = pb.mass(lo, hi)

@@ -178,6 +178,21 @@ class TwinBounds:
     #: With `keep_hidden`: pre-activation bounds (l, u) of every hidden layer, each (B, T, n_k).
     hidden: list[tuple[np.ndarray, np.ndarray]] | None = None
 
+    @staticmethod
+    def joined(parts: list[TwinBounds]) -> TwinBounds:
+        """The bounds of consecutive batches of boxes as one (their hidden layers dropped)."""
+        if len(parts) == 1:
+            return parts[0]
+        cat = np.concatenate
+        return TwinBounds(
+            cat([p.lower for p in parts]),
+            cat([p.upper for p in parts]),
+            cat([p.sens for p in parts]),
+            cat([p.score for p in parts]),
+            cat([p.form_a for p in parts], axis=1),
+            cat([p.form_c for p in parts], axis=1),
+        )
+
 
 def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Min and max over each row's box of linear forms eq (M, d+1, n) (last row = constant)."""
