@@ -42,8 +42,9 @@ from .symbolic import crown_cost_ratio
 
 #: elements of one linear-form array (twins x (inputs + 1) x widest layer, per box) over the boxes
 #: bounded in one step (memory), and in one bounding call on networks with a layer of WIDE neurons
-#: or more. Measured on the FairQuant models (time-limited runs side by side): calls of 100,000
-#: bound such networks 1.1-1.9x as fast as calls of a whole step, and narrower ones 0.75-1.0x
+#: or more. Measured on the FairQuant models (`benchmarks/results/bound_calls.md`): calls of
+#: 100,000 bound such networks 1.1-2.0x as fast as one call per step (whole refinements 1.0-1.6x),
+#: narrower ones 0.9-1.2x (whole refinements 0.76-1.1x)
 ROWS_PER_STEP = 1_500_000
 ROWS_PER_CALL = 100_000
 WIDE = 48
