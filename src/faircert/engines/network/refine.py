@@ -44,7 +44,7 @@ from .symbolic import crown_cost_ratio
 #: bounded in one step (memory), and in one bounding call on networks with a layer of WIDE neurons
 #: or more. Measured on the FairQuant models (`benchmarks/results/bound_calls.md`): calls of
 #: 100,000 bound such networks 1.1-2.0x as fast as one call per step (whole refinements 1.0-1.6x),
-#: narrower ones 0.9-1.2x (whole refinements 0.76-1.1x)
+#: narrower ones 0.86-1.2x (whole refinements 0.76-1.1x)
 ROWS_PER_STEP = 1_500_000
 ROWS_PER_CALL = 100_000
 WIDE = 48
