@@ -108,9 +108,10 @@ class Refinement:
         self.network, self.prop, self.progress = network, prop, progress
         self.pb = pb = Problem.build(network, prop)
         self.rng = np.random.default_rng(seed)  # the estimate's samples
-        rows = pb.n_twins * (pb.d + 1) * max(pb.bounder.widths)
+        widest = max(pb.bounder.widths)
+        rows = pb.n_twins * (pb.d + 1) * widest
         step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
-        self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if max(pb.bounder.widths) >= WIDE else step
+        self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
         tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
