@@ -97,6 +97,20 @@ def test_logits_of_no_points_are_empty():
     assert pb.twin.logits(np.zeros((0, pb.d))).shape == (0, pb.n_twins)
 
 
+def test_logits_in_blocks_equal_the_network_logits(monkeypatch):
+    """Large batches are computed in blocks of points; every block gives the network's own logits."""
+    rng = np.random.default_rng(3)
+    net = random_network(rng, 4, [7, 5])
+    combos = np.array([[0.0], [1.0], [2.0]])
+    tn = TwinNet.build(net, [1, 2, 3], [0], combos)
+    x = rng.uniform(-2, 2, size=(1000, 3))
+    monkeypatch.setattr(symbolic, "LOGIT_VALUES", 3 * 7 * 64)  # blocks of 64 points: 16 blocks, the last short
+    z = tn.logits(x)
+    full = np.column_stack([np.tile(combos[:, 0], 1000), np.repeat(x, 3, axis=0)])
+    assert z.shape == (1000, 3)
+    np.testing.assert_allclose(z, net.logit(full).reshape(1000, 3), rtol=0, atol=1e-12)
+
+
 def test_the_relational_bounds_only_tighten(monkeypatch):
     """Intersected with the twins' differences, no bound gets looser, and some get tighter."""
     rng = np.random.default_rng(7)

@@ -29,6 +29,8 @@ import numpy as np
 
 from ...models.network import ReluNetwork
 
+LOGIT_VALUES = 1 << 21  # hidden values computed at once by `TwinNet.logits` (16 MB in float64)
+
 
 @dataclass
 class Lookup:
@@ -152,8 +154,14 @@ class TwinNet:
         )
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        """Concrete logits (n, T) of free points x (n, d) for every twin, in the weights' precision."""
+        """Concrete logits (n, T) of free points x (n, d) for every twin, in the weights' precision,
+        in blocks of at most `LOGIT_VALUES` hidden values: fresh memory is slow to touch the first
+        time (a first block of 50,000 points took 5 times as long as the next), and a block's
+        arrays fit the memory its predecessor freed."""
         n, T = x.shape[0], self.n_twins
+        block = max(1, LOGIT_VALUES // (T * max(self.widths)))
+        if n > block:
+            return np.concatenate([self.logits(x[s : s + block]) for s in range(0, n, block)])
         z = x.astype(self.w1.dtype, copy=False) @ self.w1.T
         for t in self.tables:
             z += t.table[t.span(x, x)[0]]
