@@ -11,7 +11,7 @@ from ..files import write_text
 from ..metrics import METRICS
 from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
-from .html import STYLE, fragment_style
+from .html import page
 
 PLOT, ROW, LEFT = 660, 26, 220
 #: Pixels per character of a 12 px label, generously: labels are never clipped.
@@ -187,12 +187,7 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
         f"<h1>faircert: group fairness</h1>{summary}<h2>P[yhat = 1 | group]</h2>{rates_chart(result)}"
         f"{groups}<h2>Metrics</h2>{metrics}{influence_chart(result)}{notes}"
     )
-    if not standalone:
-        return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>faircert group report</title>"
-        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
-    )
+    return page(body, "faircert group report", standalone)
 
 
 def write_group_html(result: GroupResult, path: str | Path) -> None:
@@ -213,12 +208,7 @@ def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
         for n, r in zip(comparison.names, comparison.results)
     )
     body = f"<h1>faircert: group fairness compared</h1>{_table(header, rows)}{charts}"
-    if not standalone:
-        return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>faircert comparison</title>"
-        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
-    )
+    return page(body, "faircert comparison", standalone)
 
 
 def write_comparison_html(comparison: Comparison, path: str | Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..files import write_text
 from ..results import ProgramResult
-from .html import STYLE, fragment_style
+from .html import page
 
 PLOT, ROW, CHAR = 560, 26, 7.2
 
@@ -115,12 +115,7 @@ def render_program(result: ProgramResult, standalone: bool = True) -> str:
     if len(result.probabilities) > 1:
         charts += _probabilities_chart(result)
     body = f"<h1>faircert: program fairness</h1><table>{table}</table>{charts}"
-    if not standalone:
-        return f"<div><style>{fragment_style()}</style>{body}</div>"
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>faircert program report</title>"
-        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
-    )
+    return page(body, "faircert program report", standalone)
 
 
 def write_program_html(result: ProgramResult, path: str | Path) -> None:
