@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -9,9 +10,11 @@ from statistics import NormalDist
 import numpy as np
 
 from ...results import StatisticalEstimate
-from ..boxes.budget import Budget
 from .problem import Draws, Problem
 from .symbolic import bound_twins
+
+MIN_CHUNK = 1000  # points sampled at once by the estimate, at the least
+MAX_CHUNK = 50_000  # ... and at the most: larger arrays cost more per point (fresh memory)
 
 
 def random_points(rng: Draws, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
@@ -129,18 +132,19 @@ class Sampler:
             s_lo, s_hi = wilson(k + unk / 2, n, z)
             # points whose window could not be decided widen the interval; more samples cannot help there
             done = share * (s_hi - s_lo) / 2 <= self.halfwidth
-            # past the deadline the interval stays as wide as its samples make it
-            late = Budget(deadline, clock=time.perf_counter).spent()
+            # once not even the smallest chunk fits before the deadline, the interval stays as
+            # wide as its samples make it
+            left = math.inf if deadline is None else deadline - time.perf_counter()
+            late = left <= MIN_CHUNK * per_point
             cap = self.max_samples_eps if self.pb.has_eps else self.max_samples
             if n >= cap or (n >= self.min_samples and (done or late)):
                 break
             if not done:  # jump towards the sample count the interval needs
                 p = (k + unk / 2) / n
                 need = (z * share) ** 2 * max(p * (1 - p), 1.0 / n) / self.halfwidth**2
-                self.chunk = int(np.clip(need - n, self.chunk, 500_000))
-                if deadline is not None:  # the next chunk must fit in the time left
-                    fits = (deadline - time.perf_counter()) / max(per_point, 1e-9)
-                    self.chunk = int(max(min(self.chunk, fits), 1000))
+                self.chunk = int(np.clip(need - n, self.chunk, MAX_CHUNK))
+                # the next chunk fits in the time left, with room for the pace to vary
+                self.chunk = int(max(min(self.chunk, 0.8 * left / max(per_point, 1e-9)), MIN_CHUNK))
         return StatisticalEstimate(
             unfair=falsified + share * (k + unk / 2) / n,
             ci_low=falsified + share * lo_p,

@@ -59,6 +59,7 @@ PROBES = 4  # random points tried per undecided box
 HOPELESS = 0.125  # priority factor of boxes known to hold a counterexample
 ENTRY_BOXES = 128  # open boxes stored together: a box's priority depends on its bounds, not on its size
 CREDIT_GRID = 2.0**-20  # credited shares are rounded down to multiples of this
+KEY_ROWS = 8192  # boxes keyed at once (`box_keys`)
 #: what a shard adds up: the mass settled whole and its unfair part, the credits of the boxes it
 #: opened and of those it took to settle or split (a shard may take boxes another one opened), and
 #: the probes and their hits
@@ -98,7 +99,12 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def box_keys(seed: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """A 64-bit key per box from the run's seed and the box's coordinates: the coordinates' bits
-    weighted by odd constants, added (wrapping), and mixed with the seed."""
+    weighted by odd constants, added (wrapping), and mixed with the seed. In blocks of `KEY_ROWS`
+    boxes, whose temporaries stay in reused memory."""
+    if len(lo) > KEY_ROWS:
+        return np.concatenate(
+            [box_keys(seed, lo[s : s + KEY_ROWS], hi[s : s + KEY_ROWS]) for s in range(0, len(lo), KEY_ROWS)]
+        )
     bits = np.ascontiguousarray(np.concatenate([lo, hi], axis=1), dtype=np.float64).view(np.uint64)
     weights = _mix(np.arange(bits.shape[1], dtype=np.uint64)) | np.uint64(1)
     with np.errstate(over="ignore"):
