@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +161,44 @@ def test_a_stop_request_ends_with_sound_partial_sums(monkeypatch, workers):
     assert not out.complete and float(out.totals.sums["settled"]) < SIDE * SIDE
     assert out.stopped == "interrupted"
     assert _open_size(out) + float(out.totals.sums["settled"]) == SIDE * SIDE
+
+
+class Uneven(Halves):
+    """Halves whose upper half is slow to settle, so that one worker ends a level before another."""
+
+    def settle(self, lo: np.ndarray, hi: np.ndarray) -> Step:
+        time.sleep(0.0001 * int(np.sum(lo[:, 1] >= SIDE // 2)))
+        return super().settle(lo, hi)
+
+
+@pytest.fixture
+def small_slices(monkeypatch):
+    from faircert.engines.boxes import shards
+
+    monkeypatch.setattr(shards, "SLICE_S", 0.02)
+    monkeypatch.setattr(shards, "MIN_MOVED", 1)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_boxes_move_to_workers_done_with_a_level_and_change_no_total(small_slices, workers):
+    one = _totals(_run(Uneven(), max_boxes=8000))
+    out = _run(Uneven(), Parallelism(workers=workers), 8000)
+    assert out.moved > 0 and _totals(out) == one
+
+
+@pytest.mark.parametrize("method", ["give", "take"])
+def test_a_worker_lost_while_boxes_move_replays_every_share(small_slices, monkeypatch, tmp_path, method):
+    """A worker that dies giving or taking boxes: no share says alone what the workers held, so
+    every worker starts again from its first share, and the totals are those of one worker."""
+    marker, driver, real = tmp_path / "marker", os.getpid(), getattr(Shard, method)
+
+    def dying(self, *args):
+        if os.getpid() != driver and not marker.exists():
+            marker.write_text("died once")
+            os._exit(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(Shard, method, dying)  # the workers are forked with it
+    out = _run(Uneven(), Parallelism(workers=2), 8000)
+    assert marker.exists() and out.moved > 0
+    assert _totals(out) == _totals(_run(Uneven(), max_boxes=8000))

@@ -262,6 +262,11 @@ class Frontier:
                 self.tick += 1
         return parts[0] if len(parts) == 1 else tuple(np.concatenate(a) for a in zip(*parts))
 
+    def count_above(self, tau: float) -> int:
+        """The boxes in entries keyed above `tau` (at least those above it: an entry is keyed by
+        its largest box)."""
+        return sum(len(e[2][0]) for e in self.heap if -e[0] > tau)
+
     def take_all(self) -> list[tuple[np.ndarray, ...]]:
         """Remove and return every open chunk, encoded."""
         entries = [e[2] for e in self.heap]

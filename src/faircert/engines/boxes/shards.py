@@ -12,13 +12,16 @@ yet proven). At level tau every shard settles or cuts all its open boxes above t
 first) before the driver checks the budget and lowers tau. The boxes settled by the end of a level
 do not depend on how the open boxes were dealt (a box is cut into the same children wherever it
 is, and every box above tau is taken), and the measures are added exactly (`ExactSum`), so the
-shares are the same with 1, 2 or N workers, locally or on Ray. Without a budget the shards go
-largest first with no levels (tau 0), each at its own pace.
+shares are the same with 1, 2 or N workers, locally or on Ray. For the same reason a worker done
+with a level may take half the boxes above tau of the busiest one (`_balance`), so that a level
+does not wait for one worker. Without a budget the shards go largest first with no levels (tau 0),
+each at its own pace, and a worker whose boxes are all settled takes half the busiest one's.
 
 A worker that dies is replaced and given its share again, from the boxes first dealt to it: the
 driver drops what it had reported, and the replay settles the same boxes again (at the current
-level, the same ones). A stop request or the time limit ends the run after the current slice of
-`SLICE_S`, with sound partial sums.
+level, the same ones); once boxes have moved between workers, every worker replays its own. A
+stop request or the time limit ends the run after the current slice of `SLICE_S`, with sound
+partial sums.
 
 With a checkpoint (`Saving`) the driver writes the refinement's state between slices when one is
 due, and at the end: the level tau and every shard's state (`Shard.state`: its open boxes with
@@ -54,6 +57,7 @@ MEASURES = ("nonconf", "settled", "unfair")  # a settler's measures unless it na
 FIRST_BATCH = 256  # boxes settled at once before the pace is known
 MIN_BATCH = 16
 BATCH_SHARE = 0.25  # of a step's time left, for one batch at the measured pace
+MIN_MOVED = 64  # open boxes worth moving to a worker done with its level, at the least
 MAX_SAVED_SHARDS = 4096  # shard states a checkpoint may hold (one per worker, and the driver's)
 
 
@@ -126,6 +130,7 @@ class Progress:
     open_boxes: int = 0
     open_bytes: int = 0
     largest: float = 0.0  # the largest open box's size
+    above: int = 0  # open boxes in entries above the level's tau (`Frontier.count_above`)
     level_done: bool = True  # no open box larger than the level's tau
     finished: bool = True  # no open box at all
     memory_limited: bool = False
@@ -208,8 +213,25 @@ class Shard:
         t = self.totals
         t.found, t.open_boxes, t.open_bytes = self.region.found, self.frontier.count, self.frontier.nbytes
         t.largest = self.frontier.largest()
+        t.above = self.frontier.count_above(tau)
         t.level_done, t.finished = self.frontier.largest() <= tau, not self.frontier
         return t
+
+    def give(self, tau: float, n: int) -> tuple[list[Entry], Progress]:
+        """Hand over up to n of the largest open boxes above the level `tau` (encoded chunks), for
+        a shard done with the level (`take`)."""
+        entries = []
+        while n > 0 and self.frontier.largest() > tau:
+            boxes = self.frontier.pop_above(tau, n)
+            n -= len(boxes[0])
+            entries.append((self.frontier.codec.encode(boxes[0], boxes[1]),) + boxes[2:])
+        return entries, self.progress(tau)
+
+    def take(self, entries: list[Entry], tau: float) -> Progress:
+        """Add open boxes another shard gave (`give`)."""
+        for entry in entries:
+            self.frontier.push_encoded(entry)
+        return self.progress(tau)
 
     def deal(self, n: int) -> list[list[Entry]]:
         """Take every open box and deal them into n shares of about equal size (largest first,
@@ -329,6 +351,7 @@ class Refined:
     open_entries: list[Entry] | None
     totals: Progress
     workers: int = 0  # how many workers held shares (0: all was refined here)
+    moved: int = 0  # open boxes moved between workers within levels (`_balance`)
     stopped: str = DONE  # why the refinement ended (`budget`)
 
 
@@ -360,6 +383,7 @@ def _sum(parts: list[Progress]) -> Progress:
         out.open_boxes += p.open_boxes
         out.open_bytes += p.open_bytes
         out.largest = max(out.largest, p.largest)
+        out.above += p.above
     return out
 
 
@@ -391,7 +415,7 @@ def refine(
     spread = parallel.workers > 1 or parallel.ray_address
     seeds = SEEDS_PER_WORKER * (parallel.workers if parallel.workers > 1 else usable_cores())
     deal_after = time.monotonic() + parallel.start_after  # short runs end before workers would pay
-    shares: list[list[Entry]] = []
+    dealt = _Dealt([])
     parts, pool = [local.progress(tau)], None
     complete = True
 
@@ -416,35 +440,83 @@ def refine(
             if max_boxes is not None and total.level_done:
                 tau = min(tau, total.largest) * LEVEL_RATIO  # (no empty levels)
             if saving is not None and saving.checkpoint.due():
-                _save(saving, tau, local, pool, parts, shares)
+                _save(saving, tau, local, pool, parts, dealt)
             now = time.monotonic()
             seconds = max(0.0, min(SLICE_S, deadline - kept - now))
             ready = spread and now >= deal_after
             if pool is None and ready and local.frontier.count >= seeds:
                 pool = opened.pool or opened.start()
-                shares = local.deal(pool.n)
-                parts = [local.progress(tau)] + _started(pool, shares, tau)
+                dealt = _Dealt(local.deal(pool.n))
+                parts = [local.progress(tau)] + _started(pool, dealt.shares, tau)
             if pool is None:
                 if spread and not ready:
                     seconds = min(seconds, max(deal_after - now, 0.01))
                 parts = [local.step(tau, seconds, seeds if ready else None)]
                 continue
             stepped = pool.each("step", [None if p.idle else (tau, seconds) for p in parts[1:]])
-            for k, p in enumerate(stepped):
-                if p is LOST:
-                    parts[k + 1] = _restarted(pool, k, shares[k], tau)
-                elif p is not None:
-                    parts[k + 1] = p
-        if saving is not None and not _save(saving, tau, local, pool, parts, shares):
+            parts[1:] = [q if p is None or p is LOST else p for p, q in zip(stepped, parts[1:])]
+            dealt.replace(pool, parts, [k for k, p in enumerate(stepped) if p is LOST], tau)
+            _balance(pool, parts, dealt, tau)
+        if saving is not None and not _save(saving, tau, local, pool, parts, dealt):
             complete = False  # a worker lost meanwhile holds its first share again, unrefined
-        refined = _gather(local, pool, parts, shares, complete)
-        refined.stopped = budget.stopped
+        refined = _gather(local, pool, parts, complete)
+        refined.stopped, refined.moved = budget.stopped, dealt.boxes_moved
         return refined
 
 
-def _save(
-    saving: Saving, tau: float, local: Shard, pool: Pool | None, parts: list[Progress], shares: list[list[Entry]]
-) -> bool:
+@dataclass
+class _Dealt:
+    """The open boxes first dealt to each worker, and the boxes moved between workers since
+    (`_balance`). A lost worker is given its share again and replays it; once boxes have moved, no
+    share says alone what its worker held, so then every worker replays its own."""
+
+    shares: list[list[Entry]]
+    moved: bool = False
+    boxes_moved: int = 0
+
+    def replace(self, pool: Pool, parts: list[Progress], lost: list[int], tau: float) -> None:
+        """Restart the lost workers (all of them, once boxes have moved) from their shares."""
+        if lost and self.moved:
+            lost, self.moved = list(range(len(self.shares))), False
+        for k in lost:
+            parts[k + 1] = _restarted(pool, k, self.shares[k], tau)
+
+
+def _balance(pool: Pool, parts: list[Progress], dealt: _Dealt, tau: float) -> None:
+    """Move half the open boxes above the level tau of the busiest workers to those done with the
+    level (without levels, tau 0: those with no box left), so that the run does not wait for one of
+    them. The boxes settled by the end of a level do not depend on where they were settled, so
+    this changes no share."""
+    takers = [k for k, p in enumerate(parts[1:]) if p.level_done and not p.memory_limited]
+    givers = sorted(
+        (k for k, p in enumerate(parts[1:]) if not p.level_done and p.above >= 2 * MIN_MOVED),
+        key=lambda k: -parts[k + 1].above,
+    )
+    pairs = list(zip(givers, takers))
+    if not pairs:
+        return
+    given = pool.each("give", _only(len(parts) - 1, {g: (tau, parts[g + 1].above // 2) for g, _ in pairs}))
+    lost = [k for k, r in enumerate(given) if r is LOST]
+    entries = {}
+    for g, t in pairs:
+        if given[g] is not LOST:
+            entries[t], parts[g + 1] = given[g]
+    dealt.moved = True  # (a giver lost meanwhile took its boxes with it: all replay)
+    taken = pool.each("take", _only(len(parts) - 1, {t: (e, tau) for t, e in entries.items()}))
+    lost += [k for k, p in enumerate(taken) if p is LOST]
+    for t, e in entries.items():
+        if taken[t] is not LOST:
+            parts[t + 1] = taken[t]
+            dealt.boxes_moved += sum(len(a[0]) for a in e)
+    dealt.replace(pool, parts, lost, tau)
+
+
+def _only(n: int, args: dict[int, tuple[Any, ...]]) -> list[tuple[Any, ...] | None]:
+    """`Pool.each`'s arguments calling only these workers."""
+    return [args.get(k) for k in range(n)]
+
+
+def _save(saving: Saving, tau: float, local: Shard, pool: Pool | None, parts: list[Progress], dealt: _Dealt) -> bool:
     """Write the refinement's state: the level and every shard's (the driver's and the workers').
     False when a worker was lost meanwhile: it is given its share again and nothing is written (the
     previous checkpoint stays)."""
@@ -453,8 +525,7 @@ def _save(
     if pool is not None:
         out = pool.each("state", [()] * (len(parts) - 1))
         lost = [k for k, s in enumerate(out) if s is LOST]
-        for k in lost:
-            parts[k + 1] = _restarted(pool, k, shares[k], tau)
+        dealt.replace(pool, parts, lost, tau)
         if lost:
             return False
         states += out
@@ -502,9 +573,7 @@ def _restarted(pool: Pool, k: int, share: list[Entry], tau: float) -> Progress:
             return p
 
 
-def _gather(
-    local: Shard, pool: Pool | None, parts: list[Progress], shares: list[list[Entry]], complete: bool
-) -> Refined:
+def _gather(local: Shard, pool: Pool | None, parts: list[Progress], complete: bool) -> Refined:
     region, entries = local.result(with_open=True)
     if pool is None:
         return Refined(complete, region, entries, _sum(parts))
