@@ -467,7 +467,7 @@ def network_markdown(meta: dict, rows: list[dict]) -> str:
         "",
         "Driver throughput (2 processes), as for trees:",
         "",
-        "| model | rounds | driver ms/round | workers' map ms/round | projected workers per driver |",
+        "| model | steps | driver ms/step | workers' ms/step | projected workers per driver |",
         "|---|---|---|---|---|",
     ]
     for r in rows:
