@@ -311,7 +311,7 @@ def write(rows: list[dict], args, measured: str | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", help="comma-separated subset, e.g. AC-1,GC-1")
+    ap.add_argument("--models", help="comma-separated subset, e.g. AC-1,GC-1 (the other models' saved rows are kept)")
     ap.add_argument("--scale", type=float, default=1.0, help="budget multiplier (e.g. 0.2 for a quick run)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--full-budget", action="store_true", help="do not stop at the undecided target")
@@ -347,8 +347,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['boxes_per_s']:.0f} b/s {r['peak_mb']:.0f} MB",
             flush=True,
         )
-        write(rows, args)
+        write(_with_saved(rows) if args.models else rows, args)
     return 0
+
+
+def _with_saved(rows: list[dict]) -> list[dict]:
+    """A run of some models: the saved rows of the others kept, in the table's order."""
+    path = OUT.with_suffix(".json")
+    saved = json.loads(path.read_text())["rows"] if path.exists() else []
+    new = {(r["model"], r["variant"]): r for r in rows}
+    merged = {(r["model"], r["variant"]): r for r in saved} | new
+    order = [(m, v) for v in ("header", "fixed") for m in FAIRQUANT]
+    return [merged[k] for k in order if k in merged]
 
 
 if __name__ == "__main__":
