@@ -30,6 +30,18 @@ def test_a_box_draws_the_same_points_in_any_batch():
     assert not np.array_equal(box_keys(8, lo, hi), keys)
 
 
+def test_box_keys_in_blocks_are_each_box_own(monkeypatch):
+    from faircert.engines.network import settle
+
+    rng = np.random.default_rng(1)
+    lo = rng.integers(0, 50, size=(100, 3)).astype(float)
+    hi = lo + rng.integers(0, 9, size=(100, 3))
+    monkeypatch.setattr(settle, "KEY_ROWS", 16)  # 7 blocks, the last short
+    keys = box_keys(7, lo, hi)
+    assert keys.shape == (100,)
+    assert np.array_equal(keys, np.concatenate([box_keys(7, lo[k : k + 1], hi[k : k + 1]) for k in range(100)]))
+
+
 def _settler():
     net, dom = large_case()
     pb = Problem.build(net, individual_fairness(dom, "p"))
