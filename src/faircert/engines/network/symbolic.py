@@ -155,8 +155,8 @@ class TwinNet:
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Concrete logits (n, T) of free points x (n, d) for every twin, in the weights' precision,
-        in blocks of at most `LOGIT_VALUES` hidden values: fresh memory is slow to touch the first
-        time (a first block of 50,000 points took 5 times as long as the next), and a block's
+        in blocks of at most `LOGIT_VALUES` hidden values: memory a process touches for the first
+        time is slow (a first batch of 50,000 points took far longer than the next), and a block's
         arrays fit the memory its predecessor freed."""
         n, T = x.shape[0], self.n_twins
         block = max(1, LOGIT_VALUES // (T * max(self.widths)))
