@@ -48,10 +48,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import practitioner
 
-from faircert import api
 from faircert.engines.network import symbolic
 from faircert.engines.network.refine import verify_network
 from faircert.properties import individual_fairness
+from faircert.requests.inputs import Individual, model_and_property
 
 OUT = HERE / "results"
 #: bound -> (input tables, categories ordered, extra bound: "", "relational" or "slopes")
@@ -104,7 +104,8 @@ def measure(name: str, time_limit: float, variants: list[str]) -> list[dict]:
     rows = []
     for variant in variants:
         lookups, order, extra = VARIANTS[variant]
-        ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, order)
+        read = model_and_property(model, X, Individual(protected), {}, reorder=order)
+        ir, prop = read.ir, read.prop
         if not lookups:
             ir.input_tables = None
         rows.append(_row(name, protected, variant, time_limit, ir, prop, extra))

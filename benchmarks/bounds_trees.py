@@ -32,10 +32,10 @@ sys.path.insert(0, str(HERE))
 import practitioner
 
 import faircert
-from faircert import api
 from faircert.engines.trees import pairs
 from faircert.engines.trees.boxes import domain_box, normalise, uniform_points
 from faircert.engines.trees.joint import SliceBounds
+from faircert.requests.inputs import Individual, model_and_property
 
 OUT = HERE / "results"
 DEPTHS = (10, 20, 30, 40)
@@ -68,7 +68,8 @@ def _decided(sb, nt, lo, hi, tol: float = 1e-9):
 
 def random_boxes(name: str, model_name: str, n: int = 1000, samples: int = 256, seed: int = 0) -> list[dict]:
     model, X, protected = practitioner.fitted(name, model_name)
-    ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False)
+    read = model_and_property(model, X, Individual(protected), {})
+    ir, prop = read.ir, read.prop
     nt, prot = normalise(ir, prop.domain), list(prop.protected)
     slices = np.array(np.meshgrid(*[np.arange(prop.domain.lower[p], prop.domain.upper[p] + 1) for p in prot]))
     slo = np.tile(prop.domain.lower, (slices[0].size, 1))

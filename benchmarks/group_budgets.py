@@ -18,6 +18,7 @@ from practitioner import DATASETS, classifiers, pipeline
 
 import faircert
 from faircert.population.learn import learn_population
+from faircert.population.spec import PopulationSpec
 
 OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 warnings.filterwarnings("ignore")
@@ -28,7 +29,7 @@ def main() -> None:
     X, y = df.drop(columns="y"), df["y"]
     rows = []
     t0 = time.perf_counter()
-    pop = learn_population(df, list(X.columns), ["race", "sex"], label="y", kind="bayesnet")
+    pop = learn_population(df, list(X.columns), ["race", "sex"], PopulationSpec("bayesnet"), label="y")
     rows.append(
         {
             "run": "learn the network (raw Adult, 14 columns)",

@@ -28,7 +28,7 @@ from scipy.stats import norm
 
 import faircert
 from faircert.models.io.sklearn.linear import load_sklearn_linear
-from faircert.population import learn_population
+from faircert.population import PopulationSpec, learn_population
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "benchmarks" / "data"
@@ -181,7 +181,9 @@ def accuracy(instances: int, n_train: int, n_pop: int, bins: int) -> dict:
                 model = load_sklearn_linear(clf)
                 got = {}
                 for k in (bins, 10):
-                    pop = learn_population(df, list(df.columns), ["a"], kind="bayesnet", max_bins=k, score="bic")
+                    pop = learn_population(
+                        df, list(df.columns), ["a"], PopulationSpec("bayesnet", max_bins=k, score="bic")
+                    )
                     t = time.perf_counter()
                     r = faircert.group(model, population=pop, bin_bounds=k == bins)
                     got[k] = r.metric("di")
@@ -300,7 +302,7 @@ def applications(quick: bool) -> dict:
         df, label, bins = DATASETS[name][0]()
         features = [c for c in df.columns if c != label]
         tr, te = train_test_split(df, test_size=0.3, random_state=0, stratify=df[label])
-        pop = learn_population(te, features, [attr], label=label, kind="bayesnet", bins=bins)
+        pop = learn_population(te, features, [attr], PopulationSpec("bayesnet", bins=bins), label=label)
         values = {}
         for algo, weights in (("before", None), ("RW", reweighing_weights(tr, attr, label, bins))):
             pipe = train_lr(tr, label, features, weights)

@@ -49,7 +49,7 @@ def sampled_di(model, population, protected: list[str], n: int = 1_000_000, seed
 
 
 def run(name: str, model, df, population: str, time_limit: float) -> dict:
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     t0 = time.perf_counter()
     row: dict = {"model": name, "population": population, "time_limit_s": time_limit}
@@ -78,7 +78,7 @@ def run(name: str, model, df, population: str, time_limit: float) -> dict:
         row["estimate_delta"] = result.estimate.stats.get("delta")
     if population != "empirical":
         cols = [c for c in df.columns if c != "y"]
-        pop = learn_population(df, cols, ["race", "sex"], label="y", kind=population)
+        pop = learn_population(df, cols, ["race", "sex"], PopulationSpec(population), label="y")
         row["di_sampled"] = sampled_di(model, pop, ["race", "sex"])
         row["edges_dropped"] = len(pop.info.get("edges_dropped", []))
     return row

@@ -26,9 +26,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import practitioner
 
-from faircert import api
 from faircert.engines.network.refine import Refinement
 from faircert.engines.network.symbolic import bound_twins
+from faircert.requests.inputs import Individual, model_and_property
 
 OUT = HERE / "results"
 POINTS = 2000
@@ -38,7 +38,8 @@ warnings.filterwarnings("ignore")
 def measure(name: str, time_limit: float, n_boxes: int) -> dict:
     model, X, protected = practitioner.fitted(name, "MLP(64,64)")
     rng = np.random.default_rng(0)
-    ir, prop, _ = api._model_and_property(model, X, protected, None, None, None, False, False, None, True)
+    read = model_and_property(model, X, Individual(protected), {}, reorder=True)
+    ir, prop = read.ir, read.prop
     run = Refinement(ir, prop, 0, None)
     run.refine(time_limit, 0.0)
     lo, hi, mass = run.undecided_boxes()

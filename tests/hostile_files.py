@@ -219,7 +219,7 @@ def _audit_rows(path: Path):
         -1.0,
         (ColumnEncoding("age"), ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("income")),
     )
-    return faircert.verify(model, protected="sex", rows=path, epsilon={"age": 1}, time_limit=10)
+    return faircert.audit(model, path, protected="sex", epsilon={"age": 1}, time_limit=10)
 
 
 #: format -> (file name, builder(folder) -> path, reader(path)). The `_parse` readers stop before the

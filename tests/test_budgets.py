@@ -94,16 +94,16 @@ def test_exact_subset_sums_past_their_cap_finish_quickly_with_tight_sound_bounds
 
 def test_population_learning_counts_against_the_time_limit(monkeypatch):
     """The engine gets the time limit less the learning and compile time (all shown in the result)."""
-    from faircert import api
+    from faircert.requests import verify as requests_verify
 
     seen = {}
-    real = api._after
+    real = requests_verify.after
 
     def spy(options, spent):
         seen["spent"], seen["limit"] = spent, real(options, spent).time_limit
         return real(options, spent)
 
-    monkeypatch.setattr(api, "_after", spy)
+    monkeypatch.setattr(requests_verify, "after", spy)
     rng = np.random.default_rng(1)
     df = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "age": rng.integers(0, 5, 300)})
     df["edu"] = (df.age + rng.integers(0, 2, 300)).astype(int)

@@ -193,12 +193,11 @@ def rows_case(tmp_path_factory):
     table = _table()
     (folder / "rows.csv").write_text("".join(",".join(r) + "\n" for r in table))
     base = [
-        "verify",
+        "audit",
         str(folder / "m.nnet"),
+        str(folder / "rows.csv"),
         "--domain",
         str(folder / "d.json"),
-        "--rows",
-        str(folder / "rows.csv"),
         *ROWS_OPTIONS,
     ]
     assert main(base + ["--json", str(folder / "whole.json"), "--checkpoint", str(folder / "rows.ckpt")]) == 1
@@ -468,9 +467,8 @@ def _check_rows_file(capsys, rows_case, data: bytes, folder: Path, domain: bool)
     for stale in (out, table):
         stale.unlink(missing_ok=True)
     argv = [
-        "verify",
+        "audit",
         str(rows_case.folder / "m.nnet"),
-        "--rows",
         str(path),
         *ROWS_OPTIONS,
         "--json",
@@ -547,12 +545,11 @@ def test_rows_files_that_are_refused(capsys, rows_case, tmp_path, data):
     code, err = _cli(
         capsys,
         [
-            "verify",
+            "audit",
             str(rows_case.folder / "m.nnet"),
+            str(tmp_path / "rows.csv"),
             "--domain",
             str(rows_case.folder / "d.json"),
-            "--rows",
-            str(tmp_path / "rows.csv"),
             *ROWS_OPTIONS,
         ],
     )
@@ -1105,12 +1102,14 @@ def test_network_checkpoint_lists_of_arrays_cut_short(capsys, network_case, tmp_
 
 @pytest.mark.parametrize(
     "option,message",
-    [("--resume", "checkpoint not found"), ("--rows", "data file not found"), ("--domain", "domain file not found")],
+    [("--resume", "checkpoint not found"), ("DATA", "data file not found"), ("--domain", "domain file not found")],
 )
 def test_a_path_the_system_refuses_is_one_line(capsys, rows_case, option, message):
     """A name longer than a file name may be (255 bytes) is a file that is not there, not an OSError."""
     argv = list(rows_case.base)
-    if option in argv:
+    if option == "DATA":  # the rows, the second positional argument
+        argv[2] = "x" * 300 + ".csv"
+    elif option in argv:
         argv[argv.index(option) + 1] = "x" * 300 + ".yaml"
     else:
         argv += [option, "x" * 300]
@@ -1135,12 +1134,11 @@ def test_malformed_inputs_print_one_line_from_the_command_itself(rows_case, popu
     (tmp_path / "c.ckpt").write_bytes(rows_case.text.replace(b'"unfair"', b'"fair"', 1))
     cases = [
         [
-            "verify",
+            "audit",
             str(rows_case.folder / "m.nnet"),
+            str(tmp_path / "rows.csv"),
             "--domain",
             str(rows_case.folder / "d.json"),
-            "--rows",
-            str(tmp_path / "rows.csv"),
             *ROWS_OPTIONS,
         ],
         ["group", population_case.model, "--protected", "sex", "--population", str(tmp_path / "pop.json"), "--quiet"],

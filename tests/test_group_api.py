@@ -17,7 +17,7 @@ from faircert.errors import DataError, ModelFormatError, PropertyError
 from faircert.models.io.linear_json import load_linear_json
 from faircert.models.io.sklearn.linear import load_sklearn_linear
 from faircert.models.linear import LinearModel
-from faircert.population import DiscretePopulation, Variable, learn_population
+from faircert.population import DiscretePopulation, PopulationSpec, Variable, learn_population
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +109,16 @@ def test_linear_json_and_feature_count_mismatch(tmp_path):
 
 # ----- populations ----------------------------------------------------------------------------------
 def test_independent_marginals_are_data_frequencies(frame):
-    pop = learn_population(frame, ["race", "edu"], ["sex"], kind="independent")
+    pop = learn_population(frame, ["race", "edu"], ["sex"], PopulationSpec("independent"))
     sex = pop.variables["sex"]
     assert dict(zip(sex.states, sex.cpt)) == pytest.approx(frame.sex.value_counts(normalize=True).to_dict())
     assert pop.variables["edu"].edges is None  # 7 values <= max_bins: kept exactly
 
 
 def test_bayesnet_protected_are_roots_and_save_load_repeats(frame, tmp_path, pipeline):
-    pop = learn_population(frame, ["race", "age", "edu"], ["sex", "race"], label="y", kind="bayesnet", max_indegree=2)
+    pop = learn_population(
+        frame, ["race", "age", "edu"], ["sex", "race"], PopulationSpec("bayesnet", max_indegree=2), label="y"
+    )
     assert pop.variables["sex"].parents == () and pop.variables["race"].parents == ()
     assert all(len(v.parents) <= 2 for v in pop.variables.values())
     pop.save(tmp_path / "pop.json")
@@ -127,7 +129,7 @@ def test_bayesnet_protected_are_roots_and_save_load_repeats(frame, tmp_path, pip
 
 
 def test_binning_states_its_values(frame):
-    pop = learn_population(frame, ["age"], ["sex"], max_bins=4, method="width", bin_value="midpoint")
+    pop = learn_population(frame, ["age"], ["sex"], PopulationSpec(max_bins=4, binning="width", bin_value="midpoint"))
     age = pop.variables["age"]
     assert age.card == 4 and len(age.edges) == 5
     assert age.states == pytest.approx([0.5 * (a + b) for a, b in zip(age.edges[:-1], age.edges[1:])])
@@ -136,7 +138,7 @@ def test_binning_states_its_values(frame):
 # ----- the API --------------------------------------------------------------------------------------
 def test_group_matches_brute_force_and_metrics(pipeline, frame):
     result = faircert.group(pipeline, frame, sensitive_features=["sex", "race"], population="bayesnet")
-    pop = learn_population(frame, ["sex", "race", "age", "edu"], ["sex", "race"], kind="bayesnet").expanded()
+    pop = learn_population(frame, ["sex", "race", "age", "edu"], ["sex", "race"], PopulationSpec("bayesnet")).expanded()
     assert pop.variables["age"].parents == ("age (bin)",)  # inside its bin, age takes the data's own values
     model = load_sklearn_linear(pipeline)
     values = []

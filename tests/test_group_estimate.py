@@ -5,14 +5,15 @@ from __future__ import annotations
 from test_pipeline import ESTIMATORS, _people, _prep, population_rate
 
 import faircert
-from faircert import api
+from faircert.engines.group import estimate
 from faircert.population.learn import learn_population
+from faircert.population.spec import PopulationSpec
 
 
 def test_an_estimate_sits_beside_wide_bounds_and_contains_the_truth(monkeypatch):
     from sklearn.pipeline import Pipeline
 
-    monkeypatch.setattr(api, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
+    monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
     df = _people(300)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(X, df.income)
@@ -20,7 +21,7 @@ def test_an_estimate_sits_beside_wide_bounds_and_contains_the_truth(monkeypatch)
     assert r.engine == "probability-bounds" and r.estimate is not None
     assert r.to_dict()["estimate"]["kind"].startswith("statistical")
     assert "not a bound" in str(r)
-    pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
+    pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("independent"))
     for sound, sampled in zip(r.groups, r.estimate.groups):
         truth = population_rate(pipe, pop, list(X.columns), sound.group["sex"])
         assert sound.low - 1e-9 <= truth <= sound.high + 1e-9
@@ -67,7 +68,7 @@ def _driven_by_one_feature():
 def test_influence_of_a_model_without_tight_bounds_is_sampled_and_ranks_the_driving_feature(monkeypatch):
     """FVGM's influence by sampling: making `a` uniform moves SP far more than making `x` uniform, and
     the result says the values are sampled, with their error."""
-    monkeypatch.setattr(api, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
+    monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
     df, pipe = _driven_by_one_feature()
     r = faircert.group(pipe, df, protected="s", population="bayesnet", influence=True, time_limit=12)
     assert r.engine == "probability-bounds" and r.estimate is not None
@@ -83,7 +84,7 @@ def test_influence_of_a_model_without_tight_bounds_is_sampled_and_ranks_the_driv
 def test_sampled_influence_too_close_to_its_error_is_not_reported(monkeypatch):
     """Under independent marginals `a` does not depend on s: making it uniform hardly moves SP, and
     the sampled values cannot rank features."""
-    monkeypatch.setattr(api, "ESTIMATE_WIDTH", -1.0)
+    monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)
     df, pipe = _driven_by_one_feature()
     r = faircert.group(pipe, df, protected="s", population="independent", influence=True, time_limit=8)
     assert not r.influence

@@ -48,8 +48,8 @@ def test_ties_at_the_threshold_stay_inside_the_bounds():
 def test_a_learned_network_is_kept_within_its_width_and_says_which_edges_it_dropped():
     import pandas as pd
 
+    from faircert.population import PopulationSpec, learn_population
     from faircert.population.elimination import network_width
-    from faircert.population.learn import learn_population
 
     rng = np.random.default_rng(3)
     n = 4000
@@ -57,8 +57,8 @@ def test_a_learned_network_is_kept_within_its_width_and_says_which_edges_it_drop
     frame = pd.DataFrame({"s": rng.integers(0, 2, n), "hub": hub})
     for i in range(5):
         frame[f"c{i}"] = (hub + rng.integers(0, 3, n) + i) % 8
-    full = learn_population(frame, list(frame.columns), ["s"], kind="bayesnet", max_width=None)
-    capped = learn_population(frame, list(frame.columns), ["s"], kind="bayesnet", max_width=40)
+    full = learn_population(frame, list(frame.columns), ["s"], PopulationSpec("bayesnet", max_width=None))
+    capped = learn_population(frame, list(frame.columns), ["s"], PopulationSpec("bayesnet", max_width=40))
 
     def width(pop):
         parents = {k: v.parents for k, v in pop.variables.items()}
@@ -89,11 +89,11 @@ def test_group_without_a_population_uses_the_data_rows_and_needs_data():
 def test_inside_a_bin_a_column_takes_the_data_values_with_their_frequencies(tmp_path):
     import pandas as pd
 
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"s": rng.integers(0, 2, 500), "age": rng.integers(17, 80, 500)})
-    pop = learn_population(frame, ["age"], ["s"], max_bins=4)
+    pop = learn_population(frame, ["age"], ["s"], PopulationSpec(max_bins=4))
     assert pop.variables["age"].card == 4 and pop.variables["age"].within is not None
     flat = pop.expanded()
     assert flat.variables["age"].parents == ("age (bin)",)
@@ -164,8 +164,8 @@ def test_a_real_column_with_thousands_of_values_is_bounded_soundly_and_quickly(m
 def test_a_column_with_too_many_distinct_values_takes_its_bin_means_and_says_so():
     import pandas as pd
 
+    from faircert.population import learn_population
     from faircert.population.discretize import MAX_DATA_VALUES
-    from faircert.population.learn import learn_population
 
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"s": rng.integers(0, 2, MAX_DATA_VALUES + 10), "x": rng.normal(0, 1, MAX_DATA_VALUES + 10)})
@@ -178,11 +178,11 @@ def test_a_bad_network_width_is_one_clear_error(tmp_path):
 
     from faircert.cli import main
     from faircert.errors import DataError
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     frame = pd.DataFrame({"s": [0, 1, 0, 1], "x": [1, 2, 3, 4], "y": [0, 1, 0, 1]})
     with pytest.raises(DataError, match="network width"):
-        learn_population(frame, ["x"], ["s"], kind="bayesnet", max_width=-1)
+        learn_population(frame, ["x"], ["s"], PopulationSpec("bayesnet", max_width=-1))
     frame.to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "m.json").write_text(
         '{"weights": [1.0, 0.5], "intercept": -1.0, "encoding": [{"column": "s"}, {"column": "x"}]}'

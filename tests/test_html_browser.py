@@ -58,9 +58,7 @@ def test_reports_render_in_a_headless_browser(tmp_path):
         faircert.group(model, df, protected="sex,race", population="independent", influence=True),
         tmp_path / "group.html",
     )
-    write_rows_html(
-        faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2}), tmp_path / "rows.html"
-    )
+    write_rows_html(faircert.audit(model, df, protected="sex,race", epsilon={"age": 2}), tmp_path / "rows.html")
     write_program_html(
         faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10), tmp_path / "program.html"
     )

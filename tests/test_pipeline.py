@@ -256,13 +256,13 @@ def test_pipeline_ir_names_raw_columns_and_the_cli_verifies_a_pickled_pipeline(t
 
 @pytest.mark.parametrize("name", ["mlp", "boosting"])
 def test_group_fairness_of_a_pipeline_matches_enumeration_of_the_population(name):
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     df = _people(300)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS[name]())]).fit(X, df.income)
     r = faircert.group(pipe, df, protected="sex", population="independent", time_limit=30)
-    pop = learn_population(df, list(X.columns), ["sex"], kind="independent")
+    pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("independent"))
     truths = []
     for g in r.groups:
         truths.append(population_rate(pipe, pop, list(X.columns), g.group["sex"]))
@@ -350,7 +350,7 @@ def test_xgboost_after_sparse_preprocessing_is_refused_because_it_reads_zeros_as
 
 def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness_exact():
     from faircert.models.linear import LinearModel
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     df = _people(400)
     X = df.drop(columns="income")
@@ -368,7 +368,7 @@ def test_imputers_and_nested_pipelines_before_a_linear_model_keep_group_fairness
     assert isinstance(load_model(pipe), LinearModel)
     r = faircert.group(pipe, df, protected="sex", population="independent", bin_value="mean")
     assert r.engine == "subset-sum" and r.method == "exact tables"
-    pop = learn_population(df, list(X.columns), ["sex"], kind="independent", bin_value="mean")
+    pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("independent", bin_value="mean"))
     rows, weights = [], []
     for assignment, p in pop.joint():
         rows.append({c: pop.variables[c].states[assignment[c]] for c in X.columns})
@@ -407,7 +407,7 @@ def test_a_domain_without_the_category_names_the_model_reads_is_refused():
 
 
 def test_equalized_odds_of_a_pipeline_under_a_bayesian_network_matches_enumeration():
-    from faircert.population.learn import learn_population
+    from faircert.population import PopulationSpec, learn_population
 
     df = _people(300)
     X = df.drop(columns="income")
@@ -416,7 +416,7 @@ def test_equalized_odds_of_a_pipeline_under_a_bayesian_network_matches_enumerati
         pipe, df, protected="sex", label="income", population="bayesnet", metrics="di,sp,eo", time_limit=30
     )
     assert set(r.conditional) == {"Y=<=50K", "Y=>50K"} and not r.approximations
-    pop = learn_population(df, list(X.columns), ["sex"], label="income", kind="bayesnet")
+    pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("bayesnet"), label="income")
     rows, weights = [], []
     for assignment, p in pop.joint():
         rows.append({c: pop.variables[c].states[assignment[c]] for c in [*X.columns, "income"]})

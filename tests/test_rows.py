@@ -97,7 +97,7 @@ def test_row_verdicts_equal_brute_force(kind, eps):
     model, engine = MODELS[kind]
     rows = _rows()
     frame = pd.DataFrame({f.name: rows[:, j] for j, f in enumerate(DOM.features)})
-    result = faircert.verify(model, DOM, protected="s", rows=frame, epsilon=eps)
+    result = faircert.audit(model, frame, DOM, protected="s", epsilon=eps)
     predict = (
         model.predict
         if not isinstance(model, LinearModel)
@@ -208,10 +208,10 @@ def test_rows_outside_the_domain_or_with_unknown_categories_are_refused():
     model = MODELS["linear"][0]
     frame = pd.DataFrame({"a": [9], "s": [0], "b": [0], "c": [0]})
     with pytest.raises(faircert.errors.DataError, match="1 of 1 rows lie outside the domain"):
-        faircert.verify(model, DOM, protected="s", rows=frame)
+        faircert.audit(model, frame, DOM, protected="s")
     frame = pd.DataFrame({"a": [1], "s": [0.5], "b": [0], "c": [0]})
     with pytest.raises(faircert.errors.DataError, match="1 of 1 rows lie outside the domain"):
-        faircert.verify(model, DOM, protected="s", rows=frame)
+        faircert.audit(model, frame, DOM, protected="s")
 
 
 def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
@@ -239,9 +239,8 @@ def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
     out, js, page = tmp_path / "out.csv", tmp_path / "r.json", tmp_path / "r.html"
     code = main(
         [
-            ("verify"),
+            "audit",
             str(tmp_path / "m.pkl"),
-            "--rows",
             str(tmp_path / "rows.csv"),
             "--protected",
             "sex",
@@ -339,7 +338,7 @@ def test_more_scikit_learn_classifiers_are_read_and_audited(name):
         [("cat", OneHotEncoder(sparse_output=False), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])]
     )
     model = Pipeline([("prep", prep), ("clf", cls(random_state=0) if name != "RidgeClassifier" else cls())]).fit(df, y)
-    result = faircert.verify(model, df, protected="sex", rows=df, epsilon={"age": 1})
+    result = faircert.audit(model, df, protected="sex", epsilon={"age": 1})
     expected = "rows-trees" if name.startswith("Hist") else "rows-linear"
     assert result.engine == expected and result.counts()["unknown"] == 0
     flipped = df.assign(sex=np.where(df["sex"] == "M", "F", "M"))
@@ -375,7 +374,7 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
     clf = SVC(kernel="rbf") if name == "svc" else KNeighborsClassifier(5)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"]), ("num", StandardScaler(), ["age", "hours"])])
     model = Pipeline([("prep", prep), ("clf", clf)]).fit(df, y)
-    result = faircert.verify(model, df, protected="sex", rows=df, epsilon={"age": 1})
+    result = faircert.audit(model, df, protected="sex", epsilon={"age": 1})
     assert result.engine == "rows-blackbox" and result.counts()["unknown"] == 0
     own = model.predict(df)
     flipped = df.assign(sex=np.where(df["sex"] == "M", "F", "M"))
@@ -384,7 +383,7 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
         unfair |= model.predict(flipped.assign(age=np.clip(df["age"] + step, 18, 39))) != own
     assert result.verdicts == ["unfair" if u else "fair" for u in unfair] and any(unfair)
     # a real feature that moves: a search can find flips but never proves a row fair
-    moving = faircert.verify(model, df, protected="sex", rows=df, epsilon={"hours": 0.5})
+    moving = faircert.audit(model, df, protected="sex", epsilon={"hours": 0.5})
     assert "fair" not in [v for v, m in zip(moving.verdicts, moving.methods) if m != "flip test"]
     with pytest.raises(faircert.errors.ModelFormatError, match="can still be audited with this model as a black box"):
         faircert.verify(model, df, protected="sex")
@@ -398,7 +397,7 @@ def test_rows_with_missing_values_are_refused_with_their_count_and_columns():
         match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
         r"columns a, b\)",
     ):
-        faircert.verify(model, DOM, protected="s", rows=frame)
+        faircert.audit(model, frame, DOM, protected="s")
 
 
 def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(monkeypatch):

@@ -10,6 +10,7 @@ import faircert
 from faircert.errors import PropertyError
 from faircert.models.linear import LinearModel
 from faircert.population.learn import learn_population
+from faircert.population.spec import PopulationSpec
 
 
 def _data(n: int = 600, seed: int = 0) -> pd.DataFrame:
@@ -24,7 +25,7 @@ def test_unfair_probability_contains_enumeration_of_the_learned_network():
     df = _data()
     model = LinearModel.plain([0.9, 0.45, -0.3], -1.7, ["s", "x", "z"])
     r = faircert.verify(model, df, protected="s", population="bayesnet", time_limit=30)
-    pop = learn_population(df, ["x", "z"], ["s"], kind="bayesnet").expanded()
+    pop = learn_population(df, ["x", "z"], ["s"], PopulationSpec("bayesnet")).expanded()
     truth = 0.0
     for asg, p in pop.joint():
         row = {n: pop.variables[n].states[asg[n]] for n in ("s", "x", "z")}
@@ -43,7 +44,7 @@ def test_bayesnet_verify_refuses_what_it_cannot_answer():
     with pytest.raises(PropertyError, match="epsilon 0"):
         faircert.verify(model, df, protected="s", population="bayesnet", epsilon={"x": 1})
     with pytest.raises(PropertyError, match="taken from data"):
-        faircert.verify(model, protected="s", population="bayesnet", domain=faircert.api.infer_domain(df))
+        faircert.verify(model, protected="s", population="bayesnet", domain=faircert.data.infer_domain(df))
 
 
 @pytest.mark.parametrize("strict", [True, False])
@@ -53,7 +54,7 @@ def test_the_twin_interval_holds_for_both_decision_rules_with_ties(strict):
 
     df = _data(seed=3)
     model = LinearModel.plain([1.0, 1.0, -1.0], -3.0, ["s", "x", "z"], strict=strict)
-    pop = learn_population(df, ["x", "z"], ["s"], kind="bayesnet").expanded()
+    pop = learn_population(df, ["x", "z"], ["s"], PopulationSpec("bayesnet")).expanded()
     low, high, _ = unfair_probability(model, pop, ["s"])
     truth = 0.0
     for asg, p in pop.joint():
@@ -65,7 +66,7 @@ def test_the_twin_interval_holds_for_both_decision_rules_with_ties(strict):
 
 def _truth_under_learned_network(predict, df: pd.DataFrame) -> float:
     """P[the label changes with s] under the network `verify` learns from `df`, by enumeration."""
-    pop = learn_population(df, list(df.columns), ["s"], kind="bayesnet").expanded()
+    pop = learn_population(df, list(df.columns), ["s"], PopulationSpec("bayesnet")).expanded()
     rows, weights = [], []
     for asg, p in pop.joint():
         rows.append({n: pop.variables[n].states[asg[n]] for n in df.columns})

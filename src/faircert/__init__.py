@@ -11,12 +11,18 @@ from ._version import __version__
 # signals from its first line) stays fast, and numpy and the engines come with the first call.
 _PUBLIC = {
     "compare": "api",
+    "audit": "api",
     "export_vnnlib": "api",
     "group": "api",
     "load_model": "api",
     "sample_counterexamples": "api",
     "verify": "api",
     "verify_program": "api",
+    "PopulationSpec": "population.spec",
+    "AuditOptions": "options",
+    "GroupOptions": "options",
+    "ProgramOptions": "options",
+    "VerifyOptions": "options",
     "Domain": "domain",
     "Feature": "domain",
     "DataError": "errors",
@@ -50,6 +56,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__",
+    "audit",
+    "AuditOptions",
     "compare",
     "Counterexample",
     "DataError",
@@ -57,8 +65,11 @@ __all__ = [
     "DomainError",
     "FaircertError",
     "Feature",
+    "GroupOptions",
     "GroupResult",
     "ModelFormatError",
+    "PopulationSpec",
+    "ProgramOptions",
     "ProgramResult",
     "PropertyError",
     "ReluNetwork",
@@ -69,5 +80,6 @@ __all__ = [
     "load_model",
     "sample_counterexamples",
     "verify",
+    "VerifyOptions",
     "verify_program",
 ]

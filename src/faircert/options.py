@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -123,6 +123,27 @@ class VerifyOptions(Budget):
     def method(self) -> str:
         """How the registry picks the engine: "complete" decides, "sound" quantifies."""
         return "complete" if self.complete else "sound"
+
+
+@dataclass(frozen=True)
+class AuditOptions(Budget):
+    """Budget of `audit` (the per-row audit of a dataset)."""
+
+    #: processes deciding chunks of rows (or Ray actors at `ray_address`); 1 runs in this process;
+    #: None: every usable core, once a run outlasts a second
+    workers: int | None = None
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.workers is not None:
+            _check_count("workers", self.workers, 1)
+
+    @classmethod
+    def of(cls, options: Budget) -> AuditOptions:
+        """The audit's share of another command's options (the fields both have)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{f.name: getattr(options, f.name) for f in fields(options) if f.name in names})
 
 
 METHODS = ("sound", "sampling")

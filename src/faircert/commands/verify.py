@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..options import VerifyOptions
+from .audit import add_tolerances, audit_rows
 from .common import (
     add_checkpoint_arguments,
     add_defaulted,
@@ -35,22 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges"
     )
-    p.add_argument(
-        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
-    )
-    p.add_argument(
-        "--epsilon",
-        action="append",
-        metavar="NAME=VAL",
-        help="tolerance of a non-protected feature (repeatable, or comma-separated)",
-    )
-    p.add_argument(
-        "--epsilon-rate",
-        type=float,
-        metavar="R",
-        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
-        "(rounded down for integer features; categorical codes keep 0)",
-    )
+    add_tolerances(p)
     p.add_argument(
         "--kappa",
         type=float,
@@ -99,9 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rows",
         metavar="DATA.csv",
-        help="audit every row of DATA.csv instead of the whole domain: is there a twin (another protected "
-        "value, each --epsilon feature within its tolerance, every other feature equal) the model "
-        "decides differently? The domain, if not given, is inferred from these rows",
+        help="the per-row audit of DATA.csv: an alias of `faircert audit MODEL DATA.csv`",
     )
     add_memory_argument(p)
     add_checkpoint_arguments(
@@ -112,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rows-csv",
         metavar="OUT.csv",
-        help="with --rows: write one line per input row (verdict, method, group, labels, the twin's features)",
+        help="with --rows: write one line per input row (as `faircert audit --rows-csv`)",
     )
     p.add_argument(
         "--population",
@@ -121,7 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the measure of the shares: uniform over the domain (default), independent (each feature "
         "drawn from --data, features independent: shares become probabilities; linear models, tree "
         "ensembles with epsilon 0, networks), bayesnet (a Bayesian network learned from --data; epsilon 0: "
-        "score histograms for linear models, box refinement for the others) or empirical (the per-row audit of --data)",
+        "score histograms for linear models, box refinement for the others) or empirical (the per-row "
+        "audit of --data: an alias of `faircert audit`)",
     )
     p.add_argument(
         "--data", metavar="DATA.csv", help="the data a --population is taken from (default: --domain when it is a CSV)"
@@ -141,9 +126,11 @@ def run(args: argparse.Namespace) -> int:
     from ..report.console import decided_progress, print_result
     from ..report.csv import write_counterexamples, write_partitions
     from ..report.html import write_html
-    from ..results import Result
-    from ..results.rows import RowsResult
 
+    if args.rows or args.population == "empirical":
+        return _audit_alias(args)
+    if args.rows_csv:
+        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit: see `faircert audit`)")
     options = VerifyOptions(
         time_limit=args.time_limit,
         target_undecided=args.target_undecided,
@@ -159,32 +146,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.partitions_csv and options.partition_size is None:
         raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
-    per_row = bool(args.rows) or args.population == "empirical"
-    if args.rows_csv and not per_row:
-        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit) or --population empirical")
-    if per_row:
-        clash = [
-            flag
-            for flag, given in (
-                ("--complete", args.complete),
-                ("--partition-size", args.partition_size),
-                ("--kappa", args.kappa is not None),
-                ("--robustness", args.robustness),
-                ("--counterexamples", args.counterexamples),
-                ("--max-boxes", args.max_boxes),
-            )
-            if given
-        ]
-        if clash:
-            raise PropertyError(
-                f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
-                "its twins go to --rows-csv)"
-            )
     with (
-        run_guard(
-            [args.json, args.counterexamples, args.html, args.partitions_csv, args.rows_csv, args.checkpoint],
-            args.quiet,
-        ),
+        run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.checkpoint], args.quiet),
         decided_progress(not args.quiet, options.time_limit) as progress,
     ):
         result = verify(
@@ -195,35 +158,54 @@ def run(args: argparse.Namespace) -> int:
             epsilon_rate=args.epsilon_rate,
             kappa=args.kappa,
             robustness=args.robustness,
-            trust_pickle=args.trust_pickle,
-            preprocessor=args.preprocessor,
-            rows=args.rows,
             population=args.population,
             data=args.data,
+            trust_pickle=args.trust_pickle,
+            preprocessor=args.preprocessor,
             progress=progress,
             options=options,
         )
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
-    # `verify` returns a RowsResult exactly when it audits rows
-    if per_row:
-        from ..report.rows import print_rows, write_rows_csv, write_rows_html
-
-        assert isinstance(result, RowsResult)
-        for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
-            if path:
-                write_rows(result, path)
-        if not args.quiet:
-            print_rows(result)
-    else:
-        assert isinstance(result, Result)
-        for path, write in (
-            (args.counterexamples, write_counterexamples),
-            (args.partitions_csv, write_partitions),
-            (args.html, write_html),
-        ):
-            if path:
-                write(result, path)
-        if not args.quiet:
-            print_result(result)
+    for path, write in (
+        (args.counterexamples, write_counterexamples),
+        (args.partitions_csv, write_partitions),
+        (args.html, write_html),
+    ):
+        if path:
+            write(result, path)
+    if not args.quiet:
+        print_result(result)
     return result.exit_code
+
+
+def _audit_alias(args: argparse.Namespace) -> int:
+    """`verify --rows DATA` and `verify --population empirical`: the per-row audit, said so once."""
+    import sys
+
+    from ..errors import PropertyError
+    from ..requests.inputs import population_data
+
+    if args.rows and args.population not in (None, "uniform"):
+        raise PropertyError("give --rows or a --population, not both (population 'empirical' audits the data's rows)")
+    clash = [
+        flag
+        for flag, given in (
+            ("--complete", args.complete),
+            ("--partition-size", args.partition_size),
+            ("--kappa", args.kappa is not None),
+            ("--robustness", args.robustness),
+            ("--counterexamples", args.counterexamples),
+            ("--max-boxes", args.max_boxes),
+        )
+        if given
+    ]
+    if clash:
+        raise PropertyError(
+            f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
+            "its twins go to --rows-csv)"
+        )
+    if not args.quiet:
+        print("faircert: note: the per-row audit is now `faircert audit MODEL DATA.csv`", file=sys.stderr)
+    rows = args.rows or population_data(args.data, args.domain, "empirical")
+    return audit_rows(args, rows, "rows" if args.rows else "empirical")

@@ -6,8 +6,9 @@ hand-written tables) live here; continuous marginals and population programs hav
 from .discrete import DiscretePopulation, Variable
 from .discretize import discretise
 from .learn import learn_population
+from .spec import PopulationSpec
 
-__all__ = ["DiscretePopulation", "Variable", "discretise", "learn_population", "load_population"]
+__all__ = ["DiscretePopulation", "PopulationSpec", "Variable", "discretise", "learn_population", "load_population"]
 
 
 def load_population(path):

@@ -33,7 +33,6 @@ class EmpiricalPopulation:
         label: str | None,
         bins: Any = None,
         max_bins: int = 10,
-        **_: Any,
     ) -> EmpiricalPopulation:
         """The rows of `frame`; a continuous protected column is grouped by `bins` (never implicitly)."""
         used = list(dict.fromkeys(list(protected) + list(columns) + ([label] if label else [])))

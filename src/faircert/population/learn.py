@@ -9,7 +9,7 @@ in the data gets the child's marginal (stated in `info`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,32 +18,27 @@ from ..data import read_table
 from ..errors import DataError
 from .discrete import DiscretePopulation, Variable
 from .discretize import Column, discretise
+from .spec import MAX_WIDTH, PopulationSpec
 from .structure import hill_climb
 
+#: The default: each column's own distribution.
+INDEPENDENT = PopulationSpec()
+
 SCORES = {"k2": "k2", "bic": "bic", "bdeu": "bdeu"}
-#: Default cap on the configurations a message holds when the network is eliminated (protected
-#: attributes fixed): what keeps a linear model's group rates within about 1e-3 in seconds.
-MAX_WIDTH = 2000
 
 
 def learn_population(
     data: Any,
     columns: Sequence[str],
     protected: Sequence[str],
+    spec: PopulationSpec = INDEPENDENT,
     *,
     label: str | None = None,
-    kind: str = "independent",
-    max_bins: int = 10,
-    method: str = "quantile",
-    bin_value: str = "data",
-    bins: Mapping[str, Any] | None = None,
-    score: str = "k2",
-    max_indegree: int = 3,
     label_in_network: bool = True,
     structure_bins: int = 10,
-    max_width: int | None = MAX_WIDTH,
 ) -> DiscretePopulation:
-    """A population over `columns` (protected ones included) learned from the rows of `data`.
+    """A population over `columns` (protected ones included) learned from the rows of `data`, as
+    `spec` says (its kind and how continuous columns are binned).
 
     The network's structure is searched on a coarser view of binned columns (consecutive bins merged
     down to `structure_bins`), so that many fine bins do not make every edge too costly for the
@@ -52,6 +47,7 @@ def learn_population(
     fixed, never holds more than `max_width` configurations at once, so that every model can be
     answered tightly; the dropped edges and the likelihood they carried are stated in `info`.
     """
+    kind = spec.kind
     if kind not in ("independent", "bayesnet"):
         raise DataError(f"population must be 'independent', 'bayesnet' or a population model, got {kind!r}")
     frame = read_table(data)
@@ -68,8 +64,9 @@ def learn_population(
     if frame.empty:
         raise DataError("no data rows without missing values in the columns used")
     started = time.perf_counter()
+    max_bins, method, bin_value = spec.max_bins, spec.binning, spec.bin_value
     cols = discretise(
-        frame, wanted, protected=protected, max_bins=max_bins, method=method, bin_value=bin_value, bins=bins
+        frame, wanted, protected=protected, max_bins=max_bins, method=method, bin_value=bin_value, bins=spec.bins
     )
     if label:
         lab = cols[wanted.index(label)]
@@ -99,11 +96,11 @@ def learn_population(
             use,
             protected,
             label if (label and label_in_network) else None,
-            score,
-            max_indegree,
+            spec.score,
+            spec.max_indegree,
             info,
             structure_bins,
-            max_width,
+            spec.max_width,
         )
         if label and not label_in_network:
             pop.info["label"] = label

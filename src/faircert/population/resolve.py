@@ -19,9 +19,7 @@ from .discrete import DiscretePopulation
 from .empirical import EmpiricalPopulation
 from .learn import learn_population
 from .program import ProgramPopulation
-
-#: The populations learned from data (the data then holds the label column).
-LEARNED_KINDS = ("independent", "bayesnet", "empirical")
+from .spec import LEARNED_KINDS, PopulationSpec
 
 
 def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearModel:
@@ -47,16 +45,20 @@ def bind_to_frame(model: LinearModel, frame: Any, label: str | None) -> LinearMo
 
 
 def resolve_population(
-    population: Any, data: Any, model: Any, protected: list[str], label: str | None, **learn: Any
+    population: Any, data: Any, model: Any, protected: list[str], label: str | None
 ) -> tuple[Any, Any, Any, float]:
-    """(model, population, data frame or None, learning seconds) from what the user gave; a model
-    without column names gets the data's."""
+    """(model, population, data frame or None, learning seconds) from what the user gave (a kind
+    learned from data, as a `PopulationSpec` or its name, or a population itself); a model without
+    column names gets the data's."""
     frame = read_table(data) if data is not None else None
     if isinstance(population, DiscretePopulation):
         return model, _with_protected(population, protected), frame, 0.0
     if isinstance(population, (str, Path)) and str(population) in LEARNED_KINDS:
+        population = PopulationSpec(str(population))
+    if isinstance(population, PopulationSpec):
+        spec = population
         if frame is None:
-            raise DataError(f"a {population} population is learned from data: pass data (CLI: --data DATA.csv)")
+            raise DataError(f"a {spec.kind} population is learned from data: pass data (CLI: --data DATA.csv)")
         if not protected:
             raise PropertyError("no protected attribute given (protected=[...] / --protected NAME[,NAME])")
         have = [str(c) for c in frame.columns]
@@ -72,10 +74,10 @@ def resolve_population(
         if label and label in protected:
             raise PropertyError(f"{label!r} is both the label and a protected attribute")
         start = time.perf_counter()
-        if str(population) == "empirical":
-            rows = EmpiricalPopulation.from_data(frame, columns, protected, label, **learn)
+        if spec.kind == "empirical":
+            rows = EmpiricalPopulation.from_data(frame, columns, protected, label, spec.bins, spec.max_bins)
             return model, rows, frame, time.perf_counter() - start
-        learned = learn_population(frame, columns, protected, label=label, kind=str(population), **learn)
+        learned = learn_population(frame, columns, protected, spec, label=label)
         return model, learned, frame, time.perf_counter() - start
     if isinstance(population, (str, Path)):
         path = Path(population)

@@ -1,0 +1,111 @@
+"""`faircert audit`: every row of a dataset decided: would another protected value (and the
+epsilon-moves) change the model's decision for this person?"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..options import AuditOptions
+from .common import (
+    add_checkpoint_arguments,
+    add_defaulted,
+    add_memory_argument,
+    add_model_loading,
+    add_parallel_arguments,
+    emit_json,
+    job_keywords,
+    mark_interrupted,
+    name_values,
+    run_guard,
+)
+
+
+def add_tolerances(p: Any) -> None:
+    """--protected, --epsilon and --epsilon-rate: who is protected and how far twins may move."""
+    p.add_argument(
+        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
+    )
+    p.add_argument(
+        "--epsilon",
+        action="append",
+        metavar="NAME=VAL",
+        help="tolerance of a non-protected feature (repeatable, or comma-separated)",
+    )
+    p.add_argument(
+        "--epsilon-rate",
+        type=float,
+        metavar="R",
+        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
+        "(rounded down for integer features; categorical codes keep 0)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="decide every row of a dataset: would another protected value change its decision?",
+        description="Audit every row of DATA: is there a twin (another protected value, each --epsilon "
+        "feature within its tolerance, every other feature equal) that MODEL decides differently? "
+        "Each fair row is proven, each unfair one has a twin re-checked on the model. "
+        "Exit code: 0 every row fair, 1 an unfair row, 2 rows left undecided, 3 bad input.",
+    )
+    p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")
+    p.add_argument("data", metavar="DATA.csv", help="the rows to audit (raw columns, categories by name)")
+    p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: inferred from DATA")
+    add_tolerances(p)
+    add_defaulted(p, "--time-limit", AuditOptions.time_limit, "seconds", "S")
+    p.add_argument("--seed", type=int, default=AuditOptions.seed)
+    add_parallel_arguments(p, "chunks of rows")
+    add_memory_argument(p)
+    add_checkpoint_arguments(p, "the audit")
+    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
+    p.add_argument(
+        "--rows-csv",
+        metavar="OUT.csv",
+        help="write one line per row (verdict, method, group, labels, the twin's features)",
+    )
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
+    add_model_loading(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return audit_rows(args, args.data)
+
+
+def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") -> int:
+    """Audit `rows` as the command line in `args` asks (also `verify --rows`'s way)."""
+    from ..api import audit
+    from ..report.console import decided_progress
+    from ..report.rows import print_rows, write_rows_csv, write_rows_html
+
+    options = AuditOptions(
+        time_limit=args.time_limit, seed=args.seed, workers=args.workers, ray_address=args.ray, **job_keywords(args)
+    )
+    with (
+        run_guard([args.json, args.html, args.rows_csv, args.checkpoint], args.quiet),
+        decided_progress(not args.quiet, options.time_limit) as progress,
+    ):
+        result = audit(
+            args.model,
+            rows,
+            args.domain,
+            args.protected,
+            epsilon=name_values(args.epsilon) or None,
+            epsilon_rate=args.epsilon_rate,
+            trust_pickle=args.trust_pickle,
+            preprocessor=args.preprocessor,
+            progress=progress,
+            options=options,
+        )
+    result.population = population
+    mark_interrupted(result)
+    emit_json(result.to_json(), args.json)
+    for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
+        if path:
+            write_rows(result, path)
+    if not args.quiet:
+        print_rows(result)
+    return result.exit_code

@@ -1,0 +1,64 @@
+"""`audit`'s request: the rows to audit, read as the domain's codes, and the model they are
+decided on (its IR, or the classifier itself as a black box where no IR holds it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..checkpoint import fingerprint
+from ..data import encode_table, read_table
+from ..errors import DataError, UnsupportedModelError
+from ..options import AuditOptions
+from ..properties import RowAudit, individual_fairness
+from .inputs import Individual, estimator_object, model_and_property, positional_names, resolve_domain
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """Everything the per-row engine reads, checked."""
+
+    ir: Any
+    question: RowAudit
+    options: AuditOptions
+    #: the model's name in reports: its file, or its class
+    model_name: str
+    population: str = "rows"
+
+
+def prepare_audit(
+    model: Any, rows: Any, domain: Any, asked: Individual, loading: dict[str, Any], options: AuditOptions
+) -> AuditRequest:
+    """Read the rows and the model; the domain, when not given, is inferred from the rows."""
+    frame = read_table(rows)
+    domain = frame if domain is None else domain
+    try:
+        read = model_and_property(model, domain, asked, loading)
+        ir, prop = read.ir, read.prop
+    except UnsupportedModelError:
+        if loading.get("preprocessor") is not None:
+            raise
+        # a classifier no IR holds is audited as a black box: by its own predictions
+        ir, prop = _black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
+    codes = encode_table(frame, prop.domain)
+    outside = ~prop.domain.contains(codes)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise DataError(
+            f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
+            "widen the domain or leave --domain out to infer it from the rows"
+        )
+    model_id = fingerprint(ir) if (options.checkpoint or options.resume) else ""
+    name = getattr(ir, "source", "") or type(model).__name__
+    return AuditRequest(ir, RowAudit(prop, codes, model_id), options, name)
+
+
+def _black_box(estimator: Any, domain: Any, asked: Individual) -> tuple[Any, Any]:
+    from ..models.blackbox import BlackBoxModel
+
+    dom = resolve_domain(domain, None)
+    names = positional_names(asked.protected, dom)
+    ir, dom = BlackBoxModel.of(estimator, dom, keep=set(names) | set(dom.protected_names))
+    return ir, individual_fairness(dom, names, epsilon=asked.epsilon, epsilon_rate=asked.epsilon_rate)

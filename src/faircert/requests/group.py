@@ -1,0 +1,160 @@
+"""`group`'s request: the model compiled for the population it is asked under, and the question
+(groups, metrics, thresholds)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..checkpoint import CHECKPOINTED
+from ..checkpoint import refuse as refuse_checkpoint
+from ..engines.registry import find_engine
+from ..errors import PropertyError
+from ..metrics import metric_names
+from ..options import GroupOptions, GroupQuestion, check_metric_inputs
+from ..population.spec import LEARNED_KINDS, PopulationSpec
+from ..progress import Progress
+from ..results import GroupResult
+from .inputs import load_model, names
+
+
+@dataclass(frozen=True)
+class GroupAsked:
+    """What `group` asks, as given: the groups, the label, the metrics and their thresholds."""
+
+    protected: list[str]
+    label: str | None = None
+    metrics: Any = GroupQuestion.metrics
+    mediators: Any = GroupQuestion.mediators
+    threshold: float = GroupQuestion.threshold
+    gap_thresholds: Mapping[str, float] = field(default_factory=dict)
+    influence: Any = False
+    bin_bounds: bool = False
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """Everything `group`'s engine reads, checked."""
+
+    ir: Any
+    question: GroupQuestion
+    options: GroupOptions
+    engine: Any
+    #: when reading the inputs began, and the seconds learning the population and compiling the
+    #: model for it took: both count in the time limit
+    started: float
+    spent_s: float
+    compile_s: float
+
+
+def population_of(population: Any, keywords: dict[str, Any]) -> Any:
+    """The population as given, with a learned kind's knobs (`PopulationKeywords`, taken from
+    `keywords`) made a spec."""
+    from .keywords import PopulationKeywords
+
+    knobs = {k: keywords.pop(k) for k in list(keywords) if k in PopulationKeywords.__optional_keys__}
+    if isinstance(population, PopulationSpec):
+        if knobs:
+            raise PropertyError(f"give a PopulationSpec or its knobs ({', '.join(sorted(knobs))}), not both")
+        return population
+    if isinstance(population, str) and population in LEARNED_KINDS:
+        return PopulationSpec(population, **knobs)
+    return population
+
+
+def prepare_group(
+    model: Any,
+    data: Any,
+    asked: GroupAsked,
+    population: Any,
+    loading: dict[str, Any],
+    options: GroupOptions,
+    save_population: str | Path | None = None,
+) -> GroupRequest:
+    """Read the model, learn (or read) the population and compile the model for it."""
+    from ..models.binding import bind_to_population
+    from ..population.resolve import resolve_population
+
+    started = time.perf_counter()
+    metrics = metric_names(asked.metrics)
+    mediators = tuple(names(asked.mediators))
+    kind = population.kind if isinstance(population, PopulationSpec) else str(population)
+    check_metric_inputs(metrics, asked.label, mediators, kind)
+    ir = load_model(model, **loading)
+    ir, pop, frame, learning_s = resolve_population(population, data, ir, asked.protected, asked.label)
+    if save_population is not None and hasattr(pop, "save"):
+        pop.save(save_population)
+    if hasattr(pop, "expanded"):  # a bin's data values become a variable the model reads
+        pop = pop.expanded()
+    compiling = time.perf_counter()
+    ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
+    compile_s = time.perf_counter() - compiling
+    influence = asked.influence
+    question = GroupQuestion(
+        pop,
+        tuple(asked.protected),
+        asked.label,
+        metrics,
+        mediators,
+        asked.threshold,
+        dict(asked.gap_thresholds or {}),
+        influence if isinstance(influence, bool) else tuple(tuple(names(s)) for s in influence),
+        asked.bin_bounds,
+        frame,
+        learning_s,
+        getattr(ir, "source", "") or type(model).__name__,
+    )
+    engine = find_engine(ir, question, options.method)
+    if engine.name not in CHECKPOINTED:
+        refuse_checkpoint(options, engine.name)
+    return GroupRequest(ir, question, options, engine, started, learning_s + compile_s, compile_s)
+
+
+def run_group(request: GroupRequest, progress: Progress | None) -> GroupResult:
+    """The engine, in the time left; beside sound bounds that stayed wide, a statistical estimate
+    in the share of the time kept for it."""
+    from ..engines.group.estimate import add_estimate, sound_share
+    from .verify import after
+
+    share = sound_share(request.engine.name, request.question.influence)
+    options = after(request.options, request.spent_s)
+    if options.time_limit is not None:
+        options = replace(options, time_limit=options.time_limit * share)
+    result = request.engine.run(request.ir, request.question, options, progress)
+    if share < 1:
+        from ..population.discrete import DiscretePopulation
+
+        discrete = isinstance(request.question.population, DiscretePopulation)
+        add_estimate(request.ir, request.question, request.options, request.started, result, discrete)
+    return result
+
+
+def check_group_population(population: Any, data: Any) -> Any:
+    """The population asked for: without one, the data's rows (as fairlearn counts them)."""
+    if population is not None:
+        return population
+    if data is None:
+        raise PropertyError(
+            "no population: give data (its rows are the population, as fairlearn counts them) "
+            "or name one (population=independent|bayesnet|empirical|FILE)"
+        )
+    return "empirical"
+
+
+def finish_group(result: GroupResult, request: GroupRequest) -> GroupResult:
+    """Timings and the rows a learned population dropped, stated in the result."""
+    question = request.question
+    result.stats.setdefault("learning_s", question.learning_s)
+    result.stats.setdefault("compile_s", request.compile_s)  # counted inside the time limit, as learning is
+    if question.influence and not result.influence and not any("influence" in a for a in result.approximations):
+        result.approximations.append(
+            f"influence not computed: the {result.engine} engine gives no influence "
+            "(it is computed for linear models under a learned population)"
+        )
+    dropped = getattr(question.population, "info", {}).get("rows_dropped_missing", 0)
+    if dropped:
+        result.stats.setdefault("rows_dropped_missing", dropped)
+    return result
