@@ -55,8 +55,9 @@ class Budget:
     checkpoint: str | None = None
     checkpoint_every: float = 30.0
     resume: str | None = None
-    #: bytes of state the run may keep, per process (`memory`); None: a share of the machine's memory
-    memory_limit: int | str | None = None
+    #: bytes of state the run may keep, per process (`memory`); given as text too ("2G"), and None
+    #: for a share of the machine's memory: both become bytes when the options are built
+    memory_limit: int | None = None
 
     def __post_init__(self) -> None:
         from .memory import check_limit, default_limit

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PropertyError
+from ..options import Budget
 from ..progress import Progress
 
 # Types are named, not imported: the registry is read on every command, and importing every model
@@ -75,7 +76,7 @@ class EngineSpec:
             return False
         return method in self.methods and (not self.when or _call(self.when, model, question))
 
-    def run(self, model: Any, question: Any, options: Any, progress: Progress | None = None) -> Any:
+    def run(self, model: Any, question: Any, options: Budget, progress: Progress | None = None) -> Any:
         return _call(self.entry, model, question, options, progress)
 
     def describe(self) -> str:

@@ -21,6 +21,7 @@ from ...metrics import needing, spelled
 from ...metrics.base import label_keys
 from ...models.binding import bind
 from ...models.pipeline import PipelineModel
+from ...options import GroupOptions
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
 
@@ -144,7 +145,7 @@ def _precisions(
     return out
 
 
-def answer(model: Any, question: Any, options: Any, progress: Any = None) -> GroupResult:
+def answer(model: Any, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
     """Registry entry point: exact selection rates per group over the data's rows."""
     start = time.perf_counter()
     pop = question.population

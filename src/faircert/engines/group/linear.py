@@ -13,6 +13,7 @@ from ...errors import DataError, PropertyError
 from ...memory import STOPPED as MEMORY_STOPPED
 from ...metrics import needing
 from ...models.linear import ColumnEncoding, LinearModel
+from ...options import GroupOptions
 from ...population.discrete import BIN_SUFFIX, DiscretePopulation
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult, di_interval, gap_interval
@@ -340,7 +341,7 @@ def bind_columns(model: LinearModel, pop: DiscretePopulation) -> LinearModel:
     return model
 
 
-def answer(model: LinearModel, question: Any, options: Any, progress: Any = None) -> GroupResult:
+def answer(model: LinearModel, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
     """Registry entry point: exact group fairness of a linear model under a discrete population."""
     deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
     result = analyse(bind_columns(model, question.population), question, deadline, options.memory_limit)

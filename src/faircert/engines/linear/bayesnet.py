@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from ...models.linear import LinearModel
+from ...options import VerifyOptions
 from ...population.discrete import DiscretePopulation
 from ...results import Counterexample, Result
 from ..boxes.budget import Budget
@@ -78,7 +79,7 @@ def unfair_probability(
     )
 
 
-def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation, options: Any) -> Result:
+def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation, options: VerifyOptions) -> Result:
     """The verify result under the population: shares as probabilities, counterexamples drawn from
     the population and re-checked on the compiled network `network` over `prop.domain`'s codes."""
     start = time.perf_counter()

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
+from ...options import VerifyOptions
 from ...progress import ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -95,7 +96,7 @@ class _Exact:
         return max(logits) > 0 >= min(logits)
 
 
-def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progress=None) -> Result:
+def answer(network: ReluNetwork, prop: IndividualFairness, options: VerifyOptions, progress=None) -> Result:
     """Registry entry point: the exact (or tightly bounded) unfair share of a separable model."""
     t0 = time.perf_counter()
     score = SeparableScore.of(network, prop.domain)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
+from ...options import VerifyOptions
 from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Result
@@ -29,7 +30,9 @@ from .refine import epsilon_semantics
 from .regions_resume import checkpoint_for, regions_state, restore_regions
 
 
-def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
+def answer(
+    network: ReluNetwork, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
+) -> Result:
     """Registry entry point (method "complete")."""
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")

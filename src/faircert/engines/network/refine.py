@@ -26,6 +26,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...memory import default_limit
 from ...models.network import ReluNetwork
+from ...options import VerifyOptions
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -328,7 +329,9 @@ def epsilon_semantics(prop: IndividualFairness) -> str:
     return "robustness" if prop.robustness else "other_protected_value"
 
 
-def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
+def answer(
+    network: ReluNetwork, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
+) -> Result:
     """Registry entry point: `verify_network` with the command's options."""
     from .resume import checkpoint_for
 

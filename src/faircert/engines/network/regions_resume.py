@@ -20,6 +20,7 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint, pack, rng_state, set_rng_state, unpack
 from ...errors import PropertyError
+from ...options import VerifyOptions
 from .counts import RegionCounts
 
 KIND = "network-complete"
@@ -28,7 +29,7 @@ FRONTIER = {"lo": "f8", "hi": "f8", "owner": "i8", "depth": "i8", "split": "i8",
 MAX_EVIDENCE_CHARS = 200
 
 
-def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
+def checkpoint_for(network: Any, prop: Any, options: VerifyOptions) -> Checkpoint | None:
     """Where the decision's state goes, and what it must match: the network, the domain, the
     question, the partition size and the seed (time limits and workers may change)."""
     return Checkpoint.of(

@@ -15,12 +15,13 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
+from ...options import Budget
 from ..boxes.shards import Saving
 
 HEADER = {"refinement": "network boxes"}
 
 
-def checkpoint_for(network: Any, prop: Any, options: Any) -> Checkpoint | None:
+def checkpoint_for(network: Any, prop: Any, options: Budget) -> Checkpoint | None:
     """Where this refinement's state goes, and what it must match: the network, the domain, the
     question and the seed (time limits, box budgets and workers may change between runs)."""
     return Checkpoint.of(

@@ -20,6 +20,7 @@ from ...checkpoint import Checkpoint, Parts, fingerprint, identity
 from ...errors import PropertyError
 from ...metrics import needing, spelled
 from ...models.program import Expr, Program, load_program, parse_expression
+from ...options import GroupOptions, MethodOptions, ProgramOptions
 from ...population.program import site_marginals
 from ...results import GroupProbability, GroupResult, ProgramResult
 from ..boxes.workers import SERIAL, Parallelism
@@ -355,7 +356,7 @@ def _cond_interval(lo_t, hi_t, lo_f, hi_f) -> tuple[float, float]:
     return outward(p)
 
 
-def answer_group(model: Any, question: Any, options: Any, progress=None):
+def answer_group(model: Any, question: Any, options: GroupOptions, progress=None):
     """Registry entry point: sound per-group bounds of any classifier under a population; with EO,
     the groups' bounds given each label value too (see `with_label_conditions`). With a checkpoint in
     the options, each of these refinements keeps its own part of the file."""
@@ -399,7 +400,7 @@ def answer_group(model: Any, question: Any, options: Any, progress=None):
     return _with_checkpoints(with_label_conditions(run, question, options.time_limit, target_width=1e-3), parts)
 
 
-def _parts(options: Any, kind: str, identity: Callable[[], dict[str, str]]) -> Parts | None:
+def _parts(options: MethodOptions, kind: str, identity: Callable[[], dict[str, str]]) -> Parts | None:
     """The checkpoint file the options ask for, shared by the job's refinements, or None."""
     checkpoint = Checkpoint.of(options, kind, identity)
     return None if checkpoint is None else Parts(checkpoint, bool(options.resume))
@@ -504,7 +505,7 @@ def _worst_stop(reasons: list[str]) -> str:
     return "converged" if "converged" in reasons else reasons[0]
 
 
-def answer_program(program: Program, question: Any, options: Any, progress=None) -> ProgramResult:
+def answer_program(program: Program, question: Any, options: ProgramOptions, progress=None) -> ProgramResult:
     """Registry entry point: a program's fairness, or with `question.query` bounds on P[query]."""
     parallel = Parallelism.of(options.workers, options.ray_address)
     parts = _parts(

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ...errors import PropertyError
+from ...options import VerifyOptions
 from ...population.discrete import DiscretePopulation
 from ...progress import Progress
 from ...results import Counterexample, Result, StatisticalEstimate
@@ -91,7 +92,7 @@ def answer(
     prop: Any,
     loaded: Any,
     pop: DiscretePopulation,
-    options: Any,
+    options: VerifyOptions,
     progress: Progress | None = None,
 ) -> Result:
     """The verify result under `pop`: bounds on P[x has an unfair twin] for the model as loaded

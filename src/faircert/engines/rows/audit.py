@@ -23,6 +23,7 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
+from ...options import AuditOptions
 from ...progress import Progress, ProgressEvent
 from ...properties import RowAudit
 from ...results.rows import RowsResult
@@ -118,7 +119,7 @@ class Audit:
         return Y
 
 
-def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | None) -> RowsResult:
+def run(kind: RowModel, question: RowAudit, options: AuditOptions, progress: Progress | None) -> RowsResult:
     """Audit every row of `question` with `kind`; see the module docstring."""
     t0 = time.perf_counter()
     deadline = None if options.time_limit is None else t0 + options.time_limit
@@ -209,7 +210,7 @@ def run(kind: RowModel, question: RowAudit, options: Any, progress: Progress | N
     )
 
 
-def _checkpoint(question: RowAudit, options: Any) -> Checkpoint | None:
+def _checkpoint(question: RowAudit, options: AuditOptions) -> Checkpoint | None:
     """Where this audit's state goes, and what it must match: the model, the rows, the domain and
     the question (the time limit and workers do not change any row's verdict)."""
     prop = question.prop

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...models.blackbox import BlackBoxModel
+from ...options import AuditOptions
 from .audit import UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, run
 
 #: Twins of one row evaluated whole (ball points x other protected combinations).
@@ -47,5 +48,5 @@ class BlackBoxRows:
         return out
 
 
-def answer(model: BlackBoxModel, question: Any, options: Any, progress=None):
+def answer(model: BlackBoxModel, question: Any, options: AuditOptions, progress=None):
     return run(BlackBoxRows(model, options.seed), question, options, progress)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
+from ...options import AuditOptions
 from ..linear.separable import SeparableScore
 from .audit import FAIR, UNFAIR, Audit, Decisions, run
 
@@ -98,7 +99,7 @@ class LinearRows:
         return candidates[best], bool(flips)
 
 
-def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
+def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
     score = SeparableScore.of(model, question.prop.domain)
     if score is None:  # the registry's predicate admits only separable models
         raise PropertyError("the model is not separable over this domain")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...models.network import ReluNetwork
+from ...options import AuditOptions
 from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
 from ..network.problem import Problem
 from ..network.symbolic import bound_twins
@@ -139,5 +140,5 @@ class NetworkRows:
         return UNKNOWN, None
 
 
-def answer(model: ReluNetwork, question: Any, options: Any, progress=None):
+def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
     return run(NetworkRows(model, question.prop, options.seed), question, options, progress)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...models.trees import TreeEnsemble
+from ...options import AuditOptions
 from .audit import UNKNOWN, Audit, Decisions, enumerate_balls, run
 
 #: Cells of one row's ball evaluated at most (times the other protected combinations).
@@ -92,5 +93,5 @@ class TreeRows:
         return np.unique(values[(values >= lo) & (values <= hi)])
 
 
-def answer(model: TreeEnsemble, question: Any, options: Any, progress=None):
+def answer(model: TreeEnsemble, question: Any, options: AuditOptions, progress=None):
     return run(TreeRows(model, options.seed), question, options, progress)

@@ -27,6 +27,7 @@ from scipy.stats import beta
 
 from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
+from ...options import GroupOptions, ProgramOptions
 from ...progress import ProgressEvent
 
 if TYPE_CHECKING:
@@ -400,7 +401,7 @@ def group_sampled(
     return res
 
 
-def answer_group(model: Any, question: Any, options: Any, progress=None):
+def answer_group(model: Any, question: Any, options: GroupOptions, progress=None):
     """Registry entry point: group-fairness verdicts by sequential tests, wrong with probability <= delta
     in all (with EO, the groups given each label value are further tests: delta is shared among them)."""
     from ..probability.bounds import label_conditions, with_label_conditions
@@ -447,7 +448,7 @@ def estimate_group(
     return result
 
 
-def answer_program(program: Any, question: Any, options: Any, progress=None):
+def answer_program(program: Any, question: Any, options: ProgramOptions, progress=None):
     """Registry entry point: a program's fairness by a sequential test (wrong with probability <= delta)."""
     if question.query is not None:
         raise PropertyError("a probability query is answered by the sound method only")

@@ -45,6 +45,7 @@ from scipy.sparse import coo_array
 
 from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
+from ...options import VerifyOptions
 from ...progress import ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -562,7 +563,7 @@ def partitions(prop: IndividualFairness, size: int) -> tuple[np.ndarray, np.ndar
     return cells[:, :, 0].copy(), cells[:, :, 1].copy()
 
 
-def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress=None) -> Result:
+def answer(ir: TreeEnsemble, prop: IndividualFairness, options: VerifyOptions, progress=None) -> Result:
     """Registry entry point (method "complete"): decide the domain, or every partition of it.
 
     The shares come from the quantifying engine run in what the decision left of the time limit

@@ -18,13 +18,13 @@ not matter, but the confident set of kappa would, and kappa is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from ...domain import Domain, Feature
 from ...errors import PropertyError
 from ...models.trees import Tree, TreeEnsemble
+from ...options import VerifyOptions
 from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
@@ -108,7 +108,9 @@ def _rechecked(ir: TreeEnsemble, prop: IndividualFairness, x: np.ndarray, xp: np
     return same & confident & (label != ir.predict(xp))
 
 
-def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
+def answer(
+    ir: TreeEnsemble, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
+) -> Result:
     """Registry entry point: P[x has an unfair twin] for x drawn from the data's independent
     marginals, with the bounds, estimate and counterexamples of the uniform engine on the
     stretched grids."""

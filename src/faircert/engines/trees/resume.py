@@ -17,10 +17,11 @@ import numpy as np
 
 from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
+from ...options import Budget
 from ..boxes.shards import Saving
 
 
-def checkpoint_for(ir: Any, prop: Any, options: Any) -> Checkpoint | None:
+def checkpoint_for(ir: Any, prop: Any, options: Budget) -> Checkpoint | None:
     """Where this refinement's state goes (the options' `checkpoint`, `resume`, `checkpoint_every`),
     and what it must match (`identity`)."""
     return Checkpoint.of(options, "tree-boxes", lambda: identity(ir, prop, options.seed))

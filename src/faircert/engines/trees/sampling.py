@@ -4,12 +4,12 @@ the model, and testing mode (inputs drawn uniformly from the exact unfair region
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from ... import memory
 from ...models.trees import TreeEnsemble
+from ...options import VerifyOptions
 from ...progress import Progress, ProgressEvent
 from ...properties import UnfairSamples
 from ..boxes.workers import Parallelism
@@ -159,7 +159,7 @@ def region_is_exact(q: Quantification) -> bool:
     return (q.complete or q.open_parts is not None) and q.region_whole
 
 
-def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: Any, progress: Progress | None = None):
+def answer_samples(ir: TreeEnsemble, question: UnfairSamples, options: VerifyOptions, progress: Progress | None = None):
     """Registry entry point of testing mode: a DataFrame of `question.n` inputs drawn uniformly from
     the exact unfair region with their twins (suffix `_prime`) and both positive-label probabilities;
     `frame.attrs["summary"]` holds the measure's bounds, the region's sizes, whether the draws are

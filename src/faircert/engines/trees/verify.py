@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 import numpy as np
 
 from ... import memory
 from ...models.trees import TreeEnsemble
+from ...options import VerifyOptions
 from ...progress import Progress
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result, TreeMeasure
@@ -137,7 +137,9 @@ def verify_trees(
     )
 
 
-def answer(ir: TreeEnsemble, prop: IndividualFairness, options: Any, progress: Progress | None = None) -> Result:
+def answer(
+    ir: TreeEnsemble, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
+) -> Result:
     """Registry entry point: `verify_trees` with the command's options (its stored boxes within the
     memory limit)."""
     with memory.limited(options.memory_limit):
