@@ -1,7 +1,7 @@
 """The limit of exactness, measured: leaf-tuple cells of the epsilon-0 fairness problems of benchmarks/trees.py.
 
 For each benchmark model (XGBoost 50 trees depth 3, seed 0, `trees.train`) and protected attribute
-of the paper grid, counts the cells after 1, 2, ..., 50 trees (`faircert.engines.trees.cells`): the
+of the paper grid, counts the cells after 1, 2, ..., 50 trees (`benchmarks/cells.py`): the
 grid of the non-protected features split until the leaf of every tree under every protected value is
 constant on each piece. The count is the number of distinct leaf tuples on the grid (each tuple's set
 is one box). A run stops after the first prefix above `--cap` cells or after `--time` seconds; 40 and
@@ -33,12 +33,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cells import count_cells, leaf_tuple_ids, sample_deeper
 from trees import ATTR, NAMES, train
 from trees_data import DATA, DATASETS
 
 from faircert.engines.boxes.frontier import MAX_STORED_BOXES
 from faircert.engines.trees.boxes import normalise
-from faircert.engines.trees.cells import count_cells, leaf_tuple_ids, sample_deeper
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCALING = {"adult": (10, 20, 25, 30, 35, 40), "bank": (10, 20), "german": (10, 20)}

@@ -245,3 +245,12 @@ def test_engines_test_model_and_population_types_no_more_than_before():
                 names = {getattr(c, "id", None) or getattr(c, "attr", None) for c in checked}
                 tests += bool(names & kinds)
     assert tests <= TYPE_TESTS_IN_ENGINES
+
+
+def test_engines_take_the_options_of_the_command_that_runs_them():
+    untyped = [
+        str(p.relative_to(PACKAGE_ROOT))
+        for p in (PACKAGE_ROOT / "engines").rglob("*.py")
+        if "options: Any" in p.read_text()
+    ]
+    assert untyped == []

@@ -1,12 +1,18 @@
-"""Leaf-tuple cells of epsilon-0 fairness problems against brute force over every grid point."""
+"""Leaf-tuple cells of epsilon-0 fairness problems (`benchmarks/cells.py`, which measures how
+many there are) against brute force over every grid point."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from cells import count_cells, leaf_tuple_ids, sample_deeper
+
 from faircert.domain import Domain, Feature
-from faircert.engines.trees.cells import count_cells, leaf_tuple_ids, sample_deeper
 from faircert.models.io import load_model
 
 RANGES = [(0, 5), (2, 9), (0, 3), (0, 2), (1, 4)]  # feature 3 is protected

@@ -147,14 +147,6 @@ class GroupResult(Verdict):
         return self.by_group
 
     @property
-    def group_min(self) -> float:
-        return min(g.value for g in self.groups)
-
-    @property
-    def group_max(self) -> float:
-        return max(g.value for g in self.groups)
-
-    @property
     def stopped(self) -> str:
         """Why the run ended, in the words every result uses (`STOPPED_FROM_STATS`)."""
         return STOPPED_FROM_STATS.get(str(self.stats.get("stopped", "")), "done")

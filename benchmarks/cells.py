@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...domain import Domain
-from ...models.trees import TreeEnsemble
-from .boxes import NormalisedTrees, normalise
+from faircert.domain import Domain
+from faircert.engines.trees.boxes import NormalisedTrees, normalise
+from faircert.models.trees import TreeEnsemble
 
 
 @dataclass
