@@ -136,6 +136,12 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     add_model_loading(p)
+    p.add_argument(
+        "--gate-statistical",
+        action="store_true",
+        help="exit on the statistical answer instead of the proofs: the sampled metrics checked against "
+        "the thresholds where the sound bounds stayed wide (0 fair, 1 unfair, 2 undecided)",
+    )
     p.add_argument("--quiet", action="store_true", help="no tables")
 
 
@@ -209,4 +215,4 @@ def run(args: argparse.Namespace) -> int:
         write_group_html(result, args.html)
     if not args.quiet:
         print_group(result)
-    return result.exit_code
+    return result.statistical_exit_code() if args.gate_statistical else result.exit_code

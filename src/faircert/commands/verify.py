@@ -115,6 +115,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     add_model_loading(p)
+    p.add_argument(
+        "--gate-statistical",
+        type=float,
+        metavar="SHARE",
+        help="exit on the statistical answer instead of the proofs: 0 when its whole interval of the "
+        "unfair share is at most SHARE, 1 when all of it is above, 2 when it straddles SHARE",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(handler=run)
 
@@ -131,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         return _audit_alias(args)
     if args.rows_csv:
         raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit: see `faircert audit`)")
+    if args.gate_statistical is not None and not 0.0 <= args.gate_statistical <= 1.0:
+        raise PropertyError(f"--gate-statistical takes a share in [0, 1], got {args.gate_statistical}")
     options = VerifyOptions(
         time_limit=args.time_limit,
         target_undecided=args.target_undecided,
@@ -176,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
             write(result, path)
     if not args.quiet:
         print_result(result)
+    if args.gate_statistical is not None:
+        return result.statistical_exit_code(args.gate_statistical)
     return result.exit_code
 
 

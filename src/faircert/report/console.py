@@ -105,8 +105,12 @@ def result_table(result: Result) -> Table:
     table.add_row("protected", ", ".join(result.protected) or "-")
     if result.epsilon:
         table.add_row("epsilon", ", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()))
-    table.add_row("certified fair (sound)", f"{100 * result.certified:.4f} %")
-    table.add_row("proven unfair (sound)", f"{100 * result.falsified:.4f} %")
+    statistical = statistical_row(result)
+    if result.statistical_first:  # the proofs left much undecided: the sampled answer comes first
+        table.add_row(*statistical, style="bold")
+    proof = " (proof)" if result.statistical_first else " (sound)"
+    table.add_row("certified fair" + proof, f"{100 * result.certified:.4f} %")
+    table.add_row("proven unfair" + proof, f"{100 * result.falsified:.4f} %")
     table.add_row("undecided", f"{100 * result.undecided:.4f} %")
     table.add_row("domain size", f"{result.domain_size:.6g}")
     if result.population != "uniform":
@@ -118,21 +122,26 @@ def result_table(result: Result) -> Table:
         table.add_row("measured inputs (confident)", f"{m.confident_size:.6g}")
         table.add_row("unfair inputs (proven)", f"{m.unfair_size:.6g}")
         table.add_row("measure (sound bounds)", f"[{m.lower:.6f}, {m.upper:.6f}]")
-    if result.statistical is not None:
-        s = result.statistical
-        if s.samples == 0 and s.ci_low == s.ci_high:
-            table.add_row("unfair share", f"{100 * s.unfair:.4f} % (exact: nothing undecided to sample)")
-        else:
-            table.add_row(
-                "unfair share (statistical)",
-                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}] "
-                f"at {100 * s.confidence:g}%, {s.samples:,} samples",
-            )
+    if statistical and not result.statistical_first:
+        table.add_row(*statistical)
     table.add_row("counterexamples (re-checked)", f"{len(result.counterexamples):,}")
     table.add_row("engine / time", f"{result.engine} / {result.elapsed_s:.2f} s")
     if result.stopped not in ("", "done"):
         table.add_row("stopped by", f"[yellow]{STOP_HINTS.get(result.stopped, result.stopped)}[/]")
     return table
+
+
+def statistical_row(result: Result) -> tuple[str, str] | tuple[()]:
+    """The statistical answer as a table row (label, value), or none where there is none."""
+    s = result.statistical
+    if s is None:
+        return ()
+    if not s.sampled:
+        return ("unfair share", f"{100 * s.unfair:.4f} % (exact: nothing undecided to sample)")
+    return (
+        f"unfair share (statistical, {100 * s.confidence:g}% CI)",
+        f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}], {s.samples:,} samples",
+    )
 
 
 #: What each early stop means to the person reading the table.

@@ -44,13 +44,14 @@ def estimate_table(result: GroupResult) -> Table:
     est = result.estimate
     assert est is not None  # asked for where there is one
     table = Table(
-        title=f"estimate: sampled from the same population, not a bound (each interval wrong with "
-        f"probability <= {est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples)",
+        title=f"statistical answer: sampled from the same population, not a proof (the intervals hold "
+        f"together with confidence {100 * (1 - est.stats.get('delta', 0)):g}%, {est.stats.get('samples', 0):,} "
+        "samples)",
         header_style="bold",
     )
     table.add_column("")
-    table.add_column("sound bounds", justify="right")
-    table.add_column("estimate", justify="right")
+    table.add_column("sound bounds (proof)", justify="right")
+    table.add_column("statistical", justify="right")
     sound = {g.name: g for g in result.groups}
     for g in est.groups:
         if g.name in sound:
@@ -103,9 +104,14 @@ def influence_table(result: GroupResult) -> Table:
 
 def print_group(result: GroupResult) -> None:
     out = console()
+    if result.statistical_first:  # the proofs left the rates wide: the sampled answer leads
+        out.print(estimate_table(result))
+        out.print(
+            "[dim](the verdict below follows the proofs; the statistical answer says where the truth likely is)[/]"
+        )
     out.print(groups_table(result))
     out.print(metrics_table(result))
-    if result.estimate is not None:
+    if result.estimate is not None and not result.statistical_first:
         out.print(estimate_table(result))
         out.print("[dim](the verdict follows the sound bounds; the estimate says where the truth likely is)[/]")
     if result.influence:

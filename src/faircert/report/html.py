@@ -14,7 +14,7 @@ STYLE = """
 body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-.wide{overflow-x:auto}.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
+.headline{font-size:120%}.wide{overflow-x:auto}.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
 """
 COLOURS = {"certified": "#2da44e", "falsified": "#cf222e", "undecided": "#d4a72c"}
 
@@ -95,27 +95,31 @@ def region_plot(result: Result, size: int = 420, pad: int = 50) -> str:
 
 def render(result: Result, max_examples: int = 200, standalone: bool = True) -> str:
     e = html.escape
+    s = result.statistical
+    statistical = []
+    if s is not None and s.sampled:
+        statistical = [
+            (
+                f"unfair share (statistical, {100 * s.confidence:g}% CI)",
+                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}], {s.samples:,} samples",
+            )
+        ]
+    proof = "proof" if result.statistical_first else "sound"
     rows = [
         ("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
         ("model", e(result.model)),
         ("protected", e(", ".join(result.protected))),
         ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "-")),
-        ("certified fair (sound)", f"{100 * result.certified:.4f} %"),
-        ("proven unfair (sound)", f"{100 * result.falsified:.4f} %"),
+        *(statistical if result.statistical_first else []),
+        (f"certified fair ({proof})", f"{100 * result.certified:.4f} %"),
+        (f"proven unfair ({proof})", f"{100 * result.falsified:.4f} %"),
         ("undecided", f"{100 * result.undecided:.4f} %"),
         ("domain size", f"{result.domain_size:.6g}"),
     ]
     if result.measure is not None:
         rows.append(("measure (sound bounds)", f"[{result.measure.lower:.6f}, {result.measure.upper:.6f}]"))
-    if result.statistical:
-        s = result.statistical
-        rows.append(
-            (
-                "unfair share (statistical)",
-                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, "
-                f"{100 * s.ci_high:.4f}] at {100 * s.confidence:g}%, {s.samples:,} samples",
-            )
-        )
+    if not result.statistical_first:
+        rows += statistical
     rows.append(("engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"))
     summary = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     names = result.column_names()
@@ -141,8 +145,16 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
         if cex_rows
         else "<p>No counterexample found.</p>"
     )
+    headline = ""
+    if result.statistical_first and s is not None:
+        headline = (
+            f"<p class='headline'><b>{100 * s.unfair:.2f}%</b> of the domain has an unfair twin "
+            f"(statistical: {100 * s.confidence:g}% confidence interval [{100 * s.ci_low:.2f}%, "
+            f"{100 * s.ci_high:.2f}%], from {s.samples:,} samples; not a proof). The proofs below leave "
+            f"{100 * result.undecided:.1f}% undecided.</p>"
+        )
     body = (
-        f"<h1>faircert: individual fairness</h1>"
+        f"<h1>faircert: individual fairness</h1>{headline}"
         f"{_share_bar(result)}<p class='note'>green: proven fair; red: proven unfair; amber: undecided "
         f"(sound shares of the domain)</p><table>{summary}</table>{region_plot(result)}{cex}"
     )

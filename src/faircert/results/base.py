@@ -29,6 +29,25 @@ HTML_RENDERERS = {
 #: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
 VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
 EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
+#: Where the proofs leave more than this share undecided (or a rate's sound bounds are wider),
+#: reports lead with the statistical answer, labelled as such; the sound figures follow.
+HEADLINE_UNDECIDED = 0.1
+
+
+def statistical_block(
+    value: float, low: float, high: float, confidence: float, samples: int, method: str
+) -> dict[str, Any]:
+    """A statistical answer in every result's JSON, in one shape: the value, the interval's ends,
+    the confidence that the interval holds the truth (never a guarantee), the samples and how they
+    were drawn."""
+    return {"value": value, "low": low, "high": high, "confidence": confidence, "samples": samples, "method": method}
+
+
+def interval_exit_code(low: float, high: float, limit: float, higher_is_fair: bool) -> int:
+    """The exit code of an interval checked against a limit: 0 (fair) when all of it lies on the
+    fair side, 1 (unfair) when all of it lies beyond, 2 when it straddles the limit."""
+    fair, unfair = (low >= limit, high < limit) if higher_is_fair else (high <= limit, low > limit)
+    return EXIT_CODES["fair" if fair else "unfair" if unfair else "unknown"]
 
 
 class Verdict:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PropertyError
 from ..metrics import METRICS, MetricInterval, gap_interval, ratio_interval
-from .base import DECISION_TOLERANCE, Verdict
+from .base import DECISION_TOLERANCE, EXIT_CODES, HEADLINE_UNDECIDED, Verdict, statistical_block
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made
     import pandas as pd
@@ -26,6 +26,13 @@ STOPPED_FROM_STATS = {
     "memory limit": "memory limit",
     "sample limit": "sample budget",
 }
+
+
+#: How a group estimate is drawn (the method of its statistical blocks).
+ESTIMATE_METHOD = (
+    "sequential sampling from the same population (binomial intervals, a union bound over every rate and "
+    "every look): all rates and metrics hold together"
+)
 
 
 @dataclass
@@ -218,13 +225,45 @@ class GroupResult(Verdict):
             stats=dict(stats or {}),
         )
 
+    @property
+    def statistical_first(self) -> bool:
+        """Whether reports lead with the estimate: some rate's sound bounds are wider than
+        `HEADLINE_UNDECIDED`, and an estimate was sampled beside them."""
+        return self.estimate is not None and max(g.high - g.low for g in self.groups) > HEADLINE_UNDECIDED
+
+    def statistical_exit_code(self) -> int:
+        """The exit code of the statistical answer: the estimate's metrics checked against the
+        thresholds, or the proofs' where the bounds were tight enough to need no estimate.
+        (`exit_code` follows the proofs.)"""
+        return EXIT_CODES[(self.estimate or self).verdict]
+
+    def statistical_blocks(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        """The estimate of each rate (by group name) and of each metric, in the shared statistical
+        shape; empty without an estimate. The intervals hold together, every rate and metric at
+        once, with the stated confidence."""
+        est = self.estimate
+        if est is None:
+            return {}, {}
+        confidence = 1.0 - float(est.stats.get("delta") or 0.0)
+        samples = int(est.stats.get("samples") or 0)
+
+        def block(value: float, low: float, high: float) -> dict[str, Any]:
+            return statistical_block(value, low, high, confidence, samples, ESTIMATE_METHOD)
+
+        rates = {g.name: block(g.value, g.low, g.high) for g in est.groups}
+        metrics = {k: block(0.5 * (m.low + m.high), m.low, m.high) for k, m in est.metrics.items()}
+        return rates, metrics
+
     def to_dict(self) -> dict[str, Any]:
+        rates, metrics = self.statistical_blocks()
         return {
             "verdict": self.verdict,
             "vnncomp": self.vnncomp,
-            "groups": [g.to_dict() for g in self.groups],
+            "groups": [g.to_dict() | ({"statistical": rates[g.name]} if g.name in rates else {}) for g in self.groups],
             "by_group": self.rates,
-            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "metrics": {
+                k: m.to_dict() | ({"statistical": metrics[k]} if k in metrics else {}) for k, m in self.metrics.items()
+            },
             "most_favoured": self.most_favoured,
             "least_favoured": self.least_favoured,
             "threshold": self.threshold,
@@ -282,12 +321,17 @@ class GroupResult(Verdict):
             lines.append(f"stopped: {self.stopped} ({self.stats.get('stopped')})")
         if self.estimate is not None:
             est = self.estimate
-            lines.append(
-                f"estimate (sampled from the same population, not a bound; wrong with probability <= "
-                f"{est.stats.get('delta', 0):g}, {est.stats.get('samples', 0):,} samples):"
-            )
-            lines += [f"  P[yhat=1 | {g.name}] in [{g.low:.4f}, {g.high:.4f}]" for g in est.groups]
-            lines += [f"  {m.name.upper()} in [{m.low:.4f}, {m.high:.4f}]" for m in est.metrics.values()]
+            sampled = [
+                f"statistical answer (sampled from the same population, not a bound; the intervals hold "
+                f"together with confidence {100 * (1 - est.stats.get('delta', 0)):g}%, "
+                f"{est.stats.get('samples', 0):,} samples):"
+            ]
+            sampled += [f"  P[yhat=1 | {g.name}] in [{g.low:.4f}, {g.high:.4f}]" for g in est.groups]
+            sampled += [f"  {m.name.upper()} in [{m.low:.4f}, {m.high:.4f}]" for m in est.metrics.values()]
+            if self.statistical_first:  # the proofs left the rates wide: the sampled answer leads
+                lines[4:4] = sampled + ["proofs (sound bounds):"]
+            else:
+                lines += sampled
         return "\n".join(lines)
 
 

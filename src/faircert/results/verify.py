@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .base import Verdict
+from .base import HEADLINE_UNDECIDED, Verdict, interval_exit_code, statistical_block
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made
     import pandas as pd
@@ -40,7 +40,15 @@ class StatisticalEstimate:
     method: str = "stratified"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The shared statistical block (`value`, `low`, `high`, ...) beside the names this block
+        had first (`unfair`, `ci_low`, `ci_high`)."""
+        shared = statistical_block(self.unfair, self.ci_low, self.ci_high, self.confidence, self.samples, self.method)
+        return asdict(self) | shared
+
+    @property
+    def sampled(self) -> bool:
+        """Whether samples made the interval (without any, it is the exact share)."""
+        return self.samples > 0 and self.ci_low < self.ci_high
 
 
 @dataclass
@@ -112,6 +120,20 @@ class Result(Verdict):
     @property
     def unfair_size(self) -> float | None:
         return None if self.measure is None else self.measure.unfair_size
+
+    @property
+    def statistical_first(self) -> bool:
+        """Whether reports lead with the statistical answer: the proofs left more than
+        `HEADLINE_UNDECIDED` of the domain undecided, and samples gave an interval."""
+        return self.undecided > HEADLINE_UNDECIDED and self.statistical is not None and self.statistical.sampled
+
+    def statistical_exit_code(self, max_unfair_share: float) -> int:
+        """The exit code of the statistical answer checked against a tolerated unfair share: 0 when
+        the whole interval is at most `max_unfair_share`, 1 when all of it is above, 2 otherwise.
+        Without an interval, the sound shares are the interval. (`exit_code` follows the proofs.)"""
+        s = self.statistical
+        low, high = (s.ci_low, s.ci_high) if s is not None else (self.falsified, self.falsified + self.undecided)
+        return interval_exit_code(low, high, max_unfair_share, higher_is_fair=False)
 
     def column_names(self) -> list[str]:
         """Feature names for tables of inputs (x0, x1, ... when the domain had none)."""
@@ -195,23 +217,27 @@ class Result(Verdict):
         return out
 
     def __str__(self) -> str:
+        s = self.statistical
+        statistical = ""
+        if s is not None and s.sampled:
+            statistical = (
+                f"unfair share (statistical, {100 * s.confidence:g}% CI, not a proof): {100 * s.unfair:.4f}% "
+                f"[{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples"
+            )
+        proofs = (
+            f"{'proofs: ' if statistical else ''}certified fair: {100 * self.certified:.4f}%  proven unfair: "
+            f"{100 * self.falsified:.4f}%  undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
+            + ({True: "  [exact]", False: "  [sound bounds]"}.get(self.exact, "") if self.exact is not None else "")
+        )
         lines = [
             f"verdict: {self.verdict} ({self.engine}, {self.elapsed_s:.2f} s)",
             f"model: {self.model}",
             f"protected: {', '.join(self.protected)}"
             + (f"; epsilon: {self.epsilon}" if self.epsilon else "")
             + (f"; population: {self.population}" if self.population != "uniform" else ""),
-            f"certified fair: {100 * self.certified:.4f}%  proven unfair: {100 * self.falsified:.4f}%  "
-            f"undecided: {100 * self.undecided:.4f}%  (of {self.domain_size:.6g})"
-            + ({True: "  [exact]", False: "  [sound bounds]"}.get(self.exact, "") if self.exact is not None else ""),
         ]
+        lines += [statistical, proofs] if self.statistical_first else [proofs] + ([statistical] if statistical else [])
         if self.measure is not None:
             lines.append(f"measure in [{self.measure.lower:.6f}, {self.measure.upper:.6f}]")
-        if self.statistical:
-            s = self.statistical
-            lines.append(
-                f"statistical unfair share: {100 * s.unfair:.4f}% "
-                f"({100 * s.confidence:g}% CI [{100 * s.ci_low:.4f}%, {100 * s.ci_high:.4f}%], {s.samples} samples)"
-            )
         lines.append(f"counterexamples: {len(self.counterexamples)}")
         return "\n".join(lines)
