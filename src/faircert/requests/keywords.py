@@ -103,7 +103,7 @@ def take_options(function: str, cls: type[Budget], keywords: dict[str, Any], all
         return cls(**given)
     if given:
         raise PropertyError(
-            f"give options= or the keywords it holds ({', '.join(sorted(given))}), not both: options replaces them"
+            f"give options= or the keywords it holds ({', '.join(given)}), not both: options replaces them"
         )
     if not isinstance(options, cls):
         raise PropertyError(f"options= must be a {cls.__name__}, got a {type(options).__name__}")
