@@ -254,3 +254,21 @@ def test_engines_take_the_options_of_the_command_that_runs_them():
         if "options: Any" in p.read_text()
     ]
     assert untyped == []
+
+
+#: `hasattr` in engines/ and requests/: a model's optional `logit`, the guard that a classifier is one
+#: of the IRs (two places), and an os feature. Populations answer every question themselves
+#: (`population.base.Population`), so none is asked of them.
+HASATTR_IN_ENGINES = 4
+
+
+def test_engines_ask_populations_rather_than_probe_them():
+    calls = [
+        ast.unparse(node)
+        for folder in ("engines", "requests")
+        for path in (PACKAGE_ROOT / folder).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr"
+    ]
+    assert len(calls) <= HASATTR_IN_ENGINES, calls
+    assert not [c for c in calls if "pop" in c], calls

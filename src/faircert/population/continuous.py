@@ -22,6 +22,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from ..errors import PropertyError
+from .base import Population
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -243,7 +244,7 @@ class ProductVisitor(Protocol[T_co]):
 
 
 @dataclass
-class ProductPopulation:
+class ProductPopulation(Population):
     """Independent marginals, one per feature, in the model's input order."""
 
     names: list[str]

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import DataError, PropertyError
+from .base import Population
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -147,7 +148,7 @@ class DiscreteVisitor(Protocol[T_co]):
 
 
 @dataclass
-class DiscretePopulation:
+class DiscretePopulation(Population):
     """A Bayesian network over finite variables (independent marginals: no edges)."""
 
     variables: dict[str, Variable]

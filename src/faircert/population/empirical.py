@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DataError
+from .base import Population
 
 
 @dataclass
-class EmpiricalPopulation:
+class EmpiricalPopulation(Population):
     """The rows of `frame` (no missing values in the columns used), `protected` and `label` named."""
 
     frame: Any

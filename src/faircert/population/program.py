@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from ..errors import PropertyError
 from ..limits import quoted
 from ..models.program import Gaussian, Program, ProgramError, constant_value, load_program
+from .base import Population
 from .continuous import Gaussian as G
 from .continuous import Step, Uniform
 
@@ -28,7 +29,7 @@ class ProgramVisitor(Protocol[T_co]):
 
 
 @dataclass
-class ProgramPopulation:
+class ProgramPopulation(Population):
     """A probabilistic program whose final variables are the population's features; with `given`
     (a condition on them), the population restricted to where it holds (groups given the label)."""
 
@@ -44,10 +45,16 @@ class ProgramPopulation:
         return cls(load_program(source))
 
     @classmethod
-    def given_as(cls, population: Any) -> Any:
-        """A population program given by its path, text or `Program`, loaded; any other population as it is."""
+    def given_as(cls, population: Any) -> Population:
+        """A population program given by its path, text or `Program`, loaded; any other population as
+        it is (anything else is refused here, once)."""
         if isinstance(population, (str, os.PathLike, Program)):
             return cls.load(population)
+        if not isinstance(population, Population):
+            raise PropertyError(
+                f"unsupported population {type(population).__name__}; give a ProductPopulation, a learned or "
+                "saved population, or a population program (.fr path or text)"
+            )
         return population
 
     @property

@@ -85,10 +85,9 @@ def prepare_group(
     check_metric_inputs(metrics, asked.label, mediators, kind)
     ir = load_model(model, **loading)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, asked.protected, asked.label)
-    if save_population is not None and hasattr(pop, "save"):
+    if save_population is not None:
         pop.save(save_population)
-    if hasattr(pop, "expanded"):  # a bin's data values become a variable the model reads
-        pop = pop.expanded()
+    pop = pop.expanded()  # a learned population's bins become variables the model reads
     compiling = time.perf_counter()
     ir, pop = bind_to_population(ir, pop)  # a pipeline reads raw columns: compile it for the population
     compile_s = time.perf_counter() - compiling

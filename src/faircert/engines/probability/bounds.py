@@ -492,8 +492,6 @@ def label_conditions(question: Any) -> list[tuple[Any, list[str], str | None, li
             "--label), a variable of the population"
         )
     pop = ProgramPopulation.given_as(question.population)
-    if not hasattr(pop, "label_conditions"):
-        raise PropertyError(f"{spelled(asked)}: a {type(pop).__name__} knows no label to compare the groups given")
     return pop.label_conditions(label, list(question.protected), spelled(asked))
 
 

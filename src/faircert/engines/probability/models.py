@@ -272,11 +272,6 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    if not hasattr(population, "accept"):
-        raise PropertyError(
-            f"unsupported population {type(population).__name__}; give a ProductPopulation, "
-            "a ProgramPopulation or a population program (.fr path or text)"
-        )
     return population.accept(_Setup(model, names, prot))
 
 
@@ -526,12 +521,12 @@ def _discrete_setup(model: Any, pop: Any, names: list[str], prot: list[str]) -> 
             events += [iv.and_(member, positive), iv.and_(member, iv.not_(positive))]
         return stack_events(events, n)
 
-    named = [pop.group_name(g) if hasattr(pop, "group_name") else g for g in groups]
+    named = [pop.group_name(g) for g in groups]
     return ModelSetup(
         boxes.inputs,
         evaluate,
         named,
-        pop.describe() if hasattr(pop, "describe") else str(pop),
+        pop.describe(),
         _model_name(model),
         prot,
     )
@@ -575,5 +570,5 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
         return stack_events([unfair], n)
 
     return ModelSetup(
-        boxes.inputs, evaluate, [], pop.describe() if hasattr(pop, "describe") else str(pop), _model_name(model), prot
+        boxes.inputs, evaluate, [], pop.describe(), _model_name(model), prot
     )  # (protected: those the model reads)

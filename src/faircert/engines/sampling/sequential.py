@@ -353,8 +353,6 @@ def group_sampled(
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    if not hasattr(population, "accept"):
-        raise PropertyError(f"unsupported population {type(population).__name__}")
     draws = population.accept(_Samplers(model, names, prot))
     groups, sample, prot = draws.groups, draws.sample, draws.protected
     k = len(groups)
