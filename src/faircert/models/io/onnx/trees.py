@@ -15,7 +15,7 @@ import numpy as np
 
 from ....errors import ModelFormatError
 from ....limits import MAX_FEATURES, MAX_TREE_NODES, check_at_most
-from ...trees import TreeEnsemble
+from ...trees import Tree, TreeEnsemble
 from ..tree_arrays import checked_tree
 
 LEQ_RULES = {"BRANCH_LEQ": False, "BRANCH_GT": True}  # mode -> swap branches
@@ -37,96 +37,25 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 def load_onnx_trees(proto: Any) -> TreeEnsemble:
-    nodes = [
-        n
-        for n in proto.graph.node
-        if n.domain == "ai.onnx.ml" and isinstance(n.op_type, str) and n.op_type.startswith("TreeEnsemble")
-    ]
-    if len(nodes) != 1 or nodes[0].op_type != "TreeEnsembleClassifier":
-        kinds = ", ".join(n.op_type for n in nodes) or "none"
-        raise ModelFormatError(
-            f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
-            "(regressors and multi-node graphs are not supported)"
-        )
-    a = _attrs(nodes[0])
-    if "nodes_values" not in a and "nodes_values_as_tensor" in a:
-        from onnx import numpy_helper
-
-        a["nodes_values"] = numpy_helper.to_array(a["nodes_values_as_tensor"]).tolist()
-    if "class_weights" not in a and "class_weights_as_tensor" in a:
-        from onnx import numpy_helper
-
-        a["class_weights"] = numpy_helper.to_array(a["class_weights_as_tensor"]).tolist()
-    _check_lengths(a)
+    a = _classifier_attributes(proto)
     labels = a.get("classlabels_int64s") or a.get("classlabels_strings") or []
     if len(labels) != 2:
         raise ModelFormatError(f"only binary classifiers are supported; this model has {len(labels)} classes")
     modes = list(a["nodes_modes"])
-    inner = [m for m in modes if m != "LEAF"]
-    if set(inner) - set(LEQ_RULES) - set(LT_RULES):
-        raise ModelFormatError(f"unsupported split modes {sorted(set(inner) - set(LEQ_RULES) - set(LT_RULES))}")
-    if inner and set(inner) <= set(LEQ_RULES):
-        split, swaps = "<=", LEQ_RULES
-    elif set(inner) <= set(LT_RULES):
-        split, swaps = "<", LT_RULES
-    else:
-        raise ModelFormatError("the ensemble mixes <= and < split modes, which is not supported")
+    split, swaps = _split_rule(modes)
     post = a.get("post_transform", "NONE")
     class_ids = np.asarray(a["class_ids"], dtype=np.int64)
+    sign, offset, link = _scores(a, class_ids, post)
     weights = np.asarray(a["class_weights"], dtype=np.float32).astype(np.float64)
-    columns = sorted(set(class_ids.tolist()))
-    base = list(np.asarray(a.get("base_values", []), dtype=np.float32).astype(np.float64))
-    if len(columns) == 1:
-        sign = np.ones(len(weights))
-        offset = base[columns[0]] if len(base) > columns[0] else (base[0] if base else 0.0)
-        if post == "LOGISTIC":
-            link = "sigmoid"
-        elif post == "NONE":
-            link = "identity"
-        else:
-            raise ModelFormatError(f"post_transform {post!r} is not supported for binary tree ensembles")
-    elif columns == [0, 1] and post == "NONE":
-        sign = np.where(class_ids == 1, 0.5, -0.5)  # score = 0.5 + (s1 - s0) / 2: label iff s1 > s0
-        link = "identity"
-        b0, b1 = (base + [0.0, 0.0])[:2]
-        offset = 0.5 + (b1 - b0) / 2
-    else:
-        raise ModelFormatError(f"unsupported class weights (columns {columns}, post_transform {post!r})")
     leaf_value: dict[tuple[int, int], float] = defaultdict(float)
     for t, nd, w, s in zip(a["class_treeids"], a["class_nodeids"], weights, sign):
         leaf_value[(int(t), int(nd))] += float(w * s)
     by_tree: dict[int, list[int]] = defaultdict(list)
     for k, t in enumerate(a["nodes_treeids"]):
         by_tree[int(t)].append(k)
-    trees = []
-    n_features = 0
-    for t in sorted(by_tree):
-        rows = by_tree[t]
-        ids = [int(a["nodes_nodeids"][k]) for k in rows]
-        pos = {nid: i for i, nid in enumerate(ids)}
-        if 0 not in pos or pos[0] != 0:
-            rows = sorted(rows, key=lambda k: int(a["nodes_nodeids"][k]) != 0)
-            ids = [int(a["nodes_nodeids"][k]) for k in rows]
-            pos = {nid: i for i, nid in enumerate(ids)}
-        n = len(rows)
-        if len(set(ids)) != n:
-            raise ModelFormatError(f"tree {t}: a node id appears twice")
-        feat, thr = np.zeros(n, np.int64), np.zeros(n)
-        left, right, value = np.full(n, -1), np.full(n, -1), np.zeros(n)
-        for i, k in enumerate(rows):
-            mode = modes[k]
-            if mode == "LEAF":
-                value[i] = leaf_value.get((t, ids[i]), 0.0)
-                continue
-            try:
-                tn, fn = pos[int(a["nodes_truenodeids"][k])], pos[int(a["nodes_falsenodeids"][k])]
-            except KeyError:
-                raise ModelFormatError(f"tree {t}: a branch points to a missing node") from None
-            left[i], right[i] = (fn, tn) if swaps[mode] else (tn, fn)
-            feat[i] = int(a["nodes_featureids"][k])
-            thr[i] = float(np.float32(a["nodes_values"][k]))
-            n_features = max(n_features, feat[i] + 1)
-        trees.append(checked_tree(feat, thr, left, right, value, f"ONNX tree {t}"))
+    trees = [_tree(t, by_tree[t], a, swaps, leaf_value) for t in sorted(by_tree)]
+    # the widest input a split reads (leaves read none)
+    n_features = max((int(tr.feature[tr.right >= 0].max()) + 1 for tr in trees if (tr.right >= 0).any()), default=0)
     width = _input_width(proto)
     return TreeEnsemble(
         trees,
@@ -139,6 +68,90 @@ def load_onnx_trees(proto: Any) -> TreeEnsemble:
         source="onnx",
         meta={"framework": "onnx", "post_transform": post},
     )
+
+
+def _classifier_attributes(proto: Any) -> dict[str, Any]:
+    """The attributes of the graph's one TreeEnsembleClassifier node, tensors as lists, lengths checked."""
+    nodes = [
+        n
+        for n in proto.graph.node
+        if n.domain == "ai.onnx.ml" and isinstance(n.op_type, str) and n.op_type.startswith("TreeEnsemble")
+    ]
+    if len(nodes) != 1 or nodes[0].op_type != "TreeEnsembleClassifier":
+        kinds = ", ".join(n.op_type for n in nodes) or "none"
+        raise ModelFormatError(
+            f"expected one ai.onnx.ml TreeEnsembleClassifier node, found: {kinds} "
+            "(regressors and multi-node graphs are not supported)"
+        )
+    a = _attrs(nodes[0])
+    for name in ("nodes_values", "class_weights"):
+        if name not in a and f"{name}_as_tensor" in a:
+            from onnx import numpy_helper
+
+            a[name] = numpy_helper.to_array(a[f"{name}_as_tensor"]).tolist()
+    _check_lengths(a)
+    return a
+
+
+def _split_rule(modes: list[str]) -> tuple[str, dict[str, bool]]:
+    """The ensemble's split rule ("<=" or "<") and, per branch mode, whether its branches swap."""
+    inner = [m for m in modes if m != "LEAF"]
+    if set(inner) - set(LEQ_RULES) - set(LT_RULES):
+        raise ModelFormatError(f"unsupported split modes {sorted(set(inner) - set(LEQ_RULES) - set(LT_RULES))}")
+    if inner and set(inner) <= set(LEQ_RULES):
+        return "<=", LEQ_RULES
+    if set(inner) <= set(LT_RULES):
+        return "<", LT_RULES
+    raise ModelFormatError("the ensemble mixes <= and < split modes, which is not supported")
+
+
+def _scores(a: dict[str, Any], class_ids: np.ndarray, post: str) -> tuple[np.ndarray, float, str]:
+    """How the leaves' class weights make the positive class's score: a sign per weight, the
+    offset and the link."""
+    columns = sorted(set(class_ids.tolist()))
+    base = list(np.asarray(a.get("base_values", []), dtype=np.float32).astype(np.float64))
+    if len(columns) == 1:
+        offset = base[columns[0]] if len(base) > columns[0] else (base[0] if base else 0.0)
+        links = {"LOGISTIC": "sigmoid", "NONE": "identity"}
+        if post not in links:
+            raise ModelFormatError(f"post_transform {post!r} is not supported for binary tree ensembles")
+        return np.ones(len(class_ids)), offset, links[post]
+    if columns == [0, 1] and post == "NONE":
+        b0, b1 = (base + [0.0, 0.0])[:2]
+        # score = 0.5 + (s1 - s0) / 2: the label is 1 iff s1 > s0
+        return np.where(class_ids == 1, 0.5, -0.5), 0.5 + (b1 - b0) / 2, "identity"
+    raise ModelFormatError(f"unsupported class weights (columns {columns}, post_transform {post!r})")
+
+
+def _tree(
+    t: int, rows: list[int], a: dict[str, Any], swaps: dict[str, bool], leaf_value: dict[tuple[int, int], float]
+) -> Tree:
+    """Tree `t` from its node rows (the root first), each node's branches and leaf value."""
+    modes = a["nodes_modes"]
+    ids = [int(a["nodes_nodeids"][k]) for k in rows]
+    pos = {nid: i for i, nid in enumerate(ids)}
+    if 0 not in pos or pos[0] != 0:
+        rows = sorted(rows, key=lambda k: int(a["nodes_nodeids"][k]) != 0)
+        ids = [int(a["nodes_nodeids"][k]) for k in rows]
+        pos = {nid: i for i, nid in enumerate(ids)}
+    n = len(rows)
+    if len(set(ids)) != n:
+        raise ModelFormatError(f"tree {t}: a node id appears twice")
+    feat, thr = np.zeros(n, np.int64), np.zeros(n)
+    left, right, value = np.full(n, -1), np.full(n, -1), np.zeros(n)
+    for i, k in enumerate(rows):
+        mode = modes[k]
+        if mode == "LEAF":
+            value[i] = leaf_value.get((t, ids[i]), 0.0)
+            continue
+        try:
+            tn, fn = pos[int(a["nodes_truenodeids"][k])], pos[int(a["nodes_falsenodeids"][k])]
+        except KeyError:
+            raise ModelFormatError(f"tree {t}: a branch points to a missing node") from None
+        left[i], right[i] = (fn, tn) if swaps[mode] else (tn, fn)
+        feat[i] = int(a["nodes_featureids"][k])
+        thr[i] = float(np.float32(a["nodes_values"][k]))
+    return checked_tree(feat, thr, left, right, value, f"ONNX tree {t}")
 
 
 def _input_width(proto: Any) -> int | None:
