@@ -35,7 +35,7 @@ from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
-from ..boxes.budget import DONE, Budget
+from ..boxes.budget import DONE, MEMORY_LIMIT, Budget
 from ..boxes.shards import Saving
 from .boxes import (
     NEG,
@@ -286,8 +286,8 @@ def _quantify(run: TreeRun, time_limit, progress) -> Quantification:
         elif options.method == "auto" and not budgeted:
             first_deadline = min(run.deadline, run.t0 + REGIONS_SHARE * time_limit)
             first = _quantify_regions(dataclasses.replace(run, deadline=first_deadline), ydims)
-            if first.complete:
-                first.stats.update(save_regions(saving, first.bounds, True))
+            if first.complete or first.stopped == MEMORY_LIMIT:  # (the refinement would hold more)
+                first.stats.update(save_regions(saving, first.bounds, first.complete))
                 return first
             known = first.bounds
         else:

@@ -62,8 +62,9 @@ def verify_trees(
     When the bounds have not met, a statistical estimate of the unfair share (at the given
     `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
-    bounds get the rest. `options`: see `quantify` (the largest pieces kept are as many as the
-    counterexamples asked for).
+    bounds get the rest; a run stopped by its memory limit ends at once, with the estimate's least
+    sample (`MIN_ESTIMATE_S`). `options`: see `quantify` (the largest pieces kept are as many as
+    the counterexamples asked for).
     """
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
@@ -107,6 +108,8 @@ def verify_trees(
     estimate, t_estimate = None, time.monotonic()
     if not converged:
         budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0
+        if q.stopped == memory.STOPPED:  # a run at its memory limit ends at once: its least sample
+            budget = MIN_ESTIMATE_S
         estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
     stats = dict(
         q.stats,
