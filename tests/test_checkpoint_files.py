@@ -47,15 +47,19 @@ def test_another_jobs_large_checkpoint_is_refused_from_its_head(tmp_path, unread
     _refused(path, "written for another model")
 
 
-def test_missing_fields_are_named_not_printed_as_none(tmp_path):
+def test_missing_fields_are_named_not_printed_as_none(tmp_path, unread):
+    """A large file naming the format but not the kind of run (it said "a checkpoint of None" after
+    reading it all), in any JSON layout: refused from its head."""
     path = tmp_path / "no-kind.ckpt"
+    big = {"boxes": "A" * (8 * HEAD_BYTES)}
     for body in (
-        {"format": "faircert-checkpoint", "version": 3, "state": {}},
-        {"format": "faircert-checkpoint", "kind": "tree-boxes", "state": {}},
-        {"format": "faircert-checkpoint", "version": 3, "kind": "tree-boxes", "state": {}},
+        {"format": "faircert-checkpoint", "version": 3, "state": big},
+        {"format": "faircert-checkpoint", "kind": "tree-boxes", "state": big},
+        {"format": "faircert-checkpoint", "version": 3, "kind": "tree-boxes", "state": big},
     ):
-        path.write_text(json.dumps(body, separators=(",", ":")))
-        _refused(path, "not a faircert checkpoint")
+        for layout in ({"separators": (",", ":")}, {}, {"indent": 1}):
+            path.write_text(json.dumps(body, **layout))
+            _refused(path, "not a faircert checkpoint")
 
 
 def test_a_file_over_the_bound_is_refused_before_it_is_read(tmp_path, unread, monkeypatch):

@@ -177,8 +177,8 @@ class Checkpoint:
 
     @staticmethod
     def _head(path: Path) -> dict[str, Any] | None:
-        """The fields before the state, as `save` lays them out, from the file's first bytes; None
-        where they are laid out otherwise (a file rewritten by another program: it is read whole).
+        """The fields before the state (which `save` writes last), from the file's first bytes;
+        None where they do not parse so (a file rewritten by another program: it is read whole).
         A head that does not name the format is refused at once."""
         from .limits import loads_json
 
@@ -189,12 +189,12 @@ class Checkpoint:
             raise PropertyError(f"cannot read {path}: {exc.strerror or exc}") from None
         if not re.search(r'"format"\s*:\s*"' + FORMAT + '"', head):
             raise PropertyError(f"{path}: not a faircert checkpoint")
-        start, end = len(head) - len(head.lstrip()), head.find(',"state":')
-        if not head.startswith('{"format":', start) or end < 0:
+        start, state = re.match(r'\s*\{\s*"format"\s*:', head), re.search(r',\s*"state"\s*:', head)
+        if start is None or state is None:
             return None
         try:
-            fields = loads_json(head[start:end] + "}", str(path), PropertyError)
-        except PropertyError:
+            fields = loads_json(head[start.start() : state.start()] + "}", str(path), PropertyError)
+        except PropertyError:  # "state" was a key nested deeper
             return None
         return fields if isinstance(fields, dict) else None
 
