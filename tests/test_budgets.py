@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from timing import wall
 
 import faircert
 from faircert.engines.probability.bounds import Stop, group_bounds
@@ -52,7 +53,7 @@ def test_a_run_out_of_time_says_budget_within_its_time_limit():
     )
     start = time.monotonic()
     r = group_bounds(net, pop, protected="v0", budget=RefineOptions(time_limit=1.0), stop=Stop(threshold=0.8))
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start < wall(1.0)
     assert r.stats["stopped"] == "budget" and r.verdict == "unknown"
 
 
@@ -80,7 +81,7 @@ def test_exact_subset_sums_past_their_cap_finish_quickly_with_tight_sound_bounds
     model = LinearModel.plain(rng.normal(size=11), 0.1, ["s"] + names)
     start = time.monotonic()
     r = faircert.group(model, population=pop, protected="s", time_limit=0.5)
-    assert time.monotonic() - start < 0.5 * 1.1 + 2.0 + 2.0  # the budget rule, plus slack for a shared machine
+    assert time.monotonic() - start < wall(0.5 * 1.1 + 2.0)  # the budget rule
     assert r.engine == "subset-sum" and r.method.startswith("score histograms")
     # unlimited, they come within 1e-3 (in about 1.5 s), meeting the exact subset sums' bounds (57 s),
     # [0.9732, 0.9784] and [0.8992, 0.9129]; the budgeted run's sound bounds meet them

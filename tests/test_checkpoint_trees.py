@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from killing import killed_after, rerun
+from killing import killed_after_checkpoint, rerun
 from test_trees_dilated_parallel import _cases, _rows
 from test_workers import _adult_like
 
@@ -340,7 +340,8 @@ def _tree_files(folder):
 
 @pytest.mark.slow
 def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
-    """SIGKILL at six moments of a box-budget run, each then resumed: the same JSON answer."""
+    """SIGKILL at six random moments after the first checkpoint of a box-budget run, each then
+    resumed: the same JSON answer."""
     _tree_files(tmp_path)
     base = [
         sys.executable,
@@ -367,9 +368,9 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
     expected = json.loads(whole.read_text())
     assert expected["undecided"] > 0  # stopped by the budget
     resumed_after_kill = 0
-    for k, after in enumerate(np.linspace(2.0, 8.0, 6)):
+    for k, after in enumerate(np.random.default_rng(6).uniform(0.0, 4.0, 6)):
         path = tmp_path / f"run{k}.ckpt"
-        killed = killed_after(base + ["--checkpoint", str(path), "--checkpoint-every", "0.1"], after)
+        killed = killed_after_checkpoint(base + ["--checkpoint", str(path), "--checkpoint-every", "0.1"], path, after)
         resumed = tmp_path / f"resumed{k}.json"
         resumed_after_kill += killed and path.exists()
         code = rerun(base, path, resumed)
@@ -389,3 +390,58 @@ def test_a_killed_command_resumes_to_the_uninterrupted_answer(tmp_path):
         assert got["stats"]["boxes"] == expected["stats"]["boxes"], (k, after)
         assert got["stats"]["examined"] == expected["stats"]["examined"], (k, after)
     assert resumed_after_kill >= 3  # most kills hit a run part way, after a checkpoint
+
+
+@pytest.mark.parametrize("time_limit", [None, 60])
+def test_a_box_budget_bounds_an_auto_run_as_it_bounds_the_refinement(time_limit):
+    """Under a box budget "auto" takes no region path (which has no budget and depends on the
+    clock): it does the refinement's work, to the box."""
+    pytest.importorskip("xgboost")
+    name, ir, prop, budget = list(_cases())[0]
+    refinement = quantify(ir, prop, options=TreeOptions(method="refinement", max_boxes=budget))
+    auto = quantify(ir, prop, time_limit, options=TreeOptions(method="auto", max_boxes=budget))
+    assert auto.stopped == refinement.stopped == "box budget" and not auto.complete
+    assert budget <= auto.stats["examined"] < 4 * budget
+    _same(auto, refinement)
+
+
+@pytest.mark.slow
+def test_a_killed_command_with_epsilon_resumes_to_the_uninterrupted_answer(tmp_path):
+    """SIGKILL at random moments after the first checkpoint of a box-budget run with epsilon > 0,
+    each then resumed: the same JSON answer as the uninterrupted run."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 100, (3000, 8)).astype(float)
+    X[:, 0] = rng.integers(0, 4, 3000)
+    y = np.sin(X[:, 1] / 9) + X[:, 2] / 50 - X[:, 3] / 70 + 0.3 * X[:, 0] + rng.normal(0, 0.5, 3000) > 0.8
+    model = xgb.XGBClassifier(n_estimators=30, max_depth=4, random_state=0, n_jobs=1).fit(X, y.astype(int))
+    model.save_model(tmp_path / "m.json")
+    features = [Feature("p", "categorical", 0, 3)] + [Feature(f"f{i}", "integer", 0, 99) for i in range(1, 8)]
+    Domain(tuple(features)).save(tmp_path / "dom.json")
+    base = [
+        sys.executable,
+        "-m",
+        "faircert",
+        "verify",
+        str(tmp_path / "m.json"),
+        "--domain",
+        str(tmp_path / "dom.json"),
+    ]
+    base += ["--protected", "p", "--kappa", "0.5", "--epsilon", "f1=2,f2=2", "--workers", "1", "--max-boxes", "100000"]
+    base += ["--time-limit", "600", "--quiet"]
+    whole = tmp_path / "whole.json"
+    subprocess.run(base + ["--json", str(whole)], check=False, timeout=300)
+    expected = json.loads(whole.read_text())
+    assert expected["stopped"] == "box budget"
+    resumed_after_kill = 0
+    for k, after in enumerate(np.random.default_rng(5).uniform(0.0, 2.0, 5)):
+        path = tmp_path / f"run{k}.ckpt"
+        killed = killed_after_checkpoint(base + ["--checkpoint", str(path), "--checkpoint-every", "0.05"], path, after)
+        resumed = tmp_path / f"resumed{k}.json"
+        resumed_after_kill += killed and path.exists()
+        assert rerun(base, path, resumed) in (0, 1, 2)
+        got = json.loads(resumed.read_text())
+        for key in ("certified", "falsified", "undecided", "counterexamples"):
+            assert got[key] == expected[key], (k, after, key)
+        assert got["stats"]["examined"] == expected["stats"]["examined"]
+    assert resumed_after_kill >= 3  # kills that hit a run part way, after a checkpoint

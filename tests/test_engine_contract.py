@@ -22,6 +22,7 @@ import pytest
 from boxes_oracle import random_network, unfair_points
 from program_examples import GAUSSIAN_SHIFT as PROGRAM
 from program_examples import GAUSSIAN_SHIFT_RATIO as RATIO
+from timing import wall
 
 from faircert import __version__
 from faircert.domain import Domain, Feature
@@ -434,7 +435,7 @@ def test_engine_contract(name):
     elapsed = time.monotonic() - t0
     case.check(answer)
     assert seen and all(isinstance(update, ProgressEvent) and update.elapsed_s >= 0 for update in seen)
-    assert elapsed <= case.options.time_limit + 5.0
+    assert elapsed <= wall(case.options.time_limit + 2.0)
     payload = _json_payload(answer)
     assert payload["engine"] == name  # results name the engine as the registry does
     if isinstance(answer, Verdict):
@@ -528,7 +529,7 @@ def test_bounding_engines_stop_at_their_time_limit_with_sound_partial_answers(ma
     spec.run(case.model, case.question, replace(case.options, time_limit=0.05), None)
     t0 = time.monotonic()
     answer = spec.run(case.model, case.question, case.options, None)
-    assert time.monotonic() - t0 <= case.options.time_limit + 2.0
+    assert time.monotonic() - t0 <= wall(case.options.time_limit)
     if hasattr(answer, "groups"):  # group bounds: sound, and the linear grids tight even on a short budget
         assert all(0 <= g.low <= g.high <= 1 for g in answer.groups)
         assert answer.to_dict()["stopped"] == answer.stopped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from test_pipeline import ESTIMATORS, _people, _prep, population_rate
+from timing import wall
 
 import faircert
 from faircert.engines.group import estimate
@@ -78,15 +79,16 @@ def test_influence_of_a_model_without_tight_bounds_is_sampled_and_ranks_the_driv
     fif = {tuple(i.features): i.sp for i in r.influence}
     # the learned network carries s -> a: made uniform, `a` no longer passes s's effect on to the model
     assert set(fif) == {("a",), ("x",)} and abs(fif[("a",)]) > abs(fif[("x",)]) + error
-    assert 0.2 < fif[("a",)] < 0.6 and r.elapsed_s < 12 * 1.1 + 2
+    assert 0.2 < fif[("a",)] < 0.6 and r.elapsed_s < wall(12)
 
 
 def test_sampled_influence_too_close_to_its_error_is_not_reported(monkeypatch):
     """Under independent marginals `a` does not depend on s: making it uniform hardly moves SP, and
-    the sampled values cannot rank features."""
+    the sampled values cannot rank features. (Twelve seconds, as above: with less, a busy machine
+    leaves no time to sample the features made uniform.)"""
     monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)
     df, pipe = _driven_by_one_feature()
-    r = faircert.group(pipe, df, protected="s", population="independent", influence=True, time_limit=8)
+    r = faircert.group(pipe, df, protected="s", population="independent", influence=True, time_limit=12)
     assert not r.influence
     assert any(a.startswith("influence not computed: sampled") for a in r.approximations)
 

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from timing import wall
 
 from faircert.cli import main
 from faircert.data import infer_domain
@@ -512,7 +513,7 @@ def test_a_library_child_gets_no_more_than_the_time_left_of_the_command(tmp_path
     t0 = time.monotonic()
     with time_budget(1.5), pytest.raises(ModelFormatError, match="did not read this file within 1.5 s"):
         run_isolated(script, [], b"", "LightGBM", "model.txt")
-    assert time.monotonic() - t0 < 5.0
+    assert time.monotonic() - t0 < wall(1.5)
     assert child_seconds() == CHILD_SECONDS  # outside a command: the fixed cap
 
 

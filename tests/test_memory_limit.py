@@ -183,3 +183,28 @@ def test_the_tree_refinement_stops_at_the_limit():
     res = faircert.verify(ir, dom, protected="p", kappa=0.5, workers=1, time_limit=60, memory_limit=400_000)
     assert res.stats["stopped"] == "memory limit" and res.stats["memory_limited"]
     assert res.measure_lower < res.measure_upper and res.elapsed_s < 30
+
+
+@pytest.mark.parametrize("epsilon", [None, {"f1": 2, "f2": 2}])
+def test_a_tree_run_at_its_memory_limit_ends_at_once(monkeypatch, epsilon):
+    """Neither the refinement after a region path stopped by the limit, nor the statistical
+    estimate after the bounds, runs on to the time limit."""
+    from test_trees_memory import _large_problem
+
+    from faircert.engines.trees import quantify, verify
+
+    def refinement(*args):
+        raise AssertionError("the refinement ran after the region path reached the memory limit")
+
+    budgets = []
+    estimate = verify.estimate_unfair_share
+    monkeypatch.setattr(verify, "estimate_unfair_share", lambda *a: budgets.append(a[3]) or estimate(*a))
+    if epsilon:
+        monkeypatch.setattr(quantify, "_quantify_dilated", refinement)
+    ir, dom = _large_problem()
+    res = faircert.verify(
+        ir, dom, protected="p", kappa=0.5, epsilon=epsilon, workers=1, time_limit=60, memory_limit=20_000
+    )
+    assert res.stopped == "memory limit" and res.stats["memory_limited"] and res.verdict != "fair"
+    assert budgets == [verify.MIN_ESTIMATE_S] and res.statistical is not None  # its least sample only
+    assert res.measure_lower < res.measure_upper

@@ -4,8 +4,9 @@ A checkpoint is a JSON file: the format, the job's kind, an identity (hashes of 
 data and the options that change the answer) and the state the job needs to continue with the
 same result. It is written to a temporary file beside the target and renamed over it, so a kill at
 any moment leaves the previous checkpoint or the new one, never a torn file. Resuming checks the
-identity first and refuses another model, data or incompatible options in one line. Checkpoint
-files are read like any untrusted input: size and nesting bounded, plain JSON only.
+identity first and refuses another model, data or incompatible options in one line, from the
+file's head (`HEAD_BYTES`), before the state is read. Checkpoint files are read like any untrusted
+input: size (`limits.MAX_CHECKPOINT_BYTES`) and nesting bounded, plain JSON only.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ FORMAT = "faircert-checkpoint"
 #: the largest share of a run's time its checkpoints may take (`Checkpoint.due` waits longer)
 MAX_SHARE = 0.05
 VERSION = 3
+#: the bytes at a checkpoint's start read first: what `save` writes before the state fits in them
+HEAD_BYTES = 1 << 16
 
 
 def fingerprint(obj: Any) -> str:
@@ -147,32 +150,21 @@ class Checkpoint:
         self.save_s += self._last_cost
 
     def load(self) -> dict[str, Any]:
-        """The state a previous run saved here, after checking it is this job's."""
-        from .limits import loads_json, read_text
+        """The state a previous run saved here, after checking it is this job's: from the file's
+        head first, so that another job's or a foreign file is refused without reading it all."""
+        from .limits import MAX_CHECKPOINT_BYTES, check_file_size, loads_json, read_text
 
         path = self.source
         if not os.path.isfile(path):  # False, not an error, for a name the system refuses (too long)
             raise PropertyError(f"checkpoint not found: {path}")
-        data = loads_json(read_text(path, PropertyError, "checkpoint"), str(path), PropertyError)
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("state"), dict):
+        check_file_size(path, PropertyError, MAX_CHECKPOINT_BYTES)
+        head = self._head(path)
+        if head is not None:
+            self._check(path, head)
+        data = loads_json(read_text(path, PropertyError, "checkpoint", MAX_CHECKPOINT_BYTES), str(path), PropertyError)
+        if not isinstance(data, dict) or not isinstance(data.get("state"), dict):
             raise PropertyError(f"{path}: not a faircert checkpoint")
-        if data.get("version") != VERSION or data.get("kind") != self.kind:
-            raise PropertyError(
-                f"{path}: a checkpoint of {data.get('kind')!r} (version {data.get('version')}), "
-                f"not of {self.kind!r} (version {VERSION})"
-            )
-        if data.get("faircert") != __version__:  # an engine's state may change between releases
-            raise PropertyError(
-                f"{path} was written by faircert {data.get('faircert')}; this is faircert "
-                f"{__version__}: start afresh without --resume, or resume with that version"
-            )
-        theirs: dict = data["identity"] if isinstance(data.get("identity"), dict) else {}
-        differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
-        if differ:
-            raise PropertyError(
-                f"{path} was written for another {', '.join(differ)}; resume with the same "
-                "model, data and options, or start afresh without --resume"
-            )
+        self._check(path, data)
         digest = hashlib.sha256()
         for piece in _pieces(data["state"]):
             digest.update(piece)
@@ -182,6 +174,55 @@ class Checkpoint:
                 "damaged); start afresh without --resume"
             )
         return data["state"]
+
+    @staticmethod
+    def _head(path: Path) -> dict[str, Any] | None:
+        """The fields before the state (which `save` writes last), from the file's first bytes;
+        None where they do not parse so (a file rewritten by another program: it is read whole).
+        A head that does not name the format is refused at once."""
+        from .limits import loads_json
+
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(HEAD_BYTES).decode("ascii", errors="replace")
+        except OSError as exc:
+            raise PropertyError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if not re.search(r'"format"\s*:\s*"' + FORMAT + '"', head):
+            raise PropertyError(f"{path}: not a faircert checkpoint")
+        start, state = re.match(r'\s*\{\s*"format"\s*:', head), re.search(r',\s*"state"\s*:', head)
+        if start is None or state is None:
+            return None
+        try:
+            fields = loads_json(head[start.start() : state.start()] + "}", str(path), PropertyError)
+        except PropertyError:  # "state" was a key nested deeper
+            return None
+        return fields if isinstance(fields, dict) else None
+
+    def _check(self, path: Path, data: dict[str, Any]) -> None:
+        """Refuse a checkpoint of another format, version, kind of run, release or job."""
+        from .limits import MAX_QUOTED, quoted
+
+        kind, version = data.get("kind"), data.get("version")
+        named = isinstance(kind, str) and isinstance(version, int) and isinstance(data.get("faircert"), str)
+        if data.get("format") != FORMAT or not named:
+            raise PropertyError(f"{path}: not a faircert checkpoint (it names no kind of run, version or release)")
+        if version != VERSION or kind != self.kind:
+            raise PropertyError(
+                f"{path}: a checkpoint of {quoted(kind)} (version {quoted(version)}), "
+                f"not of {self.kind!r} (version {VERSION})"
+            )
+        if data.get("faircert") != __version__:  # an engine's state may change between releases
+            raise PropertyError(
+                f"{path} was written by faircert {str(data['faircert'])[:MAX_QUOTED]}; this is faircert "
+                f"{__version__}: start afresh without --resume, or resume with that version"
+            )
+        theirs: dict = data["identity"] if isinstance(data.get("identity"), dict) else {}
+        differ = [k for k in self.identity if theirs.get(k) != self.identity[k]]
+        if differ:
+            raise PropertyError(
+                f"{path} was written for another {', '.join(differ)}; resume with the same "
+                "model, data and options, or start afresh without --resume"
+            )
 
 
 #: Engines that write checkpoints and resume from them (besides the per-row audit).

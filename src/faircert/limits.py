@@ -21,6 +21,8 @@ from .errors import FaircertError
 
 #: Bytes of one model or data file.
 MAX_FILE_BYTES = 512 * 2**20
+#: Bytes of a checkpoint file (`--resume`): its head is checked before the rest is read.
+MAX_CHECKPOINT_BYTES = MAX_FILE_BYTES
 #: Bytes of a domain file or a program (hand-written text; their parsers are slower per byte).
 MAX_TEXT_BYTES = 16 * 2**20
 #: Values in one weight tensor, initializer or dataset (float64: 800 MB).

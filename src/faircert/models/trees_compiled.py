@@ -41,6 +41,11 @@ def slice_scores(
     return out
 
 
+def warm(ir) -> None:
+    """Compile the kernel for this ensemble's arrays (one row of zeros)."""
+    slice_scores(ir, np.zeros((1, ir.n_features)), np.zeros(1, dtype=np.intp), [0], np.zeros((1, 1)), np.zeros(0))
+
+
 def scores(ir, X: np.ndarray) -> np.ndarray:
     """The scores of the rows of X."""
     return slice_scores(ir, X, np.zeros(len(X), dtype=np.intp), [], np.zeros((0, 0)), np.zeros(0))[:, 0]

@@ -13,6 +13,7 @@ from ..checkpoint import CHECKPOINTED
 from ..checkpoint import refuse as refuse_checkpoint
 from ..engines.registry import find_engine
 from ..errors import PropertyError
+from ..memory import STOPPED as MEMORY_STOPPED
 from ..metrics import metric_names
 from ..options import GroupOptions, GroupQuestion, check_metric_inputs
 from ..population.spec import LEARNED_KINDS, PopulationSpec
@@ -123,7 +124,8 @@ def run_group(request: GroupRequest, progress: Progress | None) -> GroupResult:
     if options.time_limit is not None:
         options = replace(options, time_limit=options.time_limit * share)
     result = request.engine.run(request.ir, request.question, options, progress)
-    if share < 1:
+    # a run ended by its memory limit returns at once: no sampling after it
+    if share < 1 and result.stats.get("stopped") != MEMORY_STOPPED:
         from ..population.discrete import DiscretePopulation
 
         discrete = isinstance(request.question.population, DiscretePopulation)

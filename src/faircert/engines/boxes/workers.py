@@ -9,7 +9,8 @@ Workers are forked where the platform can (no re-import of the caller's main mod
 need no `if __name__ == "__main__"` guard; the job is inherited, not sent) and spawned elsewhere;
 they hold the job (model and question) once and ignore SIGINT: a stop request reaches the driver, which ends
 after its current round with a sound partial result. A worker that dies loses nothing: its chunks
-go back into the round, on a fresh pool.
+go back into the round, on a fresh pool. A driver that dies takes its workers with it
+(`orphans.exit_with_parent`), whatever killed it.
 
 `each(method, args)` calls worker k's own copy of the job with args[k]: for engines whose workers
 keep state between calls (a share of the open boxes, `shards`). A worker that dies there is
@@ -33,7 +34,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from ... import compiled
+from ... import compiled, orphans
 from ...errors import FaircertError
 
 MAX_RESTARTS = 3  # pools replaced after worker deaths before the run gives up
@@ -46,8 +47,9 @@ _job: Any = None
 LOST = object()  # `each`'s result for a worker that died during the call (it has been replaced)
 
 
-def _hold(job: Any, threads: int = 1) -> None:
+def _hold(job: Any, threads: int, driver: int) -> None:
     global _job
+    orphans.exit_with_parent(driver)  # a worker ends with its driver, however the driver ended
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     compiled.limit_threads(threads)  # the cores are the workers' together
     _job = job
@@ -76,7 +78,9 @@ class Workers:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         threads = max(1, usable_cores() // self.n)
-        return ProcessPoolExecutor(n or self.n, mp_context=context, initializer=_hold, initargs=(self.job, threads))
+        return ProcessPoolExecutor(
+            n or self.n, mp_context=context, initializer=_hold, initargs=(self.job, threads, os.getpid())
+        )
 
     def each(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
         """[worker k's job.method(*args[k])] (None where args[k] is None, `LOST` where worker k died)."""
@@ -188,7 +192,8 @@ class RayWorkers:
         self._last_error = ""
         self._job = ray.put(job)
         self._holder = ray.remote(num_cpus=1, max_restarts=0)(_Holder)
-        self._actors = [self._holder.remote(self._job) for _ in range(self.n)]
+        self._driver = orphans.identity()
+        self._actors = [self._holder.remote(self._job, self._driver) for _ in range(self.n)]
 
     def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> list[Any]:
         ray = self._ray
@@ -233,7 +238,7 @@ class RayWorkers:
                 f"Ray workers died {self.restarts} times (last: {self._last_error}); "
                 "run with fewer workers or without --ray"
             )
-        self._actors[self._actors.index(actor)] = self._holder.remote(self._job)
+        self._actors[self._actors.index(actor)] = self._holder.remote(self._job, self._driver)
 
     def pids(self) -> list[int]:
         return sorted(self._ray.get([a.pid.remote() for a in self._actors]))
@@ -266,9 +271,10 @@ def _check_reachable(address: str) -> None:
 
 
 class _Holder:
-    """A Ray actor holding the job."""
+    """A Ray actor holding the job; it ends with its driver where that runs on the same machine."""
 
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: Any, driver: tuple[str, int, str] | None = None) -> None:
+        orphans.exit_without(driver)
         compiled.limit_threads(1)  # an actor holds one CPU of the cluster
         self.job = job
 

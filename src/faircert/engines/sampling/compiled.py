@@ -17,6 +17,11 @@ def points_in_boxes(u: np.ndarray, box: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return x
 
 
+def warm() -> None:
+    """Compile the kernel (one point in one box)."""
+    points_in_boxes(np.zeros((1, 1)), np.zeros(1, dtype=np.intp), np.zeros((1, 1)), np.ones((1, 1)), np.ones(1, bool))
+
+
 @jit
 def _points(u, box, lo, hi, discrete, x, start, stop):
     d = u.shape[1]

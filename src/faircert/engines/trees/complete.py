@@ -43,6 +43,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
+from ... import orphans
 from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ...options import VerifyOptions
@@ -143,8 +144,10 @@ def _solve_in_child(problem: tuple) -> Any:
     do not look at the clock), so it runs in a forked child that is killed at the limit."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
+    parent = os.getpid()
 
     def work() -> None:
+        orphans.exit_with_parent(parent)  # a solve nobody waits for any more is not finished
         res = _solve(*problem)
         send.send((res.status, res.x, res.message))
 

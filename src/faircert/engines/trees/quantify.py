@@ -35,7 +35,7 @@ from ...errors import PropertyError
 from ...models.trees import TreeEnsemble
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
-from ..boxes.budget import DONE, Budget
+from ..boxes.budget import DONE, MEMORY_LIMIT, Budget
 from ..boxes.shards import Saving
 from .boxes import (
     NEG,
@@ -50,7 +50,7 @@ from .boxes import (
 from .dilated import dilated_quantify
 from .joint import joint_quantify
 from .leafsplit import check_split
-from .resume import known_bounds, saving_for
+from .resume import known_bounds, save_regions, saving_for
 from .run import DEFAULTS, Tally, TreeOptions, TreeRun
 from .unfair import UnfairBoxes
 from .union import covered
@@ -217,9 +217,10 @@ def quantify(
 
     Epsilon 0 fairness always takes the joint refinement. Otherwise the options' `method` picks:
     "regions" (the region path: fastest to converge where it converges), "refinement" (bounds
-    tighten from the start even where nothing converges) or "auto": with a time limit, the region
-    path for a third of the time, then, if it has not finished, the refinement for the rest,
-    keeping the better of the two phases' bounds; the region path otherwise. The refinements
+    tighten from the start even where nothing converges) or "auto": with a box budget, the
+    refinement; with a time limit, the region path for a third of the time, then, if it has not
+    finished, the refinement for the rest, keeping the better of the two phases' bounds; the region
+    path otherwise. The refinements
     (joint, and the epsilon > 0 / robustness refinement of "refinement" and of the second phase of
     "auto") run as `parallel` says and stop after examining `max_boxes` boxes (then the same for
     any worker count); the region path runs in this process and takes no box budget. With
@@ -276,13 +277,17 @@ def _quantify(run: TreeRun, time_limit, progress) -> Quantification:
         return _quantify_joint(run, saving_for(options.checkpoint, options.resume, "joint", options.split))
     saving = saving_for(options.checkpoint, options.resume, "dilated")
     resumed = saving is not None and saving.state is not None
-    if options.method == "refinement" or (options.method == "auto" and (time_limit or resumed)):
+    # a box budget bounds the refinement only: "auto" then goes straight to it, so that the run's
+    # work (and its answer) does not depend on the clock
+    budgeted = options.max_boxes is not None
+    if options.method == "refinement" or (options.method == "auto" and (time_limit or resumed or budgeted)):
         if saving is not None and resumed:  # the region path of "auto" ended before this state was written
             known = known_bounds(saving)
-        elif options.method == "auto":
+        elif options.method == "auto" and not budgeted:
             first_deadline = min(run.deadline, run.t0 + REGIONS_SHARE * time_limit)
             first = _quantify_regions(dataclasses.replace(run, deadline=first_deadline), ydims)
-            if first.complete:
+            if first.complete or first.stopped == MEMORY_LIMIT:  # (the refinement would hold more)
+                first.stats.update(save_regions(saving, first.bounds, first.complete))
                 return first
             known = first.bounds
         else:
@@ -292,7 +297,9 @@ def _quantify(run: TreeRun, time_limit, progress) -> Quantification:
         q = _quantify_dilated(dataclasses.replace(run, report=_reporter(progress, run.total, run.t0, known)), saving)
         q.known = known
         return q
-    return _quantify_regions(run, ydims)
+    q = _quantify_regions(run, ydims)
+    q.stats.update(save_regions(saving, q.bounds, q.complete))
+    return q
 
 
 def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:

@@ -3,9 +3,10 @@
 The state is the sharded refinement's (`boxes.shards`: the level, and every shard's open boxes,
 unfair boxes, exact sums and counts) with a header saying which refinement wrote it (and how it
 cuts boxes) and, for `dilated` after the region path of method "auto", the bounds that path
-proved: a resumed run skips that path and keeps them. The region path itself keeps no state; a
-run stopped there has written no checkpoint. The sums are exact, so under a box budget a resumed
-run gives the uninterrupted run's shares; under a time limit its bounds start from the saved ones.
+proved: a resumed run skips that path and keeps them. The region path itself keeps no boxes: a
+run that ends there writes a checkpoint of its bounds only (refinement `REGIONS`), and a run
+resumed from it runs that path again. The sums are exact, so under a box budget a resumed run
+gives the uninterrupted run's shares; under a time limit its bounds start from the saved ones.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from ...checkpoint import Checkpoint, fingerprint
 from ...errors import PropertyError
 from ...options import Budget
 from ..boxes.shards import Saving
+
+#: the refinement a checkpoint names when the region path ended the run (its state: the bounds)
+REGIONS = "regions"
 
 
 def checkpoint_for(ir: Any, prop: Any, options: Budget) -> Checkpoint | None:
@@ -46,12 +50,24 @@ def saving_for(checkpoint: Checkpoint | None, resume: bool, refinement: str, spl
         return None
     header = {"refinement": refinement, "split": split}
     state = checkpoint.load() if resume else None
+    if state is not None and state.get("refinement") == REGIONS:
+        state = None  # the region path ended that run, and keeps no boxes: it runs again
     if state is not None and [state.get(k) for k in header] != list(header.values()):
         raise PropertyError(
             f"checkpoint: written by the tree refinement {state.get('refinement')!r} "
             f"(split {state.get('split')!r}), not {refinement!r} (split {split!r})"
         )
     return Saving(checkpoint, header, state)
+
+
+def save_regions(saving: Saving | None, bounds: tuple[float, float], complete: bool) -> dict[str, Any]:
+    """The final checkpoint of a run the region path ended (its bounds; the path keeps no boxes),
+    and the stats that say so (none without a checkpoint)."""
+    if saving is None:
+        return {}
+    checkpoint = saving.checkpoint
+    checkpoint.save({"refinement": REGIONS, "split": None, "known": [float(b) for b in bounds], "complete": complete})
+    return {"checkpoints": checkpoint.saves, "checkpoint_s": checkpoint.save_s}
 
 
 def known_bounds(saving: Saving) -> tuple[float, float]:

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from ... import memory
+from ... import compiled, memory
 from ...models.trees import TreeEnsemble
 from ...options import VerifyOptions
 from ...progress import Progress
@@ -37,6 +37,15 @@ from .sampling import piece_points, recheck, sample_unfair, twins_of
 
 ESTIMATE_SHARE = 0.1  # of the time limit, for the statistical estimate when the bounds have not met
 MIN_ESTIMATE_S = 0.5  # the estimate's least budget (its first draws take longer in a fresh process)
+
+
+def _warm(ir: TreeEnsemble) -> None:
+    """Compile the kernels a run may call: the ensemble's scores and points drawn in boxes."""
+    from ...models import trees_compiled
+    from ..sampling import compiled as sampling_kernels
+
+    trees_compiled.warm(ir)
+    sampling_kernels.warm()
 
 
 def _counterexamples(ir: TreeEnsemble, x: np.ndarray, xp: np.ndarray) -> list[Counterexample]:
@@ -62,9 +71,12 @@ def verify_trees(
     When the bounds have not met, a statistical estimate of the unfair share (at the given
     `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
-    bounds get the rest. `options`: see `quantify` (the largest pieces kept are as many as the
-    counterexamples asked for).
+    bounds get the rest; a run stopped by its memory limit ends at once, with the estimate's least
+    sample (`MIN_ESTIMATE_S`). `options`: see `quantify` (the largest pieces kept are as many as
+    the counterexamples asked for). Compiled kernels are built before the clock starts
+    (`stats["kernels_compile_s"]`: the seconds that took, 0 once they are cached).
     """
+    kernels_s = compiled.warm(lambda: _warm(ir))  # before the clock: a first run keeps its time limit
     t0 = time.monotonic()
     reserve = float(np.clip(ESTIMATE_SHARE * time_limit, MIN_ESTIMATE_S, 10.0)) if time_limit else 0.0
     q = quantify(
@@ -107,6 +119,8 @@ def verify_trees(
     estimate, t_estimate = None, time.monotonic()
     if not converged:
         budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0
+        if q.stopped == memory.STOPPED:  # a run at its memory limit ends at once: its least sample
+            budget = MIN_ESTIMATE_S
         estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
     stats = dict(
         q.stats,
@@ -116,6 +130,7 @@ def verify_trees(
         estimate_s=time.monotonic() - t_estimate if estimate is not None else 0.0,
         rejected_counterexamples=rejected,
         near_tie_unfair_upper=q.unfair_upper_extra,
+        kernels_compile_s=kernels_s,
     )
     return Result(
         verdict=verdict,
