@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from program_examples import FIG1
 from test_checkpoint_complete import medium_case
 from test_equalized_odds_populations import NET, PROGRAM
 from test_network_parallel import large_case
+from timing import wall
 
 import faircert
 from faircert.cli import main
@@ -84,8 +86,11 @@ def test_the_probability_bounds_stop_at_the_limit(tmp_path):
     assert res.stopped == "memory limit" and 0 < low < high < 1
     pop = tmp_path / "pop.fr"
     pop.write_text(PROGRAM)
+    started = time.perf_counter()
     g = faircert.group(NET, population=pop, protected="sex < 1", workers=1, memory_limit=MIN_BYTES, time_limit=20)
     assert g.stats["stopped"] == "memory limit" and all(x.low <= x.high for x in g.groups)
+    # the run returns at once: no statistical estimate is sampled after the limit stopped it
+    assert g.estimate is None and time.perf_counter() - started < wall(1.0)
 
 
 def test_the_command_exits_2_and_says_why(tmp_path, capsys):
