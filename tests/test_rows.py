@@ -17,6 +17,7 @@ from faircert.domain import Domain, Feature
 from faircert.engines.registry import find_engine
 from faircert.engines.rows.audit import run
 from faircert.engines.rows.network import NetworkRows
+from faircert.engines.rows.options import RowsOptions
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
@@ -116,7 +117,7 @@ def test_the_linear_closed_form_agrees_with_enumeration_on_the_same_network():
     net = ReluNetwork([np.array([[0.4, -0.9, 0.3, -0.2]])], [np.array([0.1])])
     question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(200, seed=4))
     closed = find_engine(net, question).run(net, question, VerifyOptions(), None)
-    enumerated = run(NetworkRows(net, question.prop, 0), question, VerifyOptions(), None)
+    enumerated = run(lambda prop: NetworkRows(net, prop), question, VerifyOptions(), None)
     assert closed.engine == "rows-linear" and enumerated.engine == "rows-network"
     decided = [i for i, v in enumerate(enumerated.verdicts) if v != "unknown"]
     assert [closed.verdicts[i] for i in decided] == [enumerated.verdicts[i] for i in decided]
@@ -424,15 +425,27 @@ def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(mo
             assert net.predict(twin[None])[0] != net.predict(x[None])[0]
 
 
-def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair(monkeypatch):
-    import faircert.engines.rows.trees as rows_trees
-
-    monkeypatch.setattr(rows_trees, "MAX_CELLS", 1)
+def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair():
     ir = _trees()
     question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(80, seed=9))
-    result = find_engine(ir, question).run(ir, question, VerifyOptions(), None)
+    result = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=1), None)
     searched = [v for v, m in zip(result.verdicts, result.methods) if m != "flip test"]
     assert searched and "fair" not in searched and "unfair" in searched
     for i, v in enumerate(result.verdicts):
         if v == "unfair":
             assert ir.predict(np.array([result.twins[i]]))[0] != ir.predict(question.rows[i][None])[0]
+    open_rows = [i for i, v in enumerate(result.verdicts) if v == "unknown"]
+    assert open_rows and {result.methods[i] for i in open_rows} == {
+        "too many cells: searched, not proven (raise max_cells, now 1)"
+    }
+    # the budget the reason names decides them all on a re-run, as brute force does
+    bigger = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=100), None)
+    assert bigger.counts()["unknown"] == 0
+    assert bigger.verdicts == _brute(ir.predict, question.rows, EPS)
+    assert all(bigger.verdicts[i] == result.verdicts[i] for i, v in enumerate(result.verdicts) if v != "unknown")
+
+
+@pytest.mark.parametrize("options", [{"max_cells": 0}, {"max_twins": 1.5}, {"milp_seconds": -1}, {"max_cells": True}])
+def test_row_budgets_are_checked(options):
+    with pytest.raises(faircert.errors.PropertyError, match="must be"):
+        RowsOptions(**options)

@@ -1,0 +1,188 @@
+"""Per-row audits of rows outside the domain, under the time and memory limits, and with the
+per-row budgets: every verdict against brute force over the row's ball."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from boxes_oracle import random_network
+from test_rows import DOM, EPS, _trees
+
+from faircert.engines.registry import find_engine
+from faircert.engines.rows.audit import ROUND_SECONDS, run
+from faircert.engines.rows.blackbox import BlackBoxRows
+from faircert.engines.rows.options import RowsOptions
+from faircert.models.blackbox import BlackBoxModel
+from faircert.models.network import ReluNetwork
+from faircert.properties import RowAudit, individual_fairness
+
+WEIGHTS = np.array([0.37, -0.91, 0.29, -0.23])
+
+
+class Rule:
+    """A classifier known only by its predictions (a linear rule), optionally slow: `delay`
+    seconds per row predicted, as a remote or heavy model takes."""
+
+    n_features_in_ = 4
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=float)
+        if self.delay:
+            time.sleep(self.delay * len(X))
+        return (X @ WEIGHTS + 0.11 > 0).astype(int)
+
+
+def _linear() -> ReluNetwork:
+    return ReluNetwork([WEIGHTS[None]], [np.array([0.11])])
+
+
+def _blackbox(delay: float = 0.0) -> BlackBoxModel:
+    return BlackBoxModel.of(Rule(delay), DOM)[0]
+
+
+def _outside_rows(n: int = 80, seed: int = 0) -> np.ndarray:
+    """Rows reaching past the domain on every non-protected feature (a: 0..6, b: -3..3, c: 0..4)."""
+    rng = np.random.default_rng(seed)
+    return np.stack(
+        [rng.integers(-3, 11, n), rng.integers(0, 3, n), rng.integers(-6, 7, n), rng.integers(-2, 8, n)], axis=1
+    ).astype(float)
+
+
+def _brute(predict, rows: np.ndarray, eps: dict[str, int]) -> list[str]:
+    """fair / unfair per row: every twin, each epsilon-move within the domain or towards the row's
+    own value (the domain widened to hold the row), the protected value any other of the domain."""
+    out = []
+    for x in rows:
+        axes = []
+        for j, f in enumerate(DOM.features):
+            e = eps.get(f.name, 0)
+            if f.name == "s":
+                axes.append([v for v in f.values() if v != x[j]])
+            else:
+                lo, hi = max(x[j] - e, min(f.min, x[j])), min(x[j] + e, max(f.max, x[j]))
+                axes.append(np.arange(lo, hi + 1))
+        twins = np.array(list(itertools.product(*axes)), dtype=float)
+        out.append("unfair" if np.any(predict(twins) != predict(x[None])[0]) else "fair")
+    return out
+
+
+KINDS = {
+    "linear": (_linear, lambda m: (np.asarray(m, float) @ WEIGHTS + 0.11 > 0).astype(int), "rows-linear"),
+    "network": (lambda: random_network(np.random.default_rng(3), 4, [8, 6]), None, "rows-network"),
+    "trees": (_trees, None, "rows-trees"),
+    "blackbox": (_blackbox, None, "rows-blackbox"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("eps", [{}, EPS], ids=["flip", "epsilon"])
+def test_rows_outside_the_domain_are_audited_against_brute_force(kind, eps):
+    make, predict, engine = KINDS[kind]
+    model = make()
+    predict = predict or model.predict
+    rows = _outside_rows()
+    assert not DOM.contains(rows).all()
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=eps), rows)
+    result = find_engine(model, question).run(model, question, RowsOptions(), None)
+    assert result.engine == engine and result.counts()["unknown"] == 0
+    assert result.verdicts == _brute(predict, rows, eps)
+    for i, v in enumerate(result.verdicts):  # each twin re-checked, and within its row's reach
+        if v == "unfair":
+            twin = np.array(result.twins[i])
+            assert predict(twin[None])[0] != predict(rows[i][None])[0] and twin[1] != rows[i, 1]
+            for j, f in enumerate(DOM.features):
+                if f.name != "s":
+                    x, e = rows[i, j], eps.get(f.name, 0)
+                    assert max(x - e, min(f.min, x)) <= twin[j] <= min(x + e, max(f.max, x))
+
+
+def test_network_rows_outside_the_domain_are_decided_by_bounds_and_the_milp_too():
+    net = KINDS["network"][0]()
+    rows = _outside_rows(60, seed=1)
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows)
+    result = find_engine(net, question).run(net, question, RowsOptions(max_twins=1), None)
+    assert result.counts()["unknown"] == 0 and result.stats["methods"].keys() - {"flip test"} <= {
+        "bounds",
+        "search",
+        "milp",
+    }
+    assert result.verdicts == _brute(net.predict, rows, EPS)
+
+
+def test_a_row_the_model_cannot_evaluate_is_unknown_with_its_reason_and_alone():
+    net = KINDS["network"][0]()
+    rows = _outside_rows(20, seed=2)
+    rows[3, 3] = np.nan  # a category the encoder never saw reaches the engine as no value
+    rows[5, 1] = 0.5  # not a code of the protected feature
+    rows[7, 1] = 3  # a protected value outside the domain's
+    rows[9, 0] = 2.5  # not a whole number of an integer feature
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows)
+    result = find_engine(net, question).run(net, question, RowsOptions(), None)
+    reasons = {i: result.methods[i] for i in (3, 5, 7, 9)}
+    assert reasons == {
+        3: "cannot be evaluated: c: no value (missing, or a category the domain does not name)",
+        5: "cannot be evaluated: s: a code that is not a category of the domain",
+        7: "cannot be evaluated: s: a code that is not a category of the domain",
+        9: "cannot be evaluated: a: a value that is not a whole number",
+    }
+    assert all(result.verdicts[i] == "unknown" and result.twins[i] is None for i in reasons)
+    others = [i for i in range(len(rows)) if i not in reasons]
+    assert [result.verdicts[i] for i in others] == _brute(net.predict, rows[others], EPS)
+    assert result.groups[5] == "0.5" and result.groups[7] == "3" and result.flip_unfair <= len(others)
+
+
+def test_the_time_limit_holds_row_by_row_on_a_slow_model():
+    model = _blackbox(delay=1e-3)  # a millisecond a twin: 300 rows of 30 twins take about 10 s
+    rows = np.stack([np.arange(300) % 7, np.arange(300) % 3, np.arange(300) % 7 - 3, np.arange(300) % 5], axis=1)
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows.astype(float))
+    events = []
+    limit = 2.0
+    result = run(lambda prop: BlackBoxRows(model), question, RowsOptions(time_limit=limit, workers=1), events.append)
+    assert result.stopped == "time limit"
+    assert result.elapsed_s <= 1.1 * limit + 2.0  # the engine's own clock
+    counts = result.counts()
+    assert 0 < counts["fair"] + counts["unfair"] < len(rows)
+    left = [i for i, v in enumerate(result.verdicts) if v == "unknown"]
+    assert {result.methods[i] for i in left} == {"time limit"}
+    decided = [i for i in range(len(rows)) if i not in left]
+    assert [result.verdicts[i] for i in decided] == _brute(Rule().predict, rows[decided].astype(float), EPS)
+    # the bar moves with the rows decided: one event a round of about ROUND_SECONDS, not one at the end
+    done = [e.rows_done for e in events]
+    assert done == sorted(done) and len(set(done)) >= 3 and ROUND_SECONDS < limit / 4
+    assert done[-1] == len(decided) and all(e.rows == len(rows) for e in events)
+
+
+def test_the_memory_limit_ends_the_run_at_once_with_the_rows_decided():
+    net = KINDS["network"][0]()
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _outside_rows(1200, seed=3))
+    full = find_engine(net, question).run(net, question, RowsOptions(), None)
+    assert full.stopped == "done" and full.counts()["unknown"] == 0
+    tiny = find_engine(net, question).run(net, question, RowsOptions(memory_limit=2048), None)
+    assert tiny.stopped == "memory limit" and tiny.stats["memory_limited"]
+    assert set(tiny.methods) == {"memory limit"} and set(tiny.verdicts) == {"unknown"}
+    # room for the rows' bookkeeping and a few dozen twins: the flip test runs, the rest stops
+    some = find_engine(net, question).run(net, question, RowsOptions(memory_limit=120_000), None)
+    assert some.stopped == "memory limit"
+    decided = [i for i, v in enumerate(some.verdicts) if v != "unknown"]
+    assert 0 < len(decided) < len(question.rows)
+    assert all(some.verdicts[i] == full.verdicts[i] and some.twins[i] == full.twins[i] for i in decided)
+    assert {m for v, m in zip(some.verdicts, some.methods) if v == "unknown"} == {"memory limit"}
+
+
+def test_a_larger_twin_budget_decides_the_black_box_rows_the_default_left_open():
+    model = _blackbox()
+    rows = _outside_rows(60, seed=4)
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows)
+    small = find_engine(model, question).run(model, question, RowsOptions(max_twins=10), None)
+    left = [i for i, v in enumerate(small.verdicts) if v == "unknown"]
+    assert left and {small.methods[i] for i in left} == {
+        "ball too large for a black box: searched, not proven (raise max_twins, now 10)"
+    }
+    larger = find_engine(model, question).run(model, question, RowsOptions(max_twins=100), None)
+    assert larger.counts()["unknown"] == 0 and larger.verdicts == _brute(Rule().predict, rows, EPS)
