@@ -267,7 +267,9 @@ def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
     )
     unfair = written[written["verdict"] == "unfair"]
     assert len(unfair) == payload["counts"]["unfair"] and unfair["sex_prime"].notna().all()
-    assert not written["job_prime"].dropna().astype(str).str.startswith("=").any()  # formula cells escaped
+    for column in ("job", "job_prime"):  # formula cells escaped, the row's own as its twin's
+        assert not written[column].dropna().astype(str).str.startswith("=").any()
+    assert (written["job"].astype(str) != "=cmd").all() and written["job"].astype(str).str.endswith("=cmd").any()
     assert "per protected group" in page.read_text()
     assert (
         main(

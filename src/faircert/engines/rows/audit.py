@@ -477,7 +477,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         verdicts=verdicts,
         methods=book.methods,
         twins=[None if t is None else [float(v) for v in t] for t in twins],
-        labels=[int(v) for v in audit.labels],
+        labels=[None if i in audit.unread else int(v) for i, v in enumerate(audit.labels)],
         twin_labels=twin_labels,
         flip_unfair=int(flip.sum()),
         groups=_group_names(audit),
