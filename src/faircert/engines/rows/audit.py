@@ -57,7 +57,7 @@ ROUND_SECONDS = 0.25
 #: Twins of the first model call of a run of calls (later ones follow the model's pace).
 FIRST_CALL = 256
 #: Rows of the first chunk, and the most a chunk may hold.
-FIRST_CHUNK = 8
+FIRST_CHUNK = 1
 MAX_CHUNK = 4096
 #: Bytes the audit keeps per row (verdict, method, twin slot, label, flags) and per twin found
 #: beside its features (an array's header): what the memory limit counts, with the twins of the
