@@ -4,18 +4,22 @@ per-row budgets: every verdict against brute force over the row's ball."""
 from __future__ import annotations
 
 import itertools
+import json
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 from boxes_oracle import random_network
 from test_rows import DOM, EPS, _trees
 
+from faircert.cli import main
 from faircert.engines.registry import find_engine
 from faircert.engines.rows.audit import ROUND_SECONDS, run
 from faircert.engines.rows.blackbox import BlackBoxRows
 from faircert.engines.rows.options import RowsOptions
 from faircert.models.blackbox import BlackBoxModel
+from faircert.models.io.nnet import save_nnet
 from faircert.models.network import ReluNetwork
 from faircert.properties import RowAudit, individual_fairness
 
@@ -186,3 +190,25 @@ def test_a_larger_twin_budget_decides_the_black_box_rows_the_default_left_open()
     }
     larger = find_engine(model, question).run(model, question, RowsOptions(max_twins=100), None)
     assert larger.counts()["unknown"] == 0 and larger.verdicts == _brute(Rule().predict, rows, EPS)
+
+
+def test_the_command_line_memory_limit_ends_a_per_row_audit(tmp_path, capsys):
+    rows = _outside_rows(200, seed=5)
+    rows[:, 0], rows[:, 2], rows[:, 3] = (
+        np.clip(rows[:, 0], 0, 6),
+        np.clip(rows[:, 2], -3, 3),
+        np.clip(rows[:, 3], 0, 4),
+    )
+    frame = pd.DataFrame(rows, columns=DOM.names).astype(int)
+    frame.to_csv(tmp_path / "rows.csv", index=False)
+    DOM.save(tmp_path / "domain.yaml")
+    network = random_network(np.random.default_rng(3), 4, [8, 6])
+    save_nnet(network, tmp_path / "m.nnet")
+    args = ["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "domain.yaml"), "--protected", "s"]
+    args += ["--rows", str(tmp_path / "rows.csv"), "--epsilon", "a=2,b=1", "--json", "-", "--quiet"]
+    assert main(args + ["--memory-limit", "2KiB"]) == 2
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["stopped"] == "memory limit" and payload["unknown_reasons"] == {"memory limit": 200}
+    assert main(args) in (0, 1)
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["stopped"] == "done" and payload["counts"]["unknown"] == 0
