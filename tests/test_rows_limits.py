@@ -14,6 +14,7 @@ from boxes_oracle import random_network
 from test_rows import DOM, EPS, _trees
 
 from faircert.cli import main
+from faircert.domain import Domain, Feature
 from faircert.engines.registry import find_engine
 from faircert.engines.rows.audit import ROUND_SECONDS, run
 from faircert.engines.rows.blackbox import BlackBoxRows
@@ -21,6 +22,7 @@ from faircert.engines.rows.options import RowsOptions
 from faircert.models.blackbox import BlackBoxModel
 from faircert.models.io.nnet import save_nnet
 from faircert.models.network import ReluNetwork
+from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import RowAudit, individual_fairness
 
 WEIGHTS = np.array([0.37, -0.91, 0.29, -0.23])
@@ -212,3 +214,40 @@ def test_the_command_line_memory_limit_ends_a_per_row_audit(tmp_path, capsys):
     assert main(args) in (0, 1)
     payload = json.loads(capsys.readouterr().out)
     assert payload["stopped"] == "done" and payload["counts"]["unknown"] == 0
+
+
+def test_rows_outside_the_domain_on_a_real_feature_are_decided_soundly():
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("t", "real", -2.0, 2.0), Feature("k", "integer", 0, 3)))
+    rng = np.random.default_rng(4)
+    rows = np.stack([rng.integers(0, 2, 60), rng.uniform(-3.5, 3.5, 60), rng.integers(-1, 5, 60)], axis=1)
+    question = RowAudit(individual_fairness(dom, "s", epsilon={"t": 0.5}), rows)
+    network = random_network(np.random.default_rng(9), 3, [6])  # bounds, search and a MILP decide its rows
+    trees = TreeEnsemble(
+        [
+            # s matters only above t = 2.25: reached from rows above the domain and those within 0.5 of it
+            Tree(
+                (1, -1, 0, -1, -1), (2.25, 0, 0, 0, 0), (1, -1, 3, -1, -1), (2, -1, 4, -1, -1), (0, -0.3, 0, 0.6, -0.4)
+            ),
+            Tree((1, -1, -1), (-2.3, 0, 0), (1, -1, -1), (2, -1, -1), (0, -0.5, 0.2)),
+        ],
+        3,
+        split="<=",
+    )
+    for model in (network, trees):
+        result = find_engine(model, question).run(model, question, RowsOptions(), None)
+        assert result.counts()["unknown"] == 0
+        for i, x in enumerate(rows):  # a dense grid of the window, and each threshold, never contradicts a verdict
+            lo, hi = max(x[1] - 0.5, min(-2.0, x[1])), min(x[1] + 0.5, max(2.0, x[1]))
+            t = np.concatenate([np.linspace(lo, hi, 2001), [c for c in (2.25, -2.3) if lo <= c <= hi]])
+            twins = np.stack([np.full_like(t, 1 - x[0]), t, np.full_like(t, x[2])], axis=1)
+            flips = bool(np.any(model.predict(twins) != model.predict(x[None])[0]))
+            if result.verdicts[i] == "fair":
+                assert not flips, i
+            else:
+                twin = np.array(result.twins[i])
+                assert lo - 1e-9 <= twin[1] <= hi + 1e-9 and twin[0] != x[0] and twin[2] == x[2]
+                assert model.predict(twin[None])[0] != model.predict(x[None])[0]
+            if model is trees:  # constant between thresholds: the grid with them is exact
+                assert result.verdicts[i] == ("unfair" if flips else "fair")
+        outside = (np.abs(rows[:, 1]) > 2) | (rows[:, 2] < 0) | (rows[:, 2] > 3)
+        assert outside.sum() > 15 and {"fair", "unfair"} <= {result.verdicts[i] for i in np.flatnonzero(outside)}
