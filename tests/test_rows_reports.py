@@ -18,7 +18,7 @@ from faircert.engines.registry import find_engine
 from faircert.engines.rows.options import RowsOptions
 from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.properties import RowAudit, individual_fairness
-from faircert.report.rows import render_rows, unknown_hint, write_rows_csv
+from faircert.report.rows import print_rows, render_rows, unknown_hint, write_rows_csv
 
 
 @pytest.fixture(scope="module")
@@ -138,11 +138,11 @@ def test_every_unknown_row_is_listed_with_its_reason_and_what_decides_it():
     unknown = [i for i, v in enumerate(result.verdicts) if v == "unknown"]
     reason = "too many cells: searched, not proven (raise max_cells, now 1)"
     assert unknown and result.unknown_reasons() == {reason: len(unknown)}
-    assert unknown_hint(reason) == "a larger max_cells, now 1"
+    assert unknown_hint(reason) == "a larger max_cells (now 1)"
     parser = _Cells()
     parser.feed(render_rows(result))
     summary = next(lines for _, lines in parser.tables if lines[0][0] == "reason")
-    assert summary[1:] == [[reason, f"{len(unknown)}", "a larger max_cells, now 1"]]
+    assert summary[1:] == [[reason, f"{len(unknown)}", "a larger max_cells (now 1)"]]
     listed = next(lines for _, lines in parser.tables if lines[0][:3] == ["row", "group", "reason"])
     assert [int(line[0]) for line in listed[1:]] == unknown and {line[2] for line in listed[1:]} == {reason}
     assert json.loads(result.to_json())["unknown_reasons"] == {reason: len(unknown)}
@@ -153,9 +153,20 @@ def test_every_unknown_row_is_listed_with_its_reason_and_what_decides_it():
     [
         ("time limit", "a longer time limit"),
         ("memory limit", "a larger memory limit"),
-        ("milp undecided (raise milp_seconds, now 10 s)", "a larger milp_seconds, now 10 s"),
+        ("milp undecided (raise milp_seconds, now 10 s)", "a larger milp_seconds (now 10 s)"),
         ("cannot be evaluated: c: no value", "a value the model reads"),
     ],
 )
 def test_each_reason_names_what_decides_more(reason, hint):
     assert unknown_hint(reason).startswith(hint)
+
+
+def test_the_console_names_what_decides_the_unknown_rows(capsys):
+    ir = _trees()
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(80, seed=9))
+    print_rows(find_engine(ir, question).run(ir, question, RowsOptions(max_cells=1), None))
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        "rows: too many cells: searched, not proven (raise max_cells, now 1) (what decides more: a larger max_cells (now 1))"
+        in err
+    )

@@ -6,6 +6,7 @@ import csv
 import html
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..files import write_atomic, write_text
@@ -48,6 +49,10 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
         f"  epsilon: {eps}  engine: {result.engine}  {result.elapsed_s:.2f} s"
         + (f"  stopped: {result.stopped}" if result.stopped != "done" else "")
     )
+    for reason, count in sorted(result.unknown_reasons().items(), key=lambda item: -item[1]):
+        hint = unknown_hint(reason)
+        more = f" (what decides more: {escape(hint)})" if hint else ""
+        out.print(f"  unknown: {count:,} rows: {escape(reason)}{more}")
     examples = result.unfair_rows(max_examples)
     names = result.feature_names
     for _, row in examples.iterrows():
@@ -139,8 +144,9 @@ HINTS = (
 
 def unknown_hint(reason: str) -> str:
     """What would decide a row left unknown for `reason`."""
-    if "(raise " in reason:
-        return "a larger " + reason.split("(raise ", 1)[1].rstrip(")")
+    if "(raise " in reason:  # "... (raise max_cells, now 20,000)"
+        name, _, now = reason.split("(raise ", 1)[1].rstrip(")").partition(", ")
+        return f"a larger {name}" + (f" ({now})" if now else "")
     return next((hint for key, hint in HINTS if key in reason), "")
 
 
