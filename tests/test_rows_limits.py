@@ -25,7 +25,9 @@ from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
 from faircert.properties import RowAudit, individual_fairness
 
-WEIGHTS = np.array([0.37, -0.91, 0.29, -0.23])
+#: whole weights and a half bias: every score is exact in float64, whatever the summation order
+WEIGHTS = np.array([3.0, -7.0, 2.0, -1.0])
+BIAS = 0.5
 
 
 class Rule:
@@ -41,11 +43,11 @@ class Rule:
         X = np.asarray(X, dtype=float)
         if self.delay:
             time.sleep(self.delay * len(X))
-        return (X @ WEIGHTS + 0.11 > 0).astype(int)
+        return (X @ WEIGHTS + BIAS > 0).astype(int)
 
 
 def _linear() -> ReluNetwork:
-    return ReluNetwork([WEIGHTS[None]], [np.array([0.11])])
+    return ReluNetwork([WEIGHTS[None]], [np.array([BIAS])])
 
 
 def _blackbox(delay: float = 0.0) -> BlackBoxModel:
@@ -79,7 +81,7 @@ def _brute(predict, rows: np.ndarray, eps: dict[str, int]) -> list[str]:
 
 
 KINDS = {
-    "linear": (_linear, lambda m: (np.asarray(m, float) @ WEIGHTS + 0.11 > 0).astype(int), "rows-linear"),
+    "linear": (_linear, lambda m: (np.asarray(m, float) @ WEIGHTS + BIAS > 0).astype(int), "rows-linear"),
     "network": (lambda: random_network(np.random.default_rng(3), 4, [8, 6]), None, "rows-network"),
     "trees": (_trees, None, "rows-trees"),
     "blackbox": (_blackbox, None, "rows-blackbox"),
@@ -251,3 +253,20 @@ def test_rows_outside_the_domain_on_a_real_feature_are_decided_soundly():
                 assert result.verdicts[i] == ("unfair" if flips else "fair")
         outside = (np.abs(rows[:, 1]) > 2) | (rows[:, 2] < 0) | (rows[:, 2] > 3)
         assert outside.sum() > 15 and {"fair", "unfair"} <= {result.verdicts[i] for i in np.flatnonzero(outside)}
+
+
+def test_a_run_stopped_at_its_time_limit_resumes_to_the_whole_answer(tmp_path):
+    model = _blackbox(delay=2e-4)
+    rows = _outside_rows(300, seed=6)
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows)
+    path = str(tmp_path / "rows.ckpt")
+    kind = lambda prop: BlackBoxRows(model)  # noqa: E731
+    stopped = run(kind, question, RowsOptions(time_limit=0.5, workers=1, checkpoint=path), None)
+    assert stopped.stopped == "time limit" and "time limit" in stopped.methods
+    resumed = run(kind, question, RowsOptions(time_limit=None, workers=1, resume=path), None)
+    whole = run(kind, question, RowsOptions(time_limit=None, workers=1), None)
+    assert resumed.stopped == "done" and resumed.counts()["unknown"] == 0
+    assert resumed.verdicts == whole.verdicts == _brute(Rule().predict, rows, EPS)
+    assert resumed.twins == whole.twins and resumed.methods == whole.methods
+    kept = [i for i, v in enumerate(stopped.verdicts) if v != "unknown"]
+    assert kept and all(resumed.verdicts[i] == stopped.verdicts[i] for i in kept)
