@@ -175,7 +175,7 @@ def test_the_memory_limit_ends_the_run_at_once_with_the_rows_decided():
     assert tiny.stopped == "memory limit" and tiny.stats["memory_limited"]
     assert set(tiny.methods) == {"memory limit"} and set(tiny.verdicts) == {"unknown"}
     # room for the rows' bookkeeping and a few dozen twins: the flip test runs, the rest stops
-    some = find_engine(net, question).run(net, question, RowsOptions(memory_limit=120_000), None)
+    some = find_engine(net, question).run(net, question, RowsOptions(memory_limit=160_000), None)
     assert some.stopped == "memory limit"
     decided = [i for i, v in enumerate(some.verdicts) if v != "unknown"]
     assert 0 < len(decided) < len(question.rows)

@@ -59,9 +59,9 @@ FIRST_CALL = 256
 #: Rows of the first chunk, and the most a chunk may hold.
 FIRST_CHUNK = 1
 MAX_CHUNK = 4096
-#: Bytes the audit keeps per row (verdict, method, twin slot, label, flags) and per twin found
-#: beside its features (an array's header): what the memory limit counts, with the twins of the
-#: model call in progress.
+#: Bytes the audit keeps per row (verdict, method, twin slot, label, flags; its copy of the row's
+#: features comes on top) and per twin found beside its features (an array's header): what the
+#: memory limit counts, with the twins of the model call in progress.
 ROW_BYTES = 64
 TWIN_BYTES = 112
 
@@ -320,7 +320,7 @@ class _Book:
     def full(self, audit: Audit, limit: int) -> bool:
         """Whether the state kept, with the twins of one model call, passes `limit` bytes."""
         d = audit.rows.shape[1]
-        held = len(self.verdicts) * ROW_BYTES + self.found * (8 * d + TWIN_BYTES)
+        held = len(self.verdicts) * (ROW_BYTES + 8 * d) + self.found * (8 * d + TWIN_BYTES)  # rows: their copy
         return held + audit.batch * 8 * d > limit
 
 
