@@ -34,16 +34,15 @@ class Rule:
     """A classifier known only by its predictions (a linear rule), optionally slow: `delay`
     seconds per row predicted, as a remote or heavy model takes."""
 
-    n_features_in_ = 4
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
+    def __init__(self, delay: float = 0.0, weights: np.ndarray = WEIGHTS) -> None:
+        self.delay, self.weights = delay, weights
+        self.n_features_in_ = len(weights)
 
     def predict(self, X):
         X = np.asarray(X, dtype=float)
         if self.delay:
             time.sleep(self.delay * len(X))
-        return (X @ WEIGHTS + BIAS > 0).astype(int)
+        return (X @ self.weights + BIAS > 0).astype(int)
 
 
 def _linear() -> ReluNetwork:
@@ -270,3 +269,13 @@ def test_a_run_stopped_at_its_time_limit_resumes_to_the_whole_answer(tmp_path):
     assert resumed.twins == whole.twins and resumed.methods == whole.methods
     kept = [i for i, v in enumerate(stopped.verdicts) if v != "unknown"]
     assert kept and all(resumed.verdicts[i] == stopped.verdicts[i] for i in kept)
+
+
+def test_one_large_ball_is_cut_short_at_the_deadline_and_its_row_left_open():
+    dom = Domain((Feature("s", "binary", 0, 1), Feature("t", "integer", 0, 9_998)))
+    question = RowAudit(individual_fairness(dom, "s", epsilon={"t": 9_998}), np.array([[0.0, 5_000.0]] * 2))
+    # a millisecond a twin, never flipped: each row's 9,999 twins would take 10 s
+    model = BlackBoxModel.of(Rule(delay=1e-3, weights=np.zeros(2)), dom)[0]
+    result = run(lambda prop: BlackBoxRows(model), question, RowsOptions(time_limit=1.0, workers=1), None)
+    assert result.stopped == "time limit" and result.methods == ["time limit", "time limit"]
+    assert result.elapsed_s <= 1.1 * 1.0 + 2.0

@@ -617,9 +617,10 @@ def enumerate_balls(
     deadline: float | None = None,
 ) -> Decisions:
     """Decide rows by evaluating every twin: each ball point (or the points `points` gives for
-    rows[k], `points(k)` or `points[k]`, which meet every region where the model is constant) with every other protected
-    combination. Twins of many rows go to the model in one call (`Pace`; one row's twins may fill a
-    call alone); rows not reached by the deadline are left at "time limit"."""
+    rows[k], `points(k)` or `points[k]`, which meet every region where the model is constant) with
+    every other protected combination. Twins of many rows go to the model together, in calls sized
+    by `Pace` (one large ball takes several); rows the deadline cuts short are left at "time
+    limit", unless a twin evaluated already flips them."""
     T = len(audit.combos)
     out = Decisions.open(len(rows))
     pending: list[tuple[int, np.ndarray]] = []
@@ -627,14 +628,20 @@ def enumerate_balls(
 
     def flush() -> None:
         Y = np.concatenate([y for _, y in pending])
-        M = pace.margins(kind, Y)
+        M, done = np.empty(len(Y)), 0
+        while done < len(Y) and not (done and past(deadline)):  # one large ball in calls of the model's pace
+            piece = Y[done : done + pace.size]
+            M[done : done + len(piece)] = pace.margins(kind, piece)
+            done += len(piece)
         offset = 0
         for k, y in pending:
-            m = M[offset : offset + len(y)]
+            m = M[offset : min(offset + len(y), done)]
             offset += len(y)
             differs = (np.abs(m) > kind.tol) & ((m > 0) != (audit.labels[rows[k]] == 1))
-            if differs.any():
+            if differs.any():  # a flipping twin decides the row, even where the deadline cut its ball short
                 out.set(k, UNFAIR, method, y[int(np.argmax(differs))].copy())
+            elif offset > done:
+                out.set(k, UNKNOWN, TIME_LIMIT)
             elif np.any(np.abs(m) <= kind.tol):
                 out.set(k, UNKNOWN, "twin margin within rounding tolerance")
             else:
