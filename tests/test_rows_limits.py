@@ -279,3 +279,14 @@ def test_one_large_ball_is_cut_short_at_the_deadline_and_its_row_left_open():
     result = run(lambda prop: BlackBoxRows(model), question, RowsOptions(time_limit=1.0, workers=1), None)
     assert result.stopped == "time limit" and result.methods == ["time limit", "time limit"]
     assert result.elapsed_s <= 1.1 * 1.0 + 2.0
+
+
+def test_a_model_too_slow_to_label_every_row_in_time_keeps_the_limit():
+    model = _blackbox(delay=1e-3)  # 3,000 rows take 3 s to label alone
+    question = RowAudit(individual_fairness(DOM, "s"), np.clip(_outside_rows(3000, seed=7), DOM.lower, DOM.upper))
+    result = run(lambda prop: BlackBoxRows(model), question, RowsOptions(time_limit=0.5, workers=1), None)
+    assert result.stopped == "time limit" and result.elapsed_s <= 1.1 * 0.5 + 2.0
+    assert set(result.methods) == {"time limit"} and set(result.verdicts) == {"unknown"}
+    labelled = [i for i, label in enumerate(result.labels) if label is not None]
+    assert 0 < len(labelled) < 3000 and labelled == list(range(len(labelled)))
+    assert [result.labels[i] for i in labelled] == Rule().predict(question.rows[labelled]).tolist()

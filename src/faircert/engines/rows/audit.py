@@ -236,6 +236,7 @@ class Audit:
     #: twins per model call (the kind's batch, within a share of the memory limit)
     batch: int = BATCH
     seed: int = 0
+    #: the model's label of each row (-1: a row not labelled before the run stopped)
     labels: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
     @classmethod
@@ -341,8 +342,8 @@ def run(
     book = _Book.of(n)
     for i, why in audit.unread.items():
         book.set(i, UNKNOWN, why)
-    margins = _margins(kind, audit.rows, audit.batch)
-    audit.labels = (margins > 0).astype(np.int64)
+    margins = _labelled(kind, audit, budget)
+    audit.labels = np.where(np.isnan(margins), -1, margins > 0).astype(np.int64)
     flip, open_rows = _flip_test(kind, audit, book, budget, limit, np.abs(margins) <= kind.tol)
     checkpoint = _checkpoint(question, options)
     if options.resume:  # rows a killed run decided stay decided; the rest continue
@@ -366,6 +367,18 @@ def _margins(kind: RowModel, X: np.ndarray, batch: int) -> np.ndarray:
     if len(X) <= batch:
         return np.asarray(kind.margins(X), dtype=np.float64).reshape(len(X))
     return np.concatenate([kind.margins(X[s : s + batch]) for s in range(0, len(X), batch)])
+
+
+def _labelled(kind: RowModel, audit: Audit, budget: Budget) -> np.ndarray:
+    """The model's margin of each row, in calls of its pace; NaN for the rows a stop or the
+    deadline leaves (a slow model may not even label every row in time)."""
+    X = audit.rows
+    out, start, pace = np.full(len(X), np.nan), 0, Pace(audit.batch)
+    while start < len(X) and not (start and budget.spent()):
+        piece = X[start : start + pace.size]
+        out[start : start + len(piece)] = pace.margins(kind, piece)
+        start += len(piece)
+    return out
 
 
 def _flip_test(
@@ -477,7 +490,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         verdicts=verdicts,
         methods=book.methods,
         twins=[None if t is None else [float(v) for v in t] for t in twins],
-        labels=[None if i in audit.unread else int(v) for i, v in enumerate(audit.labels)],
+        labels=[None if i in audit.unread or v < 0 else int(v) for i, v in enumerate(audit.labels)],
         twin_labels=twin_labels,
         flip_unfair=int(flip.sum()),
         groups=_group_names(audit),
