@@ -13,6 +13,7 @@ import pytest
 from boxes_oracle import random_network
 from test_rows import DOM, EPS, _trees
 
+import faircert
 from faircert.cli import main
 from faircert.domain import Domain, Feature
 from faircert.engines.registry import find_engine
@@ -207,8 +208,8 @@ def test_the_command_line_memory_limit_ends_a_per_row_audit(tmp_path, capsys):
     DOM.save(tmp_path / "domain.yaml")
     network = random_network(np.random.default_rng(3), 4, [8, 6])
     save_nnet(network, tmp_path / "m.nnet")
-    args = ["verify", str(tmp_path / "m.nnet"), "--domain", str(tmp_path / "domain.yaml"), "--protected", "s"]
-    args += ["--rows", str(tmp_path / "rows.csv"), "--epsilon", "a=2,b=1", "--json", "-", "--quiet"]
+    args = ["audit", str(tmp_path / "m.nnet"), str(tmp_path / "rows.csv"), "--domain", str(tmp_path / "domain.yaml")]
+    args += ["--protected", "s", "--epsilon", "a=2,b=1", "--json", "-", "--quiet"]
     assert main(args + ["--memory-limit", "2KiB"]) == 2
     payload = json.loads(capsys.readouterr().out)
     assert payload["stopped"] == "memory limit" and payload["unknown_reasons"] == {"memory limit": 200}
@@ -290,3 +291,15 @@ def test_a_model_too_slow_to_label_every_row_in_time_keeps_the_limit():
     labelled = [i for i, label in enumerate(result.labels) if label is not None]
     assert 0 < len(labelled) < 3000 and labelled == list(range(len(labelled)))
     assert [result.labels[i] for i in labelled] == Rule().predict(question.rows[labelled]).tolist()
+
+
+def test_the_public_audit_takes_the_per_row_budgets_in_its_options():
+    rows = pd.DataFrame(np.clip(_outside_rows(80, seed=9), DOM.lower, DOM.upper), columns=DOM.names)
+    few = faircert.audit(_trees(), rows, DOM, protected="s", epsilon=EPS, options=RowsOptions(max_cells=1))
+    assert (
+        few.unknown_reasons()
+        == {"too many cells: searched, not proven (raise max_cells, now 1)": few.counts()["unknown"]}
+        and few.counts()["unknown"] > 0
+    )
+    more = faircert.audit(_trees(), rows, DOM, protected="s", epsilon=EPS, options=RowsOptions(max_cells=100))
+    assert more.counts()["unknown"] == 0 and more.verdicts == _brute(_trees().predict, rows.to_numpy(float), EPS)

@@ -43,7 +43,7 @@ def named():
             ColumnEncoding("job", "onehot", ("driver",)),
         ),
     )
-    result = faircert.verify(model, df, protected="sex,race", rows=df, epsilon={"age": 2})
+    result = faircert.audit(model, df, protected="sex,race", epsilon={"age": 2})
     assert result.counts()["unfair"] > 10
     return df, result
 
