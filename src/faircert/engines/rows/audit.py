@@ -252,8 +252,10 @@ class Audit:
         readable = np.array(X, dtype=np.float64, copy=True)
         if unread:
             readable[list(unread)] = dom.lower
-        index = {tuple(c): k for k, c in enumerate(combos)}
-        own = np.array([index[tuple(r)] for r in readable[:, list(prop.protected)]], dtype=np.int64)
+        # combinations in itertools.product's order: a row's own is its values' mixed-radix number
+        offsets = [readable[:, i] - dom.features[i].min for i in prop.protected]
+        own = np.ravel_multi_index(tuple(o.astype(np.int64) for o in offsets), [len(v) for v in values])
+        own = np.asarray(own, dtype=np.int64).reshape(len(X))
         disc = dom.discrete_mask
         eps = np.asarray(prop.epsilon, dtype=np.float64)
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
@@ -311,6 +313,12 @@ class _Book:
         if twin is not None and self.twins[i] is None:
             self.found += 1
         self.verdicts[i], self.methods[i], self.twins[i] = verdict, method, twin
+
+    def fill(self, rows: np.ndarray, verdict: str, method: str) -> None:
+        """The same verdict and method, no twin, for many rows at once."""
+        verdicts, methods = self.verdicts, self.methods
+        for i in rows.tolist():
+            verdicts[i], methods[i] = verdict, method
 
     def take(self, rows: np.ndarray, found: Decisions) -> None:
         for i, v, m, t in zip(rows.tolist(), found.verdicts, found.methods, found.twins):
@@ -390,7 +398,10 @@ def _flip_test(
     X, T = audit.rows, len(audit.combos)
     n = len(X)
     flip = np.zeros(n, dtype=bool)
-    left = []
+    left: list[np.ndarray] = []
+    readable = np.ones(n, dtype=bool)
+    readable[list(audit.unread)] = False
+    has_eps = audit.has_eps
     pace, start = Pace(audit.batch), 0
     while start < n and not budget.spent(memory_full=book.full(audit, limit)):
         rows = np.arange(start, min(n, start + max(1, pace.size // T)))
@@ -401,21 +412,20 @@ def _flip_test(
         differs = audit.others(rows) & margins & ((M > 0) != (audit.labels[rows][:, None] == 1))
         unsure = np.any(audit.others(rows) & ~margins, axis=1)
         Y = Y.reshape(len(rows), T, -1)
-        for r, i in enumerate(rows.tolist()):
-            if i in audit.unread:
-                continue
-            if own_unsure[i]:
-                book.set(i, UNKNOWN, "own margin within rounding tolerance")
-            elif differs[r].any():
-                flip[i] = True
-                book.set(i, UNFAIR, "flip test", Y[r, int(np.argmax(differs[r]))].copy())
-            elif audit.has_eps:
-                left.append(i)
-            elif unsure[r]:
-                book.set(i, UNKNOWN, "twin margin within rounding tolerance")
-            else:
-                book.set(i, FAIR, "flip test")
-    return flip, np.array(left, dtype=np.int64)
+        sure = readable[rows] & ~own_unsure[rows]
+        book.fill(rows[readable[rows] & own_unsure[rows]], UNKNOWN, "own margin within rounding tolerance")
+        hit = sure & differs.any(axis=1)
+        pick = np.argmax(differs, axis=1)
+        flip[rows[hit]] = True
+        for r in np.flatnonzero(hit).tolist():  # each twin its own array: the batch's memory is let go
+            book.set(int(rows[r]), UNFAIR, "flip test", Y[r, pick[r]].copy())
+        rest = sure & ~hit
+        if has_eps:
+            left.append(rows[rest])
+        else:
+            book.fill(rows[rest & unsure], UNKNOWN, "twin margin within rounding tolerance")
+            book.fill(rows[rest & ~unsure], FAIR, "flip test")
+    return flip, np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
 
 
 def _decide_open(
