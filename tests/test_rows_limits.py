@@ -303,3 +303,15 @@ def test_the_public_audit_takes_the_per_row_budgets_in_its_options():
     )
     more = faircert.audit(_trees(), rows, DOM, protected="s", epsilon=EPS, options=RowsOptions(max_cells=100))
     assert more.counts()["unknown"] == 0 and more.verdicts == _brute(_trees().predict, rows.to_numpy(float), EPS)
+
+
+def test_a_resumed_audit_with_larger_budgets_tries_the_open_rows_again(tmp_path):
+    ir = _trees()
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _outside_rows(80, seed=9))
+    path = str(tmp_path / "rows.ckpt")
+    small = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=1, checkpoint=path), None)
+    assert small.counts()["unknown"] > 0
+    same = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=1, resume=path), None)
+    assert same.verdicts == small.verdicts and same.methods == small.methods  # kept as they were
+    larger = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=100, resume=path), None)
+    assert larger.counts()["unknown"] == 0 and larger.verdicts == _brute(ir.predict, question.rows, EPS)

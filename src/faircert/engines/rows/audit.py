@@ -356,7 +356,10 @@ def run(
     checkpoint = _checkpoint(question, options)
     if options.resume:  # rows a killed run decided stay decided; the rest continue
         assert checkpoint is not None  # resuming names its checkpoint
-        restored = _restored(checkpoint.load(), n, question.rows.shape[1])
+        state = checkpoint.load()
+        restored = _restored(state, n, question.rows.shape[1])
+        if state.get("limits") != dataclasses.asdict(audit.limits):  # other budgets: open rows are tried again
+            restored = [r for r in restored if r[1] != UNKNOWN]
         _check_twins(kind, audit, restored)
         for i, v, m, t in restored:
             book.set(i, v, m, t)
@@ -366,7 +369,7 @@ def run(
     _report(progress, book, t0)
     _decide_open(kind, audit, book, open_rows, budget, limit, options, checkpoint, lambda: _report(progress, book, t0))
     if checkpoint is not None:
-        checkpoint.save(_state(book))
+        checkpoint.save(_state(book, audit.limits))
     return _result(kind, audit, book, flip, budget, t0)
 
 
@@ -453,7 +456,7 @@ def _decide_open(
                 book.take(rows, found)
             report()
             if checkpoint is not None and checkpoint.due():
-                checkpoint.save(_state(book))
+                checkpoint.save(_state(book, audit.limits))
 
 
 def _rounds(rows: np.ndarray, workers: int) -> Iterator[list[tuple[np.ndarray]]]:
@@ -539,14 +542,16 @@ def _checkpoint(question: RowAudit, options: AuditOptions) -> Checkpoint | None:
     )
 
 
-def _state(book: _Book) -> dict[str, Any]:
-    """Every row the chunks decided: [index, verdict, method, twin or None]."""
+def _state(book: _Book, limits: RowLimits) -> dict[str, Any]:
+    """Every row the chunks decided: [index, verdict, method, twin or None], and the per-row
+    budgets they were decided under."""
     t = book.twins
     return {
         "rows": [
             [i, book.verdicts[i], book.methods[i], None if t[i] is None else [float(v) for v in t[i]]]  # type: ignore[union-attr]
             for i in np.flatnonzero(book.chunked).tolist()
-        ]
+        ],
+        "limits": dataclasses.asdict(limits),
     }
 
 
