@@ -2,9 +2,10 @@
 
 A row is `fair` (no allowed twin changes the decision: proven by closed form, enumeration of the
 twins' ball, the tree cells it meets, or bounds and a MILP), `unfair` (a twin the model labels
-differently, re-checked on the model) or `unknown` (the row's budget ran out, the run stopped, or
-a decision sat within the rounding tolerance of the model's threshold). Counts over the rows are
-exact: the rows are a finite set.
+differently, re-checked on the model) or `unknown`, with its reason in `methods`: a per-row budget
+ran out (the reason names it), the run stopped at its time or memory limit, the model cannot
+evaluate one of the row's values, or a decision sat within the rounding tolerance of the model's
+threshold. Counts over the rows are exact: the rows are a finite set.
 """
 
 from __future__ import annotations

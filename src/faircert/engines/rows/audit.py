@@ -11,9 +11,11 @@ its reason; the other rows are audited as usual.
 The driver runs the flip test (epsilon 0: one model call per twin) on every row, then hands the
 rows it leaves open to the model kind's `decide`, in chunks sized to take about `ROUND_SECONDS`,
 so that progress moves and a stop request, the time limit or the memory limit ends the run within
-a chunk. `decide` also checks the deadline row by row, and gives long work of one row (a MILP)
-no more than the time left. Rows not reached are `unknown` ("time limit", "memory limit", or "not
-reached" after a stop request), and every row already decided is kept.
+a chunk. Model calls are sized from the model's pace (`Pace`), and `decide` checks the deadline
+row by row and between calls, so long work of one row (a MILP, a large ball) gets no more than the
+time left. The memory limit counts the rows' bookkeeping, the twins found and one call's twins.
+Rows not reached are `unknown` ("time limit", "memory limit", or "not reached" after a stop
+request), and every row already decided is kept.
 
 A model kind is built by the driver from the question over the domain widened to hold every
 readable row (`reach`), so its bounds and tolerances cover the rows' own values. It supplies
