@@ -17,7 +17,7 @@ import faircert
 from faircert.cli import main
 from faircert.domain import Domain, Feature
 from faircert.engines.registry import find_engine
-from faircert.engines.rows.audit import ROUND_SECONDS, run
+from faircert.engines.rows.audit import DEFERRED, ROUND_SECONDS, Decisions, past, run
 from faircert.engines.rows.blackbox import BlackBoxRows
 from faircert.engines.rows.options import RowsOptions
 from faircert.models.blackbox import BlackBoxModel
@@ -315,3 +315,39 @@ def test_a_resumed_audit_with_larger_budgets_tries_the_open_rows_again(tmp_path)
     assert same.verdicts == small.verdicts and same.methods == small.methods  # kept as they were
     larger = find_engine(ir, question).run(ir, question, RowsOptions(max_cells=100, resume=path), None)
     assert larger.counts()["unknown"] == 0 and larger.verdicts == _brute(ir.predict, question.rows, EPS)
+
+
+class _Staged(BlackBoxRows):
+    """A black box whose odd rows need a slow last stage (a fifth of a second each, fair)."""
+
+    def decide(self, audit, rows, deadline):
+        out = super().decide(audit, rows, deadline)
+        for k, i in enumerate(rows.tolist()):
+            if i % 2 and out.verdicts[k] == "fair":
+                out.set(k, "unknown", DEFERRED)
+        return out
+
+    def finish(self, audit, rows, deadline):
+        out = Decisions.open(len(rows))
+        for k in range(len(rows)):
+            if past(deadline):
+                out.set(k, "unknown", "time limit")
+            else:
+                time.sleep(0.2)
+                out.set(k, "fair", "last stage")
+        return out
+
+
+def test_every_row_gets_the_cheap_stages_before_any_gets_the_costly_one():
+    model = _blackbox()
+    rows = _outside_rows(200, seed=8)
+    question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), rows)
+    result = run(lambda prop: _Staged(model), question, RowsOptions(time_limit=1.0, workers=1), None)
+    brute = _brute(Rule().predict, rows, EPS)
+    assert result.stopped == "time limit"
+    for i, (v, m) in enumerate(zip(result.verdicts, result.methods)):
+        if i % 2 == 0 or brute[i] == "unfair":  # decided by the cheap stages, whatever the time limit
+            assert v == brute[i] and m in ("flip test", "enumeration")
+        else:  # some by the last stage, the rest left at the time limit
+            assert (v, m) in (("fair", "last stage"), ("unknown", "time limit"))
+    assert 0 < result.methods.count("last stage") < sum(b == "fair" for b in brute[1::2])

@@ -19,8 +19,11 @@ request), and every row already decided is kept.
 
 A model kind is built by the driver from the question over the domain widened to hold every
 readable row (`reach`), so its bounds and tolerances cover the rows' own values. It supplies
-`margins(X)` (label 1 iff margin > 0; margins within `tol` of 0 decide nothing) and
-`decide(audit, rows, deadline)` (the deadline on the wall clock, `time.time()`). Its per-row
+`margins(X)` (label 1 iff margin > 0; margins within `tol` of 0 decide nothing),
+`decide(audit, rows, deadline)` (the deadline on the wall clock, `time.time()`) and, where a
+costly last stage leaves rows `DEFERRED`, `finish(audit, rows, deadline)`, run on those rows once
+every open row has been through `decide` (a time limit then leaves open only rows that need the
+costly stage). Its per-row
 budgets are `RowLimits`, named in the reason of every row they leave `unknown`. Chunks run on
 local worker processes or Ray actors (`--workers`, `--ray`) in rounds of one chunk per worker;
 rows are independent and each row's random search is seeded by the row's index, so the verdicts
@@ -35,7 +38,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -70,7 +73,9 @@ TWIN_BYTES = 112
 FAIR, UNFAIR, UNKNOWN = "fair", "unfair", "unknown"
 #: The reason of a row the run never decided: after a stop request, or at a limit (its words).
 NOT_REACHED = "not reached"
-UNDONE = (NOT_REACHED, TIME_LIMIT, MEMORY_LIMIT)
+#: The reason of a row `decide` left to the kind's `finish` (its costly last stage, a MILP).
+DEFERRED = "deferred to the last stage"
+UNDONE = (NOT_REACHED, DEFERRED, TIME_LIMIT, MEMORY_LIMIT)
 #: Kinds whose values are codes: a value that is no code of the domain has no meaning to the model.
 CODED = ("binary", "categorical")
 #: The reason of a row the model cannot evaluate starts with this.
@@ -140,6 +145,12 @@ class RowModel(Protocol):
     def margins(self, X: np.ndarray) -> np.ndarray: ...
 
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions: ...
+
+
+class StagedRowModel(RowModel, Protocol):
+    """A model kind whose `decide` leaves rows at `DEFERRED` for a costly last stage."""
+
+    def finish(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions: ...
 
 
 @dataclass
@@ -444,21 +455,26 @@ def _decide_open(
     checkpoint: Checkpoint | None,
     report: Callable[[], None],
 ) -> None:
-    """`decide` on the open rows, chunk by chunk, until all are decided or a limit is reached."""
+    """`decide` on the open rows, chunk by chunk, then the kind's `finish` on the rows it deferred,
+    until all are decided or a limit is reached: every row gets the cheap stages before any row
+    gets the costly one, so a time limit leaves open only rows that need it."""
     if not len(open_rows):
         return
     parallel = Parallelism.of(options.workers, options.ray_address)
     # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
     job = _Job(kind, audit, None if budget.deadline is None else time.time() + budget.left())
     with parallel.open(job) as pool:
-        for chunks in _rounds(open_rows, parallel.workers):
-            if budget.spent(memory_full=book.full(audit, limit)):
-                break
-            for (rows,), found in zip(chunks, pool.map("decide", chunks)):
-                book.take(rows, found)
-            report()
-            if checkpoint is not None and checkpoint.due():
-                checkpoint.save(_state(book, audit.limits))
+        for stage in ("decide", "finish"):
+            if stage == "finish":
+                open_rows = np.array([i for i in open_rows.tolist() if book.methods[i] == DEFERRED], dtype=np.int64)
+            for chunks in _rounds(open_rows, parallel.workers):
+                if budget.spent(memory_full=book.full(audit, limit)):
+                    return
+                for (rows,), found in zip(chunks, pool.map(stage, chunks)):
+                    book.take(rows, found)
+                report()
+                if checkpoint is not None and checkpoint.due():
+                    checkpoint.save(_state(book, audit.limits))
 
 
 def _rounds(rows: np.ndarray, workers: int) -> Iterator[list[tuple[np.ndarray]]]:
@@ -485,7 +501,9 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
     if stopped == DONE and TIME_LIMIT in book.methods:  # a worker reached the deadline first
         stopped = TIME_LIMIT
     if stopped in (TIME_LIMIT, MEMORY_LIMIT):
-        book.methods = [stopped if m == NOT_REACHED else m for m in book.methods]
+        book.methods = [stopped if m in (NOT_REACHED, DEFERRED) else m for m in book.methods]
+    elif stopped == INTERRUPTED:
+        book.methods = [NOT_REACHED if m == DEFERRED else m for m in book.methods]
     twins, verdicts = book.twins, book.verdicts
     found = [i for i, t in enumerate(twins) if t is not None]
     twin_labels: list[int | None] = [None] * n
@@ -628,7 +646,8 @@ def _check_twins(kind: RowModel, audit: Audit, restored: list) -> None:
 
 @dataclass
 class _Job:
-    """What a worker holds: the model kind and the audit; `decide` takes one chunk of rows."""
+    """What a worker holds: the model kind and the audit; `decide` and `finish` take one chunk of
+    rows each."""
 
     kind: RowModel
     audit: Audit
@@ -636,6 +655,10 @@ class _Job:
 
     def decide(self, rows: np.ndarray) -> Decisions:
         return self.kind.decide(self.audit, rows, self.deadline)
+
+    def finish(self, rows: np.ndarray) -> Decisions:
+        staged = cast(StagedRowModel, self.kind)  # rows are deferred only by kinds that finish them
+        return staged.finish(self.audit, rows, self.deadline)
 
 
 def enumerate_balls(

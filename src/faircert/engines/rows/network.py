@@ -6,7 +6,8 @@ row's window) prove a row fair when every other combination stays on the row's s
 than the tolerance; random and corner points of the ball look for a flipping twin; what stays
 open goes to a MILP of one network copy whose protected combination may be any but the row's own
 (HiGHS; a proof needs the solver's dual bound past the margin of `network.milp`, a candidate is
-re-checked on the network) within `milp_seconds` and the time left.
+re-checked on the network) within `milp_seconds` and the time left. The MILPs are the last stage
+(`finish`): every row gets its bounds and search before any row gets a MILP.
 """
 
 from __future__ import annotations
@@ -23,7 +24,19 @@ from ..boxes.budget import TIME_LIMIT
 from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
 from ..network.problem import Problem
 from ..network.symbolic import bound_twins
-from .audit import FAIR, UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, row_rng, run
+from .audit import (
+    DEFERRED,
+    FAIR,
+    UNFAIR,
+    UNKNOWN,
+    Audit,
+    Decisions,
+    ball_size,
+    enumerate_balls,
+    past,
+    row_rng,
+    run,
+)
 
 #: Twins of one row evaluated whole (ball points x other protected combinations), by default.
 ENUMERATE = 50_000
@@ -54,40 +67,42 @@ class NetworkRows:
         return out
 
     def _bounded(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        """Bounds, then a search; what both leave waits for the MILP (`finish`)."""
         pb = self.pb
         lo, hi = audit.windows(rows)
-        free = pb.free
-        bd = bound_twins(pb.bounder, lo[:, free], hi[:, free])
-        out = Decisions([], [], [])
-
-        def decide(verdict: str, method: str, twin: np.ndarray | None = None) -> None:
-            out.verdicts.append(verdict)
-            out.methods.append(method)
-            out.twins.append(twin)
-
-        for k, i in enumerate(rows):
+        bd = bound_twins(pb.bounder, lo[:, pb.free], hi[:, pb.free])
+        out = Decisions.open(len(rows))
+        for k, i in enumerate(rows.tolist()):
             positive = audit.labels[i] == 1
-            others = np.arange(len(audit.combos)) != audit.own[i]
             safe = bd.lower[k] > self.tol if positive else bd.upper[k] < -self.tol
-            if np.all(safe[others]):
-                decide(FAIR, "bounds")
-                continue
+            if np.all(safe[audit.others(rows[[k]])[0]]):
+                out.set(k, FAIR, "bounds")
+            elif past(deadline):
+                out.set(k, UNKNOWN, TIME_LIMIT)
+            elif (twin := self._search(audit, i, lo[k], hi[k])) is not None:
+                out.set(k, UNFAIR, "search", twin)
+            else:
+                out.set(k, UNKNOWN, DEFERRED)
+        return out
+
+    def finish(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        """A MILP for each row the bounds and the search left open, within `milp_seconds` and the
+        time left."""
+        lo, hi = audit.windows(rows)
+        seconds = audit.limits.milp_seconds
+        out = Decisions.open(len(rows))
+        for k, i in enumerate(rows.tolist()):
             left = math.inf if deadline is None else deadline - time.time()
             if left <= 0:
-                decide(UNKNOWN, TIME_LIMIT)
+                out.set(k, UNKNOWN, TIME_LIMIT)
                 continue
-            twin = self._search(audit, i, lo[k], hi[k])
-            if twin is not None:
-                decide(UNFAIR, "search", twin)
-                continue
-            seconds = audit.limits.milp_seconds
             verdict, twin = self._milp(audit, i, lo[k], hi[k], min(seconds, left))
             if verdict != UNKNOWN:
-                decide(verdict, "milp", twin)
-            elif left < seconds and time.time() >= deadline:  # type: ignore[operator]
-                decide(UNKNOWN, TIME_LIMIT)  # the run's deadline, not the row's own budget, ended it
+                out.set(k, verdict, "milp", twin)
+            elif left < seconds and past(deadline):  # the run's deadline, not the row's own budget, ended it
+                out.set(k, UNKNOWN, TIME_LIMIT)
             else:
-                decide(UNKNOWN, f"milp undecided (raise milp_seconds, now {seconds:g} s)")
+                out.set(k, UNKNOWN, f"milp undecided (raise milp_seconds, now {seconds:g} s)")
         return out
 
     def _flips(self, audit: Audit, i: int, Y: np.ndarray) -> np.ndarray | None:
