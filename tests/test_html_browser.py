@@ -18,7 +18,7 @@ from faircert.models.linear import ColumnEncoding, LinearModel
 from faircert.report.group_html import write_comparison_html, write_group_html
 from faircert.report.html import write_html
 from faircert.report.program_html import write_program_html
-from faircert.report.rows import write_rows_html
+from faircert.report.rows import render_rows, write_rows_html
 
 pytestmark = pytest.mark.slow
 
@@ -82,3 +82,34 @@ def test_reports_render_in_a_headless_browser(tmp_path):
             timeout=120,
         )
         assert shot.stat().st_size > 10_000 and _png_colours(shot) > 50
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium installed")
+def test_the_per_row_page_needs_no_sideways_scrolling_at_1280_pixels(tmp_path):
+    """Twenty features, long category names and values: each unfair row's decision and changes
+    stay on screen (the page is as wide as the window)."""
+    rng = np.random.default_rng(1)
+    columns = {f"feature_with_a_long_name_{k}": rng.integers(0, 1_000_000, 200) for k in range(18)}
+    df = pd.DataFrame(
+        {"sex": rng.choice(["Female", "Male"], 200), "occupation": rng.choice(["Handlers-cleaners" * 4, "Sales"], 200)}
+        | columns
+    )
+    weights = np.concatenate([[1.0, 0.5], rng.normal(0, 1e-6, 18)])
+    encoding = (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("occupation", "onehot", ("Sales",)))
+    model = LinearModel(weights, -1.0, encoding + tuple(ColumnEncoding(c) for c in columns))
+    result = faircert.audit(model, df, protected="sex", epsilon={next(iter(columns)): 1000})
+    assert result.counts()["unfair"] > 0
+    page = render_rows(result).replace(
+        "</body>", "<script>document.body.dataset.width = document.documentElement.scrollWidth</script></body>"
+    )
+    (tmp_path / "rows.html").write_text(page)
+    shown = subprocess.run(
+        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--dump-dom"]
+        + [(tmp_path / "rows.html").as_uri()],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    width = int(shown.split('data-width="', 1)[1].split('"', 1)[0])
+    assert width <= 1280

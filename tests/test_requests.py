@@ -90,3 +90,19 @@ def test_a_population_spec_and_its_knobs_learn_the_same_population():
         faircert.group(model, df, protected="sex", population=spec, max_bins=3)
     with pytest.raises(PropertyError, match="unknown population kind 'bayes'"):
         PopulationSpec("bayes")
+
+
+def test_the_per_row_budgets_are_flags_of_the_audit_command(capsys):
+    """A tree row whose ball holds more cells than --max-cells is left open, named by its reason;
+    with more cells the same row is decided."""
+    trees = MODELS["trees"][0]
+    frame = _frame(20)
+    tight = faircert.audit(trees, frame, DOM, protected="s", epsilon=EPS, max_cells=1)
+    loose = faircert.audit(trees, frame, DOM, protected="s", epsilon=EPS, max_cells=10_000)
+    assert "unknown" not in loose.verdicts
+    opened = [i for i, v in enumerate(tight.verdicts) if v == "unknown"]
+    assert opened and all("max_cells" in tight.methods[i] for i in opened)
+    assert all(tight.verdicts[i] == loose.verdicts[i] for i in range(20) if i not in opened)
+    assert main(["audit", "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert all(flag in shown for flag in ("--max-cells", "--max-twins", "--milp-seconds"))

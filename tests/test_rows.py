@@ -20,7 +20,7 @@ from faircert.engines.rows.network import NetworkRows
 from faircert.models.linear import LinearModel
 from faircert.models.network import ReluNetwork
 from faircert.models.trees import Tree, TreeEnsemble
-from faircert.options import VerifyOptions
+from faircert.options import AuditOptions, VerifyOptions
 from faircert.properties import RowAudit, individual_fairness
 
 DOM = Domain(
@@ -116,7 +116,7 @@ def test_the_linear_closed_form_agrees_with_enumeration_on_the_same_network():
     net = ReluNetwork([np.array([[0.4, -0.9, 0.3, -0.2]])], [np.array([0.1])])
     question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(200, seed=4))
     closed = find_engine(net, question).run(net, question, VerifyOptions(), None)
-    enumerated = run(NetworkRows(net, question.prop, 0), question, VerifyOptions(), None)
+    enumerated = run(lambda prop: NetworkRows(net, prop), question, VerifyOptions(), None)
     assert closed.engine == "rows-linear" and enumerated.engine == "rows-network"
     decided = [i for i, v in enumerate(enumerated.verdicts) if v != "unknown"]
     assert [closed.verdicts[i] for i in decided] == [enumerated.verdicts[i] for i in decided]
@@ -204,14 +204,22 @@ def test_a_stop_request_keeps_the_rows_already_decided():
     assert all(m == "not reached" for v, m in zip(result.verdicts, result.methods) if v == "unknown")
 
 
-def test_rows_outside_the_domain_or_with_unknown_categories_are_refused():
+def test_rows_outside_the_domain_are_audited_and_unreadable_rows_alone_are_unknown():
+    """The domain clips the twins' moves only: a row beyond it is decided like any other; a value
+    the model cannot read (not an integer of an integer feature) leaves that row alone unknown."""
     model = MODELS["linear"][0]
-    frame = pd.DataFrame({"a": [9], "s": [0], "b": [0], "c": [0]})
-    with pytest.raises(faircert.errors.DataError, match="1 of 1 rows lie outside the domain"):
-        faircert.audit(model, frame, DOM, protected="s")
-    frame = pd.DataFrame({"a": [1], "s": [0.5], "b": [0], "c": [0]})
-    with pytest.raises(faircert.errors.DataError, match="1 of 1 rows lie outside the domain"):
-        faircert.audit(model, frame, DOM, protected="s")
+    predict = lambda X: (np.asarray(X, float) @ np.array([0.4, -0.9, 0.3, -0.2]) + 0.1 > 0).astype(int)
+    frame = pd.DataFrame({"a": [9, 1, 2], "s": [0, 0.5, 1], "b": [0, 0, -3], "c": [0, 0, 4]})
+    result = faircert.audit(model, frame, DOM, protected="s")
+    assert result.verdicts[0] in ("fair", "unfair") and result.verdicts[2] in ("fair", "unfair")
+    flips = lambda r: [np.array([r[0], v, r[2], r[3]], dtype=float) for v in (0, 1, 2) if v != r[1]]
+    own = lambda r: predict(np.array([r], dtype=float))[0]
+    expected = [
+        "unfair" if any(predict(t[None])[0] != own(r) for t in flips(r)) else "fair"
+        for r in ([9, 0, 0, 0], [2, 1, -3, 4])
+    ]
+    assert [result.verdicts[0], result.verdicts[2]] == expected
+    assert result.verdicts[1] == "unknown" and result.methods[1].startswith("cannot be evaluated")
 
 
 def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
@@ -266,7 +274,9 @@ def test_cli_writes_one_line_per_row_and_gates_on_the_verdict(tmp_path, capsys):
     )
     unfair = written[written["verdict"] == "unfair"]
     assert len(unfair) == payload["counts"]["unfair"] and unfair["sex_prime"].notna().all()
-    assert not written["job_prime"].dropna().astype(str).str.startswith("=").any()  # formula cells escaped
+    for column in ("job", "job_prime"):  # formula cells escaped, the row's own as its twin's
+        assert not written[column].dropna().astype(str).str.startswith("=").any()
+    assert (written["job"].astype(str) != "=cmd").all() and written["job"].astype(str).str.endswith("=cmd").any()
     assert "per protected group" in page.read_text()
     assert (
         main(
@@ -389,15 +399,13 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
         faircert.verify(model, df, protected="sex")
 
 
-def test_rows_with_missing_values_are_refused_with_their_count_and_columns():
+def test_rows_with_missing_values_are_unknown_alone_with_their_reason():
     model = MODELS["linear"][0]
     frame = pd.DataFrame({"a": [1, None, 2], "s": [0, 1, 2], "b": [0, 0, np.nan], "c": [0, 1, 2]})
-    with pytest.raises(
-        faircert.errors.DataError,
-        match=r"2 of 3 rows have missing or infinite values \(first: row 1; "
-        r"columns a, b\)",
-    ):
-        faircert.audit(model, frame, DOM, protected="s")
+    result = faircert.audit(model, frame, DOM, protected="s")
+    assert result.verdicts[0] in ("fair", "unfair")
+    assert result.verdicts[1:] == ["unknown", "unknown"]
+    assert all(m.startswith("cannot be evaluated") for m in result.methods[1:])
 
 
 def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(monkeypatch):
@@ -424,15 +432,27 @@ def test_network_rows_left_open_by_the_bounds_are_decided_by_the_milp_soundly(mo
             assert net.predict(twin[None])[0] != net.predict(x[None])[0]
 
 
-def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair(monkeypatch):
-    import faircert.engines.rows.trees as rows_trees
-
-    monkeypatch.setattr(rows_trees, "MAX_CELLS", 1)
+def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair():
     ir = _trees()
     question = RowAudit(individual_fairness(DOM, "s", epsilon=EPS), _rows(80, seed=9))
-    result = find_engine(ir, question).run(ir, question, VerifyOptions(), None)
+    result = find_engine(ir, question).run(ir, question, AuditOptions(max_cells=1), None)
     searched = [v for v, m in zip(result.verdicts, result.methods) if m != "flip test"]
     assert searched and "fair" not in searched and "unfair" in searched
     for i, v in enumerate(result.verdicts):
         if v == "unfair":
             assert ir.predict(np.array([result.twins[i]]))[0] != ir.predict(question.rows[i][None])[0]
+    open_rows = [i for i, v in enumerate(result.verdicts) if v == "unknown"]
+    assert open_rows and {result.methods[i] for i in open_rows} == {
+        "too many cells: searched, not proven (raise max_cells, now 1)"
+    }
+    # the budget the reason names decides them all on a re-run, as brute force does
+    bigger = find_engine(ir, question).run(ir, question, AuditOptions(max_cells=100), None)
+    assert bigger.counts()["unknown"] == 0
+    assert bigger.verdicts == _brute(ir.predict, question.rows, EPS)
+    assert all(bigger.verdicts[i] == result.verdicts[i] for i, v in enumerate(result.verdicts) if v != "unknown")
+
+
+@pytest.mark.parametrize("options", [{"max_cells": 0}, {"max_twins": 1.5}, {"milp_seconds": -1}, {"max_cells": True}])
+def test_row_budgets_are_checked(options):
+    with pytest.raises(faircert.errors.PropertyError, match="must be"):
+        AuditOptions(**options)

@@ -156,8 +156,10 @@ def _numeric_bounds(frame, numeric: np.ndarray) -> dict[int, tuple[float, float,
     return {int(j): (lo[k], hi[k], bool(integral[k])) for k, j in enumerate(idx)}
 
 
-def encode_table(frame, domain) -> np.ndarray:
-    """The rows of a DataFrame as a float array in the domain's feature order and codes."""
+def encode_table(frame, domain, unreadable: bool = False) -> np.ndarray:
+    """The rows of a DataFrame as a float array in the domain's feature order and codes. With
+    `unreadable`, a category the domain does not name and a missing or infinite value become NaN
+    (the per-row audit leaves such a row alone unknown, with its reason) instead of being refused."""
     columns = [str(c) for c in frame.columns]
     missing = [n for n in domain.names if n not in columns]
     if missing:
@@ -168,10 +170,10 @@ def encode_table(frame, domain) -> np.ndarray:
         if feature.categories is not None:
             lookup = {c: i for i, c in enumerate(feature.categories)}
             codes = column.astype(str).map(lookup)
-            if codes.isna().any():
+            if codes.isna().any() and not unreadable:
                 unknown = sorted(set(column.astype(str)[codes.isna()]))[:5]
                 raise DataError(f"column {feature.name!r} has categories not in the domain: {unknown}")
-            out[:, j] = codes.to_numpy(dtype=np.float64)
+            out[:, j] = codes.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             try:
                 out[:, j] = column.to_numpy(dtype=np.float64)
@@ -180,7 +182,9 @@ def encode_table(frame, domain) -> np.ndarray:
                     f"column {quoted(feature.name)} must hold numbers for the domain's {feature.kind} feature"
                 ) from None
     bad = ~np.isfinite(out)
-    if bad.any():
+    if unreadable:
+        out[bad] = np.nan
+    elif bad.any():
         rows, columns = np.flatnonzero(bad.any(axis=1)), [domain.names[j] for j in np.flatnonzero(bad.any(axis=0))]
         raise DataError(
             f"{len(rows)} of {len(out)} rows have missing or infinite values (first: row {int(rows[0])}; "

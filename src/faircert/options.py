@@ -134,11 +134,24 @@ class AuditOptions(Budget):
     #: None: every usable core, once a run outlasts a second
     workers: int | None = None
     ray_address: str | None = None
+    #: the per-row budgets an `unknown` row's reason names (a re-run with more decides more rows):
+    #: tree ensembles, most cells of one row's ball decided exactly (a larger ball is searched)
+    max_cells: int = 20_000
+    #: black boxes and networks: most twins of one row evaluated one by one; None: the kind's default
+    max_twins: int | None = None
+    #: networks: seconds one row's MILP may take
+    milp_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
+        _check_count("max cells", self.max_cells, 1)
+        if self.max_twins is not None:
+            _check_count("max twins", self.max_twins, 1)
+        seconds = self.milp_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
+            raise PropertyError(f"milp seconds must be a positive number, got {seconds!r}")
 
     @classmethod
     def of(cls, options: Budget) -> AuditOptions:

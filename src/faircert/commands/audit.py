@@ -57,6 +57,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_defaulted(p, "--time-limit", AuditOptions.time_limit, "seconds", "S")
     p.add_argument("--seed", type=int, default=AuditOptions.seed)
     add_parallel_arguments(p, "chunks of rows")
+    p.add_argument(
+        "--max-cells",
+        type=int,
+        default=AuditOptions.max_cells,
+        metavar="N",
+        help="tree ensembles: a row's ball of at most N cells is decided exactly, a larger one searched "
+        f"(unfair or unknown) (default {AuditOptions.max_cells:,})",
+    )
+    p.add_argument(
+        "--max-twins",
+        type=int,
+        metavar="N",
+        help="black boxes and networks: a row's ball of at most N twins is evaluated whole (default: the "
+        "kind's own, 20,000 for black boxes and 50,000 for networks)",
+    )
+    add_defaulted(p, "--milp-seconds", AuditOptions.milp_seconds, "networks: seconds one row's MILP may take", "S")
     add_memory_argument(p)
     add_checkpoint_arguments(p, "the audit")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
@@ -82,7 +98,14 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
     from ..report.rows import print_rows, write_rows_csv, write_rows_html
 
     options = AuditOptions(
-        time_limit=args.time_limit, seed=args.seed, workers=args.workers, ray_address=args.ray, **job_keywords(args)
+        time_limit=args.time_limit,
+        seed=args.seed,
+        workers=args.workers,
+        ray_address=args.ray,
+        max_cells=getattr(args, "max_cells", AuditOptions.max_cells),
+        max_twins=getattr(args, "max_twins", None),
+        milp_seconds=getattr(args, "milp_seconds", AuditOptions.milp_seconds),
+        **job_keywords(args),
     )
     with (
         run_guard([args.json, args.html, args.rows_csv, args.checkpoint], args.quiet),

@@ -14,6 +14,7 @@ STYLE = """
 body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+table.rows{table-layout:fixed;width:100%}table.rows td{text-align:left;vertical-align:top;overflow-wrap:anywhere}
 .headline{font-size:120%}.wide{overflow-x:auto}.fair{color:#1a7f37}.unfair{color:#cf222e}.unknown{color:#9a6700}.note{color:#666;font-size:90%}
 """
 COLOURS = {"certified": "#2da44e", "falsified": "#cf222e", "undecided": "#d4a72c"}

@@ -6,6 +6,7 @@ import csv
 import html
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..files import write_atomic, write_text
@@ -48,6 +49,10 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
         f"  epsilon: {eps}  engine: {result.engine}  {result.elapsed_s:.2f} s"
         + (f"  stopped: {result.stopped}" if result.stopped != "done" else "")
     )
+    for reason, count in sorted(result.unknown_reasons().items(), key=lambda item: -item[1]):
+        hint = unknown_hint(reason)
+        more = f" (what decides more: {escape(hint)})" if hint else ""
+        out.print(f"  unknown: {count:,} rows: {escape(reason)}{more}")
     examples = result.unfair_rows(max_examples)
     names = result.feature_names
     for _, row in examples.iterrows():
@@ -56,12 +61,13 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
 
 
 def write_rows_csv(result: RowsResult, path: str | Path) -> int:
-    """One line per input row, in the input's order: verdict, method, group, the model's label and
-    the twin's, then the twin's features (`<name>_prime`, categories by name; empty unless unfair)."""
+    """One line per input row, in the input's order: verdict, method (or why unknown), group, the
+    model's label and the twin's, the features the twin changes (`changed`, joined by ";"), then
+    each feature's value in the row beside the twin's (`<name>`, `<name>_prime`; categories by
+    name; the twin's empty unless unfair)."""
     names = list(result.feature_names)
-    header = ["row", "verdict", "method", "group", "label", "twin_label"] + [
-        spreadsheet_safe(f"{n}_prime") for n in names
-    ]
+    header = ["row", "verdict", "method", "group", "label", "twin_label", "changed"]
+    header += [spreadsheet_safe(c) for n in names for c in (n, f"{n}_prime")]
 
     def cell(value) -> str:
         if value is None:
@@ -72,17 +78,22 @@ def write_rows_csv(result: RowsResult, path: str | Path) -> int:
         writer = csv.writer(handle)
         writer.writerow(header)
         for i in range(result.n_rows):
-            twin = result.twins[i]
+            twin, own = result.twins[i], result.rows[i]
+            values = []
+            for j, n in enumerate(names):
+                values.append(cell(result.value_name(n, own[j])))
+                values.append("" if twin is None else cell(result.value_name(n, twin[j])))
             writer.writerow(
                 [
                     i,
                     result.verdicts[i],
                     cell(result.methods[i]),
                     cell(result.groups[i]),
-                    result.labels[i],
+                    cell(result.labels[i]),
                     cell(result.twin_labels[i]),
+                    cell(";".join(result.changed(i))),
                 ]
-                + ["" if twin is None else cell(result.value_name(n, twin[j])) for j, n in enumerate(names)]
+                + values
             )
 
     write_atomic(path, write, newline="")
@@ -120,6 +131,97 @@ def _group_chart(result: RowsResult, width: int = 900, bar: int = 24) -> str:
     )
 
 
+#: What decides more rows left unknown for a reason (those naming their budget say it themselves).
+HINTS = (
+    ("time limit", "a longer time limit"),
+    ("memory limit", "a larger memory limit"),
+    ("not reached", "a run that is not stopped"),
+    ("cannot be evaluated", "a value the model reads: correct the row, or a domain that names its category"),
+    ("within rounding tolerance", "none: the decision sits on the model's threshold"),
+    ("a real feature moves", "a model faircert reads (not a black box), or epsilon on whole-number features"),
+)
+
+
+def unknown_hint(reason: str) -> str:
+    """What would decide a row left unknown for `reason`."""
+    if "(raise " in reason:  # "... (raise max_cells, now 20,000)"
+        name, _, now = reason.split("(raise ", 1)[1].rstrip(")").partition(", ")
+        return f"a larger {name}" + (f" ({now})" if now else "")
+    return next((hint for key, hint in HINTS if key in reason), "")
+
+
+def _values(result: RowsResult, i: int, skip: list[str]) -> str:
+    """Row i's values as "name=value" items (those in `skip` left out), wrapping freely."""
+    e = html.escape
+    return ", ".join(
+        f"{e(n)}={e(str(result.value_name(n, result.rows[i, j])))}"
+        for j, n in enumerate(result.feature_names)
+        if n not in skip
+    )
+
+
+def _unfair_table(result: RowsResult, max_rows: int) -> str:
+    """Each unfair row: its decision, each value its twin changes, then its other values. Columns
+    wrap within the page's width, so nothing hides off to the right."""
+    e = html.escape
+    picked = [i for i, v in enumerate(result.verdicts) if v == "unfair"][:max_rows]
+    if not picked:
+        return "<p>No unfair row.</p>"
+    lines = []
+    for i in picked:
+        twin = result.twins[i]
+        assert twin is not None  # every unfair row has its twin
+        changed = result.changed(i)
+        changes = "<br>".join(
+            f"<b>{e(n)}</b>: {e(str(result.value_name(n, result.rows[i, j])))} &rarr; "
+            f"<b>{e(str(result.value_name(n, twin[j])))}</b>"
+            for j, n in enumerate(result.feature_names)
+            if n in changed
+        )
+        lines.append(
+            f"<tr><td>{i}</td><td>{e(result.groups[i])}</td>"
+            f"<td>{result.labels[i]} &rarr; <b>{result.twin_labels[i]}</b></td>"
+            f"<td>{changes}</td><td class='note'>{_values(result, i, changed)}</td></tr>"
+        )
+    count = result.counts()["unfair"]
+    return (
+        f"<h2>Unfair rows ({count:,}; {'all' if len(lines) == count else f'the first {len(lines)}'} shown, "
+        "each twin re-checked on the model)</h2>"
+        "<table class='rows'><colgroup><col style='width:7%'><col style='width:13%'><col style='width:10%'>"
+        "<col style='width:35%'><col></colgroup>"
+        "<tr><th>row</th><th>group</th><th>decision (row &rarr; twin)</th><th>what the twin changes</th>"
+        f"<th>the row's other values</th></tr>{''.join(lines)}</table>"
+    )
+
+
+def _unknown_table(result: RowsResult, max_rows: int) -> str:
+    """The reasons rows stayed unknown, with what decides more, then each row with its reason."""
+    e = html.escape
+    reasons = result.unknown_reasons()
+    if not reasons:
+        return ""
+    summary = "".join(
+        f"<tr><td>{e(r)}</td><td>{k:,}</td><td>{e(unknown_hint(r))}</td></tr>"
+        for r, k in sorted(reasons.items(), key=lambda item: -item[1])
+    )
+    picked = [i for i, v in enumerate(result.verdicts) if v == "unknown"][:max_rows]
+    lines = "".join(
+        f"<tr><td>{i}</td><td>{e(result.groups[i])}</td><td>{e(result.methods[i])}</td>"
+        f"<td class='note'>{_values(result, i, [])}</td></tr>"
+        for i in picked
+    )
+    count = sum(reasons.values())
+    return (
+        f"<h2>Unknown rows ({count:,})</h2>"
+        "<table class='rows'><colgroup><col style='width:45%'><col style='width:10%'><col></colgroup>"
+        f"<tr><th>reason</th><th>rows</th><th>what decides more</th></tr>{summary}</table>"
+        f"<p>{'All' if len(picked) == count else f'The first {len(picked)}'} of them:</p>"
+        "<table class='rows'><colgroup><col style='width:7%'><col style='width:13%'><col style='width:35%'><col>"
+        "</colgroup><tr><th>row</th><th>group</th><th>reason</th><th>the row's values</th></tr>"
+        f"{lines}</table>"
+    )
+
+
 def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True) -> str:
     e = html.escape
     counts, n = result.counts(), max(result.n_rows, 1)
@@ -138,29 +240,10 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
     if result.stopped != "done":
         summary.append(("stopped", e(result.stopped)))
     table = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in summary)
-    unfair = result.unfair_rows(max_rows)
-    names = result.feature_names
-    lines = []
-    for _, row in unfair.iterrows():
-        cells = [
-            f"<td>{e(str(row[c]))}</td>"
-            if row[c] == row[c + "_prime"]
-            else f"<td><b>{e(str(row[c]))} &rarr; {e(str(row[c + '_prime']))}</b></td>"
-            for c in names
-        ]
-        lines.append(
-            f"<tr><td>{row['row']}</td>{''.join(cells)}<td>{row['label']} &rarr; {row['twin_label']}</td></tr>"
-        )
-    header = "<th>row</th>" + "".join(f"<th>{e(c)}</th>" for c in names) + "<th>decision</th>"
-    rows_html = (
-        (
-            f"<h2>Unfair rows ({counts['unfair']:,}; the first {len(lines)} shown, each twin re-checked)</h2>"
-            f"<div class='wide'><table><tr>{header}</tr>{''.join(lines)}</table></div>"
-        )
-        if lines
-        else "<p>No unfair row.</p>"
+    body = (
+        f"<h1>faircert: per-row audit</h1>{_group_chart(result)}<table>{table}</table>"
+        f"{_unfair_table(result, max_rows)}{_unknown_table(result, max_rows)}"
     )
-    body = f"<h1>faircert: per-row audit</h1>{_group_chart(result)}<table>{table}</table>{rows_html}"
     return page(body, "faircert per-row audit", standalone)
 
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..checkpoint import fingerprint
 from ..data import encode_table, read_table
-from ..errors import DataError, UnsupportedModelError
+from ..errors import UnsupportedModelError
 from ..options import AuditOptions
 from ..properties import RowAudit, individual_fairness
 from .inputs import Individual, estimator_object, model_and_property, positional_names, resolve_domain
@@ -42,14 +40,9 @@ def prepare_audit(
             raise
         # a classifier no IR holds is audited as a black box: by its own predictions
         ir, prop = _black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
-    codes = encode_table(frame, prop.domain)
-    outside = ~prop.domain.contains(codes)
-    if outside.any():
-        first = int(np.flatnonzero(outside)[0])
-        raise DataError(
-            f"{int(outside.sum())} of {len(codes)} rows lie outside the domain (first: row {first}); "
-            "widen the domain or leave --domain out to infer it from the rows"
-        )
+    # rows outside the domain are audited (the domain clips the epsilon-moves only), and a row the
+    # model cannot evaluate (a category the domain does not name, a missing value) is unknown alone
+    codes = encode_table(frame, prop.domain, unreadable=True)
     model_id = fingerprint(ir) if (options.checkpoint or options.resume) else ""
     name = getattr(ir, "source", "") or type(model).__name__
     return AuditRequest(ir, RowAudit(prop, codes, model_id), options, name)

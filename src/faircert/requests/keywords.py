@@ -55,6 +55,9 @@ class VerifyKeywords(RunKeywords, InputKeywords, total=False):
 
 
 class AuditKeywords(RunKeywords, InputKeywords, total=False):
+    max_cells: int
+    max_twins: int | None
+    milp_seconds: float
     options: AuditOptions | None
 
 

@@ -14,8 +14,9 @@ import numpy as np
 
 from .._version import __version__
 
-#: Version of the JSON schemas of all results (README, "JSON result schema").
-SCHEMA_VERSION = "1.0"
+#: Version of the JSON schemas of all results (README, "JSON result schema"). 1.1: the per-row
+#: audit's twins name their categories (they were codes), and statistical answers share one block.
+SCHEMA_VERSION = "1.1"
 
 VERDICTS = ("fair", "unfair", "unknown")
 #: The HTML renderer of each result type ("module:function", called with standalone=False).

@@ -2,13 +2,15 @@
 
 A row is `fair` (no allowed twin changes the decision: proven by closed form, enumeration of the
 twins' ball, the tree cells it meets, or bounds and a MILP), `unfair` (a twin the model labels
-differently, re-checked on the model) or `unknown` (the row's budget ran out, the run stopped, or
-a decision sat within the rounding tolerance of the model's threshold). Counts over the rows are
-exact: the rows are a finite set.
+differently, re-checked on the model) or `unknown`, with its reason in `methods`: a per-row budget
+ran out (the reason names it), the run stopped at its time or memory limit, the model cannot
+evaluate one of the row's values, or a decision sat within the rounding tolerance of the model's
+threshold. Counts over the rows are exact: the rows are a finite set.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +36,8 @@ class RowsResult(Verdict):
     methods: list[str]
     #: the twin x' of each unfair row (domain codes; None for the others)
     twins: list[list[float] | None]
-    #: the model's label of each row and of its twin
-    labels: list[int]
+    #: the model's label of each row (None: a row it cannot evaluate) and of its twin
+    labels: list[int | None]
     twin_labels: list[int | None]
     #: rows the plain flip test (epsilon 0) finds unfair: exact, any model
     flip_unfair: int
@@ -83,18 +85,30 @@ class RowsResult(Verdict):
         return table
 
     # ----- views -----------------------------------------------------------------------------------
-    def value_name(self, feature: str, value: float) -> str | float:
+    def value_name(self, feature: str, value: float) -> str | float | None:
+        """A value as people read it: a category by name, a whole number as an int; None for no
+        value (a row the model cannot evaluate)."""
+        value = float(value)
+        if not math.isfinite(value):
+            return None
         names = self.categories.get(feature)
-        if names is not None and float(value).is_integer() and 0 <= int(value) < len(names):
+        if names is not None and value.is_integer() and 0 <= int(value) < len(names):
             return names[int(value)]
-        return int(value) if float(value).is_integer() else float(value)
+        return int(value) if value.is_integer() else value
+
+    def changed(self, i: int) -> list[str]:
+        """The features on which row i's twin differs from the row (none without a twin)."""
+        twin = self.twins[i]
+        if twin is None:
+            return []
+        return [n for j, n in enumerate(self.feature_names) if twin[j] != self.rows[i, j]]
 
     def to_frame(self) -> pd.DataFrame:
-        """One line per input row, in the input's order: verdict, method, labels, and the twin's
-        features (suffix `_prime`, categories by name; empty unless unfair)."""
+        """One line per input row, in the input's order: verdict, method (or why unknown), labels,
+        the features the twin changes, then each feature's value in the row beside the twin's
+        (suffix `_prime`; categories by name; the twin's empty unless unfair)."""
         import pandas as pd
 
-        names = list(self.feature_names)
         out = pd.DataFrame(
             {
                 "verdict": self.verdicts,
@@ -102,9 +116,11 @@ class RowsResult(Verdict):
                 "group": self.groups,
                 "label": self.labels,
                 "twin_label": self.twin_labels,
+                "changed": [";".join(self.changed(i)) for i in range(self.n_rows)],
             }
         )
-        for j, n in enumerate(names):
+        for j, n in enumerate(self.feature_names):
+            out[n] = [self.value_name(n, v) for v in self.rows[:, j]]
             out[f"{n}_prime"] = [None if t is None else self.value_name(n, t[j]) for t in self.twins]
         return out
 
@@ -156,13 +172,35 @@ class RowsResult(Verdict):
             "population": self.population,
             "feature_names": list(self.feature_names),
             "row_verdicts": list(self.verdicts),
-            "unfair": [
-                {"row": i, "twin": self.twins[i], "label": self.labels[i], "twin_label": self.twin_labels[i]}
-                for i, v in enumerate(self.verdicts)
-                if v == "unfair"
-            ],
+            "unfair": [self._unfair_entry(i) for i, v in enumerate(self.verdicts) if v == "unfair"],
+            "unknown_reasons": self.unknown_reasons(),
             "stats": {k: v for k, v in self.stats.items() if k != "flip_rows"},
         }
+
+    def _unfair_entry(self, i: int) -> dict[str, Any]:
+        """An unfair row for JSON: its twin (categories by name) and each value the twin changes."""
+        twin = self.twins[i]
+        assert twin is not None  # every unfair row has its twin
+        names = self.feature_names
+        return {
+            "row": i,
+            "twin": [self.value_name(n, v) for n, v in zip(names, twin)],
+            "changes": {
+                n: [self.value_name(n, self.rows[i, j]), self.value_name(n, twin[j])]
+                for j, n in enumerate(names)
+                if n in self.changed(i)
+            },
+            "label": self.labels[i],
+            "twin_label": self.twin_labels[i],
+        }
+
+    def unknown_reasons(self) -> dict[str, int]:
+        """How many rows are unknown for each reason (the reason names what would decide more)."""
+        out: dict[str, int] = {}
+        for v, m in zip(self.verdicts, self.methods):
+            if v == "unknown":
+                out[m] = out.get(m, 0) + 1
+        return out
 
     def __str__(self) -> str:
         counts, n = self.counts(), max(self.n_rows, 1)

@@ -1,43 +1,104 @@
 """The per-row audit's driver, shared by every model kind.
 
 For each row x the twins are x' with another protected combination, each epsilon-feature within
-its tolerance of x (clipped to the domain) and every other feature equal to x. The driver runs the
-flip test (epsilon 0: one model call per twin) on every row, then hands the rows it leaves open to
-the model kind's `decide`, in chunks, between which it honours the time limit and stop requests:
-rows not reached stay `unknown`, and every row already decided is kept.
+its tolerance of x and every other feature equal to x. The domain clips the epsilon-moves only: a
+row's value outside the domain stays as it is, and its moves reach no further than the domain or
+the row itself (the window of feature j is [max(x_j - eps_j, min(lo_j, x_j)), min(x_j + eps_j,
+max(hi_j, x_j))]). A row the model cannot evaluate at all (a missing value, a code that is no
+category of the domain, a protected value outside the domain's combinations) is `unknown` with
+its reason; the other rows are audited as usual.
 
-A model kind supplies `margins(X)` (label 1 iff margin > 0; margins within `tol` of 0 decide
-nothing) and `decide(audit, rows, deadline)` (the deadline on the wall clock, `time.time()`).
-Chunks of rows run on local worker processes or Ray actors (`--workers`, `--ray`) in rounds of
-one chunk per worker; rows are independent, so the verdicts do not depend on where they ran.
+The driver runs the flip test (epsilon 0: one model call per twin) on every row, then hands the
+rows it leaves open to the model kind's `decide`, in chunks sized to take about `ROUND_SECONDS`,
+so that progress moves and a stop request, the time limit or the memory limit ends the run within
+a chunk. Model calls are sized from the model's pace (`Pace`), and `decide` checks the deadline
+row by row and between calls, so long work of one row (a MILP, a large ball) gets no more than the
+time left. The memory limit counts the rows' bookkeeping, the twins found and one call's twins.
+Rows not reached are `unknown` ("time limit", "memory limit", or "not reached" after a stop
+request), and every row already decided is kept.
+
+A model kind is built by the driver from the question over the domain widened to hold every
+readable row (`reach`), so its bounds and tolerances cover the rows' own values. It supplies
+`margins(X)` (label 1 iff margin > 0; margins within `tol` of 0 decide nothing),
+`decide(audit, rows, deadline)` (the deadline on the wall clock, `time.time()`) and, where a
+costly last stage leaves rows `DEFERRED`, `finish(audit, rows, deadline)`, run on those rows once
+every open row has been through `decide` (a time limit then leaves open only rows that need the
+costly stage). Its per-row
+budgets are `RowLimits`, named in the reason of every row they leave `unknown`. Chunks run on
+local worker processes or Ray actors (`--workers`, `--ray`) in rounds of one chunk per worker;
+rows are independent and each row's random search is seeded by the row's index, so the verdicts
+do not depend on where, or in which chunk, they ran.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
+from ... import memory
 from ...checkpoint import Checkpoint, fingerprint
+from ...domain import MAX_BOUND, Domain
 from ...errors import PropertyError
 from ...options import AuditOptions
 from ...progress import Progress, ProgressEvent
-from ...properties import RowAudit
+from ...properties import IndividualFairness, RowAudit
 from ...results.rows import RowsResult
-from ..boxes.budget import Budget
-from ..boxes.workers import SERIAL, Parallelism
+from ..boxes.budget import DONE, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, Budget
+from ..boxes.workers import Parallelism
 
-#: Twins evaluated per model call (rows x ball points x protected combinations).
+#: Twins evaluated per model call (rows x ball points x protected combinations), at most.
 BATCH = 200_000
 #: Most protected combinations a row's twins may take.
 MAX_COMBOS = 4096
-#: Rows handed to `decide` at once: the grain of the time limit, stop requests and progress.
-ROW_CHUNK = 256
+#: Seconds one round of chunks should take: the grain of progress, stop requests and the limits.
+ROUND_SECONDS = 0.25
+#: Twins of the first model call of a run of calls (later ones follow the model's pace).
+FIRST_CALL = 256
+#: Rows of the first chunk, and the most a chunk may hold.
+FIRST_CHUNK = 1
+MAX_CHUNK = 4096
+#: Bytes the audit keeps per row (verdict, method, twin slot, label, flags; its copy of the row's
+#: features comes on top) and per twin found beside its features (an array's header): what the
+#: memory limit counts, with the twins of the model call in progress.
+ROW_BYTES = 64
+TWIN_BYTES = 112
 
 FAIR, UNFAIR, UNKNOWN = "fair", "unfair", "unknown"
+#: The reason of a row the run never decided: after a stop request, or at a limit (its words).
+NOT_REACHED = "not reached"
+#: The reason of a row `decide` left to the kind's `finish` (its costly last stage, a MILP).
+DEFERRED = "deferred to the last stage"
+UNDONE = (NOT_REACHED, DEFERRED, TIME_LIMIT, MEMORY_LIMIT)
+#: Kinds whose values are codes: a value that is no code of the domain has no meaning to the model.
+CODED = ("binary", "categorical")
+#: The reason of a row the model cannot evaluate starts with this.
+UNREADABLE = "cannot be evaluated: "
+
+
+@dataclass(frozen=True)
+class RowLimits:
+    """The per-row budgets of the model kinds (`AuditOptions`' fields of the same names, checked
+    there). A row one of them leaves open is `unknown`, with a reason that names it; a re-run with a
+    larger value decides more rows."""
+
+    max_cells: int = AuditOptions.max_cells
+    max_twins: int | None = AuditOptions.max_twins
+    milp_seconds: float = AuditOptions.milp_seconds
+
+    @classmethod
+    def of(cls, options: AuditOptions) -> RowLimits:
+        """The budgets `options` sets (options without them keep the defaults)."""
+        given = {f.name: getattr(options, f.name, None) for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in given.items() if v is not None})
+
+    def twins(self, default: int) -> int:
+        return default if self.max_twins is None else self.max_twins
 
 
 @dataclass
@@ -47,6 +108,19 @@ class Decisions:
     verdicts: list[str]
     methods: list[str]
     twins: list[np.ndarray | None]
+
+    @classmethod
+    def open(cls, n: int, why: str = NOT_REACHED) -> Decisions:
+        """n rows, none decided yet."""
+        return cls([UNKNOWN] * n, [why] * n, [None] * n)
+
+    def set(self, k: int, verdict: str, method: str, twin: np.ndarray | None = None) -> None:
+        self.verdicts[k], self.methods[k], self.twins[k] = verdict, method, twin
+
+    def merge(self, where: Any, found: Decisions) -> None:
+        """Rows `where` of these decisions are `found`'s, in order."""
+        for k, v, m, t in zip(where, found.verdicts, found.methods, found.twins):
+            self.set(int(k), v, m, t)
 
 
 class RowModel(Protocol):
@@ -60,6 +134,89 @@ class RowModel(Protocol):
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions: ...
 
 
+class StagedRowModel(RowModel, Protocol):
+    """A model kind whose `decide` leaves rows at `DEFERRED` for a costly last stage."""
+
+    def finish(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions: ...
+
+
+@dataclass
+class Pace:
+    """How many twins the next model call should take: calls sized to last about `ROUND_SECONDS`
+    (learned from the calls made), at most `cap`, so that the deadline is checked between the
+    calls of a slow model too (a black box may take a millisecond a twin)."""
+
+    cap: int
+    size: int = FIRST_CALL
+
+    def __post_init__(self) -> None:
+        self.size = max(1, min(self.size, self.cap))
+
+    def margins(self, kind: RowModel, Y: np.ndarray) -> np.ndarray:
+        began = time.perf_counter()
+        M = kind.margins(Y) if len(Y) else np.zeros(0)
+        if len(Y) >= self.size // 2:  # a small call says little of the model's pace
+            per = (time.perf_counter() - began) / len(Y)
+            self.size = int(min(self.cap, 4 * self.size, max(1, ROUND_SECONDS / max(per, 1e-12))))
+        return M
+
+
+def past(deadline: float | None) -> bool:
+    """Whether the wall-clock `deadline` (None: none) has passed."""
+    return deadline is not None and time.time() >= deadline
+
+
+def row_rng(seed: int, row: int) -> np.random.Generator:
+    """The random draws of one row's search: the same wherever and in whichever chunk it runs."""
+    return np.random.default_rng([seed, row])
+
+
+def unreadable(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dict[int, str]:
+    """The rows the model cannot evaluate, each with the reason (the first column at fault)."""
+    out: dict[int, str] = {}
+    X = np.asarray(X, dtype=np.float64)
+    whole = X == np.round(X)
+    combos_inside = set(protected)
+    for j, f in enumerate(domain.features):
+        x = X[:, j]
+        with np.errstate(invalid="ignore"):
+            faults = [
+                (~np.isfinite(x), "no value (missing, or a category the domain does not name)"),
+                (np.abs(x) > MAX_BOUND, "a value too large to evaluate"),
+            ]
+            if f.kind in CODED:
+                codes = "0 or 1" if f.kind == "binary" else "a category"
+                faults.append(((x < f.min) | (x > f.max) | ~whole[:, j], f"a code that is not {codes} of the domain"))
+            elif f.is_discrete:
+                faults.append((~whole[:, j], "a value that is not a whole number"))
+            if j in combos_inside:
+                faults.append(((x < f.min) | (x > f.max), "a protected value outside the domain's"))
+        for bad, why in faults:
+            for i in np.flatnonzero(bad).tolist():
+                out.setdefault(i, f"{UNREADABLE}{f.name}: {why}")
+    return out
+
+
+def reach(question: RowAudit) -> IndividualFairness:
+    """The question's property over its domain widened to hold every readable row's values, where
+    the model kinds build their bounds and tables."""
+    prop, X = question.prop, question.rows
+    bad = unreadable(prop.domain, prop.protected, X)
+    keep = np.ones(len(X), dtype=bool)
+    keep[list(bad)] = False
+    if not keep.any():
+        return prop
+    low, high = X[keep].min(axis=0), X[keep].max(axis=0)
+    features = []
+    for j, f in enumerate(prop.domain.features):
+        if f.kind in CODED or j in prop.protected:
+            features.append(f)  # codes outside make a row unreadable: the domain holds every readable one
+        else:
+            lo, hi = min(f.min, low[j]), max(f.max, high[j])
+            features.append(f if (lo, hi) == (f.min, f.max) else dataclasses.replace(f, min=lo, max=hi))
+    return dataclasses.replace(prop, domain=dataclasses.replace(prop.domain, features=tuple(features)))
+
+
 @dataclass
 class Audit:
     """The audit's fixed data: rows, protected combinations, tolerances and windows."""
@@ -71,10 +228,19 @@ class Audit:
     lower: np.ndarray  # (d,) domain bounds
     upper: np.ndarray
     discrete: np.ndarray
+    #: the rows as the model kinds read them: an unreadable row is replaced by the domain's
+    #: lower corner, so batches stay whole (its verdict is set apart)
+    readable: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    unread: dict[int, str] = field(default_factory=dict)
+    limits: RowLimits = field(default_factory=RowLimits)
+    #: twins per model call (the kind's batch, within a share of the memory limit)
+    batch: int = BATCH
+    seed: int = 0
+    #: the model's label of each row (-1: a row not labelled before the run stopped)
     labels: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
     @classmethod
-    def of(cls, question: RowAudit) -> Audit:
+    def of(cls, question: RowAudit, limits: RowLimits | None = None, seed: int = 0) -> Audit:
         prop, X = question.prop, question.rows
         dom = prop.domain
         values = [dom.features[i].values() for i in prop.protected]
@@ -82,17 +248,20 @@ class Audit:
         if count > MAX_COMBOS:
             raise PropertyError(f"the protected features have {count} combinations; at most {MAX_COMBOS}")
         combos = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(count, len(values))
-        index = {tuple(c): k for k, c in enumerate(combos)}
-        own = np.array([index.get(tuple(r), -1) for r in X[:, list(prop.protected)]], dtype=np.int64)
-        if np.any(own < 0):
-            bad = int(np.flatnonzero(own < 0)[0])
-            raise PropertyError(
-                f"row {bad}: its protected values {X[bad, list(prop.protected)].tolist()} lie outside the domain"
-            )
+        unread = unreadable(dom, prop.protected, X)
+        readable = np.array(X, dtype=np.float64, copy=True)
+        if unread:
+            readable[list(unread)] = dom.lower
+        # combinations in itertools.product's order: a row's own is its values' mixed-radix number
+        offsets = [readable[:, i] - dom.features[i].min for i in prop.protected]
+        own = np.ravel_multi_index(tuple(o.astype(np.int64) for o in offsets), [len(v) for v in values])
+        own = np.asarray(own, dtype=np.int64).reshape(len(X))
         disc = dom.discrete_mask
         eps = np.asarray(prop.epsilon, dtype=np.float64)
         eps = np.where(disc, np.floor(eps + 1e-12), eps)
-        return cls(question, combos, own, eps, dom.lower, dom.upper, disc)
+        return cls(
+            question, combos, own, eps, dom.lower, dom.upper, disc, readable, unread, limits or RowLimits(), seed=seed
+        )
 
     @property
     def prop(self):
@@ -100,16 +269,21 @@ class Audit:
 
     @property
     def rows(self) -> np.ndarray:
-        return self.question.rows
+        return self.readable
 
     @property
     def has_eps(self) -> bool:
         return bool(np.any(self.eps > 0))
 
     def windows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's ball as a box (lower, upper corners), protected columns at the row's own values."""
+        """Each row's ball as a box (lower, upper corners), protected columns at the row's own
+        values: the epsilon-moves clipped to the domain, which is widened to hold the row itself."""
         X = self.rows[rows]
-        return np.maximum(X - self.eps, self.lower), np.minimum(X + self.eps, self.upper)
+        return np.maximum(X - self.eps, np.minimum(self.lower, X)), np.minimum(X + self.eps, np.maximum(self.upper, X))
+
+    def others(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), T): the combinations each row's twins may take (all but its own)."""
+        return np.arange(len(self.combos))[None, :] != self.own[rows][:, None]
 
     def with_combo(self, Y: np.ndarray, combo: np.ndarray | int) -> np.ndarray:
         """Copies of points Y (..., d) with the protected columns set to the combinations numbered
@@ -119,66 +293,212 @@ class Audit:
         return Y
 
 
-def run(kind: RowModel, question: RowAudit, options: AuditOptions, progress: Progress | None) -> RowsResult:
-    """Audit every row of `question` with `kind`; see the module docstring."""
+@dataclass
+class _Book:
+    """Every row's verdict, reason and twin as the run goes; what the memory limit counts."""
+
+    verdicts: list[str]
+    methods: list[str]
+    twins: list[np.ndarray | None]
+    #: rows `decide` settled (what a checkpoint keeps; the driver's own decisions are recomputed)
+    chunked: np.ndarray
+    found: int = 0
+    done: int = 0
+
+    @classmethod
+    def of(cls, n: int) -> _Book:
+        return cls([UNKNOWN] * n, [NOT_REACHED] * n, [None] * n, np.zeros(n, dtype=bool))
+
+    def set(self, i: int, verdict: str, method: str, twin: np.ndarray | None = None) -> None:
+        if twin is not None and self.twins[i] is None:
+            self.found += 1
+        self.verdicts[i], self.methods[i], self.twins[i] = verdict, method, twin
+
+    def fill(self, rows: np.ndarray, verdict: str, method: str) -> None:
+        """The same verdict and method, no twin, for many rows at once."""
+        verdicts, methods = self.verdicts, self.methods
+        for i in rows.tolist():
+            verdicts[i], methods[i] = verdict, method
+
+    def take(self, rows: np.ndarray, found: Decisions) -> None:
+        for i, v, m, t in zip(rows.tolist(), found.verdicts, found.methods, found.twins):
+            self.set(i, v, m, t)
+            self.chunked[i] = m not in UNDONE
+            self.done += m not in UNDONE
+
+    def full(self, audit: Audit, limit: int) -> bool:
+        """Whether the state kept, with the twins of one model call, passes `limit` bytes."""
+        d = audit.rows.shape[1]
+        held = len(self.verdicts) * (ROW_BYTES + 8 * d) + self.found * (8 * d + TWIN_BYTES)  # rows: their copy
+        return held + audit.batch * 8 * d > limit
+
+
+def run(
+    make: Callable[[IndividualFairness], RowModel], question: RowAudit, options: AuditOptions, progress: Progress | None
+) -> RowsResult:
+    """Audit every row of `question` with the model kind `make` builds over `reach(question)`; see
+    the module docstring."""
     t0 = time.perf_counter()
-    deadline = None if options.time_limit is None else t0 + options.time_limit
-    audit = Audit.of(question)
+    budget = Budget.of(options.time_limit, clock=time.perf_counter)
+    limit = options.memory_limit or memory.limit()
+    audit = Audit.of(question, RowLimits.of(options), options.seed)
+    kind = make(reach(question))
+    d = audit.rows.shape[1]
+    # one model call's twins take at most a quarter of the memory limit
+    audit.batch = max(1, min(getattr(kind, "batch", BATCH), limit // (32 * d)))
     n = len(question.rows)
-    margins = kind.margins(question.rows)
-    audit.labels = (margins > 0).astype(np.int64)
-    verdicts = [UNKNOWN] * n
-    methods = ["not reached"] * n
-    twins: list[np.ndarray | None] = [None] * n
-    unsure = np.abs(margins) <= kind.tol
-    for i in np.flatnonzero(unsure).tolist():
-        methods[i] = "own margin within rounding tolerance"
-    flip, flip_twin, flip_unsure = _flip_test(kind, audit)
-    for i in np.flatnonzero(flip & ~unsure).tolist():
-        verdicts[i], methods[i], twins[i] = UNFAIR, "flip test", flip_twin[i]
-    open_rows = np.flatnonzero(~flip & ~unsure)
-    if not audit.has_eps:
-        for i in open_rows.tolist():
-            if flip_unsure[i]:
-                methods[i] = "twin margin within rounding tolerance"
-            else:
-                verdicts[i], methods[i] = FAIR, "flip test"
-        open_rows = np.array([], dtype=np.int64)
+    book = _Book.of(n)
+    for i, why in audit.unread.items():
+        book.set(i, UNKNOWN, why)
+    margins = _labelled(kind, audit, budget)
+    audit.labels = np.where(np.isnan(margins), -1, margins > 0).astype(np.int64)
+    flip, open_rows = _flip_test(kind, audit, book, budget, limit, np.abs(margins) <= kind.tol)
     checkpoint = _checkpoint(question, options)
     if options.resume:  # rows a killed run decided stay decided; the rest continue
         assert checkpoint is not None  # resuming names its checkpoint
-        restored = _restored(checkpoint.load(), n, question.rows.shape[1])
+        state = checkpoint.load()
+        restored = _restored(state, n, question.rows.shape[1])
+        if state.get("limits") != dataclasses.asdict(audit.limits):  # other budgets: open rows are tried again
+            restored = [r for r in restored if r[1] != UNKNOWN]
         _check_twins(kind, audit, restored)
         for i, v, m, t in restored:
-            verdicts[i], methods[i], twins[i] = v, m, t
-        open_rows = np.array([i for i in open_rows if methods[i] == "not reached"], dtype=np.int64)
-    budget = Budget(deadline, clock=time.perf_counter)
-    done = n - len(open_rows)
-    _report(progress, verdicts, t0, done, n)
-    chunks = [(open_rows[s : s + ROW_CHUNK],) for s in range(0, len(open_rows), ROW_CHUNK)]
-    parallel = Parallelism.of(options.workers, options.ray_address) if chunks else SERIAL
-    # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
-    job = _Job(kind, audit, None if deadline is None else time.time() + (deadline - time.perf_counter()))
-    with parallel.open(job) as pool:
-        for start in range(0, len(chunks), parallel.workers):
-            if budget.spent():
-                break
-            batch = chunks[start : start + parallel.workers]
-            for (rows,), found in zip(batch, pool.map("decide", batch)):
-                for i, v, m, t in zip(rows, found.verdicts, found.methods, found.twins):
-                    verdicts[i], methods[i], twins[i] = v, m, t
-                done += len(rows)
-            _report(progress, verdicts, t0, done, n)
-            if checkpoint is not None and checkpoint.due():
-                checkpoint.save(_state(verdicts, methods, twins))
+            book.set(i, v, m, t)
+            book.chunked[i] = True
+        open_rows = open_rows[~book.chunked[open_rows]]
+    book.done = sum(m not in UNDONE for m in book.methods)
+    _report(progress, book, t0)
+    _decide_open(kind, audit, book, open_rows, budget, limit, options, checkpoint, lambda: _report(progress, book, t0))
     if checkpoint is not None:
-        checkpoint.save(_state(verdicts, methods, twins))
+        checkpoint.save(_state(book, audit.limits))
+    return _result(kind, audit, book, flip, budget, t0)
+
+
+def _margins(kind: RowModel, X: np.ndarray, batch: int) -> np.ndarray:
+    """The model's margins of X, `batch` rows per call."""
+    if len(X) <= batch:
+        return np.asarray(kind.margins(X), dtype=np.float64).reshape(len(X))
+    return np.concatenate([kind.margins(X[s : s + batch]) for s in range(0, len(X), batch)])
+
+
+def _labelled(kind: RowModel, audit: Audit, budget: Budget) -> np.ndarray:
+    """The model's margin of each row, in calls of its pace; NaN for the rows a stop or the
+    deadline leaves (a slow model may not even label every row in time)."""
+    X = audit.rows
+    out, start, pace = np.full(len(X), np.nan), 0, Pace(audit.batch)
+    while start < len(X) and not (start and budget.spent()):
+        piece = X[start : start + pace.size]
+        out[start : start + len(piece)] = pace.margins(kind, piece)
+        start += len(piece)
+    return out
+
+
+def _flip_test(
+    kind: RowModel, audit: Audit, book: _Book, budget: Budget, limit: int, own_unsure: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decides the rows the flip test settles (rows whose own margin is `own_unsure` stay
+    unknown), and returns (the rows some other protected combination flips, the rows left to
+    `decide`: the others when epsilon-moves remain to be checked, none otherwise)."""
+    X, T = audit.rows, len(audit.combos)
+    n = len(X)
+    flip = np.zeros(n, dtype=bool)
+    left: list[np.ndarray] = []
+    readable = np.ones(n, dtype=bool)
+    readable[list(audit.unread)] = False
+    has_eps = audit.has_eps
+    pace, start = Pace(audit.batch), 0
+    while start < n and not budget.spent(memory_full=book.full(audit, limit)):
+        rows = np.arange(start, min(n, start + max(1, pace.size // T)))
+        start += len(rows)
+        Y = audit.with_combo(np.repeat(X[rows], T, axis=0), np.tile(np.arange(T), len(rows)))
+        M = pace.margins(kind, Y).reshape(len(rows), T)
+        margins = np.abs(M) > kind.tol
+        differs = audit.others(rows) & margins & ((M > 0) != (audit.labels[rows][:, None] == 1))
+        unsure = np.any(audit.others(rows) & ~margins, axis=1)
+        Y = Y.reshape(len(rows), T, -1)
+        sure = readable[rows] & ~own_unsure[rows]
+        book.fill(rows[readable[rows] & own_unsure[rows]], UNKNOWN, "own margin within rounding tolerance")
+        hit = sure & differs.any(axis=1)
+        pick = np.argmax(differs, axis=1)
+        flip[rows[hit]] = True
+        for r in np.flatnonzero(hit).tolist():  # each twin its own array: the batch's memory is let go
+            book.set(int(rows[r]), UNFAIR, "flip test", Y[r, pick[r]].copy())
+        rest = sure & ~hit
+        if has_eps:
+            left.append(rows[rest])
+        else:
+            book.fill(rows[rest & unsure], UNKNOWN, "twin margin within rounding tolerance")
+            book.fill(rows[rest & ~unsure], FAIR, "flip test")
+    return flip, np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+
+
+def _decide_open(
+    kind: RowModel,
+    audit: Audit,
+    book: _Book,
+    open_rows: np.ndarray,
+    budget: Budget,
+    limit: int,
+    options: AuditOptions,
+    checkpoint: Checkpoint | None,
+    report: Callable[[], None],
+) -> None:
+    """`decide` on the open rows, chunk by chunk, then the kind's `finish` on the rows it deferred,
+    until all are decided or a limit is reached: every row gets the cheap stages before any row
+    gets the costly one, so a time limit leaves open only rows that need it."""
+    if not len(open_rows):
+        return
+    parallel = Parallelism.of(options.workers, options.ray_address)
+    # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
+    job = _Job(kind, audit, None if budget.deadline is None else time.time() + budget.left())
+    with parallel.open(job) as pool:
+        for stage in ("decide", "finish"):
+            if stage == "finish":
+                open_rows = np.array([i for i in open_rows.tolist() if book.methods[i] == DEFERRED], dtype=np.int64)
+            for chunks in _rounds(open_rows, parallel.workers):
+                if budget.spent(memory_full=book.full(audit, limit)):
+                    return
+                for (rows,), found in zip(chunks, pool.map(stage, chunks)):
+                    book.take(rows, found)
+                report()
+                if checkpoint is not None and checkpoint.due():
+                    checkpoint.save(_state(book, audit.limits))
+
+
+def _rounds(rows: np.ndarray, workers: int) -> Iterator[list[tuple[np.ndarray]]]:
+    """Rounds of one chunk of `rows` per worker, each chunk sized from the last round's pace so
+    that a round takes about `ROUND_SECONDS` (a slow row holds up only a small first chunk)."""
+    size, start = FIRST_CHUNK, 0
+    while start < len(rows):
+        chunks = []
+        for _ in range(workers):
+            if start < len(rows):
+                chunks.append((rows[start : start + size],))
+                start += size
+        began = time.perf_counter()
+        yield chunks
+        per_row = (time.perf_counter() - began) / max(len(c) for (c,) in chunks)
+        # grow at most fourfold a round: one fast round says little of the next rows
+        size = int(min(MAX_CHUNK, 4 * size, max(1, ROUND_SECONDS / max(per_row, 1e-9))))
+
+
+def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget: Budget, t0: float) -> RowsResult:
+    """The result, every unfair row's twin re-checked on the model."""
+    n = len(book.verdicts)
+    stopped = budget.stopped
+    if stopped == DONE and TIME_LIMIT in book.methods:  # a worker reached the deadline first
+        stopped = TIME_LIMIT
+    if stopped in (TIME_LIMIT, MEMORY_LIMIT):
+        book.methods = [stopped if m in (NOT_REACHED, DEFERRED) else m for m in book.methods]
+    elif stopped == INTERRUPTED:
+        book.methods = [NOT_REACHED if m == DEFERRED else m for m in book.methods]
+    twins, verdicts = book.twins, book.verdicts
     found = [i for i, t in enumerate(twins) if t is not None]
-    rechecked: np.ndarray | list[bool] = kind.margins(np.stack([twins[i] for i in found])) > 0 if found else []
     twin_labels: list[int | None] = [None] * n
-    for i, label in zip(found, rechecked):
-        twin_labels[i] = int(label)
-    for i in range(len(twins)):  # every unfair row's twin is re-checked on the model
+    if found:
+        rechecked = _margins(kind, np.stack([twins[i] for i in found]), audit.batch) > 0  # type: ignore[misc]
+        for i, label in zip(found, rechecked.tolist()):
+            twin_labels[i] = int(label)
+    for i in found:  # every unfair row's twin is re-checked on the model
         if verdicts[i] == UNFAIR and twin_labels[i] == int(audit.labels[i]):
             raise AssertionError(f"row {i}: the twin found does not change the decision")
     counts = {v: verdicts.count(v) for v in (FAIR, UNFAIR, UNKNOWN)}
@@ -188,25 +508,28 @@ def run(kind: RowModel, question: RowAudit, options: AuditOptions, progress: Pro
     return RowsResult(
         verdict=verdict,
         verdicts=verdicts,
-        methods=methods,
+        methods=book.methods,
         twins=[None if t is None else [float(v) for v in t] for t in twins],
-        labels=[int(v) for v in audit.labels],
+        labels=[None if i in audit.unread or v < 0 else int(v) for i, v in enumerate(audit.labels)],
         twin_labels=twin_labels,
         flip_unfair=int(flip.sum()),
         groups=_group_names(audit),
-        rows=question.rows,
+        rows=audit.question.rows,
         elapsed_s=time.perf_counter() - t0,
         engine=kind.name,
         protected=prop.protected_names,
         epsilon=prop.epsilon_by_name,
         feature_names=dom.names,
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
-        stopped=budget.stopped,
+        stopped=stopped,
         stats={
             "flip_rows": [bool(v) for v in flip],
-            "methods": _tally(methods),
+            "methods": _tally(book.methods),
             "twins_per_row": len(audit.combos) - 1,
-        },
+            "limits": dataclasses.asdict(audit.limits),
+        }
+        | ({"memory_limited": True} if stopped == MEMORY_LIMIT else {})
+        | ({"interrupted": True} if stopped == INTERRUPTED else {}),
     )
 
 
@@ -226,18 +549,17 @@ def _checkpoint(question: RowAudit, options: AuditOptions) -> Checkpoint | None:
     )
 
 
-def _state(verdicts: list[str], methods: list[str], twins: list) -> dict[str, Any]:
-    """Every row the chunks decided: [index, verdict, method, twin or None]."""
-    chunked = [i for i, m in enumerate(methods) if m not in CHEAP_METHODS and m != "not reached"]
+def _state(book: _Book, limits: RowLimits) -> dict[str, Any]:
+    """Every row the chunks decided: [index, verdict, method, twin or None], and the per-row
+    budgets they were decided under."""
+    t = book.twins
     return {
         "rows": [
-            [i, verdicts[i], methods[i], None if twins[i] is None else [float(v) for v in twins[i]]] for i in chunked
-        ]
+            [i, book.verdicts[i], book.methods[i], None if t[i] is None else [float(v) for v in t[i]]]  # type: ignore[union-attr]
+            for i in np.flatnonzero(book.chunked).tolist()
+        ],
+        "limits": dataclasses.asdict(limits),
     }
-
-
-#: How the driver itself decides rows (recomputed on resume, so never stored).
-CHEAP_METHODS = ("flip test", "own margin within rounding tolerance", "twin margin within rounding tolerance")
 
 
 def _restored(state: dict[str, Any], n: int, width: int) -> list[tuple[int, str, str, np.ndarray | None]]:
@@ -311,7 +633,8 @@ def _check_twins(kind: RowModel, audit: Audit, restored: list) -> None:
 
 @dataclass
 class _Job:
-    """What a worker holds: the model kind and the audit; `decide` takes one chunk of rows."""
+    """What a worker holds: the model kind and the audit; `decide` and `finish` take one chunk of
+    rows each."""
 
     kind: RowModel
     audit: Audit
@@ -320,74 +643,72 @@ class _Job:
     def decide(self, rows: np.ndarray) -> Decisions:
         return self.kind.decide(self.audit, rows, self.deadline)
 
-
-def _flip_test(kind: RowModel, audit: Audit) -> tuple[np.ndarray, list, np.ndarray]:
-    """(rows some other protected combination flips, a flipping twin per such row, rows where a
-    twin's margin sits within the tolerance)."""
-    X, T = audit.rows, len(audit.combos)
-    n = len(X)
-    flip = np.zeros(n, dtype=bool)
-    unsure = np.zeros(n, dtype=bool)
-    twin: list = [None] * n
-    step = max(1, BATCH // max(T, 1))
-    for start in range(0, n, step):
-        rows = np.arange(start, min(n, start + step))
-        Y = audit.with_combo(np.repeat(X[rows], T, axis=0), np.tile(np.arange(T), len(rows)))
-        M = kind.margins(Y).reshape(len(rows), T)
-        other = np.arange(T)[None, :] != audit.own[rows][:, None]
-        label = audit.labels[rows][:, None] == 1
-        differs = other & (np.abs(M) > kind.tol) & ((M > 0) != label)
-        unsure[rows] = np.any(other & (np.abs(M) <= kind.tol), axis=1)
-        hit = np.flatnonzero(differs.any(axis=1))
-        flip[rows[hit]] = True
-        for r in hit:
-            twin[rows[r]] = Y.reshape(len(rows), T, -1)[r, int(np.argmax(differs[r]))]
-    return flip, twin, unsure
+    def finish(self, rows: np.ndarray) -> Decisions:
+        staged = cast(StagedRowModel, self.kind)  # rows are deferred only by kinds that finish them
+        return staged.finish(self.audit, rows, self.deadline)
 
 
 def enumerate_balls(
     kind: RowModel,
     audit: Audit,
     rows: np.ndarray,
-    candidates: list[np.ndarray] | None = None,
+    points: Callable[[int], np.ndarray] | list[np.ndarray] | None = None,
     method: str = "enumeration",
+    deadline: float | None = None,
 ) -> Decisions:
-    """Decide rows by evaluating every twin: each ball point (or each row's `candidates`, points
-    that meet every region where the model is constant) with every other protected combination.
-    Twins of many rows go to the model in one call."""
+    """Decide rows by evaluating every twin: each ball point (or the points `points` gives for
+    rows[k], `points(k)` or `points[k]`, which meet every region where the model is constant) with
+    every other protected combination. Twins of many rows go to the model together, in calls sized
+    by `Pace` (one large ball takes several); rows the deadline cuts short are left at "time
+    limit", unless a twin evaluated already flips them."""
     T = len(audit.combos)
-    points = candidates if candidates is not None else _ball_points(audit, rows)
-    twins_of = []
-    for k, i in enumerate(rows):
-        P = points[k]
+    out = Decisions.open(len(rows))
+    pending: list[tuple[int, np.ndarray]] = []
+    pace = Pace(audit.batch)
+
+    def flush() -> None:
+        Y = np.concatenate([y for _, y in pending])
+        M, done = np.empty(len(Y)), 0
+        while done < len(Y) and not (done and past(deadline)):  # one large ball in calls of the model's pace
+            piece = Y[done : done + pace.size]
+            M[done : done + len(piece)] = pace.margins(kind, piece)
+            done += len(piece)
+        offset = 0
+        for k, y in pending:
+            m = M[offset : min(offset + len(y), done)]
+            offset += len(y)
+            differs = (np.abs(m) > kind.tol) & ((m > 0) != (audit.labels[rows[k]] == 1))
+            if differs.any():  # a flipping twin decides the row, even where the deadline cut its ball short
+                out.set(k, UNFAIR, method, y[int(np.argmax(differs))].copy())
+            elif offset > done:
+                out.set(k, UNKNOWN, TIME_LIMIT)
+            elif np.any(np.abs(m) <= kind.tol):
+                out.set(k, UNKNOWN, "twin margin within rounding tolerance")
+            else:
+                out.set(k, FAIR, method)
+        pending.clear()
+
+    size = 0
+    for k, i in enumerate(rows.tolist()):
+        if past(deadline):  # the rows waiting for a call and those after them
+            for r in [p for p, _ in pending] + list(range(k, len(rows))):
+                out.set(r, UNKNOWN, TIME_LIMIT)
+            pending.clear()
+            break
+        P = _ball_points(audit, i) if points is None else points(k) if callable(points) else points[k]
         combo = np.tile(np.arange(T), len(P))
         Y = audit.with_combo(np.repeat(P, T, axis=0), combo)
-        twins_of.append(Y[combo != audit.own[i]])
-    out = Decisions([], [], [])
-    start = 0
-    while start < len(rows):
-        stop, size = start, 0
-        while stop < len(rows) and (stop == start or size + len(twins_of[stop]) <= BATCH):
-            size += len(twins_of[stop])
-            stop += 1
-        Y = np.concatenate(twins_of[start:stop]) if size else np.zeros((0, audit.rows.shape[1]))
-        M = kind.margins(Y) if size else np.zeros(0)
-        offset = 0
-        for k in range(start, stop):
-            m = M[offset : offset + len(twins_of[k])]
-            y = Y[offset : offset + len(twins_of[k])]
-            offset += len(twins_of[k])
-            differs = (np.abs(m) > kind.tol) & ((m > 0) != (audit.labels[rows[k]] == 1))
-            if differs.any():
-                verdict, why, twin = UNFAIR, method, y[int(np.argmax(differs))]
-            elif np.any(np.abs(m) <= kind.tol):
-                verdict, why, twin = UNKNOWN, "twin margin within rounding tolerance", None
-            else:
-                verdict, why, twin = FAIR, method, None
-            out.verdicts.append(verdict)
-            out.methods.append(why)
-            out.twins.append(twin)
-        start = stop
+        Y = Y[combo != audit.own[i]]
+        if pending and size + len(Y) > pace.size:
+            flush()
+            size = 0
+        pending.append((k, Y))
+        size += len(Y)
+    if pending and past(deadline):
+        for k, _ in pending:
+            out.set(k, UNKNOWN, TIME_LIMIT)
+    elif pending:
+        flush()
     return out
 
 
@@ -400,29 +721,33 @@ def ball_size(audit: Audit, rows: np.ndarray) -> np.ndarray:
     return np.prod(np.where(moving, hi - lo + 1.0, 1.0), axis=1)
 
 
-def _ball_points(audit: Audit, rows: np.ndarray) -> list[np.ndarray]:
-    lo, hi = audit.windows(rows)
+def _ball_points(audit: Audit, i: int) -> np.ndarray:
+    """Every grid point of row i's ball."""
+    lo, hi = audit.windows(np.array([i]))
     moving = np.flatnonzero(audit.eps > 0)
-    out = []
-    for k, i in enumerate(rows):
-        axes = [np.arange(lo[k, j], hi[k, j] + 1) for j in moving]
-        grid = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(-1, len(moving))
-        P = np.repeat(audit.rows[i][None], len(grid), axis=0)
-        P[:, moving] = grid
-        out.append(P)
-    return out
+    axes = [np.arange(lo[0, j], hi[0, j] + 1) for j in moving]
+    grid = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(-1, len(moving))
+    P = np.repeat(audit.rows[i][None], len(grid), axis=0)
+    P[:, moving] = grid
+    return P
 
 
 def _group_names(audit: Audit) -> list[str]:
+    """Each row's protected group, by name (a row the model cannot read: by its own values)."""
     dom = audit.prop.domain
-    names = []
-    for combo in audit.combos:
-        parts = []
-        for v, i in zip(combo, audit.prop.protected):
-            f = dom.features[i]
-            parts.append(f.categories[int(v)] if f.categories is not None else f"{int(v)}")
-        names.append("/".join(parts))
-    return [names[k] for k in audit.own]
+    X = audit.question.rows
+
+    def name(i: int, v: float) -> str:
+        f = dom.features[i]
+        if f.categories is not None and float(v).is_integer() and 0 <= v < len(f.categories):
+            return f.categories[int(v)]
+        return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
+
+    names = ["/".join(name(i, v) for v, i in zip(combo, audit.prop.protected)) for combo in audit.combos]
+    out = [names[k] for k in audit.own]
+    for r in audit.unread:
+        out[r] = "/".join(name(i, X[r, i]) for i in audit.prop.protected)
+    return out
 
 
 def _tally(methods: list[str]) -> dict[str, int]:
@@ -432,18 +757,18 @@ def _tally(methods: list[str]) -> dict[str, int]:
     return out
 
 
-def _report(progress, verdicts: list[str], t0: float, done: int, n: int) -> None:
+def _report(progress: Progress | None, book: _Book, t0: float) -> None:
     if progress is None:
         return
-    total = max(n, 1)
-    fair, unfair = verdicts.count(FAIR), verdicts.count(UNFAIR)
+    total = max(len(book.verdicts), 1)
+    fair, unfair = book.verdicts.count(FAIR), book.verdicts.count(UNFAIR)
     progress(
         ProgressEvent(
             elapsed_s=time.perf_counter() - t0,
             certified=fair / total,
             falsified=unfair / total,
             undecided=1.0 - (fair + unfair) / total,
-            rows_done=done,
-            rows=n,
+            rows_done=book.done,
+            rows=len(book.verdicts),
         )
     )

@@ -9,9 +9,10 @@ import numpy as np
 
 from ...models.blackbox import BlackBoxModel
 from ...options import AuditOptions
-from .audit import UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, run
+from ..boxes.budget import TIME_LIMIT
+from .audit import UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, past, row_rng, run
 
-#: Twins of one row evaluated whole (ball points x other protected combinations).
+#: Twins of one row evaluated whole (ball points x other protected combinations), by default.
 ENUMERATE = 20_000
 #: Random points of a larger ball tried.
 PROBES = 1024
@@ -20,10 +21,12 @@ PROBES = 1024
 class BlackBoxRows:
     name = "rows-blackbox"
     tol = 0.0
+    #: twins per call: a black box may be slow on each (an SVC, nearest neighbours), and the time
+    #: limit is checked between calls
+    batch = 20_000
 
-    def __init__(self, model: BlackBoxModel, seed: int) -> None:
+    def __init__(self, model: BlackBoxModel) -> None:
         self.model = model
-        self.rng = np.random.default_rng(seed)
 
     def margins(self, X: np.ndarray) -> np.ndarray:
         """+1 for the positive label, -1 for the other: the model gives no margin."""
@@ -31,22 +34,29 @@ class BlackBoxRows:
 
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
         T = len(audit.combos)
-        small = ball_size(audit, rows) * (T - 1) <= ENUMERATE
-        out = Decisions([UNKNOWN] * len(rows), ["not reached"] * len(rows), [None] * len(rows))
-        found = enumerate_balls(self, audit, rows[small])
-        for k, v, m, t in zip(np.flatnonzero(small), found.verdicts, found.methods, found.twins):
-            out.verdicts[k], out.methods[k], out.twins[k] = v, m, t
+        cap = audit.limits.twins(ENUMERATE)
+        size = ball_size(audit, rows)
+        small = np.flatnonzero(size * (T - 1) <= cap)
+        out = Decisions.open(len(rows))
+        out.merge(small, enumerate_balls(self, audit, rows[small], deadline=deadline))
         lo, hi = audit.windows(rows)
-        for k in np.flatnonzero(~small):
-            P = np.clip(self.rng.uniform(lo[k], hi[k], (PROBES, len(lo[k]))), lo[k], hi[k])
+        for k in sorted(set(range(len(rows))) - set(small.tolist())):
+            if past(deadline):
+                out.set(k, UNKNOWN, TIME_LIMIT)
+                continue
+            rng = row_rng(audit.seed, int(rows[k]))
+            P = np.clip(rng.uniform(lo[k], hi[k], (PROBES, len(lo[k]))), lo[k], hi[k])
             P = np.where(audit.discrete, np.round(P), P)
-            found = enumerate_balls(self, audit, rows[[k]], [P], method="search")
+            found = enumerate_balls(self, audit, rows[[k]], [P], "search")
             if found.verdicts[0] == UNFAIR:
-                out.verdicts[k], out.methods[k], out.twins[k] = UNFAIR, "search", found.twins[0]
+                out.set(k, UNFAIR, "search", found.twins[0])
+            elif np.isinf(size[k]):  # no budget makes a real feature's ball finite
+                out.set(k, UNKNOWN, "a real feature moves: searched, not proven (a black box has no bounds)")
             else:
-                out.methods[k] = "ball too large for a black box: searched, not proven"
+                why = f"ball too large for a black box: searched, not proven (raise max_twins, now {cap:,})"
+                out.set(k, UNKNOWN, why)
         return out
 
 
 def answer(model: BlackBoxModel, question: Any, options: AuditOptions, progress=None):
-    return run(BlackBoxRows(model, options.seed), question, options, progress)
+    return run(lambda prop: BlackBoxRows(model), question, options, progress)

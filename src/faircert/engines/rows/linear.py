@@ -18,12 +18,13 @@ from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...options import AuditOptions
 from ..linear.separable import SeparableScore
-from .audit import FAIR, UNFAIR, Audit, Decisions, run
+from .audit import FAIR, UNFAIR, Audit, Decisions, reach, run
 
 
 def accepts(model: ReluNetwork, question: Any) -> bool:
-    """Registry predicate (the registry offers networks only): a network whose score is separable."""
-    return SeparableScore.of(model, question.prop.domain) is not None
+    """Registry predicate (the registry offers networks only): a network whose score is separable
+    over the domain widened to hold the rows (a kink between the domain and a row outside it is not)."""
+    return SeparableScore.of(model, reach(question).domain) is not None
 
 
 class LinearRows:
@@ -58,8 +59,7 @@ class LinearRows:
         shifts = sum(
             (score.tables[j].at(audit.combos[:, k]) for k, j in enumerate(protected)), np.zeros(len(audit.combos))
         )
-        others = np.ones((len(rows), len(shifts)), dtype=bool)
-        others[np.arange(len(rows)), audit.own[rows]] = False
+        others = audit.others(rows)
         positive = audit.labels[rows] == 1
         # the extreme twin: least score for a positive row, greatest for a negative one
         masked_lo = np.where(others, shifts[None, :], np.inf)
@@ -100,7 +100,10 @@ class LinearRows:
 
 
 def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
-    score = SeparableScore.of(model, question.prop.domain)
-    if score is None:  # the registry's predicate admits only separable models
-        raise PropertyError("the model is not separable over this domain")
-    return run(LinearRows(score), question, options, progress)
+    def make(prop: Any) -> LinearRows:
+        score = SeparableScore.of(model, prop.domain)
+        if score is None:  # the registry's predicate admits only separable models
+            raise PropertyError("the model is not separable over this domain")
+        return LinearRows(score)
+
+    return run(make, question, options, progress)

@@ -1,15 +1,18 @@
 """Per-row audit of ReLU networks: enumeration of small balls, else bounds, search and a MILP.
 
-A ball of at most `ENUMERATE` twins is evaluated whole (exact). Otherwise the twins' logit bounds
-over the ball (the twin network's symbolic bounds on the row's window) prove a row fair when every
-other combination stays on the row's side of 0 by more than the tolerance; random and corner
-points of the ball look for a flipping twin; what stays open goes to a MILP of one network copy
-whose protected combination may be any but the row's own (HiGHS; a proof needs the solver's dual
-bound past the margin of `network.milp`, a candidate is re-checked on the network).
+A ball of at most `max_twins` twins (`RowLimits`; `ENUMERATE` by default) is evaluated whole
+(exact). Otherwise the twins' logit bounds over the ball (the twin network's symbolic bounds on the
+row's window) prove a row fair when every other combination stays on the row's side of 0 by more
+than the tolerance; random and corner points of the ball look for a flipping twin; what stays
+open goes to a MILP of one network copy whose protected combination may be any but the row's own
+(HiGHS; a proof needs the solver's dual bound past the margin of `network.milp`, a candidate is
+re-checked on the network) within `milp_seconds` and the time left. The MILPs are the last stage
+(`finish`): every row gets its bounds and search before any row gets a MILP.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -17,76 +20,89 @@ import numpy as np
 
 from ...models.network import ReluNetwork
 from ...options import AuditOptions
+from ..boxes.budget import TIME_LIMIT
 from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
 from ..network.problem import Problem
 from ..network.symbolic import bound_twins
-from .audit import FAIR, UNFAIR, UNKNOWN, Audit, Decisions, ball_size, enumerate_balls, run
+from .audit import (
+    DEFERRED,
+    FAIR,
+    UNFAIR,
+    UNKNOWN,
+    Audit,
+    Decisions,
+    ball_size,
+    enumerate_balls,
+    past,
+    row_rng,
+    run,
+)
 
-#: Twins of one row evaluated whole (ball points x other protected combinations).
+#: Twins of one row evaluated whole (ball points x other protected combinations), by default.
 ENUMERATE = 50_000
 #: Random points of a ball tried before the MILP.
 PROBES = 256
-#: Seconds one row's MILP may take at most.
-MILP_SECONDS = 10.0
 
 
 class NetworkRows:
     name = "rows-network"
 
-    def __init__(self, network: ReluNetwork, prop: Any, seed: int) -> None:
+    def __init__(self, network: ReluNetwork, prop: Any) -> None:
         self.network = network
         self.pb = Problem.build(network, prop)
         self.tol = self.pb.tol
-        self.rng = np.random.default_rng(seed)
 
     def margins(self, X: np.ndarray) -> np.ndarray:
         return self.network.logit(X)
 
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
         T = len(audit.combos)
-        small = ball_size(audit, rows) * (T - 1) <= ENUMERATE
-        out = Decisions([UNKNOWN] * len(rows), ["not reached"] * len(rows), [None] * len(rows))
+        small = ball_size(audit, rows) * (T - 1) <= audit.limits.twins(ENUMERATE)
+        out = Decisions.open(len(rows))
         if small.any():
-            self._merge(out, np.flatnonzero(small), enumerate_balls(self, audit, rows[small]))
+            out.merge(np.flatnonzero(small), enumerate_balls(self, audit, rows[small], deadline=deadline))
         big = np.flatnonzero(~small)
         if big.size:
-            self._merge(out, big, self._bounded(audit, rows[big], deadline))
+            out.merge(big, self._bounded(audit, rows[big], deadline))
         return out
 
-    @staticmethod
-    def _merge(out: Decisions, where: np.ndarray, found: Decisions) -> None:
-        for k, v, m, t in zip(where, found.verdicts, found.methods, found.twins):
-            out.verdicts[k], out.methods[k], out.twins[k] = v, m, t
-
     def _bounded(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        """Bounds, then a search; what both leave waits for the MILP (`finish`)."""
         pb = self.pb
         lo, hi = audit.windows(rows)
-        free = pb.free
-        bd = bound_twins(pb.bounder, lo[:, free], hi[:, free])
-        out = Decisions([], [], [])
-
-        def decide(verdict: str, method: str, twin: np.ndarray | None = None) -> None:
-            out.verdicts.append(verdict)
-            out.methods.append(method)
-            out.twins.append(twin)
-
-        for k, i in enumerate(rows):
+        bd = bound_twins(pb.bounder, lo[:, pb.free], hi[:, pb.free])
+        out = Decisions.open(len(rows))
+        for k, i in enumerate(rows.tolist()):
             positive = audit.labels[i] == 1
-            others = np.arange(len(audit.combos)) != audit.own[i]
             safe = bd.lower[k] > self.tol if positive else bd.upper[k] < -self.tol
-            if np.all(safe[others]):
-                decide(FAIR, "bounds")
+            if np.all(safe[audit.others(rows[[k]])[0]]):
+                out.set(k, FAIR, "bounds")
+            elif past(deadline):
+                out.set(k, UNKNOWN, TIME_LIMIT)
+            elif (twin := self._search(audit, i, lo[k], hi[k])) is not None:
+                out.set(k, UNFAIR, "search", twin)
+            else:
+                out.set(k, UNKNOWN, DEFERRED)
+        return out
+
+    def finish(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
+        """A MILP for each row the bounds and the search left open, within `milp_seconds` and the
+        time left."""
+        lo, hi = audit.windows(rows)
+        seconds = audit.limits.milp_seconds
+        out = Decisions.open(len(rows))
+        for k, i in enumerate(rows.tolist()):
+            left = math.inf if deadline is None else deadline - time.time()
+            if left <= 0:
+                out.set(k, UNKNOWN, TIME_LIMIT)
                 continue
-            twin = self._search(audit, i, lo[k], hi[k])
-            if twin is not None:
-                decide(UNFAIR, "search", twin)
-                continue
-            left = None if deadline is None else deadline - time.time()
-            if left is not None and left <= 0:
-                decide(UNKNOWN, "time limit")
-                continue
-            verdict, twin = self._milp(audit, i, lo[k], hi[k], min(MILP_SECONDS, left or MILP_SECONDS))
-            decide(verdict, "milp" if verdict != UNKNOWN else "milp undecided", twin)
+            verdict, twin = self._milp(audit, i, lo[k], hi[k], min(seconds, left))
+            if verdict != UNKNOWN:
+                out.set(k, verdict, "milp", twin)
+            elif left < seconds and past(deadline):  # the run's deadline, not the row's own budget, ended it
+                out.set(k, UNKNOWN, TIME_LIMIT)
+            else:
+                out.set(k, UNKNOWN, f"milp undecided (raise milp_seconds, now {seconds:g} s)")
         return out
 
     def _flips(self, audit: Audit, i: int, Y: np.ndarray) -> np.ndarray | None:
@@ -97,8 +113,9 @@ class NetworkRows:
     def _search(self, audit: Audit, i: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
         """A flipping twin among random and corner points of the ball, with every other combination."""
         d = len(lo)
-        P = self.rng.uniform(lo, hi, (PROBES, d))
-        P[: PROBES // 2] = np.where(self.rng.random((PROBES // 2, d)) < 0.5, lo, hi)
+        rng = row_rng(audit.seed, i)
+        P = rng.uniform(lo, hi, (PROBES, d))
+        P[: PROBES // 2] = np.where(rng.random((PROBES // 2, d)) < 0.5, lo, hi)
         P = np.where(audit.discrete, np.round(P), P)
         P = np.clip(P, lo, hi)
         combos = [c for c in range(len(audit.combos)) if c != audit.own[i]]
@@ -141,4 +158,4 @@ class NetworkRows:
 
 
 def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
-    return run(NetworkRows(model, question.prop, options.seed), question, options, progress)
+    return run(lambda prop: NetworkRows(model, prop), question, options, progress)

@@ -5,8 +5,8 @@ feature it suffices to try the window's ends and, for every threshold inside the
 values just below and at it (on the grid for discrete features; in float64 and, when the model
 reads float32, in float32 for real ones). Every cell of the ball then holds a candidate, and
 evaluating all candidates with every other protected combination decides the row exactly. A ball
-with more than `MAX_CELLS` cells is searched at random instead: `unfair` when a twin flips,
-otherwise `unknown`, never `fair`.
+with more than `max_cells` cells (`RowLimits`) is searched at random instead: `unfair` when a twin
+flips, otherwise `unknown`, never `fair`.
 """
 
 from __future__ import annotations
@@ -18,22 +18,20 @@ import numpy as np
 
 from ...models.trees import TreeEnsemble
 from ...options import AuditOptions
-from .audit import UNKNOWN, Audit, Decisions, enumerate_balls, run
+from ..boxes.budget import TIME_LIMIT
+from .audit import UNFAIR, UNKNOWN, Audit, Decisions, enumerate_balls, past, row_rng, run
 
-#: Cells of one row's ball evaluated at most (times the other protected combinations).
-MAX_CELLS = 20_000
-#: Random points of a ball tried when it has more cells.
+#: Random points of a ball tried when it has more cells than the limit.
 PROBES = 2048
 
 
 class TreeRows:
     name = "rows-trees"
 
-    def __init__(self, ir: TreeEnsemble, seed: int) -> None:
+    def __init__(self, ir: TreeEnsemble) -> None:
         self.ir = ir
         offset, _, self.tol = ir.margin_view(None)
         self.offset = offset - ir.base_score
-        self.rng = np.random.default_rng(seed)
         found: dict[int, list[np.ndarray]] = {}
         for t in ir.trees:
             inner = ~t.is_leaf
@@ -47,33 +45,34 @@ class TreeRows:
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
         lo, hi = audit.windows(rows)
         moving = np.flatnonzero(audit.eps > 0)
-        cells: list[np.ndarray | None] = []
-        too_big: list[int] = []
-        for k, i in enumerate(rows):
-            axes = [self._cuts(int(j), lo[k, j], hi[k, j], bool(audit.discrete[j])) for j in moving]
-            size = int(np.prod([len(a) for a in axes])) if axes else 1
-            if size > MAX_CELLS:
-                too_big.append(k)
-                cells.append(None)
-                continue
-            grid = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(-1, len(moving))
-            P = np.repeat(audit.rows[i][None], len(grid), axis=0)
+        cap = audit.limits.max_cells
+        axes = [
+            [self._cuts(int(j), lo[k, j], hi[k, j], bool(audit.discrete[j])) for j in moving] for k in range(len(rows))
+        ]
+        sizes = np.array([np.prod([float(len(a)) for a in ax]) for ax in axes])
+        small = np.flatnonzero(sizes <= cap)
+
+        def cells(k: int) -> np.ndarray:  # built one row at a time: a chunk's balls never all at once
+            ax = axes[small[k]]
+            grid = np.array(list(itertools.product(*ax)), dtype=np.float64).reshape(-1, len(moving))
+            P = np.repeat(audit.rows[rows[small[k]]][None], len(grid), axis=0)
             P[:, moving] = grid
-            cells.append(P)
-        small = [k for k in range(len(rows)) if cells[k] is not None]
-        balls = [c for c in cells if c is not None]
-        out = Decisions([UNKNOWN] * len(rows), ["not reached"] * len(rows), [None] * len(rows))
-        found = enumerate_balls(self, audit, rows[small], balls, method="tree cells")
-        for k, v, m, t in zip(small, found.verdicts, found.methods, found.twins):
-            out.verdicts[k], out.methods[k], out.twins[k] = v, m, t
-        for k in too_big:
-            P = self.rng.uniform(lo[k], hi[k], (PROBES, len(lo[k])))
-            P = np.where(audit.discrete, np.round(P), P)
-            found = enumerate_balls(self, audit, rows[[k]], [np.clip(P, lo[k], hi[k])], method="search")
-            out.verdicts[k], out.twins[k] = found.verdicts[0], found.twins[0]
-            out.methods[k] = "search" if found.verdicts[0] == "unfair" else "too many cells: searched, not proven"
-            if out.verdicts[k] == "fair":  # a search proves nothing
-                out.verdicts[k] = UNKNOWN
+            return P
+
+        out = Decisions.open(len(rows))
+        out.merge(small, enumerate_balls(self, audit, rows[small], cells, "tree cells", deadline))
+        for k in np.flatnonzero(sizes > cap).tolist():
+            if past(deadline):
+                out.set(k, UNKNOWN, TIME_LIMIT)
+                continue
+            rng = row_rng(audit.seed, int(rows[k]))
+            P = rng.uniform(lo[k], hi[k], (PROBES, len(lo[k])))
+            P = np.clip(np.where(audit.discrete, np.round(P), P), lo[k], hi[k])
+            found = enumerate_balls(self, audit, rows[[k]], [P], "search")
+            if found.verdicts[0] == UNFAIR:
+                out.set(k, UNFAIR, "search", found.twins[0])
+            else:  # a search proves nothing
+                out.set(k, UNKNOWN, f"too many cells: searched, not proven (raise max_cells, now {cap:,})")
         return out
 
     def _cuts(self, j: int, lo: float, hi: float, discrete: bool) -> np.ndarray:
@@ -94,4 +93,4 @@ class TreeRows:
 
 
 def answer(model: TreeEnsemble, question: Any, options: AuditOptions, progress=None):
-    return run(TreeRows(model, options.seed), question, options, progress)
+    return run(lambda prop: TreeRows(model), question, options, progress)
