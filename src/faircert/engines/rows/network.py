@@ -1,11 +1,12 @@
-"""Per-row audit of ReLU networks: enumeration of small balls, else bounds, search and a MILP.
+"""Per-row audit of networks: enumeration of small balls, else bounds, search and a MILP.
 
 A ball of at most `ENUMERATE` twins is evaluated whole (exact). Otherwise the twins' logit bounds
 over the ball (the twin network's symbolic bounds on the row's window) prove a row fair when every
 other combination stays on the row's side of 0 by more than the tolerance; random and corner
 points of the ball look for a flipping twin; what stays open goes to a MILP of one network copy
 whose protected combination may be any but the row's own (HiGHS; a proof needs the solver's dual
-bound past the margin of `network.milp`, a candidate is re-checked on the network).
+bound past the margin of `network.milp`, a candidate is re-checked on the network). Networks with
+smooth units have no MILP: a row the bounds and the search leave open stays unknown.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class NetworkRows:
             left = None if deadline is None else deadline - time.time()
             if left is not None and left <= 0:
                 decide(UNKNOWN, "time limit")
+                continue
+            if not self.network.piecewise_linear:  # the MILP encodes ReLUs only
+                decide(UNKNOWN, "bounds undecided (no MILP for smooth units)")
                 continue
             verdict, twin = self._milp(audit, i, lo[k], hi[k], min(MILP_SECONDS, left or MILP_SECONDS))
             decide(verdict, "milp" if verdict != UNKNOWN else "milp undecided", twin)

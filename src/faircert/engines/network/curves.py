@@ -1,0 +1,90 @@
+"""Sound linear bounds of a smooth activation over each neuron's pre-activation interval.
+
+For a slope a, the lines `a z + min g` and `a z + max g`, with g(z) = f(z) - a z over [l, u], hold
+f between them on the whole interval whatever a is; so the slopes are chosen for tightness
+(CROWN's choice: the secant above and a tangent below where f is convex, the reverse where it is
+concave, the secant for both where the interval holds an inflection) and soundness rests on the
+extremes of g alone.
+
+Those are exact up to a stated error: an extreme of g lies at an end of [l, u], at a break of the
+activation, or where f'(z) = a. Between breaks f' is monotone, so f' - a changes sign at most once
+per piece and bisection brackets that root to width w 2^-ITERATIONS; the bracket's midpoint is
+within |f''| <= K of flat there, so g at it misses the extreme by at most K delta^2 / 2 (delta the
+half bracket). That error and a relative margin for float rounding are added outward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...models.activations import Activation
+
+ITERATIONS = 40
+#: Relative outward margin for the rounding of f, of the slopes' products and of the sums.
+ROUNDING = 1e-12
+
+
+def lines(act: Activation, l: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower slope, lower intercept, upper slope, upper intercept) with
+    sl z + bl <= f(z) <= su z + bu for every z in [l, u] (arrays of one shape, l <= u finite)."""
+    l = np.asarray(l, dtype=np.float64)
+    u = np.asarray(u, dtype=np.float64)
+    width = u - l
+    fl, fu = act(l), act(u)
+    wide = width > 1e-9 * (1.0 + np.abs(l) + np.abs(u))
+    tangent = act.derivative(0.5 * (l + u))
+    secant = np.divide(fu - fl, width, out=tangent.copy(), where=wide)
+    inside = np.zeros(l.shape, dtype=bool)
+    for b in act.breaks:
+        inside |= (l < b) & (b < u)
+    convex = ~inside & (_second_sign(act, 0.5 * (l + u)) >= 0)
+    concave = ~inside & ~convex
+    s_low = np.where(convex, tangent, secant)
+    s_up = np.where(concave, tangent, secant)
+    _, b_low = _extremes(act, l, u, s_low)
+    b_up, _ = _extremes(act, l, u, s_up)
+    return s_low, b_low, s_up, b_up
+
+
+def _second_sign(act: Activation, z: np.ndarray) -> np.ndarray:
+    """The sign of f'' at z (away from breaks), from which side of each break z lies on."""
+    if act.name in ("tanh", "sigmoid"):
+        return -np.sign(z)
+    if act.name == "elu":
+        return np.where(z < 0, 1.0, 0.0)
+    edge = act.breaks[-1]  # GELU and SiLU: convex between their two inflections
+    return np.where(np.abs(z) < edge, 1.0, -1.0)
+
+
+def _extremes(act: Activation, l: np.ndarray, u: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(max, min) of g(z) = f(z) - a z over [l, u], padded outward by their error bound."""
+    ends = [l] + [np.clip(b, l, u) for b in act.breaks] + [u]
+    top = np.full(l.shape, -np.inf)
+    bottom = np.full(l.shape, np.inf)
+    slack = np.zeros(l.shape)
+    for p, q in zip(ends[:-1], ends[1:]):
+        root, half = _root(act, p, q, a)
+        for z in (p, q, root):
+            g = act(z) - a * z
+            top = np.maximum(top, g)
+            bottom = np.minimum(bottom, g)
+        slack = np.maximum(slack, 0.5 * act.curvature * half * half)
+    scale = 1.0 + np.abs(a) * np.maximum(np.abs(l), np.abs(u)) + np.maximum(np.abs(top), np.abs(bottom))
+    margin = slack + ROUNDING * scale
+    return top + margin, bottom - margin
+
+
+def _root(act: Activation, p: np.ndarray, q: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where f' = a on [p, q] (f' monotone there) by bisection, and half the final bracket's width;
+    p itself (with no error) where f' - a keeps one sign."""
+    dp = act.derivative(p) - a
+    dq = act.derivative(q) - a
+    sign_change = (dp > 0) != (dq > 0)
+    lo, hi = p.copy(), q.copy()
+    for _ in range(ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        same = (act.derivative(mid) - a > 0) == (dp > 0)
+        lo = np.where(same, mid, lo)
+        hi = np.where(same, hi, mid)
+    half = np.where(sign_change, 0.5 * (hi - lo), 0.0)
+    return np.where(sign_change, 0.5 * (lo + hi), p), half
