@@ -1,7 +1,10 @@
 """The common back end of the neural-network importers: a chain of operations -> ReluNetwork.
 
-Each importer turns its format into a list of `Op`s (affine maps, ReLUs, a final sigmoid or
-softmax), each labelled with where it came from. `build_network` merges consecutive affine maps,
+Each importer turns its format into a list of `Op`s (affine maps, ReLUs, leaky ReLUs, smooth units,
+a final sigmoid or softmax), each labelled with where it came from. A sigmoid followed by more of
+the chain is a hidden unit. A leaky ReLU with slope a is rewritten exactly into ReLUs,
+relu(z) - a relu(-z), so every engine for ReLU networks takes it (the MILP included); a smooth unit
+stays one (`activations`). `build_network` merges consecutive affine maps,
 checks widths, folds the output into one logit, and names the offending layer when the chain
 cannot be expressed exactly. `check_agreement` compares the result with the framework's own
 outputs on sampled inputs, so an importer bug becomes an error instead of a wrong verdict.
@@ -15,22 +18,43 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import ModelFormatError
+from ..activations import Activation
 from ..network import ReluNetwork, logit_from_two_outputs
 
 SUPPORTED = (
-    "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between them, ending in one logit, "
-    "a sigmoid, or a two-class softmax/argmax"
+    "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU, leaky ReLU, tanh, sigmoid, GELU, SiLU or ELU "
+    "between them, ending in one logit, a sigmoid, or a two-class softmax/argmax"
 )
 
 
 @dataclass
 class Op:
-    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'sigmoid' or 'softmax'."""
+    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'leaky_relu', 'smooth',
+    'sigmoid' (final, or hidden when more follows) or 'softmax'."""
 
     kind: str
     where: str
     weight: np.ndarray | None = None  # out x in; for 'scale': the elementwise factors
     bias: np.ndarray | None = None
+    unit: Activation | None = None  # for 'smooth'
+    slope: float = 0.0  # for 'leaky_relu': the slope below 0
+
+
+def leaky(slope: float, where: str) -> Op:
+    """A leaky ReLU (slope 0: a plain ReLU)."""
+    slope = float(slope)
+    if not np.isfinite(slope):
+        raise ModelFormatError(f"{where}: leaky ReLU slope {slope}")
+    return Op("relu", where) if slope == 0.0 else Op("leaky_relu", where, slope=slope)
+
+
+def smooth(unit: Activation, where: str) -> Op:
+    return Op("smooth", where, unit=unit)
+
+
+#: What follows a hidden layer: None for ReLU, a float for a leaky ReLU's slope, or a smooth unit.
+_Unit = float | Activation | None
+_ACTIVATIONS = ("relu", "leaky_relu", "smooth")
 
 
 def affine(weight: np.ndarray, bias: np.ndarray | None, where: str) -> Op:
@@ -73,7 +97,11 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     width = n_inputs
     pending: _Layer | None = None
     final: Op | None = None
+    units: list[_Unit] = []  # the unit after each of `layers`
     for op in ops:
+        if final is not None and final.kind == "sigmoid":  # more follows: a hidden unit
+            width = _add_unit(layers, units, pending, smooth(Activation("sigmoid"), final.where), width)
+            final = pending = None
         if final is not None:
             raise ModelFormatError(
                 f"{op.where} follows the final {final.kind} ({final.where}); "
@@ -101,21 +129,19 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
                 w = layer.weight
                 pending = _Layer(pending.where, w @ pending.weight, w @ pending.bias + layer.bias)
             width = layer.weight.shape[0]
-        elif op.kind == "relu":
-            if pending is not None:
-                layers.append(pending)
-                pending = None
-            elif not layers:  # a ReLU on the raw input: an identity layer first keeps it exact
-                if width is None:
-                    raise ModelFormatError(f"{op.where}: ReLU on an input of unknown width")
-                layers.append(_Layer.of(affine(np.eye(width), None, op.where)))
-            # else: ReLU after ReLU is the identity
+        elif op.kind in _ACTIVATIONS:
+            width = _add_unit(layers, units, pending, op, width)
+            pending = None
         elif op.kind in ("sigmoid", "softmax"):
             final = op
         else:
             raise AssertionError(op.kind)
     ends_in_relu = pending is None
+    if ends_in_relu and units[-1] is not None:
+        raise unsupported(f"a {_name(units[-1])} right before the output", layers[-1].where)
     last = layers.pop() if pending is None else pending  # (the chain holds an affine map)
+    if ends_in_relu:
+        units.pop()
     n_out = last.weight.shape[0]
     if final is not None and final.kind == "softmax":
         if n_out != 2:
@@ -143,6 +169,7 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     if n_out == 2:
         w, b = logit_from_two_outputs(w, b)
     layers.append(_Layer(last.where, w, b))
+    layers, smooth_units = _without_leaky(layers, units)
     metadata = dict(extra.pop("metadata", {}))
     if ends_in_relu:
         metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
@@ -152,8 +179,48 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
         source=source,
         output_semantics=semantics,
         metadata=metadata,
+        activations=smooth_units,
         **extra,
     )
+
+
+def _name(unit: _Unit) -> str:
+    return "ReLU" if unit is None else "leaky ReLU" if isinstance(unit, float) else str(unit)
+
+
+def _add_unit(
+    layers: list[_Layer], units: list[_Unit], pending: _Layer | None, op: Op, width: int | None
+) -> int | None:
+    """End the pending affine map with the unit `op`; a unit right after another (or on the raw
+    input) gets an identity layer first, except ReLU after ReLU, which is the identity."""
+    unit: _Unit = None if op.kind == "relu" else op.slope if op.kind == "leaky_relu" else op.unit
+    if pending is None:
+        if layers and unit is None and units[-1] is None:
+            return width
+        if width is None:
+            raise ModelFormatError(f"{op.where}: {_name(unit)} on an input of unknown width")
+        pending = _Layer.of(affine(np.eye(width), None, op.where))
+    layers.append(pending)
+    units.append(unit)
+    return pending.weight.shape[0]
+
+
+def _without_leaky(layers: list[_Layer], units: list[_Unit]) -> tuple[list[_Layer], tuple[Activation | None, ...]]:
+    """Each leaky ReLU layer as ReLUs of z and -z: leaky(z) = relu(z) - a relu(-z), exact for any a.
+    The layer doubles; the next one reads both halves."""
+    layers = list(layers)
+    out: list[Activation | None] = []
+    for k, unit in enumerate(units):
+        if isinstance(unit, float):
+            here, after = layers[k], layers[k + 1]
+            layers[k] = _Layer(
+                here.where, np.vstack([here.weight, -here.weight]), np.concatenate([here.bias, -here.bias])
+            )
+            layers[k + 1] = _Layer(after.where, np.hstack([after.weight, -unit * after.weight]), after.bias)
+            out.append(None)
+        else:
+            out.append(unit)
+    return layers, tuple(out)
 
 
 def sample_inputs(n_inputs: int, seed: int = 0) -> np.ndarray:

@@ -1,7 +1,8 @@
 """PyTorch `nn.Sequential` networks -> ReluNetwork (torch is an optional extra, imported lazily).
 
-Modules are read structurally (Linear, ReLU, Identity, Flatten, Dropout, BatchNorm1d, a final
-Sigmoid or Softmax; nested Sequentials) and the result is checked against the module's own outputs.
+Modules are read structurally (Linear, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, ELU, Identity,
+Flatten, Dropout, BatchNorm1d, a final Sigmoid or Softmax; nested Sequentials) and the result is
+checked against the module's own outputs.
 Files: a TorchScript archive or a pickled module runs code from the file when loaded, so both need
 `trust_pickle`; a bare state dict has no architecture and is refused with the way forward.
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from ...errors import ModelFormatError
 from ...limits import MAX_FILE_BYTES, check_at_most
+from ..activations import parse
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
@@ -25,7 +27,9 @@ from .affine_chain import (
     build_network,
     check_agreement,
     diagonal,
+    leaky,
     sample_inputs,
+    smooth,
     unsupported,
 )
 
@@ -127,6 +131,14 @@ def _module_ops(module: Any, where: str, source: str) -> list[Op]:
         return [Op("relu", at)]
     if name == "Sigmoid":
         return [Op("sigmoid", at)]
+    if name == "LeakyReLU":
+        return [leaky(module.negative_slope, at)]
+    if name in ("Tanh", "SiLU", "ELU"):
+        return [smooth(parse(name, float(getattr(module, "alpha", 1.0))), at)]
+    if name == "GELU":
+        if getattr(module, "approximate", "none") != "none":
+            raise unsupported(f"GELU(approximate={module.approximate!r}) (the exact GELU is)", at)
+        return [smooth(parse("gelu"), at)]
     if name == "Softmax":
         if getattr(module, "dim", None) not in (None, 1, -1):
             raise unsupported(f"a softmax over dim={module.dim}", at)

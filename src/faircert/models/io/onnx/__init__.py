@@ -1,7 +1,8 @@
 """ONNX feed-forward networks <-> ReluNetwork.
 
 `load_onnx` reads a chain from the single graph input to the single output: Gemm, MatMul, Add/Sub/
-Mul/Div by constants, BatchNormalization, Relu, a final Sigmoid or Softmax, and shape-only ops
+Mul/Div by constants, BatchNormalization, Relu, LeakyRelu, Tanh, Sigmoid, Elu, Gelu (opset 20, exact
+form), a final Sigmoid or Softmax, and shape-only ops
 (Flatten, Reshape to constant shapes, Identity, Dropout). Nodes whose inputs are all constants are
 evaluated by the ONNX reference runtime (no code from the file is ever run). The result is checked
 against `onnx.reference.ReferenceEvaluator` on sampled inputs. Graphs of `ai.onnx.ml` tree
@@ -29,6 +30,7 @@ from ....limits import (
     check_file_size,
     quoted,
 )
+from ...activations import Activation, parse
 from ...network import ReluNetwork
 from ..affine_chain import (
     Op,
@@ -36,7 +38,9 @@ from ..affine_chain import (
     build_network,
     check_agreement,
     diagonal,
+    leaky,
     sample_inputs,
+    smooth,
     unsupported,
 )
 from .checks import check_constant_node, check_model, load_checked, needed_model
@@ -64,8 +68,20 @@ def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | No
     return network
 
 
+def _unit_node(unit: Activation | None, x: str, y: str, k: int) -> onnx.NodeProto:
+    """The ONNX node of a hidden unit (SiLU has none: it would be a product of the data)."""
+    if unit is None:
+        return helper.make_node("Relu", [x], [y], name=f"relu_{k}")
+    if unit.name == "silu":
+        raise ModelFormatError("ONNX has no SiLU operator; a network with SiLU units cannot be saved as ONNX")
+    op = {"tanh": "Tanh", "sigmoid": "Sigmoid", "gelu": "Gelu", "elu": "Elu"}[unit.name]
+    attrs = {"alpha": unit.alpha} if unit.name == "elu" else {}
+    return helper.make_node(op, [x], [y], name=f"{unit.name}_{k}", **attrs)
+
+
 def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -> onnx.ModelProto:
-    """Write the network as Gemm (+Relu) nodes with one logit output; float64 keeps it exact."""
+    """Write the network as Gemm nodes with their units between them and one logit output; float64
+    keeps it exact."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     nodes, inits, x = [], [], "input"
     last = len(network.weights) - 1
@@ -74,7 +90,7 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
         y = "logit" if k == last else f"h{k}"
         nodes.append(helper.make_node("Gemm", [x, f"W{k}", f"B{k}"], [y], name=f"dense_{k}", transB=1))
         if k < last:
-            nodes.append(helper.make_node("Relu", [y], [f"r{k}"], name=f"relu_{k}"))
+            nodes.append(_unit_node(network.activation(k), y, f"r{k}", k))
             y = f"r{k}"
         x = y
     graph = helper.make_graph(
@@ -84,7 +100,8 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
         [helper.make_tensor_value_info("logit", elem, ["N", 1])],
         inits,
     )
-    proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", 13)])
+    opset = 20 if any(a is not None and a.name == "gelu" for a in network.activations) else 13
+    proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", opset)])
     meta = {"output_semantics": "logit (label 1 iff logit > 0)"}
     if network.input_lower is not None and network.input_upper is not None:
         meta["input_lower"] = json.dumps([float(v) for v in network.input_lower])
@@ -213,6 +230,15 @@ class _Chain:
                     where,
                 )
             return [Op(op.lower(), where)]
+        if op == "LeakyRelu":
+            return [leaky(attrs.get("alpha", 0.01), where)]
+        if op in ("Tanh", "Elu"):
+            return [smooth(parse(op, attrs.get("alpha", 1.0)), where)]
+        if op == "Gelu":
+            approximate = attrs.get("approximate", b"none")
+            if (approximate.decode() if isinstance(approximate, bytes) else approximate) != "none":
+                raise unsupported("Gelu with approximate='tanh' (the exact Gelu is)", where)
+            return [smooth(parse("gelu"), where)]
         if op == "Scaler":  # ai.onnx.ml: (x - offset) * scale
             scale = self._broadcast(np.asarray(attrs.get("scale", [1.0]), dtype=np.float64), where)
             offset = self._broadcast(np.asarray(attrs.get("offset", [0.0]), dtype=np.float64), where)
