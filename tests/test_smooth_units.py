@@ -251,3 +251,25 @@ def test_sklearn_mlp_activations_are_read(activation):
     P = rng.normal(size=(1000, 4)) * 3
     assert np.allclose(1 / (1 + np.exp(-net.logit(P))), clf.predict_proba(P)[:, 1], rtol=1e-12, atol=1e-12)
     assert np.array_equal(net.predict(P), clf.predict(P))
+
+
+def test_keras_units_are_read(tmp_path):
+    pytest.importorskip("h5py")
+    from test_importers_keras import B1, B2, B3, K1, K2, K3, X, dense, keras2_file, sequential
+
+    from faircert.models.io import load_model
+
+    layers = [
+        dense("h1", 5, "tanh", batch_input_shape=[None, 4]),
+        {"class_name": "LeakyReLU", "config": {"name": "lk", "alpha": 0.1}},
+        dense("h2", 3, "gelu"),
+        {"class_name": "ELU", "config": {"name": "el", "alpha": 0.5}},
+        dense("out", 1, "sigmoid"),
+    ]
+    weights = {"h1": {"kernel": K1, "bias": B1}, "h2": {"kernel": K2, "bias": B2}, "out": {"kernel": K3, "bias": B3}}
+    net = load_model(keras2_file(tmp_path / "m.h5", sequential(layers), weights))
+    k1, b1, k2, b2, k3, b3 = (np.asarray(a, dtype=np.float32).astype(float) for a in (K1, B1, K2, B2, K3, B3))
+    h = np.tanh(X @ k1 + b1)
+    h = Activation("gelu")(np.where(h > 0, h, 0.1 * h) @ k2 + b2)
+    want = (Activation("elu", 0.5)(h) @ k3 + b3)[:, 0]
+    assert net.output_semantics == "sigmoid" and np.allclose(net.logit(X), want, rtol=1e-12, atol=1e-12)
