@@ -273,3 +273,64 @@ def test_keras_units_are_read(tmp_path):
     h = Activation("gelu")(np.where(h > 0, h, 0.1 * h) @ k2 + b2)
     want = (Activation("elu", 0.5)(h) @ k3 + b3)[:, 0]
     assert net.output_semantics == "sigmoid" and np.allclose(net.logit(X), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_gelu_and_silu_exported_by_pytorch_as_small_graphs_are_read(tmp_path):
+    torch = pytest.importorskip("torch")
+    from faircert.models.io.onnx import load_onnx
+
+    nn = torch.nn
+    torch.manual_seed(1)
+    X = np.random.default_rng(13).normal(size=(300, 5)) * 3
+    for unit, name in ((nn.GELU(), "gelu"), (nn.SiLU(), "silu")):
+        module = nn.Sequential(nn.Linear(5, 8), unit, nn.Linear(8, 1))
+        path = tmp_path / f"{name}.onnx"
+        torch.onnx.export(
+            module,
+            torch.zeros(1, 5),
+            str(path),
+            input_names=["x"],
+            dynamic_axes={"x": {0: "n"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        net = load_onnx(path)  # Div/Erf/Add/Mul/Mul, or Sigmoid/Mul
+        assert [str(a) for a in net.activations] == [name]
+        with torch.no_grad():
+            want = module(torch.as_tensor(X, dtype=torch.float32)).numpy()[:, 0]
+        assert np.allclose(net.logit(X), want, rtol=1e-5, atol=1e-5)
+    module = nn.Sequential(nn.Linear(5, 8), nn.GELU(approximate="tanh"), nn.Linear(8, 1))
+    torch.onnx.export(module, torch.zeros(1, 5), str(tmp_path / "t.onnx"), opset_version=17, dynamo=False)
+    with pytest.raises(FaircertError, match="elementwise subgraph computing none of GELU, SiLU"):
+        load_onnx(tmp_path / "t.onnx")
+
+
+def test_the_complete_check_decides_leaky_networks_without_contradiction():
+    """Leaky ReLUs are ReLUs in the IR, so the MILP encodes them exactly: a fair verdict survives a
+    dense grid of a domain with real features, an unfair one comes with a pair the network splits."""
+    dom = Domain(
+        (
+            Feature("x", "real", -1.0, 1.0),
+            Feature("s", "binary", 0, 1),
+            Feature("y", "real", 0.0, 2.0),
+            Feature("k", "integer", 0, 2),
+        )
+    )
+    g = np.linspace(0.0, 1.0, 61)
+    grid = np.array(list(itertools.product(2 * g - 1, [0.0], 2 * g, [0.0, 1.0, 2.0])))
+    verdicts = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        w1, b1, w2, b2 = (rng.normal(size=s) for s in [(6, 4), 6, (1, 6), 1])
+        w1[:, 1] *= 0.05  # s matters a little
+        net = build_network([affine(w1, b1, "a"), leaky(0.2, "l"), affine(w2, b2, "b")], 4, "leaky")
+        result = faircert.verify(net, dom, protected="s", complete=True, time_limit=60)
+        verdicts.append(result.verdict)
+        if result.verdict == "fair":
+            other = grid.copy()
+            other[:, 1] = 1.0
+            assert np.array_equal(net.predict(grid), net.predict(other))
+        for c in result.counterexamples:
+            assert net.predict(np.array([c.x]))[0] != net.predict(np.array([c.x_prime]))[0]
+    assert verdicts == ["fair", "unfair", "unfair"]

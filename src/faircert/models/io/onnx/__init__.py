@@ -43,6 +43,7 @@ from ..affine_chain import (
     smooth,
     unsupported,
 )
+from . import units
 from .checks import check_constant_node, check_model, load_checked, needed_model
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
@@ -149,19 +150,29 @@ class _Chain:
 
     def network(self) -> ReluNetwork:
         needed = self.needed = self._needed_nodes()
-        current, ops = self.input.name, []
-        for index, node in enumerate(self.graph.node):
-            if index not in needed:
+        nodes = list(self.graph.node)
+        for index, node in enumerate(nodes):  # constants first: a fused unit's operands are known then
+            if index in needed and (node.op_type == "Constant" or all(i in self.consts for i in node.input if i)):
+                self.constant_value(node, self._where(node, index))
+        current, ops, fused = self.input.name, [], set()
+        for index, node in enumerate(nodes):
+            if index not in needed or index in fused:
                 continue
-            op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-            where = (
-                f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})"
-                if node.name
-                else f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
-            )
+            where = self._where(node, index)
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
-                self.constant_value(node, where)
+                continue
+            taken = units.region(nodes, index, needed, current, self.consts) if current in dynamic else []
+            if taken:
+                found = units.recognise(nodes, taken, current, self.consts, self._dtype())
+                if found is None:
+                    raise unsupported("an elementwise subgraph computing none of GELU, SiLU", where)
+                unit, a, c = found
+                ops += [smooth(unit, where)] + (
+                    [] if (a, c) == (1.0, 0.0) else [diagonal(np.array(a), np.array(c), where)]
+                )
+                fused.update(taken)
+                current = nodes[taken[-1]].output[0]
                 continue
             if dynamic != [current]:
                 raise unsupported(
@@ -175,6 +186,15 @@ class _Chain:
             )
         n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
         return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
+
+    def _where(self, node: onnx.NodeProto, index: int) -> str:
+        op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+        if node.name:
+            return f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})"
+        return f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
+
+    def _dtype(self) -> np.dtype:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(self.input.type.tensor_type.elem_type))
 
     def _needed_nodes(self) -> set[int]:
         """Indices of the nodes the graph output depends on (unused branches are ignored)."""
