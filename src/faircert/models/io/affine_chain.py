@@ -1,10 +1,10 @@
 """The common back end of the neural-network importers: a chain of operations -> ReluNetwork.
 
-Each importer turns its format into a list of `Op`s (affine maps, ReLUs, leaky ReLUs, smooth units,
-a final sigmoid or softmax), each labelled with where it came from. A sigmoid followed by more of
-the chain is a hidden unit. A leaky ReLU with slope a is rewritten exactly into ReLUs,
-relu(z) - a relu(-z), so every engine for ReLU networks takes it (the MILP included); a smooth unit
-stays one (`activations`). `build_network` merges consecutive affine maps,
+Each importer turns its format into a list of `Op`s (affine maps, ReLUs, piecewise-linear units,
+smooth units, a final sigmoid or softmax), each labelled with where it came from. A sigmoid followed
+by more of the chain is a hidden unit. A piecewise-linear unit (leaky ReLU, PReLU, ReLU6, hard tanh,
+Clip) is rewritten exactly into ReLUs (`piecewise`), so every engine for ReLU networks takes it (the
+MILP included); a smooth unit stays one (`activations`). `build_network` merges consecutive affine maps,
 checks widths, folds the output into one logit, and names the offending layer when the chain
 cannot be expressed exactly. `check_agreement` compares the result with the framework's own
 outputs on sampled inputs, so an importer bug becomes an error instead of a wrong verdict.
@@ -20,6 +20,7 @@ import numpy as np
 from ...errors import ModelFormatError
 from ..activations import Activation
 from ..network import ReluNetwork, logit_from_two_outputs
+from .piecewise import Piecewise, as_relus, clip_unit, leaky_unit
 
 SUPPORTED = (
     "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU, leaky ReLU, tanh, sigmoid, GELU, SiLU or ELU "
@@ -29,7 +30,7 @@ SUPPORTED = (
 
 @dataclass
 class Op:
-    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'leaky_relu', 'smooth',
+    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'piecewise', 'smooth',
     'sigmoid' (final, or hidden when more follows) or 'softmax'."""
 
     kind: str
@@ -37,24 +38,34 @@ class Op:
     weight: np.ndarray | None = None  # out x in; for 'scale': the elementwise factors
     bias: np.ndarray | None = None
     unit: Activation | None = None  # for 'smooth'
-    slope: float = 0.0  # for 'leaky_relu': the slope below 0
+    piece: Piecewise | None = None  # for 'piecewise'
 
 
-def leaky(slope: float, where: str) -> Op:
-    """A leaky ReLU (slope 0: a plain ReLU)."""
-    slope = float(slope)
-    if not np.isfinite(slope):
+def leaky(slope, where: str) -> Op:
+    """A leaky ReLU (PReLU: one slope per neuron; slope 0: a plain ReLU)."""
+    slope = np.asarray(slope, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(slope)):
         raise ModelFormatError(f"{where}: leaky ReLU slope {slope}")
-    return Op("relu", where) if slope == 0.0 else Op("leaky_relu", where, slope=slope)
+    return Op("relu", where) if np.all(slope == 0.0) else Op("piecewise", where, piece=leaky_unit(slope))
+
+
+def clip(low: float | None, high: float | None, where: str, slope: float = 0.0) -> Op:
+    """min(max(z, low), high), either end open (ReLU6, hard tanh, Clip; see `piecewise.clip_unit`)."""
+    if (low, high, slope) == (0.0, None, 0.0):
+        return Op("relu", where)
+    try:
+        return Op("piecewise", where, piece=clip_unit(low, high, slope))
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{where}: {exc}") from None
 
 
 def smooth(unit: Activation, where: str) -> Op:
     return Op("smooth", where, unit=unit)
 
 
-#: What follows a hidden layer: None for ReLU, a float for a leaky ReLU's slope, or a smooth unit.
-_Unit = float | Activation | None
-_ACTIVATIONS = ("relu", "leaky_relu", "smooth")
+#: What follows a hidden layer: None for ReLU, a piecewise-linear unit, or a smooth unit.
+_Unit = Piecewise | Activation | None
+_ACTIVATIONS = ("relu", "piecewise", "smooth")
 
 
 def affine(weight: np.ndarray, bias: np.ndarray | None, where: str) -> Op:
@@ -169,7 +180,7 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     if n_out == 2:
         w, b = logit_from_two_outputs(w, b)
     layers.append(_Layer(last.where, w, b))
-    layers, smooth_units = _without_leaky(layers, units)
+    layers, smooth_units = _as_relus(layers, units)
     metadata = dict(extra.pop("metadata", {}))
     if ends_in_relu:
         metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
@@ -185,7 +196,7 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
 
 
 def _name(unit: _Unit) -> str:
-    return "ReLU" if unit is None else "leaky ReLU" if isinstance(unit, float) else str(unit)
+    return "ReLU" if unit is None else str(unit)
 
 
 def _add_unit(
@@ -193,7 +204,7 @@ def _add_unit(
 ) -> int | None:
     """End the pending affine map with the unit `op`; a unit right after another (or on the raw
     input) gets an identity layer first, except ReLU after ReLU, which is the identity."""
-    unit: _Unit = None if op.kind == "relu" else op.slope if op.kind == "leaky_relu" else op.unit
+    unit: _Unit = None if op.kind == "relu" else op.piece if op.kind == "piecewise" else op.unit
     if pending is None:
         if layers and unit is None and units[-1] is None:
             return width
@@ -205,18 +216,18 @@ def _add_unit(
     return pending.weight.shape[0]
 
 
-def _without_leaky(layers: list[_Layer], units: list[_Unit]) -> tuple[list[_Layer], tuple[Activation | None, ...]]:
-    """Each leaky ReLU layer as ReLUs of z and -z: leaky(z) = relu(z) - a relu(-z), exact for any a.
-    The layer doubles; the next one reads both halves."""
+def _as_relus(layers: list[_Layer], units: list[_Unit]) -> tuple[list[_Layer], tuple[Activation | None, ...]]:
+    """Each piecewise-linear layer as a layer of ReLUs (`piecewise.as_relus`); the next reads them."""
     layers = list(layers)
     out: list[Activation | None] = []
     for k, unit in enumerate(units):
-        if isinstance(unit, float):
+        if isinstance(unit, Piecewise):
             here, after = layers[k], layers[k + 1]
-            layers[k] = _Layer(
-                here.where, np.vstack([here.weight, -here.weight]), np.concatenate([here.bias, -here.bias])
-            )
-            layers[k + 1] = _Layer(after.where, np.hstack([after.weight, -unit * after.weight]), after.bias)
+            try:
+                w, b, w_next, b_next = as_relus(here.weight, here.bias, unit, after.weight, after.bias)
+            except ModelFormatError as exc:
+                raise ModelFormatError(f"{here.where}: {exc}") from None
+            layers[k], layers[k + 1] = _Layer(here.where, w, b), _Layer(after.where, w_next, b_next)
             out.append(None)
         else:
             out.append(unit)

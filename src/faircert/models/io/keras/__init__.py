@@ -5,8 +5,8 @@ by the layer names in that configuration from the file's HDF5 tree (copied out o
 process, `hdf5_tree`, so that a damaged file cannot crash faircert). Sequential and single-path functional models
 of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, LeakyReLU,
 ELU, Softmax, BatchNormalization, Normalization and Rescaling layers (the last two fold input
-scaling into the network, so the domain stays in raw units); activations relu / leaky_relu / tanh /
-sigmoid / gelu / silu / elu / linear, a final sigmoid or two-class softmax.
+scaling into the network, so the domain stays in raw units); activations relu / leaky_relu / relu6 /
+tanh / sigmoid / gelu / silu / elu / linear, a final sigmoid or two-class softmax.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..affine_chain import (
     affine,
     build_network,
     check_agreement,
+    clip,
     diagonal,
     leaky,
     sample_inputs,
@@ -314,9 +315,10 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
     if cls == "Activation":
         return _activation(cfg.get("activation"), where)
     if cls == "ReLU":
-        if cfg.get("max_value") is not None or cfg.get("threshold", 0):
-            raise unsupported("a ReLU with max_value/threshold", where)
-        return [leaky(cfg.get("negative_slope", 0.0) or 0.0, where)]
+        if cfg.get("threshold", 0):
+            raise unsupported("a ReLU with a threshold (a jump)", where)
+        slope, top = float(cfg.get("negative_slope", 0.0) or 0.0), cfg.get("max_value")
+        return [leaky(slope, where)] if top is None else [clip(0.0, float(top), where, slope)]
     if cls == "LeakyReLU":  # Keras 3 names the slope negative_slope, Keras 2 alpha
         return [leaky(cfg.get("negative_slope", cfg.get("alpha", 0.3)), where)]
     if cls == "ELU":
@@ -359,6 +361,8 @@ def _activation(act: Any, where: str) -> list[Op]:
         return [smooth(parse(name), where)]
     if name == "leaky_relu":
         return [leaky(0.2, where)]  # the activation function's default slope
+    if name == "relu6":
+        return [clip(0.0, 6.0, where)]
     raise unsupported(f"activation {quoted(name)}", where)
 
 

@@ -1,8 +1,9 @@
 """ONNX feed-forward networks <-> ReluNetwork.
 
 `load_onnx` reads a chain from the single graph input to the single output: Gemm, MatMul, Add/Sub/
-Mul/Div by constants, BatchNormalization, Relu, LeakyRelu, Tanh, Sigmoid, Elu, Gelu (opset 20, exact
-form), a final Sigmoid or Softmax, and shape-only ops
+Mul/Div by constants, BatchNormalization, Relu, LeakyRelu, PRelu, Clip, Tanh, Sigmoid, Elu, Gelu
+(exact form; also as PyTorch spells it below opset 20, see `units`), SiLU (as x * Sigmoid(x)), a
+final Sigmoid or Softmax, and shape-only ops
 (Flatten, Reshape to constant shapes, Identity, Dropout). Nodes whose inputs are all constants are
 evaluated by the ONNX reference runtime (no code from the file is ever run). The result is checked
 against `onnx.reference.ReferenceEvaluator` on sampled inputs. Graphs of `ai.onnx.ml` tree
@@ -37,6 +38,7 @@ from ..affine_chain import (
     affine,
     build_network,
     check_agreement,
+    clip,
     diagonal,
     leaky,
     sample_inputs,
@@ -252,6 +254,15 @@ class _Chain:
             return [Op(op.lower(), where)]
         if op == "LeakyRelu":
             return [leaky(attrs.get("alpha", 0.01), where)]
+        if op == "PRelu":
+            return [leaky(self._broadcast(self._const(node, 1, where), where), where)]
+        if op == "Clip":  # bounds as inputs 1 and 2 (opset 11+) or attributes (before), either optional
+            ends = [
+                self._const(node, k, where) if len(node.input) > k and node.input[k] else attrs.get(key)
+                for k, key in ((1, "min"), (2, "max"))
+            ]
+            low, high = (None if e is None else float(np.ravel(e)[0]) for e in ends)
+            return [clip(low, high, where)]
         if op in ("Tanh", "Elu"):
             return [smooth(parse(op, attrs.get("alpha", 1.0)), where)]
         if op == "Gelu":
