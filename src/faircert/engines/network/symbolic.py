@@ -239,6 +239,7 @@ def bound_twins(
     """
     B, d = lo.shape
     T = net.n_twins
+    memo: list = []  # smooth units' lines, computed once per layer's bounds (`_lines`)
     mid = (lo + hi) * 0.5
     rad = (hi - lo) * 0.5
     spans = [t.span(lo, hi) for t in net.tables]
@@ -275,7 +276,7 @@ def bound_twins(
             up[:, d, :] += np.repeat(t_max, T, axis=0)
             spread = np.repeat(t_max - t_min, T, axis=0)
             lu, ul = l + spread, u - spread
-        up, low = _relax_layer(net, 0, up, low, l, u, lu, ul)
+        up, low = _relax_layer(net, 0, up, low, l, u, lu, ul, memo)
         for k, (w, b) in enumerate(zip(net.weights, net.biases)):
             c = up + low
             c *= 0.5
@@ -295,12 +296,12 @@ def bound_twins(
                 f_low, f_up = l[:, 0], u[:, 0]
             else:
                 pre.append((l, u))
-                up, low = _relax_layer(net, k + 1, up, low, l, u, lu, ul)
+                up, low = _relax_layer(net, k + 1, up, low, l, u, lu, ul, memo)
     else:
         f_low, f_up = l[:, 0], u[:, 0]
     if tight and len(pre) > 1:
-        tighten(net, pre, midm, radm, rowsm)
-    b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm)
+        tighten(net, pre, midm, radm, rowsm, memo)
+    b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm, memo=memo)
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
     if OPTIMISED_SLOPES and net.weights and net.relu_only:  # both assume ReLUs
@@ -387,12 +388,12 @@ def _relational(
     return new_lower, new_upper
 
 
-def _relax_layer(net: TwinNet, k: int, up, low, l, u, lu, ul):
+def _relax_layer(net: TwinNet, k: int, up, low, l, u, lu, ul, memo: list | None = None):
     """Hidden layer k's units applied to the upper and lower forms of their pre-activations."""
     act = net.act(k)
     if act is None:
         return _relax(up, low, l, u, lu, ul)
-    sl, bl, su, bu = curves.lines(act, l, u)
+    sl, bl, su, bu = _lines(act, l, u, memo)
     # a line with a negative slope turns the other form's bound into this one's
     new_up = up * np.maximum(su, 0.0)[:, None, :] + low * np.minimum(su, 0.0)[:, None, :]
     new_low = low * np.maximum(sl, 0.0)[:, None, :] + up * np.minimum(sl, 0.0)[:, None, :]
@@ -439,7 +440,7 @@ def crown_with_losses(net: TwinNet, pre, midm, radm, rowsm) -> tuple[np.ndarray,
     return low, up, losses
 
 
-def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None):
+def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None, memo: list | None = None):
     """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer, their
     linear forms, and each table's spread (2M,) in them (`losses`: see `crown_with_losses`)."""
     M = midm.shape[0]
@@ -455,11 +456,11 @@ def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None):
         [np.broadcast_to(w_out, (M, 1, w_out.shape[1])), np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
     )
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
-    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses)
+    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses, memo)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
 
-def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False, losses=None):
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False, losses=None, memo=None):
     """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
 
     lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
@@ -475,7 +476,7 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
         l, u = pre[k]
         act = net.act(k)
         if act is not None:
-            lam, const = _back_smooth(act, l, u, lam, const, M)
+            lam, const = _back_smooth(act, l, u, lam, const, M, memo)
             if losses is not None:
                 losses.insert(0, np.zeros_like(l))
         else:
@@ -526,9 +527,22 @@ def _back_relu(l, u, lam, const, M: int, losses):
     return lam.reshape(2 * M, K, -1), const
 
 
-def _back_smooth(act: Activation, l, u, lam, const, M: int):
+def _lines(act: Activation, l: np.ndarray, u: np.ndarray, memo: list | None):
+    """`curves.lines` of these bounds; `memo` keeps the bounds it was given (so their identity is
+    theirs alone while it lives) with the lines, for the passes that meet the same bounds again."""
+    if memo is not None:
+        for ml, mu, found in memo:
+            if ml is l and mu is u:
+                return found
+    found = curves.lines(act, l, u)
+    if memo is not None:
+        memo.append((l, u, found))
+    return found
+
+
+def _back_smooth(act: Activation, l, u, lam, const, M: int, memo: list | None = None):
     """One layer of smooth units: positive coefficients take the lower line, negative the upper."""
-    sl, bl, su, bu = curves.lines(act, l, u)
+    sl, bl, su, bu = _lines(act, l, u, memo)
     K = lam.shape[1]
     lam2 = lam.reshape(2, M, K, -1)
     pos, neg = np.maximum(lam2, 0.0), np.minimum(lam2, 0.0)
@@ -537,14 +551,14 @@ def _back_smooth(act: Activation, l, u, lam, const, M: int):
     return lam.reshape(2 * M, K, -1), const
 
 
-def tighten(net: TwinNet, pre, midm, radm, rowsm) -> None:
+def tighten(net: TwinNet, pre, midm, radm, rowsm, memo: list | None = None) -> None:
     """Replace each hidden layer's pre-activation bounds by their intersection with CROWN's."""
     M = midm.shape[0]
     for k in range(1, len(pre)):
         w, b = net.weights[k - 1], net.biases[k - 1]
         lam = np.concatenate([np.broadcast_to(w, (M,) + w.shape), np.broadcast_to(-w, (M,) + w.shape)])
         const = np.concatenate([np.broadcast_to(b, (M, b.shape[0])), np.broadcast_to(-b, (M, b.shape[0]))])
-        val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm)
+        val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm, memo=memo)
         l, u = pre[k]
         pre[k] = (np.maximum(l, val[:M]), np.minimum(u, -val[M:]))
 
