@@ -8,10 +8,11 @@ extremes of g alone.
 
 Those are exact up to a stated error: an extreme of g lies at an end of [l, u], at a break of the
 activation, or where f'(z) = a. Between breaks f' is monotone, so f' - a changes sign at most once
-per piece and bisection brackets that root to width w 2^-ITERATIONS; the bracket's midpoint is
-within |f''| <= K of flat there, so g at it misses the extreme by at most K delta^2 / 2 (delta the
-half bracket, w 2^-25: a share 2^-48 of the curve's own gap over the piece, K w^2 / 8). That error
-and a relative margin for float rounding are added outward.
+per piece, and that root is bracketed: by bisection to width w 2^-ITERATIONS, or (tanh, sigmoid)
+by its closed form, checked by the sign of f' - a on either side. g is flat at the root and
+|f''| <= K, so g at a point within delta of it misses the extreme by at most K delta^2 / 2 (for
+bisection, delta = w 2^-25: a share 2^-48 of the curve's own gap over the piece, K w^2 / 8). That
+error and a relative margin for float rounding are added outward.
 """
 
 from __future__ import annotations
@@ -76,18 +77,46 @@ def _extremes(act: Activation, l: np.ndarray, u: np.ndarray, a: np.ndarray) -> t
 
 
 def _root(act: Activation, p: np.ndarray, q: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where f' = a on [p, q] (f' monotone there) by bisection, and half the final bracket's width;
-    p itself (with no error) where f' - a keeps one sign."""
+    """Where f' = a on [p, q] (f' monotone there), and a bound on the distance to the true root;
+    p itself (with no error) where f' - a keeps one sign. tanh and sigmoid have the root in closed
+    form, kept where f' - a changes sign across it within 1e-9 (relative); the rest are bisected."""
     above = act.derivative(p) - a > 0
     at = np.flatnonzero(above != (act.derivative(q) - a > 0))  # only these pieces hold a root
     root, half = p.copy(), np.zeros(p.shape)
-    if at.size:
-        lo, hi, a, above = p.flat[at], q.flat[at], a.flat[at], above.flat[at]
-        for _ in range(ITERATIONS):
-            mid = 0.5 * (lo + hi)
-            same = (act.derivative(mid) - a > 0) == above
-            lo = np.where(same, mid, lo)
-            hi = np.where(same, hi, mid)
-        root.flat[at] = 0.5 * (lo + hi)
-        half.flat[at] = 0.5 * (hi - lo)
+    if not at.size:
+        return root, half
+    lo, hi, a, above = p.flat[at], q.flat[at], a.flat[at], above.flat[at]
+    guess = _closed_form(act, lo, hi, a)
+    if guess is not None:
+        step = 1e-9 * (1.0 + np.abs(guess))
+        left, right = np.clip(guess - step, lo, hi), np.clip(guess + step, lo, hi)
+        # the root lies in [left, right] where f' - a has p's sign at left and the other at right
+        held = ((act.derivative(left) - a > 0) == above) & ((act.derivative(right) - a > 0) != above)
+        root.flat[at[held]] = guess[held]
+        half.flat[at[held]] = np.maximum(guess - left, right - guess)[held]
+        at, lo, hi, a, above = at[~held], lo[~held], hi[~held], a[~held], above[~held]
+    for _ in range(ITERATIONS if at.size else 0):
+        mid = 0.5 * (lo + hi)
+        same = (act.derivative(mid) - a > 0) == above
+        lo = np.where(same, mid, lo)
+        hi = np.where(same, hi, mid)
+    root.flat[at] = 0.5 * (lo + hi)
+    half.flat[at] = 0.5 * (hi - lo)
     return root, half
+
+
+def _closed_form(act: Activation, lo: np.ndarray, hi: np.ndarray, a: np.ndarray) -> np.ndarray | None:
+    """A guess at the root of f' = a in [lo, hi] (a piece on one side of 0), clipped to it:
+    tanh' = 1 - tanh^2 gives z = +-atanh(sqrt(1 - a)); sigmoid' = s (1 - s) gives
+    z = +-2 atanh(sqrt(1 - 4a)). None for the other units."""
+    if act.name == "tanh":
+        t = np.sqrt(np.clip(1.0 - a, 0.0, 1.0))
+        scale = 1.0
+    elif act.name == "sigmoid":
+        t = np.sqrt(np.clip(1.0 - 4.0 * a, 0.0, 1.0))
+        scale = 2.0
+    else:
+        return None
+    with np.errstate(divide="ignore"):
+        z = scale * np.arctanh(np.minimum(t, 1.0))
+    return np.clip(np.where(lo + hi < 0, -z, z), lo, hi)
