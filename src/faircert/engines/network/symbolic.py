@@ -394,9 +394,13 @@ def _relax_layer(net: TwinNet, k: int, up, low, l, u, lu, ul, memo: list | None 
     if act is None:
         return _relax(up, low, l, u, lu, ul)
     sl, bl, su, bu = _lines(act, l, u, memo)
-    # a line with a negative slope turns the other form's bound into this one's
-    new_up = up * np.maximum(su, 0.0)[:, None, :] + low * np.minimum(su, 0.0)[:, None, :]
-    new_low = low * np.maximum(sl, 0.0)[:, None, :] + up * np.minimum(sl, 0.0)[:, None, :]
+    if np.all(sl >= 0) and np.all(su >= 0):  # increasing lines (always, for a monotone unit)
+        up *= su[:, None, :]
+        low *= sl[:, None, :]
+        new_up, new_low = up, low
+    else:  # a line with a negative slope turns the other form's bound into this one's
+        new_up = up * np.maximum(su, 0.0)[:, None, :] + low * np.minimum(su, 0.0)[:, None, :]
+        new_low = low * np.maximum(sl, 0.0)[:, None, :] + up * np.minimum(sl, 0.0)[:, None, :]
     d = up.shape[1] - 1
     new_up[:, d, :] += bu
     new_low[:, d, :] += bl
