@@ -209,10 +209,41 @@ def test_refinement_certifies_a_real_domain_without_contradiction():
         assert net.predict(np.array([c.x]))[0] != net.predict(np.array([c.x_prime]))[0]
 
 
-def test_the_complete_check_refuses_smooth_units():
+@pytest.mark.parametrize("kind", ["tanh", "gelu"])
+def test_the_complete_check_refines_smooth_networks_like_brute_force(kind):
+    """No MILP for smooth units: boxes are split until the bounds or enumeration decide them."""
+    rng = np.random.default_rng(10)
+    grid = np.array(list(itertools.product(*(f.values() for f in DOM.features))), dtype=float)
+    verdicts = []
+    for weight in (0.0, 3.0):  # s does not matter (fair), or much (unfair)
+        net = _net(rng, NETS[kind])
+        net.weights[0][:, 1] *= weight
+        net.biases[-1] -= np.quantile(net.logit(grid), 0.45)
+        result = faircert.verify(net, DOM, protected="s", complete=True, time_limit=120)
+        verdicts.append(result.verdict)
+        assert result.verdict == ("unfair" if unfair_points(net, DOM, [1]) else "fair")
+    assert verdicts == ["fair", "unfair"]
+
+
+def test_the_complete_check_finds_a_pair_over_real_features():
+    dom = Domain((Feature("x", "real", -1.0, 1.0), Feature("s", "binary", 0, 1), Feature("y", "real", 0.0, 2.0)))
+    net = _net(np.random.default_rng(9), (Activation("tanh"),), n_in=3, widths=(8,))
+    result = faircert.verify(net, dom, protected="s", complete=True, time_limit=60)
+    assert result.verdict == "unfair" and result.counterexamples
+    c = result.counterexamples[0]
+    assert net.predict(np.array([c.x]))[0] != net.predict(np.array([c.x_prime]))[0]
+
+
+def test_the_milp_and_exports_refuse_smooth_units(tmp_path):
+    from faircert.engines.network.problem import Problem
+    from faircert.engines.network.vnnlib import export
+    from faircert.models.io.nnet import save_nnet
+
     net = _net(np.random.default_rng(10), NETS["tanh"])
-    with pytest.raises(FaircertError, match="the complete check needs piecewise-linear activations"):
-        faircert.verify(net, DOM, protected="s", complete=True)
+    with pytest.raises(FaircertError, match="the VNN-LIB export needs piecewise-linear activations.*tanh"):
+        export(Problem.build(net, individual_fairness(DOM, "s")), tmp_path)
+    with pytest.raises(FaircertError, match="the NNet format needs piecewise-linear"):
+        save_nnet(net, tmp_path / "n.nnet")
 
 
 # ----- importers --------------------------------------------------------------------------------

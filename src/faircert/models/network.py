@@ -118,8 +118,8 @@ class ReluNetwork:
         if self.activations:
             units = ", ".join(sorted({str(a) for a in self.activations if a is not None}))
             raise UnsupportedModelError(
-                f"{what} needs piecewise-linear activations (ReLU, leaky ReLU); this network has {units}: "
-                "use box refinement (verify) or the per-row audit, which bound smooth units soundly"
+                f"{what} needs piecewise-linear activations (ReLU, leaky ReLU, ReLU6, hard tanh); this network "
+                f"has {units}"
             )
 
     def activate(self, k: int, h: np.ndarray) -> np.ndarray:

@@ -33,7 +33,6 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: Any, progres
     """Registry entry point (method "complete")."""
     if prop.kappa is not None:
         raise PropertyError("kappa is supported for tree ensembles, not for networks")
-    network.require_piecewise_linear("the complete check")
     return decide_network(
         network,
         prop,
@@ -66,7 +65,6 @@ def decide_network(
     """Decide the whole domain or every partition; with a `checkpoint` the state is saved as the
     run goes and at its end, and `resume` continues from the saved state (`regions_resume`)."""
     t0 = time.perf_counter()
-    network.require_piecewise_linear("the complete check")
     pb = Problem.build(network, prop)
     if partition_size is None:
         lo, hi = pb.lo[None].copy(), pb.hi[None].copy()
