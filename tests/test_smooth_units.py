@@ -366,3 +366,21 @@ def test_the_complete_check_decides_leaky_networks_without_contradiction():
         for c in result.counterexamples:
             assert net.predict(np.array([c.x]))[0] != net.predict(np.array([c.x_prime]))[0]
     assert verdicts == ["fair", "unfair", "unfair"]
+
+
+def test_a_smooth_layer_that_reads_one_column_per_unit_is_not_taken_for_relus():
+    """One hidden layer whose units each read one column is separable, but its tables are those of
+    the units: the closed-form engines (written for ReLUs) must leave it to the bounds."""
+    dom = Domain((Feature("a", "integer", 0, 6), Feature("s", "binary", 0, 1), Feature("b", "integer", -3, 3)))
+    rng = np.random.default_rng(0)
+    w1 = np.zeros((6, 3))
+    w1[np.arange(6), [0, 0, 1, 1, 2, 2]] = rng.normal(size=6) * 2
+    net = ReluNetwork([w1, rng.normal(size=(1, 6))], [rng.normal(size=6), np.array([0.1])], activations=(UNITS[0],))
+    result = faircert.verify(net, dom, protected="s", time_limit=60)
+    grid = np.array(list(itertools.product(range(7), [0, 1], range(-3, 4))), dtype=float)
+    labels = net.predict(grid).reshape(7, 2, 7)
+    assert result.engine != "linear-exact"
+    assert result.undecided == 0 and result.falsified == pytest.approx(float(np.mean(labels[:, 0] != labels[:, 1])))
+    rows = grid[::5]
+    audit = find_engine(net, RowAudit(individual_fairness(dom, "s"), rows))
+    assert audit.name == "rows-network"
