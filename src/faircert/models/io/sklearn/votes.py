@@ -1,8 +1,8 @@
 """scikit-learn ensembles that combine other classifiers -> TreeEnsemble (binary classification only).
 
 * AdaBoostClassifier (SAMME) over trees: each tree votes +w or -w for class 1 (its estimator weight
-  w), decision = 2 sum(votes) / sum(w), class 1 iff decision > 0, and P[y=1] = sigmoid(decision):
-  leaf values +-w, scale 2 / sum(w), sigmoid link.
+  w), decision = 2 sum(votes) / sum(w) (1 / sum(w) before scikit-learn 1.4), class 1 iff
+  decision > 0, and P[y=1] = sigmoid(decision): leaf values +-w, that scale, sigmoid link.
 * BaggingClassifier over trees: the mean of the trees' class-1 probabilities, each tree reading its
   own subset of the features (remapped to the full input): like a forest.
 * VotingClassifier: soft voting averages the members' class-1 probabilities with the vote weights,
@@ -19,6 +19,7 @@ import numpy as np
 
 from ....errors import ModelFormatError, UnsupportedModelError
 from ...trees import Tree, TreeEnsemble
+from .common import on_matrix
 
 SINGLE_TREES = ("DecisionTreeClassifier", "ExtraTreeClassifier")
 VOTES = ("AdaBoostClassifier", "BaggingClassifier", "VotingClassifier")
@@ -93,7 +94,21 @@ def _adaboost(est: Any, n: int, names) -> TreeEnsemble:
     positive = est.classes_[1]
     members = [_single_tree(m, "AdaBoostClassifier") for m in est.estimators_]
     trees = [_tree(m.tree_, _vote(m, positive, float(w))) for m, w in zip(members, weights)]
-    return _ensemble(trees, n, names, "AdaBoostClassifier", 2.0 / total, "sigmoid")
+    votes = _ensemble(trees, n, names, "AdaBoostClassifier", 1.0, "sigmoid")
+    return _ensemble(trees, n, names, "AdaBoostClassifier", _decision_scale(est, votes, total), "sigmoid")
+
+
+def _decision_scale(est: Any, votes: TreeEnsemble, total: float) -> float:
+    """decision_function / sum of votes: 2 / sum(w) in scikit-learn >= 1.4 (a wrong vote counts -w),
+    1 / sum(w) before (it counted 0); read off the estimator, so that probabilities match too."""
+    X = np.random.default_rng(0).normal(size=(64, votes.n_features)) * 3
+    X = np.vstack([X, np.zeros((1, votes.n_features))])
+    s = votes.score(X)
+    d = np.asarray(on_matrix(est.decision_function, X), dtype=np.float64)
+    for scale in (2.0 / total, 1.0 / total):
+        if np.allclose(d, scale * s, rtol=1e-9, atol=1e-12):
+            return scale
+    raise ModelFormatError("AdaBoostClassifier: its decision function is not a weighted vote of its trees")
 
 
 def _class_one(member: Any) -> np.ndarray:
