@@ -1,7 +1,7 @@
 """Small valid files of every format faircert reads, and the mutations a fuzzer applies to them.
 
 Shared by the hardening regression tests and the fuzz tests. Builders write into a folder and
-return the path; frameworks (xgboost, lightgbm) are only needed for their formats.
+return the path; frameworks (xgboost, lightgbm, catboost) are only needed for their formats.
 """
 
 from __future__ import annotations
@@ -101,6 +101,18 @@ def lightgbm_file(folder: Path) -> Path:
     return path
 
 
+def catboost_file(folder: Path, suffix: str = ".json") -> Path:
+    import catboost
+
+    X, y = _tree_data()
+    model = catboost.CatBoostClassifier(
+        iterations=3, depth=2, verbose=0, random_seed=0, thread_count=1, allow_writing_files=False
+    ).fit(X, y)
+    path = folder / f"m{suffix}"
+    model.save_model(str(path), format="json" if suffix == ".json" else "cbm")
+    return path
+
+
 def linear_file(folder: Path) -> Path:
     path = folder / "lin.json"
     path.write_text(json.dumps({"weights": [0.5, -1.0, 2.0], "intercept": -0.25, "features": ["a", "b", "c"]}))
@@ -185,6 +197,15 @@ def _lightgbm_parse(path: Path):
     return lightgbm_from_text(read_model_text(path), str(path))
 
 
+def _catboost_parse(path: Path):
+    from faircert.errors import ModelFormatError
+    from faircert.limits import loads_json, read_text
+    from faircert.models.io.catboost import catboost_from_dict
+
+    data = loads_json(read_text(path, ModelFormatError, "CatBoost JSON"), str(path), ModelFormatError)
+    return catboost_from_dict(data, str(path))
+
+
 def _load_model(path: Path):
     from faircert.models.io import load_model
 
@@ -234,6 +255,8 @@ FORMATS = {
     "xgboost_full": ("m.json", xgboost_file, _load_model),
     "xgboost_ubj_full": ("m.ubj", lambda d: xgboost_file(d, ".ubj"), _load_model),
     "lightgbm_full": ("m.txt", lightgbm_file, _load_model),
+    "catboost_json": ("m.json", catboost_file, _catboost_parse),
+    "catboost_full": ("m.cbm", lambda d: catboost_file(d, ".cbm"), _load_model),
     "linear": ("lin.json", linear_file, _load_model),
     "program": ("p.fr", lambda d: text_file(d, "p.fr", PROGRAM), _load_program),
     "domain_yaml": ("d.yaml", lambda d: text_file(d, "d.yaml", DOMAIN_YAML), _load_domain),

@@ -4,7 +4,7 @@ FaircertError, within a wall and memory bound.
 
 Pure-Python readers run in this process. Readers that hand bytes to native code in this process
 (ONNX's protobuf parser) run in a worker process with a memory limit, so a crash fails the test
-instead of killing pytest; HDF5, XGBoost and LightGBM already run their native code in children of
+instead of killing pytest; HDF5, XGBoost, LightGBM and CatBoost already run their native code in children of
 faircert's own. The default run is a fast slice; `-m slow` runs many more examples.
 """
 
@@ -37,6 +37,7 @@ IN_PROCESS = [
     "xgboost_json",
     "xgboost_ubj",
     "lightgbm",
+    "catboost_json",
     "linear",
     "program",
     "domain_yaml",
@@ -51,6 +52,8 @@ FRAMEWORKS = {
     "xgboost_full": "xgboost",
     "xgboost_ubj_full": "xgboost",
     "lightgbm_full": "lightgbm",
+    "catboost_json": "catboost",
+    "catboost_full": "catboost",
 }
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -137,7 +140,7 @@ def test_fuzz_reader_long(fmt, seeds, ops, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["onnx", "keras", "xgboost_full", "xgboost_ubj_full", "lightgbm_full"])
+@pytest.mark.parametrize("fmt", ["onnx", "keras", "xgboost_full", "xgboost_ubj_full", "lightgbm_full", "catboost_full"])
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(batch=st.lists(MUTATIONS, min_size=40, max_size=40))
 def test_fuzz_native_reader_in_a_worker_long(fmt, seeds, batch, tmp_path_factory):

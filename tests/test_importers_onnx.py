@@ -201,10 +201,10 @@ def test_unsupported_op_names_op_and_node():
     proto = chain(
         [
             helper.make_node("Gemm", ["b", "W2", "B2"], ["z"], name="out"),
-            helper.make_node("Tanh", ["z"], ["y"], name="squash"),
+            helper.make_node("Softplus", ["z"], ["y"], name="squash"),
         ]
     )
-    with pytest.raises(ModelFormatError, match=r"'squash' \(Tanh\).*operator Tanh is not supported"):
+    with pytest.raises(ModelFormatError, match=r"'squash' \(Softplus\).*operator Softplus is not supported"):
         load_onnx(proto)
 
 
@@ -224,8 +224,8 @@ def test_hidden_sigmoid_and_three_class_softmax():
         ],
         {"W1": W1, "B1": B1, "W2": W2, "B2": B2},
     )
-    with pytest.raises(ModelFormatError, match=r"'d2' \(Gemm\) follows the final sigmoid \(.*'sig'"):
-        load_onnx(proto)
+    net = load_onnx(proto)  # a sigmoid with more after it is a hidden unit (checked against the runtime)
+    assert [str(a) for a in net.activations] == ["sigmoid"]
     w3, b3 = RNG.normal(size=(6, 3)), RNG.normal(size=3)
     proto = chain(
         [helper.make_node("Gemm", ["b", "W2", "B2"], ["z"]), helper.make_node("Softmax", ["z"], ["y"], name="sm")],

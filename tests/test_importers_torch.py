@@ -68,10 +68,10 @@ def test_float64_module_and_bias_free_linear():
 
 
 def test_unsupported_modules_are_named():
-    with pytest.raises(ModelFormatError, match=r"module 1 \(Tanh\): module type Tanh is not supported"):
-        load_model(nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 1)))
-    with pytest.raises(ModelFormatError, match=r"module 2.0 \(LeakyReLU\)"):
-        load_model(nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Sequential(nn.LeakyReLU()), nn.Linear(3, 1)))
+    with pytest.raises(ModelFormatError, match=r"module 1 \(Softplus\): module type Softplus is not supported"):
+        load_model(nn.Sequential(nn.Linear(5, 3), nn.Softplus(), nn.Linear(3, 1)))
+    with pytest.raises(ModelFormatError, match=r"module 2.0 \(Softsign\)"):
+        load_model(nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Sequential(nn.Softsign()), nn.Linear(3, 1)))
     with pytest.raises(ModelFormatError, match=r"module 2 \(Softmax\): softmax over 3 classes"):
         load_model(nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Softmax(dim=1)))
 

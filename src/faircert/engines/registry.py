@@ -110,7 +110,8 @@ ENGINES: tuple[EngineSpec, ...] = (
     ),
     EngineSpec(
         "rows-network",
-        "per-row individual fairness of ReLU networks: enumeration of small balls, bounds, search and a MILP",
+        "per-row individual fairness of networks: enumeration of small balls, bounds, search and a MILP "
+        "(splitting the ball for smooth units)",
         (NETWORK,),
         (ROWS,),
         entry="faircert.engines.rows.network:answer",
@@ -132,15 +133,15 @@ ENGINES: tuple[EngineSpec, ...] = (
     ),
     EngineSpec(
         "network-boxes",
-        "quantified individual fairness of ReLU networks by box refinement",
+        "quantified individual fairness of networks (ReLU, piecewise-linear and smooth units) by box refinement",
         (NETWORK,),
         (INDIVIDUAL,),
         entry="faircert.engines.network.refine:answer",
     ),
     EngineSpec(
         "network-complete",
-        "complete (and partitioned) individual-fairness verification of ReLU networks: "
-        "branch and bound with a MILP back end",
+        "complete (and partitioned) individual-fairness verification of networks: "
+        "branch and bound with a MILP back end (bounds and splits alone for smooth units)",
         (NETWORK,),
         (INDIVIDUAL,),
         methods=("complete",),

@@ -1,6 +1,7 @@
-"""ReluNetwork: the IR of feed-forward ReLU networks with one decision logit.
+"""ReluNetwork: the IR of feed-forward networks with one decision logit.
 
-Every importer reduces its model to affine layers with ReLU between them and one output logit
+Every importer reduces its model to affine layers with ReLU (or a smooth unit, see `activations`)
+between them and one output logit
 whose sign is the label (positive iff logit > 0). A final sigmoid is thresholded at its input; a
 two-class softmax/argmax becomes the logit z1 - z0, which is exact (class 1 iff z1 > z0).
 """
@@ -12,7 +13,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from ..errors import ModelFormatError
+from ..errors import ModelFormatError, UnsupportedModelError
+from .activations import Activation
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -56,7 +58,8 @@ class InputTables:
 
 @dataclass
 class ReluNetwork:
-    """Affine layers `x -> W x + b` (W of shape out x in) with ReLU after every layer but the last."""
+    """Affine layers `x -> W x + b` (W of shape out x in) with an activation after every layer but
+    the last: ReLU, or the smooth unit `activations` names for that layer."""
 
     weights: list[np.ndarray]
     biases: list[np.ndarray]
@@ -71,6 +74,8 @@ class ReluNetwork:
     metadata: dict = field(default_factory=dict)
     #: The first two layers as per-column lookups (pipelines with step encodings); see InputTables.
     input_tables: InputTables | None = None
+    #: One entry per hidden layer, None for ReLU; empty when every hidden layer is ReLU.
+    activations: tuple[Activation | None, ...] = ()
 
     def __post_init__(self) -> None:
         self.weights = [np.asarray(w, dtype=np.float64) for w in self.weights]
@@ -91,6 +96,36 @@ class ReluNetwork:
                 f"the network ends in {self.weights[-1].shape[0]} outputs; faircert needs one logit or a two-class "
                 "output"
             )
+        self.activations = tuple(self.activations)
+        if all(a is None for a in self.activations):
+            self.activations = ()
+        elif len(self.activations) != len(self.weights) - 1:
+            raise ModelFormatError(f"{len(self.activations)} activations for {len(self.weights) - 1} hidden layers")
+        if self.input_tables is not None and self.activation(0) is not None:
+            raise ModelFormatError("input tables stand for a first layer of ReLUs")
+
+    def activation(self, k: int) -> Activation | None:
+        """Hidden layer k's smooth unit, None for ReLU."""
+        return self.activations[k] if self.activations else None
+
+    @property
+    def piecewise_linear(self) -> bool:
+        """Whether every hidden unit is a ReLU (so the MILP encodes the network exactly)."""
+        return not self.activations
+
+    def require_piecewise_linear(self, what: str) -> None:
+        """Refuse `what` on a network with smooth units, which it cannot encode exactly."""
+        if self.activations:
+            units = ", ".join(sorted({str(a) for a in self.activations if a is not None}))
+            raise UnsupportedModelError(
+                f"{what} needs piecewise-linear activations (ReLU, leaky ReLU, ReLU6, hard tanh); this network "
+                f"has {units}"
+            )
+
+    def activate(self, k: int, h: np.ndarray) -> np.ndarray:
+        """Hidden layer k's activation applied to its pre-activations h (in place for ReLU)."""
+        act = self.activation(k)
+        return np.maximum(h, 0.0, out=h) if act is None else act(h)
 
     @property
     def n_inputs(self) -> int:
@@ -118,16 +153,16 @@ class ReluNetwork:
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
             h = h @ w.T + b
             if k < last:
-                np.maximum(h, 0.0, out=h)
+                h = self.activate(k, h)
         return h[:, 0]
 
     def logit_from_first(self, h: np.ndarray, start: int) -> np.ndarray:
-        """The logit (n,) from the outputs h (n, width) of the ReLU after layer `start - 1`."""
+        """The logit (n,) from the outputs h (n, width) of the activation after layer `start - 1`."""
         last = len(self.weights) - 1
         for k in range(start, last + 1):
             h = h @ self.weights[k].T + self.biases[k]
             if k < last:
-                h = np.maximum(h, 0.0)
+                h = self.activate(k, h)
         return h[:, 0]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -142,7 +177,8 @@ class ReluNetwork:
         return (z > 0) & ~unsure, unsure
 
     def __str__(self) -> str:
-        return f"ReluNetwork({'-'.join(map(str, self.layer_sizes))}, from {self.source or 'memory'})"
+        units = "" if not self.activations else ", " + "/".join(sorted({str(a or "relu") for a in self.activations}))
+        return f"ReluNetwork({'-'.join(map(str, self.layer_sizes))}{units}, from {self.source or 'memory'})"
 
 
 def logit_from_two_outputs(weight: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,12 +20,12 @@ from .network import InputTables, ReluNetwork
 from .pipeline import MAX_GRID, PipelineModel, raw_values
 
 
-def _estimator_layers(est) -> tuple[list[np.ndarray], list[np.ndarray], str, dict]:
+def _estimator_layers(est) -> tuple[list[np.ndarray], list[np.ndarray], str, dict, tuple]:
     from .linear import LinearModel
 
     if isinstance(est, LinearModel):
-        return [est.weights[None, :]], [np.array([est.intercept])], "logit", {}
-    return list(est.weights), list(est.biases), est.output_semantics, dict(est.metadata)
+        return [est.weights[None, :]], [np.array([est.intercept])], "logit", {}, ()
+    return list(est.weights), list(est.biases), est.output_semantics, dict(est.metadata), est.activations
 
 
 def _knots(values: np.ndarray, lo: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -37,7 +37,7 @@ def _knots(values: np.ndarray, lo: int) -> tuple[float, np.ndarray, np.ndarray]:
 
 
 def bind_network(model: PipelineModel, domain) -> ReluNetwork:
-    weights, biases, semantics, metadata = _estimator_layers(model.estimator)
+    weights, biases, semantics, metadata, acts = _estimator_layers(model.estimator)
     n_in, n_enc = len(domain), len(model.features)
     if weights[0].shape[1] != n_enc:
         raise DomainError(f"the estimator takes {weights[0].shape[1]} inputs but the preprocessing gives {n_enc}")
@@ -78,7 +78,8 @@ def bind_network(model: PipelineModel, domain) -> ReluNetwork:
                 const[i] -= a * lo
         W0, b0 = weights[0] @ D, weights[0] @ const + biases[0]
         layers, bias = [W0] + weights[1:], [b0] + biases[1:]
-    else:
+    else:  # the encoding layer's units are ReLUs
+        acts = (None,) + tuple(acts) if acts else ()
         for t in terms:
             for key, _ in t:
                 units.setdefault(key, len(units))
@@ -101,6 +102,7 @@ def bind_network(model: PipelineModel, domain) -> ReluNetwork:
         output_semantics=semantics,
         metadata={**metadata, "pipeline": True, "raw_columns": list(domain.names)},
         input_tables=tables,
+        activations=acts,
     )
 
 
@@ -139,7 +141,7 @@ def order_by_effect(network: ReluNetwork, domain, fixed=()):
         for other, (i, table) in enumerate(zip(tables.columns, tables.tables)):
             if i != j:
                 h += table[tables.rows(other, points[:, i])]
-        effect = [network.logit_from_first(np.maximum(h + row, 0.0), start=2).mean() for row in tables.tables[k]]
+        effect = [network.logit_from_first(network.activate(1, h + row), start=2).mean() for row in tables.tables[k]]
         order = np.argsort(effect, kind="stable")
         if np.any(order != np.arange(order.size)):
             features[j] = replace(f, categories=tuple(f.categories[i] for i in order))

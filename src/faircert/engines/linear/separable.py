@@ -125,6 +125,8 @@ class SeparableScore:
         """The separable form of `network` over `domain`, or None when it has none."""
         if len(network.weights) > 2 or network.n_inputs != len(domain):
             return None
+        if not network.piecewise_linear:  # the tables below are those of ReLU units
+            return None
         if len(network.weights) == 1:
             bias = float(network.biases[0][0])
             reads = None

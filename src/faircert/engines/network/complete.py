@@ -15,7 +15,8 @@ Branch and bound over boxes, all regions' boxes in one frontier, cheapest eviden
 4. boxes still open are split on the feature that widens their bounds most; from depth
    `milp_depth` on, an open box goes to the MILP of the twin network (`milp.solve_box`), whose
    proofs carry a tolerance-derived margin; a MILP time-out or an unconfirmed candidate splits the
-   box again, an unsplittable one stays open (its region is unknown).
+   box again, an unsplittable one stays open (its region is unknown). A network with smooth units
+   has no MILP: its boxes are split until the bounds decide them or they cannot be split.
 
 Every pair, from any step, is re-checked on the real model (`recheck`) before a region is called
 unfair. A region is fair once all its boxes are closed by proofs. The regions are decided
@@ -128,6 +129,11 @@ class BranchAndBound:
         self.ripe = np.zeros(K, dtype=bool)  # bounded and still open: waiting for the MILP
         self.rng = np.random.default_rng(seed)
         self.milp_depth, self.milp_time = MILP_DEPTH, MILP_TIME
+        # the MILP encodes ReLUs only: smooth units are refined by bounds and splits alone, down to
+        # boxes too small to split (which leave their region unknown)
+        self.milp = pb.network.piecewise_linear
+        if not self.milp:
+            self.milp_depth = np.iinfo(np.int64).max
         self.progress = progress
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
@@ -162,7 +168,7 @@ class BranchAndBound:
             tried = np.flatnonzero(live & (self.ripe | (self.depth >= 1)))
             now = time.perf_counter()
             milp_due = self.counts.milp_s < MILP_SHARE * (now - t0)
-            if tried.size and (milp_due or not fresh.size):
+            if self.milp and tried.size and (milp_due or not fresh.size):
                 stop = end if not fresh.size else now + MILP_SLICE if end is None else min(end, now + MILP_SLICE)
                 self._milp_round(tried, stop, end)
             else:

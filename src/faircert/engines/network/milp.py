@@ -155,6 +155,7 @@ def _widen(l: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _copy(model: _Model, pb: Problem, x: np.ndarray, s: np.ndarray, hidden, out_lo: float, out_hi: float) -> int:
     """Encode one copy of the network on inputs x and one-hot twin s; returns its output variable."""
     net = pb.twin
+    pb.network.require_piecewise_linear("the MILP")
     prev: Any = None
     for k, (l, u) in enumerate(hidden):
         l, u = _widen(l, u)

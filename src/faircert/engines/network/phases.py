@@ -32,7 +32,7 @@ def prove_by_phases(
     `tol` or every one below -`tol` (on one side for the whole box with `same_side`)."""
     B = lo.shape[0]
     proven = np.zeros(B, dtype=bool)
-    if not B or not net.weights:
+    if not B or not net.weights or not net.relu_only:  # phases are ReLUs' on and off
         return proven
     base = bound_twins(net, lo, hi, tight=True, keep_hidden=True)
     assert base.hidden is not None  # asked for with keep_hidden

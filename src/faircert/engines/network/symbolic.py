@@ -12,6 +12,9 @@ Two bounds are computed for every (box, twin) row and intersected:
 The intersection is therefore never looser than FairQuant's bounds. The backward pass also gives
 the linear coefficients of the logit bounds in the inputs, used to choose split features.
 
+Smooth hidden units (tanh, sigmoid, GELU, SiLU, ELU) take the same two passes with each neuron's
+lines from `curves.lines` (sound over its pre-activation interval) in place of ReLU's relaxation.
+
 A pipeline's encoded columns (one-hot, ordinal) can be read through lookups instead (see
 `InputTables`): each such column adds one table row per grid value to the first layer. Both passes
 then take, per box and per column, the min and max of a linear function over the box's rows of the
@@ -27,7 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...models.activations import Activation
 from ...models.network import ReluNetwork
+from . import curves
 
 LOGIT_VALUES = 1 << 21  # hidden values computed at once by `TwinNet.logits` (16 MB in float64)
 
@@ -85,6 +90,16 @@ class TwinNet:
     biases: list[np.ndarray]
     #: Free inputs read through lookups.
     tables: tuple[Lookup, ...] = ()
+    #: The hidden layers' smooth units (None for ReLU), one per hidden layer; empty if all ReLU.
+    acts: tuple[Activation | None, ...] = ()
+
+    @property
+    def relu_only(self) -> bool:
+        return not self.acts
+
+    def act(self, k: int) -> Activation | None:
+        """Hidden layer k's smooth unit (layer 0: the one after the first layer), None for ReLU."""
+        return self.acts[k] if self.acts else None
 
     @classmethod
     def build(
@@ -100,6 +115,7 @@ class TwinNet:
             np.ascontiguousarray(b1),
             list(network.weights[1:]),
             list(network.biases[1:]),
+            acts=network.activations,
         )
 
     @classmethod
@@ -119,6 +135,7 @@ class TwinNet:
             list(network.weights[2:]),
             list(network.biases[2:]),
             tuple(tables),
+            network.activations[1:],
         )
 
     @functools.cached_property
@@ -151,6 +168,7 @@ class TwinNet:
             [w.astype(f) for w in self.weights],
             [b.astype(f) for b in self.biases],
             tables,
+            self.acts,
         )
 
     def logits(self, x: np.ndarray) -> np.ndarray:
@@ -166,8 +184,9 @@ class TwinNet:
         for t in self.tables:
             z += t.table[t.span(x, x)[0]]
         h = (z[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
-        for w, b in zip(self.weights, self.biases):
-            np.maximum(h, 0.0, out=h)
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            act = self.act(k)
+            h = np.maximum(h, 0.0, out=h) if act is None else act(h).astype(h.dtype, copy=False)
             h = h @ w.T + b
         return h[:, 0].reshape(n, T)
 
@@ -220,6 +239,7 @@ def bound_twins(
     """
     B, d = lo.shape
     T = net.n_twins
+    memo: list = []  # smooth units' lines, computed once per layer's bounds (`_lines`)
     mid = (lo + hi) * 0.5
     rad = (hi - lo) * 0.5
     spans = [t.span(lo, hi) for t in net.tables]
@@ -256,7 +276,7 @@ def bound_twins(
             up[:, d, :] += np.repeat(t_max, T, axis=0)
             spread = np.repeat(t_max - t_min, T, axis=0)
             lu, ul = l + spread, u - spread
-        up, low = _relax(up, low, l, u, lu, ul)
+        up, low = _relax_layer(net, 0, up, low, l, u, lu, ul, memo)
         for k, (w, b) in enumerate(zip(net.weights, net.biases)):
             c = up + low
             c *= 0.5
@@ -276,17 +296,17 @@ def bound_twins(
                 f_low, f_up = l[:, 0], u[:, 0]
             else:
                 pre.append((l, u))
-                up, low = _relax(up, low, l, u, lu, ul)
+                up, low = _relax_layer(net, k + 1, up, low, l, u, lu, ul, memo)
     else:
         f_low, f_up = l[:, 0], u[:, 0]
     if tight and len(pre) > 1:
-        tighten(net, pre, midm, radm, rowsm)
-    b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm)
+        tighten(net, pre, midm, radm, rowsm, memo)
+    b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm, memo=memo)
     lower = np.maximum(f_low, b_low).reshape(B, T)
     upper = np.minimum(f_up, b_up).reshape(B, T)
-    if OPTIMISED_SLOPES and net.weights:
+    if OPTIMISED_SLOPES and net.weights and net.relu_only:  # both assume ReLUs
         lower, upper = _optimised(net, lo, hi, pre, rowsm, lower, upper)
-    if RELATIONAL and T > 1 and net.weights:
+    if RELATIONAL and T > 1 and net.weights and net.relu_only:
         lower, upper = _relational(net, pre, lower, upper, B, T)
     sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
     for t, spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
@@ -368,6 +388,25 @@ def _relational(
     return new_lower, new_upper
 
 
+def _relax_layer(net: TwinNet, k: int, up, low, l, u, lu, ul, memo: list | None = None):
+    """Hidden layer k's units applied to the upper and lower forms of their pre-activations."""
+    act = net.act(k)
+    if act is None:
+        return _relax(up, low, l, u, lu, ul)
+    sl, bl, su, bu = _lines(act, l, u, memo)
+    if np.all(sl >= 0) and np.all(su >= 0):  # increasing lines (always, for a monotone unit)
+        up *= su[:, None, :]
+        low *= sl[:, None, :]
+        new_up, new_low = up, low
+    else:  # a line with a negative slope turns the other form's bound into this one's
+        new_up = up * np.maximum(su, 0.0)[:, None, :] + low * np.minimum(su, 0.0)[:, None, :]
+        new_low = low * np.maximum(sl, 0.0)[:, None, :] + up * np.minimum(sl, 0.0)[:, None, :]
+    d = up.shape[1] - 1
+    new_up[:, d, :] += bu
+    new_low[:, d, :] += bl
+    return new_up, new_low
+
+
 def _relax(up, low, l, u, lu, ul, inplace=True):
     """Neurify relaxation of ReLU on the two linear forms (as in FairQuant's forward pass).
 
@@ -405,7 +444,7 @@ def crown_with_losses(net: TwinNet, pre, midm, radm, rowsm) -> tuple[np.ndarray,
     return low, up, losses
 
 
-def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None):
+def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None, memo: list | None = None):
     """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer, their
     linear forms, and each table's spread (2M,) in them (`losses`: see `crown_with_losses`)."""
     M = midm.shape[0]
@@ -421,11 +460,11 @@ def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None):
         [np.broadcast_to(w_out, (M, 1, w_out.shape[1])), np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
     )
     const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
-    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses)
+    val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses, memo)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
 
-def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False, losses=None):
+def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: bool = False, losses=None, memo=None):
     """Back-substitute linear functions of hidden layer `top`'s outputs down to the inputs.
 
     lam (2M, K, n_top), const (2M, K): rows 0..M-1 are lower-bounded as given, rows M..2M-1 are
@@ -439,25 +478,13 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
     layers = [(None, None)] + list(zip(net.weights[:-1], net.biases[:-1]))
     for k in range(top, -1, -1):
         l, u = pre[k]
-        active = l >= 0
-        unstable = (l < 0) & (u > 0)
-        s = active.astype(np.float64)
-        np.divide(u, u - l, out=s, where=unstable)
-        a_low = np.where(unstable, u > -l, active).astype(np.float64)[:, None, :]
-        icpt = np.where(unstable, -s * l, 0.0)[:, None, :]
-        s = s[:, None, :]
-        K = lam.shape[1]
-        lam2 = lam.reshape(2, M, K, -1)
-        # negative coefficients take the upper relaxation (slope s, intercept), others the lower
-        neg = np.minimum(lam2, 0.0)
-        const = const + np.matmul(neg, icpt.transpose(0, 2, 1)[None]).reshape(2 * M, K)
-        if losses is not None:
-            losses.insert(0, -(neg * icpt[None]).sum(axis=(0, 2)))
-        neg *= s - a_low
-        lam = np.multiply(lam2, a_low, out=np.empty_like(lam2))
-        lam += neg
-        lam = lam.reshape(2 * M, K, -1)
-        del neg
+        act = net.act(k)
+        if act is not None:
+            lam, const = _back_smooth(act, l, u, lam, const, M, memo)
+            if losses is not None:
+                losses.insert(0, np.zeros_like(l))
+        else:
+            lam, const = _back_relu(l, u, lam, const, M, losses)
         if k == 0:
             const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
             spreads = []
@@ -482,14 +509,60 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
     return val, lam, const, spreads
 
 
-def tighten(net: TwinNet, pre, midm, radm, rowsm) -> None:
+def _back_relu(l, u, lam, const, M: int, losses):
+    """One ReLU layer of back-substitution (see `_crown`)."""
+    active = l >= 0
+    unstable = (l < 0) & (u > 0)
+    s = active.astype(np.float64)
+    np.divide(u, u - l, out=s, where=unstable)
+    a_low = np.where(unstable, u > -l, active).astype(np.float64)[:, None, :]
+    icpt = np.where(unstable, -s * l, 0.0)[:, None, :]
+    s = s[:, None, :]
+    K = lam.shape[1]
+    lam2 = lam.reshape(2, M, K, -1)
+    # negative coefficients take the upper relaxation (slope s, intercept), others the lower
+    neg = np.minimum(lam2, 0.0)
+    const = const + np.matmul(neg, icpt.transpose(0, 2, 1)[None]).reshape(2 * M, K)
+    if losses is not None:
+        losses.insert(0, -(neg * icpt[None]).sum(axis=(0, 2)))
+    neg *= s - a_low
+    lam = np.multiply(lam2, a_low, out=np.empty_like(lam2))
+    lam += neg
+    return lam.reshape(2 * M, K, -1), const
+
+
+def _lines(act: Activation, l: np.ndarray, u: np.ndarray, memo: list | None):
+    """`curves.lines` of these bounds; `memo` keeps the bounds it was given (so their identity is
+    theirs alone while it lives) with the lines, for the passes that meet the same bounds again."""
+    if memo is not None:
+        for ml, mu, found in memo:
+            if ml is l and mu is u:
+                return found
+    found = curves.lines(act, l, u)
+    if memo is not None:
+        memo.append((l, u, found))
+    return found
+
+
+def _back_smooth(act: Activation, l, u, lam, const, M: int, memo: list | None = None):
+    """One layer of smooth units: positive coefficients take the lower line, negative the upper."""
+    sl, bl, su, bu = _lines(act, l, u, memo)
+    K = lam.shape[1]
+    lam2 = lam.reshape(2, M, K, -1)
+    pos, neg = np.maximum(lam2, 0.0), np.minimum(lam2, 0.0)
+    const = const + (pos * bl[None, :, None, :] + neg * bu[None, :, None, :]).sum(axis=3).reshape(2 * M, K)
+    lam = pos * sl[None, :, None, :] + neg * su[None, :, None, :]
+    return lam.reshape(2 * M, K, -1), const
+
+
+def tighten(net: TwinNet, pre, midm, radm, rowsm, memo: list | None = None) -> None:
     """Replace each hidden layer's pre-activation bounds by their intersection with CROWN's."""
     M = midm.shape[0]
     for k in range(1, len(pre)):
         w, b = net.weights[k - 1], net.biases[k - 1]
         lam = np.concatenate([np.broadcast_to(w, (M,) + w.shape), np.broadcast_to(-w, (M,) + w.shape)])
         const = np.concatenate([np.broadcast_to(b, (M, b.shape[0])), np.broadcast_to(-b, (M, b.shape[0]))])
-        val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm)
+        val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm, memo=memo)
         l, u = pre[k]
         pre[k] = (np.maximum(l, val[:M]), np.minimum(u, -val[M:]))
 

@@ -125,6 +125,7 @@ def vnnlib_text(pb: Problem, lo: np.ndarray | None = None, hi: np.ndarray | None
 
 def export(pb: Problem, out_dir: str | Path) -> tuple[Path, Path]:
     """Write `twin.onnx` and `property.vnnlib` into out_dir."""
+    pb.network.require_piecewise_linear("the VNN-LIB export")
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

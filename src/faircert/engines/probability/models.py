@@ -68,7 +68,8 @@ def network_label(net: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray,
         with np.errstate(invalid="ignore"):
             mag = np.maximum(mag, np.max(np.maximum(np.abs(lo), np.abs(hi)), axis=1))
         if k < last:
-            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+            act = net.activation(k)
+            lo, hi = (np.maximum(lo, 0.0), np.maximum(hi, 0.0)) if act is None else act.interval(lo, hi)
     lo, hi = lo[:, 0], hi[:, 0]
     finite = np.all(np.isfinite(x_lo) & np.isfinite(x_hi), axis=1) & np.isfinite(mag)
     if finite.any() and len(net.weights) > 1:

@@ -1,4 +1,4 @@
-"""Per-row audit of ReLU networks: enumeration of small balls, else bounds, search and a MILP.
+"""Per-row audit of networks: enumeration of small balls, else bounds, search and a MILP.
 
 A ball of at most `max_twins` twins (`RowLimits`; `ENUMERATE` by default) is evaluated whole
 (exact). Otherwise the twins' logit bounds over the ball (the twin network's symbolic bounds on the
@@ -8,6 +8,8 @@ open goes to a MILP of one network copy whose protected combination may be any b
 (HiGHS; a proof needs the solver's dual bound past the margin of `network.milp`, a candidate is
 re-checked on the network) within `milp_seconds` and the time left. The MILPs are the last stage
 (`finish`): every row gets its bounds and search before any row gets a MILP.
+Networks with smooth units have no MILP: their balls are split into boxes until the bounds decide
+each one or a box's centre flips (`SPLIT_BOXES` boxes, then unknown).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from .audit import (
 ENUMERATE = 50_000
 #: Random points of a ball tried before the MILP.
 PROBES = 256
+#: Boxes one row's ball may be split into (networks with smooth units, which have no MILP).
+SPLIT_BOXES = 20_000
 
 
 class NetworkRows:
@@ -96,6 +100,11 @@ class NetworkRows:
             if left <= 0:
                 out.set(k, UNKNOWN, TIME_LIMIT)
                 continue
+            if not self.network.piecewise_linear:  # the MILP encodes ReLUs only: split the ball
+                verdict, twin = self._split(audit, i, lo[k], hi[k], deadline)
+                why = "split" if verdict != UNKNOWN else f"split undecided ({SPLIT_BOXES:,} boxes)"
+                out.set(k, verdict, why, twin)
+                continue
             verdict, twin = self._milp(audit, i, lo[k], hi[k], min(seconds, left))
             if verdict != UNKNOWN:
                 out.set(k, verdict, "milp", twin)
@@ -121,6 +130,47 @@ class NetworkRows:
         combos = [c for c in range(len(audit.combos)) if c != audit.own[i]]
         Y = np.concatenate([audit.with_combo(P, np.full(len(P), c)) for c in combos])
         return self._flips(audit, i, Y)
+
+    def _split(self, audit: Audit, i: int, lo: np.ndarray, hi: np.ndarray, deadline: float | None):
+        """Branch and bound over the ball: boxes whose twins the bounds keep on the row's side are
+        done, a box's centre is tried for a flip, the rest split on the feature that widens their
+        bounds most; unknown once `SPLIT_BOXES` boxes were bounded or a box cannot be split."""
+        pb = self.pb
+        others = np.arange(len(audit.combos)) != audit.own[i]
+        positive = audit.labels[i] == 1
+        blo, bhi = lo[pb.free][None], hi[pb.free][None]
+        smallest = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
+        bounded = 0
+        while blo.shape[0]:
+            if bounded >= SPLIT_BOXES or (deadline is not None and time.time() >= deadline):
+                return UNKNOWN, None
+            bounded += blo.shape[0]
+            bd = bound_twins(pb.bounder, blo, bhi)
+            safe = bd.lower > self.tol if positive else bd.upper < -self.tol
+            open_ = ~np.all(safe[:, others], axis=1)
+            blo, bhi, score = blo[open_], bhi[open_], bd.score[open_]
+            centre = np.where(pb.discrete, np.floor((blo + bhi) / 2), (blo + bhi) / 2)
+            point = np.repeat(lo[None], centre.shape[0], axis=0)
+            point[:, pb.free] = centre
+            combos = [c for c in range(len(audit.combos)) if others[c]]
+            twin = self._flips(
+                audit, i, np.concatenate([audit.with_combo(point, np.full(len(point), c)) for c in combos])
+            )
+            if twin is not None:
+                return UNFAIR, twin
+            width = bhi - blo
+            can = np.where(pb.discrete, width > 0, width > smallest)
+            if not np.all(can.any(axis=1)):
+                return UNKNOWN, None
+            j = np.argmax(np.where(can, score + 1e-300, -1.0), axis=1)  # a splittable feature, widest score
+            r = np.arange(blo.shape[0])
+            a, b = blo[r, j], bhi[r, j]
+            mid = np.where(pb.discrete[j], np.floor((a + b) / 2), (a + b) / 2)
+            left_hi, right_lo = bhi.copy(), blo.copy()
+            left_hi[r, j] = mid
+            right_lo[r, j] = np.where(pb.discrete[j], mid + 1, mid)
+            blo, bhi = np.concatenate([blo, right_lo]), np.concatenate([left_hi, bhi])
+        return FAIR, None
 
     def _milp(self, audit: Audit, i: int, lo: np.ndarray, hi: np.ndarray, seconds: float):
         """Minimise (label 1) or maximise (label 0) the logit over the ball, any other combination."""

@@ -2,7 +2,8 @@
 
 Run as a script by `isolated.framework_outputs` with `python -P` (so that this folder's xgboost.py and
 lightgbm.py do not shadow the libraries; never imported): argv is FRAMEWORK PATH, stdin an
-.npy array of inputs, stdout an .npy array of raw scores (margins). A library error is one line on
+.npy array of inputs, stdout an .npy array of raw scores (margins); FRAMEWORK catboost-json: no
+stdin, stdout the `.cbm` file as CatBoost's JSON export. A library error is one line on
 stderr prefixed `faircert-child:` and exit status 3; a native crash kills only this process.
 """
 
@@ -32,12 +33,40 @@ def _scores(framework: str, path: str, X: np.ndarray) -> np.ndarray:
         import lightgbm as lgb
 
         return lgb.Booster(model_file=path).predict(X, raw_score=True)
+    if framework == "catboost":
+        return _catboost(path).predict(X, prediction_type="RawFormulaVal")
     raise ValueError(f"unknown framework {framework!r}")
+
+
+def _catboost(path: str):
+    from catboost import CatBoost
+
+    model = CatBoost()
+    model.load_model(path, format="json" if path.endswith(".json") else "cbm")
+    return model
+
+
+def _catboost_json(path: str) -> bytes:
+    """The `.cbm` file at `path` as CatBoost's JSON export."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "model.json")
+        _catboost(path).save_model(out, format="json")
+        with open(out, "rb") as f:
+            return f.read()
 
 
 def main() -> int:
     _limit_memory()
     framework, path = sys.argv[1], sys.argv[2]
+    if framework == "catboost-json":  # no inputs: the file converted
+        try:
+            sys.stdout.buffer.write(_catboost_json(path))
+        except Exception as exc:  # noqa: BLE001 - any library error is "cannot read this file"
+            print(f"faircert-child: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
+            return 3
+        return 0
     X = np.load(io.BytesIO(sys.stdin.buffer.read()), allow_pickle=False)
     try:
         out = np.asarray(_scores(framework, path, X), dtype=np.float64).reshape(-1)

@@ -1,7 +1,10 @@
 """The common back end of the neural-network importers: a chain of operations -> ReluNetwork.
 
-Each importer turns its format into a list of `Op`s (affine maps, ReLUs, a final sigmoid or
-softmax), each labelled with where it came from. `build_network` merges consecutive affine maps,
+Each importer turns its format into a list of `Op`s (affine maps, ReLUs, piecewise-linear units,
+smooth units, a final sigmoid or softmax), each labelled with where it came from. A sigmoid followed
+by more of the chain is a hidden unit. A piecewise-linear unit (leaky ReLU, PReLU, ReLU6, hard tanh,
+Clip) is rewritten exactly into ReLUs (`piecewise`), so every engine for ReLU networks takes it (the
+MILP included); a smooth unit stays one (`activations`). `build_network` merges consecutive affine maps,
 checks widths, folds the output into one logit, and names the offending layer when the chain
 cannot be expressed exactly. `check_agreement` compares the result with the framework's own
 outputs on sampled inputs, so an importer bug becomes an error instead of a wrong verdict.
@@ -15,22 +18,54 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import ModelFormatError
+from ..activations import Activation
 from ..network import ReluNetwork, logit_from_two_outputs
+from .piecewise import Piecewise, as_relus, clip_unit, leaky_unit
 
 SUPPORTED = (
-    "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU between them, ending in one logit, "
-    "a sigmoid, or a two-class softmax/argmax"
+    "affine layers (Dense/Linear/Gemm/MatMul+Add) with ReLU, leaky ReLU, tanh, sigmoid, GELU, SiLU or ELU "
+    "between them, ending in one logit, a sigmoid, or a two-class softmax/argmax"
 )
 
 
 @dataclass
 class Op:
-    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'sigmoid' or 'softmax'."""
+    """One step of a feed-forward chain: kind is 'affine', 'scale', 'relu', 'piecewise', 'smooth',
+    'sigmoid' (final, or hidden when more follows) or 'softmax'."""
 
     kind: str
     where: str
     weight: np.ndarray | None = None  # out x in; for 'scale': the elementwise factors
     bias: np.ndarray | None = None
+    unit: Activation | None = None  # for 'smooth'
+    piece: Piecewise | None = None  # for 'piecewise'
+
+
+def leaky(slope, where: str) -> Op:
+    """A leaky ReLU (PReLU: one slope per neuron; slope 0: a plain ReLU)."""
+    slope = np.asarray(slope, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(slope)):
+        raise ModelFormatError(f"{where}: leaky ReLU slope {slope}")
+    return Op("relu", where) if np.all(slope == 0.0) else Op("piecewise", where, piece=leaky_unit(slope))
+
+
+def clip(low: float | None, high: float | None, where: str, slope: float = 0.0) -> Op:
+    """min(max(z, low), high), either end open (ReLU6, hard tanh, Clip; see `piecewise.clip_unit`)."""
+    if (low, high, slope) == (0.0, None, 0.0):
+        return Op("relu", where)
+    try:
+        return Op("piecewise", where, piece=clip_unit(low, high, slope))
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{where}: {exc}") from None
+
+
+def smooth(unit: Activation, where: str) -> Op:
+    return Op("smooth", where, unit=unit)
+
+
+#: What follows a hidden layer: None for ReLU, a piecewise-linear unit, or a smooth unit.
+_Unit = Piecewise | Activation | None
+_ACTIVATIONS = ("relu", "piecewise", "smooth")
 
 
 def affine(weight: np.ndarray, bias: np.ndarray | None, where: str) -> Op:
@@ -73,7 +108,11 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     width = n_inputs
     pending: _Layer | None = None
     final: Op | None = None
+    units: list[_Unit] = []  # the unit after each of `layers`
     for op in ops:
+        if final is not None and final.kind == "sigmoid":  # more follows: a hidden unit
+            width = _add_unit(layers, units, pending, smooth(Activation("sigmoid"), final.where), width)
+            final = pending = None
         if final is not None:
             raise ModelFormatError(
                 f"{op.where} follows the final {final.kind} ({final.where}); "
@@ -101,21 +140,19 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
                 w = layer.weight
                 pending = _Layer(pending.where, w @ pending.weight, w @ pending.bias + layer.bias)
             width = layer.weight.shape[0]
-        elif op.kind == "relu":
-            if pending is not None:
-                layers.append(pending)
-                pending = None
-            elif not layers:  # a ReLU on the raw input: an identity layer first keeps it exact
-                if width is None:
-                    raise ModelFormatError(f"{op.where}: ReLU on an input of unknown width")
-                layers.append(_Layer.of(affine(np.eye(width), None, op.where)))
-            # else: ReLU after ReLU is the identity
+        elif op.kind in _ACTIVATIONS:
+            width = _add_unit(layers, units, pending, op, width)
+            pending = None
         elif op.kind in ("sigmoid", "softmax"):
             final = op
         else:
             raise AssertionError(op.kind)
     ends_in_relu = pending is None
+    if ends_in_relu and units[-1] is not None:
+        raise unsupported(f"a {_name(units[-1])} right before the output", layers[-1].where)
     last = layers.pop() if pending is None else pending  # (the chain holds an affine map)
+    if ends_in_relu:
+        units.pop()
     n_out = last.weight.shape[0]
     if final is not None and final.kind == "softmax":
         if n_out != 2:
@@ -143,6 +180,7 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
     if n_out == 2:
         w, b = logit_from_two_outputs(w, b)
     layers.append(_Layer(last.where, w, b))
+    layers, smooth_units = _as_relus(layers, units)
     metadata = dict(extra.pop("metadata", {}))
     if ends_in_relu:
         metadata["final_relu"] = True  # relu(z) > 0 iff z > 0: dropped, labels unchanged
@@ -152,8 +190,48 @@ def build_network(ops: list[Op], n_inputs: int | None, source: str, **extra) -> 
         source=source,
         output_semantics=semantics,
         metadata=metadata,
+        activations=smooth_units,
         **extra,
     )
+
+
+def _name(unit: _Unit) -> str:
+    return "ReLU" if unit is None else str(unit)
+
+
+def _add_unit(
+    layers: list[_Layer], units: list[_Unit], pending: _Layer | None, op: Op, width: int | None
+) -> int | None:
+    """End the pending affine map with the unit `op`; a unit right after another (or on the raw
+    input) gets an identity layer first, except ReLU after ReLU, which is the identity."""
+    unit: _Unit = None if op.kind == "relu" else op.piece if op.kind == "piecewise" else op.unit
+    if pending is None:
+        if layers and unit is None and units[-1] is None:
+            return width
+        if width is None:
+            raise ModelFormatError(f"{op.where}: {_name(unit)} on an input of unknown width")
+        pending = _Layer.of(affine(np.eye(width), None, op.where))
+    layers.append(pending)
+    units.append(unit)
+    return pending.weight.shape[0]
+
+
+def _as_relus(layers: list[_Layer], units: list[_Unit]) -> tuple[list[_Layer], tuple[Activation | None, ...]]:
+    """Each piecewise-linear layer as a layer of ReLUs (`piecewise.as_relus`); the next reads them."""
+    layers = list(layers)
+    out: list[Activation | None] = []
+    for k, unit in enumerate(units):
+        if isinstance(unit, Piecewise):
+            here, after = layers[k], layers[k + 1]
+            try:
+                w, b, w_next, b_next = as_relus(here.weight, here.bias, unit, after.weight, after.bias)
+            except ModelFormatError as exc:
+                raise ModelFormatError(f"{here.where}: {exc}") from None
+            layers[k], layers[k + 1] = _Layer(here.where, w, b), _Layer(after.where, w_next, b_next)
+            out.append(None)
+        else:
+            out.append(unit)
+    return layers, tuple(out)
 
 
 def sample_inputs(n_inputs: int, seed: int = 0) -> np.ndarray:

@@ -1,10 +1,11 @@
 """Native libraries run on untrusted model files in a child process.
 
-The XGBoost and LightGBM loaders and the HDF5 library are native code that can abort or segfault
-on a malformed file. faircert reads XGBoost and LightGBM files itself (the IR never needs the
-library); the library is only asked for its predictions on sample inputs, to cross-check the
-import. HDF5 files are copied out of HDF5 by a child (`keras/hdf5_tree.py`). Children run with bounded
-memory and time; a crash there becomes a `ModelFormatError`, not the end of faircert.
+The XGBoost, LightGBM and CatBoost loaders and the HDF5 library are native code that can abort or
+segfault on a malformed file. faircert reads XGBoost and LightGBM files and CatBoost's JSON itself
+(the IR never needs the library); the library is only asked for its predictions on sample inputs,
+to cross-check the import, and CatBoost for the JSON of a binary `.cbm` file. HDF5 files are
+copied out of HDF5 by a child (`keras/hdf5_tree.py`). Children run with bounded memory and time; a
+crash there becomes a `ModelFormatError`, not the end of faircert.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...errors import ModelFormatError
 from ...limits import CHILD_MEMORY_BYTES, child_seconds
 
 FRAMEWORK_CHILD = Path(__file__).with_name("_framework_child.py")
-FRAMEWORKS = {"xgboost": "XGBoost", "lightgbm": "LightGBM"}
+FRAMEWORKS = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 
 
 def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
@@ -38,6 +39,12 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
     if out.shape != (len(X),):
         raise ModelFormatError(f"{path}: {name} returned {out.size} predictions for {len(X)} inputs")
     return out
+
+
+def catboost_json(path: Path) -> str:
+    """A `.cbm` file as CatBoost's JSON export, written by CatBoost in a child process."""
+    stdout = run_isolated(FRAMEWORK_CHILD, ["catboost-json", str(path)], b"", "CatBoost", str(path))
+    return stdout.decode("utf-8", "replace")
 
 
 def run_isolated(

@@ -1,4 +1,5 @@
-"""`.json` model files: XGBoost model JSON or a faircert linear model, told apart by their keys."""
+"""`.json` model files: XGBoost model JSON, CatBoost's JSON export or a faircert linear model, told
+apart by their keys."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ def load_json_model(path: str | Path) -> Any:
         from .xgboost import load_xgboost
 
         return load_xgboost(path)
+    if isinstance(data, dict) and "oblivious_trees" in data:
+        from .catboost import load_catboost
+
+        return load_catboost(path)
     if isinstance(data, dict) and "weights" in data and "intercept" in data:
         from .linear_json import load_linear_json
 
         return load_linear_json(path)
     raise ModelFormatError(
         f"{path}: unrecognised JSON model (expected an XGBoost model JSON with a 'learner' "
-        "key, or a linear model with 'weights' and 'intercept')"
+        "key, a CatBoost JSON export with 'oblivious_trees', or a linear model with 'weights' and 'intercept')"
     )

@@ -125,6 +125,7 @@ def load_nnet(path: str | Path) -> ReluNetwork:
 
 def save_nnet(network: ReluNetwork, path: str | Path) -> None:
     """Write a network (with its declared input ranges, or zeros/ones) as NNet text."""
+    network.require_piecewise_linear("the NNet format")
     sizes = network.layer_sizes
     lower = network.input_lower if network.input_lower is not None else np.zeros(network.n_inputs)
     upper = network.input_upper if network.input_upper is not None else np.ones(network.n_inputs)

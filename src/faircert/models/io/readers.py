@@ -39,8 +39,9 @@ FILE_READERS = {
     ".keras": KERAS,
     ".onnx": Reader("onnx", "load_onnx"),
     ".ubj": Reader("xgboost", "load_xgboost"),
-    ".json": Reader("json_models", "load_json_model"),  # XGBoost model JSON or a faircert linear model; sniffed
+    ".json": Reader("json_models", "load_json_model"),  # XGBoost, CatBoost or faircert linear JSON; sniffed
     ".txt": Reader("lightgbm", "load_lightgbm"),
+    ".cbm": Reader("catboost", "load_catboost"),
     ".pt": TORCH,
     ".pth": TORCH,
     ".pkl": PICKLE,
@@ -59,6 +60,7 @@ OBJECT_READERS = {
     "torch": Reader("torch", "load_torch_module"),
     "xgboost": Reader("xgboost", "load_xgboost"),
     "lightgbm": Reader("lightgbm", "load_lightgbm"),
+    "catboost": Reader("catboost", "load_catboost"),
     "sklearn": Reader("sklearn", "load_sklearn"),
 }
 

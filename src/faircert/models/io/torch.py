@@ -1,7 +1,8 @@
 """PyTorch `nn.Sequential` networks -> ReluNetwork (torch is an optional extra, imported lazily).
 
-Modules are read structurally (Linear, ReLU, Identity, Flatten, Dropout, BatchNorm1d, a final
-Sigmoid or Softmax; nested Sequentials) and the result is checked against the module's own outputs.
+Modules are read structurally (Linear, ReLU, LeakyReLU, PReLU, ReLU6, Hardtanh, Tanh, Sigmoid,
+GELU, SiLU, ELU, Identity, Flatten, Dropout, BatchNorm1d, a final Sigmoid or Softmax; nested
+Sequentials) and the result is checked against the module's own outputs.
 Files: a TorchScript archive or a pickled module runs code from the file when loaded, so both need
 `trust_pickle`; a bare state dict has no architecture and is refused with the way forward.
 """
@@ -18,14 +19,18 @@ import numpy as np
 
 from ...errors import ModelFormatError
 from ...limits import MAX_FILE_BYTES, check_at_most
+from ..activations import parse
 from ..network import ReluNetwork
 from .affine_chain import (
     Op,
     affine,
     build_network,
     check_agreement,
+    clip,
     diagonal,
+    leaky,
     sample_inputs,
+    smooth,
     unsupported,
 )
 
@@ -127,6 +132,18 @@ def _module_ops(module: Any, where: str, source: str) -> list[Op]:
         return [Op("relu", at)]
     if name == "Sigmoid":
         return [Op("sigmoid", at)]
+    if name == "LeakyReLU":
+        return [leaky(module.negative_slope, at)]
+    if name == "PReLU":  # one slope, or one per feature
+        return [leaky(module.weight.detach().double().numpy(), at)]
+    if name in ("ReLU6", "Hardtanh"):  # ReLU6 is a Hardtanh(0, 6)
+        return [clip(float(module.min_val), float(module.max_val), at)]
+    if name in ("Tanh", "SiLU", "ELU"):
+        return [smooth(parse(name, float(getattr(module, "alpha", 1.0))), at)]
+    if name == "GELU":
+        if getattr(module, "approximate", "none") != "none":
+            raise unsupported(f"GELU(approximate={module.approximate!r}) (the exact GELU is)", at)
+        return [smooth(parse("gelu"), at)]
     if name == "Softmax":
         if getattr(module, "dim", None) not in (None, 1, -1):
             raise unsupported(f"a softmax over dim={module.dim}", at)

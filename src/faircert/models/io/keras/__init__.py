@@ -3,10 +3,10 @@
 The architecture comes from the saved JSON configuration (never from code), the weights are read
 by the layer names in that configuration from the file's HDF5 tree (copied out of HDF5 by a child
 process, `hdf5_tree`, so that a damaged file cannot crash faircert). Sequential and single-path functional models
-of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, Softmax,
-BatchNormalization, Normalization and Rescaling layers (the last two fold input scaling into the
-network, so the domain stays in raw units); activations relu / linear, a final sigmoid or two-class
-softmax.
+of Dense layers are supported, with InputLayer, Dropout-like, Flatten, Activation, ReLU, LeakyReLU,
+ELU, Softmax, BatchNormalization, Normalization and Rescaling layers (the last two fold input
+scaling into the network, so the domain stays in raw units); activations relu / leaky_relu / relu6 /
+tanh / sigmoid / gelu / silu / elu / linear, a final sigmoid or two-class softmax.
 """
 
 from __future__ import annotations
@@ -21,14 +21,18 @@ import numpy as np
 
 from ....errors import ModelFormatError
 from ....limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
+from ...activations import parse
 from ...network import ReluNetwork
 from ..affine_chain import (
     Op,
     affine,
     build_network,
     check_agreement,
+    clip,
     diagonal,
+    leaky,
     sample_inputs,
+    smooth,
     unsupported,
 )
 from .hdf5_tree import H5Node, read_hdf5
@@ -311,9 +315,14 @@ def _layer_ops(layer: dict, weights_of: WeightGetter, where: str) -> list[Op]:
     if cls == "Activation":
         return _activation(cfg.get("activation"), where)
     if cls == "ReLU":
-        if cfg.get("max_value") is not None or cfg.get("negative_slope", 0) or cfg.get("threshold", 0):
-            raise unsupported("a ReLU with max_value/negative_slope/threshold", where)
-        return [Op("relu", where)]
+        if cfg.get("threshold", 0):
+            raise unsupported("a ReLU with a threshold (a jump)", where)
+        slope, top = float(cfg.get("negative_slope", 0.0) or 0.0), cfg.get("max_value")
+        return [leaky(slope, where)] if top is None else [clip(0.0, float(top), where, slope)]
+    if cls == "LeakyReLU":  # Keras 3 names the slope negative_slope, Keras 2 alpha
+        return [leaky(cfg.get("negative_slope", cfg.get("alpha", 0.3)), where)]
+    if cls == "ELU":
+        return [smooth(parse("elu", cfg.get("alpha", 1.0)), where)]
     if cls == "Softmax":
         return [Op("softmax", where)]
     if cls == "Rescaling":
@@ -348,6 +357,12 @@ def _activation(act: Any, where: str) -> list[Op]:
         return []
     if name in ("relu", "sigmoid", "softmax"):
         return [Op(name, where)]
+    if name in ("tanh", "gelu", "silu", "swish", "elu"):  # Keras' gelu is exact unless approximate=True
+        return [smooth(parse(name), where)]
+    if name == "leaky_relu":
+        return [leaky(0.2, where)]  # the activation function's default slope
+    if name == "relu6":
+        return [clip(0.0, 6.0, where)]
     raise unsupported(f"activation {quoted(name)}", where)
 
 

@@ -1,7 +1,9 @@
 """ONNX feed-forward networks <-> ReluNetwork.
 
 `load_onnx` reads a chain from the single graph input to the single output: Gemm, MatMul, Add/Sub/
-Mul/Div by constants, BatchNormalization, Relu, a final Sigmoid or Softmax, and shape-only ops
+Mul/Div by constants, BatchNormalization, Relu, LeakyRelu, PRelu, Clip, Tanh, Sigmoid, Elu, Gelu
+(exact form; also as PyTorch spells it below opset 20, see `units`), SiLU (as x * Sigmoid(x)), a
+final Sigmoid or Softmax, and shape-only ops
 (Flatten, Reshape to constant shapes, Identity, Dropout). Nodes whose inputs are all constants are
 evaluated by the ONNX reference runtime (no code from the file is ever run). The result is checked
 against `onnx.reference.ReferenceEvaluator` on sampled inputs. Graphs of `ai.onnx.ml` tree
@@ -29,16 +31,21 @@ from ....limits import (
     check_file_size,
     quoted,
 )
+from ...activations import Activation, parse
 from ...network import ReluNetwork
 from ..affine_chain import (
     Op,
     affine,
     build_network,
     check_agreement,
+    clip,
     diagonal,
+    leaky,
     sample_inputs,
+    smooth,
     unsupported,
 )
+from . import units
 from .checks import check_constant_node, check_model, load_checked, needed_model
 
 TREE_OPS = {"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble"}
@@ -64,8 +71,20 @@ def load_onnx(model: str | Path | onnx.ModelProto, check_inputs: np.ndarray | No
     return network
 
 
+def _unit_node(unit: Activation | None, x: str, y: str, k: int) -> onnx.NodeProto:
+    """The ONNX node of a hidden unit (SiLU has none: it would be a product of the data)."""
+    if unit is None:
+        return helper.make_node("Relu", [x], [y], name=f"relu_{k}")
+    if unit.name == "silu":
+        raise ModelFormatError("ONNX has no SiLU operator; a network with SiLU units cannot be saved as ONNX")
+    op = {"tanh": "Tanh", "sigmoid": "Sigmoid", "gelu": "Gelu", "elu": "Elu"}[unit.name]
+    attrs = {"alpha": unit.alpha} if unit.name == "elu" else {}
+    return helper.make_node(op, [x], [y], name=f"{unit.name}_{k}", **attrs)
+
+
 def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -> onnx.ModelProto:
-    """Write the network as Gemm (+Relu) nodes with one logit output; float64 keeps it exact."""
+    """Write the network as Gemm nodes with their units between them and one logit output; float64
+    keeps it exact."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     nodes, inits, x = [], [], "input"
     last = len(network.weights) - 1
@@ -74,7 +93,7 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
         y = "logit" if k == last else f"h{k}"
         nodes.append(helper.make_node("Gemm", [x, f"W{k}", f"B{k}"], [y], name=f"dense_{k}", transB=1))
         if k < last:
-            nodes.append(helper.make_node("Relu", [y], [f"r{k}"], name=f"relu_{k}"))
+            nodes.append(_unit_node(network.activation(k), y, f"r{k}", k))
             y = f"r{k}"
         x = y
     graph = helper.make_graph(
@@ -84,7 +103,8 @@ def save_onnx(network: ReluNetwork, path: str | Path, dtype: Any = np.float64) -
         [helper.make_tensor_value_info("logit", elem, ["N", 1])],
         inits,
     )
-    proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", 13)])
+    opset = 20 if any(a is not None and a.name == "gelu" for a in network.activations) else 13
+    proto = helper.make_model(graph, producer_name="faircert", opset_imports=[helper.make_opsetid("", opset)])
     meta = {"output_semantics": "logit (label 1 iff logit > 0)"}
     if network.input_lower is not None and network.input_upper is not None:
         meta["input_lower"] = json.dumps([float(v) for v in network.input_lower])
@@ -132,19 +152,29 @@ class _Chain:
 
     def network(self) -> ReluNetwork:
         needed = self.needed = self._needed_nodes()
-        current, ops = self.input.name, []
-        for index, node in enumerate(self.graph.node):
-            if index not in needed:
+        nodes = list(self.graph.node)
+        for index, node in enumerate(nodes):  # constants first: a fused unit's operands are known then
+            if index in needed and (node.op_type == "Constant" or all(i in self.consts for i in node.input if i)):
+                self.constant_value(node, self._where(node, index))
+        current, ops, fused = self.input.name, [], set()
+        for index, node in enumerate(nodes):
+            if index not in needed or index in fused:
                 continue
-            op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-            where = (
-                f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})"
-                if node.name
-                else f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
-            )
+            where = self._where(node, index)
             dynamic = [i for i in node.input if i and i not in self.consts]
             if node.op_type == "Constant" or not dynamic:
-                self.constant_value(node, where)
+                continue
+            taken = units.region(nodes, index, needed, current, self.consts) if current in dynamic else []
+            if taken:
+                found = units.recognise(nodes, taken, current, self.consts, self._dtype())
+                if found is None:
+                    raise unsupported("an elementwise subgraph computing none of GELU, SiLU", where)
+                unit, a, c = found
+                ops += [smooth(unit, where)] + (
+                    [] if (a, c) == (1.0, 0.0) else [diagonal(np.array(a), np.array(c), where)]
+                )
+                fused.update(taken)
+                current = nodes[taken[-1]].output[0]
                 continue
             if dynamic != [current]:
                 raise unsupported(
@@ -158,6 +188,15 @@ class _Chain:
             )
         n_inputs = int(np.prod(self.input_shape)) if self.input_shape else None
         return build_network(ops, n_inputs, self.source, metadata={"format": "onnx"})
+
+    def _where(self, node: onnx.NodeProto, index: int) -> str:
+        op_type = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+        if node.name:
+            return f"{self.source}: node {quoted(node.name)} ({op_type[:MAX_QUOTED]})"
+        return f"{self.source}: node #{index} ({op_type[:MAX_QUOTED]})"
+
+    def _dtype(self) -> np.dtype:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(self.input.type.tensor_type.elem_type))
 
     def _needed_nodes(self) -> set[int]:
         """Indices of the nodes the graph output depends on (unused branches are ignored)."""
@@ -213,6 +252,24 @@ class _Chain:
                     where,
                 )
             return [Op(op.lower(), where)]
+        if op == "LeakyRelu":
+            return [leaky(attrs.get("alpha", 0.01), where)]
+        if op == "PRelu":
+            return [leaky(self._broadcast(self._const(node, 1, where), where), where)]
+        if op == "Clip":  # bounds as inputs 1 and 2 (opset 11+) or attributes (before), either optional
+            ends = [
+                self._const(node, k, where) if len(node.input) > k and node.input[k] else attrs.get(key)
+                for k, key in ((1, "min"), (2, "max"))
+            ]
+            low, high = (None if e is None else float(np.ravel(e)[0]) for e in ends)
+            return [clip(low, high, where)]
+        if op in ("Tanh", "Elu"):
+            return [smooth(parse(op, attrs.get("alpha", 1.0)), where)]
+        if op == "Gelu":
+            approximate = attrs.get("approximate", b"none")
+            if (approximate.decode() if isinstance(approximate, bytes) else approximate) != "none":
+                raise unsupported("Gelu with approximate='tanh' (the exact Gelu is)", where)
+            return [smooth(parse("gelu"), where)]
         if op == "Scaler":  # ai.onnx.ml: (x - offset) * scale
             scale = self._broadcast(np.asarray(attrs.get("scale", [1.0]), dtype=np.float64), where)
             offset = self._broadcast(np.asarray(attrs.get("offset", [0.0]), dtype=np.float64), where)

@@ -13,6 +13,9 @@ TREE_CLASSES = {
     "ExtraTreesClassifier",
     "GradientBoostingClassifier",
     "HistGradientBoostingClassifier",
+    "AdaBoostClassifier",
+    "BaggingClassifier",
+    "VotingClassifier",
 }
 LINEAR_CLASSES = {"LogisticRegression", "LinearSVC", "SGDClassifier", "SVC", "RidgeClassifier", "Perceptron"}
 

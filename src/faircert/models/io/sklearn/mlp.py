@@ -1,7 +1,8 @@
-"""scikit-learn `MLPClassifier` (ReLU hidden layers, binary) -> ReluNetwork.
+"""scikit-learn `MLPClassifier` (binary; hidden activation relu, tanh, logistic or identity) -> ReluNetwork.
 
 For two classes scikit-learn ends in one logistic unit: class 1 iff its pre-activation (the logit)
-is > 0, which is the ReluNetwork's output. The import is checked against `predict_proba`.
+is > 0, which is the ReluNetwork's output. Identity layers compose with their neighbours; tanh and
+logistic stay smooth units. The import is checked against `predict_proba`.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import ModelFormatError
+from ...activations import parse
 from ...network import ReluNetwork
-from ..affine_chain import check_agreement, sample_inputs
+from ..affine_chain import Op, affine, build_network, check_agreement, sample_inputs, smooth
 from .common import on_matrix
+
+_HIDDEN = ("relu", "tanh", "logistic", "identity")
 
 
 def load_sklearn_mlp(est: Any) -> ReluNetwork:
@@ -22,17 +26,25 @@ def load_sklearn_mlp(est: Any) -> ReluNetwork:
         raise ModelFormatError(
             f"{name}: only binary classifiers are supported (this one has {len(getattr(est, 'classes_', ()))} classes)"
         )
-    if est.activation != "relu" and len(est.coefs_) > 1:
-        raise ModelFormatError(f"{name}: hidden activation {est.activation!r} is not supported (use activation='relu')")
+    if est.activation not in _HIDDEN:
+        raise ModelFormatError(f"{name}: hidden activation {est.activation!r} is not supported")
     names = [str(c) for c in est.feature_names_in_] if hasattr(est, "feature_names_in_") else None
-    network = ReluNetwork(
-        [w.T for w in est.coefs_],
-        list(est.intercepts_),
-        input_names=names,
-        source=name,
-        output_semantics="softmax2",
-        metadata={"format": "sklearn"},
-    )
+    ops: list[Op] = []
+    for k, (w, b) in enumerate(zip(est.coefs_, est.intercepts_)):
+        where = f"{name}: layer {k}"
+        if k:
+            ops += _unit(est.activation, where)
+        ops.append(affine(w.T, b, where))
+    network = build_network(ops, est.coefs_[0].shape[0], name, input_names=names, metadata={"format": "sklearn"})
+    network.output_semantics = "softmax2"  # predict_proba's column 1 is the sigmoid of the logit
     X = sample_inputs(network.n_inputs)
     check_agreement(network, X, on_matrix(est.predict_proba, X), "scikit-learn")
     return network
+
+
+def _unit(activation: str, where: str) -> list[Op]:
+    if activation == "identity":
+        return []
+    if activation == "relu":
+        return [Op("relu", where)]
+    return [smooth(parse(activation), where)]

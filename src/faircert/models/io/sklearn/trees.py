@@ -5,7 +5,8 @@ forests predict the (mean) class-1 probability of the leaves (identity link, sca
 gradient boosting adds learning_rate * leaf values to the initial log-odds (sigmoid link).
 HistGradientBoostingClassifier compares float64 inputs with its numeric thresholds (x <= t goes
 left), adds its leaves' values (shrinkage included) to a baseline log-odds; categorical splits are
-refused, and missing values never arise on a domain.
+refused, and missing values never arise on a domain. AdaBoost, Bagging and Voting over trees:
+see `votes`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from ....errors import ModelFormatError, UnsupportedModelError
 from ...trees import Tree, TreeEnsemble
 from .common import on_matrix
+from .votes import VOTES, load_votes
 
 FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
 
@@ -114,6 +116,8 @@ def _load(est: Any) -> TreeEnsemble:
         )
     if name == "HistGradientBoostingClassifier":
         return _hist_gradient_boosting(est, n, names)
+    if name in VOTES:
+        return load_votes(est, n, names, _load)
     raise UnsupportedModelError(f"unsupported scikit-learn tree model {name}")
 
 
