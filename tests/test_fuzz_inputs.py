@@ -1150,3 +1150,10 @@ def test_malformed_inputs_print_one_line_from_the_command_itself(rows_case, popu
         )
         assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr[-2000:]
         assert done.stderr.startswith(PREFIX)
+
+
+def test_a_population_that_argparse_reads_as_a_list_is_one_line(capsys, population_case):
+    """`--population=--` reaches the command as an empty list: refused in one line, like any
+    population object faircert does not know."""
+    code, err = _cli(capsys, ["group", population_case.model, "--protected", "sex", "--population=--", "--quiet"])
+    assert code == 3 and "unsupported population list" in err

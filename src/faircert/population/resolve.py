@@ -97,7 +97,7 @@ def resolve_population(
         )
     if isinstance(population, Program):
         return model, ProgramPopulation(population), frame, 0.0
-    return model, population, frame, 0.0
+    return model, ProgramPopulation.given_as(population), frame, 0.0  # a population object, or refused
 
 
 def _with_protected(pop: DiscretePopulation, protected: list[str]) -> DiscretePopulation:
