@@ -214,3 +214,25 @@ def test_too_few_unfair_rows_give_no_rule_rather_than_noise():
     result = explain_frame(data, unfair)
     assert result.rules == [] and result.unfair_rows == 3 and result.coverage() == 0.0
     assert "(none)" in str(result)
+
+
+def test_the_report_draws_rules_against_the_global_rate_groups_and_clean_regions(capsys):
+    from faircert.report.explain import print_explain, render_explain
+
+    data = _people(3000, 7)
+    unfair = (data.age.between(30, 45) & data.job.isin(["sales", "tech"])).to_numpy()
+    result = explain_frame(data, unfair, protected=["sex", "edu"], max_rules=2)
+    page = render_explain(result)
+    assert "<script" not in page and page.count("<svg") == 1
+    assert "30 &lt;= age &lt;= 45 and job in {sales, tech}" in page  # escaped, in raw units
+    assert "global unfair rate" in page and "Where no unfair row was seen" in page
+    # the heatmap: sex down, education across, each cell's rate and counts
+    cells = {(c.group["sex"], c.group["edu"]): c for c in result.by_group}
+    assert len(cells) == 8 and f"{cells['F', 'ms'].unfair_rows:,} of {cells['F', 'ms'].rows:,}" in page
+    # the unfair rows under the rule
+    assert f"the first 10 of {unfair.sum():,} unfair rows" in page
+    assert "<svg" in result._repr_html_()
+    print_explain(result)
+    assert "where the unfair rows are" in capsys.readouterr().err
+    text = str(result)
+    assert "30 <= age <= 45 and job in {sales, tech}" in text and "where no unfair row was seen" in text
