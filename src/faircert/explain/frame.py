@@ -23,6 +23,9 @@ from .features import Encoded, encode
 from .rules import Search, Term, fair_rules, unfair_rules
 from .stats import benjamini_hochberg, clopper_pearson, fisher_one_sided
 
+#: The least lift of an unfair rule over the global rate, where it is found (the search half): the
+#: slices an auditor looks at first hold several times the global rate.
+MIN_LIFT = 3.0
 #: Unfair rows shown under each rule in the report.
 EXAMPLES = 10
 MISSING = "(missing)"
@@ -36,24 +39,29 @@ def explain_frame(
     protected: Sequence[str] = (),
     changes: pd.DataFrame | None = None,
     max_rules: int = 5,
+    min_lift: float = MIN_LIFT,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> ExplainResult:
-    """Rules locating the rows marked `unfair` among the `decided` ones (all, by default).
+    """Rules locating the rows marked `unfair` among the `decided` ones (all, by default): at most
+    `max_rules`, each with an unfair rate at least `min_lift` times the global rate where found (or
+    halfway from the global rate to 1, where that is lower).
 
     `changes` (optional, one line per row: `alone`, `moved`; see `decision_changes`) gives each
     rule the counts of what changes its unfair rows' decisions.
     """
     start = time.perf_counter()
     unfair_mask, decided_mask = _check(data, unfair, decided, protected, max_rules, confidence)
+    if not min_lift >= 1:
+        raise PropertyError(f"min_lift must be at least 1, got {min_lift!r}")
     if changes is not None and len(changes) != len(data):
         raise DataError(f"the decision changes have {len(changes)} lines for {len(data)} rows")
     frame = data.reset_index(drop=True)
-    search_half = _split(unfair_mask, decided_mask, seed)
+    search_half = split_half(unfair_mask, decided_mask, seed)
     held_out = decided_mask & ~search_half
     features = [encode(frame[c], search_half) for c in frame.columns]
     search = Search(features, unfair_mask & decided_mask)
-    found = [_rule(search.features, t) for t in unfair_rules(search, search_half, max_rules)]
+    found = [_rule(search.features, t) for t in unfair_rules(search, search_half, max_rules, min_lift)]
     clean = [_rule(search.features, t) for t in fair_rules(search, search_half, max_rules)]
 
     global_k, global_n = int((unfair_mask & decided_mask).sum()), int(decided_mask.sum())
@@ -92,6 +100,7 @@ def explain_frame(
             "measured_rows": int(held_out.sum()),
             "seed": seed,
             "max_rules": max_rules,
+            "min_lift": min_lift,
             "p_values": "one-sided Fisher exact test on the held-out half (in-rule rate above the rest for "
             "unfair rules, below it for fair ones), Benjamini-Hochberg over every rule reported",
             "intervals": f"Clopper-Pearson, each at {confidence:g} (not simultaneous), on the held-out half",
@@ -104,6 +113,7 @@ def explain_rows(
     data: pd.DataFrame,
     *,
     max_rules: int = 5,
+    min_lift: float = MIN_LIFT,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> ExplainResult:
@@ -122,6 +132,7 @@ def explain_rows(
         protected=result.protected,
         changes=decision_changes(result),
         max_rules=max_rules,
+        min_lift=min_lift,
         confidence=confidence,
         seed=seed,
     )
@@ -160,7 +171,7 @@ def _check(
     return masks[0], masks[1]
 
 
-def _split(unfair: np.ndarray, decided: np.ndarray, seed: int) -> np.ndarray:
+def split_half(unfair: np.ndarray, decided: np.ndarray, seed: int) -> np.ndarray:
     """Half the decided rows for the search, drawn within the unfair and the fair rows apart so both
     halves hold the same share of unfair rows."""
     rng = np.random.default_rng(seed)

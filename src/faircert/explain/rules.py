@@ -5,8 +5,9 @@ is any run of its bins; on a categorical feature, the categories ranked by their
 the rule so far, any top few or bottom few (for a score that is a ratio of sums over the categories, such as the
 Jaccard index below, the best set is one of these prefixes).
 
-Unfair rules maximise the Jaccard index between the rule's rows and the unfair rows not yet covered:
-a rule that holds most unfair rows and few others. Fair rules maximise their rows among those with
+Unfair rules maximise the Jaccard index between the rule's rows and the unfair rows not yet covered
+(a rule that holds most unfair rows and few others), among those whose unfair rate is at least a
+given lift over the global rate. Fair rules maximise their rows among those with
 no unfair row. Each chosen rule's rows leave the search, and the next rule describes the rest.
 """
 
@@ -22,10 +23,9 @@ from .features import Encoded
 #: Rules kept at each depth of the beam, and conditions per rule at most.
 BEAM_WIDTH = 12
 MAX_CONDITIONS = 3
-#: An unfair rule holds at least this many unfair rows of the search half, and beats the global rate
-#: by this factor there; a fair rule holds at least MIN_FAIR_ROWS rows.
+#: An unfair rule holds at least this many unfair rows of the search half; a fair rule at least
+#: MIN_FAIR_ROWS rows.
 MIN_UNFAIR_ROWS = 5
-MIN_LIFT = 1.5
 MIN_FAIR_ROWS = 20
 
 #: A rule in codes: (feature index, (first, last) bins) or (feature index, frozenset of categories).
@@ -41,10 +41,17 @@ class Found:
     score: float
 
 
-def jaccard(n: np.ndarray, k: np.ndarray, total: int, unfair: int) -> np.ndarray:
-    """|rule and unfair| / |rule or unfair| of candidates holding n rows, k of them unfair."""
-    out = k / np.maximum(n + unfair - k, 1)
-    return np.where(k >= MIN_UNFAIR_ROWS, out, -1.0)
+def jaccard(floor: float) -> Score:
+    """|rule and unfair| / |rule or unfair| of candidates holding n rows, k of them unfair; those whose
+    unfair rate is under `floor` rank below every other (the beam still keeps them when nothing else
+    is left: one more condition may lift them over it)."""
+
+    def score(n: np.ndarray, k: np.ndarray, total: int, unfair: int) -> np.ndarray:
+        out = k / np.maximum(n + unfair - k, 1)
+        out = np.where(k >= floor * n, out, out - 1.0)
+        return np.where(k >= MIN_UNFAIR_ROWS, out, -2.0)
+
+    return score
 
 
 def fairness(n: np.ndarray, k: np.ndarray, total: int, unfair: int) -> np.ndarray:
@@ -139,13 +146,16 @@ class Search:
         return rule
 
 
-def unfair_rules(search: Search, rows: np.ndarray, max_rules: int) -> list[tuple[Term, ...]]:
-    """Up to `max_rules` rules, each over the unfair rows the ones before it left."""
+def unfair_rules(search: Search, rows: np.ndarray, max_rules: int, min_lift: float) -> list[tuple[Term, ...]]:
+    """Up to `max_rules` rules, each over the unfair rows the ones before it left, each with an unfair
+    rate at least `min_lift` times the global rate of the search rows, or halfway from that rate to 1
+    where this is lower (a global rate of a half leaves no room for a lift of 3)."""
     base = search.unfair[rows].mean() if rows.any() else 0.0
+    floor = min(min_lift * base, (1.0 + base) / 2)
     found: list[tuple[Term, ...]] = []
     left = rows.copy()
     while len(found) < max_rules and search.unfair[left].sum() >= MIN_UNFAIR_ROWS:
-        rule = search.best(left, jaccard, lambda r: r.unfair >= MIN_UNFAIR_ROWS and r.unfair > MIN_LIFT * base * r.rows)
+        rule = search.best(left, jaccard(floor), lambda r: r.unfair >= MIN_UNFAIR_ROWS and r.unfair >= floor * r.rows)
         if rule is None:
             break
         found.append(rule.terms)
