@@ -1,6 +1,10 @@
 """Features as small integer codes for the rule search: numeric columns in quantile bins, categorical
 columns by category. A condition in codes (a run of bins, a set of categories) becomes a condition in
-raw units through the values the search rows hold."""
+raw units through the values the search rows hold.
+
+Numeric bins come at two resolutions: the search grows rules over a few coarse bins (many fine ones
+let a rule fit the search rows' noise), then moves each range's ends over the fine bins, which
+place an edge where the data has one."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from ..results.explain import Condition
 
 #: Bins per numeric feature: a column with at most this many distinct values keeps each value.
 MAX_BINS = 64
+#: Coarse bins per numeric feature, each a run of fine bins.
+COARSE_BINS = 12
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,8 @@ class Encoded:
     lows: tuple[float, ...] = ()
     highs: tuple[float, ...] = ()
     names: tuple[str, ...] = ()
+    #: the coarse bin of each fine bin (numeric features; non-decreasing)
+    coarse: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -64,9 +72,18 @@ def encode(column: pd.Series, search: np.ndarray) -> Encoded:
         held = codes[search & ~np.isnan(x)]
         lows = tuple(float(seen[held == b].min()) for b in range(len(edges) + 1))
         highs = tuple(float(seen[held == b].max()) for b in range(len(edges) + 1))
-        return Encoded(name, True, codes.astype(np.int64), lows=lows, highs=highs)
+        return Encoded(name, True, codes.astype(np.int64), lows=lows, highs=highs, coarse=_coarse(seen, highs))
     text = column.astype(str).where(column.notna(), None)
     names = tuple(sorted({v for v in text[search] if v is not None}))
     lookup = {v: i for i, v in enumerate(names)}
     codes = np.array([lookup.get(v, -1) if v is not None else -1 for v in text], dtype=np.int64)
     return Encoded(name, False, codes, names=names)
+
+
+def _coarse(seen: np.ndarray, highs: tuple[float, ...]) -> np.ndarray:
+    """Each fine bin's coarse bin: the coarse quantile bin its largest value falls in."""
+    if len(highs) <= COARSE_BINS:
+        return np.arange(len(highs))
+    cuts = np.unique(np.quantile(seen, np.linspace(0, 1, COARSE_BINS + 1)[1:-1], method="inverted_cdf"))
+    groups = np.searchsorted(cuts, np.asarray(highs), side="left")
+    return np.unique(groups, return_inverse=True)[1]  # no empty coarse bin

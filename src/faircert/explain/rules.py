@@ -2,13 +2,15 @@
 
 The search sees codes (see `features`), never raw values. A candidate condition on a numeric feature
 is any run of its bins; on a categorical feature, the categories ranked by their unfair rate within
-the rule so far, any top few or bottom few (for a score that is a ratio of sums over the categories, such as the
-Jaccard index below, the best set is one of these prefixes).
+the rule so far, any top few or bottom few (for a score that adds up over the categories, such as
+the gain below, the best set is one of these prefixes).
 
-Unfair rules maximise the Jaccard index between the rule's rows and the unfair rows not yet covered
-(a rule that holds most unfair rows and few others), among those whose unfair rate is at least a
-given lift over the global rate. Fair rules maximise their rows among those with
-no unfair row. Each chosen rule's rows leave the search, and the next rule describes the rest.
+Unfair rules maximise the unfair rows not yet covered that they hold beyond what a floor rate (a
+given lift over the global rate) would give them, among those whose unfair rate reaches the floor.
+On the practitioner models this finds more of the unfair rows at a lift of 3 on fresh rows than the
+Jaccard index between the rule and the unfair rows, which takes in broad, diluted regions. Fair
+rules maximise their rows among those with no unfair row. Each chosen rule's rows leave the search,
+and the next rule describes the rest.
 """
 
 from __future__ import annotations
@@ -41,15 +43,16 @@ class Found:
     score: float
 
 
-def jaccard(floor: float) -> Score:
-    """|rule and unfair| / |rule or unfair| of candidates holding n rows, k of them unfair; those whose
-    unfair rate is under `floor` rank below every other (the beam still keeps them when nothing else
-    is left: one more condition may lift them over it)."""
+def gain(floor: float) -> Score:
+    """The unfair rows a rule holds beyond those its rows would hold at the rate `floor`: a rule takes
+    in each part whose unfair rate beats the floor, and leaves out the others. Rules under the floor
+    rank below every other (the beam still keeps them when nothing else is left: one more condition
+    may lift them over it)."""
 
     def score(n: np.ndarray, k: np.ndarray, total: int, unfair: int) -> np.ndarray:
-        out = k / np.maximum(n + unfair - k, 1)
-        out = np.where(k >= floor * n, out, out - 1.0)
-        return np.where(k >= MIN_UNFAIR_ROWS, out, -2.0)
+        out = k - floor * n
+        out = np.where(k >= floor * n, out, out - total)
+        return np.where(k >= MIN_UNFAIR_ROWS, out, -3.0 * total)
 
     return score
 
@@ -77,8 +80,9 @@ class Search:
                 out &= (codes >= what[0]) & (codes <= what[1])
         return out
 
-    def _candidates(self, j: int, rows: np.ndarray, score: Score, total: int, unfair: int, keep: int):
-        """The best `keep` conditions on feature j for the rows `rows`: (score, term, n, k)."""
+    def _candidates(self, j: int, rows: np.ndarray, score: Score, total: int, unfair: int, keep: int, fine: bool):
+        """The best `keep` conditions on feature j for the rows `rows`: (score, term, n, k); numeric
+        ranges run over the coarse bins, or over the fine ones where `fine`."""
         f = self.features[j]
         codes = f.codes[rows]
         held = codes >= 0
@@ -86,12 +90,17 @@ class Search:
         k_b = np.bincount(codes[held], weights=self.unfair[rows][held].astype(np.float64), minlength=f.size)
         now = int(rows.sum())
         if f.numeric:
-            cn, ck = np.concatenate([[0], np.cumsum(n_b)]), np.concatenate([[0.0], np.cumsum(k_b)])
-            first, last = np.triu_indices(f.size)
-            whole = (first == 0) & (last == f.size - 1)  # every bin: no condition, and no range to state
+            assert f.coarse is not None
+            group = np.arange(f.size) if fine else f.coarse
+            size = int(group[-1]) + 1
+            n_g, k_g = np.bincount(group, n_b, minlength=size), np.bincount(group, k_b, minlength=size)
+            cn, ck = np.concatenate([[0], np.cumsum(n_g)]), np.concatenate([[0.0], np.cumsum(k_g)])
+            first, last = np.triu_indices(size)
+            whole = (first == 0) & (last == size - 1)  # every bin: no condition, and no range to state
             first, last = first[~whole], last[~whole]
             n, k = cn[last + 1] - cn[first], ck[last + 1] - ck[first]
-            terms: list[tuple[int, int] | frozenset[int]] = [(int(a), int(b)) for a, b in zip(first, last)]
+            starts, ends = np.searchsorted(group, first, side="left"), np.searchsorted(group, last, side="right") - 1
+            terms: list[tuple[int, int] | frozenset[int]] = [(int(a), int(b)) for a, b in zip(starts, ends)]
         else:
             present = np.flatnonzero(n_b)
             by_rate = present[np.argsort(-k_b[present] / n_b[present], kind="stable")]
@@ -118,7 +127,7 @@ class Search:
                 for j in range(len(self.features)):
                     if j in used:
                         continue
-                    for s, term, n, k in self._candidates(j, inside, score, total, unfair, BEAM_WIDTH):
+                    for s, term, n, k in self._candidates(j, inside, score, total, unfair, BEAM_WIDTH, False):
                         terms = (*rule.terms, (j, term))
                         grown.setdefault(frozenset(terms), Found(terms, n, k, s))
             beam = sorted(grown.values(), key=lambda r: -r.score)[:BEAM_WIDTH]
@@ -130,14 +139,14 @@ class Search:
         return None if winner is None else self._refit(winner, rows, score, accept)
 
     def _refit(self, rule: Found, rows: np.ndarray, score: Score, accept: Callable[[Found], bool]) -> Found:
-        """Each condition re-chosen given the others until none improves: the beam fixed the first
-        condition before it knew the later ones."""
+        """Each condition re-chosen given the others, ranges over the fine bins, until none improves:
+        the beam fixed the first condition before it knew the later ones, on coarse bins."""
         total, unfair = int(rows.sum()), int(self.unfair[rows].sum())
         for _ in range(5):
             improved = False
             for i, (j, _) in enumerate(rule.terms):
                 others = rule.terms[:i] + rule.terms[i + 1 :]
-                for s, term, n, k in self._candidates(j, self.mask(others, rows), score, total, unfair, 1):
+                for s, term, n, k in self._candidates(j, self.mask(others, rows), score, total, unfair, 1, True):
                     better = Found((*others[:i], (j, term), *others[i:]), n, k, s)
                     if s > rule.score + 1e-12 and accept(better):
                         rule, improved = better, True
@@ -155,7 +164,7 @@ def unfair_rules(search: Search, rows: np.ndarray, max_rules: int, min_lift: flo
     found: list[tuple[Term, ...]] = []
     left = rows.copy()
     while len(found) < max_rules and search.unfair[left].sum() >= MIN_UNFAIR_ROWS:
-        rule = search.best(left, jaccard(floor), lambda r: r.unfair >= MIN_UNFAIR_ROWS and r.unfair >= floor * r.rows)
+        rule = search.best(left, gain(floor), lambda r: r.unfair >= MIN_UNFAIR_ROWS and r.unfair >= floor * r.rows)
         if rule is None:
             break
         found.append(rule.terms)
