@@ -75,10 +75,11 @@ def explain_frame(
         r.p_value = p
     covered = np.zeros(len(frame), dtype=bool)
     for r in measured[: len(found)]:
-        r.examples = _examples(frame, r.mask(frame) & unfair_mask)
+        inside = r.mask(frame)
+        r.examples = _examples(frame, inside & unfair_mask)
         if changes is not None:
-            r.changes = count_changes(changes, r.mask(frame) & unfair_mask)
-        covered |= r.mask(frame)
+            r.changes = count_changes(changes, inside & unfair_mask)
+        covered |= inside
     for r in measured[len(found) :]:
         r.evidence = "empirical"
     return ExplainResult(
@@ -205,19 +206,24 @@ def _measure(
 ) -> Rule:
     """The rule's exact counts on all rows, and its rate and (raw) p-value on the held-out half."""
     unfair, decided, held_out = masks
-    rule = Rule(conditions, 0.0, 0, 0, 0, overall, 0, 0, None, 1.0)
-    inside = rule.mask(frame)
+    inside = np.ones(len(frame), dtype=bool)
+    for c in conditions:
+        inside &= c.mask(frame)
     k_in, n_in = int((inside & held_out & unfair).sum()), int((inside & held_out).sum())
     k_all, n_all = int((held_out & unfair).sum()), int(held_out.sum())
-    rule.share = float(inside.mean())
-    rule.rows, rule.unfair_rows = int(inside.sum()), int((inside & unfair & decided).sum())
-    rule.unknown_rows = int((inside & ~decided).sum())
-    rule.unfair_rate = _rate(k_in, n_in, confidence)
-    rule.measured_rows, rule.measured_unfair = n_in, k_in
-    estimate = rule.unfair_rate.estimate
-    rule.lift = estimate / overall.estimate if estimate is not None and overall.estimate else None
-    rule.p_value = fisher_one_sided(k_in, n_in, k_all - k_in, n_all - n_in, greater=greater)
-    return rule
+    rate = _rate(k_in, n_in, confidence)
+    return Rule(
+        conditions,
+        share=float(inside.mean()),
+        rows=int(inside.sum()),
+        unfair_rows=int((inside & unfair & decided).sum()),
+        unknown_rows=int((inside & ~decided).sum()),
+        unfair_rate=rate,
+        measured_rows=n_in,
+        measured_unfair=k_in,
+        lift=rate.estimate / overall.estimate if rate.estimate is not None and overall.estimate else None,
+        p_value=fisher_one_sided(k_in, n_in, k_all - k_in, n_all - n_in, greater=greater),
+    )
 
 
 def _examples(frame: pd.DataFrame, rows: np.ndarray) -> list[dict[str, Any]]:
