@@ -237,3 +237,12 @@ def test_the_report_draws_rules_against_the_global_rate_groups_and_clean_regions
     assert "where the unfair rows are" in capsys.readouterr().err
     text = str(result)
     assert "30 <= age <= 45 and job in {sales, tech}" in text and "where no unfair row was seen" in text
+
+
+def test_constant_missing_and_boolean_columns_are_searched_or_skipped_without_error():
+    data = _people(1500, 8).assign(const=1, empty=np.nan, flag=lambda d: d.age > 40)
+    data.loc[::7, "hours"] = np.nan  # a missing value meets no condition on its column
+    unfair = (data.age.between(30, 45) & data.job.isin(["sales", "tech"])).to_numpy()
+    result = explain_frame(data, unfair)
+    assert "const" not in result.features and "empty" not in result.features and "flag" in result.features
+    assert result.rules and result.rules[0].unfair_rows <= unfair.sum()
