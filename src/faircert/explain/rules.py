@@ -30,6 +30,9 @@ MAX_CONDITIONS = 3
 MIN_UNFAIR_ROWS = 5
 MIN_FAIR_ROWS = 20
 
+#: A condition goes where the rule without it keeps all but this share of its score.
+PRUNE = 0.02
+
 #: A rule in codes: (feature index, (first, last) bins) or (feature index, frozenset of categories).
 Term = tuple[int, tuple[int, int] | frozenset[int]]
 Score = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
@@ -152,6 +155,24 @@ class Search:
                         rule, improved = better, True
             if not improved:
                 break
+        return self._prune(rule, rows, score, accept)
+
+    def _prune(self, rule: Found, rows: np.ndarray, score: Score, accept: Callable[[Found], bool]) -> Found:
+        """Conditions dropped while the rule keeps all but PRUNE of its score without them: a
+        condition that only trims a few rows off a rule fits noise and costs the reader a line."""
+        total, unfair = int(rows.sum()), int(self.unfair[rows].sum())
+        dropped = True
+        while dropped and len(rule.terms) > 1:
+            dropped = False
+            for i in range(len(rule.terms)):
+                others = rule.terms[:i] + rule.terms[i + 1 :]
+                inside = self.mask(others, rows)
+                n, k = int(inside.sum()), int(self.unfair[inside].sum())
+                s = float(score(np.array([float(n)]), np.array([float(k)]), total, unfair)[0])
+                shorter = Found(others, n, k, s)
+                if s >= rule.score - PRUNE * abs(rule.score) and accept(shorter):
+                    rule, dropped = shorter, True
+                    break
         return rule
 
 
