@@ -58,7 +58,7 @@ def print_explain(result: ExplainResult) -> None:
     decided = result.rows - result.unknown_rows
     out.print(
         f"unfair rows: {result.unfair_rows:,} of {decided:,} decided ({str(result.unfair_rate)} at "
-        f"{100 * level:g}%); {result.unknown_rows:,} unknown left out; rows: {escape(result.population)}"
+        f"{100 * level:g}%); {result.unknown_rows:,} unknown left out; population: {escape(result.population)}"
     )
     changes = any(r.changes for r in result.rules)
     if result.rules:
@@ -204,7 +204,7 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
     level = f"{100 * result.confidence:g}%"
     summary = [
         ("model", e(result.model or "-")),
-        ("rows", f"{result.rows:,} ({e(result.population)})"),
+        ("rows", f"{result.rows:,} (population: {e(result.population)})"),
         ("unfair rows", f"{result.unfair_rows:,}: {e(str(result.unfair_rate))} at {level}"),
         ("unknown rows (left out)", f"{result.unknown_rows:,}"),
         ("unfair rows the rules hold", f"{100 * result.coverage():.1f}%"),
