@@ -100,6 +100,14 @@ def divexplorer_rules(X: pd.DataFrame, unfair: np.ndarray, search: np.ndarray, k
     return out
 
 
+def _audit(model, rows: pd.DataFrame, data: pd.DataFrame, **keywords):
+    """The per-row audit of `rows` over the domain of `data` (`faircert.audit` where the package has
+    it, `verify(rows=)` before)."""
+    if hasattr(faircert, "audit"):
+        return faircert.audit(model, rows, data, **keywords)
+    return faircert.verify(model, data, rows=rows, **keywords)
+
+
 def measure(dataset: str, model_name: str, args) -> list[dict]:
     df, protected, eps = practitioner.DATASETS[dataset]()
     model, X, _ = practitioner.fitted(dataset, model_name, args.rows)
@@ -108,7 +116,7 @@ def measure(dataset: str, model_name: str, args) -> list[dict]:
     out = []
     for audit_name, epsilon in (("flip", None), ("eps", eps)):
         t0 = time.perf_counter()
-        audit = faircert.verify(model, X, protected=protected, rows=rows, epsilon=epsilon, time_limit=60)
+        audit = _audit(model, rows, X, protected=protected, epsilon=epsilon, time_limit=60)
         audit_s = time.perf_counter() - t0
         verdicts = np.asarray(audit.verdicts)
         unfair, decided = verdicts == "unfair", verdicts != "unknown"
