@@ -139,7 +139,8 @@ def heatmap(result: ExplainResult) -> str:
     columns = list(dict.fromkeys(across(c) for c in result.by_group))
     cells = {(c.group[first], across(c)): c for c in result.by_group}
     top = max((c.unfair_rate.estimate or 0.0) for c in result.by_group)
-    head = f"<th>{e(first)} \\ {e(' / '.join(rest) or '')}</th>" + "".join(f"<th>{e(c)}</th>" for c in columns)
+    corner = f"{first} \\ {' / '.join(rest)}" if rest else first
+    head = f"<th>{e(corner)}</th>" + "".join(f"<th>{e(c)}</th>" for c in columns)
     body = []
     for r in rows:
         line = [f"<td>{e(r)}</td>"]
