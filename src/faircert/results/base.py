@@ -26,6 +26,8 @@ HTML_RENDERERS = {
     "ProgramResult": "faircert.report.program_html:render_program",
     "Comparison": "faircert.report.group_html:render_comparison",
     "RowsResult": "faircert.report.rows:render_rows",
+    "ExplainResult": "faircert.report.explain:render_explain",
+    "AuditTables": "faircert.report.audit:render_audit",
 }
 #: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
 VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}

@@ -1,0 +1,113 @@
+"""Audit tables: counts equal pandas' groupby, impact ratios and scoring rates by hand, rows with a
+missing protected value counted apart, small cells flagged and optionally left out."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircert.errors import DataError, PropertyError
+from faircert.explain import audit_tables
+from faircert.report.audit import print_audit, render_audit, write_audit_csv
+
+
+@pytest.fixture(scope="module")
+def people():
+    rng = np.random.default_rng(0)
+    n = 3000
+    data = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(["Asian", "Black", "Hispanic", "White", "Other"], n, p=[0.2, 0.25, 0.25, 0.29, 0.01]),
+        }
+    )
+    data.loc[rng.choice(n, 40, replace=False), "race"] = None
+    data.loc[rng.choice(n, 15, replace=False), "sex"] = np.nan
+    scores = rng.normal(0, 1, n) + 0.4 * (data.sex == "M")
+    return data, (scores > 0.3).astype(int), scores
+
+
+def test_counts_equal_groupby_and_missing_rows_are_counted_apart(people):
+    data, decisions, _ = people
+    result = audit_tables(data, decisions, ["sex", "race"])
+    assert [t.name for t in result.tables] == ["sex", "race", "sex x race"]
+    for t in result.tables:
+        kept = data[t.attributes].notna().all(axis=1)
+        assert t.missing == int((~kept).sum())
+        expected = data[kept].assign(d=decisions[kept.to_numpy()]).groupby(t.attributes)["d"].agg(["size", "sum"])
+        frame = t.to_frame().set_index(t.attributes)
+        assert frame["count"].to_dict() == expected["size"].to_dict()
+        assert frame["selected"].to_dict() == expected["sum"].to_dict()
+    assert result.table("race").missing == 40 and result.table("sex").missing == 15
+    assert sum(c.count for c in result.table("sex", "race").cells) + result.table("sex", "race").missing == 3000
+
+
+def test_impact_ratios_and_intervals_by_hand():
+    data = pd.DataFrame({"sex": ["F"] * 10 + ["M"] * 20 + [None] * 2})
+    decisions = np.array([1] * 4 + [0] * 6 + [1] * 12 + [0] * 8 + [1, 0])
+    t = audit_tables(data, decisions, ["sex"]).table("sex")
+    (f, m) = t.cells
+    assert (f.count, f.selected, m.count, m.selected, t.missing) == (10, 4, 20, 12, 2)
+    assert f.selection_rate.estimate == 0.4 and m.selection_rate.estimate == 0.6
+    assert f.impact_ratio == pytest.approx(0.4 / 0.6) and m.impact_ratio == 1.0
+    # Clopper-Pearson 95% of 4 of 10: [0.1216, 0.7376]
+    assert (f.selection_rate.low, f.selection_rate.high) == pytest.approx((0.12155, 0.73763), abs=1e-5)
+
+
+def test_small_cells_are_flagged_and_may_be_left_out_of_the_ratios():
+    data = pd.DataFrame({"race": ["A"] * 60 + ["B"] * 39 + ["C"]})
+    decisions = np.array([1] * 30 + [0] * 30 + [1] * 13 + [0] * 26 + [1])
+    kept = audit_tables(data, decisions, ["race"]).table("race")
+    assert [c.small for c in kept.cells] == [False, False, True]
+    assert [c.impact_ratio for c in kept.cells] == pytest.approx([0.5, 1 / 3, 1.0])  # C (1 of 1) leads
+    left_out = audit_tables(data, decisions, ["race"], exclude_small=True).table("race")
+    assert [c.impact_ratio for c in left_out.cells] == [1.0, pytest.approx(2 / 3), None]
+
+
+def test_scoring_rates_count_the_rows_above_the_median_of_all(people):
+    data, decisions, scores = people
+    result = audit_tables(data, decisions, ["sex"], scores=scores)
+    median = np.median(scores)
+    assert result.median_score == pytest.approx(median)
+    rates = {c.group["sex"]: c.scoring_rate.estimate for c in result.table("sex").cells}
+    for sex in ("F", "M"):
+        assert rates[sex] == pytest.approx((scores[(data.sex == sex).to_numpy()] > median).mean())
+    top = max(rates.values())
+    assert {c.group["sex"]: c.scoring_impact_ratio for c in result.table("sex").cells} == pytest.approx(
+        {s: r / top for s, r in rates.items()}
+    )
+
+
+def test_the_tables_as_csv_json_and_html(people, tmp_path, capsys):
+    data, decisions, scores = people
+    result = audit_tables(data, decisions, ["sex", "race"], scores=scores)
+    cells = write_audit_csv(result, tmp_path / "audit.csv")
+    back = pd.read_csv(tmp_path / "audit.csv", keep_default_na=False)
+    assert cells == 2 + 5 + 10 and len(back) == cells + 3  # one line per table counts its missing rows
+    missing = back[(back.table == "sex x race") & (back.sex == "(missing)")]
+    assert missing["count"].tolist() == [55] and missing["race"].tolist() == ["(missing)"]
+    payload = json.loads(result.to_json())
+    assert [t["name"] for t in payload["tables"]] == ["sex", "race", "sex x race"]
+    assert set(payload["tables"][0]["cells"][0]["selection_rate"]) == {"estimate", "low", "high", "confidence"}
+    page = render_audit(result)
+    assert page.count("<table>") == 3 and "sex x race" in page and "55 rows with a missing" in page
+    assert "<table>" in result._repr_html_()
+    print_audit(result)
+    assert "sex x race: 55 rows with a missing value counted apart" in capsys.readouterr().err
+
+
+def test_bad_input_is_a_clear_error(people):
+    data, decisions, _ = people
+    with pytest.raises(DataError, match="not columns"):
+        audit_tables(data, decisions, ["age"])
+    with pytest.raises(PropertyError, match="list"):
+        audit_tables(data, decisions, "sex")
+    with pytest.raises(DataError, match="0 or 1"):
+        audit_tables(data, decisions * 2, ["sex"])
+    with pytest.raises(DataError, match="one value per row"):
+        audit_tables(data, decisions[:10], ["sex"])
+    with pytest.raises(DataError, match="one value per row"):
+        audit_tables(data, decisions, ["sex"], scores=[1.0])
