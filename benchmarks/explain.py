@@ -6,7 +6,7 @@ Run `python benchmarks/explain.py [--datasets adult,german,bank,compas] [--model
 
 For each model: the per-row audit of the held-out rows (as `practitioner.py` trains and holds them
 out), with epsilon 0 (the flip test) and with the dataset's epsilon. The verdicts' decided rows are
-split in two halves (`faircert.explain.frame.split_half`, the split `explain` itself uses); every
+split in two halves (`faircert.subgroups.frame.split_half`, the split `explain` itself uses); every
 method finds at most K rules on the first half, and every rule is measured on the second half:
 coverage is the share of that half's unfair rows held by the rules whose lift there (their unfair
 rate over the half's) is at least 3.
@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import practitioner
 
 import faircert
-from faircert.explain import explain_rows
-from faircert.explain.frame import split_half
+from faircert.subgroups import explain_rows
+from faircert.subgroups.frame import split_half
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from faircert.errors import DataError, PropertyError
-from faircert.explain import audit_tables
 from faircert.report.audit import print_audit, render_audit, write_audit_csv
+from faircert.subgroups import audit_tables
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,55 @@ def test_bad_input_is_a_clear_error(people):
         audit_tables(data, decisions[:10], ["sex"])
     with pytest.raises(DataError, match="one value per row"):
         audit_tables(data, decisions, ["sex"], scores=[1.0])
+
+
+def test_group_adds_the_audit_tables_of_the_data_rows(tmp_path):
+    """`group(..., audit_table=True)` and `faircert group --audit-table`: the model's decision on each
+    row, counted by sex, by race and by both, equal to a pandas groupby; rows missing race apart."""
+    import json
+
+    import faircert
+    from faircert.cli import main
+    from faircert.models.linear import ColumnEncoding, LinearModel
+
+    rng = np.random.default_rng(5)
+    n = 600
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(["A", "B", "C"], n, p=[0.1, 0.4, 0.5]),
+            "score": rng.integers(0, 10, n),
+        }
+    )
+    frame.loc[frame.index[:7], "race"] = None
+    model = LinearModel(np.array([0.8, 1.0]), -4.0, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("score")))
+    result = faircert.group(model, frame, protected=["sex", "race"], audit_table=True)
+    selected = ((frame.sex == "M") * 0.8 + frame.score - 4.0 > 0).astype(int)
+    both = result.audit.table("sex", "race")
+    expected = frame.assign(y=selected).dropna().groupby(["sex", "race"])["y"].agg(["count", "sum"])
+    for cell in both.cells:
+        key = (cell.group["sex"], cell.group["race"])
+        assert (cell.count, cell.selected) == tuple(expected.loc[key])
+    assert result.audit.table("race").missing == 7 and result.audit.table("sex").missing == 0
+    assert json.loads(result.to_json())["audit_tables"]["rows"] == n
+    with pytest.raises(faircert.PropertyError, match="audit_table=True"):
+        faircert.group(model, frame, protected="sex", exclude_small=True)
+    # the command line: the tables on the console, in the JSON and as CSV
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    data = frame.dropna()
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex"])], remainder="passthrough")
+    pipe = Pipeline([("prep", prep), ("clf", LogisticRegression())]).fit(data[["sex", "score"]], selected[data.index])
+    joblib.dump(pipe, tmp_path / "m.pkl")
+    data.to_csv(tmp_path / "d.csv", index=False)
+    argv = ["group", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "d.csv"), "--protected", "sex,race"]
+    argv += ["--trust-pickle", "--quiet", "--audit-table", "--audit-csv", str(tmp_path / "a.csv")]
+    assert main(argv + ["--json", str(tmp_path / "g.json")]) in (0, 1)
+    tables = json.loads((tmp_path / "g.json").read_text())["audit_tables"]
+    assert tables["rows"] == len(data)
+    assert "sex" in (tmp_path / "a.csv").read_text().splitlines()[0]
+    assert main(argv[:-3] + ["--exclude-small"]) == 3  # without --audit-table

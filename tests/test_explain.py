@@ -12,9 +12,9 @@ import pytest
 
 import faircert
 from faircert.errors import DataError, PropertyError
-from faircert.explain import decision_changes, explain_frame, explain_rows
 from faircert.models.linear import LinearModel
 from faircert.results.explain import Condition
+from faircert.subgroups import decision_changes, explain_frame, explain_rows
 
 JOBS = ["admin", "clerk", "craft", "sales", "tech"]
 EDUCATION = ["hs", "ba", "ms", "phd"]
@@ -62,10 +62,7 @@ def _planted_model(region, data: pd.DataFrame, kind: str):
 
 
 def _audit(model, rows: pd.DataFrame, **keywords):
-    """The per-row audit of `rows` (`faircert.audit` where the package has it, `verify(rows=)` before)."""
-    if hasattr(faircert, "audit"):
-        return faircert.audit(model, rows, **keywords)
-    return faircert.verify(model, rows, rows=rows, **keywords)
+    return faircert.audit(model, rows, **keywords)
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -253,3 +250,32 @@ def test_constant_missing_and_boolean_columns_are_searched_or_skipped_without_er
     result = explain_frame(data, unfair)
     assert "const" not in result.features and "empty" not in result.features and "flag" in result.features
     assert result.rules and result.rules[0].unfair_rows <= unfair.sum()
+
+
+def test_explain_from_python_and_the_command_line(tmp_path, capsys):
+    """`faircert.explain` audits the rows and explains them in one call; `faircert explain` writes
+    the same rules as JSON, CSV (spreadsheet-safe) and HTML, and exits 1 on unfair rows."""
+    import joblib
+
+    from faircert.cli import main
+
+    region = REGIONS["age range and two jobs"]
+    train, rows = _people(6000, 1), _people(2000, 2)
+    rows.loc[rows.index[:3], "job"] = "=cmd"  # a category that reads as a spreadsheet formula
+    model = _planted_model(region, train.assign(job=train.job.where(train.index > 2, "=cmd")), "tree")
+    result = faircert.explain(model, rows, "sex", max_rules=3, seed=4)
+    assert isinstance(result, faircert.ExplainResult) and result.verdict == "unfair"
+    assert _jaccard(result.rules[0].mask(rows), region(rows).to_numpy()) >= 0.7
+    joblib.dump(model, tmp_path / "m.pkl")
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    out = [str(tmp_path / n) for n in ("r.json", "r.csv", "r.html")]
+    argv = ["explain", str(tmp_path / "m.pkl"), "--data", str(tmp_path / "rows.csv"), "--protected", "sex"]
+    argv += ["--trust-pickle", "--max-rules", "3", "--seed", "4", "--json", out[0], "--csv", out[1], "--html", out[2]]
+    assert main(argv) == 1
+    payload = json.loads((tmp_path / "r.json").read_text())
+    assert [r["conditions"] for r in payload["rules"]] == [r.to_dict()["conditions"] for r in result.rules]
+    table = (tmp_path / "r.csv").read_text()
+    assert "=cmd" not in table.replace("'=cmd", "")  # escaped wherever it appears
+    assert "<svg" in (tmp_path / "r.html").read_text()
+    assert main(["explain", str(tmp_path / "m.pkl"), "--protected", "sex", "--trust-pickle"]) == 3
+    assert "--data" in capsys.readouterr().err

@@ -3,7 +3,6 @@ runs the engine the registry finds for it, and finishes the result."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Unpack, cast
@@ -13,24 +12,18 @@ from .errors import PropertyError
 from .limits import time_budget
 from .options import AuditOptions, GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
 from .properties import UnfairSamples
-from .requests.audit import prepare_audit
+from .requests import keywords as kw
+from .requests.audit import prepare_audit, read_rows, rows_of_verify
 from .requests.group import GroupAsked, check_group_population, finish_group, population_of, prepare_group, run_group
 from .requests.inputs import individual, load_model, model_and_property, protected_of, resolve_domain, sensitive
-from .requests.keywords import (
-    AuditKeywords,
-    GroupKeywords,
-    InputKeywords,
-    ProgramKeywords,
-    VerifyKeywords,
-    take_loading,
-    take_options,
-)
 from .requests.verify import check_population, finish_verify, prepare_verify, run_verify
 from .results import Comparison, GroupResult, ProgramResult, Result
+from .results.explain import ExplainResult
 from .results.rows import RowsResult
 
-__all__ = ["audit", "compare", "export_vnnlib", "group", "load_model", "resolve_domain", "sample_counterexamples"]
-__all__ += ["verify", "verify_program"]  # load_model and resolve_domain: from the input stage
+# load_model and resolve_domain come from the input stage
+__all__ = ["audit", "compare", "explain", "export_vnnlib", "group", "load_model", "resolve_domain"]
+__all__ += ["sample_counterexamples", "verify", "verify_program"]
 
 Protected = str | Iterable[str | int] | None
 Epsilon = Mapping[str, float] | float | None
@@ -47,61 +40,37 @@ def verify(
     robustness: bool = False,
     population: str | None = None,
     data: Any = None,
-    **keywords: Unpack[VerifyKeywords],
+    **keywords: Unpack[kw.VerifyKeywords],
 ) -> Result:
-    """Quantify individual fairness (or robustness) of `model` on `domain`.
-
-    Returns sound shares of the domain proven fair (`certified`) and proven unfair (`falsified`),
-    the `undecided` rest, re-checked counterexamples and a labelled statistical estimate.
-    `population` chooses the measure of the shares: "uniform" (the default: grid counts and
-    volume), "independent" (each feature drawn from `data`'s rows, features independent: the shares
-    become probabilities P[x has an unfair twin], exact for linear models and tree ensembles at
-    epsilon 0, sound bounds for networks) or "bayesnet" (a Bayesian network learned from `data`;
-    epsilon 0; sound bounds of a stated width, with an estimate from draws where they stay apart).
-    `data` defaults to `domain` when that is a DataFrame or a CSV file.
-
-    Keywords (`VerifyKeywords`): `time_limit`, `seed`, `target_undecided`, `confidence`,
-    `max_counterexamples`; `workers` processes (or Ray at `ray_address`) share the box work, and
-    `max_boxes` budgets it; `checkpoint=FILE` saves a refinement or complete decision every
-    `checkpoint_every` seconds and at the end, `resume=FILE` continues it; `memory_limit` ("2G")
-    bounds the state kept (`stopped == "memory limit"`). `complete=True` decides the question (a
-    proof or a re-checked pair); `partition_size=MS` is Fairify's partitioned verification.
-    `options` (a `VerifyOptions`) may hold these instead, not both. `sensitive_features` aliases
-    `protected`; `preprocessor` is the scikit-learn preprocessing a network or tree ensemble was
-    trained behind (see `load_model`); `trust_pickle` allows pickles; `progress` hears of the run.
-
-    The per-row audit of a dataset is `audit`; `rows=` (or population "empirical") still runs it.
-    """
+    """Quantify individual fairness (or robustness) of `model` on `domain`: sound shares proven fair
+    (`certified`), proven unfair (`falsified`) and `undecided`, re-checked counterexamples and a labelled
+    statistical estimate. `population` chooses the measure of the shares: "uniform" (the default: grid counts
+    and volume), "independent" (each feature drawn from `data`'s rows, features independent: the shares become
+    probabilities P[x has an unfair twin], exact for linear models and tree ensembles at epsilon 0, sound bounds
+    for networks) or "bayesnet" (a Bayesian network learned from `data`; epsilon 0; sound bounds of a stated
+    width, with an estimate from draws where they stay apart). `data` defaults to `domain` when that is a
+    DataFrame or a CSV file. Keywords (`VerifyKeywords`): `time_limit`, `seed`, `target_undecided`,
+    `confidence`, `max_counterexamples`; `workers` processes (or Ray at `ray_address`) share the box work, and
+    `max_boxes` budgets it; `checkpoint=FILE` saves a refinement or complete decision every `checkpoint_every`
+    seconds and at the end, `resume=FILE` continues it; `memory_limit` ("2G") bounds the state kept (`stopped ==
+    "memory limit"`). `complete=True` decides the question (a proof or a re-checked pair); `partition_size=MS`
+    is Fairify's partitioned verification. `options` (a `VerifyOptions`) may hold these instead, not both.
+    `sensitive_features` aliases `protected`; `preprocessor` is the scikit-learn preprocessing a network or tree
+    ensemble was trained behind (see `load_model`); `trust_pickle` allows pickles; `progress` hears of the run.
+    The per-row audit of a dataset is `audit`; `rows=` (or population "empirical") still runs it."""
     given: dict[str, Any] = dict(keywords)
     rows = given.pop("rows", None)
     if rows is not None or population == "empirical":
-        return cast(Any, _verify_rows(model, domain, protected, epsilon, epsilon_rate, rows, population, data, given))
+        rows = rows_of_verify(rows, population, data, domain, given)
+        result = audit(model, rows, domain, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, **given)
+        result.population = population or "rows"
+        return cast(Any, result)  # the deprecated alias answers as the audit does
     asked = individual(protected, given, epsilon, epsilon_rate, kappa, robustness)
-    loading, progress = take_loading(given), given.pop("progress", None)
-    options = take_options("verify", VerifyOptions, given, VerifyKeywords)
+    loading, progress = kw.take_loading(given), given.pop("progress", None)
+    options = kw.take_options("verify", VerifyOptions, given, kw.VerifyKeywords)
     with time_budget(options.time_limit):  # reading the model (in a child process) counts against it
         request = prepare_verify(model, domain, asked, check_population(population), data, loading, options)
         return finish_verify(run_verify(request, progress), request)
-
-
-def _verify_rows(model, domain, protected, epsilon, epsilon_rate, rows, population, data, given) -> RowsResult:
-    """`verify(rows=...)` and population "empirical": the per-row audit, under its old name."""
-    warnings.warn(
-        "verify(rows=...) and verify(population='empirical') are now faircert.audit(model, rows, ...)",
-        FutureWarning,
-        stacklevel=3,
-    )
-    if rows is not None and population not in (None, "uniform"):
-        raise PropertyError("give rows or a population, not both (population 'empirical' audits the data's rows)")
-    if rows is None:
-        from .requests.inputs import population_data
-
-        rows = population_data(data, domain, "empirical")
-    if isinstance(given.get("options"), VerifyOptions):
-        given["options"] = AuditOptions.of(given["options"])
-    result = audit(model, rows, domain, protected, epsilon=epsilon, epsilon_rate=epsilon_rate, **given)
-    result.population = population or "rows"
-    return result
 
 
 def audit(
@@ -112,7 +81,7 @@ def audit(
     *,
     epsilon: Epsilon = None,
     epsilon_rate: float | None = None,
-    **keywords: Unpack[AuditKeywords],
+    **keywords: Unpack[kw.AuditKeywords],
 ) -> RowsResult:
     """Audit every row of `rows` (a DataFrame, a CSV path or an array of raw rows): is there a twin
     (another protected value, each epsilon-feature within its tolerance, every other feature equal)
@@ -122,20 +91,46 @@ def audit(
     re-checked on the model), exact counts overall and by protected group, and the flip test
     (epsilon 0) beside the epsilon answer. The domain, when not given, is inferred from the rows. A
     classifier no IR holds is audited as a black box, by its own predictions. Keywords
-    (`AuditKeywords`): `time_limit`, `seed`, `workers`/`ray_address`, `checkpoint`/`resume`/
-    `checkpoint_every` (a killed audit keeps the rows it decided), `memory_limit`, `progress`, the
-    model-reading keywords of `verify`, or `options` (an `AuditOptions`).
+    (`AuditKeywords`): the run's (`checkpoint` keeps the rows decided), the per-row budgets
+    `max_cells`, `max_twins`, `milp_seconds`, those reading the model, or `options` (`AuditOptions`).
     """
     given: dict[str, Any] = dict(keywords)
     asked = individual(protected, given, epsilon, epsilon_rate)
-    loading, progress = take_loading(given), given.pop("progress", None)
-    options = take_options("audit", AuditOptions, given, AuditKeywords)
+    loading, progress = kw.take_loading(given), given.pop("progress", None)
+    options = kw.take_options("audit", AuditOptions, given, kw.AuditKeywords)
     with time_budget(options.time_limit):
         request = prepare_audit(model, rows, domain, asked, loading, options)
         result = find_engine(request.ir, request.question).run(request.ir, request.question, options, progress)
     result.model = request.model_name
     result.population = request.population
     return result
+
+
+def explain(
+    model: Any,
+    data: Any,
+    protected: Protected = None,
+    *,
+    epsilon: Epsilon = None,
+    epsilon_rate: float | None = None,
+    max_rules: int = 5,
+    **keywords: Unpack[kw.ExplainKeywords],
+) -> ExplainResult:
+    """Where the unfair decisions are: every row of `data` audited (as `audit` does), then at most
+    `max_rules` rules (ranges and category sets in raw units) found on one half of the rows, each at
+    least `min_lift` (3) times the global unfair rate there, and measured on the other half: exact
+    counts, an interval at `confidence` (0.95), lift, a corrected p-value, what changes the
+    decision; and the largest regions without an unfair row. Protected attributes may appear."""
+    from .subgroups import explain_rows
+
+    given: dict[str, Any] = dict(keywords)
+    found = {k: given.pop(k) for k in ("min_lift", "confidence") if k in given}
+    frame = read_rows(data)
+    audited = audit(
+        model, frame, given.pop("domain", None), protected, epsilon=epsilon, epsilon_rate=epsilon_rate, **given
+    )
+    seed = given["options"].seed if given.get("options") is not None else given.get("seed", 0)
+    return explain_rows(audited, frame, max_rules=max_rules, seed=seed, **found)
 
 
 def export_vnnlib(
@@ -147,7 +142,7 @@ def export_vnnlib(
     epsilon: Epsilon = None,
     epsilon_rate: float | None = None,
     robustness: bool = False,
-    **keywords: Unpack[InputKeywords],
+    **keywords: Unpack[kw.InputKeywords],
 ) -> tuple[Path, Path]:
     """Write a ReLU network's fairness (or robustness) query over `domain` as `out_dir/twin.onnx`
     (the twin network) and `out_dir/property.vnnlib` for VNN-COMP verifiers; returns both paths."""
@@ -157,7 +152,7 @@ def export_vnnlib(
 
     given: dict[str, Any] = dict(keywords)
     asked = individual(protected, given, epsilon, epsilon_rate, None, robustness)
-    read = model_and_property(model, domain, asked, take_loading(given))
+    read = model_and_property(model, domain, asked, kw.take_loading(given))
     if not isinstance(read.ir, ReluNetwork):
         raise PropertyError(f"VNN-LIB export needs a ReLU network; the model is a {type(read.ir).__name__}")
     return export(Problem.build(read.ir, read.prop), out_dir)
@@ -173,7 +168,7 @@ def sample_counterexamples(
     epsilon_rate: float | None = None,
     kappa: float | None = None,
     robustness: bool = False,
-    **keywords: Unpack[VerifyKeywords],
+    **keywords: Unpack[kw.VerifyKeywords],
 ) -> Any:
     """Testing mode for tree ensembles: `n` inputs drawn uniformly from the exact unfair region, each
     with a twin the model labels differently (both re-checked on the model).
@@ -185,8 +180,8 @@ def sample_counterexamples(
     """
     given: dict[str, Any] = dict(keywords) if "options" in keywords else {"time_limit": 600.0, **keywords}
     asked = individual(protected, given, epsilon, epsilon_rate, kappa, robustness)
-    read = model_and_property(model, domain, asked, take_loading(given))
-    options = take_options("sample_counterexamples", VerifyOptions, given, VerifyKeywords)
+    read = model_and_property(model, domain, asked, kw.take_loading(given))
+    options = kw.take_options("sample_counterexamples", VerifyOptions, given, kw.VerifyKeywords)
     question = UnfairSamples(read.prop, n)
     frame = find_engine(read.ir, question).run(read.ir, question, options, None)
     for f in read.prop.domain.features:  # coded categories by name, as the data had them
@@ -210,7 +205,8 @@ def group(
     gap_thresholds: Mapping[str, float] | None = None,
     influence: bool | Iterable[Iterable[str]] = False,
     bin_bounds: bool = False,
-    **keywords: Unpack[GroupKeywords],
+    audit_table: bool = False,
+    **keywords: Unpack[kw.GroupKeywords],
 ) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
     the `protected` attributes, DI (min/max over groups, checked >= `threshold`), SP, EO, PCF.
@@ -224,6 +220,8 @@ def group(
     `sensitive_features` aliases `protected` (a Series or DataFrame joins the data);
     `influence=True` adds fairness influence functions of every feature (or give subsets);
     `bin_bounds=True` adds bounds valid for any distribution inside the bins (linear models).
+    `audit_table=True` adds the bias-audit tables of the data's rows (`exclude_small=True`: cells
+    under 2% leave the impact ratios).
     `method="sampling"` decides DI/SP by a sequential test wrong with probability <= `delta`. The
     run keywords are `verify`'s (workers split the sound bounds), or `options` (`GroupOptions`).
     """
@@ -231,9 +229,14 @@ def group(
     names, data = sensitive(protected_of(protected, given.pop("sensitive_features", None)), data)
     save_population = given.pop("save_population", None)
     population = population_of(check_group_population(population, data), given)
-    asked = GroupAsked(names, label, metrics, mediators, threshold, dict(gap_thresholds or {}), influence, bin_bounds)
-    loading, progress = take_loading(given), given.pop("progress", None)
-    options = take_options("group", GroupOptions, given, GroupKeywords)
+    small = given.pop("exclude_small", None)
+    if small is not None and not audit_table:
+        raise PropertyError("exclude_small leaves small cells out of the audit tables: ask for them (audit_table=True)")
+    small = bool(small) if audit_table else None
+    gaps = dict(gap_thresholds or {})
+    asked = GroupAsked(names, label, metrics, mediators, threshold, gaps, influence, bin_bounds, small)
+    loading, progress = kw.take_loading(given), given.pop("progress", None)
+    options = kw.take_options("group", GroupOptions, given, kw.GroupKeywords)
     with time_budget(options.time_limit):
         request = prepare_group(model, data, asked, population, loading, options, save_population)
     return finish_group(run_group(request, progress), request)
@@ -268,7 +271,7 @@ def verify_program(
     kind: str = ProgramQuestion.kind,
     query: str | None = None,
     above: float | None = None,
-    **keywords: Unpack[ProgramKeywords],
+    **keywords: Unpack[kw.ProgramKeywords],
 ) -> ProgramResult:
     """Group fairness of an annotated decision program (FairSquare's `.fr` language).
 
@@ -287,7 +290,7 @@ def verify_program(
 
     given: dict[str, Any] = dict(keywords)
     progress = given.pop("progress", None)
-    options = take_options("verify_program", ProgramOptions, given, ProgramKeywords)
+    options = kw.take_options("verify_program", ProgramOptions, given, kw.ProgramKeywords)
     question = ProgramQuestion(epsilon=epsilon, kind=kind, query=query, above=above)
     parsed = load_program(program)
     engine = find_engine(parsed, question, options.method)

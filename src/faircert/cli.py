@@ -20,7 +20,7 @@ EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
 MAX_MESSAGE = 2000  # characters of an error message printed
 
-COMMANDS = ("verify", "audit", "domain", "demo", "group", "compare", "program", "sample", "export_vnnlib")
+COMMANDS = ("verify", "audit", "explain", "domain", "demo", "group", "compare", "program", "sample", "export_vnnlib")
 
 
 class UsageError(FaircertError):

@@ -137,6 +137,17 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     add_model_loading(p)
     p.add_argument(
+        "--audit-table",
+        action="store_true",
+        help="add the bias-audit tables of the data's rows: per protected attribute and their intersection, "
+        "each cell's count, selection rate with a 95%% interval and impact ratio; small cells flagged, rows "
+        "missing a protected value counted apart",
+    )
+    p.add_argument(
+        "--exclude-small", action="store_true", help="with --audit-table: cells under 2%% leave the impact ratios"
+    )
+    p.add_argument("--audit-csv", metavar="OUT.csv", help="with --audit-table: write the tables as CSV")
+    p.add_argument(
         "--gate-statistical",
         action="store_true",
         help="exit on the statistical answer instead of the proofs: the sampled metrics checked against "
@@ -203,16 +214,25 @@ def run(args: argparse.Namespace) -> int:
     from ..report.group import print_group
 
     with (
-        run_guard([args.json, args.save_population, args.html, args.checkpoint], args.quiet),
+        run_guard([args.json, args.save_population, args.html, args.checkpoint, args.audit_csv], args.quiet),
         budget_progress(not args.quiet, args.time_limit, "group fairness") as progress,
     ):
-        result = group(args.model, args.data, protected=args.protected, progress=progress, **group_keywords(args))
+        if (args.audit_csv or args.exclude_small) and not args.audit_table:
+            raise FaircertError("--audit-csv and --exclude-small are about the audit tables: add --audit-table")
+        audit = {"audit_table": True, "exclude_small": args.exclude_small} if args.audit_table else {}
+        result = group(
+            args.model, args.data, protected=args.protected, progress=progress, **audit, **group_keywords(args)
+        )
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
     if args.html:
         from ..report.group_html import write_group_html
 
         write_group_html(result, args.html)
+    if result.audit is not None and args.audit_csv:
+        from ..report.audit import write_audit_csv
+
+        write_audit_csv(result.audit, args.audit_csv)
     if not args.quiet:
         print_group(result)
     return result.statistical_exit_code() if args.gate_statistical else result.exit_code

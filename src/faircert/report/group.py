@@ -116,6 +116,10 @@ def print_group(result: GroupResult) -> None:
         out.print("[dim](the verdict follows the sound bounds; the estimate says where the truth likely is)[/]")
     if result.influence:
         out.print(influence_table(result))
+    if result.audit is not None:
+        from .audit import print_audit
+
+        print_audit(result.audit)
     out.print(f"numbers under the population: {escape(result.population)}")
     if result.population.startswith(("independent", "bayesnet")):
         out.print(

@@ -186,6 +186,10 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
     dropped = result.stats.get("rows_dropped_missing", 0)
     if dropped:
         notes += f"<p class='note'>{dropped:,} rows with missing values were left out of the data</p>"
+    if result.audit is not None:
+        from .audit import render_audit
+
+        notes += "<h2>Audit tables (the data's rows)</h2>" + render_audit(result.audit, standalone=False)
     body = (
         f"<h1>faircert: group fairness</h1>{summary}{_estimate(result) if first else ''}"
         f"<h2>P[yhat = 1 | group]{' (proofs)' if first else ''}</h2>{rates_chart(result)}"

@@ -8,10 +8,10 @@ from typing import Any
 
 from ..checkpoint import fingerprint
 from ..data import encode_table, read_table
-from ..errors import UnsupportedModelError
-from ..options import AuditOptions
+from ..errors import PropertyError, UnsupportedModelError
+from ..options import AuditOptions, Budget
 from ..properties import RowAudit, individual_fairness
-from .inputs import Individual, estimator_object, model_and_property, positional_names, resolve_domain
+from .inputs import Individual, estimator_object, model_and_property, population_data, positional_names, resolve_domain
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,28 @@ def prepare_audit(
     model_id = fingerprint(ir) if (options.checkpoint or options.resume) else ""
     name = getattr(ir, "source", "") or type(model).__name__
     return AuditRequest(ir, RowAudit(prop, codes, model_id), options, name)
+
+
+def rows_of_verify(rows: Any, population: str | None, data: Any, domain: Any, keywords: dict[str, Any]) -> Any:
+    """The rows `verify(rows=...)` or `verify(population="empirical")` audits (the per-row audit
+    under its old name, which says so once); `verify`'s options become the audit's."""
+    import warnings
+
+    warnings.warn(
+        "verify(rows=...) and verify(population='empirical') are now faircert.audit(model, rows, ...)",
+        FutureWarning,
+        stacklevel=4,
+    )
+    if rows is not None and population not in (None, "uniform"):
+        raise PropertyError("give rows or a population, not both (population 'empirical' audits the data's rows)")
+    if isinstance(keywords.get("options"), Budget):
+        keywords["options"] = AuditOptions.of(keywords["options"])
+    return population_data(data, domain, "empirical") if rows is None else rows
+
+
+def read_rows(rows: Any) -> Any:
+    """The rows as a DataFrame of raw values (a CSV path, an array or a DataFrame)."""
+    return read_table(rows)
 
 
 def _black_box(estimator: Any, domain: Any, asked: Individual) -> tuple[Any, Any]:

@@ -34,6 +34,8 @@ class GroupAsked:
     gap_thresholds: Mapping[str, float] = field(default_factory=dict)
     influence: Any = False
     bin_bounds: bool = False
+    #: the bias-audit tables of the data's rows: None, or whether small cells leave the impact ratios
+    audit_exclude_small: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class GroupRequest:
     started: float
     spent_s: float
     compile_s: float
+    #: the bias-audit tables asked for: None, or whether small cells leave the impact ratios
+    audit_exclude_small: bool | None = None
 
 
 def population_of(population: Any, keywords: dict[str, Any]) -> Any:
@@ -110,7 +114,8 @@ def prepare_group(
     engine = find_engine(ir, question, options.method)
     if engine.name not in CHECKPOINTED:
         refuse_checkpoint(options, engine.name)
-    return GroupRequest(ir, question, options, engine, started, learning_s + compile_s, compile_s)
+    spent = learning_s + compile_s
+    return GroupRequest(ir, question, options, engine, started, spent, compile_s, asked.audit_exclude_small)
 
 
 def run_group(request: GroupRequest, progress: Progress | None) -> GroupResult:
@@ -155,7 +160,34 @@ def finish_group(result: GroupResult, request: GroupRequest) -> GroupResult:
             f"influence not computed: the {result.engine} engine gives no influence "
             "(it is computed for linear models under a learned population)"
         )
+    if request.audit_exclude_small is not None:
+        result.audit = _audit_tables(request, request.audit_exclude_small)
     dropped = getattr(question.population, "info", {}).get("rows_dropped_missing", 0)
     if dropped:
         result.stats.setdefault("rows_dropped_missing", dropped)
     return result
+
+
+def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
+    """The bias-audit tables of the data's rows: the model's decision on each row, by protected
+    attribute and by their intersection. Rows missing a protected value are counted apart; rows
+    missing another value cannot be decided and are left out (counted in the tables' stats)."""
+    import numpy as np
+
+    from ..engines.group.empirical import decisions
+    from ..subgroups import audit_tables
+
+    frame, question = request.question.data, request.question
+    if frame is None:
+        raise PropertyError("an audit table counts the data's rows: give the data (data= / --data DATA.csv)")
+    protected = list(question.protected)
+    missing_protected = frame[protected].isna().any(axis=1).to_numpy()
+    others = [c for c in frame.columns if c not in protected and c != question.label]
+    readable = frame[others].notna().all(axis=1).to_numpy() & ~missing_protected
+    selected = np.zeros(len(frame), dtype=int)
+    positive, undecided = decisions(request.ir, frame[readable], question.label)
+    selected[readable] = positive
+    kept = readable | missing_protected
+    tables = audit_tables(frame[kept], selected[kept], protected, exclude_small=exclude_small)
+    tables.stats.update(rows_left_out_missing=int((~kept).sum()), rows_within_tolerance=int(np.sum(undecided)))
+    return tables

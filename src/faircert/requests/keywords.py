@@ -61,6 +61,15 @@ class AuditKeywords(RunKeywords, InputKeywords, total=False):
     options: AuditOptions | None
 
 
+class ExplainKeywords(AuditKeywords, total=False):
+    #: the domain the audit's twins stay in (default: inferred from the data)
+    domain: Any
+    #: the least lift of a rule over the global unfair rate, where it is found
+    min_lift: float
+    #: the level of each rule's interval
+    confidence: float
+
+
 class PopulationKeywords(TypedDict, total=False):
     """How a population is learned from data (see `population.spec.PopulationSpec`)."""
 
@@ -78,6 +87,8 @@ class PopulationKeywords(TypedDict, total=False):
 class GroupKeywords(RunKeywords, InputKeywords, PopulationKeywords, total=False):
     method: str
     delta: float
+    #: with `audit_table`: cells under 2% of the rows leave the impact ratios
+    exclude_small: bool
     options: GroupOptions | None
 
 

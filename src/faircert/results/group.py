@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PropertyError
 from ..metrics import METRICS, MetricInterval, gap_interval, ratio_interval
+from .audit import AuditTables
 from .base import DECISION_TOLERANCE, EXIT_CODES, HEADLINE_UNDECIDED, Verdict, statistical_block
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made
@@ -108,6 +109,8 @@ class GroupResult(Verdict):
     #: Where the sound bounds are wide: the same question answered by sampling the same population
     #: (statistical intervals, wrong with probability at most `estimate.stats["delta"]`; not bounds).
     estimate: GroupResult | None = None
+    #: The bias-audit tables of the data's rows, where asked (`audit_table=True`).
+    audit: AuditTables | None = None
     #: How the engine answered, where it has more than one way (the subset-sum engine: exact tables,
     #: or score histograms once the tables outgrow their cap); "" where it has one.
     method: str = ""
@@ -280,6 +283,7 @@ class GroupResult(Verdict):
             "stats": self.stats,
             "stopped": self.stopped,
             "estimate": None if self.estimate is None else self.estimate.estimate_dict(),
+            "audit_tables": None if self.audit is None else self.audit.to_dict(),
         }
 
     def estimate_dict(self) -> dict[str, Any]:

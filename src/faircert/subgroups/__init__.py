@@ -1,5 +1,5 @@
-"""Where and for whom: rules that locate the unfair decisions among audited rows, and the audit
-tables of selection rates by protected group and by their intersection."""
+"""Where and for whom (`faircert.explain`): rules that locate the unfair decisions among audited
+rows, and the audit tables of selection rates by protected group and by their intersection."""
 
 from .audit import audit_tables
 from .changes import decision_changes
