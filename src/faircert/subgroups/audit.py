@@ -15,8 +15,7 @@ import pandas as pd
 
 from ..errors import DataError, PropertyError
 from ..results.audit import AuditCell, AuditTable, AuditTables
-from ..results.explain import Rate
-from .stats import clopper_pearson
+from .stats import rate
 
 #: LL 144 lets an auditor leave categories under 2% of the data out of the impact ratios.
 SMALL_SHARE = 0.02
@@ -90,11 +89,6 @@ def _check(
     return given.astype(bool), score
 
 
-def _rate(k: int, n: int, confidence: float) -> Rate:
-    low, high = clopper_pearson(k, n, confidence)
-    return Rate(k / n if n else None, low, high, confidence)
-
-
 def _table(
     data: pd.DataFrame,
     attributes: list[str],
@@ -118,13 +112,13 @@ def _table(
             count=n,
             share=n / len(data),
             selected=k,
-            selection_rate=_rate(k, n, confidence),
+            selection_rate=rate(k, n, confidence),
             impact_ratio=None,
             small=n / len(data) < small_share,
         )
         if above is not None:
             cell.scored_above = int(part["_above"].sum())
-            cell.scoring_rate = _rate(cell.scored_above, n, confidence)
+            cell.scoring_rate = rate(cell.scored_above, n, confidence)
         cells.append(cell)
     counted = [c for c in cells if not (exclude_small and c.small)]
     _ratios(counted, lambda c: c.selection_rate, "impact_ratio")

@@ -21,7 +21,7 @@ from ..results.rows import RowsResult
 from .changes import count_changes, decision_changes
 from .features import Encoded, encode
 from .rules import Search, Term, fair_rules, unfair_rules
-from .stats import benjamini_hochberg, clopper_pearson, fisher_one_sided
+from .stats import benjamini_hochberg, fisher_one_sided, rate
 
 #: The least lift of an unfair rule over the global rate, where it is found (the search half): the
 #: slices an auditor looks at first hold several times the global rate.
@@ -65,7 +65,7 @@ def explain_frame(
     clean = [_rule(search.features, t) for t in fair_rules(search, search_half, max_rules)]
 
     global_k, global_n = int((unfair_mask & decided_mask).sum()), int(decided_mask.sum())
-    overall = _rate(global_k, global_n, confidence)
+    overall = rate(global_k, global_n, confidence)
     measured = [
         _measure(frame, conditions, (unfair_mask, decided_mask, held_out), overall, confidence, greater)
         for conditions, greater in [(c, True) for c in found] + [(c, False) for c in clean]
@@ -191,11 +191,6 @@ def _rule(features: list[Encoded], terms: tuple[Term, ...]) -> list[Condition]:
     return out
 
 
-def _rate(k: int, n: int, confidence: float) -> Rate:
-    low, high = clopper_pearson(k, n, confidence)
-    return Rate(k / n if n else None, low, high, confidence)
-
-
 def _measure(
     frame: pd.DataFrame,
     conditions: list[Condition],
@@ -211,17 +206,17 @@ def _measure(
         inside &= c.mask(frame)
     k_in, n_in = int((inside & held_out & unfair).sum()), int((inside & held_out).sum())
     k_all, n_all = int((held_out & unfair).sum()), int(held_out.sum())
-    rate = _rate(k_in, n_in, confidence)
+    in_rule = rate(k_in, n_in, confidence)
     return Rule(
         conditions,
         share=float(inside.mean()),
         rows=int(inside.sum()),
         unfair_rows=int((inside & unfair & decided).sum()),
         unknown_rows=int((inside & ~decided).sum()),
-        unfair_rate=rate,
+        unfair_rate=in_rule,
         measured_rows=n_in,
         measured_unfair=k_in,
-        lift=rate.estimate / overall.estimate if rate.estimate is not None and overall.estimate else None,
+        lift=in_rule.estimate / overall.estimate if in_rule.estimate is not None and overall.estimate else None,
         p_value=fisher_one_sided(k_in, n_in, k_all - k_in, n_all - n_in, greater=greater),
     )
 
@@ -249,5 +244,5 @@ def _by_group(
     for group, part in counts.groupby(protected, sort=True):
         values = group if isinstance(group, tuple) else (group,)
         k, n = int(part["u"].sum()), len(part)
-        cells.append(GroupCell(dict(zip(protected, map(str, values))), n, k, _rate(k, n, confidence)))
+        cells.append(GroupCell(dict(zip(protected, map(str, values))), n, k, rate(k, n, confidence)))
     return cells

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..results.explain import Rate
+
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     """The two-sided exact interval of a binomial rate from `k` successes in `n` trials."""
@@ -45,3 +47,9 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     out = np.empty(m)
     out[order] = np.minimum(adjusted, 1.0)
     return [float(v) for v in out]
+
+
+def rate(k: int, n: int, confidence: float) -> Rate:
+    """k of n as a rate with its Clopper-Pearson interval at `confidence` (no rate of no rows)."""
+    low, high = clopper_pearson(k, n, confidence)
+    return Rate(k / n if n else None, low, high, confidence)
