@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 import resource
 import time
 import warnings
@@ -387,11 +388,12 @@ TRUE, FALSE = {"True", "TRUE", "true"}, {"False", "FALSE", "false"}
 
 
 def _rows_file_is_valid(data: bytes) -> bool:
-    """What a rows file must be for `verify --rows` with the domain FEATURES: UTF-8 CSV (a BOM
-    allowed; blank lines skipped), comma, semicolon, tab or bar separated, a header naming every
-    feature (other columns ignored), then at least one row of as many fields as the header, each
-    feature's cell a finite number inside its bounds (whole for integer and categorical features;
-    a column of true/false words reads as 1/0)."""
+    """What a rows file must be for `audit` with the domain FEATURES: UTF-8 CSV (a BOM allowed;
+    blank lines skipped), comma, semicolon, tab or bar separated, a header naming every feature
+    (other columns ignored), then at least one row of at most as many fields as the header, each feature's
+    cell a finite number or a missing-value word (a column of true/false words reads as 1/0). A value
+    the model cannot read (missing, not whole on an integer feature) leaves that row alone unknown,
+    and a row beyond the domain is audited: the domain clips the twins' moves only."""
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
@@ -409,25 +411,24 @@ def _rows_file_is_valid(data: bytes) -> bool:
         csv.field_size_limit(limit)
     # a separator ending a line: one more field, empty (or a missing-value word), that holds no value
     rows = rows[:1] + [r[:-1] if len(rows[0]) + 1 == len(r) and r[-1].strip() in MISSING else r for r in rows[1:]]
-    if len(rows) < 2 or any(len(r) != len(rows[0]) for r in rows):
+    if len(rows) < 2 or any(len(r) > len(rows[0]) for r in rows):
         return False
+    # a row of fewer fields holds no value in the rest (pandas reads them as missing)
+    rows = rows[:1] + [r + [""] * (len(rows[0]) - len(r)) for r in rows[1:]]
     header = rows[0]
     for f in FEATURES:
         if f["name"] not in header:
             return False
         cells = [r[header.index(f["name"])].strip() for r in rows[1:]]
         if all(c in TRUE | FALSE for c in cells):
-            values = [1.0 if c in TRUE else 0.0 for c in cells]
-        else:
-            try:
-                values = [float(c) for c in cells if c not in MISSING]
-            except ValueError:
-                return False
-            if len(values) < len(cells):
-                return False
-        for v in values:
-            if not (math.isfinite(v) and f["min"] <= v <= f["max"]) or (f["kind"] != "real" and v != int(v)):
-                return False
+            continue  # read as 1 and 0
+        try:
+            values = [float(c) for c in cells if c not in MISSING]
+        except ValueError:
+            return False
+        # the reader refuses what no float holds: infinities, and integers of 19 digits or more
+        if not all(math.isfinite(v) for v in values) or any(re.fullmatch(r"[+-]?\d{19,}(\.\d*)?", c) for c in cells):
+            return False
     return True
 
 
@@ -516,9 +517,8 @@ def test_fuzz_rows_csv_long(capsys, rows_case, tmp_path_factory, domain, data):
         b"\x00\x01\x02" * 500,
         b"x0,x1,x2,x3\n",
         b"x0,x1,x2,x3\n1,1,1,1,1\n2,2,2,2,2\n",  # one field more per row
-        b"x0,x1,x2,x3\n1,nan,1,1\n",
-        b"x0,x1,x2,x3\n=1+1,1,1,1\n",
         b"x0,x1,x2,x3\n1,1,1," + b"9" * 400 + b"\n",
+        b"x0,x1,x2,x3\n=1+1,1,1,1\n",
         b"x0,x1,x2,x3\n1,1,1,\xff\xfe\n",
         "x0,x1,x2,x3\n1,1,1,1\n".encode("utf-16"),
         b"x0,x1,x2\n1,1,1\n",
@@ -529,9 +529,8 @@ def test_fuzz_rows_csv_long(capsys, rows_case, tmp_path_factory, domain, data):
         "binary",
         "header only",
         "longer rows",
-        "nan",
-        "formula",
         "400 digits",
+        "formula",
         "not utf-8",
         "utf-16",
         "a column missing",
@@ -554,6 +553,20 @@ def test_rows_files_that_are_refused(capsys, rows_case, tmp_path, data):
         ],
     )
     assert code == 3, err
+
+
+def test_rows_the_model_cannot_read_are_unknown_alone(capsys, rows_case, tmp_path):
+    """A missing protected value, a fraction on an integer feature and a value beyond the domain:
+    the first two rows
+    are unknown with their reason, the third is audited, and the file is not refused."""
+    (tmp_path / "rows.csv").write_bytes(b"x0,x1,x2,x3\n1,nan,1,1\n1.5,1,1,1\n9,1,1,1\n")
+    out = tmp_path / "r.json"
+    argv = ["audit", str(rows_case.folder / "m.nnet"), str(tmp_path / "rows.csv"), "--domain"]
+    code, err = _cli(capsys, argv + [str(rows_case.folder / "d.json"), *ROWS_OPTIONS, "--json", str(out)])
+    assert code != 3, err
+    verdicts = json.loads(out.read_text())["row_verdicts"]
+    assert verdicts[:2] == ["unknown", "unknown"] and verdicts[2] in ("fair", "unfair")
+    assert code == (1 if verdicts[2] == "unfair" else 2)
 
 
 def test_rows_one_field_longer_than_the_header_are_refused_not_read_shifted(tmp_path):
