@@ -231,6 +231,7 @@ def measure(
                     "engine_s": result.elapsed_s,
                     "wall_s": wall,
                     "statistical_unfair": result.statistical.unfair if result.statistical else None,
+                    "statistical": result.statistical.to_dict() if result.statistical else None,
                     "stopped": result.stopped,
                 }
             )
@@ -252,12 +253,13 @@ def measure(
                         "exact": result.exact,
                         "wall_s": wall,
                         "estimate": result.statistical.unfair if result.statistical else None,
+                        "statistical": result.statistical.to_dict() if result.statistical else None,
                     }
                 )
         for key, epsilon in (("rows_flip", None), ("rows_eps", eps)) if "rows" in parts else ():
             result, wall, error = timed(
-                lambda: faircert.verify(
-                    model, X, protected=protected, rows=X.iloc[test], epsilon=epsilon, time_limit=time_limit, workers=1
+                lambda: faircert.audit(
+                    model, X.iloc[test], X, protected=protected, epsilon=epsilon, time_limit=time_limit, workers=1
                 )
             )
             row[key] = (
@@ -292,10 +294,11 @@ def markdown(rows: list[dict]) -> str:
         "of held-out rows, with epsilon 0 (flip test) and with the dataset's epsilon. Wall: seconds of the "
         "whole call (binding the pipeline included) against the time limit.",
         "",
-        "| dataset (protected) | model | accuracy | uniform: certified / unfair / undecided | exact | engine | "
-        "wall / limit | independent: P[unfair] | bayesnet: P[unfair] (estimate) | rows | "
-        "flip: unfair / unknown | eps: unfair / unknown | rows wall (flip, eps) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset (protected) | model | accuracy | uniform: certified / unfair / undecided | uniform: "
+        "statistical unfair share [99% CI] (width) | exact | engine | wall / limit | independent: P[unfair] | "
+        "bayesnet: P[unfair] (estimate) | rows | flip: unfair / unknown | eps: unfair / unknown | "
+        "rows wall (flip, eps) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         u = r["uniform"]
@@ -313,7 +316,7 @@ def markdown(rows: list[dict]) -> str:
         ind, bn = (_probability(r.get(p) or {"error": "not measured"}) for p in ("independent", "bayesnet"))
         out.append(
             f"| {r['dataset']} ({r['protected']}) | {r['model']} | {r['accuracy']:.3f} | {uni} | "
-            f"{u.get('exact', '-')} | {u.get('engine', '-')} | "
+            f"{_interval(u.get('statistical'))} | {u.get('exact', '-')} | {u.get('engine', '-')} | "
             f"{u.get('wall_s', 0):.1f} / {r['time_limit']:g} | {ind} | {bn} | {r['rows']} | {counts(flip)} | "
             f"{counts(eps)} | {wall(flip)}, {wall(eps)} |"
         )
@@ -334,13 +337,27 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _interval(block: dict | None) -> str:
+    """A statistical block as value [low, high] (width); "not measured" for runs before the block."""
+    if not block:
+        return "not measured"
+    if block["samples"] == 0 and block["low"] == block["high"]:
+        return f"{_pct(block['value'])} (exact)"
+    width = block["high"] - block["low"]
+    return f"{_pct(block['value'])} [{_pct(block['low'])}, {_pct(block['high'])}] ({_pct(width)})"
+
+
 def _probability(x: dict) -> str:
-    """P[unfair] under a population: exact, or [lower, upper] (the estimate beside them, if any)."""
+    """P[unfair] under a population: exact, or [lower, upper] (the statistical answer beside them,
+    with its interval where measured)."""
     if "error" in x:
         return x["error"]
     if x["undecided"] < 1e-12:
         return _pct(x["falsified"])
-    estimate = f" ({_pct(x['estimate'])})" if x.get("estimate") is not None else ""
+    if x.get("statistical"):
+        estimate = f" ({_interval(x['statistical'])})"
+    else:
+        estimate = f" ({_pct(x['estimate'])})" if x.get("estimate") is not None else ""
     return f"[{_pct(x['falsified'])}, {_pct(x['falsified'] + x['undecided'])}]{estimate}"
 
 
