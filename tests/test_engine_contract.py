@@ -154,6 +154,33 @@ def _rows_blackbox_case() -> Case:
     return _rows_case(model, ir.predict)
 
 
+def _blackbox_sampling_case() -> Case:
+    """A classifier known only by its predictions, over DOM: no share proven either way, the
+    statistical interval holding the brute-force unfair share, every counterexample a real pair."""
+    from faircert.models.blackbox import BlackBoxModel
+
+    ir = _trees()
+
+    class Opaque:  # known only by its predictions
+        def predict(self, X):
+            return ir.predict(np.asarray(X, dtype=float))
+
+    model, _ = BlackBoxModel.of(Opaque(), DOM)
+    grid = np.array(list(itertools.product(*(f.values() for f in DOM.features))), dtype=float)
+    labels = ir.predict(grid).reshape(6, 3, 7)  # (a, s, b)
+    truth = float(np.mean(labels.min(axis=1) != labels.max(axis=1)))
+
+    def check(result):
+        s = result.statistical
+        assert (result.certified, result.falsified, result.undecided) == (0.0, 0.0, 1.0)
+        assert s.samples > 1000 and s.ci_low <= truth <= s.ci_high and 0 < truth < 1
+        assert result.verdict == "unfair" and all(
+            ir.predict(np.array([c.x]))[0] != ir.predict(np.array([c.x_prime]))[0] for c in result.counterexamples
+        )
+
+    return Case(model, individual_fairness(DOM, "s"), VerifyOptions(time_limit=30, workers=1), check)
+
+
 def _tree(nodes) -> Tree:
     f, t, left, right, v = zip(*nodes)
     return Tree(f, t, left, right, v)
@@ -359,6 +386,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "rows-network": _rows_network_case,
     "rows-trees": _rows_trees_case,
     "rows-blackbox": _rows_blackbox_case,
+    "blackbox-sampling": _blackbox_sampling_case,
     "network-boxes": _network_case,
     "network-complete": _network_complete_case,
     "tree-complete": _tree_complete_case,

@@ -395,8 +395,9 @@ def test_classifiers_no_ir_holds_are_audited_as_black_boxes(name):
     # a real feature that moves: a search can find flips but never proves a row fair
     moving = faircert.audit(model, df, protected="sex", epsilon={"hours": 0.5})
     assert "fair" not in [v for v, m in zip(moving.verdicts, moving.methods) if m != "flip test"]
-    with pytest.raises(faircert.errors.ModelFormatError, match="can still be audited with this model as a black box"):
-        faircert.verify(model, df, protected="sex")
+    # over the domain, the same classifier gets a statistical answer, never a proof
+    domain = faircert.verify(model, df, protected="sex", time_limit=20, workers=1)
+    assert domain.engine == "blackbox-sampling" and domain.certified == domain.falsified == 0.0
 
 
 def test_rows_with_missing_values_are_unknown_alone_with_their_reason():
@@ -456,3 +457,42 @@ def test_tree_balls_with_too_many_cells_are_searched_and_never_called_fair():
 def test_row_budgets_are_checked(options):
     with pytest.raises(faircert.errors.PropertyError, match="must be"):
         AuditOptions(**options)
+
+
+def test_classifiers_no_ir_holds_get_a_statistical_answer_over_the_domain(tmp_path, capsys):
+    """`verify` on a classifier no IR reads: points of the domain (or the data's marginals) decided on
+    the model itself; no share is proven, the interval holds the truth the grid gives, every pair
+    is a real one, and the result says what made the model a black box."""
+    pytest.importorskip("sklearn")
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(3)
+    n = 300
+    df = pd.DataFrame(
+        {"job": rng.choice(["a", "b"], n), "sex": rng.choice(["F", "M"], n), "age": rng.integers(18, 40, n)}
+    )
+    y = ((df["age"] + 6 * (df["sex"] == "M") + rng.normal(0, 3, n)) > 30).astype(int)
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["job", "sex"])], remainder="passthrough")
+    model = Pipeline([("prep", prep), ("clf", SVC(kernel="rbf"))]).fit(df, y)
+    result = faircert.verify(model, df, protected="sex", time_limit=30, workers=1)
+    grid = pd.DataFrame([(j, a) for j in ("a", "b") for a in range(18, 40)], columns=["job", "age"])
+    labels = [model.predict(grid.assign(sex=s)[["job", "sex", "age"]]) for s in ("F", "M")]
+    truth = float(np.mean(labels[0] != labels[1]))
+    s = result.statistical
+    assert result.engine == "blackbox-sampling" and (result.certified, result.falsified) == (0.0, 0.0)
+    assert s.ci_low <= truth <= s.ci_high and 0 < truth < 1 and s.samples > 1000
+    assert "black box" in s.method and "SVC" in result.stats["black_box"]
+    assert result.verdict == "unfair" and result.counterexamples
+    independent = faircert.verify(model, df, protected="sex", population="independent", workers=1, time_limit=30)
+    assert independent.engine == "blackbox-sampling" and independent.population == "independent"
+    with pytest.raises(faircert.PropertyError, match="as a black box it is answered under"):
+        faircert.verify(model, df, protected="sex", population="bayesnet")
+    joblib.dump(model, tmp_path / "m.pkl")
+    df.to_csv(tmp_path / "d.csv", index=False)
+    argv = ["verify", str(tmp_path / "m.pkl"), "--domain", str(tmp_path / "d.csv"), "--protected", "sex"]
+    assert main(argv + ["--trust-pickle", "--quiet", "--workers", "1", "--json", str(tmp_path / "v.json")]) == 1
+    assert json.loads((tmp_path / "v.json").read_text())["engine"] == "blackbox-sampling"

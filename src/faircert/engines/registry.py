@@ -132,6 +132,14 @@ ENGINES: tuple[EngineSpec, ...] = (
         entry="faircert.engines.rows.blackbox:answer",
     ),
     EngineSpec(
+        "blackbox-sampling",
+        "the unfair share of a classifier known only by its predictions, from points of the domain (or the "
+        "data's marginals) decided on the model: a statistical answer with re-checked counterexamples, no proof",
+        (BLACKBOX,),
+        (INDIVIDUAL,),
+        entry="faircert.engines.sampling.blackbox:answer",
+    ),
+    EngineSpec(
         "network-boxes",
         "quantified individual fairness of networks (ReLU, piecewise-linear and smooth units) by box refinement",
         (NETWORK,),

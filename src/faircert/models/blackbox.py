@@ -26,6 +26,8 @@ class BlackBoxModel:
     domain: Domain
     columns: list[str]
     source: str = ""
+    #: why no IR holds it (the reader's words), for the results that answer it
+    reason: str = ""
 
     @classmethod
     def of(cls, estimator: Any, domain: Domain, keep: Any = ()) -> tuple[BlackBoxModel, Domain]:

@@ -39,7 +39,7 @@ def prepare_audit(
         if loading.get("preprocessor") is not None:
             raise
         # a classifier no IR holds is audited as a black box: by its own predictions
-        ir, prop = _black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
+        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
     # rows outside the domain are audited (the domain clips the epsilon-moves only), and a row the
     # model cannot evaluate (a category the domain does not name, a missing value) is unknown alone
     codes = encode_table(frame, prop.domain, unreadable=True)
@@ -70,7 +70,7 @@ def read_rows(rows: Any) -> Any:
     return read_table(rows)
 
 
-def _black_box(estimator: Any, domain: Any, asked: Individual) -> tuple[Any, Any]:
+def black_box(estimator: Any, domain: Any, asked: Individual) -> tuple[Any, Any]:
     from ..models.blackbox import BlackBoxModel
 
     dom = resolve_domain(domain, None)

@@ -16,6 +16,7 @@ from ..domain import Domain
 from ..engines.registry import find_engine
 from ..errors import DataError, PropertyError, UnsupportedModelError
 from ..memory import STOPPED as MEMORY_STOPPED
+from ..models.blackbox import BlackBoxModel
 from ..options import VerifyOptions
 from ..progress import Progress
 from ..properties import IndividualFairness
@@ -78,14 +79,13 @@ def prepare_verify(
     started = time.perf_counter()
     # boxes over a network's categories split better with like categories side by side
     reorder = population in ("uniform", "independent") and options.partition_size is None
-    try:
-        read = model_and_property(model, domain, asked, loading, reorder)
-    except UnsupportedModelError as exc:
-        raise UnsupportedModelError(
-            f"{exc}; the rows of a dataset can still be audited with this model as a black box "
-            "(faircert.audit, faircert audit)"
-        ) from None
+    read = _model_or_black_box(model, domain, asked, loading, reorder)
     prop, learned = read.prop, None
+    if population == "bayesnet" and isinstance(read.ir, BlackBoxModel):
+        raise PropertyError(
+            f"{read.ir.reason}; as a black box it is answered under 'uniform' or 'independent', or row by row "
+            "(faircert audit)"
+        )
     if population == "independent":
         prop = _with_marginals(read.ir, prop, population_data(data, domain, population), options)
     elif population == "bayesnet":
@@ -93,6 +93,22 @@ def prepare_verify(
         learned = _learn_bayesnet(read.ir, read.loaded, prop, population_data(data, domain, population), options)
     spent = time.perf_counter() - started
     return VerifyRequest(read.ir, prop, read.given, read.loaded, after(options, spent), population, learned)
+
+
+def _model_or_black_box(model: Any, domain: Any, asked: Individual, loading: dict[str, Any], reorder: bool) -> Any:
+    """The model as an IR; a classifier no IR holds (given as an object or a trusted pickle, without a
+    preprocessor) as a black box, answered statistically."""
+    try:
+        return model_and_property(model, domain, asked, loading, reorder)
+    except UnsupportedModelError as exc:
+        if loading.get("preprocessor") is not None or asked.robustness or asked.kappa is not None:
+            raise
+        from .audit import black_box
+        from .inputs import Question, estimator_object, resolve_domain
+
+        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
+        ir.reason = str(exc)  # said in the result: what made the model a black box
+        return Question(ir, prop, resolve_domain(domain, None), ir)
 
 
 def run_verify(request: VerifyRequest, progress: Progress | None) -> Result:
@@ -120,6 +136,8 @@ def finish_verify(result: Result, request: VerifyRequest) -> Result:
         result.stats.setdefault("stopped", MEMORY_STOPPED)
     if request.learned is not None:
         result.stats["learning_s"] = request.learned.learning_s
+    if isinstance(request.ir, BlackBoxModel):  # what made it one, in the user's words
+        result.stats["black_box"] = request.ir.reason
     result.population = request.population
     domain, given = request.prop.domain, request.given
     _codes_as_given(result, domain, given)
@@ -140,7 +158,10 @@ def _with_marginals(ir: Any, prop: IndividualFairness, frame: Any, options: Veri
     from ..models.trees import TreeEnsemble
     from ..population.marginals import Marginals
 
-    if not (accepts(ir, prop) or isinstance(ir, (ReluNetwork, TreeEnsemble))) or options.method != "sound":
+    if (
+        not (accepts(ir, prop) or isinstance(ir, (ReluNetwork, TreeEnsemble, BlackBoxModel)))
+        or options.method != "sound"
+    ):
         raise PropertyError(
             "population 'independent' is answered for linear models and pipelines ending in one "
             "(exactly, without epsilon), tree ensembles (exactly, epsilon 0) and networks, not "
