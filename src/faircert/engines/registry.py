@@ -268,7 +268,9 @@ def find_engine(model: Any, question: Any, method: str = "sound") -> EngineSpec:
     what = _question_word(question)
     candidates = [s for s in ENGINES if is_a(question, s.questions)]
     if candidates and not any(is_a(model, s.models) for s in candidates):
-        needs = " or ".join(dict.fromkeys(_MODEL_WORDS.get(m, _short(m)) for s in candidates for m in s.models))
+        # a black box is made by the input stage from any classifier: no one gives one directly
+        kinds = [m for s in candidates for m in s.models if m != BLACKBOX]
+        needs = " or ".join(dict.fromkeys(_MODEL_WORDS.get(m, _short(m)) for m in kinds))
         raise PropertyError(f"{what} needs a {needs}; the model is a {type(model).__name__}")
     population = getattr(question, "population", None)
     under = f" under a {type(population).__name__}" if population is not None else ""
