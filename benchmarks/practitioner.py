@@ -316,7 +316,8 @@ def markdown(rows: list[dict]) -> str:
         ind, bn = (_probability(r.get(p) or {"error": "not measured"}) for p in ("independent", "bayesnet"))
         out.append(
             f"| {r['dataset']} ({r['protected']}) | {r['model']} | {r['accuracy']:.3f} | {uni} | "
-            f"{_interval(u.get('statistical'))} | {u.get('exact', '-')} | {u.get('engine', '-')} | "
+            f"{_interval(u.get('statistical')) if 'statistical' in u else 'not measured'} | "
+            f"{u.get('exact', '-')} | {u.get('engine', '-')} | "
             f"{u.get('wall_s', 0):.1f} / {r['time_limit']:g} | {ind} | {bn} | {r['rows']} | {counts(flip)} | "
             f"{counts(eps)} | {wall(flip)}, {wall(eps)} |"
         )
@@ -338,9 +339,10 @@ def markdown(rows: list[dict]) -> str:
 
 
 def _interval(block: dict | None) -> str:
-    """A statistical block as value [low, high] (width); "not measured" for runs before the block."""
+    """A statistical block as value [low, high] (width); "-" where the engine samples nothing (the
+    shares are exact, or bounds within rounding)."""
     if not block:
-        return "not measured"
+        return "-"
     if block["samples"] == 0 and block["low"] == block["high"]:
         return f"{_pct(block['value'])} (exact)"
     width = block["high"] - block["low"]
