@@ -21,7 +21,7 @@ from ..options import VerifyOptions
 from ..progress import Progress
 from ..properties import IndividualFairness
 from ..results import Result
-from .inputs import Individual, model_and_property, population_data
+from .inputs import Individual, Question, model_and_property, population_data
 
 #: The measures `verify` takes (`population=`); "empirical" is the per-row audit of the data.
 VERIFY_POPULATIONS = ("uniform", "independent", "bayesnet", "empirical")
@@ -95,7 +95,7 @@ def prepare_verify(
     return VerifyRequest(read.ir, prop, read.given, read.loaded, after(options, spent), population, learned)
 
 
-def _model_or_black_box(model: Any, domain: Any, asked: Individual, loading: dict[str, Any], reorder: bool) -> Any:
+def _model_or_black_box(model: Any, domain: Any, asked: Individual, loading: dict[str, Any], reorder: bool) -> Question:
     """The model as an IR; a classifier no IR holds (given as an object or a trusted pickle, without a
     preprocessor) as a black box, answered statistically."""
     try:
@@ -104,7 +104,7 @@ def _model_or_black_box(model: Any, domain: Any, asked: Individual, loading: dic
         if loading.get("preprocessor") is not None or asked.robustness or asked.kappa is not None:
             raise
         from .audit import black_box
-        from .inputs import Question, estimator_object, resolve_domain
+        from .inputs import estimator_object, resolve_domain
 
         ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
         ir.reason = str(exc)  # said in the result: what made the model a black box
