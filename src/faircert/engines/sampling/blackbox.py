@@ -52,7 +52,9 @@ def draw(prop: IndividualFairness, rng: np.random.Generator, n: int) -> np.ndarr
     return out
 
 
-def answer(model: BlackBoxModel, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None):
+def answer(
+    model: BlackBoxModel, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
+) -> Result:
     """Registry entry point: the unfair share estimated from points decided on the model."""
     if prop.robustness or prop.kappa is not None:
         raise PropertyError("a black-box classifier is checked for individual fairness only (no robustness or kappa)")
