@@ -106,3 +106,13 @@ def test_the_per_row_budgets_are_flags_of_the_audit_command(capsys):
     assert main(["audit", "--help"]) == 0
     shown = capsys.readouterr().out
     assert all(flag in shown for flag in ("--max-cells", "--max-twins", "--milp-seconds"))
+
+
+def test_impossible_budgets_and_rule_counts_are_one_clear_error():
+    model, frame = MODELS["linear"][0], _frame(5)
+    for bad in ({"max_cells": 0}, {"max_twins": -1}, {"milp_seconds": 0.0}):
+        with pytest.raises(PropertyError, match="max cells|max twins|milp seconds"):
+            faircert.audit(model, frame, DOM, protected="s", **bad)
+    with pytest.raises(faircert.errors.FaircertError, match="rules"):
+        faircert.explain(model, frame, "s", max_rules=0, domain=DOM)
+    assert main(["audit", "m.nnet", "d.csv", "--max-cells", "many"]) == 3
