@@ -74,5 +74,5 @@ def test_the_report_says_which_limit_ended_the_run():
         out.print(result_table(Result("unknown", 0.5, 0.0, 0.5, 100.0, stopped=stopped)))
         return out.export_text()
 
-    assert "stopped by" in shown("box budget") and "the box budget (--max-boxes)" in shown("box budget")
+    assert "stopped by" in shown("box budget") and "the box budget (--budget boxes=N)" in shown("box budget")
     assert "stopped by" not in shown("done")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import numpy as np
 
-from ..files import write_text
 from ..results import Result
+from . import format as fmt
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
@@ -102,7 +101,7 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
         statistical = [
             (
                 f"unfair share (statistical, {100 * s.confidence:g}% CI)",
-                f"{100 * s.unfair:.4f} % [{100 * s.ci_low:.4f}, {100 * s.ci_high:.4f}], {s.samples:,} samples",
+                fmt.statistical(s),
             )
         ]
     proof = "proof" if result.statistical_first else "sound"
@@ -118,7 +117,7 @@ def render(result: Result, max_examples: int = 200, standalone: bool = True) -> 
         ("domain size", f"{result.domain_size:.6g}"),
     ]
     if result.measure is not None:
-        rows.append(("measure (sound bounds)", f"[{result.measure.lower:.6f}, {result.measure.upper:.6f}]"))
+        rows.append(("measure (sound bounds)", fmt.bounds(result.measure.lower, result.measure.upper)))
     if not result.statistical_first:
         rows += statistical
     rows.append(("engine / time", f"{e(result.engine)} / {result.elapsed_s:.2f} s"))
@@ -170,7 +169,3 @@ def page(body: str, title: str, standalone: bool = True) -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
     )
-
-
-def write_html(result: Result, path: str | Path) -> None:
-    write_text(path, render(result))

@@ -7,10 +7,7 @@ from rich.table import Table
 
 from ..results import ProgramResult
 from .console import VERDICT_STYLE, console
-
-
-def _interval(lo: float, hi: float) -> str:
-    return f"[{lo:.6f}, {hi:.6f}]"
+from .format import bounds
 
 
 def program_table(result: ProgramResult) -> Table:
@@ -27,9 +24,9 @@ def program_table(result: ProgramResult) -> Table:
             "difference": "|P[t|s] - P[t|not s]| < {e:g}",
         }[result.kind]
         table.add_row("property", escape(form.format(t=1 - result.epsilon, e=result.epsilon)))
-        table.add_row(escape("ratio P[t|s] / P[t|not s]"), _interval(result.ratio_low, result.ratio_high))
+        table.add_row(escape("ratio P[t|s] / P[t|not s]"), bounds(result.ratio_low, result.ratio_high))
     for name, (lo, hi) in result.probabilities.items():
-        table.add_row(escape(f"P[{name}]"), _interval(lo, hi))
+        table.add_row(escape(f"P[{name}]"), bounds(lo, hi))
     table.add_row("method / guarantee", escape(f"{result.method} / {result.guarantee}"))
     if result.samples is not None:
         table.add_row("samples", f"{result.samples:,}")

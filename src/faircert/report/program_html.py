@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import html
 import math
-from pathlib import Path
 
-from ..files import write_text
 from ..results import ProgramResult
+from .format import bounds
 from .html import page
 
 PLOT, ROW, CHAR = 560, 26, 7.2
@@ -103,8 +102,8 @@ def render_program(result: ProgramResult, standalone: bool = True) -> str:
         ("property", e(result.kind)),
     ]
     if not result.kind.startswith("probability"):
-        rows.append(("ratio P[t|s] / P[t|not s]", f"[{result.ratio_low:.6f}, {result.ratio_high:.6f}]"))
-    rows += [(e(f"P[{name}]"), f"[{lo:.6f}, {hi:.6f}]") for name, (lo, hi) in result.probabilities.items()]
+        rows.append(("ratio P[t|s] / P[t|not s]", bounds(result.ratio_low, result.ratio_high)))
+    rows += [(e(f"P[{name}]"), bounds(lo, hi)) for name, (lo, hi) in result.probabilities.items()]
     rows += [
         ("method / guarantee", e(f"{result.method} / {result.guarantee}")),
         ("stopped", e(result.stopped or "-")),
@@ -116,7 +115,3 @@ def render_program(result: ProgramResult, standalone: bool = True) -> str:
         charts += _probabilities_chart(result)
     body = f"<h1>faircert: program fairness</h1><table>{table}</table>{charts}"
     return page(body, "faircert program report", standalone)
-
-
-def write_program_html(result: ProgramResult, path: str | Path) -> None:
-    write_text(path, render_program(result))

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..files import write_atomic, write_text
+from ..files import write_atomic
 from ..results.rows import RowsResult
 from .console import VERDICT_STYLE, console
 from .csv import spreadsheet_safe
@@ -245,7 +245,3 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
         f"{_unfair_table(result, max_rows)}{_unknown_table(result, max_rows)}"
     )
     return page(body, "faircert per-row audit", standalone)
-
-
-def write_rows_html(result: RowsResult, path: str | Path) -> None:
-    write_text(path, render_rows(result))
