@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from faircert.report.csv import write_counterexamples
+from faircert.report.verify import write_counterexamples
 from faircert.results import Counterexample, Result, StatisticalEstimate
 
 SCHEMA_KEYS = {

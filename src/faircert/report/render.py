@@ -40,19 +40,18 @@ def families() -> dict[type, Renderer]:
     from ..results.audit import AuditTables
     from ..results.explain import ExplainResult
     from ..results.rows import RowsResult
-    from . import audit, console, csv, explain, group, group_html, program, program_html, rows
-    from . import html as page
+    from . import audit, explain, group, group_html, program, rows, verify
 
     return {
         Result: Renderer(
-            console.print_result,
-            page.render,
-            {"counterexamples": csv.write_counterexamples, "partitions": csv.write_partitions},
+            verify.print_result,
+            verify.render_result,
+            {"counterexamples": verify.write_counterexamples, "partitions": verify.write_partitions},
         ),
         RowsResult: Renderer(rows.print_rows, rows.render_rows, {"rows": rows.write_rows_csv}),
         GroupResult: Renderer(group.print_group, group_html.render_group, {"audit": group.write_group_audit_csv}),
         Comparison: Renderer(group.print_comparison, group_html.render_comparison),
-        ProgramResult: Renderer(program.print_program_result, program_html.render_program),
+        ProgramResult: Renderer(program.print_program_result, program.render_program),
         ExplainResult: Renderer(explain.print_explain, explain.render_explain, {"rules": explain.write_rules_csv}),
         AuditTables: Renderer(audit.print_audit, audit.render_audit, {"tables": audit.write_audit_csv}),
     }
