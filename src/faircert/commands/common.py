@@ -165,19 +165,12 @@ def add_outputs(p: Any, csv: dict[str, str]) -> None:
 CSV_ALIASES = {"--counterexamples": "counterexamples", "--partitions-csv": "partitions", "--rows-csv": "rows"}
 
 
-def outputs_of(args: Any) -> Any:
-    """What the command line asks to write."""
-    from ..report.render import Outputs
-
-    return Outputs(json=args.json, html=args.html, csv=getattr(args, "csv", None) or {}, console=not args.quiet)
-
-
 def finish(result: Any, args: Any) -> None:
     """The result written as the command line asks, saying when a signal ended the run."""
-    from ..report.render import render
+    from ..report.render import Outputs, render
 
     mark_interrupted(result)
-    render(result, outputs_of(args))
+    render(result, Outputs(args.json, args.html, getattr(args, "csv", None) or {}, not args.quiet))
 
 
 def options_of(cls: type[Budget], args: Any, *own: str) -> Any:
@@ -208,17 +201,13 @@ def add_method(p: Any, options: Any, sound: str) -> None:
     add_defaulted(p, "--delta", options.delta, "sampling: probability that the verdict is wrong")
 
 
-def checkpoint_file(args: Any) -> str | None:
-    """The checkpoint file the command line names (to check it writable first)."""
-    return (getattr(args, "checkpoint", None) or {}).get("file")
-
-
 @contextmanager
 def run_guard(args: Any, *more: str | Path | None) -> Iterator[None]:
     """Around a command's run: every output path (those of `args`, and `more`) checked writable
     first, so a long run never ends unable to save its verdict; SIGINT and SIGTERM ask the engines
     to stop, and the command then writes the sound partial result as usual."""
-    named = [getattr(args, "json", None), getattr(args, "html", None), checkpoint_file(args)]
+    checkpoint = (getattr(args, "checkpoint", None) or {}).get("file")
+    named = [getattr(args, "json", None), getattr(args, "html", None), checkpoint]
     check_writable([*named, *(getattr(args, "csv", None) or {}).values(), *more])
     with stop_on_signals(getattr(args, "quiet", False)):
         yield

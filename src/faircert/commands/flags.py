@@ -104,15 +104,10 @@ class HelpFormatter(argparse.HelpFormatter):
         return super()._format_action_invocation(action)
 
 
-def number_of_bytes(text: str) -> str:
-    """A memory size as given ("2G", "800M"): the options check and convert it."""
-    return text
-
-
 #: `--budget`: where a run stops short of its time limit. Each command takes the keys it has.
 BUDGET_KEYS: dict[str, tuple[str, str, Convert]] = {
-    # key: (former flag, options field, conversion)
-    "memory": ("--memory-limit", "memory_limit", number_of_bytes),
+    # key: (former flag, options field, conversion); a memory size ("2G") is read by the options
+    "memory": ("--memory-limit", "memory_limit", str),
     "boxes": ("--max-boxes", "max_boxes", int),
     "undecided": ("--target-undecided", "target_undecided", float),
     "counterexamples": ("--max-counterexamples", "max_counterexamples", int),

@@ -28,14 +28,14 @@ def result_table(result: Result) -> Table:
     table.add_row("verdict", f"[{VERDICT_STYLE[result.verdict]}]{result.verdict}[/] ({result.vnncomp})")
     table.add_row("protected", ", ".join(result.protected) or "-")
     if result.epsilon:
-        table.add_row("epsilon", ", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()))
+        table.add_row("epsilon", fmt.epsilon(result.epsilon))
     statistical = statistical_row(result)
     if result.statistical_first:  # the proofs left much undecided: the sampled answer comes first
         table.add_row(*statistical, style="bold")
     proof = " (proof)" if result.statistical_first else " (sound)"
-    table.add_row("certified fair" + proof, f"{100 * result.certified:.4f} %")
-    table.add_row("proven unfair" + proof, f"{100 * result.falsified:.4f} %")
-    table.add_row("undecided", f"{100 * result.undecided:.4f} %")
+    table.add_row("certified fair" + proof, fmt.percent(result.certified))
+    table.add_row("proven unfair" + proof, fmt.percent(result.falsified))
+    table.add_row("undecided", fmt.percent(result.undecided))
     table.add_row("domain size", f"{result.domain_size:.6g}")
     if result.population != "uniform":
         table.add_row("measure", f"population {result.population}: shares are probabilities")
@@ -239,11 +239,11 @@ def render_result(result: Result, max_examples: int = 200, standalone: bool = Tr
         ("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
         ("model", e(result.model)),
         ("protected", e(", ".join(result.protected))),
-        ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "-")),
+        ("epsilon", e(fmt.epsilon(result.epsilon))),
         *(statistical if result.statistical_first else []),
-        (f"certified fair ({proof})", f"{100 * result.certified:.4f} %"),
-        (f"proven unfair ({proof})", f"{100 * result.falsified:.4f} %"),
-        ("undecided", f"{100 * result.undecided:.4f} %"),
+        (f"certified fair ({proof})", fmt.percent(result.certified)),
+        (f"proven unfair ({proof})", fmt.percent(result.falsified)),
+        ("undecided", fmt.percent(result.undecided)),
         ("domain size", f"{result.domain_size:.6g}"),
     ]
     if result.measure is not None:
