@@ -98,3 +98,11 @@ def test_the_help_shows_each_family_once_and_hides_its_former_flags():
         assert shown in text
     for hidden in ("--max-bins", "--network-width", "--memory-limit", "--ray", "--resume", "--audit-csv"):
         assert hidden not in text
+
+
+def test_verify_rows_refuses_the_budgets_the_per_row_audit_has_not(capsys):
+    """`verify --rows` is the per-row audit: verify's own budgets (and --max-boxes) are refused
+    in one line, before anything is read."""
+    assert main(["verify", "m.nnet", "--rows", "d.csv", "--budget", "undecided=0.1", "--max-boxes", "9"]) == 3
+    err = capsys.readouterr().err
+    assert "--budget undecided, --budget boxes cannot be used with --rows" in err and "Traceback" not in err

@@ -157,10 +157,9 @@ def _audit_alias(args: argparse.Namespace) -> int:
             ("--kappa", args.kappa is not None),
             ("--robustness", args.robustness),
             ("--csv counterexamples", "counterexamples" in (args.csv or {})),
-            ("--budget boxes", "boxes" in (args.budget or {})),
         )
         if given
-    ]
+    ] + [f"--budget {key}" for key in args.budget or {} if key != "memory"]
     if clash:
         raise PropertyError(
             f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
