@@ -142,4 +142,6 @@ class Workers(argparse.Action):
         try:
             namespace.workers = int(text)
         except ValueError:
-            raise argparse.ArgumentError(self, f"expected N or ray[=ADDRESS], got {text!r}") from None
+            raise argparse.ArgumentError(
+                None, f"argument --workers: expected N or ray[=ADDRESS], got {text!r}"
+            ) from None

@@ -158,7 +158,7 @@ class Influence(argparse.Action):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         if option_string == "--influence-set" and values is None:
-            raise argparse.ArgumentError(self, "expected A,B")
+            raise argparse.ArgumentError(None, f"argument {option_string}: expected A,B")
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), values or "*"])
 
 
@@ -175,17 +175,13 @@ def group_keywords(args: argparse.Namespace) -> dict:
     knobs = {k.replace("-", "_"): v for k, v in learn.items() if k not in ("bins", "bin-bounds", "save")}
     knobs["max_width"] = knobs.pop("network_width", MAX_WIDTH) or None
     return {
-        "label": args.label,
-        "population": args.population,
+        **common.picked(args, "label", "population", "mediators", "trust_pickle", "preprocessor"),
         "metrics": args.metric,
-        "mediators": args.mediators,
         "threshold": threshold.get("ratio", GroupQuestion.threshold),
         "gap_thresholds": gaps,
         "influence": influence,
         "bins": dict(learn.get("bins", [])),
         **knobs,
-        "trust_pickle": args.trust_pickle,
-        "preprocessor": args.preprocessor,
         "save_population": learn.get("save"),
         "bin_bounds": learn.get("bin-bounds", False),
         "options": common.options_of(GroupOptions, args, "method", "delta"),
