@@ -52,20 +52,20 @@ def estimate_table(result: GroupResult) -> Table:
     table.add_column("")
     table.add_column("sound bounds (proof)", justify="right")
     table.add_column("statistical", justify="right")
-    sound = {g.name: g for g in result.groups}
-    for g in est.groups:
-        if g.name in sound:
-            table.add_row(
-                escape(f"P[yhat=1 | {g.name}]"),
-                interval(sound[g.name].low, sound[g.name].high),
-                interval(g.low, g.high),
-            )
-    for name, m in est.metrics.items():
-        if name in result.metrics:
-            table.add_row(
-                name.upper(), interval(result.metrics[name].low, result.metrics[name].high), interval(m.low, m.high)
-            )
+    for quantity, sound, sampled in estimate_rows(result):
+        table.add_row(escape(quantity), sound, sampled)
     return table
+
+
+def estimate_rows(result: GroupResult) -> list[tuple[str, str, str]]:
+    """(quantity, sound bounds, statistical interval) of each group rate and metric sampled."""
+    est = result.estimate
+    assert est is not None  # asked for where there is one
+    sound = {g.name: g for g in result.groups}
+    rates = [(g, sound[g.name]) for g in est.groups if g.name in sound]
+    rows = [(f"P[yhat=1 | {g.name}]", interval(s.low, s.high), interval(g.low, g.high)) for g, s in rates]
+    metrics = [(n, m, result.metrics[n]) for n, m in est.metrics.items() if n in result.metrics]
+    return rows + [(n.upper(), interval(s.low, s.high), interval(m.low, m.high)) for n, m, s in metrics]
 
 
 def metrics_table(result: GroupResult) -> Table:

@@ -10,6 +10,7 @@ from ..metrics import METRICS
 from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
 from .format import interval
+from .group import estimate_rows
 from .html import page
 
 PLOT, ROW, LEFT = 660, 26, 220
@@ -108,21 +109,7 @@ def _estimate(result: GroupResult) -> str:
     est = result.estimate
     if est is None:
         return ""
-    sound = {g.name: g for g in result.groups}
-    rows = [
-        [
-            html.escape(f"P[yhat=1 | {g.name}]"),
-            interval(sound[g.name].low, sound[g.name].high),
-            interval(g.low, g.high),
-        ]
-        for g in est.groups
-        if g.name in sound
-    ]
-    rows += [
-        [n.upper(), interval(result.metrics[n].low, result.metrics[n].high), interval(m.low, m.high)]
-        for n, m in est.metrics.items()
-        if n in result.metrics
-    ]
+    rows = [[html.escape(quantity), sound, sampled] for quantity, sound, sampled in estimate_rows(result)]
     return (
         f"<h2>Statistical answer (sampled, not a proof)</h2><p class='note'>The sound bounds are wide; sampling "
         f"the same population gives these intervals, which hold together with confidence "
