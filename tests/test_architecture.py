@@ -154,7 +154,7 @@ def test_lower_layers_never_import_higher_ones():
 #: Functions with this many parameters or more (`api.py` included: its entry points take the run's
 #: keywords as one `**keywords`, declared once in `requests/keywords.py`).
 MANY_PARAMETERS = 10
-MOST_WITH_MANY_PARAMETERS = 6
+MOST_WITH_MANY_PARAMETERS = 4
 NONE_FROM = 14
 #: Named parameters of a public entry point, and lines of the facade.
 PUBLIC_PARAMETERS = 12
@@ -272,3 +272,57 @@ def test_engines_ask_populations_rather_than_probe_them():
     ]
     assert len(calls) <= HASATTR_IN_ENGINES, calls
     assert not [c for c in calls if "pop" in c], calls
+
+
+#: Flags of a subcommand (argparse actions, -h aside): a family of related knobs is one flag
+#: (`--learn KEY=VALUE`, `--budget KEY=VALUE`, ...), its former flags hidden aliases of it.
+MOST_FLAGS = 25
+
+
+def _subcommands():
+    import argparse
+
+    from faircert.cli import build_parser
+
+    def walk(parser, name):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    yield from walk(sub, f"{name} {sub_name}".strip())
+        yield name, parser
+
+    yield from walk(build_parser(), "")
+
+
+def test_no_subcommand_has_more_than_25_flags():
+    import argparse
+
+    counts = {
+        name: sum(not isinstance(a, argparse._HelpAction) for a in parser._actions)
+        for name, parser in _subcommands()
+        if name
+    }
+    assert {"verify", "group", "compare", "audit", "program"} <= set(counts)
+    assert max(counts.values()) <= MOST_FLAGS, counts
+
+
+def test_every_result_type_renders_through_one_renderer_found_by_its_type():
+    """`report.render` finds a result family's renderer by the result's type; results name the
+    report module once (they sit below it) and never a renderer by its class's name."""
+    import inspect
+
+    from faircert import results
+    from faircert.report.render import families
+    from faircert.results.audit import AuditTables
+    from faircert.results.base import Verdict
+    from faircert.results.explain import ExplainResult
+    from faircert.results.rows import RowsResult
+
+    kinds = {c for _, c in inspect.getmembers(results, inspect.isclass) if issubclass(c, Verdict) and c is not Verdict}
+    kinds |= {AuditTables, ExplainResult, RowsResult}
+    known = families()
+    assert kinds <= set(known)
+    for renderer in known.values():
+        assert callable(renderer.console) and callable(renderer.html) and isinstance(renderer.csv, dict)
+    named = [p.name for p in (PACKAGE_ROOT / "results").rglob("*.py") if "faircert.report." in p.read_text()]
+    assert named == ["base.py"]

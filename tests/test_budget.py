@@ -66,7 +66,7 @@ def test_a_run_that_watched_its_own_deadline_says_why_it_ended(clock):
 def test_the_report_says_which_limit_ended_the_run():
     from rich.console import Console
 
-    from faircert.report.console import result_table
+    from faircert.report.verify import result_table
     from faircert.results.verify import Result
 
     def shown(stopped: str) -> str:
@@ -74,5 +74,5 @@ def test_the_report_says_which_limit_ended_the_run():
         out.print(result_table(Result("unknown", 0.5, 0.0, 0.5, 100.0, stopped=stopped)))
         return out.export_text()
 
-    assert "stopped by" in shown("box budget") and "the box budget (--max-boxes)" in shown("box budget")
+    assert "stopped by" in shown("box budget") and "the box budget (--budget boxes=N)" in shown("box budget")
     assert "stopped by" not in shown("done")

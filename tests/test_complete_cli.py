@@ -107,7 +107,7 @@ def test_cli_partitions_json_and_csv(files, capsys):
     [
         (["--partition-size", "0"], "partition size must be an integer >= 1"),
         (["--partition-size", "1", "--epsilon", "b=1"], None),
-        (["--partitions-csv", "x.csv"], "--partitions-csv needs --partition-size"),
+        (["--partitions-csv", "x.csv"], "partitions=... needs --partition-size"),
     ],
 )
 def test_cli_bad_partition_input_exits_3(files, capsys, args, message):

@@ -429,7 +429,8 @@ def test_corrupted_hdf5_is_one_line_exit_3(tmp_path, capsys):
 
 # ----- counterexample CSV ----------------------------------------------------------------------
 def test_counterexample_csv_neutralises_formulas(tmp_path):
-    from faircert.report.csv import spreadsheet_safe, write_counterexamples
+    from faircert.report.csv import spreadsheet_safe
+    from faircert.report.verify import write_counterexamples
     from faircert.results import Counterexample, Result
 
     assert [spreadsheet_safe(s) for s in ("=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "\tx", "\rx", "age")] == [

@@ -15,10 +15,8 @@ from program_examples import FIG1
 
 import faircert
 from faircert.models.linear import ColumnEncoding, LinearModel
-from faircert.report.group_html import write_comparison_html, write_group_html
-from faircert.report.html import write_html
-from faircert.report.program_html import write_program_html
-from faircert.report.rows import render_rows, write_rows_html
+from faircert.report.render import Outputs, render
+from faircert.report.rows import render_rows
 
 pytestmark = pytest.mark.slow
 
@@ -53,17 +51,16 @@ def test_reports_render_in_a_headless_browser(tmp_path):
         -2.0,
         (ColumnEncoding("sex", "onehot", ("Male",)), ColumnEncoding("age"), ColumnEncoding("race", "onehot", ("B",))),
     )
-    write_html(faircert.verify(model, df, protected="sex"), tmp_path / "verify.html")
-    write_group_html(
-        faircert.group(model, df, protected="sex,race", population="independent", influence=True),
-        tmp_path / "group.html",
-    )
-    write_rows_html(faircert.audit(model, df, protected="sex,race", epsilon={"age": 2}), tmp_path / "rows.html")
-    write_program_html(
-        faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10), tmp_path / "program.html"
-    )
     fairer = LinearModel(np.array([0.1, 0.1, -0.1]), -1.0, model.encoding)
-    write_comparison_html(faircert.compare({"model": model, "fairer": fairer}, df, "sex"), tmp_path / "compare.html")
+    results = {
+        "verify": faircert.verify(model, df, protected="sex"),
+        "group": faircert.group(model, df, protected="sex,race", population="independent", influence=True),
+        "rows": faircert.audit(model, df, protected="sex,race", epsilon={"age": 2}),
+        "program": faircert.verify_program(FIG1, epsilon=0.1, kind="parity", time_limit=10),
+        "compare": faircert.compare({"model": model, "fairer": fairer}, df, "sex"),
+    }
+    for name, result in results.items():
+        render(result, Outputs(html=str(tmp_path / f"{name}.html"), console=False))
     for name in ("verify", "group", "rows", "program", "compare"):
         shot = tmp_path / f"{name}.png"
         subprocess.run(

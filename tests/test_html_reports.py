@@ -173,7 +173,7 @@ def test_the_program_report_plots_the_decided_quantity_against_its_thresholds(ki
     then every probability's bounds."""
     import re
 
-    from faircert.report.program_html import PLOT, render_program
+    from faircert.report.program import PLOT, render_program
 
     result = faircert.verify_program(FIG1, epsilon=0.1, kind=kind, time_limit=10)
     page = render_program(result)

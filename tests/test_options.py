@@ -155,4 +155,5 @@ def test_the_cli_takes_its_defaults_from_the_options(command, classes):
             if isinstance(want, float) and action.help and "(default" in action.help:  # the help says it
                 assert f"default {want:g}" in action.help, action.dest
             checked += 1
-    assert checked >= 5
+    # the knobs gathered in --budget and --learn are not passed unless given: the options' own defaults hold
+    assert checked >= 3

@@ -275,8 +275,7 @@ def test_group_fairness_of_a_pipeline_matches_enumeration_of_the_population(name
 
 
 def test_reports_show_counterexamples_once_with_category_names(capsys):
-    from faircert.report.console import print_result
-    from faircert.report.html import render
+    from faircert.report.verify import print_result, render_result
     from faircert.results.verify import Counterexample
 
     df = _people()
@@ -286,7 +285,7 @@ def test_reports_show_counterexamples_once_with_category_names(capsys):
     c = r.counterexamples[0]
     r.counterexamples = [c, Counterexample(c.x_prime, c.x, c.output_prime, c.output)]  # both directions
     assert len(r.distinct_counterexamples()) == 1
-    page = render(r)
+    page = render_result(r)
     assert "Counterexamples (1 re-checked" in page and "<div class='wide'>" in page  # wide tables scroll
     assert "Female &rarr; Male" in page or "Male &rarr; Female" in page
     print_result(r)
@@ -316,7 +315,7 @@ def test_pipelines_ending_in_xgboost_or_lightgbm_agree_on_every_point(framework)
 
 
 def test_counterexample_csv_uses_category_names(tmp_path):
-    from faircert.report.csv import write_counterexamples
+    from faircert.report.verify import write_counterexamples
 
     df = _people()
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(df.drop(columns="income"), df.income)

@@ -93,8 +93,8 @@ def test_a_population_spec_and_its_knobs_learn_the_same_population():
 
 
 def test_the_per_row_budgets_are_flags_of_the_audit_command(capsys):
-    """A tree row whose ball holds more cells than --max-cells is left open, named by its reason;
-    with more cells the same row is decided."""
+    """A tree row whose ball holds more cells than `--budget cells=N` is left open, named by its
+    reason; with more cells the same row is decided."""
     trees = MODELS["trees"][0]
     frame = _frame(20)
     tight = faircert.audit(trees, frame, DOM, protected="s", epsilon=EPS, max_cells=1)
@@ -105,7 +105,7 @@ def test_the_per_row_budgets_are_flags_of_the_audit_command(capsys):
     assert all(tight.verdicts[i] == loose.verdicts[i] for i in range(20) if i not in opened)
     assert main(["audit", "--help"]) == 0
     shown = capsys.readouterr().out
-    assert all(flag in shown for flag in ("--max-cells", "--max-twins", "--milp-seconds"))
+    assert all(key in shown for key in ("--budget", "cells=N", "twins=N", "milp-seconds=S"))
 
 
 def test_impossible_budgets_and_rule_counts_are_one_clear_error():

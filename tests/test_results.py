@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from faircert.report.csv import write_counterexamples
+from faircert.report.verify import write_counterexamples
 from faircert.results import Counterexample, Result, StatisticalEstimate
 
 SCHEMA_KEYS = {
@@ -100,10 +100,10 @@ def test_counterexample_csv(tmp_path):
 
 
 def test_html_report_is_self_contained(tmp_path):
-    from faircert.report.html import write_html
+    from faircert.report.render import Outputs, render
 
     path = tmp_path / "r.html"
-    write_html(make_result(), path)
+    render(make_result(), Outputs(html=str(path), console=False))
     text = path.read_text()
     assert "<svg" in text and "90.0000 %" in text and "<b>0 &rarr; 1</b>" in text
     assert "http" not in text and "<script" not in text

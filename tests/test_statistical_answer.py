@@ -44,9 +44,9 @@ def test_a_mostly_undecided_result_leads_with_its_statistical_answer(open_result
     block = json.loads(result.to_json())["statistical"]
     assert SHARED_KEYS <= set(block)  # the shared shape, beside the names it had first
     assert (block["value"], block["low"], block["high"]) == (block["unfair"], block["ci_low"], block["ci_high"])
-    from faircert.report.html import render
+    from faircert.report.verify import render_result
 
-    page = render(result)
+    page = render_result(result)
     assert page.index("not a proof") < page.index("certified fair (proof)")
 
 

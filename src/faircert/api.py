@@ -14,7 +14,15 @@ from .options import AuditOptions, GroupOptions, GroupQuestion, ProgramOptions, 
 from .properties import UnfairSamples
 from .requests import keywords as kw
 from .requests.audit import prepare_audit, read_rows, rows_of_verify
-from .requests.group import GroupAsked, check_group_population, finish_group, population_of, prepare_group, run_group
+from .requests.group import (
+    GroupAsked,
+    check_group_population,
+    finish_group,
+    group_additions,
+    population_of,
+    prepare_group,
+    run_group,
+)
 from .requests.inputs import individual, load_model, model_and_property, protected_of, resolve_domain, sensitive
 from .requests.verify import check_population, finish_verify, prepare_verify, run_verify
 from .results import Comparison, GroupResult, ProgramResult, Result
@@ -202,10 +210,6 @@ def group(
     mediators: str | Iterable[str] | None = GroupQuestion.mediators,
     *,
     threshold: float = GroupQuestion.threshold,
-    gap_thresholds: Mapping[str, float] | None = None,
-    influence: bool | Iterable[Iterable[str]] = False,
-    bin_bounds: bool = False,
-    audit_table: bool = False,
     **keywords: Unpack[kw.GroupKeywords],
 ) -> GroupResult:
     """Group fairness of `model` under a population: P[yhat = 1 | group] for every compound group of
@@ -217,7 +221,8 @@ def group(
     `save_population=FILE` keeps it), a saved population (.json), a `DiscretePopulation`, or a
     program population (.fr), which the sound probability-bounds engine takes. Linear models under
     discrete populations are exact; others get sound bounds, and an estimate beside wide ones.
-    `sensitive_features` aliases `protected` (a Series or DataFrame joins the data);
+    `sensitive_features` aliases `protected` (a Series or DataFrame joins the data). What the answer
+    adds (`GroupAdditions`): `gap_thresholds` checks gap metrics (SP, EO, ...) by name;
     `influence=True` adds fairness influence functions of every feature (or give subsets);
     `bin_bounds=True` adds bounds valid for any distribution inside the bins (linear models).
     `audit_table=True` adds the bias-audit tables of the data's rows (`exclude_small=True`: cells
@@ -229,12 +234,7 @@ def group(
     names, data = sensitive(protected_of(protected, given.pop("sensitive_features", None)), data)
     save_population = given.pop("save_population", None)
     population = population_of(check_group_population(population, data), given)
-    small = given.pop("exclude_small", None)
-    if small is not None and not audit_table:
-        raise PropertyError("exclude_small leaves small cells out of the audit tables: ask for them (audit_table=True)")
-    small = bool(small) if audit_table else None
-    gaps = dict(gap_thresholds or {})
-    asked = GroupAsked(names, label, metrics, mediators, threshold, gaps, influence, bin_bounds, small)
+    asked = GroupAsked(names, label, metrics, mediators, threshold, **group_additions(given))
     loading, progress = kw.take_loading(given), given.pop("progress", None)
     options = kw.take_options("group", GroupOptions, given, kw.GroupKeywords)
     with time_budget(options.time_limit):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 from .errors import FaircertError
 
@@ -28,7 +29,14 @@ class UsageError(FaircertError):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but usage errors exit 3 (argparse's own 2 would read as "undecided")."""
+    """argparse, but usage errors exit 3 (argparse's own 2 would read as "undecided"), and the
+    help leaves out the hidden aliases of a family flag (`commands.flags`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from .commands.flags import HelpFormatter
+
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)

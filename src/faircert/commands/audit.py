@@ -7,38 +7,7 @@ import argparse
 from typing import Any
 
 from ..options import AuditOptions
-from .common import (
-    add_checkpoint_arguments,
-    add_defaulted,
-    add_memory_argument,
-    add_model_loading,
-    add_parallel_arguments,
-    emit_json,
-    job_keywords,
-    mark_interrupted,
-    name_values,
-    run_guard,
-)
-
-
-def add_tolerances(p: Any) -> None:
-    """--protected, --epsilon and --epsilon-rate: who is protected and how far twins may move."""
-    p.add_argument(
-        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
-    )
-    p.add_argument(
-        "--epsilon",
-        action="append",
-        metavar="NAME=VAL",
-        help="tolerance of a non-protected feature (repeatable, or comma-separated)",
-    )
-    p.add_argument(
-        "--epsilon-rate",
-        type=float,
-        metavar="R",
-        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
-        "(rounded down for integer features; categorical codes keep 0)",
-    )
+from . import common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,37 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")
     p.add_argument("data", metavar="DATA.csv", help="the rows to audit (raw columns, categories by name)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: inferred from DATA")
-    add_tolerances(p)
-    add_defaulted(p, "--time-limit", AuditOptions.time_limit, "seconds", "S")
-    p.add_argument("--seed", type=int, default=AuditOptions.seed)
-    add_parallel_arguments(p, "chunks of rows")
-    p.add_argument(
-        "--max-cells",
-        type=int,
-        default=AuditOptions.max_cells,
-        metavar="N",
-        help="tree ensembles: a row's ball of at most N cells is decided exactly, a larger one searched "
-        f"(unfair or unknown) (default {AuditOptions.max_cells:,})",
+    common.add_tolerances(p)
+    common.add_run_arguments(
+        p,
+        AuditOptions,
+        "chunks of rows",
+        (
+            "cells twins milp-seconds",
+            "; cells=N: tree ensembles: a row's ball of at most N cells is decided exactly, a larger one "
+            f"searched (unfair or unknown) (default {AuditOptions.max_cells:,}); twins=N: black boxes and "
+            "networks: a row's ball of at most N twins is evaluated whole (default: the kind's own, 20,000 "
+            "for black boxes and 50,000 for networks); milp-seconds=S: networks: seconds one row's MILP may "
+            f"take (default {AuditOptions.milp_seconds:g})",
+        ),
+        "the audit",
     )
-    p.add_argument(
-        "--max-twins",
-        type=int,
-        metavar="N",
-        help="black boxes and networks: a row's ball of at most N twins is evaluated whole (default: the "
-        "kind's own, 20,000 for black boxes and 50,000 for networks)",
-    )
-    add_defaulted(p, "--milp-seconds", AuditOptions.milp_seconds, "networks: seconds one row's MILP may take", "S")
-    add_memory_argument(p)
-    add_checkpoint_arguments(p, "the audit")
-    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
-    p.add_argument(
-        "--rows-csv",
-        metavar="OUT.csv",
-        help="write one line per row (verdict, method, group, labels, the twin's features)",
-    )
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    add_model_loading(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    common.add_outputs(p, {"rows": "one line per row (verdict, method, group, labels, the twin's features)"})
+    common.add_model_loading(p)
     p.set_defaults(handler=run)
 
 
@@ -94,41 +49,13 @@ def run(args: argparse.Namespace) -> int:
 def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") -> int:
     """Audit `rows` as the command line in `args` asks (also `verify --rows`'s way)."""
     from ..api import audit
-    from ..report.console import decided_progress
-    from ..report.rows import print_rows, write_rows_csv, write_rows_html
+    from ..report.console import progress_bar
 
-    options = AuditOptions(
-        time_limit=args.time_limit,
-        seed=args.seed,
-        workers=args.workers,
-        ray_address=args.ray,
-        max_cells=getattr(args, "max_cells", AuditOptions.max_cells),
-        max_twins=getattr(args, "max_twins", None),
-        milp_seconds=getattr(args, "milp_seconds", AuditOptions.milp_seconds),
-        **job_keywords(args),
-    )
-    with (
-        run_guard([args.json, args.html, args.rows_csv, args.checkpoint], args.quiet),
-        decided_progress(not args.quiet, options.time_limit) as progress,
-    ):
+    options = common.options_of(AuditOptions, args)
+    with common.run_guard(args), progress_bar(not args.quiet, options.time_limit, "auditing") as progress:
         result = audit(
-            args.model,
-            rows,
-            args.domain,
-            args.protected,
-            epsilon=name_values(args.epsilon) or None,
-            epsilon_rate=args.epsilon_rate,
-            trust_pickle=args.trust_pickle,
-            preprocessor=args.preprocessor,
-            progress=progress,
-            options=options,
+            args.model, rows, args.domain, progress=progress, options=options, **common.individual_keywords(args)
         )
     result.population = population
-    mark_interrupted(result)
-    emit_json(result.to_json(), args.json)
-    for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
-        if path:
-            write_rows(result, path)
-    if not args.quiet:
-        print_rows(result)
+    common.finish(result, args)
     return result.exit_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit_json, mark_interrupted, run_guard
+from . import common
 from .group import add_group_options, group_keywords
 
 
@@ -23,17 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import compare
-    from ..report.group import print_comparison
 
-    with run_guard([args.json, args.html], args.quiet):
+    with common.run_guard(args):
         result = compare(args.models, args.data, args.protected, **group_keywords(args))
     for one in result.results:
-        mark_interrupted(one)
-    emit_json(result.to_json(), args.json)
-    if args.html:
-        from ..report.group_html import write_comparison_html
-
-        write_comparison_html(result, args.html)
-    if not args.quiet:
-        print_comparison(result)
+        common.mark_interrupted(one)
+    common.finish(result, args)
     return result.exit_code

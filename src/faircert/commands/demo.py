@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from ..demo import accuracy, lending_data, train_relu_network
     from ..errors import FaircertError
     from ..models.io.nnet import save_nnet
-    from ..report.console import console, decided_progress, print_result
-    from ..report.csv import write_counterexamples
+    from ..report.console import console, progress_bar
+    from ..report.render import Outputs, render
     from ..results import Result
 
     out = Path(args.out)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {out}/lending.csv, domain.yaml, model.nnet"
     )
     say("certifying: does any applicant's decision change when only their sex changes?")
-    with decided_progress(not args.quiet, args.time_limit) as progress:
+    with progress_bar(not args.quiet, args.time_limit) as progress:
         result = verify(
             str(out / "model.nnet"),
             domain=data.domain,
@@ -64,10 +64,9 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
         )
     assert isinstance(result, Result)  # a domain's answer, not a per-row audit
-    (out / "result.json").write_text(result.to_json() + "\n")
-    write_counterexamples(result, out / "counterexamples.csv")
+    written = {"counterexamples": str(out / "counterexamples.csv")}
+    render(result, Outputs(json=str(out / "result.json"), csv=written, console=not args.quiet))
     if not args.quiet:
-        print_result(result)
         say(
             f"JSON: {out}/result.json; counterexamples: {out}/counterexamples.csv\n"
             f"same check from the command line: faircert verify {out}/model.nnet --domain {out}/domain.yaml "

@@ -5,18 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..options import AuditOptions
-from .audit import add_tolerances
-from .common import (
-    add_defaulted,
-    add_memory_argument,
-    add_model_loading,
-    add_parallel_arguments,
-    emit_json,
-    job_keywords,
-    mark_interrupted,
-    name_values,
-    run_guard,
-)
+from . import common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,52 +21,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")
     p.add_argument("--data", required=True, metavar="DATA.csv", help="the rows to audit and explain (raw columns)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: inferred from DATA")
-    add_tolerances(p)
+    common.add_tolerances(p)
     p.add_argument("--max-rules", type=int, default=5, metavar="K", help="at most K rules (default 5)")
-    add_defaulted(p, "--min-lift", 3.0, "the least lift of a rule over the global unfair rate, where found", "L")
-    add_defaulted(p, "--confidence", 0.95, "level of each rule's interval", "C")
-    add_defaulted(p, "--time-limit", AuditOptions.time_limit, "seconds for the audit", "S")
-    p.add_argument("--seed", type=int, default=AuditOptions.seed, help="the split of the rows in two halves")
-    add_parallel_arguments(p, "chunks of rows")
-    add_memory_argument(p)
-    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    p.add_argument("--csv", metavar="OUT.csv", help="write one line per rule")
-    add_model_loading(p)
-    p.add_argument("--quiet", action="store_true", help="no table")
+    common.add_defaulted(p, "--min-lift", 3.0, "the least lift of a rule over the global unfair rate, where found", "L")
+    common.add_defaulted(p, "--confidence", 0.95, "level of each rule's interval", "C")
+    common.add_run_arguments(p, AuditOptions, "chunks of rows")
+    common.add_outputs(p, {"rules": "one line per rule"})
+    common.add_model_loading(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import explain
-    from ..files import write_text
-    from ..report.csv import safe_frame
-    from ..report.explain import print_explain, write_explain_html
 
-    options = AuditOptions(
-        time_limit=args.time_limit, seed=args.seed, workers=args.workers, ray_address=args.ray, **job_keywords(args)
-    )
-    with run_guard([args.json, args.html, args.csv], args.quiet):
+    with common.run_guard(args):
         result = explain(
             args.model,
             args.data,
-            args.protected,
-            epsilon=name_values(args.epsilon) or None,
-            epsilon_rate=args.epsilon_rate,
             max_rules=args.max_rules,
             domain=args.domain,
             min_lift=args.min_lift,
             confidence=args.confidence,
-            trust_pickle=args.trust_pickle,
-            preprocessor=args.preprocessor,
-            options=options,
+            options=common.options_of(AuditOptions, args),
+            **common.individual_keywords(args),
         )
-    mark_interrupted(result)
-    emit_json(result.to_json(), args.json)
-    if args.html:
-        write_explain_html(result, args.html)
-    if args.csv:
-        write_text(args.csv, safe_frame(result.to_frame()).to_csv(index=False))
-    if not args.quiet:
-        print_explain(result)
+    common.finish(result, args)
     return result.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_model_loading, name_values
+from . import common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,23 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model", help="ReLU network file (.nnet, .h5/.keras, .onnx)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; the region of the query")
-    p.add_argument(
-        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
-    )
-    p.add_argument(
-        "--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)"
-    )
-    p.add_argument(
-        "--epsilon-rate",
-        type=float,
-        metavar="R",
-        help="tolerance of every non-protected feature as a share R of its range",
-    )
+    common.add_tolerances(p)
     p.add_argument("--robustness", action="store_true", help="epsilon-robustness instead of fairness")
     p.add_argument(
         "-o", "--out", required=True, metavar="DIR", help="folder to write twin.onnx and property.vnnlib into"
     )
-    add_model_loading(p)
+    common.add_model_loading(p)
     p.set_defaults(handler=run)
 
 
@@ -44,15 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api import export_vnnlib
 
     onnx_path, prop_path = export_vnnlib(
-        args.model,
-        args.domain,
-        args.protected,
-        args.out,
-        epsilon=name_values(args.epsilon) or None,
-        epsilon_rate=args.epsilon_rate,
-        robustness=args.robustness,
-        trust_pickle=args.trust_pickle,
-        preprocessor=args.preprocessor,
+        args.model, args.domain, out_dir=args.out, robustness=args.robustness, **common.individual_keywords(args)
     )
     print(f"wrote {onnx_path} and {prop_path}", file=sys.stderr)
     return 0

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..errors import FaircertError
 from ..metrics import METRICS
 from ..options import GroupOptions, GroupQuestion
-from .common import (
-    add_checkpoint_arguments,
-    add_defaulted,
-    add_memory_argument,
-    add_model_loading,
-    add_parallel_arguments,
-    emit_json,
-    job_keywords,
-    mark_interrupted,
-    run_guard,
-)
+from ..population.spec import MAX_WIDTH
+from . import common
+from .flags import KeyValues, add_key_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "estimator/Pipeline (.pkl/.joblib, needs --trust-pickle), or any format verify reads",
     )
     add_group_options(p)
-    add_checkpoint_arguments(p, "the sound bounds' refinement (models other than linear ones under a population)")
+    common.add_checkpoint_arguments(
+        p, "the sound bounds' refinement (models other than linear ones under a population)"
+    )
     p.set_defaults(handler=run)
 
 
@@ -65,174 +60,148 @@ def add_group_options(p: argparse.ArgumentParser) -> None:
         "equal_opportunity_difference)",
     )
     p.add_argument("--mediators", help="mediator features for PCF, comma-separated")
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=GroupQuestion.threshold,
-        help=f"ratio threshold: fair iff DI = min/max >= T (default {GroupQuestion.threshold:g}, the "
-        "four-fifths rule), and so for every ratio metric computed (eopr)",
-    )
-    p.add_argument(
-        "--max-gap",
-        type=float,
-        metavar="G",
-        help="also require SP (and every other gap metric computed: eo, eop, pp, pcf) <= G",
-    )
-    p.add_argument("--influence", action="store_true", help="fairness influence of every non-protected feature")
-    p.add_argument(
-        "--influence-set",
-        action="append",
-        metavar="A,B",
-        help="influence of a set of features made uniform together (repeatable)",
-    )
-    p.add_argument("--max-bins", type=int, default=10, help="bin continuous columns into at most N bins (default 10)")
-    p.add_argument("--binning", choices=("quantile", "width"), default="quantile", help="bin edges (default quantile)")
-    p.add_argument(
-        "--bin-value",
-        choices=("data", "mean", "midpoint"),
-        default="data",
-        help="what a binned column takes inside a bin: the data's own values with their frequencies "
-        "(default), or one value, the mean of its data or its midpoint",
-    )
-    p.add_argument(
-        "--bins",
-        action="append",
-        metavar="NAME=K|NAME=E1:E2:...",
-        help="bins of one column: a count or explicit edges (needed for a continuous protected attribute)",
-    )
-    p.add_argument(
-        "--bin-bounds",
-        action="store_true",
-        help="also bound every probability for any distribution inside the bins (e.g. the continuous data)",
-    )
-    p.add_argument("--score", choices=("k2", "bic", "bdeu"), default="k2", help="network structure score (default k2)")
-    p.add_argument("--max-indegree", type=int, default=3, help="most parents of a network node (default 3)")
-    p.add_argument(
-        "--network-width",
-        type=int,
-        default=2000,
-        metavar="N",
-        help="drop a learned network's weakest edges until eliminating it holds at most N configurations "
-        "at once, so a linear model's rates come out tight in seconds (default 2000; 0: keep every edge)",
-    )
-    p.add_argument("--save-population", metavar="OUT.json", help="save the learned population to repeat the check")
-    add_defaulted(
+    add_key_values(
         p,
-        "--time-limit",
-        GroupOptions.time_limit,
-        "seconds for the whole answer: learning the population, compiling the model for it, and bounding",
-        "S",
+        "--threshold",
+        "T|gap=G",
+        f"ratio threshold: fair iff DI = min/max >= T (default {GroupQuestion.threshold:g}, the four-fifths rule), "
+        "and so for every ratio metric computed (eopr); gap=G: also require SP (and every other gap metric "
+        "computed: eo, eop, pp, pcf) <= G (repeatable)",
+        keys={"ratio": float, "gap": float},
+        bare="ratio",
+        aliases={"--max-gap": "gap"},
     )
-    add_memory_argument(p)
-    add_parallel_arguments(p, "the sound bounds' trial splits")
     p.add_argument(
-        "--method",
-        choices=("sound", "sampling"),
-        default=GroupOptions.method,
-        help="sound: exact or sound bounds (default); sampling: a sequential test with error probability --delta",
+        "--influence",
+        "--influence-set",
+        action=Influence,
+        nargs="?",
+        metavar="A,B",
+        help="fairness influence of every non-protected feature; with A,B: of a set of features made uniform "
+        "together (repeatable)",
     )
-    add_defaulted(p, "--delta", GroupOptions.delta, "sampling: probability that the verdict is wrong")
-    p.add_argument("--seed", type=int, default=GroupOptions.seed)
-    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    add_model_loading(p)
+    add_key_values(
+        p,
+        "--learn",
+        "KEY=VALUE",
+        "how a population is learned from --data (repeatable): max-bins=N: bin continuous columns into at most "
+        "N bins (default 10); binning=quantile|width: bin edges (default quantile); bin-value=data|mean|midpoint: "
+        "what a binned column takes inside a bin: the data's own values with their frequencies (default), or one "
+        "value, the mean of its data or its midpoint; bins=NAME=K or bins=NAME=E1:E2:...: bins of one column, a "
+        "count or explicit edges (needed for a continuous protected attribute); score=k2|bic|bdeu: network "
+        "structure score (default k2); max-indegree=N: most parents of a network node (default 3); "
+        "network-width=N: drop a learned network's weakest edges until eliminating it holds at most N "
+        "configurations at once, so a linear model's rates come out tight in seconds (default 2000; 0: keep "
+        "every edge); bin-bounds: also bound every probability for any distribution inside the bins; "
+        "save=OUT.json: save the learned population to repeat the check",
+        keys=LEARN_KEYS,
+        switches=("bin-bounds",),
+        repeated=("bins",),
+        aliases={f"--{k}": k for k in LEARN_KEYS if k not in ("bin-bounds", "save", "network-width")}
+        | {"--network-width": "network-width", "--save-population": "save"},
+    )
+    common.add_run_arguments(p, GroupOptions, "the sound bounds' trial splits")
+    common.add_method(p, GroupOptions, "exact or sound bounds")
+    common.add_outputs(p, {})
+    common.add_model_loading(p)
     p.add_argument(
         "--audit-table",
-        action="store_true",
+        action=KeyValues,
+        nargs="?",
+        metavar="exclude-small|csv=OUT.csv",
         help="add the bias-audit tables of the data's rows: per protected attribute and their intersection, "
         "each cell's count, selection rate with a 95%% interval and impact ratio; small cells flagged, rows "
-        "missing a protected value counted apart",
+        "missing a protected value counted apart (repeatable): exclude-small: cells under 2%% leave the impact "
+        "ratios; csv=OUT.csv: write the tables as CSV",
+        keys={"on": str, "exclude-small": str, "csv": str},
+        switches=("on", "exclude-small"),
+        alone="on",
+        aliases={"--audit-csv": "csv", "--exclude-small": "exclude-small"},
     )
-    p.add_argument(
-        "--exclude-small", action="store_true", help="with --audit-table: cells under 2%% leave the impact ratios"
-    )
-    p.add_argument("--audit-csv", metavar="OUT.csv", help="with --audit-table: write the tables as CSV")
     p.add_argument(
         "--gate-statistical",
         action="store_true",
         help="exit on the statistical answer instead of the proofs: the sampled metrics checked against "
         "the thresholds where the sound bounds stayed wide (0 fair, 1 unfair, 2 undecided)",
     )
-    p.add_argument("--quiet", action="store_true", help="no tables")
 
 
-def parse_bins(items: list[str] | None) -> dict[str, int | list[float]]:
-    out: dict[str, int | list[float]] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise FaircertError(f"--bins expects NAME=K or NAME=E1:E2:..., got {item!r}")
-        try:
-            out[name.strip()] = [float(v) for v in value.split(":")] if ":" in value else int(value)
-        except ValueError:
-            raise FaircertError(f"--bins {item!r}: expected an integer count or numbers separated by ':'") from None
-    return out
+def _bins(text: str) -> tuple[str, int | list[float]]:
+    """One column's bins: NAME=K or NAME=E1:E2:..."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise ValueError(f"bins expects NAME=K or NAME=E1:E2:..., got {text!r}")
+    try:
+        return name.strip(), [float(v) for v in value.split(":")] if ":" in value else int(value)
+    except ValueError:
+        raise ValueError(f"bins {text!r}: expected an integer count or numbers separated by ':'") from None
+
+
+#: `--learn`'s keys: `PopulationSpec`'s fields, the within-bin bounds and where to save the population.
+LEARN_KEYS = {
+    "max-bins": int,
+    "binning": ("quantile", "width"),
+    "bin-value": ("data", "mean", "midpoint"),
+    "bins": _bins,
+    "score": ("k2", "bic", "bdeu"),
+    "max-indegree": int,
+    "network-width": int,
+    "bin-bounds": str,
+    "save": str,
+}
+
+
+class Influence(argparse.Action):
+    """--influence (every feature on its own, "*") or --influence A,B (a set); repeatable."""
+
+    shown = 1
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        if option_string == "--influence-set" and values is None:
+            raise argparse.ArgumentError(None, f"argument {option_string}: expected A,B")
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), values or "*"])
 
 
 def group_keywords(args: argparse.Namespace) -> dict:
     """The keywords of `faircert.group` from the shared options."""
-    from ..options import GroupOptions
-
-    gaps = {m.name: args.max_gap for m in METRICS.values() if m.direction == "<="} if args.max_gap is not None else None
-    influence: bool | list = args.influence
-    if args.influence_set:  # "*" stands for every feature on its own (when --influence is given too)
-        influence = ([["*"]] if args.influence else []) + [s.split(",") for s in args.influence_set]
+    threshold = args.threshold or {}
+    gap = threshold.get("gap")
+    gaps = {m.name: gap for m in METRICS.values() if m.direction == "<="} if gap is not None else None
+    influence: bool | list = False
+    if args.influence:  # "*" stands for every feature on its own
+        sets = [s.split(",") for s in args.influence if s != "*"]
+        influence = ([["*"]] if "*" in args.influence else []) + sets if sets else True
+    learn = args.learn or {}
+    knobs = {k.replace("-", "_"): v for k, v in learn.items() if k not in ("bins", "bin-bounds", "save")}
+    knobs["max_width"] = knobs.pop("network_width", MAX_WIDTH) or None
     return {
-        "label": args.label,
-        "population": args.population,
+        **common.picked(args, "label", "population", "mediators", "trust_pickle", "preprocessor"),
         "metrics": args.metric,
-        "mediators": args.mediators,
-        "threshold": args.threshold,
+        "threshold": threshold.get("ratio", GroupQuestion.threshold),
         "gap_thresholds": gaps,
         "influence": influence,
-        "bins": parse_bins(args.bins),
-        "max_bins": args.max_bins,
-        "binning": args.binning,
-        "bin_value": args.bin_value,
-        "score": args.score,
-        "max_indegree": args.max_indegree,
-        "max_width": args.network_width or None,
-        "trust_pickle": args.trust_pickle,
-        "preprocessor": args.preprocessor,
-        "save_population": args.save_population,
-        "bin_bounds": args.bin_bounds,
-        "options": GroupOptions(
-            time_limit=args.time_limit,
-            seed=args.seed,
-            method=args.method,
-            delta=args.delta,
-            workers=args.workers,
-            ray_address=args.ray,
-            **job_keywords(args),
-        ),
+        "bins": dict(learn.get("bins", [])),
+        **knobs,
+        "save_population": learn.get("save"),
+        "bin_bounds": learn.get("bin-bounds", False),
+        "options": common.options_of(GroupOptions, args, "method", "delta"),
     }
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import group
-    from ..report.console import budget_progress
-    from ..report.group import print_group
+    from ..report.console import progress_bar
 
-    with (
-        run_guard([args.json, args.save_population, args.html, args.checkpoint, args.audit_csv], args.quiet),
-        budget_progress(not args.quiet, args.time_limit, "group fairness") as progress,
-    ):
-        if (args.audit_csv or args.exclude_small) and not args.audit_table:
+    table = args.audit_table or {}
+    csv = {"audit": table["csv"]} if "csv" in table else {}
+    with common.run_guard(args, *csv.values(), (args.learn or {}).get("save")):
+        if table and "on" not in table:
             raise FaircertError("--audit-csv and --exclude-small are about the audit tables: add --audit-table")
-        audit = {"audit_table": True, "exclude_small": args.exclude_small} if args.audit_table else {}
-        result = group(
-            args.model, args.data, protected=args.protected, progress=progress, **audit, **group_keywords(args)
-        )
-    mark_interrupted(result)
-    emit_json(result.to_json(), args.json)
-    if args.html:
-        from ..report.group_html import write_group_html
-
-        write_group_html(result, args.html)
-    if result.audit is not None and args.audit_csv:
-        from ..report.audit import write_audit_csv
-
-        write_audit_csv(result.audit, args.audit_csv)
-    if not args.quiet:
-        print_group(result)
+        audit: dict[str, Any] = {"audit_table": True, "exclude_small": "exclude-small" in table} if table else {}
+        with progress_bar(not args.quiet, args.time_limit, "group fairness") as progress:
+            result = group(
+                args.model, args.data, protected=args.protected, progress=progress, **audit, **group_keywords(args)
+            )
+    args.csv = csv
+    common.finish(result, args)
     return result.statistical_exit_code() if args.gate_statistical else result.exit_code

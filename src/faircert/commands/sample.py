@@ -14,15 +14,8 @@ import argparse
 import json
 import sys
 
-from .common import (
-    add_memory_argument,
-    add_model_loading,
-    add_parallel_arguments,
-    emit_json,
-    job_keywords,
-    name_values,
-    run_guard,
-)
+from ..report.render import emit_json
+from . import common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,19 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "scikit-learn trees .pkl/.joblib with --trust-pickle)",
     )
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from")
-    p.add_argument(
-        "--protected", help="protected feature name(s), comma-separated (default: those marked in the domain)"
-    )
-    p.add_argument(
-        "--epsilon", action="append", metavar="NAME=VAL", help="tolerance of a non-protected feature (repeatable)"
-    )
-    p.add_argument(
-        "--epsilon-rate",
-        type=float,
-        metavar="R",
-        help="tolerance of every non-protected, non-categorical feature as a share R of its range "
-        "(rounded down for integer features; categorical codes keep 0)",
-    )
+    common.add_tolerances(p)
     p.add_argument("--kappa", type=float, metavar="K", help="only inputs whose own confidence exceeds K, in [0.5, 1)")
     p.add_argument("--robustness", action="store_true", help="global epsilon-robustness instead of fairness")
     p.add_argument(
@@ -61,10 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="OUT.csv", help="CSV file to write ('-' for stdout)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
     p.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="seconds for the region (default 600)")
-    add_parallel_arguments(p, "the region's box refinement")
-    add_memory_argument(p)
+    common.add_parallel_arguments(p, "the region's box refinement")
+    common.add_budget(p, "")
     p.add_argument("--json", metavar="OUT", help="write a JSON summary here ('-' for stdout)")
-    add_model_loading(p)
+    common.add_model_loading(p)
     p.set_defaults(handler=run)
 
 
@@ -72,25 +53,15 @@ def run(args: argparse.Namespace) -> int:
     from ..api import sample_counterexamples
     from ..options import VerifyOptions
 
-    with run_guard([args.out, args.json]):
+    with common.run_guard(args, args.out):
         frame = sample_counterexamples(
             args.model,
             args.domain,
-            args.protected,
-            args.count,
-            epsilon=name_values(args.epsilon) or None,
-            epsilon_rate=args.epsilon_rate,
+            n=args.count,
             kappa=args.kappa,
             robustness=args.robustness,
-            trust_pickle=args.trust_pickle,
-            preprocessor=args.preprocessor,
-            options=VerifyOptions(
-                time_limit=args.time_limit,
-                seed=args.seed,
-                workers=args.workers,
-                ray_address=args.ray,
-                **job_keywords(args),
-            ),
+            options=common.options_of(VerifyOptions, args),
+            **common.individual_keywords(args),
         )
     summary = frame.attrs.pop("summary")
     _write_csv(args.out, frame)

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..options import VerifyOptions
-from .audit import add_tolerances, audit_rows
-from .common import (
-    add_checkpoint_arguments,
-    add_defaulted,
-    add_memory_argument,
-    add_model_loading,
-    add_parallel_arguments,
-    emit_json,
-    job_keywords,
-    mark_interrupted,
-    name_values,
-    run_guard,
-)
+from . import common
+from .audit import audit_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: the model's own input ranges"
     )
-    add_tolerances(p)
+    common.add_tolerances(p)
     p.add_argument(
         "--kappa",
         type=float,
@@ -50,20 +40,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "each feature moves within its epsilon (with epsilon, fairness twins take another "
         "protected value)",
     )
-    add_defaulted(p, "--time-limit", VerifyOptions.time_limit, "seconds", "S")
-    add_defaulted(
-        p, "--target-undecided", VerifyOptions.target_undecided, "stop once the undecided share is at most F", "F"
+    common.add_run_arguments(
+        p,
+        VerifyOptions,
+        "the box work (ReLU networks and their partitions, the tree-ensemble refinements)",
+        (
+            "boxes undecided counterexamples",
+            "; boxes=N: stop after examining N boxes, a budget by work giving the same result for any --workers; "
+            f"undecided=F: stop once the undecided share is at most F (default {VerifyOptions.target_undecided:g}); "
+            f"counterexamples=N: keep at most N (default {VerifyOptions.max_counterexamples:,})",
+        ),
+        "the per-row audit, a network's box refinement or complete (partitioned) decision, or a tree "
+        "ensemble's box refinement",
     )
-    add_defaulted(p, "--confidence", VerifyOptions.confidence, "level of the statistical interval")
-    p.add_argument("--seed", type=int, default=VerifyOptions.seed)
-    p.add_argument("--max-counterexamples", type=int, default=VerifyOptions.max_counterexamples, metavar="N")
-    add_parallel_arguments(p, "the box work (ReLU networks and their partitions, the tree-ensemble refinements)")
-    p.add_argument(
-        "--max-boxes",
-        type=int,
-        metavar="N",
-        help="stop after examining N boxes: a budget by work, giving the same result for any --workers",
-    )
+    common.add_defaulted(p, "--confidence", VerifyOptions.confidence, "level of the statistical interval")
     p.add_argument(
         "--complete",
         action="store_true",
@@ -78,27 +68,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "feature with more than MS values into chunks of MS and decide each partition",
     )
     p.add_argument(
-        "--partitions-csv",
-        metavar="OUT.csv",
-        help="write one row per partition (bounds, verdict, seconds, counterexample); needs --partition-size",
-    )
-    p.add_argument(
-        "--rows",
-        metavar="DATA.csv",
-        help="the per-row audit of DATA.csv: an alias of `faircert audit MODEL DATA.csv`",
-    )
-    add_memory_argument(p)
-    add_checkpoint_arguments(
-        p,
-        "the per-row audit, a network's box refinement or complete (partitioned) "
-        "decision, or a tree ensemble's box refinement",
-    )
-    p.add_argument(
-        "--rows-csv",
-        metavar="OUT.csv",
-        help="with --rows: write one line per input row (as `faircert audit --rows-csv`)",
-    )
-    p.add_argument(
         "--population",
         choices=("uniform", "independent", "bayesnet", "empirical"),
         default=None,
@@ -109,12 +78,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "audit of --data: an alias of `faircert audit`)",
     )
     p.add_argument(
-        "--data", metavar="DATA.csv", help="the data a --population is taken from (default: --domain when it is a CSV)"
+        "--data",
+        "--rows",
+        action=DataOrRows,
+        metavar="DATA.csv",
+        help="the data a --population is taken from (default: --domain when it is a CSV)",
     )
-    p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
-    p.add_argument("--counterexamples", metavar="OUT.csv", help="write the counterexamples as CSV")
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
-    add_model_loading(p)
+    common.add_outputs(
+        p,
+        {
+            "counterexamples": "the re-checked counterexamples, one pair a line",
+            "partitions": "one row per partition (bounds, verdict, seconds, counterexample); needs --partition-size",
+            "rows": "with --population empirical: one line per row (as `faircert audit --csv`)",
+        },
+    )
+    common.add_model_loading(p)
     p.add_argument(
         "--gate-statistical",
         type=float,
@@ -122,69 +100,41 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="exit on the statistical answer instead of the proofs: 0 when its whole interval of the "
         "unfair share is at most SHARE, 1 when all of it is above, 2 when it straddles SHARE",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, rows=None)
+
+
+class DataOrRows(argparse.Action):
+    """--data DATA.csv; its former spelling `--rows DATA.csv` (hidden) is the per-row audit's alias."""
+
+    shown = 1
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, "rows" if option_string == "--rows" else "data", values)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import verify
     from ..errors import PropertyError
-    from ..options import VerifyOptions
-    from ..report.console import decided_progress, print_result
-    from ..report.csv import write_counterexamples, write_partitions
-    from ..report.html import write_html
+    from ..report.console import progress_bar
 
     if args.rows or args.population == "empirical":
         return _audit_alias(args)
-    if args.rows_csv:
-        raise PropertyError("--rows-csv needs --rows DATA.csv (the rows to audit: see `faircert audit`)")
+    if "rows" in (args.csv or {}):
+        raise PropertyError("--csv rows=... needs --population empirical (the rows to audit: see `faircert audit`)")
     if args.gate_statistical is not None and not 0.0 <= args.gate_statistical <= 1.0:
         raise PropertyError(f"--gate-statistical takes a share in [0, 1], got {args.gate_statistical}")
-    options = VerifyOptions(
-        time_limit=args.time_limit,
-        target_undecided=args.target_undecided,
-        confidence=args.confidence,
-        seed=args.seed,
-        max_counterexamples=args.max_counterexamples,
-        workers=args.workers,
-        max_boxes=args.max_boxes,
-        ray_address=args.ray,
-        complete=args.complete,
-        partition_size=args.partition_size,
-        **job_keywords(args),
-    )
-    if args.partitions_csv and options.partition_size is None:
-        raise PropertyError("--partitions-csv needs --partition-size MS (there are no partitions without it)")
-    with (
-        run_guard([args.json, args.counterexamples, args.html, args.partitions_csv, args.checkpoint], args.quiet),
-        decided_progress(not args.quiet, options.time_limit) as progress,
-    ):
+    options = common.options_of(VerifyOptions, args, "confidence", "complete", "partition_size")
+    if "partitions" in (args.csv or {}) and options.partition_size is None:
+        raise PropertyError("--csv partitions=... needs --partition-size MS (there are no partitions without it)")
+    with common.run_guard(args), progress_bar(not args.quiet, options.time_limit) as progress:
         result = verify(
             args.model,
-            domain=args.domain,
-            protected=args.protected,
-            epsilon=name_values(args.epsilon) or None,
-            epsilon_rate=args.epsilon_rate,
-            kappa=args.kappa,
-            robustness=args.robustness,
-            population=args.population,
-            data=args.data,
-            trust_pickle=args.trust_pickle,
-            preprocessor=args.preprocessor,
             progress=progress,
             options=options,
+            **common.picked(args, "domain", "kappa", "robustness", "population", "data"),
+            **common.individual_keywords(args),
         )
-    mark_interrupted(result)
-    emit_json(result.to_json(), args.json)
-    for path, write in (
-        (args.counterexamples, write_counterexamples),
-        (args.partitions_csv, write_partitions),
-        (args.html, write_html),
-    ):
-        if path:
-            write(result, path)
-    if not args.quiet:
-        print_result(result)
+    common.finish(result, args)
     if args.gate_statistical is not None:
         return result.statistical_exit_code(args.gate_statistical)
     return result.exit_code
@@ -206,15 +156,14 @@ def _audit_alias(args: argparse.Namespace) -> int:
             ("--partition-size", args.partition_size),
             ("--kappa", args.kappa is not None),
             ("--robustness", args.robustness),
-            ("--counterexamples", args.counterexamples),
-            ("--max-boxes", args.max_boxes),
+            ("--csv counterexamples", "counterexamples" in (args.csv or {})),
         )
         if given
-    ]
+    ] + [f"--budget {key}" for key in args.budget or {} if key != "memory"]
     if clash:
         raise PropertyError(
             f"{', '.join(clash)} cannot be used with --rows (a per-row audit decides each row; "
-            "its twins go to --rows-csv)"
+            "its twins go to --csv rows=OUT.csv)"
         )
     if not args.quiet:
         print("faircert: note: the per-row audit is now `faircert audit MODEL DATA.csv`", file=sys.stderr)

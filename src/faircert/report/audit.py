@@ -10,15 +10,12 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..files import write_atomic, write_text
+from ..files import write_atomic
 from ..results.audit import AuditCell, AuditTable, AuditTables
 from .console import console
 from .csv import spreadsheet_safe
+from .format import ratio
 from .html import page
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _columns(result: AuditTables) -> list[str]:
@@ -32,9 +29,9 @@ def _columns(result: AuditTables) -> list[str]:
 def _cells(result: AuditTables, c: AuditCell) -> list[str]:
     small = " (small)" if c.small else ""
     out = [f"{c.count:,}", f"{100 * c.share:.2f}%{small}", f"{c.selected:,}", str(c.selection_rate)]
-    out.append(_ratio(c.impact_ratio))
+    out.append(ratio(c.impact_ratio))
     if c.scoring_rate is not None:
-        out += [str(c.scoring_rate), _ratio(c.scoring_impact_ratio)]
+        out += [str(c.scoring_rate), ratio(c.scoring_impact_ratio)]
     return out
 
 
@@ -112,7 +109,3 @@ def render_audit(result: AuditTables, standalone: bool = True) -> str:
     )
     body = "<h1>faircert: audit tables</h1>" + intro + "".join(_table_html(result, t) for t in result.tables)
     return page(body, "faircert audit tables", standalone)
-
-
-def write_audit_html(result: AuditTables, path: str | Path) -> None:
-    write_text(path, render_audit(result))

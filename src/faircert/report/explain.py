@@ -13,6 +13,7 @@ from rich.table import Table
 from ..files import write_text
 from ..results.explain import ExplainResult, Rule
 from .console import console
+from .csv import safe_frame
 from .html import page
 
 PLOT, ROW, LEFT = 560, 28, 260
@@ -232,5 +233,5 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
     return page(body + fair + _examples(result), "faircert explain", standalone)
 
 
-def write_explain_html(result: ExplainResult, path: str | Path) -> None:
-    write_text(path, render_explain(result))
+def write_rules_csv(result: ExplainResult, path: str | Path) -> None:
+    write_text(path, safe_frame(result.to_frame()).to_csv(index=False))

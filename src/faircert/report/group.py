@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.markup import escape
 from rich.table import Table
 
 from ..metrics import METRICS
 from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
+from .audit import print_audit, write_audit_csv
 from .console import VERDICT_STYLE, console
-
-
-def _interval(lo: float, hi: float) -> str:
-    return f"{lo:.4f}" if abs(hi - lo) < 5e-5 else f"[{lo:.4f}, {hi:.4f}]"
+from .format import interval
 
 
 def groups_table(result: GroupResult) -> Table:
@@ -33,9 +33,9 @@ def groups_table(result: GroupResult) -> Table:
             if g.name == result.least_favoured
             else ""
         )
-        extra = [_interval(c[g.name].low, c[g.name].high) if g.name in c else "-" for c in by_cond.values()]
-        size = _interval(g.size, g.size_high) if g.size_high is not None else f"{g.size:.4f}"
-        table.add_row(escape(g.name), size, _interval(g.low, g.high), *extra, mark)
+        extra = [interval(c[g.name].low, c[g.name].high) if g.name in c else "-" for c in by_cond.values()]
+        size = interval(g.size, g.size_high) if g.size_high is not None else f"{g.size:.4f}"
+        table.add_row(escape(g.name), size, interval(g.low, g.high), *extra, mark)
     return table
 
 
@@ -52,20 +52,20 @@ def estimate_table(result: GroupResult) -> Table:
     table.add_column("")
     table.add_column("sound bounds (proof)", justify="right")
     table.add_column("statistical", justify="right")
-    sound = {g.name: g for g in result.groups}
-    for g in est.groups:
-        if g.name in sound:
-            table.add_row(
-                escape(f"P[yhat=1 | {g.name}]"),
-                _interval(sound[g.name].low, sound[g.name].high),
-                _interval(g.low, g.high),
-            )
-    for name, m in est.metrics.items():
-        if name in result.metrics:
-            table.add_row(
-                name.upper(), _interval(result.metrics[name].low, result.metrics[name].high), _interval(m.low, m.high)
-            )
+    for quantity, sound, sampled in estimate_rows(result):
+        table.add_row(escape(quantity), sound, sampled)
     return table
+
+
+def estimate_rows(result: GroupResult) -> list[tuple[str, str, str]]:
+    """(quantity, sound bounds, statistical interval) of each group rate and metric sampled."""
+    est = result.estimate
+    assert est is not None  # asked for where there is one
+    sound = {g.name: g for g in result.groups}
+    rates = [(g, sound[g.name]) for g in est.groups if g.name in sound]
+    rows = [(f"P[yhat=1 | {g.name}]", interval(s.low, s.high), interval(g.low, g.high)) for g, s in rates]
+    metrics = [(n, m, result.metrics[n]) for n, m in est.metrics.items() if n in result.metrics]
+    return rows + [(n.upper(), interval(s.low, s.high), interval(m.low, m.high)) for n, m, s in metrics]
 
 
 def metrics_table(result: GroupResult) -> Table:
@@ -79,7 +79,7 @@ def metrics_table(result: GroupResult) -> Table:
         if m.threshold is not None:
             check = f"{m.direction} {m.threshold:g}: [{VERDICT_STYLE.get(m.verdict, '')}]{m.verdict}[/]"
         title = METRICS[m.name].title if m.name in METRICS else m.name
-        table.add_row(title, _interval(m.low, m.high), check, escape(m.detail))
+        table.add_row(title, interval(m.low, m.high), check, escape(m.detail))
     return table
 
 
@@ -117,8 +117,6 @@ def print_group(result: GroupResult) -> None:
     if result.influence:
         out.print(influence_table(result))
     if result.audit is not None:
-        from .audit import print_audit
-
         print_audit(result.audit)
     out.print(f"numbers under the population: {escape(result.population)}")
     if result.population.startswith(("independent", "bayesnet")):
@@ -156,10 +154,16 @@ def print_comparison(comparison: Comparison) -> None:
     for column in ["model", "verdict"] + [m.upper() for m in metrics] + [f"P[yhat=1 | {g}]" for g in groups]:
         table.add_column(escape(column), justify="left" if column in ("model", "verdict") else "right")
     for name, r in zip(comparison.names, comparison.results):
-        cells = [_interval(r.metrics[m].low, r.metrics[m].high) if m in r.metrics else "-" for m in metrics]
+        cells = [interval(r.metrics[m].low, r.metrics[m].high) if m in r.metrics else "-" for m in metrics]
         by_name = {g.name: g for g in r.groups}
-        cells += [_interval(by_name[g].low, by_name[g].high) if g in by_name else "-" for g in groups]
+        cells += [interval(by_name[g].low, by_name[g].high) if g in by_name else "-" for g in groups]
         table.add_row(escape(name), f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]", *cells)
     out.print(table)
     populations = sorted({r.population for r in comparison.results})
     out.print(f"numbers under the population: {escape('; '.join(populations))}")
+
+
+def write_group_audit_csv(result: GroupResult, path: str | Path) -> None:
+    """The bias-audit tables of the data's rows, where the result holds them."""
+    if result.audit is not None:
+        write_audit_csv(result.audit, path)

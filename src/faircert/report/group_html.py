@@ -5,12 +5,12 @@ external files)."""
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
-from ..files import write_text
 from ..metrics import METRICS
 from ..metrics.base import condition_title
 from ..results import Comparison, GroupResult
+from .format import interval
+from .group import estimate_rows
 from .html import page
 
 PLOT, ROW, LEFT = 660, 26, 220
@@ -104,30 +104,12 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f"<div class='wide'><table><tr>{head}</tr>{body}</table></div>"
 
 
-def _interval(lo: float, hi: float) -> str:
-    return f"{lo:.4f}" if abs(hi - lo) < 5e-5 else f"[{lo:.4f}, {hi:.4f}]"
-
-
 def _estimate(result: GroupResult) -> str:
     """The sampled answer beside wide sound bounds, named as an estimate."""
     est = result.estimate
     if est is None:
         return ""
-    sound = {g.name: g for g in result.groups}
-    rows = [
-        [
-            html.escape(f"P[yhat=1 | {g.name}]"),
-            _interval(sound[g.name].low, sound[g.name].high),
-            _interval(g.low, g.high),
-        ]
-        for g in est.groups
-        if g.name in sound
-    ]
-    rows += [
-        [n.upper(), _interval(result.metrics[n].low, result.metrics[n].high), _interval(m.low, m.high)]
-        for n, m in est.metrics.items()
-        if n in result.metrics
-    ]
+    rows = [[html.escape(quantity), sound, sampled] for quantity, sound, sampled in estimate_rows(result)]
     return (
         f"<h2>Statistical answer (sampled, not a proof)</h2><p class='note'>The sound bounds are wide; sampling "
         f"the same population gives these intervals, which hold together with confidence "
@@ -154,9 +136,9 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
     groups = _table(
         ["group", "P[group]", "P[yhat=1 | group]"] + [e(condition_title(c)) for c in conditions],
         [
-            [e(g.name), _interval(g.size, g.size if g.size_high is None else g.size_high), _interval(g.low, g.high)]
+            [e(g.name), interval(g.size, g.size if g.size_high is None else g.size_high), interval(g.low, g.high)]
             + [
-                _interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
+                interval(by_cond[c][g.name].low, by_cond[c][g.name].high) if g.name in by_cond[c] else "-"
                 for c in conditions
             ]
             for g in sorted(result.groups, key=lambda g: -g.value)
@@ -167,7 +149,7 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
         [
             [
                 e(METRICS[m.name].title if m.name in METRICS else m.name),
-                _interval(m.low, m.high),
+                interval(m.low, m.high),
                 (
                     f"{'&ge;' if m.direction == '>=' else '&le;'} {m.threshold:g}: <b "
                     f"class='{m.verdict}'>{m.verdict}</b>"
@@ -198,10 +180,6 @@ def render_group(result: GroupResult, standalone: bool = True) -> str:
     return page(body, "faircert group report", standalone)
 
 
-def write_group_html(result: GroupResult, path: str | Path) -> None:
-    write_text(path, render_group(result))
-
-
 def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
     """One table across the models, then each model's rates chart."""
     e = html.escape
@@ -217,7 +195,3 @@ def render_comparison(comparison: Comparison, standalone: bool = True) -> str:
     )
     body = f"<h1>faircert: group fairness compared</h1>{_table(header, rows)}{charts}"
     return page(body, "faircert comparison", standalone)
-
-
-def write_comparison_html(comparison: Comparison, path: str | Path) -> None:
-    write_text(path, render_comparison(comparison))

@@ -9,8 +9,9 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..files import write_atomic, write_text
+from ..files import write_atomic
 from ..results.rows import RowsResult
+from . import format as fmt
 from .console import VERDICT_STYLE, console
 from .csv import spreadsheet_safe
 from .html import page
@@ -42,7 +43,7 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
         f"{result.flip_unfair:,}",
     )
     out.print(table)
-    eps = ", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "0 (flip test)"
+    eps = fmt.epsilon(result.epsilon, "0 (flip test)")
     out.print(
         f"verdict: [{VERDICT_STYLE[result.verdict]}]{result.verdict}[/]  rows: {result.population}  "
         f"protected: {', '.join(result.protected)}"
@@ -229,7 +230,7 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
         ("verdict", f'<b class="{result.verdict}">{result.verdict}</b> ({result.vnncomp})'),
         ("model", e(result.model)),
         ("protected", e(", ".join(result.protected))),
-        ("epsilon", e(", ".join(f"{k}={v:g}" for k, v in result.epsilon.items()) or "0 (flip test)")),
+        ("epsilon", e(fmt.epsilon(result.epsilon, "0 (flip test)"))),
         ("rows", f"{result.n_rows:,}"),
     ]
     summary += [(k, f"{counts[k]:,} ({100 * counts[k] / n:.2f} %)") for k in ("fair", "unfair", "unknown")]
@@ -245,7 +246,3 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
         f"{_unfair_table(result, max_rows)}{_unknown_table(result, max_rows)}"
     )
     return page(body, "faircert per-row audit", standalone)
-
-
-def write_rows_html(result: RowsResult, path: str | Path) -> None:
-    write_text(path, render_rows(result))

@@ -55,6 +55,21 @@ class GroupRequest:
     audit_exclude_small: bool | None = None
 
 
+def group_additions(keywords: dict[str, Any]) -> dict[str, Any]:
+    """What the answer adds beside the metrics (`GroupAdditions`, taken from `keywords`), checked,
+    as `GroupAsked`'s fields."""
+    audit_table = keywords.pop("audit_table", False)
+    small = keywords.pop("exclude_small", None)
+    if small is not None and not audit_table:
+        raise PropertyError("exclude_small leaves small cells out of the audit tables: ask for them (audit_table=True)")
+    return {
+        "gap_thresholds": dict(keywords.pop("gap_thresholds", None) or {}),
+        "influence": keywords.pop("influence", False),
+        "bin_bounds": keywords.pop("bin_bounds", False),
+        "audit_exclude_small": bool(small) if audit_table else None,
+    }
+
+
 def population_of(population: Any, keywords: dict[str, Any]) -> Any:
     """The population as given, with a learned kind's knobs (`PopulationKeywords`, taken from
     `keywords`) made a spec."""

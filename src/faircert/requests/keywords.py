@@ -9,6 +9,7 @@ gives that dataclass whole instead (giving both is an error, since one would go 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -84,11 +85,24 @@ class PopulationKeywords(TypedDict, total=False):
     save_population: str | Path | None
 
 
-class GroupKeywords(RunKeywords, InputKeywords, PopulationKeywords, total=False):
-    method: str
-    delta: float
+class GroupAdditions(TypedDict, total=False):
+    """What a group answer adds beside its metrics and the ratio threshold."""
+
+    #: the most each gap metric (by name: sp, eo, ...) may be
+    gap_thresholds: Mapping[str, float] | None
+    #: fairness influence of every feature (True) or of the feature sets given
+    influence: bool | Iterable[Iterable[str]]
+    #: bounds valid for any distribution inside the bins (linear models)
+    bin_bounds: bool
+    #: the bias-audit tables of the data's rows
+    audit_table: bool
     #: with `audit_table`: cells under 2% of the rows leave the impact ratios
     exclude_small: bool
+
+
+class GroupKeywords(RunKeywords, InputKeywords, PopulationKeywords, GroupAdditions, total=False):
+    method: str
+    delta: float
     options: GroupOptions | None
 
 

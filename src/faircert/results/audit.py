@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .base import HTML_RENDERERS, jsonable, versioned
+from .base import jsonable, report_html, versioned
 from .explain import Rate
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made
@@ -145,11 +145,7 @@ class AuditTables:
         return json.dumps(versioned(self.to_dict()), indent=indent, default=jsonable)
 
     def _repr_html_(self) -> str:
-        import importlib
-
-        module, _, function = HTML_RENDERERS[type(self).__name__].partition(":")
-        html: str = getattr(importlib.import_module(module), function)(self, standalone=False)
-        return html
+        return report_html(self)
 
     def __str__(self) -> str:
         lines = []

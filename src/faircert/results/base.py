@@ -19,16 +19,9 @@ from .._version import __version__
 SCHEMA_VERSION = "1.1"
 
 VERDICTS = ("fair", "unfair", "unknown")
-#: The HTML renderer of each result type ("module:function", called with standalone=False).
-HTML_RENDERERS = {
-    "Result": "faircert.report.html:render",
-    "GroupResult": "faircert.report.group_html:render_group",
-    "ProgramResult": "faircert.report.program_html:render_program",
-    "Comparison": "faircert.report.group_html:render_comparison",
-    "RowsResult": "faircert.report.rows:render_rows",
-    "ExplainResult": "faircert.report.explain:render_explain",
-    "AuditTables": "faircert.report.audit:render_audit",
-}
+#: Where each result's HTML report comes from (`render.html` finds the renderer by the result's type).
+#: Named, not imported: presentation sits above results, and results never import it.
+REPORTS = "faircert.report.render"
 #: VNN-COMP words for faircert verdicts: a counterexample is `sat`, a proof is `unsat`.
 VNNCOMP_WORDS = {"fair": "unsat", "unfair": "sat", "unknown": "unknown"}
 EXIT_CODES = {"fair": 0, "unfair": 1, "unknown": 2}
@@ -71,13 +64,8 @@ class Verdict:
         return VNNCOMP_WORDS[self.verdict]
 
     def _repr_html_(self) -> str:
-        """The HTML report, inline in Jupyter. The renderer is named, not imported: presentation
-        sits above results, and results never import it."""
-        import importlib
-
-        module, _, function = HTML_RENDERERS[type(self).__name__].partition(":")
-        html: str = getattr(importlib.import_module(module), function)(self, standalone=False)
-        return html
+        """The HTML report, inline in Jupyter."""
+        return report_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (each result type says what it holds)."""
@@ -85,6 +73,14 @@ class Verdict:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(versioned(self.to_dict()), indent=indent, default=jsonable)
+
+
+def report_html(result: Any) -> str:
+    """`result`'s HTML report as a notebook cell's fragment."""
+    import importlib
+
+    html: str = importlib.import_module(REPORTS).html(result, standalone=False)
+    return html
 
 
 def versioned(payload: dict[str, Any]) -> dict[str, Any]:

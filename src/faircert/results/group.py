@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..errors import PropertyError
 from ..metrics import METRICS, MetricInterval, gap_interval, ratio_interval
@@ -81,6 +81,17 @@ class Influence:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class GroupDetails(TypedDict, total=False):
+    """How a group answer was found (`GroupResult.build` keeps them as given)."""
+
+    approximations: list[str] | None
+    elapsed_s: float
+    model: str
+    protected: list[str] | None
+    label: str | None
+    stats: dict[str, Any] | None
 
 
 @dataclass
@@ -177,12 +188,7 @@ class GroupResult(Verdict):
         gap_thresholds: dict[str, float] | None = None,
         metrics: tuple[str, ...] = ("di", "sp"),
         conditional: dict[str, list[GroupProbability]] | None = None,
-        approximations: list[str] | None = None,
-        elapsed_s: float = 0.0,
-        model: str = "",
-        protected: list[str] | None = None,
-        label: str | None = None,
-        stats: dict[str, Any] | None = None,
+        **details: Unpack[GroupDetails],
     ) -> GroupResult:
         """Metrics (sound intervals), favoured groups and the verdict from per-group intervals.
 
@@ -191,7 +197,7 @@ class GroupResult(Verdict):
         `conditional["yhat=1"]` (predictive parity), `conditional["pcf"]`. Ratios are checked
         against `threshold`, a gap metric against `gap_thresholds[name]` when given. The verdict is
         unfair if any checked metric is proven violated, fair if all are proven satisfied, unknown
-        otherwise.
+        otherwise. `details` say how the answer was found, and are kept as given.
         """
         conditional = dict(conditional or {})
         gap_thresholds = dict(gap_thresholds or {})
@@ -219,13 +225,13 @@ class GroupResult(Verdict):
             threshold=threshold,
             engine=engine,
             population=population,
-            approximations=list(approximations or []),
-            elapsed_s=elapsed_s,
-            model=model,
-            protected=list(protected or []),
-            label=label,
+            approximations=list(details.get("approximations") or []),
+            elapsed_s=details.get("elapsed_s", 0.0),
+            model=details.get("model", ""),
+            protected=list(details.get("protected") or []),
+            label=details.get("label"),
             conditional=conditional,
-            stats=dict(stats or {}),
+            stats=dict(details.get("stats") or {}),
         )
 
     @property
