@@ -221,6 +221,15 @@ ENGINES: tuple[EngineSpec, ...] = (
         entry="faircert.engines.sampling.sequential:answer_group",
     ),
     EngineSpec(
+        "blackbox-group",
+        "group rates of a classifier known only by its predictions: every data row decided on the model, "
+        "or points sampled from the population (a statistical answer, no proof)",
+        (BLACKBOX,),
+        (GROUP,),
+        methods=("sound", "sampling"),
+        entry="faircert.engines.group.blackbox:answer",
+    ),
+    EngineSpec(
         "program-bounds",
         "sound bounds on a decision program's fairness ratio or any probability",
         (PROGRAM,),
