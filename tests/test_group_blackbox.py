@@ -58,7 +58,7 @@ def test_sampled_intervals_cover_the_exact_rates_and_di():
         options = GroupOptions(time_limit=0.01, seed=seed, method="sampling", delta=0.05)
         result = answer(model, question, options)
         est = result.estimate
-        assert result.engine == "blackbox-group" and est is not None and est.stats["samples"] >= 10_000
+        assert result.engine == "blackbox-group-sampling" and est is not None and est.stats["samples"] >= 10_000
         # nothing is proven of a black box: the sound bounds stay [0, 1]
         assert all((g.low, g.high) == (0.0, 1.0) for g in result.groups) and result.verdict == "unknown"
         rates = {g.group["s"]: g for g in est.groups}
@@ -74,7 +74,10 @@ def test_statistical_blocks_name_the_engine_and_the_samples():
     assert set(block) == {"value", "low", "high", "confidence", "samples", "method"}
     assert block["confidence"] == pytest.approx(0.999) and block["samples"] == result.estimate.stats["samples"]
     assert block["low"] <= 0.2 / 0.7 <= block["high"]
-    assert out["engine"] == "blackbox-group" and (out["metrics"]["di"]["low"], out["metrics"]["di"]["high"]) == (0, 1)
+    assert out["engine"] == "blackbox-group-sampling" and (
+        out["metrics"]["di"]["low"],
+        out["metrics"]["di"]["high"],
+    ) == (0, 1)
     assert any("black box" in a and "statistical" in a for a in out["approximations"])
 
 
@@ -88,8 +91,8 @@ def test_a_knn_gets_exact_rates_over_the_data_rows_and_a_sample_under_a_learned_
     data = frame.assign(y=y)
     result = faircert.group(knn, data, protected="s", label="y")
     own = pd.Series(knn.predict(frame)).groupby(frame.s).mean()
-    assert result.engine == "blackbox-group" and "KNeighborsClassifier" in result.stats["black_box"]
+    assert result.engine == "blackbox-empirical" and "KNeighborsClassifier" in result.stats["black_box"]
     assert {g.group["s"]: (g.low, g.high) for g in result.groups} == {str(k): (v, v) for k, v in own.items()}
     sampled = faircert.group(knn, data, protected="s", label="y", population="independent", time_limit=2)
-    assert sampled.engine == "blackbox-group" and sampled.estimate is not None
+    assert sampled.engine == "blackbox-group-sampling" and sampled.estimate is not None
     assert sampled.estimate.stats["samples"] >= 10_000 and sampled.to_dict()["metrics"]["di"]["statistical"]

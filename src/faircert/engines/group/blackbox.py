@@ -18,10 +18,12 @@ import numpy as np
 from ...errors import PropertyError
 from ...models.blackbox import BlackBoxModel
 from ...options import GroupOptions
+from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
 from .estimate import ESTIMATE_DELTA
 
-NAME = "blackbox-group"
+NAME = "blackbox-group-sampling"
+ROWS = "blackbox-empirical"
 
 
 def black_box(estimator: Any, data: Any, reason: str) -> BlackBoxModel:
@@ -68,25 +70,32 @@ class RawLabels:
         return positive, np.zeros(len(positive), dtype=bool)
 
 
-def answer(model: BlackBoxModel, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
-    """Registry entry point: every data row decided on the model, or rates sampled from the population."""
-    from ...population.empirical import EmpiricalPopulation
+def answer_rows(model: BlackBoxModel, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
+    """Registry entry point: over the data's rows, every row decided on the model (exact rates)."""
     from . import empirical
 
-    labels = RawLabels(model)
-    note = f"black box ({model.reason})" if model.reason else "black box"
-    if isinstance(question.population, EmpiricalPopulation):
-        result = empirical.answer(labels, question, options, progress)
-        result.approximations.append(f"{note}: every data row decided on the model's own predictions (exact rates)")
-    else:
-        result = _sampled(labels, question, options)
-        result.approximations.append(
-            f"{note}: nothing proven; the rates are sampled from the population and decided on the model "
-            "(a statistical answer, see the estimate)"
-        )
-    result.engine = NAME
+    result = empirical.answer(RawLabels(model), question, options, progress)
+    result.approximations.append(f"{_note(model)}: every data row decided on the model's own predictions (exact rates)")
+    result.engine = ROWS
     result.stats["black_box"] = model.reason
     return result
+
+
+def answer(model: BlackBoxModel, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
+    """Registry entry point: rates sampled from the population, decided on the model."""
+    result = _sampled(RawLabels(model), question, options)
+    result.approximations.append(
+        f"{_note(model)}: nothing proven; the rates are sampled from the population and decided on the model "
+        "(a statistical answer, see the estimate)"
+    )
+    result.stats["black_box"] = model.reason
+    if progress is not None:
+        progress(ProgressEvent(elapsed_s=result.elapsed_s))
+    return result
+
+
+def _note(model: BlackBoxModel) -> str:
+    return f"black box ({model.reason})" if model.reason else "black box"
 
 
 def _sampled(labels: RawLabels, question: Any, options: GroupOptions) -> GroupResult:
