@@ -13,6 +13,7 @@ from faircert.data import encode_table, infer_domain
 from faircert.errors import UnsupportedModelError
 from faircert.models.binding import bind
 from faircert.models.io.catboost import load_catboost
+from faircert.models.io.catboost_categories import one_hot_split
 from faircert.models.io.cityhash import category_hash
 from faircert.models.pipeline import PipelineModel
 
@@ -30,7 +31,7 @@ def _frame(rng: np.random.Generator, n: int, unseen: bool = False) -> pd.DataFra
             "a": rng.integers(18, 60, n),
             "r": rng.normal(size=n),
             "c": rng.choice(list("vwxyz") + extra, n),
-            "s": rng.choice(["female", "male"], n),
+            "s": rng.choice(["Female", "Male"], n),
             "e": rng.choice(EDUCATION + extra, n, p=weights / weights.sum()),
         }
     )
@@ -39,7 +40,7 @@ def _frame(rng: np.random.Generator, n: int, unseen: bool = False) -> pd.DataFra
 def _train(simple_ctr: list[str] | None = None):
     rng = np.random.default_rng(0)
     frame = _frame(rng, 1500)
-    y = ((frame.a > 35) ^ frame.c.isin(["x", "y"]) | ((frame.s == "male") & (frame.r > 0))) | frame.e.isin(
+    y = ((frame.a > 35) ^ frame.c.isin(["x", "y"]) | ((frame.s == "Male") & (frame.r > 0))) | frame.e.isin(
         ["PhD", "none"]
     )
     model = catboost.CatBoostClassifier(
@@ -111,11 +112,17 @@ def test_per_row_verdicts_equal_brute_force_over_each_ball(trained):
     lo, hi = frame.a.min(), frame.a.max()
     expected = []
     for _, row in rows.iterrows():  # a twin takes the other protected value, a within 2 (in the domain)
-        other = "male" if row.s == "female" else "female"
+        other = "Male" if row.s == "Female" else "Female"
         twins = [dict(row, a=a, s=other) for a in range(max(lo, row.a - 2), min(hi, row.a + 2) + 1)]
         labels = model.predict(pd.DataFrame([dict(row)] + twins)[list(frame.columns)])
         expected.append("fair" if len(set(labels)) == 1 else "unfair")
     assert list(result.verdicts) == expected and "unfair" in expected and "fair" in expected
+
+
+def test_a_one_hot_hash_written_signed_reads_the_category():
+    assert category_hash("Female") == 2**32 - 2114564283  # CatBoost may write it as -2114564283
+    split = one_hot_split(-2114564283, "test")
+    assert list(split.encode(np.array(["Male", "Female", "NEW"], dtype=object))) == [0.0, 1.0, 0.0]
 
 
 def test_category_hash_is_catboosts_for_texts_of_every_length(tmp_path):
@@ -133,7 +140,7 @@ def test_category_hash_is_catboosts_for_texts_of_every_length(tmp_path):
 def test_a_ctr_over_a_combination_is_refused_and_an_object_answered_as_a_black_box():
     rng = np.random.default_rng(0)
     frame = _frame(rng, 4000)
-    y = ((frame.c.map(ord) * 7 + frame.e.str.len() * 3) % 5 < 2) | ((frame.s == "male") & (frame.a > 40))
+    y = ((frame.c.map(ord) * 7 + frame.e.str.len() * 3) % 5 < 2) | ((frame.s == "Male") & (frame.a > 40))
     model = catboost.CatBoostClassifier(
         iterations=60,
         depth=6,

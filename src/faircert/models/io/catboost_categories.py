@@ -78,9 +78,12 @@ class CategorySplit(Encoder):
 
 
 def one_hot_split(value: Any, where: str) -> CategorySplit:
-    if not isinstance(value, int) or not 0 <= value < 1 << 32:
+    if not isinstance(value, int) or not -(1 << 31) <= value < 1 << 32:
         raise ModelFormatError(f"{where}: a one-hot split without a 32-bit category hash 'value'")
-    return CategorySplit(kind="equals", one_hot=True, passing=frozenset([value]), origin="CatBoost one-hot split")
+    # CatBoost writes the hash signed or unsigned; the category's hash is its unsigned form
+    return CategorySplit(
+        kind="equals", one_hot=True, passing=frozenset([value & 0xFFFFFFFF]), origin="CatBoost one-hot split"
+    )
 
 
 def ctr_split(ctr: dict, table: Any, border: float, where: str) -> CategorySplit:
