@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PropertyError
-from ...models.blackbox import BlackBoxModel
+from ...models.blackbox import BlackBoxModel, column_names
 from ...options import GroupOptions
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
@@ -59,7 +59,7 @@ class RawLabels:
 
         est = self.model.estimator
         frame = pd.DataFrame({c: np.asarray(values[c]) for c in self.model.columns})
-        named = getattr(est, "feature_names_in_", None) is not None
+        named = column_names(est) is not None
         labels = np.asarray(est.predict(frame if named else frame.to_numpy()))
         classes = getattr(est, "classes_", None)
         return (labels == (classes[1] if classes is not None else 1)).astype(np.int64)
