@@ -157,3 +157,25 @@ def test_a_ctr_over_a_combination_is_refused_and_an_object_answered_as_a_black_b
     result = faircert.verify(model, frame, "s", time_limit=3)
     assert result.engine == "blackbox-sampling" and "combination" in result.stats["black_box"]
     assert result.statistical is not None and result.statistical.samples > 0
+
+
+def test_a_file_is_checked_against_catboost_itself_on_the_domain_rows(trained, tmp_path):
+    """Binding a model read from a file scores sampled raw rows with CatBoost in a child process: the
+    reading agrees, and a wrong reading (two indicators swapped) is caught."""
+    from dataclasses import replace
+
+    from faircert.errors import ModelFormatError
+
+    model, frame = trained
+    model.save_model(str(tmp_path / "m.cbm"))
+    ir = load_catboost(tmp_path / "m.cbm")
+    rows = frame.head(50)
+    labels, margin = ir.reference(rows[ir.columns])
+    assert np.array_equal(margin, model.predict(rows, prediction_type="RawFormulaVal"))
+    assert np.array_equal(labels, model.predict(rows))
+    bound, _ = bind(ir, infer_domain(frame))  # check_bound compares 400 sampled rows: they agree
+    splits = [k for k, f in enumerate(ir.features) if f.encoder.kind != "identity"]
+    features = list(ir.features)
+    features[splits[0]], features[splits[-1]] = features[splits[-1]], features[splits[0]]
+    with pytest.raises(ModelFormatError, match="disagrees"):
+        bind(replace(ir, features=tuple(features)), infer_domain(frame))

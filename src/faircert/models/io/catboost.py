@@ -14,6 +14,8 @@ file ends only the child; CatBoost also cross-checks the import there. Categoric
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +28,11 @@ from ...limits import MAX_FEATURES, MAX_TREE_DEPTH, MAX_TREE_NODES, MAX_TREES, c
 from ..pipeline import EncodedFeature, PipelineModel
 from ..trees import Tree, TreeEnsemble
 from .catboost_categories import ctr_split, one_column, one_hot_split
-from .isolated import catboost_json, framework_outputs
+from .isolated import catboost_json, framework_outputs, run_isolated
 from .tree_arrays import float_array
+
+#: The child that scores raw rows with CatBoost itself (categories by name), to check a file's reading.
+ROWS_CHILD = Path(__file__).with_name("_catboost_rows_child.py")
 
 
 def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
@@ -40,8 +45,11 @@ def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
         else:
             data = loads_json(read_text(path, ModelFormatError, "CatBoost JSON"), str(path), ModelFormatError)
         ir = catboost_from_dict(data, str(path))
-        # the IR does not need catboost; only the check (of float features: the child reads numbers)
-        if isinstance(ir, TreeEnsemble) and importlib.util.find_spec("catboost") is not None:
+        if importlib.util.find_spec("catboost") is None:  # the IR does not need catboost; only the check
+            return ir
+        if isinstance(ir, PipelineModel):  # checked on the domain's raw rows when bound
+            ir.reference = _file_reference(path)
+        else:
             ir.check_against(lambda X: framework_outputs("catboost", path, X) > 0, ir.source)
         return ir
     if not hasattr(model, "save_model") or not hasattr(model, "predict"):
@@ -61,6 +69,24 @@ def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
 def _reference(model: Any):
     def reference(raw):
         margin = np.asarray(model.predict(raw, prediction_type="RawFormulaVal"), dtype=np.float64).reshape(-1)
+        return (margin > 0).astype(np.int64), margin
+
+    return reference
+
+
+def _file_reference(path: Path):
+    """CatBoost's own raw scores of raw rows (categories by name), from the file in a child process."""
+
+    def reference(raw):
+        rows = [[v.item() if isinstance(v, np.generic) else v for v in r] for r in raw.itertuples(index=False)]
+        given = json.dumps({"columns": [str(c) for c in raw.columns], "rows": rows}).encode()
+        stdout = run_isolated(ROWS_CHILD, [str(path)], given, "CatBoost", str(path))
+        try:
+            margin = np.load(io.BytesIO(stdout), allow_pickle=False).astype(np.float64).reshape(-1)
+        except (ValueError, OSError, EOFError):
+            raise ModelFormatError(f"{path}: CatBoost returned no readable predictions") from None
+        if margin.shape != (len(rows),):
+            raise ModelFormatError(f"{path}: CatBoost returned {margin.size} predictions for {len(rows)} rows")
         return (margin > 0).astype(np.int64), margin
 
     return reference
