@@ -113,6 +113,32 @@ def catboost_file(folder: Path, suffix: str = ".json") -> Path:
     return path
 
 
+def catboost_categorical_file(folder: Path, suffix: str = ".json") -> Path:
+    """A CatBoost model over a number and two categorical columns: one-hot and CTR splits."""
+    import catboost
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"a": rng.normal(size=300), "c": rng.choice(list("vwxyz"), 300), "d": rng.choice(["p", "q"], 300)}
+    )
+    y = ((frame.a > 0) ^ (frame.c == "x") | (frame.d == "q")).astype(int)
+    model = catboost.CatBoostClassifier(
+        iterations=4,
+        depth=3,
+        verbose=0,
+        random_seed=0,
+        thread_count=1,
+        allow_writing_files=False,
+        cat_features=["c", "d"],
+        one_hot_max_size=2,
+        max_ctr_complexity=1,
+    ).fit(frame, y)
+    path = folder / f"m{suffix}"
+    model.save_model(str(path), format="json" if suffix == ".json" else "cbm")
+    return path
+
+
 def linear_file(folder: Path) -> Path:
     path = folder / "lin.json"
     path.write_text(json.dumps({"weights": [0.5, -1.0, 2.0], "intercept": -0.25, "features": ["a", "b", "c"]}))
@@ -257,6 +283,8 @@ FORMATS = {
     "lightgbm_full": ("m.txt", lightgbm_file, _load_model),
     "catboost_json": ("m.json", catboost_file, _catboost_parse),
     "catboost_full": ("m.cbm", lambda d: catboost_file(d, ".cbm"), _load_model),
+    "catboost_categorical_json": ("m.json", catboost_categorical_file, _catboost_parse),
+    "catboost_categorical_full": ("m.cbm", lambda d: catboost_categorical_file(d, ".cbm"), _load_model),
     "linear": ("lin.json", linear_file, _load_model),
     "program": ("p.fr", lambda d: text_file(d, "p.fr", PROGRAM), _load_program),
     "domain_yaml": ("d.yaml", lambda d: text_file(d, "d.yaml", DOMAIN_YAML), _load_domain),

@@ -357,6 +357,39 @@ def _empirical_case() -> Case:
     return Case(LINEAR, GroupQuestion(pop, ("P",)), GroupOptions(time_limit=30), _group_check(exact=True))
 
 
+def _opaque_linear():
+    """LINEAR known only by its predictions (a black box over P, Q, R, S)."""
+    from faircert.models.blackbox import BlackBoxModel
+
+    class Opaque:
+        def predict(self, X):
+            return LINEAR.predict(dict(zip("PQRS", np.asarray(X, dtype=float).T)))
+
+    domain = Domain(tuple(Feature(n, "binary", 0, 1) for n in "PQRS"))
+    return BlackBoxModel.of(Opaque(), domain)[0]
+
+
+def _blackbox_empirical_case() -> Case:
+    """Every row of the data decided on the black box: the population's exact rates."""
+    case = _empirical_case()
+    return Case(_opaque_linear(), case.question, case.options, _group_check(exact=True))
+
+
+def _blackbox_group_sampling_case() -> Case:
+    """Nothing proven ([0, 1] bounds); the sampled rates hold the exact ones."""
+    truth = _by_group_truth(_population())
+    group_check = _group_check(exact=False)
+
+    def check(result):
+        assert result.verdict == "unknown" and result.estimate is not None
+        for g in result.estimate.groups:
+            assert g.low <= truth[int(g.group["P"])] <= g.high
+        group_check(replace(result, verdict=result.estimate.verdict))
+
+    question = GroupQuestion(_population(), ("P",))
+    return Case(_opaque_linear(), question, GroupOptions(time_limit=30), check)
+
+
 # --- decision programs --------------------------------------------------------------------------
 
 
@@ -395,6 +428,8 @@ CASES: dict[str, Callable[[], Case]] = {
     "tree-sampling": _tree_sampling_case,
     "subset-sum": _subset_sum_case,
     "empirical": _empirical_case,
+    "blackbox-empirical": _blackbox_empirical_case,
+    "blackbox-group-sampling": _blackbox_group_sampling_case,
     "probability-bounds": _probability_bounds_case,
     "sequential-test": _sequential_case,
     "program-bounds": _program_case,

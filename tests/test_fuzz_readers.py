@@ -38,6 +38,7 @@ IN_PROCESS = [
     "xgboost_ubj",
     "lightgbm",
     "catboost_json",
+    "catboost_categorical_json",
     "linear",
     "program",
     "domain_yaml",
@@ -54,6 +55,8 @@ FRAMEWORKS = {
     "lightgbm_full": "lightgbm",
     "catboost_json": "catboost",
     "catboost_full": "catboost",
+    "catboost_categorical_json": "catboost",
+    "catboost_categorical_full": "catboost",
 }
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -140,7 +143,18 @@ def test_fuzz_reader_long(fmt, seeds, ops, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["onnx", "keras", "xgboost_full", "xgboost_ubj_full", "lightgbm_full", "catboost_full"])
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "onnx",
+        "keras",
+        "xgboost_full",
+        "xgboost_ubj_full",
+        "lightgbm_full",
+        "catboost_full",
+        "catboost_categorical_full",
+    ],
+)
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(batch=st.lists(MUTATIONS, min_size=40, max_size=40))
 def test_fuzz_native_reader_in_a_worker_long(fmt, seeds, batch, tmp_path_factory):

@@ -91,14 +91,19 @@ def test_row_verdicts_and_shares_equal_brute_force():
     assert shares.undecided == 0 and shares.falsified == pytest.approx(float(np.mean(labels[:, 0] != labels[:, 1])))
 
 
-def test_what_is_not_read_yet_is_refused_with_the_reason(tmp_path):
+def test_what_is_not_read_is_refused_with_the_reason(tmp_path):
     X, y = _data()
     frame = X.assign(city=np.where(X.a > 2, "x", "y"))
     cat = catboost.CatBoostClassifier(
         iterations=5, depth=2, verbose=0, cat_features=["city"], allow_writing_files=False
     ).fit(frame, y)
-    with pytest.raises(UnsupportedModelError, match="categorical features are not read yet"):
-        load_model(cat)
+    assert "city" in load_model(cat).used_columns  # categorical features: a pipeline over raw columns
+    cat.save_model(str(tmp_path / "cat.json"), format="json")
+    data = json.loads((tmp_path / "cat.json").read_text())
+    data["features_info"]["text_features"] = [{"feature_index": 0, "flat_feature_index": 5}]
+    (tmp_path / "text.json").write_text(json.dumps(data))
+    with pytest.raises(UnsupportedModelError, match="text features are not read"):
+        load_model(tmp_path / "text.json")
     three = catboost.CatBoostClassifier(iterations=5, depth=2, verbose=0, allow_writing_files=False)
     three = three.fit(X, X.c.to_numpy() % 3)
     with pytest.raises(ModelFormatError, match="3 classes"):

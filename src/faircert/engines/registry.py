@@ -221,6 +221,25 @@ ENGINES: tuple[EngineSpec, ...] = (
         entry="faircert.engines.sampling.sequential:answer_group",
     ),
     EngineSpec(
+        "blackbox-empirical",
+        "exact per-group positive rates of a classifier known only by its predictions over the data's rows",
+        (BLACKBOX,),
+        (GROUP,),
+        (EMPIRICAL,),
+        methods=("sound", "sampling"),
+        entry="faircert.engines.group.blackbox:answer_rows",
+    ),
+    EngineSpec(
+        "blackbox-group-sampling",
+        "group rates of a classifier known only by its predictions, from points sampled from the population "
+        "and decided on the model: a statistical answer, no proof",
+        (BLACKBOX,),
+        (GROUP,),
+        _ANY_POPULATION,
+        methods=("sound", "sampling"),
+        entry="faircert.engines.group.blackbox:answer",
+    ),
+    EngineSpec(
         "program-bounds",
         "sound bounds on a decision program's fairness ratio or any probability",
         (PROGRAM,),

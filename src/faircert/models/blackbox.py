@@ -37,7 +37,7 @@ class BlackBoxModel:
         classes = getattr(estimator, "classes_", None)
         if classes is not None and len(classes) != 2:
             raise ModelFormatError(f"only binary classifiers are supported; this model has {len(classes)} classes")
-        names = getattr(estimator, "feature_names_in_", None)
+        names = column_names(estimator)
         if names is not None:
             columns = [str(c) for c in names]
             missing = [c for c in columns if c not in domain.names]
@@ -71,8 +71,19 @@ class BlackBoxModel:
                 for j, f in enumerate(self.domain.features)
             }
         )[self.columns]
-        named = getattr(self.estimator, "feature_names_in_", None) is not None
+        named = column_names(self.estimator) is not None
         labels = np.asarray(self.estimator.predict(frame if named else frame.to_numpy()))
         classes = getattr(self.estimator, "classes_", None)
         positive = classes[1] if classes is not None else 1
         return (labels == positive).astype(np.int64)
+
+
+def column_names(estimator: Any) -> list[str] | None:
+    """The columns an estimator was fitted on, by name (scikit-learn's `feature_names_in_`, CatBoost's
+    `feature_names_`), or None where it reads unnamed columns by position."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None and type(estimator).__module__.split(".")[0] == "catboost":
+        names = getattr(estimator, "feature_names_", None)
+        if names is not None and list(names) == [str(i) for i in range(len(names))]:
+            return None  # fitted on a matrix: CatBoost numbers the columns
+    return None if names is None else [str(c) for c in names]

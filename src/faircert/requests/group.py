@@ -103,7 +103,7 @@ def prepare_group(
     mediators = tuple(names(asked.mediators))
     kind = population.kind if isinstance(population, PopulationSpec) else str(population)
     check_metric_inputs(metrics, asked.label, mediators, kind)
-    ir = load_model(model, **loading)
+    ir = _model_or_black_box(model, data, loading)
     ir, pop, frame, learning_s = resolve_population(population, data, ir, asked.protected, asked.label)
     if save_population is not None:
         pop.save(save_population)
@@ -131,6 +131,22 @@ def prepare_group(
         refuse_checkpoint(options, engine.name)
     spent = learning_s + compile_s
     return GroupRequest(ir, question, options, engine, started, spent, compile_s, asked.audit_exclude_small)
+
+
+def _model_or_black_box(model: Any, data: Any, loading: dict[str, Any]) -> Any:
+    """The model's IR; a classifier no IR holds (an object or a trusted pickle, without a
+    preprocessor, with data to read its columns from) as a black box, answered on its predictions."""
+    from ..errors import UnsupportedModelError
+
+    try:
+        return load_model(model, **loading)
+    except UnsupportedModelError as exc:
+        if loading.get("preprocessor") is not None or data is None:
+            raise
+        from ..engines.group.blackbox import black_box
+        from .inputs import estimator_object
+
+        return black_box(estimator_object(model, bool(loading.get("trust_pickle"))), data, str(exc))
 
 
 def run_group(request: GroupRequest, progress: Progress | None) -> GroupResult:

@@ -14,7 +14,10 @@ file ends only the child; CatBoost also cross-checks the import there. Categoric
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +25,19 @@ import numpy as np
 
 from ...errors import ModelFormatError, UnsupportedModelError
 from ...limits import MAX_FEATURES, MAX_TREE_DEPTH, MAX_TREE_NODES, MAX_TREES, check_at_most, loads_json, read_text
+from ..pipeline import EncodedFeature, PipelineModel
 from ..trees import Tree, TreeEnsemble
-from .isolated import catboost_json, framework_outputs
+from .catboost_categories import ctr_split, one_column, one_hot_split
+from .isolated import catboost_json, framework_outputs, run_isolated
 from .tree_arrays import float_array
 
+#: The child that scores raw rows with CatBoost itself (categories by name), to check a file's reading.
+ROWS_CHILD = Path(__file__).with_name("_catboost_rows_child.py")
 
-def load_catboost(model: Any) -> TreeEnsemble:
-    """Import a fitted CatBoost model object, a `.cbm` file or a CatBoost JSON export."""
+
+def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
+    """Import a fitted CatBoost model object, a `.cbm` file or a CatBoost JSON export: trees over its
+    float features, or (with categorical features) a pipeline over its raw columns."""
     if isinstance(model, (str, Path)):
         path = Path(model)
         if path.suffix == ".cbm":
@@ -36,7 +45,11 @@ def load_catboost(model: Any) -> TreeEnsemble:
         else:
             data = loads_json(read_text(path, ModelFormatError, "CatBoost JSON"), str(path), ModelFormatError)
         ir = catboost_from_dict(data, str(path))
-        if importlib.util.find_spec("catboost") is not None:  # the IR does not need catboost; only the check
+        if importlib.util.find_spec("catboost") is None:  # the IR does not need catboost; only the check
+            return ir
+        if isinstance(ir, PipelineModel):  # checked on the domain's raw rows when bound
+            ir.reference = _file_reference(path)
+        else:
             ir.check_against(lambda X: framework_outputs("catboost", path, X) > 0, ir.source)
         return ir
     if not hasattr(model, "save_model") or not hasattr(model, "predict"):
@@ -46,61 +59,196 @@ def load_catboost(model: Any) -> TreeEnsemble:
         model.save_model(str(path), format="json")
         data = loads_json(read_text(path, ModelFormatError, "CatBoost JSON"), type(model).__name__, ModelFormatError)
     ir = catboost_from_dict(data, type(model).__name__)
+    if isinstance(ir, PipelineModel):  # checked against the model on the domain's raw rows when bound
+        ir.reference = _reference(model)
+        return ir
     ir.check_against(lambda X: np.asarray(model.predict(X, prediction_type="RawFormulaVal")) > 0, ir.source)
     return ir
 
 
-def catboost_from_dict(data: Any, source: str) -> TreeEnsemble:
+def _reference(model: Any):
+    def reference(raw):
+        margin = np.asarray(model.predict(raw, prediction_type="RawFormulaVal"), dtype=np.float64).reshape(-1)
+        return (margin > 0).astype(np.int64), margin
+
+    return reference
+
+
+def _file_reference(path: Path):
+    """CatBoost's own raw scores of raw rows (categories by name), from the file in a child process."""
+
+    def reference(raw):
+        rows = [[v.item() if isinstance(v, np.generic) else v for v in r] for r in raw.itertuples(index=False)]
+        given = json.dumps({"columns": [str(c) for c in raw.columns], "rows": rows}).encode()
+        stdout = run_isolated(ROWS_CHILD, [str(path)], given, "CatBoost", str(path))
+        try:
+            margin = np.load(io.BytesIO(stdout), allow_pickle=False).astype(np.float64).reshape(-1)
+        except (ValueError, OSError, EOFError):
+            raise ModelFormatError(f"{path}: CatBoost returned no readable predictions") from None
+        if margin.shape != (len(rows),):
+            raise ModelFormatError(f"{path}: CatBoost returned {margin.size} predictions for {len(rows)} rows")
+        return (margin > 0).astype(np.int64), margin
+
+    return reference
+
+
+def catboost_from_dict(data: Any, source: str) -> TreeEnsemble | PipelineModel:
     if not isinstance(data, dict) or "oblivious_trees" not in data:
         raise ModelFormatError(f"{source}: not a CatBoost model JSON (no 'oblivious_trees')")
     info = data.get("features_info") or {}
     if not isinstance(info, dict):
         raise ModelFormatError(f"{source}: 'features_info' must be an object")
-    for kind in ("categorical_features", "text_features", "embedding_features"):
+    for kind in ("text_features", "embedding_features"):
         if info.get(kind):
             raise UnsupportedModelError(
-                f"{source}: CatBoost {kind.replace('_', ' ')} are not read yet (float features only); "
-                "one-hot encode them before CatBoost, or audit the model as a black box"
+                f"{source}: CatBoost {kind.replace('_', ' ')} are not read (float and categorical features only)"
             )
     _check_binary(data.get("model_info") or {}, source)
-    floats = info.get("float_features") or []
-    if not isinstance(floats, list):
-        raise ModelFormatError(f"{source}: 'float_features' must be a list")
-    check_at_most("features", len(floats), MAX_FEATURES, source)
-    column = {}  # float feature index -> input column
-    names: dict[int, str] = {}
-    for f in floats:
-        if not isinstance(f, dict) or not isinstance(f.get("feature_index"), int):
-            raise ModelFormatError(f"{source}: a float feature without an integer 'feature_index'")
-        flat = f.get("flat_feature_index", f["feature_index"])
-        if not isinstance(flat, int) or not 0 <= flat < MAX_FEATURES:
-            raise ModelFormatError(f"{source}: float feature {f['feature_index']} has a bad 'flat_feature_index'")
-        column[f["feature_index"]] = flat
-        names[flat] = str(f.get("feature_id") or f"f{flat}")
-    n = max(column.values(), default=-1) + 1
-    if n == 0:
-        raise ModelFormatError(f"{source}: the model has no float features")
-    if sorted(column.values()) != list(range(n)):
-        raise UnsupportedModelError(f"{source}: the model's inputs are not all float features")
+    floats = _features(info, "float_features", source)
+    cats = _features(info, "categorical_features", source)
+    check_at_most("features", len(floats) + len(cats), MAX_FEATURES, source)
     raw = data["oblivious_trees"]
     if not isinstance(raw, list) or not raw:
         raise ModelFormatError(f"{source}: 'oblivious_trees' must be a non-empty list")
     check_at_most("trees", len(raw), MAX_TREES, source)
-    trees = [_tree(t, column, k, source) for k, t in enumerate(raw)]
-    check_at_most("tree nodes", sum(len(t.feature) for t in trees), MAX_TREE_NODES, source)
     scale, bias = _scale_and_bias(data.get("scale_and_bias", [1.0, [0.0]]), source)
+    if cats:
+        return _pipeline(data, info, floats, cats, (scale, bias), source)
+    n = max(floats.values(), default=-1) + 1
+    if n == 0:
+        raise ModelFormatError(f"{source}: the model has no float features")
+    if sorted(floats.values()) != list(range(n)):
+        raise UnsupportedModelError(f"{source}: the model's inputs are not all float features")
+    trees = [_tree(t, _float_splits(floats), k, source) for k, t in enumerate(raw)]
+    names = _names(info, n)
+    return _ensemble(trees, n, (scale, bias), names, source)
+
+
+def _ensemble(
+    trees: list[Tree], n: int, scale_bias: tuple[float, float], names: list[str], source: str
+) -> TreeEnsemble:
+    check_at_most("tree nodes", sum(len(t.feature) for t in trees), MAX_TREE_NODES, source)
     return TreeEnsemble(
         trees,
         n,
         split="<=",
         input_float32=True,
-        base_score=bias,
-        scale=scale,
+        base_score=scale_bias[1],
+        scale=scale_bias[0],
         link="sigmoid",
-        feature_names=[names[j] for j in range(n)],
+        feature_names=names,
         source=source,
         meta={"framework": "catboost"},
     )
+
+
+def _features(info: dict, kind: str, source: str) -> dict[int, int]:
+    """A kind of feature's index -> its input column (flat index)."""
+    listed = info.get(kind) or []
+    if not isinstance(listed, list):
+        raise ModelFormatError(f"{source}: {kind!r} must be a list")
+    column = {}
+    for f in listed:
+        if not isinstance(f, dict) or not isinstance(f.get("feature_index"), int):
+            raise ModelFormatError(f"{source}: a {kind.replace('_', ' ')[:-1]} without an integer 'feature_index'")
+        flat = f.get("flat_feature_index", f["feature_index"])
+        if not isinstance(flat, int) or not 0 <= flat < MAX_FEATURES:
+            raise ModelFormatError(f"{source}: feature {f['feature_index']} has a bad 'flat_feature_index'")
+        column[f["feature_index"]] = flat
+    if len(set(column.values())) != len(column):
+        raise ModelFormatError(f"{source}: two {kind.replace('_', ' ')} share an input column")
+    return column
+
+
+def _names(info: dict, n: int) -> list[str]:
+    """The input columns' names by flat index (those CatBoost stores, else f0, f1, ...)."""
+    names = {}
+    for kind in ("float_features", "categorical_features"):
+        for f in info.get(kind) or []:
+            flat = f.get("flat_feature_index", f["feature_index"])
+            names[flat] = str(f.get("feature_id") or f"f{flat}")
+    return [names.get(j, f"f{j}") for j in range(n)]
+
+
+def _float_splits(column: dict[int, int]) -> Callable[[Any, str], tuple[int, float]]:
+    def resolve(s: Any, where: str) -> tuple[int, float]:
+        if not isinstance(s, dict) or s.get("split_type") != "FloatFeature":
+            kind = s.get("split_type") if isinstance(s, dict) else type(s).__name__
+            raise UnsupportedModelError(f"{where}: split of type {kind!r} is not read (float splits only)")
+        return _float_split(s, column, where)
+
+    return resolve
+
+
+def _float_split(s: dict, column: dict[int, int], where: str) -> tuple[int, float]:
+    index, b = s.get("float_feature_index"), s.get("border")
+    if index not in column or not isinstance(b, (int, float)) or not np.isfinite(b):
+        raise ModelFormatError(f"{where}: a split names no float feature or has no finite border")
+    return column[index], float(b)
+
+
+def _pipeline(
+    data: dict, info: dict, floats: dict[int, int], cats: dict[int, int], scale_bias: tuple[float, float], source: str
+) -> PipelineModel:
+    """Raw columns -> float features as they are and one indicator per categorical split -> the trees."""
+    n = max([*floats.values(), *cats.values()]) + 1
+    names = _names(info, n)
+    features = [EncodedFeature(names[floats[i]]) for i in sorted(floats)]
+    float_at = {i: k for k, i in enumerate(sorted(floats))}
+    binary = _binary_features(info, source)
+    ctrs, tables = info.get("ctrs") or [], data.get("ctr_data") or {}
+    if not isinstance(tables, dict):
+        raise ModelFormatError(f"{source}: 'ctr_data' must be an object")
+    indicator: dict[tuple, int] = {}
+
+    def resolve(s: Any, where: str) -> tuple[int, float]:
+        kind = s.get("split_type") if isinstance(s, dict) else None
+        if kind == "FloatFeature":
+            column, border = _float_split(s, floats, where)
+            return float_at[next(i for i, c in floats.items() if c == column)], border
+        at = s.get("split_index") if isinstance(s, dict) else None
+        if kind not in ("OneHotFeature", "OnlineCtr") or not isinstance(at, int) or not 0 <= at < len(binary):
+            raise ModelFormatError(f"{where}: a split of type {kind!r} without a valid 'split_index'")
+        key = binary[at]
+        if key[0] != ("one-hot" if kind == "OneHotFeature" else "ctr"):
+            raise ModelFormatError(f"{where}: a {kind} split whose 'split_index' names a {key[0]} split")
+        if key not in indicator:
+            if key[0] == "one-hot":
+                index, split = key[1], one_hot_split(key[2], where)
+            else:
+                ctr = ctrs[key[1]]
+                index = one_column(ctr, where)
+                split = ctr_split(ctr, tables.get(str(ctr.get("identifier"))), key[2], where)
+            if index not in cats:
+                raise ModelFormatError(f"{where}: a split names categorical feature {index}, which the model lacks")
+            indicator[key] = len(features)
+            features.append(EncodedFeature(names[cats[index]], split))
+        return indicator[key], 0.5  # the indicator is 1.0 exactly where the split passes
+
+    trees = [_tree(t, resolve, k, source) for k, t in enumerate(data["oblivious_trees"])]
+    ensemble = _ensemble(trees, len(features), scale_bias, [f"{f.column}#{j}" for j, f in enumerate(features)], source)
+    return PipelineModel(names, tuple(features), ensemble, f"CatBoost ({source})", named=True)
+
+
+def _binary_features(info: dict, source: str) -> list[tuple]:
+    """CatBoost's numbering of its binary features (a split's 'split_index'): every float border,
+    then every one-hot value, then every CTR border, each in the order the model lists them."""
+    out: list[tuple] = []
+    for kind, field in (("float", "borders"), ("one-hot", "values")):
+        for f in info.get(f"{'float' if kind == 'float' else 'categorical'}_features") or []:
+            listed = f.get(field) or []
+            if not isinstance(listed, list) or not all(isinstance(v, (int, float)) for v in listed):
+                raise ModelFormatError(f"{source}: feature {f['feature_index']} has '{field}' that are not numbers")
+            out += [(kind, f["feature_index"], v) for v in listed]
+    ctrs = info.get("ctrs") or []
+    if not isinstance(ctrs, list):
+        raise ModelFormatError(f"{source}: 'ctrs' must be a list")
+    for k, ctr in enumerate(ctrs):
+        borders = ctr.get("borders") if isinstance(ctr, dict) else None
+        if not isinstance(borders, list) or not all(isinstance(b, (int, float)) for b in borders):
+            raise ModelFormatError(f"{source}: CTR {k} has no list of numeric 'borders'")
+        out += [("ctr", k, float(b)) for b in borders]
+    return out
 
 
 def _check_binary(model_info: dict, source: str) -> None:
@@ -123,9 +271,10 @@ def _scale_and_bias(value: Any, source: str) -> tuple[float, float]:
     return scale, bias
 
 
-def _tree(tree: Any, column: dict[int, int], k: int, source: str) -> Tree:
+def _tree(tree: Any, resolve: Callable[[Any, str], tuple[int, float]], k: int, source: str) -> Tree:
     """Oblivious tree k as a full binary tree: level j tests split d-1-j; node i's children are
-    2i+1 (x <= border) and 2i+2 (x > border), so leaf index = breadth-first position in the last level."""
+    2i+1 (x <= border) and 2i+2 (x > border), so leaf index = breadth-first position in the last level.
+    `resolve` gives each split's (input, threshold)."""
     where = f"{source}: tree {k}"
     if not isinstance(tree, dict):
         raise ModelFormatError(f"{where} must be an object")
@@ -141,13 +290,7 @@ def _tree(tree: Any, column: dict[int, int], k: int, source: str) -> Tree:
         )
     feature, border = np.zeros(depth, dtype=np.int64), np.zeros(depth)
     for i, s in enumerate(splits):
-        if not isinstance(s, dict) or s.get("split_type") != "FloatFeature":
-            kind = s.get("split_type") if isinstance(s, dict) else type(s).__name__
-            raise UnsupportedModelError(f"{where}: split of type {kind!r} is not read (float splits only)")
-        index, b = s.get("float_feature_index"), s.get("border")
-        if index not in column or not isinstance(b, (int, float)) or not np.isfinite(b):
-            raise ModelFormatError(f"{where}: split {i} names no float feature or has no finite border")
-        feature[i], border[i] = column[index], float(b)
+        feature[i], border[i] = resolve(s, f"{where}, split {i}")
     inner = (1 << depth) - 1
     level = np.floor(np.log2(np.arange(inner) + 1)).astype(np.int64)  # each inner node's level
     ids = np.arange(inner)
