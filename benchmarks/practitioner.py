@@ -288,6 +288,10 @@ def markdown(rows: list[dict]) -> str:
     out = [
         "# Practitioner benchmark: scikit-learn Pipelines on raw columns",
         "",
+        "More models (CatBoost with categorical features, AdaBoost, Bagging, Voting, PyTorch MLPs with tanh "
+        "and GELU, TargetEncoder + GradientBoosting, RBF SVC, KNN): see "
+        "[practitioner_more.md](practitioner_more.md).",
+        "",
         "One-hot encoding and scaling before each classifier; trained with fixed seeds; one core per run. "
         "Uniform: `verify` over the domain inferred from the data (grid counts); `exact` says whether the "
         "shares are exact (otherwise sound bounds whose gap is the undecided share). Rows: the per-row audit "
