@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..options import VerifyOptions
+from ..options import DEVICES, VerifyOptions
 from .audit import add_tolerances, audit_rows
 from .common import (
     add_checkpoint_arguments,
@@ -63,6 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="stop after examining N boxes: a budget by work, giving the same result for any --workers",
+    )
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="bound a ReLU or smooth network's boxes with torch in float64 on this device (the torch extra)",
     )
     p.add_argument(
         "--complete",
@@ -151,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray,
         complete=args.complete,
         partition_size=args.partition_size,
+        device=args.device,
         **job_keywords(args),
     )
     if args.partitions_csv and options.partition_size is None:
@@ -208,6 +214,7 @@ def _audit_alias(args: argparse.Namespace) -> int:
             ("--robustness", args.robustness),
             ("--counterexamples", args.counterexamples),
             ("--max-boxes", args.max_boxes),
+            ("--device", args.device),
         )
         if given
     ]
