@@ -73,8 +73,8 @@ def _one_blas_thread() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _one_thread(device: str | None) -> Iterator[None]:
-    """One BLAS thread, and one torch thread on the CPU: measured on 2 loaded cores, torch's
-    default of one thread per core bounded 25x slower (`benchmarks/results/gpu.md`)."""
+    """One BLAS thread, and one torch thread on the CPU: on 2 loaded cores, torch's default of one
+    thread per core bounded several times slower (`benchmarks/results/gpu.md`)."""
     with _one_blas_thread():
         if device != "cpu":
             yield
