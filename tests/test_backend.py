@@ -156,10 +156,12 @@ def test_a_device_that_cannot_be_used_is_one_clear_error(monkeypatch):
         Backend("cpu")
 
 
-def test_device_with_workers_is_refused():
+def test_device_with_workers_or_another_engine_is_refused():
     net, dom = large_case()
     with pytest.raises(FaircertError, match="--device bounds in this process"):
         faircert.verify(net, dom, protected="p", workers=2, max_boxes=100, device="cpu")
+    with pytest.raises(PropertyError, match=r"\(network-boxes\); this question goes to network-complete"):
+        faircert.verify(net, dom, protected="p", complete=True, time_limit=5, device="cpu")
 
 
 @pytest.mark.skipif(CUDA, reason="checks the error without a CUDA device")

@@ -119,6 +119,7 @@ def run_verify(request: VerifyRequest, progress: Progress | None) -> Result:
     refinement under a learned network)."""
     ir, prop, options = request.ir, request.prop, request.options
     if request.learned is not None:
+        _refuse_device(options, "the learned-network measure")
         from ..engines.linear import bayesnet
         from ..engines.probability import twins
 
@@ -129,11 +130,14 @@ def run_verify(request: VerifyRequest, progress: Progress | None) -> Result:
     engine = find_engine(ir, prop, options.method)
     if engine.name not in CHECKPOINTED:
         refuse_checkpoint(options, engine.name)
-    if options.device is not None and engine.name != DEVICE_ENGINE:
-        raise PropertyError(
-            f"--device runs a network's box refinement ({DEVICE_ENGINE}); this question goes to {engine.name}"
-        )
+    if engine.name != DEVICE_ENGINE:
+        _refuse_device(options, engine.name)
     return engine.run(ir, prop, options, progress)
+
+
+def _refuse_device(options: VerifyOptions, what: str) -> None:
+    if options.device is not None:
+        raise PropertyError(f"--device runs a network's box refinement ({DEVICE_ENGINE}); this question goes to {what}")
 
 
 def finish_verify(result: Result, request: VerifyRequest) -> Result:

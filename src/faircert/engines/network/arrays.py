@@ -87,10 +87,6 @@ def to_numpy(x: Any) -> np.ndarray:
 class TorchOps:
     """numpy's names, as the kernels use them, over torch tensors."""
 
-    float64 = np.float64
-    int64 = np.int64
-    inf = np.inf
-
     @staticmethod
     def _t():
         import torch
@@ -132,10 +128,6 @@ class TorchOps:
     @classmethod
     def empty(cls, shape: Any, dtype: Any = None, like: Any = None) -> Any:
         return cls._t().empty(shape, dtype=cls._dtype(dtype), device=like.device)
-
-    @classmethod
-    def full(cls, shape: Any, value: float, like: Any) -> Any:
-        return cls._t().full(shape, float(value), dtype=cls._t().float64, device=like.device)
 
     @classmethod
     def arange(cls, n: int, like: Any) -> Any:
@@ -259,10 +251,6 @@ class TorchOps:
         return x.all() if axis is None else x.all(dim=axis)
 
     @staticmethod
-    def any(x: Any, axis: Any = None) -> Any:
-        return x.any() if axis is None else x.any(dim=axis)
-
-    @staticmethod
     def unique(x: Any) -> Any:
         return x.unique()
 
@@ -307,10 +295,6 @@ def arange(xp: Any, n: int, like: Any) -> Any:
 def empty(xp: Any, shape: Any, like: Any, dtype: Any = np.float64) -> Any:
     """An uninitialised array of `shape` where `like` lives."""
     return np.empty(shape, dtype=dtype) if xp is np else xp.empty(shape, dtype, like)
-
-
-def full(xp: Any, shape: Any, value: float, like: Any) -> Any:
-    return np.full(shape, value) if xp is np else xp.full(shape, value, like)
 
 
 def like(x: np.ndarray, ref: Any) -> Any:
