@@ -145,6 +145,20 @@ def test_device_memory_over_the_limit_stops_the_refinement(small_chunks, monkeyp
     assert res.undecided > whole.undecided and res.certified + res.falsified + res.undecided == pytest.approx(1.0)
 
 
+def test_a_cuda_step_is_as_many_boxes_as_fit_half_the_memory_limit():
+    from faircert.engines.network.problem import Problem
+    from faircert.engines.network.refine import DEVICE_STEP_BOXES, device_step
+    from faircert.properties import individual_fairness
+
+    net, dom = large_case()  # 6 inputs (one protected, two twins), widths 16, 12, 1
+    pb = Problem.build(net, individual_fairness(dom, [dom.names.index("p")]))
+    forms = 5 * 2 * 6 * 16  # FORM_COPIES x twins x (free inputs + 1) x widest
+    crown = 4 * 2 * 2 * 16 * 12  # CROWN_COPIES x 2 x twins x largest product of consecutive widths
+    assert device_step(pb, False, 2 * 8 * forms * 1000) == 1000
+    assert device_step(pb, True, 2 * 8 * (forms + crown) * 1000) == 1000
+    assert device_step(pb, True, 1 << 40) == DEVICE_STEP_BOXES and device_step(pb, True, 1000) == 16
+
+
 def test_a_device_that_cannot_be_used_is_one_clear_error(monkeypatch):
     with pytest.raises(PropertyError, match="device must be one of cpu, cuda"):
         VerifyOptions(device="gpu")

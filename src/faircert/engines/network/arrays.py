@@ -64,6 +64,12 @@ class Backend:
             x = x.astype(np.float64, copy=False)
         return self.torch.as_tensor(x, device=self.device)
 
+    def capacity(self) -> int:
+        """Bytes of memory on a CUDA device (0 elsewhere)."""
+        if self.device != "cuda":
+            return 0
+        return int(self.torch.cuda.get_device_properties(0).total_memory)
+
     def memory_used(self) -> int:
         """Peak bytes allocated on a CUDA device so far (0 elsewhere: host memory is counted apart)."""
         if self.device != "cuda":

@@ -49,10 +49,15 @@ from .symbolic import crown_cost_ratio
 ROWS_PER_STEP = 1_500_000
 ROWS_PER_CALL = 100_000
 WIDE = 48
-#: on a CUDA device a step is one bounding call of up to this many elements per linear-form array
-#: (0.8 GB in float64) and `DEVICE_STEP_BOXES` boxes: a GPU is only busy with large batches
-DEVICE_ROWS_PER_STEP = 100_000_000
+#: on a CUDA device a step is one bounding call of at most this many boxes (a GPU is only busy with
+#: large batches), and of as many as fit half the memory limit at the call's peak (`device_step`)
 DEVICE_STEP_BOXES = 1 << 17
+#: a bounding call's peak, per box, in elements: this many linear-form arrays (twins x (inputs + 1)
+#: x widest layer) and, with full CROWN, back-substituted arrays (2 x twins x the largest product of
+#: two consecutive widths); numpy's allocations under tracemalloc on AC-3, AC-5, BM-4, GC-2 and GC-5
+#: peaked at 3.2-4.4 and 3.1-3.2 of them (torch's arrays are the same ones)
+FORM_COPIES = 5
+CROWN_COPIES = 4
 TIGHT_MAX_RATIO = 4.0  # full CROWN when it costs at most this many forward passes
 TIGHT_MAX_DEPTH = 6  # ... and the network has at most this many layers
 SAMPLE_HALFWIDTH = 0.0009  # target half-width of the estimate's interval (share units)
@@ -87,6 +92,16 @@ def _one_thread(device: str | None) -> Iterator[None]:
             yield
         finally:
             torch.set_num_threads(threads)
+
+
+def device_step(pb: Problem, tight: bool, limit_bytes: int) -> int:
+    """Boxes per bounding call on a CUDA device: as many as fit half of `limit_bytes` (float64) at
+    the call's peak, from 16 to `DEVICE_STEP_BOXES`."""
+    w = pb.bounder.widths
+    per_box = FORM_COPIES * pb.n_twins * (pb.d + 1) * max(w)
+    if tight:
+        per_box += CROWN_COPIES * 2 * pb.n_twins * max((a * b for a, b in zip(w[1:], w[:-1])), default=0)
+    return int(np.clip(limit_bytes // 2 // (8 * per_box), 16, DEVICE_STEP_BOXES))
 
 
 def verify_network(
@@ -137,15 +152,15 @@ class Refinement:
         self.rng = np.random.default_rng(seed)  # the estimate's samples
         widest = max(pb.bounder.widths)
         rows = pb.n_twins * (pb.d + 1) * widest
+        # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
+        tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
+        limit = default_limit() if memory_limit is None else memory_limit
         if device == "cuda":
-            step = self.chunk = int(np.clip(DEVICE_ROWS_PER_STEP // rows, 16, DEVICE_STEP_BOXES))
+            step = self.chunk = device_step(pb, tight, min(limit, pb.backend.capacity()))
         else:  # numpy, and torch on the CPU: the same steps, so the same boxes in each call
             step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
             self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step
-        # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
-        tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
-        limit = default_limit() if memory_limit is None else memory_limit
         # half a step of open boxes at a time: split in two, they make the step's boxes
         half = self.settler.min_batch
         self.shard = Shard(self.settler, np.ones(pb.d, bool), half, None, Findings(pb.d, pb.n_twins), limit)
