@@ -6,11 +6,14 @@ unchanged), or `TorchOps`, which offers the same names, with the same meaning, o
 Only the names the kernels use are here; each keeps numpy's semantics (`out=` writes in place,
 `where=` leaves the other entries of `out` as they were).
 
-Every array on the torch path is float64 (or bool/int64 masks and indices): the bounds are then
-the numpy path's, up to the order in which a matrix product adds its terms (equal to about 1e-12
-relative; the tests check it). Counterexamples are still re-checked on the model in float64 on
-the CPU. torch is optional (the `torch` extra): asking for it without it installed, or for
-"cuda" without a CUDA device, is a `BackendError`.
+Every array on the torch path is float64 (or bool/int64 masks and indices), as on numpy's: the
+bounds are numpy's up to the order in which a matrix product adds its terms (1e-12 relative), and
+the tolerance that keeps decisions clear of rounding (`problem.REL_TOL`, 1e-9 relative) covers
+both. A smooth unit's lines (`curves`, computed on the host from the device's pre-activation
+bounds) can move within their bisection's resolution where such a rounding flips a step; they are
+sound either way. Counterexamples are still re-checked on the model in float64 on the CPU. torch
+is optional (the `torch` extra): asking for it without it installed, or for "cuda" without a CUDA
+device, is a `BackendError`.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ class Backend:
         return self.device is None
 
     def put(self, x: np.ndarray) -> Any:
-        """x on the device (floats as float64)."""
+        """x on the device (floats as float64; on the CPU it may share x's memory: the kernels never
+        write into their inputs)."""
         if self.device is None:
             return x
         x = np.asarray(x)
