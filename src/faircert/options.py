@@ -77,6 +77,10 @@ class Budget:
             )
 
 
+#: where the network bounds may run besides numpy (torch, float64)
+DEVICES = ("cpu", "cuda")
+
+
 @dataclass(frozen=True)
 class VerifyOptions(Budget):
     """Budget and reporting knobs of `verify` (individual fairness or robustness)."""
@@ -100,9 +104,14 @@ class VerifyOptions(Budget):
     #: Fairify's partitioned verification: cut integer features into chunks of this many values
     #: and decide every partition (implies `complete`)
     partition_size: int | None = None
+    #: where a network's box refinement computes its bounds: None (numpy), or torch in float64 on
+    #: "cpu" or "cuda" (the `torch` extra)
+    device: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.device is not None and self.device not in DEVICES:
+            raise PropertyError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
         if self.max_boxes is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..options import VerifyOptions
+from ..options import DEVICES, VerifyOptions
 from . import common
 from .audit import audit_rows
 
@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ensemble's box refinement",
     )
     common.add_defaulted(p, "--confidence", VerifyOptions.confidence, "level of the statistical interval")
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="bound a ReLU or smooth network's boxes with torch in float64 on this device (the torch extra)",
+    )
     p.add_argument(
         "--complete",
         action="store_true",
@@ -123,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise PropertyError("--csv rows=... needs --population empirical (the rows to audit: see `faircert audit`)")
     if args.gate_statistical is not None and not 0.0 <= args.gate_statistical <= 1.0:
         raise PropertyError(f"--gate-statistical takes a share in [0, 1], got {args.gate_statistical}")
-    options = common.options_of(VerifyOptions, args, "confidence", "complete", "partition_size")
+    options = common.options_of(VerifyOptions, args, "confidence", "complete", "partition_size", "device")
     if "partitions" in (args.csv or {}) and options.partition_size is None:
         raise PropertyError("--csv partitions=... needs --partition-size MS (there are no partitions without it)")
     with common.run_guard(args), progress_bar(not args.quiet, options.time_limit) as progress:
@@ -157,6 +162,7 @@ def _audit_alias(args: argparse.Namespace) -> int:
             ("--kappa", args.kappa is not None),
             ("--robustness", args.robustness),
             ("--csv counterexamples", "counterexamples" in (args.csv or {})),
+            ("--device", args.device),
         )
         if given
     ] + [f"--budget {key}" for key in args.budget or {} if key != "memory"]

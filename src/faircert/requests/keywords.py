@@ -48,6 +48,8 @@ class VerifyKeywords(RunKeywords, InputKeywords, total=False):
     confidence: float
     max_counterexamples: int
     max_boxes: int | None
+    #: where a network's box refinement bounds: "cpu" or "cuda" (torch, float64); default numpy
+    device: str | None
     complete: bool
     partition_size: int | None
     options: VerifyOptions | None

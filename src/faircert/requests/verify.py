@@ -26,6 +26,9 @@ from .inputs import Individual, Question, model_and_property, population_data
 #: The measures `verify` takes (`population=`); "empirical" is the per-row audit of the data.
 VERIFY_POPULATIONS = ("uniform", "independent", "bayesnet", "empirical")
 
+#: The engine that runs on a device when one is asked for (`VerifyOptions.device`).
+DEVICE_ENGINE = "network-boxes"
+
 #: The least time an engine is given, even when reading the inputs spent the whole budget:
 #: enough for a first sound answer, which then says it stopped on the budget.
 MIN_ENGINE_S = 0.05
@@ -116,6 +119,7 @@ def run_verify(request: VerifyRequest, progress: Progress | None) -> Result:
     refinement under a learned network)."""
     ir, prop, options = request.ir, request.prop, request.options
     if request.learned is not None:
+        _refuse_device(options, "the learned-network measure")
         from ..engines.linear import bayesnet
         from ..engines.probability import twins
 
@@ -126,7 +130,14 @@ def run_verify(request: VerifyRequest, progress: Progress | None) -> Result:
     engine = find_engine(ir, prop, options.method)
     if engine.name not in CHECKPOINTED:
         refuse_checkpoint(options, engine.name)
+    if engine.name != DEVICE_ENGINE:
+        _refuse_device(options, engine.name)
     return engine.run(ir, prop, options, progress)
+
+
+def _refuse_device(options: VerifyOptions, what: str) -> None:
+    if options.device is not None:
+        raise PropertyError(f"--device runs a network's box refinement ({DEVICE_ENGINE}); this question goes to {what}")
 
 
 def finish_verify(result: Result, request: VerifyRequest) -> Result:

@@ -85,7 +85,9 @@ class Settler:
       (`frontier.Frontier`; None: by size, a chunk per entry);
     - `min_batch`: the boxes below which settling them at once is no longer efficient;
     - `fits(shard)`: whether the shards read from a checkpoint, merged into one, could be its
-      refinement's (each shard's boxes, data kinds and sums' signs are checked by `Shard`)."""
+      refinement's (each shard's boxes, data kinds and sums' signs are checked by `Shard`);
+    - `device_bytes()`: the most memory its steps took on an accelerator (held to the shard's
+      memory limit beside the open boxes)."""
 
     measures: tuple[str, ...] = MEASURES
     open_data: tuple[Any, ...] = ()
@@ -96,6 +98,9 @@ class Settler:
 
     def fits(self, shard: Shard) -> bool:
         return True
+
+    def device_bytes(self) -> int:
+        return 0
 
 
 class RegionStore(Protocol):
@@ -186,7 +191,8 @@ class Shard:
         end = time.monotonic() + seconds
         t = self.totals
         while self.frontier.largest() > tau and not t.memory_limited:
-            if self.frontier.nbytes + self.region.nbytes > self.limit_bytes:
+            host = self.frontier.nbytes + self.region.nbytes
+            if host > self.limit_bytes or self.settler.device_bytes() > self.limit_bytes:
                 t.memory_limited = True
                 break
             # as many boxes as fit a quarter of the time left, at the pace measured so far: one

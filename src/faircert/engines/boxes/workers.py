@@ -289,16 +289,25 @@ class _Holder:
 class Parallelism:
     """Where box work runs: `workers` local processes (1: this process), or Ray actors when
     `ray_address` is given (`workers` then caps them; 1 means one per CPU of the cluster). Local
-    workers start once a run has lasted `start_after` seconds (the work runs here until then)."""
+    workers start once a run has lasted `start_after` seconds (the work runs here until then).
+    A `device` ("cpu" or "cuda": torch, for the engines that bound on one) is this process's."""
 
     workers: int = 1
     ray_address: str | None = None
     start_after: float = 0.0
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.device is not None and (self.workers > 1 or self.ray_address):
+            # forked workers would inherit torch's thread pool (they hang) or a CUDA context
+            raise FaircertError("--device bounds in this process: give --workers 1 (or leave it out), not --ray")
 
     @classmethod
-    def of(cls, workers: int | None, ray_address: str | None = None) -> Parallelism:
+    def of(cls, workers: int | None, ray_address: str | None = None, device: str | None = None) -> Parallelism:
         """From the options: `workers` None is the default, every usable core (started after
-        `START_AFTER_S`) or, on Ray, one actor per CPU of the cluster."""
+        `START_AFTER_S`) or, on Ray, one actor per CPU of the cluster; with a `device`, this process."""
+        if device is not None:
+            return cls(workers or 1, ray_address, device=device)
         if workers is not None:
             return cls(workers, ray_address)
         if ray_address:

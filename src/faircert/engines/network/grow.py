@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from .problem import Problem
-from .symbolic import bound_twins
 
 RADII = 6  # candidate radii per feature: width, width/4, width/16, ...
 
@@ -21,7 +20,7 @@ def separated(pb: Problem, lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.
     ok = np.empty(lo.shape[0], dtype=bool)
     for s in range(0, lo.shape[0], chunk):
         e = min(s + chunk, lo.shape[0])
-        bd = bound_twins(pb.bounder, lo[s:e], hi[s:e])
+        bd = pb.bound(lo[s:e], hi[s:e])
         r = np.arange(e - s)
         ok[s:e] = (bd.lower[r, a[s:e]] > pb.tol) & (bd.upper[r, b[s:e]] < -pb.tol)
     return ok
@@ -33,7 +32,7 @@ def grow(
     """Grown unfair boxes around points x inside boxes [blo, bhi]; `ok` marks proven ones."""
     C, d = x.shape
     glo, ghi = x.copy(), x.copy()
-    bd = bound_twins(pb.bounder, glo, ghi)
+    bd = pb.bound(glo, ghi)
     rows = np.arange(C)
     ok = (bd.lower[rows, a] > pb.tol) & (bd.upper[rows, b] < -pb.tol)
     order = np.argsort(bd.sens * (bhi - blo), axis=1, kind="stable")

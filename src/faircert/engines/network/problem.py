@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
+from .arrays import Backend, to_numpy
 from .symbolic import TwinBounds, TwinNet, bound_twins
 
 
@@ -131,9 +133,11 @@ class Problem:
     #: The measure when it is not uniform (the data's independent marginals); None: grid counts
     #: times volume.
     weights: Weights | None = None
+    #: Where the bounds and the twins' logits are computed (numpy unless a device was asked for).
+    backend: Backend = field(default_factory=Backend)
 
     @classmethod
-    def build(cls, network: ReluNetwork, prop: IndividualFairness) -> Problem:
+    def build(cls, network: ReluNetwork, prop: IndividualFairness, device: str | None = None) -> Problem:
         dom = prop.domain
         protected = list(prop.protected)
         free = prop.free
@@ -155,6 +159,7 @@ class Problem:
         )
         if not size > 0:
             raise PropertyError("the measured part of the domain has size 0 (a real feature with min == max?)")
+        backend = Backend(device)  # first: a device that cannot be used is the first error
         p = cls(
             network,
             TwinNet.build(network, free, protected, combos),
@@ -168,6 +173,7 @@ class Problem:
             size,
             TwinNet.build(network, free, protected, combos, lookups=True),
             weights=weights,
+            backend=backend,
         )
         p.tol = REL_TOL * (1.0 + p.logit_scale())
         return p
@@ -210,13 +216,38 @@ class Problem:
         """What each grid point (rows of x) counts for: 1, or its probability under `weights`."""
         return np.ones(x.shape[0]) if self.weights is None else self.weights.point(x)
 
+    @functools.cached_property
+    def _on_device(self) -> tuple[TwinNet, TwinNet]:
+        """The bounder and the twins with their arrays on the backend's device."""
+        return self.bounder.to(self.backend.put), self.twin.to(self.backend.put)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_on_device", None)  # a worker moves the arrays to its device itself
+        return state
+
+    def bound(self, lo: np.ndarray, hi: np.ndarray, tight: bool = False) -> TwinBounds:
+        """`bound_twins` of the bounder over boxes [lo, hi] on the backend; numpy arrays in and out."""
+        if self.backend.numpy:
+            return bound_twins(self.bounder, lo, hi, tight)
+        put = self.backend.put
+        return bound_twins(self._on_device[0], put(lo), put(hi), tight).to_numpy()
+
+    def logits(self, x: np.ndarray, fast: bool = False, single: bool = False) -> np.ndarray:
+        """Logits (n, T) of free points x for every twin on the backend (`fast`: through the input
+        tables, for estimates; `single`: float32, on the host, for candidates that are re-checked)."""
+        net = self.bounder if fast else self.twin
+        if self.backend.numpy or single:
+            return (net.single if single else net).logits(x)
+        return to_numpy(self._on_device[0 if fast else 1].logits(self.backend.put(x)))
+
     def window_bounds(self, lo: np.ndarray, hi: np.ndarray, tight: bool) -> tuple[TwinBounds, TwinBounds]:
         """Twin logit bounds over each box's epsilon-window (what decides fairness) and over the box
         itself (what decides its points' own labels); one and the same without epsilon."""
-        own = bound_twins(self.bounder, lo, hi, tight)
+        own = self.bound(lo, hi, tight)
         if not self.has_eps:
             return own, own
-        return bound_twins(self.bounder, *self.enlarge(lo, hi), tight), own
+        return self.bound(*self.enlarge(lo, hi), tight), own
 
     def enlarge(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""

@@ -49,6 +49,15 @@ from .symbolic import crown_cost_ratio
 ROWS_PER_STEP = 1_500_000
 ROWS_PER_CALL = 100_000
 WIDE = 48
+#: on a CUDA device a step is one bounding call of at most this many boxes (a GPU is only busy with
+#: large batches), and of as many as fit half the memory limit at the call's peak (`device_step`)
+DEVICE_STEP_BOXES = 1 << 17
+#: a bounding call's peak, per box, in elements: this many linear-form arrays (twins x (inputs + 1)
+#: x widest layer) and, with full CROWN, back-substituted arrays (2 x twins x the largest product of
+#: two consecutive widths); numpy's allocations under tracemalloc on AC-3, AC-5, BM-4, GC-2 and GC-5
+#: peaked at 3.2-4.4 and 3.1-3.2 of them (torch's arrays are the same ones)
+FORM_COPIES = 5
+CROWN_COPIES = 4
 TIGHT_MAX_RATIO = 4.0  # full CROWN when it costs at most this many forward passes
 TIGHT_MAX_DEPTH = 6  # ... and the network has at most this many layers
 SAMPLE_HALFWIDTH = 0.0009  # target half-width of the estimate's interval (share units)
@@ -65,6 +74,34 @@ def _one_blas_thread() -> Iterator[None]:
         return
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@contextlib.contextmanager
+def _one_thread(device: str | None) -> Iterator[None]:
+    """One BLAS thread, and one torch thread on the CPU: on 2 loaded cores, torch's default of one
+    thread per core bounded several times slower (`benchmarks/results/gpu.md`)."""
+    with _one_blas_thread():
+        if device != "cpu":
+            yield
+            return
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+
+
+def device_step(pb: Problem, tight: bool, limit_bytes: int) -> int:
+    """Boxes per bounding call on a CUDA device: as many as fit half of `limit_bytes` (float64) at
+    the call's peak, from 16 to `DEVICE_STEP_BOXES`."""
+    w = pb.bounder.widths
+    per_box = FORM_COPIES * pb.n_twins * (pb.d + 1) * max(w)
+    if tight:
+        per_box += CROWN_COPIES * 2 * pb.n_twins * max((a * b for a, b in zip(w[1:], w[:-1])), default=0)
+    return int(np.clip(limit_bytes // 2 // (8 * per_box), 16, DEVICE_STEP_BOXES))
 
 
 def verify_network(
@@ -87,9 +124,12 @@ def verify_network(
 
     Refines on `parallel`'s workers, until `time_limit`, the undecided share `target_undecided`,
     or the box budget `max_boxes`; writes to `checkpoint` and, with `resume`, goes on from it. The
-    open boxes stop growing at `memory_limit` bytes (default `memory.default_limit()`)."""
-    with _one_blas_thread():
-        run = Refinement(network, prop, seed, progress, memory_limit)
+    open boxes (and, on "cuda", the device's memory) stop growing at `memory_limit` bytes (default
+    `memory.default_limit()`). `parallel.device` ("cpu" or "cuda") computes the bounds and the
+    logits with torch there, in float64 (`arrays`), in this process; None: numpy."""
+    device, parallel = parallel.device, dataclasses.replace(parallel, device=None)  # one process
+    with _one_thread(device):
+        run = Refinement(network, prop, seed, progress, memory_limit, device)
         run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
         return run.result(time_limit, confidence, max_counterexamples)
 
@@ -104,19 +144,23 @@ class Refinement:
         seed: int,
         progress: Progress | None,
         memory_limit: int | None = None,
+        device: str | None = None,
     ) -> None:
         self.t0 = time.perf_counter()
         self.network, self.prop, self.progress = network, prop, progress
-        self.pb = pb = Problem.build(network, prop)
+        self.pb = pb = Problem.build(network, prop, device)
         self.rng = np.random.default_rng(seed)  # the estimate's samples
         widest = max(pb.bounder.widths)
         rows = pb.n_twins * (pb.d + 1) * widest
-        step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
-        self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
         tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
-        self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         limit = default_limit() if memory_limit is None else memory_limit
+        if device == "cuda":
+            step = self.chunk = device_step(pb, tight, min(limit, pb.backend.capacity()))
+        else:  # numpy, and torch on the CPU: the same steps, so the same boxes in each call
+            step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
+            self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step
+        self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         # half a step of open boxes at a time: split in two, they make the step's boxes
         half = self.settler.min_batch
         self.shard = Shard(self.settler, np.ones(pb.d, bool), half, None, Findings(pb.d, pb.n_twins), limit)
@@ -346,7 +390,7 @@ def answer(
         seed=options.seed,
         max_counterexamples=options.max_counterexamples,
         progress=progress,
-        parallel=Parallelism.of(options.workers, options.ray_address),
+        parallel=Parallelism.of(options.workers, options.ray_address, options.device),
         max_boxes=options.max_boxes,
         checkpoint=checkpoint_for(network, prop, options),
         resume=bool(options.resume),

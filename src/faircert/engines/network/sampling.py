@@ -11,7 +11,6 @@ import numpy as np
 
 from ...results import StatisticalEstimate
 from .problem import Draws, Problem
-from .symbolic import bound_twins
 
 MIN_CHUNK = 1000  # points sampled at once by the estimate, at the least
 MAX_CHUNK = 50_000  # ... and at the most: larger arrays cost more per point (fresh memory)
@@ -41,8 +40,7 @@ def twin_split(
 
     `fast` computes them through the input tables (equal on the grid up to rounding; for
     estimates, never for evidence); `single` in float32 (for candidates that are re-checked)."""
-    net = pb.bounder if fast else pb.twin
-    z = (net.single if single else net).logits(x)
+    z = pb.logits(x, fast, single)
     pos = z > 0
     bad = np.asarray(pos.any(axis=1) & ~pos.all(axis=1))
     return z, bad, np.argmax(z, axis=1), np.argmin(z, axis=1)
@@ -58,15 +56,15 @@ def classify(pb: Problem, rng: np.random.Generator, x: np.ndarray, chunk: int) -
     wlo, whi = pb.enlarge(x[rest], x[rest])
     fair = np.zeros(rest.size, dtype=bool)
     for s in range(0, rest.size, chunk):
-        bd = bound_twins(pb.bounder, wlo[s : s + chunk], whi[s : s + chunk])
+        bd = pb.bound(wlo[s : s + chunk], whi[s : s + chunk])
         fair[s : s + chunk] = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
     open_ = rest[~fair]
     # x is unfair when a twin a of x and an allowed twin b of a window point disagree
-    own = pb.twin.logits(x[open_]) > 0  # (n, T)
+    own = pb.logits(x[open_]) > 0  # (n, T)
     pos_near = own.copy()
     neg_near = ~own
     for _ in range(8):
-        z = pb.twin.logits(random_points(rng, wlo[~fair], whi[~fair], pb.discrete)) > 0
+        z = pb.logits(random_points(rng, wlo[~fair], whi[~fair], pb.discrete)) > 0
         pos_near |= z
         neg_near |= ~z
     pairs = pb.pairs.astype(np.float64)

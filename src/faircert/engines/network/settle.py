@@ -281,6 +281,9 @@ class BoxSettler(Settler):
         self.__dict__.update(state)
         _blas_on_one_thread()  # a spawned process or Ray actor: small batched GEMMs, as in the driver
 
+    def device_bytes(self) -> int:
+        return self.pb.backend.memory_used()
+
     def key(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> np.ndarray:
         """The order of open boxes: a bounded box's priority; a box not bounded yet comes first
         (a piece cut off a box is thin, and often settled or cut again at once)."""

@@ -26,13 +26,16 @@ rows' contribution to the bounds.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ...models.activations import Activation
 from ...models.network import ReluNetwork
-from . import curves
+from . import arrays, curves
+from .arrays import namespace
 
 LOGIT_VALUES = 1 << 21  # hidden values computed at once by `TwinNet.logits` (16 MB in float64)
 
@@ -48,35 +51,39 @@ class Lookup:
     table: np.ndarray  # (K, n1)
 
     def __post_init__(self) -> None:
+        xp = namespace(self.table)
         self.mins, self.maxs = [self.table], [self.table]
         width = 1
         while 2 * width <= self.table.shape[0]:
-            self.mins.append(np.minimum(self.mins[-1][:-width], self.mins[-1][width:]))
-            self.maxs.append(np.maximum(self.maxs[-1][:-width], self.maxs[-1][width:]))
+            self.mins.append(xp.minimum(self.mins[-1][:-width], self.mins[-1][width:]))
+            self.maxs.append(xp.maximum(self.maxs[-1][:-width], self.maxs[-1][width:]))
             width *= 2
 
     def span(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First and last row (B,) of each box's range (at least one row: a box with no grid value
         has no point to count, and an empty range would make the bounds infinite)."""
+        xp = namespace(lo)
         top = self.table.shape[0] - 1
-        first = np.clip(np.ceil(lo[:, self.position] - self.start - 1e-9), 0, top).astype(np.int64)
-        last = np.clip(np.floor(hi[:, self.position] - self.start + 1e-9), first, top).astype(np.int64)
-        return first, last
+        first = xp.clip(xp.ceil(lo[:, self.position] - self.start - 1e-9), 0, top)
+        last = xp.clip(xp.floor(hi[:, self.position] - self.start + 1e-9), first, top)
+        return arrays.astype(xp, first, np.int64), arrays.astype(xp, last, np.int64)
 
     def extremes(self, first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each neuron's min and max (B, n1) over rows first..last."""
-        level = np.floor(np.log2(last - first + 1)).astype(np.int64)
-        end = last - (1 << level) + 1
-        t_min, t_max = np.empty((first.size, self.table.shape[1])), np.empty((first.size, self.table.shape[1]))
-        for v in np.unique(level):
-            at = level == v
-            t_min[at] = np.minimum(self.mins[v][first[at]], self.mins[v][end[at]])
-            t_max[at] = np.maximum(self.maxs[v][first[at]], self.maxs[v][end[at]])
+        xp = namespace(first)
+        level = arrays.astype(xp, xp.floor(xp.log2(arrays.astype(xp, last - first + 1, np.float64))), np.int64)
+        end = last - 2**level + 1
+        shape = (first.shape[0], self.table.shape[1])
+        t_min, t_max = arrays.empty(xp, shape, self.table), arrays.empty(xp, shape, self.table)
+        for v in xp.unique(level):
+            at, v = level == v, int(v)
+            t_min[at] = xp.minimum(self.mins[v][first[at]], self.mins[v][end[at]])
+            t_max[at] = xp.maximum(self.maxs[v][first[at]], self.maxs[v][end[at]])
         return t_min, t_max
 
     def held(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
         """(B, K) which rows each box holds."""
-        k = np.arange(self.table.shape[0])
+        k = arrays.arange(namespace(first), self.table.shape[0], first)
         return (k >= first[:, None]) & (k <= last[:, None])
 
 
@@ -138,10 +145,22 @@ class TwinNet:
             network.activations[1:],
         )
 
+    def to(self, put: Callable[[np.ndarray], Any]) -> TwinNet:
+        """The same twins with every array moved by `put` (`arrays.Backend.put`: to a device)."""
+        return TwinNet(
+            put(self.w1),
+            put(self.b1),
+            [put(w) for w in self.weights],
+            [put(b) for b in self.biases],
+            tuple(Lookup(t.position, t.start, put(t.table)) for t in self.tables),
+            self.acts,
+        )
+
     @functools.cached_property
     def all_rows(self) -> np.ndarray:
         """(n1, rows of every table) the tables' rows side by side."""
-        return np.concatenate([t.table for t in self.tables]).T.copy()
+        xp = namespace(self.w1)
+        return xp.copy(xp.concatenate([t.table for t in self.tables]).T)
 
     @functools.cached_property
     def row_starts(self) -> np.ndarray:
@@ -176,17 +195,23 @@ class TwinNet:
         in blocks of at most `LOGIT_VALUES` hidden values: memory a process touches for the first
         time is slow (a first batch of 50,000 points took far longer than the next), and a block's
         arrays fit the memory its predecessor freed."""
+        xp = namespace(x)
         n, T = x.shape[0], self.n_twins
         block = max(1, LOGIT_VALUES // (T * max(self.widths)))
         if n > block:
-            return np.concatenate([self.logits(x[s : s + block]) for s in range(0, n, block)])
-        z = x.astype(self.w1.dtype, copy=False) @ self.w1.T
+            return xp.concatenate([self.logits(x[s : s + block]) for s in range(0, n, block)])
+        z = (x.astype(self.w1.dtype, copy=False) if xp is np else x) @ self.w1.T  # a device's x is float64
         for t in self.tables:
             z += t.table[t.span(x, x)[0]]
         h = (z[:, None, :] + self.b1[None, :, :]).reshape(n * T, self.w1.shape[0])  # n may be 0
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
             act = self.act(k)
-            h = np.maximum(h, 0.0, out=h) if act is None else act(h).astype(h.dtype, copy=False)
+            if act is None:
+                h = xp.maximum(h, 0.0, out=h)
+            elif xp is np:
+                h = act(h).astype(h.dtype, copy=False)
+            else:  # the unit's own numpy code, on the host: one definition of each unit
+                h = arrays.like(act(arrays.to_numpy(h)), h)
             h = h @ w.T + b
         return h[:, 0].reshape(n, T)
 
@@ -204,6 +229,13 @@ class TwinBounds:
     form_c: np.ndarray  # (2, B, T)
     #: With `keep_hidden`: pre-activation bounds (l, u) of every hidden layer, each (B, T, n_k).
     hidden: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    def to_numpy(self) -> TwinBounds:
+        """These bounds as numpy arrays (from a device; the hidden layers' bounds dropped)."""
+        host = arrays.to_numpy
+        return TwinBounds(
+            host(self.lower), host(self.upper), host(self.sens), host(self.score), host(self.form_a), host(self.form_c)
+        )
 
     @staticmethod
     def joined(parts: list[TwinBounds]) -> TwinBounds:
@@ -223,9 +255,10 @@ class TwinBounds:
 
 def _conc(eq: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Min and max over each row's box of linear forms eq (M, d+1, n) (last row = constant)."""
+    xp = namespace(eq)
     d = mid.shape[1]
-    centre = np.matmul(mid[:, None, :], eq[:, :d, :])[:, 0, :] + eq[:, d, :]
-    spread = np.matmul(rad[:, None, :], np.abs(eq[:, :d, :]))[:, 0, :]
+    centre = xp.matmul(mid[:, None, :], eq[:, :d, :])[:, 0, :] + eq[:, d, :]
+    spread = xp.matmul(rad[:, None, :], xp.abs(eq[:, :d, :]))[:, 0, :]
     return centre - spread, centre + spread
 
 
@@ -236,7 +269,10 @@ def bound_twins(
 
     `tight` also tightens every hidden layer's pre-activation bounds by back-substitution
     (full CROWN) before the final backward pass; worth it on deep, narrow networks.
+
+    The arrays may be numpy's or torch tensors (`arrays`): `net`'s, lo's and hi's alike.
     """
+    xp = namespace(lo)
     B, d = lo.shape
     T = net.n_twins
     memo: list = []  # smooth units' lines, computed once per layer's bounds (`_lines`)
@@ -245,10 +281,10 @@ def bound_twins(
     spans = [t.span(lo, hi) for t in net.tables]
     # layer 1: exact pre-activation bounds, shared linear form, per-twin constant
     c1 = mid @ net.w1.T
-    r1 = rad @ np.abs(net.w1).T
+    r1 = rad @ xp.abs(net.w1).T
     low1, up1 = c1 - r1, c1 + r1
     if net.tables:  # each table adds its min and max over the box's rows
-        t_min, t_max = np.zeros_like(c1), np.zeros_like(c1)
+        t_min, t_max = xp.zeros_like(c1), xp.zeros_like(c1)
         for t, span in zip(net.tables, spans):
             a, b = t.extremes(*span)
             t_min += a
@@ -260,35 +296,35 @@ def bound_twins(
     l = l.reshape(B * T, -1)
     u = u.reshape(B * T, -1)
     pre = [(l, u)]
-    midm = np.repeat(mid, T, axis=0)
-    radm = np.repeat(rad, T, axis=0)
-    rowsm = [np.repeat(t.held(*span), T, axis=0) for t, span in zip(net.tables, spans)]
+    midm = xp.repeat(mid, T, axis=0)
+    radm = xp.repeat(rad, T, axis=0)
+    rowsm = [xp.repeat(t.held(*span), T, axis=0) for t, span in zip(net.tables, spans)]
     if net.weights:
         # the tables enter the forms as constants (their min in the lower form, max in the upper):
         # indicators per table row would keep them exact but cost a symbolic variable per row
-        low = np.empty((B * T, d + 1, l.shape[1]))
+        low = arrays.empty(xp, (B * T, d + 1, l.shape[1]), lo)
         low[:, :d, :] = net.w1.T[None]
-        low[:, d, :] = np.tile(net.b1, (B, 1))
-        up = low.copy()
+        low[:, d, :] = xp.tile(net.b1, (B, 1))
+        up = xp.copy(low)
         lu, ul = l, u  # min of the upper form, max of the lower form
         if net.tables:
-            low[:, d, :] += np.repeat(t_min, T, axis=0)
-            up[:, d, :] += np.repeat(t_max, T, axis=0)
-            spread = np.repeat(t_max - t_min, T, axis=0)
+            low[:, d, :] += xp.repeat(t_min, T, axis=0)
+            up[:, d, :] += xp.repeat(t_max, T, axis=0)
+            spread = xp.repeat(t_max - t_min, T, axis=0)
             lu, ul = l + spread, u - spread
         up, low = _relax_layer(net, 0, up, low, l, u, lu, ul, memo)
         for k, (w, b) in enumerate(zip(net.weights, net.biases)):
             c = up + low
             c *= 0.5
-            r = np.subtract(up, low, out=up)
+            r = xp.subtract(up, low, out=up)
             r *= 0.5
             del low
             M, n_rows, n_prev = c.shape
             c = (c.reshape(-1, n_prev) @ w.T).reshape(M, n_rows, -1)
-            r = (r.reshape(-1, n_prev) @ np.abs(w).T).reshape(M, n_rows, -1)
+            r = (r.reshape(-1, n_prev) @ xp.abs(w).T).reshape(M, n_rows, -1)
             c[:, d, :] += b
             low = c - r
-            up = np.add(c, r, out=c)
+            up = xp.add(c, r, out=c)
             del c, r
             l, ul = _conc(low, midm, radm)
             lu, u = _conc(up, midm, radm)
@@ -302,16 +338,17 @@ def bound_twins(
     if tight and len(pre) > 1:
         tighten(net, pre, midm, radm, rowsm, memo)
     b_low, b_up, coef, const, spreads = _backward(net, pre, midm, radm, rowsm, memo=memo)
-    lower = np.maximum(f_low, b_low).reshape(B, T)
-    upper = np.minimum(f_up, b_up).reshape(B, T)
-    if OPTIMISED_SLOPES and net.weights and net.relu_only:  # both assume ReLUs
+    lower = xp.maximum(f_low, b_low).reshape(B, T)
+    upper = xp.minimum(f_up, b_up).reshape(B, T)
+    # both assume ReLUs, and numpy arrays
+    if OPTIMISED_SLOPES and net.weights and net.relu_only and xp is np:
         lower, upper = _optimised(net, lo, hi, pre, rowsm, lower, upper)
-    if RELATIONAL and T > 1 and net.weights and net.relu_only:
+    if RELATIONAL and T > 1 and net.weights and net.relu_only and xp is np:
         lower, upper = _relational(net, pre, lower, upper, B, T)
-    sens = np.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
+    sens = xp.abs(coef).reshape(2, B, T, d).sum(axis=(0, 2))
     for t, spread in zip(net.tables, spreads):  # a looked-up column widens the bounds by its spread
         p = t.position
-        np.divide(
+        xp.divide(
             spread.reshape(2, B, T).sum(axis=(0, 2)), hi[:, p] - lo[:, p], out=sens[:, p], where=hi[:, p] > lo[:, p]
         )
     hidden = [(pl.reshape(B, T, -1), pu.reshape(B, T, -1)) for pl, pu in pre] if keep_hidden else None
@@ -390,17 +427,18 @@ def _relational(
 
 def _relax_layer(net: TwinNet, k: int, up, low, l, u, lu, ul, memo: list | None = None):
     """Hidden layer k's units applied to the upper and lower forms of their pre-activations."""
+    xp = namespace(up)
     act = net.act(k)
     if act is None:
         return _relax(up, low, l, u, lu, ul)
     sl, bl, su, bu = _lines(act, l, u, memo)
-    if np.all(sl >= 0) and np.all(su >= 0):  # increasing lines (always, for a monotone unit)
+    if xp.all(sl >= 0) and xp.all(su >= 0):  # increasing lines (always, for a monotone unit)
         up *= su[:, None, :]
         low *= sl[:, None, :]
         new_up, new_low = up, low
     else:  # a line with a negative slope turns the other form's bound into this one's
-        new_up = up * np.maximum(su, 0.0)[:, None, :] + low * np.minimum(su, 0.0)[:, None, :]
-        new_low = low * np.maximum(sl, 0.0)[:, None, :] + up * np.minimum(sl, 0.0)[:, None, :]
+        new_up = up * xp.maximum(su, 0.0)[:, None, :] + low * xp.minimum(su, 0.0)[:, None, :]
+        new_low = low * xp.maximum(sl, 0.0)[:, None, :] + up * xp.minimum(sl, 0.0)[:, None, :]
     d = up.shape[1] - 1
     new_up[:, d, :] += bu
     new_low[:, d, :] += bl
@@ -413,16 +451,17 @@ def _relax(up, low, l, u, lu, ul, inplace=True):
     l/u: concrete bounds of the lower/upper form's min/max; lu = min of the upper form,
     ul = max of the lower form.
     """
+    xp = namespace(u)
     inactive = u <= 0
     unstable = (l < 0) & ~inactive
     chord = unstable & (lu < 0)
-    su = np.ones_like(u)
-    np.divide(u, u - lu, out=su, where=chord)
+    su = xp.ones_like(u)
+    xp.divide(u, u - lu, out=su, where=chord)
     su[inactive] = 0.0
-    ou = np.where(chord, -su * lu, 0.0)
-    sl = np.ones_like(u)
+    ou = xp.where(chord, -su * lu, 0.0)
+    sl = xp.ones_like(u)
     lin = unstable & (ul > 0)
-    np.divide(ul, ul - l, out=sl, where=lin)
+    xp.divide(ul, ul - l, out=sl, where=lin)
     sl[inactive | (unstable & ~lin)] = 0.0
     d = up.shape[1] - 1
     if inplace:
@@ -447,19 +486,21 @@ def crown_with_losses(net: TwinNet, pre, midm, radm, rowsm) -> tuple[np.ndarray,
 def _backward(net: TwinNet, pre, midm, radm, rowsm, losses: list | None = None, memo: list | None = None):
     """CROWN-style bounds of the logit given pre-activation bounds of every hidden layer, their
     linear forms, and each table's spread (2M,) in them (`losses`: see `crown_with_losses`)."""
+    xp = namespace(midm)
     M = midm.shape[0]
     T = net.n_twins
     if not net.weights:  # built without tables (they need a hidden layer)
-        w = np.broadcast_to(net.w1[0], (M, net.w1.shape[1]))
-        const = np.tile(net.b1[:, 0], M // T)
-        centre = np.einsum("md,md->m", midm, w) + const
-        spread = radm @ np.abs(net.w1[0])
-        return (centre - spread, centre + spread, np.concatenate([w, -w], axis=0), np.concatenate([const, -const]), [])
+        w = xp.broadcast_to(net.w1[0], (M, net.w1.shape[1]))
+        const = xp.tile(net.b1[:, 0], M // T)
+        centre = xp.einsum("md,md->m", midm, w) + const
+        spread = radm @ xp.abs(net.w1[0])
+        return (centre - spread, centre + spread, xp.concatenate([w, -w], axis=0), xp.concatenate([const, -const]), [])
     w_out, b_out = net.weights[-1], net.biases[-1]
-    lam = np.concatenate(
-        [np.broadcast_to(w_out, (M, 1, w_out.shape[1])), np.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
+    lam = xp.concatenate(
+        [xp.broadcast_to(w_out, (M, 1, w_out.shape[1])), xp.broadcast_to(-w_out, (M, 1, w_out.shape[1]))]
     )
-    const = np.concatenate([np.full((M, 1), b_out[0]), np.full((M, 1), -b_out[0])])
+    bias = b_out[:1]  # the logit's bias (1,)
+    const = xp.concatenate([xp.broadcast_to(bias, (M, 1)), xp.broadcast_to(-bias, (M, 1))])
     val, lam, const, spreads = _crown(net, pre, len(pre) - 1, lam, const, midm, radm, rowsm, True, losses, memo)
     return val[:M, 0], -val[M:, 0], lam[:, 0, :], const[:, 0], [s[:, 0] for s in spreads]
 
@@ -473,6 +514,7 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
     `spread`, each table's spread (2M, K) over the rows' boxes. A `losses` list receives, layer by
     layer, what each neuron's upper relaxation intercept lowers the bounds by (M, n_k).
     """
+    xp = namespace(midm)
     M = midm.shape[0]
     T = net.n_twins
     layers = [(None, None)] + list(zip(net.weights[:-1], net.biases[:-1]))
@@ -482,51 +524,52 @@ def _crown(net: TwinNet, pre, top: int, lam, const, midm, radm, rowsm, spread: b
         if act is not None:
             lam, const = _back_smooth(act, l, u, lam, const, M, memo)
             if losses is not None:
-                losses.insert(0, np.zeros_like(l))
+                losses.insert(0, namespace(l).zeros_like(l))
         else:
             lam, const = _back_relu(l, u, lam, const, M, losses)
         if k == 0:
-            const = const + np.einsum("mkn,mn->mk", lam, np.tile(net.b1, (2 * M // T, 1)))
+            const = const + xp.einsum("mkn,mn->mk", lam, xp.tile(net.b1, (2 * M // T, 1)))
             spreads = []
             if net.tables:  # every table at once: rows side by side, min and max per table
                 vals = lam @ net.all_rows  # (2M, K, rows of all tables)
-                outside = ~np.concatenate([np.concatenate(rowsm, axis=1)] * 2)[:, None, :]
+                outside = ~xp.concatenate([xp.concatenate(rowsm, axis=1)] * 2)[:, None, :]
                 if spread:
-                    high = np.maximum.reduceat(np.where(outside, -np.inf, vals), net.row_starts, axis=2)
-                np.copyto(vals, np.inf, where=outside)
-                low = np.minimum.reduceat(vals, net.row_starts, axis=2)
+                    high = arrays.segment_max(xp, xp.where(outside, -np.inf, vals), net.row_starts, axis=2)
+                xp.copyto(vals, np.inf, where=outside)
+                low = arrays.segment_min(xp, vals, net.row_starts, axis=2)
                 const = const + low.sum(axis=2)
                 if spread:
-                    spreads = list(np.moveaxis(high - low, 2, 0))
+                    spreads = list(xp.moveaxis(high - low, 2, 0))
             lam = lam @ net.w1
         else:
             w, b = layers[k]
             const = const + lam @ b
             lam = lam @ w
-    mid2 = np.concatenate([midm, midm])[:, None, :]
-    rad2 = np.concatenate([radm, radm])[:, None, :]
-    val = (lam * mid2).sum(axis=2) - (np.abs(lam) * rad2).sum(axis=2) + const
+    mid2 = xp.concatenate([midm, midm])[:, None, :]
+    rad2 = xp.concatenate([radm, radm])[:, None, :]
+    val = (lam * mid2).sum(axis=2) - (xp.abs(lam) * rad2).sum(axis=2) + const
     return val, lam, const, spreads
 
 
 def _back_relu(l, u, lam, const, M: int, losses):
     """One ReLU layer of back-substitution (see `_crown`)."""
+    xp = namespace(l)
     active = l >= 0
     unstable = (l < 0) & (u > 0)
-    s = active.astype(np.float64)
-    np.divide(u, u - l, out=s, where=unstable)
-    a_low = np.where(unstable, u > -l, active).astype(np.float64)[:, None, :]
-    icpt = np.where(unstable, -s * l, 0.0)[:, None, :]
+    s = arrays.astype(xp, active, np.float64)
+    xp.divide(u, u - l, out=s, where=unstable)
+    a_low = arrays.astype(xp, xp.where(unstable, u > -l, active), np.float64)[:, None, :]
+    icpt = xp.where(unstable, -s * l, 0.0)[:, None, :]
     s = s[:, None, :]
     K = lam.shape[1]
     lam2 = lam.reshape(2, M, K, -1)
     # negative coefficients take the upper relaxation (slope s, intercept), others the lower
-    neg = np.minimum(lam2, 0.0)
-    const = const + np.matmul(neg, icpt.transpose(0, 2, 1)[None]).reshape(2 * M, K)
+    neg = xp.minimum(lam2, 0.0)
+    const = const + xp.matmul(neg, arrays.permute(xp, icpt, (0, 2, 1))[None]).reshape(2 * M, K)
     if losses is not None:
         losses.insert(0, -(neg * icpt[None]).sum(axis=(0, 2)))
     neg *= s - a_low
-    lam = np.multiply(lam2, a_low, out=np.empty_like(lam2))
+    lam = xp.multiply(lam2, a_low, out=xp.empty_like(lam2))  # lam2's layout: the products below round as it does
     lam += neg
     return lam.reshape(2 * M, K, -1), const
 
@@ -538,7 +581,10 @@ def _lines(act: Activation, l: np.ndarray, u: np.ndarray, memo: list | None):
         for ml, mu, found in memo:
             if ml is l and mu is u:
                 return found
-    found = curves.lines(act, l, u)
+    if namespace(l) is np:
+        found = curves.lines(act, l, u)
+    else:  # the curves' own numpy code, on the host: one definition of each unit's lines
+        found = tuple(arrays.like(v, l) for v in curves.lines(act, arrays.to_numpy(l), arrays.to_numpy(u)))
     if memo is not None:
         memo.append((l, u, found))
     return found
@@ -546,10 +592,11 @@ def _lines(act: Activation, l: np.ndarray, u: np.ndarray, memo: list | None):
 
 def _back_smooth(act: Activation, l, u, lam, const, M: int, memo: list | None = None):
     """One layer of smooth units: positive coefficients take the lower line, negative the upper."""
+    xp = namespace(l)
     sl, bl, su, bu = _lines(act, l, u, memo)
     K = lam.shape[1]
     lam2 = lam.reshape(2, M, K, -1)
-    pos, neg = np.maximum(lam2, 0.0), np.minimum(lam2, 0.0)
+    pos, neg = xp.maximum(lam2, 0.0), xp.minimum(lam2, 0.0)
     const = const + (pos * bl[None, :, None, :] + neg * bu[None, :, None, :]).sum(axis=3).reshape(2 * M, K)
     lam = pos * sl[None, :, None, :] + neg * su[None, :, None, :]
     return lam.reshape(2 * M, K, -1), const
@@ -557,14 +604,15 @@ def _back_smooth(act: Activation, l, u, lam, const, M: int, memo: list | None = 
 
 def tighten(net: TwinNet, pre, midm, radm, rowsm, memo: list | None = None) -> None:
     """Replace each hidden layer's pre-activation bounds by their intersection with CROWN's."""
+    xp = namespace(midm)
     M = midm.shape[0]
     for k in range(1, len(pre)):
         w, b = net.weights[k - 1], net.biases[k - 1]
-        lam = np.concatenate([np.broadcast_to(w, (M,) + w.shape), np.broadcast_to(-w, (M,) + w.shape)])
-        const = np.concatenate([np.broadcast_to(b, (M, b.shape[0])), np.broadcast_to(-b, (M, b.shape[0]))])
+        lam = xp.concatenate([xp.broadcast_to(w, (M,) + tuple(w.shape)), xp.broadcast_to(-w, (M,) + tuple(w.shape))])
+        const = xp.concatenate([xp.broadcast_to(b, (M, b.shape[0])), xp.broadcast_to(-b, (M, b.shape[0]))])
         val, _, _, _ = _crown(net, pre, k - 1, lam, const, midm, radm, rowsm, memo=memo)
         l, u = pre[k]
-        pre[k] = (np.maximum(l, val[:M]), np.minimum(u, -val[M:]))
+        pre[k] = (xp.maximum(l, val[:M]), xp.minimum(u, -val[M:]))
 
 
 def crown_cost_ratio(net: TwinNet, d: int) -> float:

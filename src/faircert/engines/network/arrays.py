@@ -1,0 +1,316 @@
+"""Where the bounding kernels run: numpy (the default), or PyTorch on the CPU or a CUDA device.
+
+The kernels (`symbolic`) are written once against numpy's names. `namespace(x)` gives them the
+module to call for an array: numpy itself for a numpy array (so the numpy path is numpy's own code,
+unchanged), or `TorchOps`, which offers the same names, with the same meaning, over torch tensors.
+Only the names the kernels use are here; each keeps numpy's semantics (`out=` writes in place,
+`where=` leaves the other entries of `out` as they were).
+
+Every array on the torch path is float64 (or bool/int64 masks and indices), as on numpy's: the
+bounds are numpy's up to the order in which a matrix product adds its terms (1e-12 relative), and
+the tolerance that keeps decisions clear of rounding (`problem.REL_TOL`, 1e-9 relative) covers
+both. A smooth unit's lines (`curves`, computed on the host from the device's pre-activation
+bounds) can move within their bisection's resolution where such a rounding flips a step; they are
+sound either way. Counterexamples are still re-checked on the model in float64 on the CPU. torch
+is optional (the `torch` extra): asking for it without it installed, or for "cuda" without a CUDA
+device, is a `BackendError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import FaircertError
+from ...options import DEVICES
+
+
+class BackendError(FaircertError):
+    """The device asked for cannot be used here (torch missing, or no CUDA device)."""
+
+
+def namespace(x: Any) -> Any:
+    """numpy for a numpy array (or anything not a torch tensor), `TorchOps` for a torch tensor."""
+    if isinstance(x, np.ndarray) or type(x).__module__.split(".")[0] != "torch":
+        return np
+    return TorchOps
+
+
+class Backend:
+    """Numpy (device None) or torch on `device`; moves arrays there and back."""
+
+    def __init__(self, device: str | None = None) -> None:
+        self.device = device
+        if device is None:
+            return
+        if device not in DEVICES:
+            raise BackendError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+        try:
+            import torch
+        except ImportError:
+            raise BackendError(f"device {device!r} needs torch: pip install 'faircert[torch]'") from None
+        if device == "cuda" and not torch.cuda.is_available():
+            raise BackendError("device 'cuda': torch sees no CUDA device here")
+        self.torch = torch
+
+    @property
+    def numpy(self) -> bool:
+        return self.device is None
+
+    def put(self, x: np.ndarray) -> Any:
+        """x on the device (floats as float64; on the CPU it may share x's memory: the kernels never
+        write into their inputs)."""
+        if self.device is None:
+            return x
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            x = x.astype(np.float64, copy=False)
+        return self.torch.as_tensor(x, device=self.device)
+
+    def capacity(self) -> int:
+        """Bytes of memory on a CUDA device (0 elsewhere)."""
+        if self.device != "cuda":
+            return 0
+        return int(self.torch.cuda.get_device_properties(0).total_memory)
+
+    def memory_used(self) -> int:
+        """Peak bytes allocated on a CUDA device so far (0 elsewhere: host memory is counted apart)."""
+        if self.device != "cuda":
+            return 0
+        return int(self.torch.cuda.max_memory_allocated())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"device": self.device}  # the module is imported again where it is unpickled
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["device"])  # type: ignore[misc]
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """An array (numpy or torch, any device) as a numpy array."""
+    if isinstance(x, np.ndarray):
+        return x
+    return x.detach().cpu().numpy()
+
+
+class TorchOps:
+    """numpy's names, as the kernels use them, over torch tensors."""
+
+    @staticmethod
+    def _t():
+        import torch
+
+        return torch
+
+    @classmethod
+    def _dtype(cls, dtype: Any) -> Any:
+        torch = cls._t()
+        if isinstance(dtype, torch.dtype):
+            return dtype
+        if dtype is None or dtype is float or np.dtype(dtype) == np.float64:
+            return torch.float64
+        if dtype is bool or np.dtype(dtype) == np.bool_:
+            return torch.bool
+        return torch.int64
+
+    @classmethod
+    def _as(cls, x: Any, like: Any) -> Any:
+        """x (a tensor, or a scalar) as a tensor on `like`'s device."""
+        torch = cls._t()
+        if isinstance(x, torch.Tensor):
+            return x
+        return torch.as_tensor(x, dtype=like.dtype if like.is_floating_point() else torch.float64, device=like.device)
+
+    # ----- creation ------------------------------------------------------------------------
+    @classmethod
+    def zeros_like(cls, x: Any) -> Any:
+        return cls._t().zeros_like(x)
+
+    @classmethod
+    def ones_like(cls, x: Any) -> Any:
+        return cls._t().ones_like(x)
+
+    @classmethod
+    def empty_like(cls, x: Any) -> Any:
+        return cls._t().empty_like(x)
+
+    @classmethod
+    def empty(cls, shape: Any, dtype: Any = None, like: Any = None) -> Any:
+        return cls._t().empty(shape, dtype=cls._dtype(dtype), device=like.device)
+
+    @classmethod
+    def arange(cls, n: int, like: Any) -> Any:
+        return cls._t().arange(n, device=like.device)
+
+    @staticmethod
+    def copy(x: Any) -> Any:
+        return x.clone()
+
+    @classmethod
+    def astype(cls, x: Any, dtype: Any) -> Any:
+        return x.to(cls._dtype(dtype))
+
+    # ----- shapes --------------------------------------------------------------------------
+    @classmethod
+    def concatenate(cls, xs: Any, axis: int = 0) -> Any:
+        return cls._t().cat(list(xs), dim=axis)
+
+    @classmethod
+    def repeat(cls, x: Any, n: int, axis: int) -> Any:
+        return cls._t().repeat_interleave(x, n, dim=axis)
+
+    @staticmethod
+    def tile(x: Any, reps: Any) -> Any:
+        return x.repeat(*((reps,) if isinstance(reps, int) else reps))
+
+    @staticmethod
+    def broadcast_to(x: Any, shape: Any) -> Any:
+        return x.expand(*shape)
+
+    @staticmethod
+    def permute_dims(x: Any, axes: Any) -> Any:
+        return x.permute(*axes)
+
+    @classmethod
+    def moveaxis(cls, x: Any, src: int, dst: int) -> Any:
+        return cls._t().movedim(x, src, dst)
+
+    # ----- arithmetic ----------------------------------------------------------------------
+    @staticmethod
+    def abs(x: Any) -> Any:
+        return x.abs()
+
+    @staticmethod
+    def floor(x: Any) -> Any:
+        return x.floor()
+
+    @staticmethod
+    def ceil(x: Any) -> Any:
+        return x.ceil()
+
+    @staticmethod
+    def log2(x: Any) -> Any:
+        return x.log2()
+
+    @classmethod
+    def _binary(cls, op: Any, a: Any, b: Any, out: Any) -> Any:
+        like = a if isinstance(a, cls._t().Tensor) else b
+        a, b = cls._as(a, like), cls._as(b, like)
+        if out is None:
+            return op(a, b)
+        out.copy_(op(a, b))
+        return out
+
+    @classmethod
+    def maximum(cls, a: Any, b: Any, out: Any = None) -> Any:
+        return cls._binary(cls._t().maximum, a, b, out)
+
+    @classmethod
+    def minimum(cls, a: Any, b: Any, out: Any = None) -> Any:
+        return cls._binary(cls._t().minimum, a, b, out)
+
+    @classmethod
+    def add(cls, a: Any, b: Any, out: Any = None) -> Any:
+        return cls._binary(cls._t().add, a, b, out)
+
+    @classmethod
+    def subtract(cls, a: Any, b: Any, out: Any = None) -> Any:
+        return cls._binary(cls._t().subtract, a, b, out)
+
+    @classmethod
+    def multiply(cls, a: Any, b: Any, out: Any = None) -> Any:
+        return cls._binary(cls._t().multiply, a, b, out)
+
+    @classmethod
+    def divide(cls, a: Any, b: Any, out: Any = None, where: Any = True) -> Any:
+        """a / b; with `out` and `where`, only where `where` holds (the rest of `out` kept)."""
+        q = cls._binary(cls._t().divide, a, b, None)
+        if where is True:
+            return q if out is None else out.copy_(q)
+        out.copy_(cls._t().where(where, q, out))
+        return out
+
+    @classmethod
+    def where(cls, cond: Any, a: Any, b: Any) -> Any:
+        torch = cls._t()
+        like = a if isinstance(a, torch.Tensor) else b if isinstance(b, torch.Tensor) else cond
+        if not isinstance(like, torch.Tensor) or not like.is_floating_point():
+            like = torch.empty(0, dtype=torch.float64, device=cond.device)
+        return torch.where(cond, cls._as(a, like), cls._as(b, like))
+
+    @classmethod
+    def clip(cls, x: Any, lo: Any, hi: Any) -> Any:
+        return cls._t().clamp(x, cls._as(lo, x), cls._as(hi, x))
+
+    @classmethod
+    def matmul(cls, a: Any, b: Any) -> Any:
+        return cls._t().matmul(a, b)
+
+    @classmethod
+    def einsum(cls, spec: str, *xs: Any) -> Any:
+        return cls._t().einsum(spec, *xs)
+
+    @classmethod
+    def copyto(cls, dst: Any, src: Any, where: Any) -> None:
+        dst.copy_(cls._t().where(where, cls._as(src, dst), dst))
+
+    # ----- reductions ----------------------------------------------------------------------
+    @staticmethod
+    def all(x: Any, axis: Any = None) -> Any:
+        return x.all() if axis is None else x.all(dim=axis)
+
+    @staticmethod
+    def unique(x: Any) -> Any:
+        return x.unique()
+
+    @classmethod
+    def segment_min(cls, x: Any, starts: Any, axis: int) -> Any:
+        """numpy's `minimum.reduceat(x, starts, axis)` for increasing, non-empty segments."""
+        return cls._segments(x, starts, axis, cls._t().amin)
+
+    @classmethod
+    def segment_max(cls, x: Any, starts: Any, axis: int) -> Any:
+        return cls._segments(x, starts, axis, cls._t().amax)
+
+    @classmethod
+    def _segments(cls, x: Any, starts: Any, axis: int, op: Any) -> Any:
+        ends = list(starts[1:]) + [x.shape[axis]]
+        parts = [op(x.narrow(axis, int(s), int(e) - int(s)), dim=axis) for s, e in zip(starts, ends)]
+        return cls._t().stack(parts, dim=axis)
+
+
+def segment_min(xp: Any, x: Any, starts: np.ndarray, axis: int) -> Any:
+    """Minima of x over the segments that start at `starts` along `axis`."""
+    return np.minimum.reduceat(x, starts, axis=axis) if xp is np else xp.segment_min(x, starts, axis)
+
+
+def segment_max(xp: Any, x: Any, starts: np.ndarray, axis: int) -> Any:
+    return np.maximum.reduceat(x, starts, axis=axis) if xp is np else xp.segment_max(x, starts, axis)
+
+
+def astype(xp: Any, x: Any, dtype: Any) -> Any:
+    """x as `dtype` (numpy's float64, int64 or bool)."""
+    return x.astype(dtype) if xp is np else xp.astype(x, dtype)
+
+
+def permute(xp: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    return x.transpose(axes) if xp is np else xp.permute_dims(x, axes)
+
+
+def arange(xp: Any, n: int, like: Any) -> Any:
+    return np.arange(n) if xp is np else xp.arange(n, like)
+
+
+def empty(xp: Any, shape: Any, like: Any, dtype: Any = np.float64) -> Any:
+    """An uninitialised array of `shape` where `like` lives."""
+    return np.empty(shape, dtype=dtype) if xp is np else xp.empty(shape, dtype, like)
+
+
+def like(x: np.ndarray, ref: Any) -> Any:
+    """A numpy array x moved where `ref` lives (float64)."""
+    if isinstance(ref, np.ndarray):
+        return x
+    import torch
+
+    return torch.as_tensor(np.asarray(x, dtype=np.float64), device=ref.device)
