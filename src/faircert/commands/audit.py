@@ -4,9 +4,11 @@ epsilon-moves) change the model's decision for this person?"""
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from ..options import AuditOptions
+from ..results.rows import JSON_ROWS, LISTED_ROWS, UNFAIR_SAMPLE
 from .common import (
     add_checkpoint_arguments,
     add_defaulted,
@@ -77,6 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_checkpoint_arguments(p, "the audit")
     p.add_argument("--json", metavar="OUT", help="write the JSON result here ('-' for stdout)")
     p.add_argument(
+        "--json-rows",
+        choices=JSON_ROWS,
+        default="auto",
+        help="how the JSON lists the rows: all (every row's verdict and every unfair row), summary (counts, "
+        f"reasons and the first {UNFAIR_SAMPLE} unfair rows), auto (all up to {LISTED_ROWS:,} rows; default)",
+    )
+    p.add_argument(
         "--rows-csv",
         metavar="OUT.csv",
         help="write one line per row (verdict, method, group, labels, the twin's features)",
@@ -124,11 +133,14 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
             options=options,
         )
     result.population = population
+    result.json_rows = getattr(args, "json_rows", "auto")
     mark_interrupted(result)
-    emit_json(result.to_json(), args.json)
+    began = time.perf_counter()
     for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
         if path:
             write_rows(result, path)
+    result.timings["write_s"] = time.perf_counter() - began  # the JSON, written last, reports it
+    emit_json(result.to_json(), args.json)
     if not args.quiet:
         print_rows(result)
     return result.exit_code
