@@ -582,7 +582,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         verdicts=verdicts,
         methods=book.methods,
         twins=_listed(twins),
-        labels=[None if i in audit.unread or v < 0 else int(v) for i, v in enumerate(audit.labels)],
+        labels=_labels(audit),
         twin_labels=twin_labels,
         flip_unfair=int(flip.sum()),
         groups=_group_names(audit),
@@ -595,7 +595,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped,
         stats={
-            "flip_rows": [bool(v) for v in flip],
+            "flip_rows": flip.tolist(),
             "methods": _tally(book.methods),
             "twins_per_row": len(audit.combos) - 1,
             "limits": dataclasses.asdict(audit.limits),
@@ -603,6 +603,14 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         | ({"memory_limited": True} if stopped == MEMORY_LIMIT else {})
         | ({"interrupted": True} if stopped == INTERRUPTED else {}),
     )
+
+
+def _labels(audit: Audit) -> list[int | None]:
+    """The model's label of each row; None for a row it cannot evaluate or did not label."""
+    out: list[int | None] = [None if v < 0 else v for v in audit.labels.tolist()]
+    for i in audit.unread:
+        out[i] = None
+    return out
 
 
 def _listed(twins: list[np.ndarray | None]) -> list[list[float] | None]:
@@ -827,7 +835,7 @@ def _group_names(audit: Audit) -> list[str]:
         return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
 
     names = ["/".join(name(i, v) for v, i in zip(combo, audit.prop.protected)) for combo in audit.combos]
-    out = [names[k] for k in audit.own]
+    out = np.array(names, dtype=object)[audit.own].tolist()
     for r in audit.unread:
         out[r] = "/".join(name(i, X[r, i]) for i in audit.prop.protected)
     return out
