@@ -61,7 +61,7 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
 
 
 #: Rows written to the rows CSV at a time: each block's text is made column by column.
-CSV_BLOCK = 50_000
+CSV_BLOCK = 20_000
 #: Whole numbers of a column spanning fewer values have each text made once.
 SPAN = 65_536
 

@@ -56,7 +56,7 @@ from ..boxes.workers import Parallelism
 
 #: Twins evaluated per model call (rows x ball points x protected combinations), at most: a
 #: model that encodes its inputs (one-hot columns) holds a few times this many values a call.
-BATCH = 50_000
+BATCH = 32_768
 #: Twins re-checked on the model at a time as the result is built.
 RECHECK = 8_192
 #: Most protected combinations a row's twins may take.
