@@ -494,8 +494,9 @@ def _audit_table(rows: list[dict]) -> list[str]:
     lines = [
         "",
         "A large per-row audit from the command line (`faircert audit MODEL DATA.csv --time-limit S --json F "
-        "--rows-csv F`, one process): the time limit covers reading the rows, the audit and writing the "
-        "results (target: wall time at most the limit + 3 s, peak memory under 400 MB).",
+        "--rows-csv F`, one process, on 2 cores shared with other jobs: the load is the 1-minute load "
+        "average): the time limit covers reading the rows and the model, the audit and writing the results "
+        "(target: wall time at most the limit + 3 s, peak memory under 400 MB).",
         "",
         "| job | rows (input) | time limit | wall (s) | peak memory | read / audit / write (s) | rows decided "
         "| stopped | load (1 min, before / after) |",
@@ -506,7 +507,7 @@ def _audit_table(rows: list[dict]) -> list[str]:
         decided = (c["fair"] + c["unfair"]) / max(r["rows"], 1)
         lines.append(
             f"| {r['model']} | {r['rows']:,} ({r['input_bytes'] / 2**20:.0f} MiB) | {r['budget']} | "
-            f"{r['wall_s']:.1f} | {r['peak_rss_bytes'] / 2**20:.0f} MiB | "
+            f"{r['wall_s']:.1f} | {r['peak_rss_bytes'] / 2**20:.0f} MiB ({r['peak_rss_bytes'] / 1e6:.0f} MB) | "
             f"{t['read_s']:.1f} / {t['audit_s']:.1f} / {t['write_s']:.1f} | {decided:.1%} "
             f"({c['unfair']:,} unfair) | {r['stopped']} | {r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |"
         )
