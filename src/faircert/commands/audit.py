@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Audit every row of DATA: is there a twin (another protected value, each --epsilon "
         "feature within its tolerance, every other feature equal) that MODEL decides differently? "
         "Each fair row is proven, each unfair one has a twin re-checked on the model. "
+        "The time limit covers reading DATA and the model and writing the results. "
         "Exit code: 0 every row fair, 1 an unfair row, 2 rows left undecided, 3 bad input.",
     )
     p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")

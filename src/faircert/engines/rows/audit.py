@@ -15,7 +15,9 @@ a chunk. Model calls are sized from the model's pace (`Pace`), and `decide` chec
 row by row and between calls, so long work of one row (a MILP, a large ball) gets no more than the
 time left. The memory limit counts the rows' bookkeeping, the twins found and one call's twins.
 Rows not reached are `unknown` ("time limit", "memory limit", or "not reached" after a stop
-request), and every row already decided is kept.
+request), and every row already decided is kept. The time limit counts from the call's start
+(`limits.time_budget`: reading the rows and the model count against it), and the audit ends
+`FINISH_ROW_S` a row before it, so that building the result and writing its files fit in it too.
 
 A model kind is built by the driver from the question over the domain widened to hold every
 readable row (`reach`), so its bounds and tolerances cover the rows' own values. It supplies
