@@ -196,6 +196,10 @@ def test_a_csv_read_in_blocks_gives_the_same_domain_and_codes(tmp_path, monkeypa
     )
     frame.loc[:899, "late"] = "x"
     frame.loc[5, "job"] = None
+    # numbers in the first blocks and text later (pandas reads the column whole as text: "07" stays
+    # "07"), and a text column with no value in a whole block
+    frame["code"] = [f"{k % 9:02d}" for k in range(500)] + [f"c{k % 4}" for k in range(500)]
+    frame["gap"] = [None] * 200 + list(rng.choice(["u", "v"], n - 200))
     frame.to_csv(tmp_path / "rows.csv", index=False)
     monkeypatch.setattr(data, "BLOCK_ROWS", 64)
     whole, blocks = data.read_table(tmp_path / "rows.csv"), data.read_table(tmp_path / "rows.csv", compact=True)
@@ -203,6 +207,7 @@ def test_a_csv_read_in_blocks_gives_the_same_domain_and_codes(tmp_path, monkeypa
     domain = data.infer_domain(whole, ["sex"])
     assert data.infer_domain(blocks, ["sex"]) == domain
     assert domain.features[4].categories == ("x", "y", "zz")
+    assert domain.features[5].categories == tuple(f"{k:02d}" for k in range(9)) + ("c0", "c1", "c2", "c3")
     one, two = data.encode_table(whole, domain, unreadable=True), data.encode_table(blocks, domain, unreadable=True)
     assert np.array_equal(one, two, equal_nan=True) and np.isnan(one[5, 0]) and np.isnan(one[:, 0]).sum() == 1
 

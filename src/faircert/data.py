@@ -36,7 +36,10 @@ def read_table(data: Any, compact: bool = False):
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed types: refused below, in one line
                 options = dict(sep=_separator(path), skipinitialspace=True, index_col=False)
                 if compact:
-                    frame = _joined(pd.read_csv(path, chunksize=BLOCK_ROWS, **options))
+                    frame, mixed = _joined(pd.read_csv(path, chunksize=BLOCK_ROWS, **options))
+                    if mixed:  # text in some blocks, numbers in others: read again, text throughout
+                        as_text = {column: str for column in mixed}
+                        frame, _ = _joined(pd.read_csv(path, chunksize=BLOCK_ROWS, dtype=as_text, **options))
                 else:
                     frame = pd.read_csv(path, **options)
         except pd.errors.ParserWarning:
@@ -63,10 +66,10 @@ def read_table(data: Any, compact: bool = False):
 BLOCK_ROWS = 100000
 
 
-def _joined(blocks: Iterable[Any]):
-    """One DataFrame of a CSV file's blocks, each text column a category over every block's texts
-    (a column of text in one block and numbers in another is joined as mixed values, as pandas
-    reads such a column whole)."""
+def _joined(blocks: Iterable[Any]) -> tuple[Any, list[str]]:
+    """One DataFrame of a CSV file's blocks, each text column a category over every block's texts,
+    and the columns read as text in some blocks but as numbers (or true/false) in others: pandas
+    reads such a column whole as text, and these blocks' numbers have lost their text."""
     import pandas as pd
     from pandas.api.types import union_categoricals
 
@@ -77,15 +80,17 @@ def _joined(blocks: Iterable[Any]):
                 block[column] = block[column].astype("category")
         parts.append(block)
     if not parts:
-        return pd.DataFrame()
-    joined = {}
+        return pd.DataFrame(), []
+    joined, mixed = {}, []
     for k, column in enumerate(parts[0].columns):
         pieces = [part.iloc[:, k] for part in parts]
-        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in pieces):
+        text = [isinstance(p.dtype, pd.CategoricalDtype) for p in pieces]
+        if all(text):
             joined[column] = pd.Categorical(union_categoricals(pieces))
         else:
+            mixed += [str(column)] if any(text) else []
             joined[column] = pd.concat(pieces, ignore_index=True)
-    return pd.DataFrame(joined)
+    return pd.DataFrame(joined), mixed
 
 
 def _separator(path: Path) -> str:
