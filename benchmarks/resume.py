@@ -1,7 +1,7 @@
 """Checkpoints: their cost, size and the time to resume, on the long jobs that keep them.
 
-Run `python benchmarks/resume.py [--cases ac5,ac7,trees,program] [--every 30]`; writes
-`benchmarks/results/resume.md` and `.json` (the cases not re-run keep their last figures).
+Run `python benchmarks/resume.py [--cases ac5,ac7,trees,program,trees_kill,audit1m] [--every 30]`;
+writes `benchmarks/results/resume.md` and `.json` (the cases not re-run keep their last figures).
 
 Every case runs on one core, once without a checkpoint and once writing one every `--every`
 seconds and at the end. The target (at most 5%) is checked on the time spent writing checkpoints
@@ -20,6 +20,11 @@ the question requires.
   A resumed run given 30 s more must keep bounds at least as tight as the checkpoint's.
 - **program**: FairSquare's NN3,2 under BN2 with `--ratio-width 1e-4`, 60 s. A resumed run given
   10 s more must keep bounds at least as tight as the checkpoint's.
+- **trees_kill**: the Adult 150-tree ensemble, epsilon 0 on age, kappa 0.5, under a budget of
+  100,000 boxes: runs SIGKILLed at random moments after their first checkpoint, each resumed to the
+  budget, must give the uninterrupted run's shares, bounds and boxes.
+- **audit1m**: `faircert audit` of 10^6 Adult-like rows by a Pipeline (logistic regression) with
+  `--time-limit 10`, JSON and rows CSV written: the command's wall time and peak memory.
 """
 
 from __future__ import annotations
@@ -277,7 +282,132 @@ def program(every: float, limit: float = 60.0, more: float = 10.0) -> dict:
     )
 
 
-CASES = {"ac5": ac5, "ac7": ac7, "trees": trees, "program": program}
+def trees_killed(every: float, boxes: int = 100_000, kills: int = 4) -> dict:
+    """The Adult 150-tree XGBoost ensemble (`trees.py`), epsilon 0 on age, kappa 0.5, under a box
+    budget: runs SIGKILLed at random moments after their first checkpoint (written every half
+    second), each resumed to the budget, against the uninterrupted run."""
+    import multiprocessing
+    import os
+    import signal
+
+    import numpy as np
+    from trees import train
+
+    ir, dom, _ = train("adult", 150)
+
+    def run(**options):
+        return faircert.verify(
+            ir, dom, protected="age", kappa=0.5, max_boxes=boxes, time_limit=3600, workers=1, **options
+        )
+
+    def answer(r) -> list:
+        keys = ("boxes", "examined", "unfair_boxes")
+        shares = [r.certified, r.falsified, r.undecided, r.measure_lower, r.measure_upper]
+        return shares + [r.stats[k] for k in keys] + [len(r.counterexamples)]
+
+    run()  # warm-up: kernels and first calls out of the timings
+    whole, t_whole = _timed(run)
+    moments = np.random.default_rng(6).uniform(0.0, t_whole, kills)
+    outcomes = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, after in enumerate(moments.tolist()):
+            path = Path(tmp) / f"run{k}.ckpt"
+            child = multiprocessing.get_context("fork").Process(
+                target=run, kwargs={"checkpoint": path, "checkpoint_every": 0.5}
+            )
+            child.start()
+            while not path.exists() and child.is_alive():
+                time.sleep(0.005)
+            time.sleep(after)
+            cut = child.is_alive()
+            os.kill(child.pid, signal.SIGKILL)
+            child.join()
+            resumed, t_resumed = _timed(lambda: run(resume=path))
+            same = answer(resumed) == answer(whole)
+            outcomes.append(dict(after_s=after, cut=cut, same=same, wall_resumed_s=t_resumed))
+    return dict(
+        case="trees_kill",
+        model="Adult 150 trees (age, kappa 0.5)",
+        budget=f"{boxes:,} boxes",
+        wall_plain_s=t_whole,
+        answer=answer(whole),
+        kills=outcomes,
+        identical=all(o["same"] for o in outcomes),
+    )
+
+
+def audit_1m(every: float, rows: int = 1_000_000, limit: float = 10.0) -> dict:
+    """The per-row audit of `rows` Adult-like rows (the Adult rows drawn with replacement) by a
+    Pipeline (one-hot and scaled columns, logistic regression), from the command line with
+    `--time-limit`: the wall time of the whole command and its peak memory."""
+    import os
+    import resource
+    import subprocess
+
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from practitioner import adult
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    frame, _, _ = adult()
+    X, y = frame.drop(columns="y"), frame["y"]
+    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    numbers = [c for c in X.columns if c not in text]
+    prep = ColumnTransformer(
+        [("text", OneHotEncoder(handle_unknown="ignore"), text), ("num", StandardScaler(), numbers)]
+    )
+    pipe = Pipeline([("prep", prep), ("clf", LogisticRegression(max_iter=500))]).fit(X, y)
+    with tempfile.TemporaryDirectory() as tmp:
+        model, data, out = Path(tmp) / "model.pkl", Path(tmp) / "rows.csv", Path(tmp) / "out.json"
+        joblib.dump(pipe, model)
+        X.iloc[np.random.default_rng(0).integers(0, len(X), rows)].to_csv(data, index=False)
+        size = data.stat().st_size
+        command = [sys.executable, "-m", "faircert", "audit", str(model), str(data), "--trust-pickle"]
+        command += ["--protected", "sex", "--epsilon", "age=2,hours-per-week=5", "--time-limit", f"{limit:g}"]
+        command += ["--workers", "1", "--quiet", "--json", str(out), "--rows-csv", str(Path(tmp) / "rows_out.csv")]
+        load = os.getloadavg()
+        t = time.perf_counter()
+        code = subprocess.run(
+            command, check=False, env=os.environ | {"PYTHONPATH": str(HERE.parent / "src")}
+        ).returncode
+        wall = time.perf_counter() - t
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child: this one
+        answer = json.loads(out.read_text())
+        written = (Path(tmp) / "rows_out.csv").stat().st_size
+    return dict(
+        case="audit1m",
+        model="Adult-like Pipeline (logistic regression), per-row audit",
+        budget=f"{limit:g} s",
+        rows=rows,
+        input_bytes=size,
+        rows_csv_bytes=written,
+        exit_code=code,
+        wall_s=wall,
+        peak_rss_bytes=peak,
+        timings=answer["timings"],
+        counts=answer["counts"],
+        stopped=answer["stopped"],
+        unknown_reasons=answer["unknown_reasons"],
+        listing=answer["listing"],
+        load_before=list(load),
+        load_after=list(os.getloadavg()),
+    )
+
+
+CASES = {
+    "ac5": ac5,
+    "ac7": ac7,
+    "trees": trees,
+    "program": program,
+    "trees_kill": trees_killed,
+    "audit1m": audit_1m,
+}
+#: The cases of the checkpoint table (the others have tables of their own).
+CHECKPOINTED = ("ac5", "ac7", "trees", "program")
 
 
 def _outcome(row: dict) -> str:
@@ -312,7 +442,7 @@ def markdown(rows: list[dict], every: float) -> str:
         "| time saving (target <= 5%) | size | resume (s) | resumed run |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
+    for row in [r for r in rows if r["case"] in CHECKPOINTED]:
         share = row["save_s"] / row["wall_checkpointed_s"]
         status = "PASS" if share <= TARGET_OVERHEAD else "FAIL"
         lines.append(
@@ -327,7 +457,61 @@ def markdown(rows: list[dict], every: float) -> str:
         "checkpoints (its decided rows) are tested in `tests/test_checkpoint.py`; SIGKILL-and-resume tests "
         "of every engine are in `tests/test_checkpoint_*.py`.",
     ]
+    lines += _kill_table([r for r in rows if r["case"] == "trees_kill"])
+    lines += _audit_table([r for r in rows if r["case"] == "audit1m"])
     return "\n".join(lines) + "\n"
+
+
+def _kill_table(rows: list[dict]) -> list[str]:
+    """Kill and resume under a box budget: the resumed runs against the uninterrupted one."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Kill and resume under a box budget (`--max-boxes`): each run SIGKILLed at a random moment after "
+        "its first checkpoint (one every 0.5 s), then resumed to the budget, against the uninterrupted run "
+        "(shares, measure bounds, boxes, boxes examined, unfair boxes, number of counterexamples).",
+        "",
+        "| job | budget | wall, uninterrupted (s) | certified / undecided | kills (part way) | wall, resumed (s) "
+        "| identical |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        kills = r["kills"]
+        walls = ", ".join(f"{k['wall_resumed_s']:.1f}" for k in kills)
+        lines.append(
+            f"| {r['model']} | {r['budget']} | {r['wall_plain_s']:.1f} | {r['answer'][0]:.6f} / "
+            f"{r['answer'][2]:.6f} | {len(kills)} ({sum(k['cut'] for k in kills)}) | {walls} | "
+            f"{sum(k['same'] for k in kills)} of {len(kills)}: {r['identical']} |"
+        )
+    return lines
+
+
+def _audit_table(rows: list[dict]) -> list[str]:
+    """The large per-row audit: the whole command's wall time and peak memory against its limit."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        "A large per-row audit from the command line (`faircert audit MODEL DATA.csv --time-limit S --json F "
+        "--rows-csv F`, one process, on 2 cores shared with other jobs: the load is the 1-minute load "
+        "average): the time limit covers reading the rows and the model, the audit and writing the results "
+        "(target: wall time at most the limit + 3 s, peak memory under 400 MB).",
+        "",
+        "| job | rows (input) | time limit | wall (s) | peak memory | read / audit / write (s) | rows decided "
+        "| stopped | load (1 min, before / after) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t, c = r["timings"], r["counts"]
+        decided = (c["fair"] + c["unfair"]) / max(r["rows"], 1)
+        lines.append(
+            f"| {r['model']} | {r['rows']:,} ({r['input_bytes'] / 2**20:.0f} MiB) | {r['budget']} | "
+            f"{r['wall_s']:.1f} | {r['peak_rss_bytes'] / 2**20:.0f} MiB ({r['peak_rss_bytes'] / 1e6:.0f} MB) | "
+            f"{t['read_s']:.1f} / {t['audit_s']:.1f} / {t['write_s']:.1f} | {decided:.1%} "
+            f"({c['unfair']:,} unfair) | {r['stopped']} | {r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -341,7 +525,7 @@ def main() -> None:
     rows = {r["case"]: r for r in json.loads(saved.read_text()).get("rows", [])} if saved.exists() else {}
     if not args.table_only:
         for case in args.cases.split(","):
-            rows[case] = CASES[case](args.every, args.boxes) if case == "ac5" else CASES[case](args.every)
+            rows[case] = CASES[case](args.every, args.boxes) if case in ("ac5",) else CASES[case](args.every)
             print(json.dumps(rows[case]), flush=True)
             ordered = [rows[c] for c in CASES if c in rows]
             saved.write_text(json.dumps({"every_s": args.every, "rows": ordered}, indent=1) + "\n")

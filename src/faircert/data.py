@@ -15,8 +15,10 @@ from .errors import DataError, DomainError
 from .limits import MAX_FEATURES, check_at_most, check_file_size, listed, quoted
 
 
-def read_table(data: Any):
-    """A pandas DataFrame from a CSV path, a DataFrame or a 2-D array (columns named x0, x1, ...)."""
+def read_table(data: Any, compact: bool = False):
+    """A pandas DataFrame from a CSV path, a DataFrame or a 2-D array (columns named x0, x1, ...).
+    `compact` reads a CSV file in blocks and keeps each text column as a category (a code a
+    cell): a large file's text then never sits in memory whole."""
     import pandas as pd
 
     if isinstance(data, pd.DataFrame):
@@ -32,7 +34,14 @@ def read_table(data: Any):
                 # default it would read the first field as an index and shift every value a column)
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed types: refused below, in one line
-                frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True, index_col=False)
+                options = dict(sep=_separator(path), skipinitialspace=True, index_col=False)
+                if compact:
+                    frame, mixed = _joined(pd.read_csv(path, chunksize=BLOCK_ROWS, **options))
+                    if mixed:  # text in some blocks, numbers in others: read again, text throughout
+                        as_text = {column: str for column in mixed}
+                        frame, _ = _joined(pd.read_csv(path, chunksize=BLOCK_ROWS, dtype=as_text, **options))
+                else:
+                    frame = pd.read_csv(path, **options)
         except pd.errors.ParserWarning:
             raise DataError(
                 f"{path}: a row has more fields than the header names; name every column in the "
@@ -51,6 +60,37 @@ def read_table(data: Any):
     if array.ndim != 2:
         raise DataError(f"expected a table (2-D), got an array of shape {array.shape}")
     return pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
+
+
+#: Rows of a CSV file read at a time by `read_table(..., compact=True)`.
+BLOCK_ROWS = 100000
+
+
+def _joined(blocks: Iterable[Any]) -> tuple[Any, list[str]]:
+    """One DataFrame of a CSV file's blocks, each text column a category over every block's texts,
+    and the columns read as text in some blocks but as numbers (or true/false) in others: pandas
+    reads such a column whole as text, and these blocks' numbers have lost their text."""
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    parts = []
+    for block in blocks:
+        for column in block.columns[~_numeric_columns(block)]:
+            if not pd.api.types.is_bool_dtype(block[column]):
+                block[column] = block[column].astype("category")
+        parts.append(block)
+    if not parts:
+        return pd.DataFrame(), []
+    joined, mixed = {}, []
+    for k, column in enumerate(parts[0].columns):
+        pieces = [part.iloc[:, k] for part in parts]
+        text = [isinstance(p.dtype, pd.CategoricalDtype) for p in pieces]
+        if all(text):
+            joined[column] = pd.Categorical(union_categoricals(pieces))
+        else:
+            mixed += [str(column)] if any(text) else []
+            joined[column] = pd.concat(pieces, ignore_index=True)
+    return pd.DataFrame(joined), mixed
 
 
 def _separator(path: Path) -> str:
@@ -84,7 +124,7 @@ def _check_numbers(frame, source: str) -> None:
             column = frame.columns[np.flatnonzero(numeric)[bad[0]]]
             raise DataError(f"{source}: column {quoted(str(column))} holds a number too large (inf)")
     for column in frame.columns[~numeric]:
-        series = frame[column]
+        series = frame[column].drop_duplicates()  # each distinct text once
         if series.astype(str).str.fullmatch(_HUGE_NUMBER).any():
             raise DataError(
                 f"{source}: column {quoted(str(column))} holds a number with more digits than faircert "
@@ -160,6 +200,8 @@ def encode_table(frame, domain, unreadable: bool = False) -> np.ndarray:
     """The rows of a DataFrame as a float array in the domain's feature order and codes. With
     `unreadable`, a category the domain does not name and a missing or infinite value become NaN
     (the per-row audit leaves such a row alone unknown, with its reason) instead of being refused."""
+    import pandas as pd
+
     columns = [str(c) for c in frame.columns]
     missing = [n for n in domain.names if n not in columns]
     if missing:
@@ -169,11 +211,14 @@ def encode_table(frame, domain, unreadable: bool = False) -> np.ndarray:
         column = frame[frame.columns[columns.index(feature.name)]]
         if feature.categories is not None:
             lookup = {c: i for i, c in enumerate(feature.categories)}
-            codes = column.astype(str).map(lookup)
+            # each distinct value is named once (a large table repeats a few categories)
+            positions, distinct = pd.factorize(column, use_na_sentinel=False)
+            names = pd.Series(distinct, dtype=column.dtype).astype(str)
+            codes = names.map(lookup)
             if codes.isna().any() and not unreadable:
-                unknown = sorted(set(column.astype(str)[codes.isna()]))[:5]
+                unknown = sorted(set(names[codes.isna()]))[:5]
                 raise DataError(f"column {feature.name!r} has categories not in the domain: {unknown}")
-            out[:, j] = codes.to_numpy(dtype=np.float64, na_value=np.nan)
+            out[:, j] = codes.to_numpy(dtype=np.float64, na_value=np.nan)[positions]
         else:
             try:
                 out[:, j] = column.to_numpy(dtype=np.float64)

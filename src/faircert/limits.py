@@ -76,6 +76,12 @@ def time_budget(seconds: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
+def command_deadline() -> float | None:
+    """The `time.monotonic()` deadline of the enclosing `time_budget` (None outside one or without
+    a limit): engines that start after reading their inputs count that reading against it."""
+    return _deadline.get()
+
+
 def child_seconds(cap: float = CHILD_SECONDS) -> float:
     """Seconds a child may take: `cap`, or less when the command's time limit ends sooner."""
     deadline = _deadline.get()

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from ..options import AuditOptions
+from ..results.rows import JSON_ROWS, LISTED_ROWS, UNFAIR_SAMPLE
 from . import common
 
 
@@ -17,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Audit every row of DATA: is there a twin (another protected value, each --epsilon "
         "feature within its tolerance, every other feature equal) that MODEL decides differently? "
         "Each fair row is proven, each unfair one has a twin re-checked on the model. "
+        "The time limit covers reading DATA and the model and writing the results. "
         "Exit code: 0 every row fair, 1 an unfair row, 2 rows left undecided, 3 bad input.",
     )
     p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")
@@ -38,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the audit",
     )
     common.add_outputs(p, {"rows": "one line per row (verdict, method, group, labels, the twin's features)"})
+    p.add_argument(
+        "--json-rows",
+        choices=JSON_ROWS,
+        default="auto",
+        help="how the JSON lists the rows: all (every row's verdict and every unfair row), summary (counts, "
+        f"reasons and the first {UNFAIR_SAMPLE} unfair rows), auto (all up to {LISTED_ROWS:,} rows; default)",
+    )
     common.add_model_loading(p)
     p.set_defaults(handler=run)
 
@@ -57,5 +66,6 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
             args.model, rows, args.domain, progress=progress, options=options, **common.individual_keywords(args)
         )
     result.population = population
+    result.json_rows = getattr(args, "json_rows", "auto")
     common.finish(result, args)
     return result.exit_code

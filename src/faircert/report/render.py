@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ class Renderer:
     html: Callable[..., str]
     #: the CSV tables it writes, by kind (`--csv KIND=OUT.csv`)
     csv: Mapping[str, Callable[[Any, str | Path], object]] = field(default_factory=dict)
+    #: whether the JSON reports the time spent writing the other outputs (`timings.write_s`)
+    times_writing: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def families() -> dict[type, Renderer]:
             verify.render_result,
             {"counterexamples": verify.write_counterexamples, "partitions": verify.write_partitions},
         ),
-        RowsResult: Renderer(rows.print_rows, rows.render_rows, {"rows": rows.write_rows_csv}),
+        RowsResult: Renderer(rows.print_rows, rows.render_rows, {"rows": rows.write_rows_csv}, times_writing=True),
         GroupResult: Renderer(group.print_group, group_html.render_group, {"audit": group.write_group_audit_csv}),
         Comparison: Renderer(group.print_comparison, group_html.render_comparison),
         ProgramResult: Renderer(program.print_program_result, program.render_program),
@@ -74,11 +77,14 @@ def html(result: Any, standalone: bool = True) -> str:
 def render(result: Any, outputs: Outputs) -> None:
     """Write `result` as `outputs` asks."""
     family = renderer(result)
-    emit_json(result.to_json(), outputs.json)
+    began = time.perf_counter()
     for kind, path in outputs.csv.items():
         family.csv[kind](result, path)
     if outputs.html:
         write_text(outputs.html, family.html(result))
+    if family.times_writing:
+        result.timings["write_s"] = time.perf_counter() - began
+    emit_json(result.to_json(), outputs.json)  # last, so that it can report the writing
     if outputs.console:
         family.console(result)
 

@@ -30,7 +30,7 @@ def prepare_audit(
     model: Any, rows: Any, domain: Any, asked: Individual, loading: dict[str, Any], options: AuditOptions
 ) -> AuditRequest:
     """Read the rows and the model; the domain, when not given, is inferred from the rows."""
-    frame = read_table(rows)
+    frame = read_table(rows, compact=True)  # a large file's text kept as codes
     domain = frame if domain is None else domain
     try:
         read = model_and_property(model, domain, asked, loading)

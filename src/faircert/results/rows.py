@@ -10,7 +10,9 @@ threshold. Counts over the rows are exact: the rows are a finite set.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,11 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made
     import pandas as pd
 
 ROW_VERDICTS = ("fair", "unfair", "unknown")
+#: How the JSON lists the rows: "all" (every row's verdict and every unfair row), "summary"
+#: (counts, reasons and the first `UNFAIR_SAMPLE` unfair rows), "auto" (all up to `LISTED_ROWS`).
+JSON_ROWS = ("auto", "all", "summary")
+LISTED_ROWS = 10_000
+UNFAIR_SAMPLE = 100
 
 
 @dataclass
@@ -56,6 +63,11 @@ class RowsResult(Verdict):
     #: marginals), "empirical" (the data's rows) or "rows" (the rows given)
     population: str = "uniform"
     stats: dict[str, Any] = field(default_factory=dict)
+    #: seconds spent reading the rows and the model (`read_s`), auditing (`audit_s`), kept back for
+    #: the result and its files (`finish_reserve_s`) and, once written, writing them (`write_s`)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: one of JSON_ROWS: how `to_dict` lists the rows
+    json_rows: str = "auto"
 
     # ----- counts ----------------------------------------------------------------------------------
     @property
@@ -63,23 +75,28 @@ class RowsResult(Verdict):
         return len(self.verdicts)
 
     def counts(self) -> dict[str, int]:
-        return {v: sum(1 for r in self.verdicts if r == v) for v in ROW_VERDICTS}
+        return {v: self.verdicts.count(v) for v in ROW_VERDICTS}
+
+    @property
+    def lists_rows(self) -> bool:
+        """Whether the JSON lists every row (else it summarises them): see `json_rows`."""
+        return self.json_rows == "all" or (self.json_rows == "auto" and self.n_rows <= LISTED_ROWS)
 
     @property
     def by_group(self) -> pd.DataFrame:
         """DataFrame: one row per protected group: rows, fair, unfair, unknown, unfair share, flip-test unfair."""
         import pandas as pd
 
-        frame = pd.DataFrame(
-            {"group": self.groups, "verdict": self.verdicts, "flip": self.stats.get("flip_rows", [False] * self.n_rows)}
+        # counted in one pass (a large audit's rows are many; its groups and verdicts few)
+        tally = Counter(zip(self.groups, self.verdicts))
+        flips = Counter(itertools.compress(self.groups, self.stats.get("flip_rows", [])))
+        names = sorted({g for g, _ in tally})
+        table = pd.DataFrame(
+            {v: [tally[g, v] for g in names] for v in ROW_VERDICTS} | {"flip_unfair": [flips[g] for g in names]},
+            index=pd.Index(names, name="group"),
+            dtype=np.int64,
         )
-        table = frame.groupby("group", sort=True).agg(
-            rows=("verdict", "size"),
-            fair=("verdict", lambda v: int((v == "fair").sum())),
-            unfair=("verdict", lambda v: int((v == "unfair").sum())),
-            unknown=("verdict", lambda v: int((v == "unknown").sum())),
-            flip_unfair=("flip", "sum"),
-        )
+        table.insert(0, "rows", table[list(ROW_VERDICTS)].sum(axis=1))
         table["unfair_share"] = table["unfair"] / table["rows"]
         table["flip_unfair"] = table["flip_unfair"].astype(int)
         return table
@@ -146,6 +163,8 @@ class RowsResult(Verdict):
         counts = self.counts()
         n = max(self.n_rows, 1)
         groups = self.by_group
+        unfair = (i for i, v in enumerate(self.verdicts) if v == "unfair")
+        listed = list(unfair) if self.lists_rows else list(itertools.islice(unfair, UNFAIR_SAMPLE))
         return {
             "verdict": self.verdict,
             "vnncomp": self.vnncomp,
@@ -171,11 +190,12 @@ class RowsResult(Verdict):
             "stopped": self.stopped,
             "population": self.population,
             "feature_names": list(self.feature_names),
-            "row_verdicts": list(self.verdicts),
-            "unfair": [self._unfair_entry(i) for i, v in enumerate(self.verdicts) if v == "unfair"],
+            "listing": {"rows": "all" if self.lists_rows else "summary", "unfair_listed": len(listed)},
+            "unfair": [self._unfair_entry(i) for i in listed],
             "unknown_reasons": self.unknown_reasons(),
+            "timings": dict(self.timings),
             "stats": {k: v for k, v in self.stats.items() if k != "flip_rows"},
-        }
+        } | ({"row_verdicts": list(self.verdicts)} if self.lists_rows else {})
 
     def _unfair_entry(self, i: int) -> dict[str, Any]:
         """An unfair row for JSON: its twin (categories by name) and each value the twin changes."""

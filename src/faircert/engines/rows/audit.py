@@ -15,7 +15,9 @@ a chunk. Model calls are sized from the model's pace (`Pace`), and `decide` chec
 row by row and between calls, so long work of one row (a MILP, a large ball) gets no more than the
 time left. The memory limit counts the rows' bookkeeping, the twins found and one call's twins.
 Rows not reached are `unknown` ("time limit", "memory limit", or "not reached" after a stop
-request), and every row already decided is kept.
+request), and every row already decided is kept. The time limit counts from the call's start
+(`limits.time_budget`: reading the rows and the model count against it), and the audit ends
+`FINISH_ROW_S` a row before it, so that building the result and writing its files fit in it too.
 
 A model kind is built by the driver from the question over the domain widened to hold every
 readable row (`reach`), so its bounds and tolerances cover the rows' own values. It supplies
@@ -35,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -45,6 +48,7 @@ from ... import memory
 from ...checkpoint import Checkpoint, fingerprint
 from ...domain import MAX_BOUND, Domain
 from ...errors import PropertyError
+from ...limits import command_deadline
 from ...options import AuditOptions
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness, RowAudit
@@ -52,8 +56,11 @@ from ...results.rows import RowsResult
 from ..boxes.budget import DONE, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, Budget
 from ..boxes.workers import Parallelism
 
-#: Twins evaluated per model call (rows x ball points x protected combinations), at most.
-BATCH = 200_000
+#: Twins evaluated per model call (rows x ball points x protected combinations), at most: a
+#: model that encodes its inputs (one-hot columns) holds a few times this many values a call.
+BATCH = 32_768
+#: Twins re-checked on the model at a time as the result is built.
+RECHECK = 8_192
 #: Most protected combinations a row's twins may take.
 MAX_COMBOS = 4096
 #: Seconds one round of chunks should take: the grain of progress, stop requests and the limits.
@@ -69,12 +76,21 @@ MAX_CHUNK = 4096
 ROW_BYTES = 64
 TWIN_BYTES = 112
 
+#: Seconds a row takes after the audit: its result built, the rows CSV and the JSON written (about
+#: 4 us on a 10^6-row audit, more on a loaded machine: benchmarks/results/resume.md). The audit
+#: ends this much before the time limit, so that the limit holds for reading, auditing and writing;
+#: at most `FINISH_SHARE` of the limit is kept back.
+FINISH_ROW_S = 4e-6
+FINISH_SHARE = 0.4
+
 FAIR, UNFAIR, UNKNOWN = "fair", "unfair", "unknown"
 #: The reason of a row the run never decided: after a stop request, or at a limit (its words).
 NOT_REACHED = "not reached"
 #: The reason of a row `decide` left to the kind's `finish` (its costly last stage, a MILP).
 DEFERRED = "deferred to the last stage"
 UNDONE = (NOT_REACHED, DEFERRED, TIME_LIMIT, MEMORY_LIMIT)
+#: Rows checked at a time for values the model cannot evaluate.
+CHECK_BLOCK = 65_536
 #: Kinds whose values are codes: a value that is no code of the domain has no meaning to the model.
 CODED = ("binary", "categorical")
 #: The reason of a row the model cannot evaluate starts with this.
@@ -173,8 +189,27 @@ def row_rng(seed: int, row: int) -> np.random.Generator:
 
 def unreadable(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dict[int, str]:
     """The rows the model cannot evaluate, each with the reason (the first column at fault)."""
-    out: dict[int, str] = {}
     X = np.asarray(X, dtype=np.float64)
+    # whole-table tests find the rows at fault (a column of a wide row-major table is slow to walk);
+    # their reasons are then read off those rows alone
+    lo = np.array([f.min for f in domain.features], dtype=np.float64)
+    hi = np.array([f.max for f in domain.features], dtype=np.float64)
+    bounded = np.array([f.kind in CODED or j in protected for j, f in enumerate(domain.features)])
+    whole_only = np.array([f.kind in CODED or f.is_discrete for f in domain.features])
+    lo, hi = np.where(bounded, lo, -np.inf), np.where(bounded, hi, np.inf)
+    faulty = np.zeros(len(X), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for start in range(0, len(X), CHECK_BLOCK):  # blocks of rows: small temporaries
+            B = X[start : start + CHECK_BLOCK]
+            bad = ~(np.abs(B) <= MAX_BOUND) | (B < lo) | (B > hi) | (whole_only & (B != np.round(B)))
+            faulty[start : start + len(B)] = bad.any(axis=1)
+    rows = np.flatnonzero(faulty)
+    return {int(rows[k]): why for k, why in _reasons(domain, protected, X[rows]).items()}
+
+
+def _reasons(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dict[int, str]:
+    """`unreadable`'s answer on rows X, feature by feature."""
+    out: dict[int, str] = {}
     whole = X == np.round(X)
     combos_inside = set(protected)
     for j, f in enumerate(domain.features):
@@ -197,16 +232,33 @@ def unreadable(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dic
     return out
 
 
+#: The last question's unreadable rows, by a weak reference to the question: the registry's
+#: predicate, the model kind and the audit each ask for them. A question is immutable and made anew
+#: for each audit, so the answer never outlives the rows it was computed on.
+_last_unread: list[Any] = [None, {}]
+
+
+def unread_rows(question: RowAudit) -> dict[int, str]:
+    """`unreadable` on the question's rows."""
+    ref, answer = _last_unread
+    if ref is None or ref() is not question:
+        answer = unreadable(question.prop.domain, question.prop.protected, cast(Any, question.rows))
+        _last_unread[:] = [weakref.ref(question), answer]
+    return dict(answer)
+
+
 def reach(question: RowAudit) -> IndividualFairness:
     """The question's property over its domain widened to hold every readable row's values, where
     the model kinds build their bounds and tables."""
     prop, X = question.prop, question.rows
-    bad = unreadable(prop.domain, prop.protected, X)
-    keep = np.ones(len(X), dtype=bool)
-    keep[list(bad)] = False
-    if not keep.any():
+    bad = unread_rows(question)
+    if len(bad) == len(X):
         return prop
-    low, high = X[keep].min(axis=0), X[keep].max(axis=0)
+    if bad:  # a copy of the readable rows only then
+        keep = np.ones(len(X), dtype=bool)
+        keep[list(bad)] = False
+        X = X[keep]
+    low, high = X.min(axis=0), X.max(axis=0)
     features = []
     for j, f in enumerate(prop.domain.features):
         if f.kind in CODED or j in prop.protected:
@@ -248,9 +300,10 @@ class Audit:
         if count > MAX_COMBOS:
             raise PropertyError(f"the protected features have {count} combinations; at most {MAX_COMBOS}")
         combos = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(count, len(values))
-        unread = unreadable(dom, prop.protected, X)
-        readable = np.array(X, dtype=np.float64, copy=True)
-        if unread:
+        unread = unread_rows(question)
+        readable = np.asarray(X, dtype=np.float64)
+        if unread:  # a copy only then: a large audit's rows are its largest array
+            readable = readable.copy()
             readable[list(unread)] = dom.lower
         # combinations in itertools.product's order: a row's own is its values' mixed-radix number
         offsets = [readable[:, i] - dom.features[i].min for i in prop.protected]
@@ -339,14 +392,15 @@ def run(
     """Audit every row of `question` with the model kind `make` builds over `reach(question)`; see
     the module docstring."""
     t0 = time.perf_counter()
-    budget = Budget.of(options.time_limit, clock=time.perf_counter)
+    n = len(question.rows)
+    read_s, reserve = _before(options.time_limit), _reserve(options.time_limit, n)
+    budget = Budget.of(options.time_limit, elapsed=read_s + reserve)
     limit = options.memory_limit or memory.limit()
     audit = Audit.of(question, RowLimits.of(options), options.seed)
     kind = make(reach(question))
     d = audit.rows.shape[1]
     # one model call's twins take at most a quarter of the memory limit
     audit.batch = max(1, min(getattr(kind, "batch", BATCH), limit // (32 * d)))
-    n = len(question.rows)
     book = _Book.of(n)
     for i, why in audit.unread.items():
         book.set(i, UNKNOWN, why)
@@ -370,7 +424,24 @@ def run(
     _decide_open(kind, audit, book, open_rows, budget, limit, options, checkpoint, lambda: _report(progress, book, t0))
     if checkpoint is not None:
         checkpoint.save(_state(book, audit.limits))
-    return _result(kind, audit, book, flip, budget, t0)
+    result = _result(kind, audit, book, flip, budget, t0)
+    result.timings = {"read_s": read_s, "audit_s": result.elapsed_s, "finish_reserve_s": reserve}
+    return result
+
+
+def _before(time_limit: float | None) -> float:
+    """Seconds the call spent before the audit began (reading the rows and the model), counted
+    against its time limit: the call's deadline (`limits.time_budget`) is `time_limit` after its start."""
+    deadline = command_deadline()
+    if time_limit is None or deadline is None:
+        return 0.0
+    return max(0.0, time.monotonic() - (deadline - time_limit))
+
+
+def _reserve(time_limit: float | None, n: int) -> float:
+    """Seconds of the time limit the audit leaves for building its result and writing the rows
+    (`FINISH_ROW_S` a row), at most `FINISH_SHARE` of the limit."""
+    return 0.0 if time_limit is None else min(FINISH_SHARE * time_limit, n * FINISH_ROW_S)
 
 
 def _margins(kind: RowModel, X: np.ndarray, batch: int) -> np.ndarray:
@@ -494,9 +565,10 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
     twins, verdicts = book.twins, book.verdicts
     found = [i for i, t in enumerate(twins) if t is not None]
     twin_labels: list[int | None] = [None] * n
-    if found:
-        rechecked = _margins(kind, np.stack([twins[i] for i in found]), audit.batch) > 0  # type: ignore[misc]
-        for i, label in zip(found, rechecked.tolist()):
+    for start in range(0, len(found), RECHECK):  # in pieces: a large audit's twins are many
+        some = found[start : start + RECHECK]
+        rechecked = _margins(kind, np.stack([twins[i] for i in some]), audit.batch) > 0  # type: ignore[misc]
+        for i, label in zip(some, rechecked.tolist()):
             twin_labels[i] = int(label)
     for i in found:  # every unfair row's twin is re-checked on the model
         if verdicts[i] == UNFAIR and twin_labels[i] == int(audit.labels[i]):
@@ -509,8 +581,8 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         verdict=verdict,
         verdicts=verdicts,
         methods=book.methods,
-        twins=[None if t is None else [float(v) for v in t] for t in twins],
-        labels=[None if i in audit.unread or v < 0 else int(v) for i, v in enumerate(audit.labels)],
+        twins=_listed(twins),
+        labels=_labels(audit),
         twin_labels=twin_labels,
         flip_unfair=int(flip.sum()),
         groups=_group_names(audit),
@@ -523,7 +595,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped,
         stats={
-            "flip_rows": [bool(v) for v in flip],
+            "flip_rows": flip.tolist(),
             "methods": _tally(book.methods),
             "twins_per_row": len(audit.combos) - 1,
             "limits": dataclasses.asdict(audit.limits),
@@ -531,6 +603,25 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         | ({"memory_limited": True} if stopped == MEMORY_LIMIT else {})
         | ({"interrupted": True} if stopped == INTERRUPTED else {}),
     )
+
+
+def _labels(audit: Audit) -> list[int | None]:
+    """The model's label of each row; None for a row it cannot evaluate or did not label."""
+    out: list[int | None] = [None if v < 0 else v for v in audit.labels.tolist()]
+    for i in audit.unread:
+        out[i] = None
+    return out
+
+
+def _listed(twins: list[np.ndarray | None]) -> list[list[float] | None]:
+    """The twins as lists, each array let go once listed, and equal values one float object (a
+    large audit's twins are many, and mostly small codes)."""
+    shared: dict[float, float] = {}
+    out: list[list[float] | None] = []
+    for k, t in enumerate(twins):
+        out.append(None if t is None else [shared.setdefault(v, v) for v in t.tolist()])
+        twins[k] = None
+    return out
 
 
 def _checkpoint(question: RowAudit, options: AuditOptions) -> Checkpoint | None:
@@ -744,7 +835,7 @@ def _group_names(audit: Audit) -> list[str]:
         return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
 
     names = ["/".join(name(i, v) for v, i in zip(combo, audit.prop.protected)) for combo in audit.combos]
-    out = [names[k] for k in audit.own]
+    out = np.array(names, dtype=object)[audit.own].tolist()
     for r in audit.unread:
         out[r] = "/".join(name(i, X[r, i]) for i in audit.prop.protected)
     return out

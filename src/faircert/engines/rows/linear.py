@@ -66,20 +66,17 @@ class LinearRows:
         masked_hi = np.where(others, shifts[None, :], -np.inf)
         combo = np.where(positive, np.argmin(masked_lo, axis=1), np.argmax(masked_hi, axis=1))
         extreme = np.where(positive, r_low + masked_lo.min(axis=1), r_high + masked_hi.max(axis=1))
-        verdicts, methods, twins = [], [], []
-        for k, i in enumerate(rows):
-            pick = low_pick[k] if positive[k] else high_pick[k]
-            twin = audit.with_combo(pick, combo[k])
-            value = extreme[k]
-            if abs(value) <= self.tol:
-                twin, flips = self._exact_extreme(audit, i, moving, lo[k], hi[k], bool(positive[k]))
-                method = "closed form (exact)"
-            else:
-                flips = value <= 0 if positive[k] else value > 0
-                method = "closed form"
-            verdicts.append(UNFAIR if flips else FAIR)
-            methods.append(method)
-            twins.append(twin if flips else None)
+        flips = np.where(positive, extreme <= 0, extreme > 0)
+        picks = np.where(positive[:, None], low_pick, high_pick)
+        picks[:, protected] = audit.combos[combo]
+        methods = ["closed form"] * len(rows)
+        for k in np.flatnonzero(np.abs(extreme) <= self.tol).tolist():  # too near 0 for floats: exact
+            picks[k], flips[k] = self._exact_extreme(audit, rows[k], moving, lo[k], hi[k], bool(positive[k]))
+            methods[k] = "closed form (exact)"
+        verdicts = [UNFAIR if f else FAIR for f in flips.tolist()]  # the constants, not a copy a row
+        twins: list[np.ndarray | None] = [None] * len(rows)
+        for k in np.flatnonzero(flips).tolist():  # each twin its own array: the chunk's memory is let go
+            twins[k] = picks[k].copy()
         return Decisions(verdicts, methods, twins)
 
     def _exact_extreme(

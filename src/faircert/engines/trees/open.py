@@ -134,14 +134,21 @@ def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk
 
 
 def estimate_unfair_share(
-    ir: TreeEnsemble, q, confidence: float, budget_s: float, seed: int = 0, max_samples: int = 200_000
+    ir: TreeEnsemble,
+    q,
+    confidence: float,
+    budget_s: float,
+    seed: int = 0,
+    max_samples: int = 200_000,
+    deadline: float = np.inf,
 ) -> StatisticalEstimate | None:
     """Estimate of 1 - M (the unfair share of X_kappa) from quantification `q`; None if nothing is open.
 
     Samples are drawn in chunks until the time budget is spent (at least one chunk; with epsilon 0,
     where a sample costs a few model evaluations, at least 20,000 samples). The budget starts once
     the open boxes are indexed and the compiled kernels loaded (the first use in a process loads
-    them: most of a second, which would otherwise cost a cold run most of its samples).
+    them: most of a second, which would otherwise cost a cold run most of its samples), and ends by
+    the `deadline` (`time.monotonic()`: the caller's time limit) whichever comes first.
     """
     if not q.open_parts:
         return None
@@ -151,7 +158,7 @@ def estimate_unfair_share(
         return None
     checker = Checker(ir, q.nt, q)
     checker.verdicts(*box.draw(np.random.default_rng(0), 1))
-    t_end = time.monotonic() + budget_s
+    t_end = min(time.monotonic() + budget_s, deadline)
     # neighbourhood searches are costly: small chunks, so that the budget ends few of them early
     chunk, min_samples = (SEARCH_CHUNK, SEARCH_CHUNK) if checker.has_eps else (EVAL_CHUNK, 20_000)
     n = n_conf = n_unfair = n_unknown = 0

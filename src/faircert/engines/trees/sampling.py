@@ -77,8 +77,12 @@ def piece_points(q: Quantification, rows: np.ndarray, rng: np.random.Generator |
     return uniform_points(rng, lo, hi, q.discrete)
 
 
-def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+def sample_unfair(
+    ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0, deadline: float = np.inf
+) -> tuple[np.ndarray, np.ndarray, int]:
     """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected).
+    At the `deadline` (`time.monotonic()`) the draws stop and the pairs kept so far are returned:
+    fewer than n, and no longer a uniform sample (counterexamples, each re-checked all the same).
 
     The region is the proven pieces and, where the quantification stopped early, the unfair inputs of
     its open boxes: inputs are drawn from both by size, and one drawn from an open box is kept only
@@ -109,7 +113,7 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
     # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
     open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else SEARCH_SAMPLE_CHUNK
     out, rejected, drawn = _Pairs(int(1.1 * n) + SAMPLE_CHUNK, width), 0, 0
-    while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n:
+    while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n and time.monotonic() < deadline:
         # rounds: the first (one step at most) measures the share of draws kept, the next ones draw
         # what that share says the rest needs, and a little more
         rate = out.n / drawn if drawn else 1.0
@@ -128,7 +132,10 @@ def sample_unfair(ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0) ->
         if n_open:
             assert opened is not None and check is not None  # else open_size is 0: no open draws
             for xo, slice_of in opened.draws(rng, n_open, open_chunk):
-                _, unfair, _, twin = check(xo, slice_of, np.inf)  # the verdicts are the re-check, by the model
+                if time.monotonic() >= deadline:
+                    break
+                # the verdicts are the re-check, by the model (a search the deadline cuts is no verdict)
+                _, unfair, _, twin = check(xo, slice_of, deadline)
                 out.add(xo[unfair], twin[unfair])
         drawn += m
     # a uniform subset of the draws (the last round overshoots), in random order: draws come grouped

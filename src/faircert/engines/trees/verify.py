@@ -71,7 +71,8 @@ def verify_trees(
     When the bounds have not met, a statistical estimate of the unfair share (at the given
     `confidence`) is added from samples of the undecided part (`open`) in the last tenth of the
     time limit (at least `MIN_ESTIMATE_S`, at most 10 s, after indexing the undecided boxes); the
-    bounds get the rest; a run stopped by its memory limit ends at once, with the estimate's least
+    bounds get the rest, and the counterexamples drawn from the undecided part and the estimate end
+    by the time limit; a run stopped by its memory limit ends at once, with the estimate's least
     sample (`MIN_ESTIMATE_S`). `options`: see `quantify` (the largest pieces kept are as many as
     the counterexamples asked for). Compiled kernels are built before the clock starts
     (`stats["kernels_compile_s"]`: the seconds that took, 0 once they are cached).
@@ -105,10 +106,14 @@ def verify_trees(
         ok = recheck(ir, q, x, xp)
         rejected = int((~ok).sum())
         cexs = _counterexamples(ir, x[ok], xp[ok])
+    # the draws of counterexamples and the estimate end by the time limit: with epsilon > 0 each
+    # draw from an open box is a neighbourhood search, slow enough to overrun a small limit
+    deadline = t0 + time_limit if time_limit else np.inf
     if not cexs and not q.complete and max_counterexamples > 0:
         # nothing proven unfair yet: unfair inputs drawn from the undecided part (each verdict by the
-        # model itself) are counterexamples all the same
-        cexs = _counterexamples(ir, *sample_unfair(ir, q, max_counterexamples, seed)[:2])
+        # model itself) are counterexamples all the same (half the time left: the estimate has the rest)
+        half = (time.monotonic() + deadline) / 2
+        cexs = _counterexamples(ir, *sample_unfair(ir, q, max_counterexamples, seed, deadline=half)[:2])
     if cexs:
         verdict = "unfair"
     elif q.complete and q.unfair == 0 and lower >= 1.0:
@@ -121,7 +126,8 @@ def verify_trees(
         budget = float(np.clip(t0 + time_limit - time.monotonic(), MIN_ESTIMATE_S, 10.0)) if time_limit else 10.0
         if q.stopped == memory.STOPPED:  # a run at its memory limit ends at once: its least sample
             budget = MIN_ESTIMATE_S
-        estimate = estimate_unfair_share(ir, q, confidence, budget, seed)
+        stop = np.inf if q.stopped == memory.STOPPED else deadline  # the least sample, whatever the time
+        estimate = estimate_unfair_share(ir, q, confidence, budget, seed, deadline=stop)
     stats = dict(
         q.stats,
         converged=converged,
