@@ -14,9 +14,9 @@ from ...results import GroupResult
 #: Sound bounds wider than this get a statistical estimate beside them, which takes this share of
 #: the time limit (at least `MIN_ESTIMATE_S`) and is wrong with probability at most `ESTIMATE_DELTA`.
 ESTIMATE_WIDTH = 0.05
-ESTIMATE_SHARE = 0.2
+ESTIMATE_SHARE = 0.5
 MIN_ESTIMATE_S = 1.0
-ESTIMATE_DELTA = 1e-3
+ESTIMATE_DELTA = 1e-2
 #: With influence asked, the share of the time limit for sampling (the estimate, then each feature
 #: made uniform).
 INFLUENCE_SHARE = 0.5
@@ -52,17 +52,41 @@ def add_estimate(
 def _estimate(ir: Any, question: Any, options: GroupOptions, started: float, share: float) -> GroupResult | None:
     """The question answered by sampling the same population (None where it cannot be sampled), in
     `share` of the time left."""
-    from ..sampling.sequential import estimate_group
-
     left = (
         None
         if options.time_limit is None
         else max(share * (options.time_limit - (time.perf_counter() - started)), MIN_ESTIMATE_S)
     )
     try:
-        return estimate_group(ir, question, left, options.seed, ESTIMATE_DELTA)
+        return sample_rates(ir, question, left, options.seed)
     except FaircertError:
         return None
+
+
+def sample_rates(ir: Any, question: Any, time_limit: float | None, seed: int) -> GroupResult:
+    """The question's rates sampled from its population: cell by cell from each cell's own
+    conditional population where the population is discrete (`stratified`), otherwise from the
+    population as a whole (`sampling.sequential`)."""
+    return question.population.accept(_Sampled(ir, question, time_limit, seed))
+
+
+class _Sampled:
+    """`sample_rates` under each kind of population."""
+
+    def __init__(self, ir: Any, question: Any, time_limit: float | None, seed: int) -> None:
+        self.ir, self.question, self.time_limit, self.seed = ir, question, time_limit, seed
+
+    def discrete(self, population: Any) -> GroupResult:
+        from .stratified import estimate_stratified
+
+        return estimate_stratified(self.ir, self.question, self.time_limit, self.seed, ESTIMATE_DELTA)
+
+    def whole(self, population: Any) -> GroupResult:
+        from ..sampling.sequential import estimate_group
+
+        return estimate_group(self.ir, self.question, self.time_limit, self.seed, ESTIMATE_DELTA)
+
+    product = program = whole
 
 
 def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: GroupOptions, started: float) -> None:
@@ -70,7 +94,6 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
     the estimate's rates against those sampled with each feature set made uniform (an equal share
     of the time left each). Kept only when every sampled rate is tight enough to rank features."""
     from ...population.discrete import BIN_SUFFIX
-    from ..sampling.sequential import estimate_group
     from .influence import influences, requested_subsets
 
     assert result.estimate is not None  # called only beside an estimate
@@ -87,7 +110,7 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
 
     def sampled(population: Any) -> list:
         each = None if left is None else left / len(subsets)
-        groups = estimate_group(ir, replace(question, population=population), each, options.seed, ESTIMATE_DELTA).groups
+        groups = sample_rates(ir, replace(question, population=population), each, options.seed).groups
         widest.append(max(g.high - g.low for g in groups))
         return groups
 
