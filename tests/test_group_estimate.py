@@ -19,14 +19,14 @@ def test_an_estimate_sits_beside_wide_bounds_and_contains_the_truth(monkeypatch)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(X, df.income)
     r = faircert.group(pipe, df, protected="sex", population="independent", time_limit=4)
-    assert r.engine == "probability-bounds" and r.estimate is not None
+    assert r.engine == "tree-population-group" and r.estimate is not None  # a forest: counted, then sampled
     assert r.to_dict()["estimate"]["kind"].startswith("statistical")
     assert "not a bound" in str(r)
     pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("independent"))
     for sound, sampled in zip(r.groups, r.estimate.groups):
         truth = population_rate(pipe, pop, list(X.columns), sound.group["sex"])
         assert sound.low - 1e-9 <= truth <= sound.high + 1e-9
-        assert sampled.low <= truth <= sampled.high  # wrong with probability <= 1e-3
+        assert sampled.low <= truth <= sampled.high  # wrong with probability <= 1e-2
 
 
 def test_tight_answers_get_no_estimate():
