@@ -49,8 +49,8 @@ def accepts(model: TreeEnsemble, question: Any) -> bool:
     return all(pop is not None and _independent(pop, names) for pop in pops)
 
 
-def _independent(pop: Any, names: list[str]) -> bool:
-    if not isinstance(pop, DiscretePopulation) or any(n not in pop.variables for n in names):
+def _independent(pop: DiscretePopulation, names: list[str]) -> bool:
+    if any(n not in pop.variables for n in names):  # the registry passes discrete populations only
         return False
     try:  # the model reads numbers: every state of every input is one
         [float(s) for n in names for s in pop.variables[n].states]
