@@ -140,7 +140,9 @@ def _compile_kernels(ir: TreeEnsemble) -> None:
 
 def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
     """Registry entry point: every rate the metrics read (the groups, and given each label value
-    where a metric needs the label) as sound bounds, each run getting an equal share of the time."""
+    where a metric needs the label) as sound bounds, each count getting an equal share of the time
+    left less what a count costs beyond its share (preparing the boxes); a count with no time left
+    is not started, and its rate stays [0, 1]."""
     from ..probability.bounds import label_conditions
 
     started = time.perf_counter()
@@ -152,14 +154,21 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
     cells = list(itertools.product(*(range(pop.variables[p].card) for p in protected)))
     switched = with_switch(ir)
     _compile_kernels(switched)
-    each = None if options.time_limit is None else options.time_limit / (len(runs) * len(cells))
+    deadline = None if options.time_limit is None else started + options.time_limit
+    todo, overhead = len(runs) * len(cells), 0.0
     rates: dict[str, list[GroupProbability]] = {}
     complete = True
     for key, sub in runs:
         for combo in cells:
             evidence = dict(zip(protected, combo))
             fixed = {p: float(sub.variables[p].states[s]) for p, s in evidence.items()}
-            low, high, done = rate_bounds(switched, sub, fixed, each, options.seed)
+            each = None if deadline is None else (deadline - time.perf_counter()) / todo - overhead
+            todo -= 1
+            low, high, done = 0.0, 1.0, False
+            if each is None or each > 0:
+                begun = time.perf_counter()
+                low, high, done = rate_bounds(switched, sub, fixed, each, options.seed)
+                overhead = max(overhead, time.perf_counter() - begun - (each or 0.0))
             complete &= done
             size = float(np.prod([sub.marginal(p)[s] for p, s in evidence.items()]))
             rates.setdefault(key, []).append(GroupProbability(sub.group_name(evidence), low, high, size))
