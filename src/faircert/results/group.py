@@ -293,7 +293,9 @@ class GroupResult(Verdict):
             "kind": "statistical (sampled from the same population; intervals, not bounds)",
             "delta": self.stats.get("delta"),
             "samples": self.stats.get("samples"),
+            "method": str(self.stats.get("method") or ESTIMATE_METHOD),
             "groups": [g.to_dict() for g in self.groups],
+            "conditional": {k: [g.to_dict() for g in v] for k, v in self.conditional.items()},
             "metrics": {
                 k: {"name": m.name, "low": m.low, "high": m.high, "detail": m.detail} for k, m in self.metrics.items()
             },
