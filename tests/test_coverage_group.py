@@ -193,3 +193,16 @@ def test_conditional_draws_follow_the_exact_posterior():
         seen = np.bincount(codes[name], minlength=len(exact)) / n
         assert np.all(np.abs(seen - exact) <= 5 * np.sqrt(exact * (1 - exact) / n) + 1e-12), name
     assert all(np.all(codes[k] == v) for k, v in evidence.items())
+
+
+def test_allocation_draws_a_cell_tied_at_a_metrics_end():
+    """Two cells tied at the lowest rate hold DI's low end together: shrinking either alone moves
+    nothing there, yet one of them is drawn next (the widest metric is where the draws go)."""
+    n = stratified.grid(0)
+
+    def cell(name: str, rate: float, low: float, high: float) -> stratified.Stratum:
+        return stratified.Stratum("", {"g": name}, 0.3, None, None, 1, round(rate * n), low, high)  # type: ignore[arg-type]
+
+    cells = [cell("a", 0.055, 0.03, 0.08), cell("b", 0.055, 0.03, 0.08), cell("c", 0.205, 0.2, 0.21)]
+    run = stratified.Sampling(cells, None, DELTA, ("di", "sp"), None)  # type: ignore[arg-type]
+    assert run.next_cell() in cells[:2]

@@ -16,7 +16,7 @@ at least 1 - delta.
 
 Allocation: after the first look of every cell, the cell drawn next is the one whose next look is
 predicted to shrink the sum of the squared metric widths most per draw (the widest metric
-counts most), until every metric is at most `target` wide or the time is out; a look the time
+counts most; `Sampling.next_cell`), until every metric is at most `target` wide or the time is out; a look the time
 would cut short is not taken.
 """
 
@@ -205,18 +205,20 @@ class Sampling:
         return sum((m.high - m.low) ** 2 for m in metrics_of(self.cells, self.metrics).values())
 
     def next_cell(self) -> Stratum | None:
-        """The cell whose next look is predicted to shrink the objective most per draw (a look
-        shrinks an interval about as the square root of the draws grows)."""
+        """The cell whose next look is predicted to shrink the objective most per draw. A look
+        shrinks an interval about as the square root of the draws grows; its effect on the metrics
+        is read from the interval grown by that factor instead (the same slope, seen from the other
+        side), which also credits cells tied at a metric's end: shrinking one of two tied cells
+        moves nothing, widening either does."""
         base, best, choice, wanted = self.objective(), 0.0, None, False
-        shrink = 1 / math.sqrt(RATIO)
+        grow = math.sqrt(RATIO)
         for cell in self.cells:
             if cell.looks >= LOOKS:
                 continue
             low, high = cell.low, cell.high
             centre = cell.positive / cell.n
-            half = 0.5 * (high - low) * shrink
-            cell.low, cell.high = max(0.0, centre - half), min(1.0, centre + half)
-            gain = base - self.objective()
+            cell.low, cell.high = max(0.0, centre - (centre - low) * grow), min(1.0, centre + (high - centre) * grow)
+            gain = self.objective() - base
             cell.low, cell.high = low, high
             per_draw = gain / (grid(cell.looks) - cell.n)
             wanted |= per_draw > 0
