@@ -231,3 +231,46 @@ def test_the_tree_estimate_covers_the_truth(monkeypatch):
         est = open_boxes.estimate_unfair_share(ir, q, level, 0.0, seed)
         misses += not est.ci_low <= truth <= est.ci_high
     assert misses <= allowed_misses(level), (misses, truth)
+
+
+# ----- twins under a Bayesian network: population draws, each decided on the model ----------------
+def test_the_bayesnet_twin_estimate_covers_the_truth():
+    """`verify --population bayesnet`'s estimate of P[x has an unfair twin]: draws from a network
+    whose protected attribute has a parent and a child, the Wilson interval at its level, against
+    the probability enumerated over the network's joint."""
+    from scipy.stats import norm
+
+    from faircert.engines.network.sampling import wilson
+    from faircert.engines.probability.twins import sampled_twins
+    from faircert.population.discrete import DiscretePopulation, Variable
+
+    rng = np.random.default_rng(3)
+
+    def table(*shape: int) -> np.ndarray:
+        t = rng.random(shape) + 0.2
+        return t / t.sum(axis=-1, keepdims=True)
+
+    variables = [
+        Variable("a", (0, 1, 2, 3), (), (), table(4)),
+        Variable("s", (0, 1), (), ("a",), table(4, 2)),
+        Variable("b", (0, 1, 2), (), ("s", "a"), table(2, 4, 3)),
+    ]
+    pop = DiscretePopulation({v.name: v for v in variables}, ("s",))
+    domain = Domain((Feature("a", "integer", 0, 3), Feature("s", "integer", 0, 1), Feature("b", "integer", 0, 2)))
+    prop = individual_fairness(domain, "s")
+    net = ReluNetwork(
+        [np.array([[0.7, -1.5, 0.4], [-0.3, 0.9, 0.8]]), np.array([[1.0, -1.2]])],
+        [np.array([-0.8, 0.1]), np.array([0.05])],
+    )
+    truth = 0.0
+    for asg, p in pop.joint():
+        x = np.array([[asg["a"], s, asg["b"]] for s in (0, 1)], dtype=float)
+        truth += p * (len(set(net.logit(x) > 0)) > 1)
+    assert 0.1 < truth < 0.9
+    level, misses = 0.9, 0
+    z = float(norm.ppf(0.5 + level / 2))
+    for seed in range(SEEDS):
+        _, unfair, _ = sampled_twins(net, prop, pop, seed, draws=2000)
+        low, high = wilson(float(unfair.sum()), len(unfair), z)
+        misses += not low <= truth <= high
+    assert misses <= allowed_misses(level), (misses, truth)

@@ -313,6 +313,31 @@ def _subset_sum_case() -> Case:
     return Case(LINEAR, question, GroupOptions(time_limit=30), _group_check(exact=True))
 
 
+def _tree_group_case() -> Case:
+    """The small ensemble under independent marginals of its inputs (x1 protected): each group's
+    rate exactly, as enumerated."""
+    probs = {"x0": [3, 1, 0, 6, 2, 8], "x1": [5, 10, 5], "x2": [1, 2, 3, 4, 4, 3, 3]}
+    variables = {
+        name: Variable(name, tuple(range(len(c))) if name != "x2" else tuple(range(-3, 4)), (), (), np.array(c) / 20)
+        for name, c in probs.items()
+    }
+    pop = DiscretePopulation(variables, ("x1",), kind="independent", info={"rows": 20})
+    ir = _trees()
+    truth = {}
+    for s in range(3):
+        grid = np.array([[a, s, b] for a in range(6) for b in range(-3, 4)], dtype=float)
+        weight = np.array([probs["x0"][int(a)] * probs["x2"][int(b) + 3] for a, _, b in grid]) / 400
+        truth[str(s)] = float(weight[ir.predict_proba(grid) > 0.5].sum())
+
+    def check(result):
+        assert len(result.groups) == 3
+        for g in result.groups:  # counted exactly: only the float marginals' rounding is left
+            assert g.low - 1e-12 <= truth[g.group["x1"]] <= g.high + 1e-12 and g.high - g.low < 1e-12
+        assert 0 < min(truth.values()) < max(truth.values())
+
+    return Case(ir, GroupQuestion(pop, ("x1",)), GroupOptions(time_limit=30), check)
+
+
 def _as_network(model: LinearModel):
     """The same linear rule as a one-layer ReLU network (so the bounding engine, not subset-sum, answers)."""
     from faircert.models.network import ReluNetwork
@@ -431,6 +456,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "blackbox-empirical": _blackbox_empirical_case,
     "blackbox-group-sampling": _blackbox_group_sampling_case,
     "probability-bounds": _probability_bounds_case,
+    "tree-population-group": _tree_group_case,
     "sequential-test": _sequential_case,
     "program-bounds": _program_case,
     "program-sequential-test": _program_sequential_case,

@@ -72,7 +72,7 @@ def test_statistical_blocks_name_the_engine_and_the_samples():
     out = result.to_dict()
     block = out["metrics"]["di"]["statistical"]
     assert set(block) == {"value", "low", "high", "confidence", "samples", "method"}
-    assert block["confidence"] == pytest.approx(0.999) and block["samples"] == result.estimate.stats["samples"]
+    assert block["confidence"] == pytest.approx(0.99) and block["samples"] == result.estimate.stats["samples"]
     assert block["low"] <= 0.2 / 0.7 <= block["high"]
     assert out["engine"] == "blackbox-group-sampling" and (
         out["metrics"]["di"]["low"],

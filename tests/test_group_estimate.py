@@ -19,14 +19,14 @@ def test_an_estimate_sits_beside_wide_bounds_and_contains_the_truth(monkeypatch)
     X = df.drop(columns="income")
     pipe = Pipeline([("prep", _prep()), ("clf", ESTIMATORS["forest"]())]).fit(X, df.income)
     r = faircert.group(pipe, df, protected="sex", population="independent", time_limit=4)
-    assert r.engine == "probability-bounds" and r.estimate is not None
+    assert r.engine == "tree-population-group" and r.estimate is not None  # a forest: counted, then sampled
     assert r.to_dict()["estimate"]["kind"].startswith("statistical")
     assert "not a bound" in str(r)
     pop = learn_population(df, list(X.columns), ["sex"], PopulationSpec("independent"))
     for sound, sampled in zip(r.groups, r.estimate.groups):
         truth = population_rate(pipe, pop, list(X.columns), sound.group["sex"])
         assert sound.low - 1e-9 <= truth <= sound.high + 1e-9
-        assert sampled.low <= truth <= sampled.high  # wrong with probability <= 1e-3
+        assert sampled.low <= truth <= sampled.high  # wrong with probability <= 1e-2
 
 
 def test_tight_answers_get_no_estimate():
@@ -82,15 +82,21 @@ def test_influence_of_a_model_without_tight_bounds_is_sampled_and_ranks_the_driv
     assert 0.2 < fif[("a",)] < 0.6 and r.elapsed_s < wall(12)
 
 
-def test_sampled_influence_too_close_to_its_error_is_not_reported(monkeypatch):
-    """Under independent marginals `a` does not depend on s: making it uniform hardly moves SP, and
-    the sampled values cannot rank features. (Twelve seconds, as above: with less, a busy machine
-    leaves no time to sample the features made uniform.)"""
+def test_sampled_influence_of_a_feature_independent_of_the_groups_is_within_its_error(monkeypatch):
+    """Under independent marginals `a` does not depend on s: making it uniform moves both groups'
+    rates alike, so its sampled influence on SP lies within the sampling error, whether the rates
+    came out tight enough to report the influences or not. (Twelve seconds, as above: with less, a
+    busy machine leaves no time to sample the features made uniform.)"""
     monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)
     df, pipe = _driven_by_one_feature()
     r = faircert.group(pipe, df, protected="s", population="independent", influence=True, time_limit=12)
-    assert not r.influence
-    assert any(a.startswith("influence not computed: sampled") for a in r.approximations)
+    note = next(a for a in r.approximations if "influence" in a)
+    if not r.influence:
+        assert note.startswith("influence not computed: sampled")
+        return
+    error = float(note.split("within ")[1].split(",")[0])
+    fif = {tuple(i.features): i.sp for i in r.influence}
+    assert abs(fif[("a",)]) <= error
 
 
 def test_sampled_influence_says_why_when_there_is_no_time():

@@ -48,3 +48,20 @@ def test_a_schema_rejects_what_it_does_not_describe(case):
     del payload["metrics"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(payload, _schema("group"))
+
+
+def test_a_group_estimate_matches_the_schema_with_its_method_and_label_rates(case, monkeypatch):
+    """The sampled answer beside wide bounds names how it was drawn and carries the rates given
+    each label value that EO is computed from."""
+    from faircert.engines.group import estimate
+    from faircert.models.network import ReluNetwork
+
+    monkeypatch.setattr(estimate, "ESTIMATE_WIDTH", -1.0)  # every bound counts as wide here
+    df, _ = case
+    net = ReluNetwork([np.array([[0.9, 0.45]])], [np.array([-1.7])], input_names=["s", "x"])
+    result = faircert.group(net, df, protected="s", label="y", metrics="di,sp,eo", population="bayesnet", time_limit=4)
+    payload = json.loads(result.to_json())
+    jsonschema.validate(payload, _schema("group"))
+    sampled = payload["estimate"]
+    assert sampled["method"].startswith("stratified") and set(sampled["conditional"]) == {"Y=0", "Y=1"}
+    assert payload["metrics"]["eo"]["statistical"]["method"] == sampled["method"]

@@ -204,6 +204,16 @@ ENGINES: tuple[EngineSpec, ...] = (
         entry="faircert.engines.group.empirical:answer",
     ),
     EngineSpec(
+        "tree-population-group",
+        "sound group rates of tree ensembles under independent marginals, counted exactly (any-time "
+        "bounds) by the tree-population engine with each protected cell fixed",
+        (TREES,),
+        (GROUP,),
+        (DISCRETE,),
+        entry="faircert.engines.group.trees:answer",
+        when="faircert.engines.group.trees:accepts",
+    ),
+    EngineSpec(
         "probability-bounds",
         "sound bounds on per-group positive rates of any classifier",
         _ANY_CLASSIFIER,

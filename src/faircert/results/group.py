@@ -255,9 +255,10 @@ class GroupResult(Verdict):
             return {}, {}
         confidence = 1.0 - float(est.stats.get("delta") or 0.0)
         samples = int(est.stats.get("samples") or 0)
+        method = str(est.stats.get("method") or ESTIMATE_METHOD)
 
         def block(value: float, low: float, high: float) -> dict[str, Any]:
-            return statistical_block(value, low, high, confidence, samples, ESTIMATE_METHOD)
+            return statistical_block(value, low, high, confidence, samples, method)
 
         rates = {g.name: block(g.value, g.low, g.high) for g in est.groups}
         metrics = {k: block(0.5 * (m.low + m.high), m.low, m.high) for k, m in est.metrics.items()}
@@ -298,7 +299,9 @@ class GroupResult(Verdict):
             "kind": "statistical (sampled from the same population; intervals, not bounds)",
             "delta": self.stats.get("delta"),
             "samples": self.stats.get("samples"),
+            "method": str(self.stats.get("method") or ESTIMATE_METHOD),
             "groups": [g.to_dict() for g in self.groups],
+            "conditional": {k: [g.to_dict() for g in v] for k, v in self.conditional.items()},
             "metrics": {
                 k: {"name": m.name, "low": m.low, "high": m.high, "detail": m.detail} for k, m in self.metrics.items()
             },

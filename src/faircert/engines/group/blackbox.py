@@ -4,8 +4,9 @@ pipeline with a step faircert does not translate).
 Nothing is proven from its parameters. Over the data's rows (the empirical population) every row is
 decided on the model itself, so the rates are the model's own, exactly. Under any other population
 (learned, saved, a program), points are drawn from it and decided on the model: the rates and
-metrics are the sampled estimate (sequential binomial intervals that hold together with confidence
-1 - `ESTIMATE_DELTA`), and the sound bounds stay [0, 1]: a statistical answer, labelled as one.
+metrics are the sampled estimate (each group drawn from its own conditional population where the
+population is discrete; intervals that hold together with confidence 1 - `ESTIMATE_DELTA`), and
+the sound bounds stay [0, 1]: a statistical answer, labelled as one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from ...models.blackbox import BlackBoxModel, column_names
 from ...options import GroupOptions
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
-from .estimate import ESTIMATE_DELTA
 
 NAME = "blackbox-group-sampling"
 ROWS = "blackbox-empirical"
@@ -101,10 +101,13 @@ def _note(model: BlackBoxModel) -> str:
 def _sampled(labels: RawLabels, question: Any, options: GroupOptions) -> GroupResult:
     """Sound bounds [0, 1] (nothing is proven) beside the estimate sampled from the population."""
     from ..sampling.sequential import estimate_group
+    from .estimate import sample_rates
 
     start = time.perf_counter()
-    delta = options.delta if options.method == "sampling" else ESTIMATE_DELTA
-    estimate = estimate_group(labels, question, options.time_limit, options.seed, delta)
+    if options.method == "sampling":
+        estimate = estimate_group(labels, question, options.time_limit, options.seed, options.delta)
+    else:  # as beside any engine's sound bounds: each group drawn from its own conditional population
+        estimate = sample_rates(labels, question, options.time_limit, options.seed)
     if not estimate.stats.get("samples"):
         raise PropertyError("the black box could not be sampled within the time limit; give it more time")
     unproven = [GroupProbability(g.group, 0.0, 1.0, g.size, g.size_high) for g in estimate.groups]

@@ -13,10 +13,13 @@ from ...results import GroupResult
 
 #: Sound bounds wider than this get a statistical estimate beside them, which takes this share of
 #: the time limit (at least `MIN_ESTIMATE_S`) and is wrong with probability at most `ESTIMATE_DELTA`.
+#: The bounding engines get the smaller share: where their bounds are still wide after it, more time
+#: seldom closes them on models of this size, while sampled intervals keep narrowing (as one over
+#: the square root of the time).
 ESTIMATE_WIDTH = 0.05
-ESTIMATE_SHARE = 0.2
+ESTIMATE_SHARE = 0.7
 MIN_ESTIMATE_S = 1.0
-ESTIMATE_DELTA = 1e-3
+ESTIMATE_DELTA = 1e-2
 #: With influence asked, the share of the time limit for sampling (the estimate, then each feature
 #: made uniform).
 INFLUENCE_SHARE = 0.5
@@ -25,7 +28,7 @@ INFLUENCE_SHARE = 0.5
 def sound_share(engine_name: str, influence: Any) -> float:
     """The share of the time limit the sound engine gets: the probability-bounds engine's bounds
     may stay wide, so it keeps time to sample."""
-    if engine_name != "probability-bounds":
+    if engine_name not in ("probability-bounds", "tree-population-group"):
         return 1.0
     return 1 - (INFLUENCE_SHARE if influence else ESTIMATE_SHARE)
 
@@ -52,17 +55,41 @@ def add_estimate(
 def _estimate(ir: Any, question: Any, options: GroupOptions, started: float, share: float) -> GroupResult | None:
     """The question answered by sampling the same population (None where it cannot be sampled), in
     `share` of the time left."""
-    from ..sampling.sequential import estimate_group
-
     left = (
         None
         if options.time_limit is None
         else max(share * (options.time_limit - (time.perf_counter() - started)), MIN_ESTIMATE_S)
     )
     try:
-        return estimate_group(ir, question, left, options.seed, ESTIMATE_DELTA)
+        return sample_rates(ir, question, left, options.seed)
     except FaircertError:
         return None
+
+
+def sample_rates(ir: Any, question: Any, time_limit: float | None, seed: int) -> GroupResult:
+    """The question's rates sampled from its population: cell by cell from each cell's own
+    conditional population where the population is discrete (`stratified`), otherwise from the
+    population as a whole (`sampling.sequential`)."""
+    return question.population.accept(_Sampled(ir, question, time_limit, seed))
+
+
+class _Sampled:
+    """`sample_rates` under each kind of population."""
+
+    def __init__(self, ir: Any, question: Any, time_limit: float | None, seed: int) -> None:
+        self.ir, self.question, self.time_limit, self.seed = ir, question, time_limit, seed
+
+    def discrete(self, population: Any) -> GroupResult:
+        from .stratified import estimate_stratified
+
+        return estimate_stratified(self.ir, self.question, self.time_limit, self.seed, ESTIMATE_DELTA)
+
+    def whole(self, population: Any) -> GroupResult:
+        from ..sampling.sequential import estimate_group
+
+        return estimate_group(self.ir, self.question, self.time_limit, self.seed, ESTIMATE_DELTA)
+
+    product = program = whole
 
 
 def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: GroupOptions, started: float) -> None:
@@ -70,7 +97,6 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
     the estimate's rates against those sampled with each feature set made uniform (an equal share
     of the time left each). Kept only when every sampled rate is tight enough to rank features."""
     from ...population.discrete import BIN_SUFFIX
-    from ..sampling.sequential import estimate_group
     from .influence import influences, requested_subsets
 
     assert result.estimate is not None  # called only beside an estimate
@@ -87,7 +113,7 @@ def _sampled_influence(ir: Any, question: Any, result: GroupResult, options: Gro
 
     def sampled(population: Any) -> list:
         each = None if left is None else left / len(subsets)
-        groups = estimate_group(ir, replace(question, population=population), each, options.seed, ESTIMATE_DELTA).groups
+        groups = sample_rates(ir, replace(question, population=population), each, options.seed).groups
         widest.append(max(g.high - g.low for g in groups))
         return groups
 
