@@ -39,7 +39,8 @@ def audit_tables(
     """
     selected, score = _check(data, decisions, protected, scores, confidence, small_share)
     median = None if score is None else float(np.nanmedian(score))
-    above = None if score is None or median is None else score > median
+    # a row without a score (one the model could not read) is neither above nor below
+    above = None if score is None else np.where(np.isnan(score), np.nan, score > median)
     groups = [[p] for p in protected] + ([list(protected)] if len(protected) > 1 else [])
     tables = [
         _table(data, attributes, selected, above, (confidence, small_share, exclude_small)) for attributes in groups
@@ -117,8 +118,8 @@ def _table(
             small=n / len(data) < small_share,
         )
         if above is not None:
-            cell.scored_above = int(part["_above"].sum())
-            cell.scoring_rate = rate(cell.scored_above, n, confidence)
+            cell.scored_above = int((part["_above"] == 1).sum())
+            cell.scoring_rate = rate(cell.scored_above, int(part["_above"].notna().sum()), confidence)
         cells.append(cell)
     counted = [c for c in cells if not (exclude_small and c.small)]
     _ratios(counted, lambda c: c.selection_rate, "impact_ratio")

@@ -36,15 +36,34 @@ TOLERANCE = 1e-9
 
 def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np.ndarray]:
     """(surely positive, undecided) for every row of the raw data (each IR's `sure_labels`)."""
+    model, inputs = _read(model, frame, label)
+    return model.sure_labels(inputs, TOLERANCE)
+
+
+def margins(model: Any, frame: Any, label: str | None) -> np.ndarray:
+    """The model's score of every row of the raw data: positive iff the decision is (a linear score,
+    a network's logit, an ensemble's margin), for ranking rows, as a bias audit's scoring rate does."""
+    from ...models.linear import LinearModel
+    from ...models.trees import TreeEnsemble
+
+    model, inputs = _read(model, frame, label)
+    if isinstance(model, LinearModel):
+        return np.asarray(model.decision_function(inputs), dtype=np.float64)
+    if isinstance(model, TreeEnsemble):
+        offset = model.margin_view(None)[0]
+        return np.asarray(offset + model.scale * model.leaf_values(inputs).sum(axis=1), dtype=np.float64)
+    return np.asarray(model.logit(inputs), dtype=np.float64).reshape(-1)
+
+
+def _read(model: Any, frame: Any, label: str | None) -> tuple[Any, Any]:
+    """The model bound to the raw data, and the data as it reads them."""
     if isinstance(model, PipelineModel):
         domain = infer_domain(frame[model.used_columns])
         model, domain = bind(model, domain)
-        inputs = encode_table(frame, domain)
-    elif hasattr(model, "accept"):
-        inputs = model.accept(_Inputs(frame, label))
-    else:
-        raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
-    return model.sure_labels(inputs, TOLERANCE)
+        return model, encode_table(frame, domain)
+    if hasattr(model, "accept"):
+        return model, model.accept(_Inputs(frame, label))
+    raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
 
 
 class _Inputs:
