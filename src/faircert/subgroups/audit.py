@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import DataError, PropertyError
 from ..results.audit import AuditCell, AuditTable, AuditTables
-from .stats import rate
+from .stats import is_number, rate
 
 #: LL 144 lets an auditor leave categories under 2% of the data out of the impact ratios.
 SMALL_SHARE = 0.02
@@ -68,12 +68,14 @@ def _check(
         raise DataError("an audit table needs the rows as a non-empty pandas DataFrame")
     if isinstance(protected, str) or not protected:
         raise PropertyError("an audit table needs a list of one or more protected columns")
+    if len(set(protected)) < len(protected):
+        raise PropertyError(f"protected columns named more than once: {list(protected)}")
     unknown = [p for p in protected if p not in data.columns]
     if unknown:
         raise DataError(f"protected features {unknown} are not columns of the data")
-    if not 0.5 <= confidence < 1:
+    if not is_number(confidence) or not 0.5 <= confidence < 1:
         raise PropertyError(f"confidence must be in [0.5, 1), got {confidence!r}")
-    if not 0 <= small_share < 1:
+    if not is_number(small_share) or not 0 <= small_share < 1:
         raise PropertyError(f"the small-cell share must be in [0, 1), got {small_share!r}")
     given = np.asarray(decisions)
     if given.shape != (len(data),):
