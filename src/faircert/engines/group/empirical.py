@@ -43,16 +43,8 @@ def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np
 def margins(model: Any, frame: Any, label: str | None) -> np.ndarray:
     """The model's score of every row of the raw data: positive iff the decision is (a linear score,
     a network's logit, an ensemble's margin), for ranking rows, as a bias audit's scoring rate does."""
-    from ...models.linear import LinearModel
-    from ...models.trees import TreeEnsemble
-
     model, inputs = _read(model, frame, label)
-    if isinstance(model, LinearModel):
-        return np.asarray(model.decision_function(inputs), dtype=np.float64)
-    if isinstance(model, TreeEnsemble):
-        offset = model.margin_view(None)[0]
-        return np.asarray(offset + model.scale * model.leaf_values(inputs).sum(axis=1), dtype=np.float64)
-    return np.asarray(model.logit(inputs), dtype=np.float64).reshape(-1)
+    return np.asarray(model.accept(_Margins(inputs)), dtype=np.float64).reshape(-1)
 
 
 def _read(model: Any, frame: Any, label: str | None) -> tuple[Any, Any]:
@@ -64,6 +56,23 @@ def _read(model: Any, frame: Any, label: str | None) -> tuple[Any, Any]:
     if hasattr(model, "accept"):
         return model, model.accept(_Inputs(frame, label))
     raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
+
+
+class _Margins:
+    """Each kind of model's score of rows it reads."""
+
+    def __init__(self, inputs: Any) -> None:
+        self.inputs = inputs
+
+    def linear(self, model: LinearModel) -> np.ndarray:
+        return model.decision_function(self.inputs)
+
+    def network(self, model: ReluNetwork) -> np.ndarray:
+        return model.logit(self.inputs)
+
+    def trees(self, model: TreeEnsemble) -> np.ndarray:
+        offset = model.margin_view(None)[0]
+        return np.asarray(offset + model.scale * model.leaf_values(self.inputs).sum(axis=1))
 
 
 class _Inputs:
