@@ -82,6 +82,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write one line per row (verdict, method, group, labels, the twin's features)",
     )
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
+    p.add_argument(
+        "--explain-html",
+        metavar="OUT.html",
+        help="also write the explain page of the rows (where the unfair rows are, as `faircert explain` "
+        "finds them), linked from the --html report",
+    )
     add_model_loading(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(handler=run)
@@ -108,7 +114,9 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
         **job_keywords(args),
     )
     with (
-        run_guard([args.json, args.html, args.rows_csv, args.checkpoint], args.quiet),
+        run_guard(
+            [args.json, args.html, args.rows_csv, args.checkpoint, getattr(args, "explain_html", None)], args.quiet
+        ),
         decided_progress(not args.quiet, options.time_limit) as progress,
     ):
         result = audit(
@@ -126,9 +134,37 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
     result.population = population
     mark_interrupted(result)
     emit_json(result.to_json(), args.json)
-    for path, write_rows in ((args.rows_csv, write_rows_csv), (args.html, write_rows_html)):
-        if path:
-            write_rows(result, path)
+    explain_html = getattr(args, "explain_html", None)
+    if explain_html:
+        write_explain_page(result, rows, explain_html, options.seed)
+    if args.rows_csv:
+        write_rows_csv(result, args.rows_csv)
+    if args.html:
+        write_rows_html(result, args.html, explain_href=relative_link(explain_html, args.html))
     if not args.quiet:
         print_rows(result)
     return result.exit_code
+
+
+def write_explain_page(result: Any, rows: Any, path: str, seed: int) -> None:
+    """The explain page of the audited rows: rules found on their verdicts, as `faircert explain`
+    finds them (the same split of the rows for the same seed)."""
+    from ..report.explain import write_explain_html
+    from ..requests.audit import read_rows
+    from ..subgroups import explain_rows
+
+    explained = explain_rows(result, read_rows(rows), seed=seed)
+    explained.model = result.model
+    write_explain_html(explained, path)
+
+
+def relative_link(target: str | None, page: str) -> str | None:
+    """`target` as a link from the page at `page`: relative to the page's folder, URL-quoted."""
+    if not target:
+        return None
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    relative = os.path.relpath(os.path.abspath(target), os.path.dirname(os.path.abspath(page)))
+    return quote(Path(relative).as_posix())
