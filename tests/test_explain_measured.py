@@ -145,3 +145,39 @@ def test_the_command_line_writes_the_proven_shares(case, tmp_path, capsys):
         assert 0 < rule["proven_unfair_share"] <= rule["share"]
     assert "proven_unfair_share" in capsys.readouterr().err  # the note on what the shares are
     assert "proven unfair share" in (tmp_path / "e.html").read_text()
+
+
+@pytest.mark.parametrize("kind", ["trees", "network"])
+@pytest.mark.parametrize("population", ["uniform", "independent"])
+def test_tree_and_network_pipelines_against_the_oracle(case, kind, population):
+    """The tree-ensemble and network engines too: each rule's proven share never exceeds the true
+    unfair mass of its region (and meets it where the boxes are decided), a proven fair rule holds
+    no unfair input."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    data, _, grid, _ = case
+    noise = np.random.default_rng(1).normal(0, 0.5, len(data))
+    y = (0.5 * data.a - 0.4 * data.b + data.c.isin(["B", "D"]) + 1.5 * data.s - 2.5 + noise > 0).astype(int)
+    classifier = (
+        GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=0)
+        if kind == "trees"
+        else MLPClassifier((8,), max_iter=2000, random_state=0)
+    )
+    prep = ColumnTransformer([("c", OneHotEncoder(), ["c"]), ("n", StandardScaler(), ["a", "b", "s"])])
+    pipe = Pipeline([("p", prep), ("m", classifier)]).fit(data, y)
+    unfair = pipe.predict(grid.assign(s=0)) != pipe.predict(grid.assign(s=1))
+    weights = _weights(data, grid, population)
+    result = faircert.explain(pipe, data, "s", population=population, samples=1500, time_limit=60)
+    assert result.rules and result.stats["proven_unfair"] <= weights[unfair].sum() + 1e-12
+    for rule in result.rules + result.fair_rules:
+        inside = rule.mask(grid)
+        assert rule.share == pytest.approx(weights[inside].sum(), abs=1e-12)
+        assert rule.proven_unfair_share <= weights[inside & unfair].sum() + 1e-12
+        if result.stats["undecided"] == 0:
+            assert rule.proven_unfair_share == pytest.approx(weights[inside & unfair].sum(), abs=1e-12)
+        if rule.evidence == "proven":
+            assert not (inside & unfair).any()
