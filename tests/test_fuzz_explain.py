@@ -224,3 +224,17 @@ def test_fuzz_audit_table_protected_lists(capsys, case, protected):
     # every table's counts add up to the rows
     for table in tables["tables"]:
         assert sum(c["count"] for c in table["cells"]) + table["missing"] == 300
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--population=uniform", "--samples=3"], "samples must be an integer of at least 20"),
+        (["--population=uniform", "--samples=x"], "invalid int value"),
+        (["--population=bayesnet"], "invalid choice"),
+        (["--population="], "invalid choice"),
+    ],
+)
+def test_malformed_population_options_are_one_line(capsys, case, options, message):
+    code, err = _cli(capsys, [*case.base, *options, "--quiet"])
+    assert code == 3 and message in err.splitlines()[-1]

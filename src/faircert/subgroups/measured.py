@@ -62,7 +62,7 @@ def explain_measured(request: Any, search: Search, options: Any) -> ExplainResul
     from ..engines.sampling.blackbox import draw
     from ..options import AuditOptions
 
-    if not isinstance(search.samples, int) or isinstance(search.samples, bool) or search.samples < 20:
+    if not isinstance(search.samples, int | np.integer) or isinstance(search.samples, bool) or search.samples < 20:
         raise PropertyError(f"samples must be an integer of at least 20, got {search.samples!r}")
     start = time.perf_counter()
     prop = request.prop
@@ -149,7 +149,7 @@ class _Boxes:
         masses = [self.mass(b) for b in boxes]
         total = float(sum(masses))
         kept = sorted(range(len(boxes)), key=lambda i: -masses[i])[:MAX_BOXES]
-        proven, fair = 0.0, len(kept) == len(boxes)
+        proven, fair = 0.0, 0 < len(kept) == len(boxes)  # an empty region proves nothing
         for i in kept:
             if masses[i] <= 0:
                 continue
