@@ -78,6 +78,9 @@ def test_rules_proven_shares_against_the_oracle(case, population):
             assert not (rule.mask(grid) & unfair).any()
     payload = result.to_dict()
     assert all(isinstance(r["proven_unfair_share"], float) for r in payload["rules"])
+    # the whole domain's re-checked twins, counted under each rule
+    inside = result.stats["counterexamples_in_rules"]
+    assert len(inside) == len(result.rules) and 0 < max(inside) <= result.stats["counterexamples"]
 
 
 def test_a_rule_proven_share_is_a_lower_bound_when_boxes_stay_open(case, monkeypatch):

@@ -100,12 +100,21 @@ def explain_measured(request: Any, search: Search, options: Any) -> ExplainResul
         "undecided": whole.undecided,
         "engine": whole.engine,
         "counterexamples": len(whole.counterexamples),
+        "counterexamples_in_rules": _twins_inside(prop.domain, whole.counterexamples, explained.rules),
         "boxes_verified": boxes.count,
         "shares": "share: the rule's exact mass under the population; proven_unfair_share: a sound lower "
         "bound on the mass of its inputs with an unfair twin (its boxes verified, each proven-unfair share "
         "times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
     }
     return explained
+
+
+def _twins_inside(domain: Domain, counterexamples: list[Any], rules: list[Any]) -> list[int]:
+    """How many of the whole domain's re-checked counterexamples (their first input) each rule holds."""
+    if not counterexamples:
+        return [0] * len(rules)
+    frame = _raw(domain, np.array([c.x for c in counterexamples], dtype=np.float64))
+    return [int(rule.mask(frame).sum()) for rule in rules]
 
 
 def _raw(domain: Domain, codes: np.ndarray) -> pd.DataFrame:
