@@ -46,11 +46,11 @@ def explain_population(given: dict[str, Any]) -> str:
 def explain_measured(model: Any, frame: Any, asked: Individual, max_rules: int, given: dict[str, Any]) -> ExplainResult:
     """`explain` under a domain population (`given["population"]`): the domain (given, or inferred
     from the data) verified box by box under it, and points drawn from it decided exactly."""
-    from ..subgroups.measured import SAMPLES, Search
+    from ..subgroups.measured import SAMPLES, Settings
     from ..subgroups.measured import explain_measured as measured
 
     population = given.pop("population")
-    search = Search(
+    search = Settings(
         max_rules,
         given.pop("min_lift", 3.0),
         given.pop("confidence", 0.95),

@@ -45,7 +45,7 @@ AUDIT_SHARE = 0.4
 
 
 @dataclass(frozen=True)
-class Search:
+class Settings:
     """How the rules are searched and measured (as `explain_frame` takes them)."""
 
     max_rules: int = 5
@@ -54,7 +54,7 @@ class Search:
     samples: int = SAMPLES
 
 
-def explain_measured(request: Any, search: Search, options: Any) -> ExplainResult:
+def explain_measured(request: Any, search: Settings, options: Any) -> ExplainResult:
     """Rules under the population of a prepared `verify` request (`requests.verify.VerifyRequest`):
     drawn points decided exactly, rules found and measured on them, each rule's mass and proven
     unfair mass from its boxes."""
