@@ -184,3 +184,24 @@ def test_tree_and_network_pipelines_against_the_oracle(case, kind, population):
             assert rule.proven_unfair_share == pytest.approx(weights[inside & unfair].sum(), abs=1e-12)
         if rule.evidence == "proven":
             assert not (inside & unfair).any()
+
+
+def test_boxes_past_the_time_limit_prove_nothing(case, monkeypatch):
+    """Once the time limit is spent (here: right after the whole domain), the rules' boxes are not
+    verified: their proven shares are 0, no fair rule is proven, and the skipped boxes are counted."""
+    from faircert.subgroups import measured
+
+    verify = measured._Boxes.verify
+
+    def then_spent(self, domain, always=False):
+        out = verify(self, domain, always)
+        self.limit = 0.0
+        return out
+
+    monkeypatch.setattr(measured._Boxes, "verify", then_spent)
+    data, model, grid, unfair = case
+    result = faircert.explain(model, data, "s", population="uniform", samples=2000, time_limit=60, seed=1)
+    assert result.stats["boxes_verified"] == 1 and result.stats["boxes_skipped"] >= len(result.rules)
+    assert result.stats["proven_unfair"] == pytest.approx(unfair.mean(), abs=1e-12)
+    assert all(r.proven_unfair_share == 0.0 for r in result.rules + result.fair_rules)
+    assert all(r.evidence == "empirical" for r in result.fair_rules)

@@ -10,7 +10,8 @@ data's rows.
 - Each rule's `proven_unfair_share` is sound: the rule's region cut into boxes (a category set into
   its runs of consecutive codes), each box verified as its own domain, and the proven-unfair share
   of each box times the box's mass added up. The twins of a box stay inside it, so what is proven
-  unfair there is unfair in the whole domain; boxes left out (more than MAX_BOXES) only lower it.
+  unfair there is unfair in the whole domain; boxes left out (more than MAX_BOXES, or not reached
+  within the time limit) only lower it.
 - A fair rule whose boxes are all proven fair is `proven`; otherwise `empirical`.
 
 Rules range over the features that are not protected: the box engines measure shares over them (the
@@ -84,7 +85,7 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
         seed=options.seed,
     )
     boxes = _Boxes(request, options, limit, start)
-    whole = boxes.verify(prop.domain)
+    whole = boxes.verify(prop.domain, always=True)
     for rule in explained.rules:
         rule.share, rule.proven_unfair_share, _ = boxes.region(rule.conditions)
     for rule in explained.fair_rules:
@@ -102,9 +103,10 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
         "counterexamples": len(whole.counterexamples),
         "counterexamples_in_rules": _twins_inside(prop.domain, whole.counterexamples, explained.rules),
         "boxes_verified": boxes.count,
+        "boxes_skipped": boxes.skipped,  # the time limit spent: they count for nothing proven
         "shares": "share: the rule's exact mass under the population; proven_unfair_share: a sound lower "
-        "bound on the mass of its inputs with an unfair twin (its boxes verified, each proven-unfair share "
-        "times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
+        "bound on the mass of its inputs with an unfair twin (its boxes verified within the time limit, each "
+        "proven-unfair share times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
     }
     return explained
 
@@ -134,14 +136,18 @@ class _Boxes:
 
     def __init__(self, request: Any, options: Any, limit: float | None, start: float) -> None:
         self.request, self.options, self.limit, self.start = request, options, limit, start
-        self.count = 0
+        self.count = self.skipped = 0
         self.free = list(request.prop.free)
 
-    def verify(self, domain: Domain) -> Any:
-        """The request's question over `domain` (a box of the full one), within the time left."""
+    def verify(self, domain: Domain, always: bool = False) -> Any:
+        """The request's question over `domain` (a box of the full one), within the time left; None
+        once the time limit is spent (unless `always`): a box not verified proves nothing."""
         from ..requests.verify import run_verify
 
-        left = None if self.limit is None else max(self.limit - (time.perf_counter() - self.start), 0.05)
+        left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
+        if left is not None and left <= 0 and not always:
+            self.skipped += 1
+            return None
         share = None if left is None else max(left / 4, 0.05)  # later boxes keep time of their own
         options = replace(self.options, time_limit=share)
         self.count += 1
@@ -163,6 +169,9 @@ class _Boxes:
             if masses[i] <= 0:
                 continue
             answer = self.verify(_box(domain, boxes[i]))
+            if answer is None:
+                fair = False
+                continue
             proven += answer.falsified * masses[i]
             fair = fair and answer.certified >= 1.0
         return total, proven, fair
