@@ -161,5 +161,54 @@ def test_group_adds_the_audit_tables_of_the_data_rows(tmp_path):
     assert main(argv + ["--json", str(tmp_path / "g.json")]) in (0, 1)
     tables = json.loads((tmp_path / "g.json").read_text())["audit_tables"]
     assert tables["rows"] == len(data)
+    # a pipeline scores: every cell has its scoring rate, and the CSV its column
+    assert all("scoring_rate" in c for t in tables["tables"] for c in t["cells"])
+    assert "scoring_rate" in (tmp_path / "a.csv").read_text().splitlines()[0]
     assert "sex" in (tmp_path / "a.csv").read_text().splitlines()[0]
     assert main(argv[:-3] + ["--exclude-small"]) == 3  # without --audit-table
+
+
+def test_group_audit_tables_give_each_cell_its_scoring_rate(tmp_path):
+    """`group --audit-table` ranks the rows by the model's score: each cell's share above the median
+    score of the decided rows, equal to a pandas groupby of the scores, in the JSON, CSV and HTML."""
+    import json
+
+    import faircert
+    from faircert.models.linear import ColumnEncoding, LinearModel
+    from faircert.report.audit import render_audit, write_audit_csv
+
+    rng = np.random.default_rng(7)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(["A", "B"], n),
+            "score": rng.normal(0, 1, n).round(3),
+        }
+    )
+    frame.loc[frame.index[:5], "race"] = None
+    model = LinearModel(np.array([0.5, 1.0]), -0.2, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("score")))
+    result = faircert.group(model, frame, protected=["sex", "race"], audit_table=True)
+    margin = 0.5 * (frame.sex == "M") + frame.score - 0.2
+    decided = frame.race.notna()
+    median = float(np.median(margin[decided]))
+    assert result.audit.median_score == pytest.approx(median)
+    above = frame[decided].assign(a=(margin[decided] > median).astype(int))
+    expected = above.groupby(["sex", "race"])["a"].agg(["count", "sum"])
+    cells = result.audit.table("sex", "race").cells
+    assert {(c.group["sex"], c.group["race"]): (c.count, c.scored_above) for c in cells} == {
+        k: tuple(map(int, v)) for k, v in expected.iterrows()
+    }
+    by_sex = above.groupby("sex")["a"].mean()
+    for c in result.audit.table("sex").cells:
+        assert c.scoring_rate.estimate == pytest.approx(by_sex[c.group["sex"]])
+    top = by_sex.max()
+    assert [c.scoring_impact_ratio for c in result.audit.table("sex").cells] == pytest.approx(list(by_sex / top))
+    # the same rates in the JSON, the CSV and the HTML
+    payload = json.loads(result.to_json())["audit_tables"]["tables"][0]["cells"]
+    assert [c["scored_above_median"] for c in payload] == [c.scored_above for c in result.audit.table("sex").cells]
+    write_audit_csv(result.audit, tmp_path / "a.csv")
+    back = pd.read_csv(tmp_path / "a.csv", keep_default_na=False)
+    line = back[(back.table == "sex") & (back.sex == "F")]
+    assert float(line["scoring_rate"].iloc[0]) == pytest.approx(by_sex["F"])
+    assert "scoring rate [95%]" in render_audit(result.audit)

@@ -168,3 +168,37 @@ def test_the_console_names_what_decides_the_unknown_rows(capsys):
     err = " ".join(capsys.readouterr().err.split())
     reason = "too many cells: searched, not proven (raise max_cells, now 1)"
     assert f"rows: {reason} (what decides more: a larger max_cells (now 1))" in err
+
+
+def test_the_html_links_the_explain_page_of_the_same_rows(tmp_path):
+    """`faircert audit ... --html rows.html --explain-html explain.html`: the explain page of the
+    audited rows is written (the rules `explain` finds on them), and the per-row page links it."""
+    from faircert.cli import main
+    from faircert.report.explain import render_explain
+    from faircert.subgroups import explain_rows
+
+    rng = np.random.default_rng(0)
+    n = 300
+    rows = pd.DataFrame({"age": rng.integers(18, 70, n), "sex": rng.integers(0, 2, n), "hours": rng.integers(1, 60, n)})
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    model = {"weights": [0.05, 0.8, 0.03], "intercept": -3.0, "features": ["age", "sex", "hours"]}
+    (tmp_path / "lin.json").write_text(json.dumps(model))
+    argv = ["audit", str(tmp_path / "lin.json"), str(tmp_path / "rows.csv"), "--protected", "sex", "--quiet"]
+    pages = tmp_path / "report"
+    (pages / "the rules").mkdir(parents=True)
+    code = main(
+        argv + ["--html", str(pages / "rows.html"), "--explain-html", str(pages / "the rules" / "explain.html")]
+    )
+    assert code == 1
+    rows_page = (pages / "rows.html").read_text()
+    assert '<a href="the%20rules/explain.html">the explain page</a>' in rows_page
+    # the page linked is the explain page of these rows
+    explained = explain_rows(faircert.audit(str(tmp_path / "lin.json"), rows, protected="sex"), rows)
+    assert explained.rules and explained.unfair_rows > 0
+    written = (pages / "the rules" / "explain.html").read_text()
+    expected = render_explain(explained)
+    for rule in explained.rules:
+        assert str(rule).replace("<", "&lt;") in written and str(rule).replace("<", "&lt;") in expected
+    # without --explain-html, no link
+    assert main(argv + ["--html", str(pages / "alone.html")]) == 1
+    assert "explain page" not in (pages / "alone.html").read_text()

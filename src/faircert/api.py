@@ -124,21 +124,22 @@ def explain(
     max_rules: int = 5,
     **keywords: Unpack[kw.ExplainKeywords],
 ) -> ExplainResult:
-    """Where the unfair decisions are: every row of `data` audited (as `audit` does), then at most
-    `max_rules` rules (ranges and category sets in raw units) found on one half of the rows, each at
-    least `min_lift` (3) times the global unfair rate there, and measured on the other half: exact
-    counts, an interval at `confidence` (0.95), lift, a corrected p-value, what changes the
-    decision; and the largest regions without an unfair row. Protected attributes may appear."""
-    from .subgroups import explain_rows
+    """Where the unfair decisions are: at most `max_rules` rules (ranges, category sets) found on half of `data`'s
+    rows, audited as `audit` does, each at least `min_lift` (3) times the global unfair rate there and measured on
+    the other half (exact counts, `confidence` interval, lift, corrected p-value, what changes the decision); the
+    largest regions without an unfair row. `population="uniform"|"independent"`: `samples` points drawn from the
+    domain instead, each rule with its proven-unfair share, sound, from its boxes (`subgroups.measured`)."""
+    from .requests.explain import explain_measured, explain_population, rules_of_audit
 
     given: dict[str, Any] = dict(keywords)
-    found = {k: given.pop(k) for k in ("min_lift", "confidence") if k in given}
     frame = read_rows(data)
+    if explain_population(given) != "empirical":
+        return explain_measured(model, frame, individual(protected, given, epsilon, epsilon_rate), max_rules, given)
+    found: dict[str, Any] = {k: given.pop(k) for k in ("min_lift", "confidence") if k in given}
     audited = audit(
         model, frame, given.pop("domain", None), protected, epsilon=epsilon, epsilon_rate=epsilon_rate, **given
     )
-    seed = given["options"].seed if given.get("options") is not None else given.get("seed", 0)
-    return explain_rows(audited, frame, max_rules=max_rules, seed=seed, **found)
+    return rules_of_audit(audited, frame, max_rules, found, given)
 
 
 def export_vnnlib(

@@ -47,6 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how the JSON lists the rows: all (every row's verdict and every unfair row), summary (counts, "
         f"reasons and the first {UNFAIR_SAMPLE} unfair rows), auto (all up to {LISTED_ROWS:,} rows; default)",
     )
+    p.add_argument(
+        "--explain-html",
+        metavar="OUT.html",
+        help="also write the explain page of the rows (where the unfair rows are, as `faircert explain` "
+        "finds them), linked from the --html report",
+    )
     common.add_model_loading(p)
     p.set_defaults(handler=run)
 
@@ -61,11 +67,39 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
     from ..report.console import progress_bar
 
     options = common.options_of(AuditOptions, args)
-    with common.run_guard(args), progress_bar(not args.quiet, options.time_limit, "auditing") as progress:
+    explain_html = getattr(args, "explain_html", None)  # `verify --rows` has none
+    with common.run_guard(args, explain_html), progress_bar(not args.quiet, options.time_limit, "auditing") as progress:
         result = audit(
             args.model, rows, args.domain, progress=progress, options=options, **common.individual_keywords(args)
         )
     result.population = population
     result.json_rows = getattr(args, "json_rows", "auto")
-    common.finish(result, args)
+    if explain_html:
+        write_explain_page(result, rows, explain_html, options.seed)
+    common.finish(result, args, explain_href=relative_link(explain_html, args.html) if args.html else None)
     return result.exit_code
+
+
+def write_explain_page(result: Any, rows: Any, path: str, seed: int) -> None:
+    """The explain page of the audited rows: rules found on their verdicts, as `faircert explain`
+    finds them (the same split of the rows for the same seed)."""
+    from ..files import write_text
+    from ..report.explain import render_explain
+    from ..requests.audit import read_rows
+    from ..subgroups import explain_rows
+
+    explained = explain_rows(result, read_rows(rows), seed=seed)
+    explained.model = result.model
+    write_text(path, render_explain(explained))
+
+
+def relative_link(target: str | None, page: str) -> str | None:
+    """`target` as a link from the page at `page`: relative to the page's folder, URL-quoted."""
+    if not target:
+        return None
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    relative = os.path.relpath(os.path.abspath(target), os.path.dirname(os.path.abspath(page)))
+    return quote(Path(relative).as_posix())

@@ -165,12 +165,13 @@ def add_outputs(p: Any, csv: dict[str, str]) -> None:
 CSV_ALIASES = {"--counterexamples": "counterexamples", "--partitions-csv": "partitions", "--rows-csv": "rows"}
 
 
-def finish(result: Any, args: Any) -> None:
-    """The result written as the command line asks, saying when a signal ended the run."""
+def finish(result: Any, args: Any, **page: Any) -> None:
+    """The result written as the command line asks, saying when a signal ended the run; `page`:
+    what the HTML page's renderer takes beyond the result (a link to a companion page)."""
     from ..report.render import Outputs, render
 
     mark_interrupted(result)
-    render(result, Outputs(args.json, args.html, getattr(args, "csv", None) or {}, not args.quiet))
+    render(result, Outputs(args.json, args.html, getattr(args, "csv", None) or {}, not args.quiet, page))
 
 
 def options_of(cls: type[Budget], args: Any, *own: str) -> Any:

@@ -22,6 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, metavar="DATA.csv", help="the rows to audit and explain (raw columns)")
     p.add_argument("--domain", help="domain file (YAML/JSON) or a CSV to infer it from; default: inferred from DATA")
     common.add_tolerances(p)
+    p.add_argument(
+        "--population",
+        choices=("empirical", "uniform", "independent"),
+        default="empirical",
+        help="what the rules describe: the data's rows (empirical, the default), or the domain, uniformly or "
+        "under the data's independent marginals: points drawn from it, each decided exactly, and each rule's "
+        "proven-unfair share from its boxes verified",
+    )
+    p.add_argument(
+        "--samples", type=int, default=4000, metavar="N", help="points drawn from a domain population (default 4000)"
+    )
     p.add_argument("--max-rules", type=int, default=5, metavar="K", help="at most K rules (default 5)")
     common.add_defaulted(p, "--min-lift", 3.0, "the least lift of a rule over the global unfair rate, where found", "L")
     common.add_defaulted(p, "--confidence", 0.95, "level of each rule's interval", "C")
@@ -42,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
             domain=args.domain,
             min_lift=args.min_lift,
             confidence=args.confidence,
+            population=args.population,
+            samples=args.samples,
             options=common.options_of(AuditOptions, args),
             **common.individual_keywords(args),
         )

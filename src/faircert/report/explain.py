@@ -33,10 +33,25 @@ def _changes(rule: Rule) -> str:
     return f"{c['protected_alone']} alone, {c['with_moves']} with moves" + (f" ({moved})" if moved else "")
 
 
+def _proof(rules: list[Rule]) -> list[tuple[str, list[str]]]:
+    """The columns a domain population adds: each rule's proven-unfair share (sound, from its boxes)
+    and, for regions without an unfair point, whether their boxes prove it."""
+    out = []
+    if any(r.proven_unfair_share is not None for r in rules):
+        shares = ["-" if r.proven_unfair_share is None else f"{100 * r.proven_unfair_share:.2f}%" for r in rules]
+        out.append(("proven unfair share", shares))
+    if any(r.evidence for r in rules):
+        out.append(("evidence", [r.evidence or "-" for r in rules]))
+    return out
+
+
 def rules_table(rules: list[Rule], title: str, confidence: float, changes: bool) -> Table:
     table = Table(title=escape(title), header_style="bold")
     for column in ("#", "rule", "share", "unfair / rows", f"rate [{100 * confidence:g}%]", "lift", "p"):
         table.add_column(escape(column), justify="left" if column == "rule" else "right")
+    extra = _proof(rules)
+    for column, _ in extra:
+        table.add_column(escape(column), justify="right")
     if changes:
         table.add_column("what changes the decision")
     for i, r in enumerate(rules, 1):
@@ -48,7 +63,7 @@ def rules_table(rules: list[Rule], title: str, confidence: float, changes: bool)
             str(r.unfair_rate),
             "-" if r.lift is None else f"{r.lift:.1f}",
             _p(r.p_value),
-        ]
+        ] + [values[i - 1] for _, values in extra]
         table.add_row(*cells, *([escape(_changes(r))] if changes else []))
     return table
 
@@ -68,7 +83,10 @@ def print_explain(result: ExplainResult) -> None:
     else:
         out.print("no rule: too few unfair rows, or none concentrated beyond chance")
     if result.fair_rules:
-        out.print(rules_table(result.fair_rules, "where no unfair row was seen (empirical, not proven)", level, False))
+        proven = "" if any(r.evidence == "proven" for r in result.fair_rules) else " (empirical, not proven)"
+        out.print(rules_table(result.fair_rules, f"where no unfair row was seen{proven}", level, False))
+    if "shares" in result.stats:
+        out.print(f"[dim]{escape(str(result.stats['shares']))}[/]")
     out.print(
         "[dim]rules found on half the rows, measured on the other half: "
         f"{escape(str(result.stats.get('intervals', '')))}; p: {escape(str(result.stats.get('p_values', '')))}[/]"
@@ -164,8 +182,9 @@ def heatmap(result: ExplainResult) -> str:
 
 def _rules_html(rules: list[Rule], confidence: float, changes: bool) -> str:
     e = html.escape
+    extra = _proof(rules)
     header = ["#", "rule", "share", "unfair / rows", f"rate [{100 * confidence:g}%]", "lift", "p"]
-    header += ["what changes the decision"] if changes else []
+    header += [column for column, _ in extra] + (["what changes the decision"] if changes else [])
     lines = []
     for i, r in enumerate(rules, 1):
         cells = [
@@ -176,7 +195,8 @@ def _rules_html(rules: list[Rule], confidence: float, changes: bool) -> str:
             e(str(r.unfair_rate)),
             "-" if r.lift is None else f"{r.lift:.1f}",
             _p(r.p_value),
-        ] + ([e(_changes(r))] if changes else [])
+        ]
+        cells += [e(values[i - 1]) for _, values in extra] + ([e(_changes(r))] if changes else [])
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in header)
     return f"<div class='wide'><table><tr>{head}</tr>{''.join(lines)}</table></div>"
@@ -214,6 +234,8 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
         ("intervals", e(str(result.stats.get("intervals", "")))),
         ("p-values", e(str(result.stats.get("p_values", "")))),
     ]
+    if "shares" in result.stats:  # a domain population: the rows are points drawn from it
+        summary.append(("shares", e(str(result.stats["shares"]))))
     table = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in summary)
     changes = any(r.changes for r in result.rules)
     table_html = _rules_html(result.rules, result.confidence, changes)
@@ -223,9 +245,9 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
         else "<p>No rule: too few unfair rows, or none concentrated beyond chance.</p>"
     )
     fair = (
-        "<h2>Where no unfair row was seen</h2><p class='note'>empirical: no unfair row among the search half's rows "
-        "of each region; the interval bounds the rate on the held-out half (not a proof)</p>"
-        + _rules_html(result.fair_rules, result.confidence, False)
+        "<h2>Where no unfair row was seen</h2><p class='note'>no unfair row among the search half's rows of each "
+        "region; the interval bounds the rate on the held-out half (not a proof, unless the evidence column says "
+        "proven: every box of the region verified fair)</p>" + _rules_html(result.fair_rules, result.confidence, False)
         if result.fair_rules
         else ""
     )

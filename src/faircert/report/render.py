@@ -35,6 +35,8 @@ class Outputs:
     html: str | None = None
     csv: Mapping[str, str] = field(default_factory=dict)
     console: bool = True
+    #: what the HTML page's renderer takes beyond the result (a link to a companion page)
+    page: Mapping[str, Any] = field(default_factory=dict)
 
 
 def families() -> dict[type, Renderer]:
@@ -81,7 +83,7 @@ def render(result: Any, outputs: Outputs) -> None:
     for kind, path in outputs.csv.items():
         family.csv[kind](result, path)
     if outputs.html:
-        write_text(outputs.html, family.html(result))
+        write_text(outputs.html, family.html(result, **outputs.page))
     if family.times_writing:
         result.timings["write_s"] = time.perf_counter() - began
     emit_json(result.to_json(), outputs.json)  # last, so that it can report the writing

@@ -284,7 +284,10 @@ def _unknown_table(result: RowsResult, max_rows: int) -> str:
     )
 
 
-def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True) -> str:
+def render_rows(
+    result: RowsResult, max_rows: int = 200, standalone: bool = True, explain_href: str | None = None
+) -> str:
+    """The page; `explain_href`, where given, links the explain page of the same rows."""
     e = html.escape
     counts, n = result.counts(), max(result.n_rows, 1)
     summary = [
@@ -302,8 +305,14 @@ def render_rows(result: RowsResult, max_rows: int = 200, standalone: bool = True
     if result.stopped != "done":
         summary.append(("stopped", e(result.stopped)))
     table = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in summary)
+    link = (
+        ""
+        if explain_href is None
+        else f'<p class="explain-link">Where the unfair rows are, as rules: <a href="{e(explain_href)}">'
+        "the explain page</a>.</p>"
+    )
     body = (
-        f"<h1>faircert: per-row audit</h1>{_group_chart(result)}<table>{table}</table>"
+        f"<h1>faircert: per-row audit</h1>{link}{_group_chart(result)}<table>{table}</table>"
         f"{_unfair_table(result, max_rows)}{_unknown_table(result, max_rows)}"
     )
     return page(body, "faircert per-row audit", standalone)

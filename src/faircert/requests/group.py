@@ -205,7 +205,7 @@ def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
     missing another value cannot be decided and are left out (counted in the tables' stats)."""
     import numpy as np
 
-    from ..engines.group.empirical import decisions
+    from ..engines.group.empirical import decisions, margins
     from ..subgroups import audit_tables
 
     frame, question = request.question.data, request.question
@@ -218,7 +218,9 @@ def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
     selected = np.zeros(len(frame), dtype=int)
     positive, undecided = decisions(request.ir, frame[readable], question.label)
     selected[readable] = positive
+    scores = np.full(len(frame), np.nan)  # the scoring rate's ranking: the decided rows' scores
+    scores[readable] = margins(request.ir, frame[readable], question.label)
     kept = readable | missing_protected
-    tables = audit_tables(frame[kept], selected[kept], protected, exclude_small=exclude_small)
+    tables = audit_tables(frame[kept], selected[kept], protected, scores=scores[kept], exclude_small=exclude_small)
     tables.stats.update(rows_left_out_missing=int((~kept).sum()), rows_within_tolerance=int(np.sum(undecided)))
     return tables

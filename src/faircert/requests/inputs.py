@@ -159,6 +159,15 @@ def names(given: Any) -> list[str]:
     return [str(n) for n in split_names(given)]
 
 
+def _once(protected: list[str]) -> list[str]:
+    """The protected attributes, each named once: a group is a cell of their product, and an
+    attribute twice would be a column cut against itself."""
+    twice = sorted({n for n in protected if protected.count(n) > 1})
+    if twice:
+        raise PropertyError(f"protected attributes named more than once: {', '.join(map(repr, twice))}")
+    return protected
+
+
 def sensitive(given: Any, data: Any) -> tuple[list[str], Any]:
     """Protected attribute names, fairlearn-style: column names, a pandas Series or a DataFrame of
     several. A Series or DataFrame column that is not in the data (or differs from it) is added to
@@ -168,8 +177,8 @@ def sensitive(given: Any, data: Any) -> tuple[list[str], Any]:
     if isinstance(given, pd.Series):
         given = given.to_frame(name=given.name if given.name is not None else "sensitive_feature")
     if not isinstance(given, pd.DataFrame):
-        return names(given), data
-    columns = [str(c) for c in given.columns]
+        return _once(names(given)), data
+    columns = _once([str(c) for c in given.columns])
     if data is None:
         raise DataError("sensitive features given as a Series or DataFrame need the data they describe (data=...)")
     frame = read_table(data)

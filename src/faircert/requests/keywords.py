@@ -71,6 +71,10 @@ class ExplainKeywords(AuditKeywords, total=False):
     min_lift: float
     #: the level of each rule's interval
     confidence: float
+    #: the population the rules describe: "empirical" (the data's rows), "uniform" or "independent"
+    population: str
+    #: points drawn from a domain population, each decided exactly
+    samples: int
 
 
 class PopulationKeywords(TypedDict, total=False):

@@ -168,7 +168,8 @@ class ExplainResult(Verdict):
     fair_rules: list[Rule]
     #: the global unfair rate over all decided rows (exact count; interval for the population)
     unfair_rate: Rate
-    #: the measure the rules' shares are over: "rows" or "empirical" (the data's rows)
+    #: the measure the rules' shares are over: "rows" or "empirical" (the data's rows), or "uniform"
+    #: or "independent" (the domain: `rows` are then points drawn from it, each decided exactly)
     population: str
     rows: int
     unfair_rows: int
@@ -206,13 +207,26 @@ class ExplainResult(Verdict):
                 "high": r.unfair_rate.high,
                 "lift": r.lift,
                 "p_value": r.p_value,
+                "proven_unfair_share": r.proven_unfair_share,
             }
             for kind, rules in (("unfair", self.rules), ("fair", self.fair_rules))
             for r in rules
         ]
         return pd.DataFrame(
             lines,
-            columns=["kind", "rule", "share", "rows", "unfair_rows", "unfair_rate", "low", "high", "lift", "p_value"],
+            columns=[
+                "kind",
+                "rule",
+                "share",
+                "rows",
+                "unfair_rows",
+                "unfair_rate",
+                "low",
+                "high",
+                "lift",
+                "p_value",
+                "proven_unfair_share",
+            ],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,9 +270,12 @@ class ExplainResult(Verdict):
             for i, r in enumerate(rules, 1):
                 lift = "-" if r.lift is None else f"{r.lift:.1f}"
                 counts = f"{r.unfair_rows:,}/{r.rows:,}"
+                proven = (
+                    "" if r.proven_unfair_share is None else f"  (proven unfair {100 * r.proven_unfair_share:.2f}%)"
+                )
                 lines.append(
                     f"{i:>2}  {100 * r.share:5.1f}%  {counts:>13}  {str(r.unfair_rate):>22}  {lift:>5}  "
-                    f"{_p(r.p_value):>8}  {r}"
+                    f"{_p(r.p_value):>8}  {r}{proven}"
                 )
             if not rules:
                 lines.append("    (none)")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import DataError, PropertyError
 from ..results.audit import AuditCell, AuditTable, AuditTables
-from .stats import rate
+from .stats import is_number, rate
 
 #: LL 144 lets an auditor leave categories under 2% of the data out of the impact ratios.
 SMALL_SHARE = 0.02
@@ -39,7 +39,8 @@ def audit_tables(
     """
     selected, score = _check(data, decisions, protected, scores, confidence, small_share)
     median = None if score is None else float(np.nanmedian(score))
-    above = None if score is None or median is None else score > median
+    # a row without a score (one the model could not read) is neither above nor below
+    above = None if score is None else np.where(np.isnan(score), np.nan, score > median)
     groups = [[p] for p in protected] + ([list(protected)] if len(protected) > 1 else [])
     tables = [
         _table(data, attributes, selected, above, (confidence, small_share, exclude_small)) for attributes in groups
@@ -67,12 +68,14 @@ def _check(
         raise DataError("an audit table needs the rows as a non-empty pandas DataFrame")
     if isinstance(protected, str) or not protected:
         raise PropertyError("an audit table needs a list of one or more protected columns")
+    if len(set(protected)) < len(protected):
+        raise PropertyError(f"protected columns named more than once: {list(protected)}")
     unknown = [p for p in protected if p not in data.columns]
     if unknown:
         raise DataError(f"protected features {unknown} are not columns of the data")
-    if not 0.5 <= confidence < 1:
+    if not is_number(confidence) or not 0.5 <= confidence < 1:
         raise PropertyError(f"confidence must be in [0.5, 1), got {confidence!r}")
-    if not 0 <= small_share < 1:
+    if not is_number(small_share) or not 0 <= small_share < 1:
         raise PropertyError(f"the small-cell share must be in [0, 1), got {small_share!r}")
     given = np.asarray(decisions)
     if given.shape != (len(data),):
@@ -117,8 +120,8 @@ def _table(
             small=n / len(data) < small_share,
         )
         if above is not None:
-            cell.scored_above = int(part["_above"].sum())
-            cell.scoring_rate = rate(cell.scored_above, n, confidence)
+            cell.scored_above = int((part["_above"] == 1).sum())
+            cell.scoring_rate = rate(cell.scored_above, int(part["_above"].notna().sum()), confidence)
         cells.append(cell)
     counted = [c for c in cells if not (exclude_small and c.small)]
     _ratios(counted, lambda c: c.selection_rate, "impact_ratio")

@@ -21,7 +21,7 @@ from ..results.rows import RowsResult
 from .changes import count_changes, decision_changes
 from .features import Encoded, encode
 from .rules import Search, Term, fair_rules, unfair_rules
-from .stats import benjamini_hochberg, fisher_one_sided, rate
+from .stats import benjamini_hochberg, fisher_one_sided, is_number, rate
 
 #: The least lift of an unfair rule over the global rate, where it is found (the search half): the
 #: slices an auditor looks at first hold several times the global rate.
@@ -52,7 +52,7 @@ def explain_frame(
     """
     start = time.perf_counter()
     unfair_mask, decided_mask = _check(data, unfair, decided, protected, max_rules, confidence)
-    if not min_lift >= 1:
+    if not is_number(min_lift) or not min_lift >= 1:
         raise PropertyError(f"min_lift must be at least 1, got {min_lift!r}")
     if changes is not None and len(changes) != len(data):
         raise DataError(f"the decision changes have {len(changes)} lines for {len(data)} rows")
@@ -159,7 +159,7 @@ def _check(
         raise DataError(f"protected features {unknown} are not columns of the data")
     if isinstance(max_rules, bool) or not isinstance(max_rules, int | np.integer) or max_rules < 1:
         raise PropertyError(f"max_rules must be a positive integer, got {max_rules!r}")
-    if not 0.5 <= confidence < 1:
+    if not is_number(confidence) or not 0.5 <= confidence < 1:
         raise PropertyError(f"confidence must be in [0.5, 1), got {confidence!r}")
     masks = []
     for name, given in (("unfair", unfair), ("decided", decided)):

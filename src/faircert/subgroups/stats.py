@@ -53,3 +53,8 @@ def rate(k: int, n: int, confidence: float) -> Rate:
     """k of n as a rate with its Clopper-Pearson interval at `confidence` (no rate of no rows)."""
     low, high = clopper_pearson(k, n, confidence)
     return Rate(k / n if n else None, low, high, confidence)
+
+
+def is_number(value: object) -> bool:
+    """A number (not a flag, a list or text), which an option's range check may then compare."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)

@@ -36,15 +36,43 @@ TOLERANCE = 1e-9
 
 def decisions(model: Any, frame: Any, label: str | None) -> tuple[np.ndarray, np.ndarray]:
     """(surely positive, undecided) for every row of the raw data (each IR's `sure_labels`)."""
+    model, inputs = _read(model, frame, label)
+    return model.sure_labels(inputs, TOLERANCE)
+
+
+def margins(model: Any, frame: Any, label: str | None) -> np.ndarray:
+    """The model's score of every row of the raw data: positive iff the decision is (a linear score,
+    a network's logit, an ensemble's margin), for ranking rows, as a bias audit's scoring rate does."""
+    model, inputs = _read(model, frame, label)
+    return np.asarray(model.accept(_Margins(inputs)), dtype=np.float64).reshape(-1)
+
+
+def _read(model: Any, frame: Any, label: str | None) -> tuple[Any, Any]:
+    """The model bound to the raw data, and the data as it reads them."""
     if isinstance(model, PipelineModel):
         domain = infer_domain(frame[model.used_columns])
         model, domain = bind(model, domain)
-        inputs = encode_table(frame, domain)
-    elif hasattr(model, "accept"):
-        inputs = model.accept(_Inputs(frame, label))
-    else:
-        raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
-    return model.sure_labels(inputs, TOLERANCE)
+        return model, encode_table(frame, domain)
+    if hasattr(model, "accept"):
+        return model, model.accept(_Inputs(frame, label))
+    raise PropertyError(f"the empirical population needs a classifier; got a {type(model).__name__}")
+
+
+class _Margins:
+    """Each kind of model's score of rows it reads."""
+
+    def __init__(self, inputs: Any) -> None:
+        self.inputs = inputs
+
+    def linear(self, model: LinearModel) -> np.ndarray:
+        return model.decision_function(self.inputs)
+
+    def network(self, model: ReluNetwork) -> np.ndarray:
+        return model.logit(self.inputs)
+
+    def trees(self, model: TreeEnsemble) -> np.ndarray:
+        offset = model.margin_view(None)[0]
+        return np.asarray(offset + model.scale * model.leaf_values(self.inputs).sum(axis=1))
 
 
 class _Inputs:

@@ -1,0 +1,235 @@
+"""`explain` under a domain population (uniform over the domain, or the data's independent
+marginals): where the unfair inputs are, among all inputs the population can draw, not only the
+data's rows.
+
+- The unfair set is found by points drawn from the population (as the black-box answer draws them),
+  each decided exactly by the per-row audit; the rules are searched on half of them and measured on
+  the other half, as over data rows. Their rates are statistical: estimates with intervals.
+- Each rule's `share` is its exact mass under the population (a product measure: the product of
+  each feature's share of the rule's range).
+- Each rule's `proven_unfair_share` is sound: the rule's region cut into boxes (a category set into
+  its runs of consecutive codes), each box verified as its own domain, and the proven-unfair share
+  of each box times the box's mass added up. The twins of a box stay inside it, so what is proven
+  unfair there is unfair in the whole domain; boxes left out (more than MAX_BOXES, or not reached
+  within the time limit) only lower it.
+- A fair rule whose boxes are all proven fair is `proven`; otherwise `empirical`.
+
+Rules range over the features that are not protected: the box engines measure shares over them (the
+protected values are those a twin takes), so a region of the other features is what a box can say.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from itertools import product
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from ..errors import PropertyError
+from ..properties import RowAudit
+from ..results.explain import Condition, ExplainResult
+from .frame import explain_frame
+
+#: The populations `explain` answers over the domain (besides the data's rows).
+DOMAIN_POPULATIONS = ("uniform", "independent")
+#: Points drawn from the population by default.
+SAMPLES = 4000
+#: Boxes verified per rule at most (the largest by mass): the rest only lower the proven share.
+MAX_BOXES = 16
+#: Shares of the time limit: the points' audit, then the rules' boxes (the whole domain first).
+AUDIT_SHARE = 0.4
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the rules are searched and measured (as `explain_frame` takes them)."""
+
+    max_rules: int = 5
+    min_lift: float = 3.0
+    confidence: float = 0.95
+    samples: int = SAMPLES
+
+
+def explain_measured(request: Any, search: Settings, options: Any) -> ExplainResult:
+    """Rules under the population of a prepared `verify` request (`requests.verify.VerifyRequest`):
+    drawn points decided exactly, rules found and measured on them, each rule's mass and proven
+    unfair mass from its boxes."""
+    from ..engines.registry import find_engine
+    from ..engines.sampling.blackbox import draw
+    from ..options import AuditOptions
+
+    if not isinstance(search.samples, int | np.integer) or isinstance(search.samples, bool) or search.samples < 20:
+        raise PropertyError(f"samples must be an integer of at least 20, got {search.samples!r}")
+    start = time.perf_counter()
+    prop = request.prop
+    limit = options.time_limit
+    points = draw(prop, np.random.default_rng(options.seed), search.samples)
+    audit_options = AuditOptions(time_limit=None if limit is None else AUDIT_SHARE * limit, seed=options.seed)
+    question = RowAudit(replace(prop, population=None), points)
+    rows = find_engine(request.ir, question).run(request.ir, question, audit_options, None)
+    verdicts = np.asarray(rows.verdicts)
+    frame = _raw(prop.domain, points)
+    free = [prop.domain.features[j].name for j in prop.free]
+    explained = explain_frame(
+        frame[free],
+        verdicts == "unfair",
+        verdicts != "unknown",
+        max_rules=search.max_rules,
+        min_lift=search.min_lift,
+        confidence=search.confidence,
+        seed=options.seed,
+    )
+    boxes = _Boxes(request, options, limit, start)
+    whole = boxes.verify(prop.domain, always=True)
+    for rule in explained.rules:
+        rule.share, rule.proven_unfair_share, _ = boxes.region(rule.conditions)
+    for rule in explained.fair_rules:
+        rule.share, rule.proven_unfair_share, proven_fair = boxes.region(rule.conditions)
+        rule.evidence = "proven" if proven_fair else "empirical"
+    explained.population = request.population
+    explained.protected = list(prop.protected_names)
+    explained.elapsed_s = time.perf_counter() - start
+    explained.stats |= {
+        "samples": search.samples,
+        "proven_unfair": whole.falsified,
+        "certified": whole.certified,
+        "undecided": whole.undecided,
+        "engine": whole.engine,
+        "counterexamples": len(whole.counterexamples),
+        "counterexamples_in_rules": _twins_inside(prop.domain, whole.counterexamples, explained.rules),
+        "boxes_verified": boxes.count,
+        "boxes_skipped": boxes.skipped,  # the time limit spent: they count for nothing proven
+        "shares": "share: the rule's exact mass under the population; proven_unfair_share: a sound lower "
+        "bound on the mass of its inputs with an unfair twin (its boxes verified within the time limit, each "
+        "proven-unfair share times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
+    }
+    return explained
+
+
+def _twins_inside(domain: Domain, counterexamples: list[Any], rules: list[Any]) -> list[int]:
+    """How many of the whole domain's re-checked counterexamples (their first input) each rule holds."""
+    if not counterexamples:
+        return [0] * len(rules)
+    frame = _raw(domain, np.array([c.x for c in counterexamples], dtype=np.float64))
+    return [int(rule.mask(frame).sum()) for rule in rules]
+
+
+def _raw(domain: Domain, codes: np.ndarray) -> pd.DataFrame:
+    """The drawn points in raw values: categories by name."""
+    columns = {}
+    for j, f in enumerate(domain.features):
+        column = codes[:, j]
+        if f.categories is not None:
+            columns[f.name] = np.asarray(f.categories, dtype=object)[column.astype(np.int64)]
+        else:
+            columns[f.name] = column.astype(np.int64) if f.is_discrete else column
+    return pd.DataFrame(columns)
+
+
+class _Boxes:
+    """The boxes of rules' regions, each verified as its own domain under the population."""
+
+    def __init__(self, request: Any, options: Any, limit: float | None, start: float) -> None:
+        self.request, self.options, self.limit, self.start = request, options, limit, start
+        self.count = self.skipped = 0
+        self.free = list(request.prop.free)
+
+    def verify(self, domain: Domain, always: bool = False) -> Any:
+        """The request's question over `domain` (a box of the full one), within the time left; None
+        once the time limit is spent (unless `always`): a box not verified proves nothing."""
+        from ..requests.verify import run_verify
+
+        left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
+        if left is not None and left <= 0 and not always:
+            self.skipped += 1
+            return None
+        share = None if left is None else max(left / 4, 0.05)  # later boxes keep time of their own
+        options = replace(self.options, time_limit=share)
+        self.count += 1
+        prop = replace(self.request.prop, domain=domain)
+        if prop.population is not None:  # the data's marginals, restricted to the box
+            prop = replace(prop, population=_restricted(prop.population, domain))
+        return run_verify(replace(self.request, prop=prop, options=options), None)
+
+    def region(self, conditions: list[Condition]) -> tuple[float, float, bool]:
+        """(mass, proven-unfair mass, all proven fair) of the region the conditions describe."""
+        domain = self.request.prop.domain
+        runs = [_runs(f, [c for c in conditions if c.feature == f.name]) for f in domain.features]
+        boxes = [tuple(b) for b in product(*runs)]
+        masses = [self.mass(b) for b in boxes]
+        total = float(sum(masses))
+        kept = sorted(range(len(boxes)), key=lambda i: -masses[i])[:MAX_BOXES]
+        proven, fair = 0.0, 0 < len(kept) == len(boxes)  # an empty region proves nothing
+        for i in kept:
+            if masses[i] <= 0:
+                continue
+            answer = self.verify(_box(domain, boxes[i]))
+            if answer is None:
+                fair = False
+                continue
+            proven += answer.falsified * masses[i]
+            fair = fair and answer.certified >= 1.0
+        return total, proven, fair
+
+    def mass(self, box: tuple[tuple[float, float], ...]) -> float:
+        """The population's mass of a box (over the features that are not protected)."""
+        domain, population = self.request.prop.domain, self.request.prop.population
+        out = 1.0
+        for j in self.free:
+            lo, hi = box[j]
+            f = domain.features[j]
+            if population is not None:  # the data's marginals: the share of rows in the range
+                values, counts = population.values[j], population.counts[j]
+                out *= float(counts[(values >= lo) & (values <= hi)].sum() / counts.sum())
+            elif f.size > 0:
+                size = hi - lo + 1 if f.is_discrete else hi - lo
+                out *= max(size, 0) / f.size
+        return out
+
+
+def _runs(f: Any, conditions: list[Condition]) -> list[tuple[float, float]]:
+    """The feature's ranges (in domain codes) the conditions allow: one range, or for a category set
+    its runs of consecutive codes."""
+    lo, hi = float(f.min), float(f.max)
+    for c in conditions:
+        if c.values is not None:
+            assert f.categories is not None  # a category set is a condition on a categorical feature
+            codes = sorted(i for i, name in enumerate(f.categories) if name in c.values and lo <= i <= hi)
+            return _consecutive(codes)
+        if c.low is not None:
+            lo = max(lo, math.ceil(c.low) if f.is_discrete else c.low)
+        if c.high is not None:
+            hi = min(hi, math.floor(c.high) if f.is_discrete else c.high)
+    return [(lo, hi)] if lo <= hi else []
+
+
+def _consecutive(codes: list[int]) -> list[tuple[float, float]]:
+    runs: list[tuple[float, float]] = []
+    for c in codes:
+        if runs and runs[-1][1] == c - 1:
+            runs[-1] = (runs[-1][0], c)
+        else:
+            runs.append((c, c))
+    return runs
+
+
+def _restricted(marginals: Any, domain: Domain) -> Any:
+    """Each feature's observed values (and their counts) that lie in the domain's range: the product
+    measure restricted to the box, which the engines normalise by its mass."""
+    from ..population.marginals import Marginals
+
+    values, counts = [], []
+    for v, c, f in zip(marginals.values, marginals.counts, domain.features):
+        inside = (v >= f.min) & (v <= f.max)
+        values.append(v[inside])
+        counts.append(c[inside])
+    return Marginals(tuple(values), tuple(counts), marginals.rows)
+
+
+def _box(domain: Domain, box: tuple[tuple[float, float], ...]) -> Domain:
+    return replace(domain, features=tuple(replace(f, min=lo, max=hi) for f, (lo, hi) in zip(domain.features, box)))
