@@ -104,6 +104,13 @@ class Result(Verdict):
     #: "memory limit" (`engines.boxes.budget`).
     stopped: str = ""
 
+    @classmethod
+    def about(cls, prop: Any, **fields: Any) -> Result:
+        """A result on the property `prop` (`properties.IndividualFairness`): its protected features,
+        epsilons and feature names filled in (unless `fields` gives them), with `fields`."""
+        named = {"protected": prop.protected_names, "epsilon": prop.epsilon_by_name, "feature_names": prop.domain.names}
+        return cls(**(named | fields))
+
     # the measure's figures as the JSON names them (None for engines that do not measure)
     @property
     def measure_lower(self) -> float | None:

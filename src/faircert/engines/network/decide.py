@@ -115,9 +115,9 @@ def decide_network(
     rows = None
     if partition_size is not None:
         rows = _rows(pb, prop, lo, hi, out)
-    names = prop.domain.names
     stats = out.counts.to_dict() | out.stats | {"twins": pb.n_twins, "tolerance": pb.tol}
-    return Result(
+    return Result.about(
+        prop,
         verdict=verdict,
         certified=certified,
         falsified=falsified,
@@ -128,10 +128,7 @@ def decide_network(
         elapsed_s=elapsed,
         engine="network-complete",
         model=network.source,
-        protected=prop.protected_names,
-        epsilon=prop.epsilon_by_name,
         stats=stats,
-        feature_names=names,
         epsilon_semantics=epsilon_semantics(prop),
         decision=decision,
         partitions=rows,

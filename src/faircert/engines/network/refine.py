@@ -346,8 +346,8 @@ class Refinement:
             credited_fair=credited_fair / pb.domain_size,
             credited_unfair=credited_unfair / pb.domain_size,
         )
-        dom = self.prop.domain
-        return Result(
+        return Result.about(
+            self.prop,
             verdict=verdict,
             certified=cert,
             falsified=fal,
@@ -358,10 +358,7 @@ class Refinement:
             elapsed_s=time.perf_counter() - self.t0,
             engine="network-boxes",
             model=self.network.source,
-            protected=self.prop.protected_names,
-            epsilon=self.prop.epsilon_by_name,
             stats=st,
-            feature_names=dom.names,
             epsilon_semantics=epsilon_semantics(self.prop),
             stopped=self.stopped,
         )
