@@ -150,16 +150,7 @@ def program_fairness_sampled(
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
     from ...models.program import load_program
     from ...population.program import site_marginals
-    from ...results import ProgramResult
-    from ..probability.fairness import (
-        FairnessSpec,
-        conditionals,
-        decide,
-        fairness_events,
-        outward,
-        ratio_interval,
-        summary,
-    )
+    from ..probability.fairness import FairnessSpec, decide, fairness_events, program_result
     from ..probability.interp import POINT, Interpreter
 
     prog = load_program(program)
@@ -175,21 +166,17 @@ def program_fairness_sampled(
     out = sequential_test(
         sample, 6, lambda lo, hi: decide(spec, lo, hi), delta=delta, bound=bound, time_limit=time_limit, seed=seed
     )
-    pm, pn = conditionals(out.low, out.high)
-    r_lo, r_hi = outward(ratio_interval(pm, pn))
-    return ProgramResult(
+    return program_result(
+        prog.source,
+        spec,
+        out.low,
+        out.high,
         verdict=out.verdict or "unknown",
-        ratio_low=r_lo,
-        ratio_high=r_hi,
-        probabilities=summary(out.low, out.high),
-        epsilon=spec.epsilon,
         method="sampling",
         guarantee=out.guarantee,
         engine="program-sequential-test",
         elapsed_s=out.elapsed_s,
         samples=out.samples,
-        kind=spec.kind,
-        program=prog.source,
         stopped=out.stopped,
         stats={"delta": delta, "bound": bound},
     )
