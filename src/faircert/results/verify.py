@@ -63,6 +63,11 @@ class TreeMeasure:
     unfair_size: float
 
 
+def _measure_figure(name: str) -> Any:
+    """A `Result` property: its tree measure's figure `name`, None without a measure."""
+    return property(lambda self: None if self.measure is None else getattr(self.measure, name))
+
+
 @dataclass
 class Result(Verdict):
     """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
@@ -112,21 +117,10 @@ class Result(Verdict):
         return cls(**(named | fields))
 
     # the measure's figures as the JSON names them (None for engines that do not measure)
-    @property
-    def measure_lower(self) -> float | None:
-        return None if self.measure is None else self.measure.lower
-
-    @property
-    def measure_upper(self) -> float | None:
-        return None if self.measure is None else self.measure.upper
-
-    @property
-    def confident_size(self) -> float | None:
-        return None if self.measure is None else self.measure.confident_size
-
-    @property
-    def unfair_size(self) -> float | None:
-        return None if self.measure is None else self.measure.unfair_size
+    measure_lower = _measure_figure("lower")
+    measure_upper = _measure_figure("upper")
+    confident_size = _measure_figure("confident_size")
+    unfair_size = _measure_figure("unfair_size")
 
     @property
     def statistical_first(self) -> bool:
