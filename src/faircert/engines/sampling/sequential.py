@@ -29,6 +29,7 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...options import GroupOptions, ProgramOptions
 from ...progress import ProgressEvent
+from ..protocols import PerPopulation
 
 if TYPE_CHECKING:
     from ...models.linear import LinearModel
@@ -218,22 +219,6 @@ class _Draws:
     protected: list[str]
 
 
-class _Samplers:
-    """`group_sampled`'s draws under each kind of population."""
-
-    def __init__(self, model: Classifier, names: list[str], prot: list[str]) -> None:
-        self.model, self.names, self.prot = model, names, prot
-
-    def product(self, population: ProductPopulation) -> _Draws:
-        return _product_draws(self.model, population, self.names, self.prot)
-
-    def program(self, population: ProgramPopulation) -> _Draws:
-        return _program_draws(self.model, population, self.names, self.prot)
-
-    def discrete(self, population: DiscretePopulation) -> _Draws:
-        return _discrete_draws(self.model, population, self.names, self.prot)
-
-
 def _product_draws(model: Classifier, population: ProductPopulation, names: list[str], prot: list[str]) -> _Draws:
     if any(n not in population.names for n in names) and len(names) == len(population.names):
         names = list(population.names)
@@ -340,7 +325,10 @@ def group_sampled(
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    draws = population.accept(_Samplers(model, names, prot))
+    samplers = PerPopulation(
+        model, names, prot, product=_product_draws, program=_program_draws, discrete=_discrete_draws
+    )
+    draws = population.accept(samplers)
     groups, sample, prot = draws.groups, draws.sample, draws.protected
     k = len(groups)
 
