@@ -246,13 +246,13 @@ def test_lightgbm_text_is_validated_before_lightgbm_sees_it(tmp_path, edit, mess
 
 def test_framework_crash_in_the_child_is_a_clean_error(tmp_path, monkeypatch):
     crash = hf.text_file(tmp_path, "crash.py", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
-    monkeypatch.setattr(isolated, "FRAMEWORK_CHILD", crash)
+    monkeypatch.setattr(isolated, "CHILD", crash)
     with pytest.raises(ModelFormatError, match=r"m.json: the XGBoost library crashed reading this file \(SIGSEGV\)"):
         isolated.framework_outputs("xgboost", tmp_path / "m.json", np.zeros((2, 3)))
     failing = hf.text_file(
         tmp_path, "fail.py", "import sys\nprint('faircert-child: bad magic', file=sys.stderr)\nsys.exit(3)\n"
     )
-    monkeypatch.setattr(isolated, "FRAMEWORK_CHILD", failing)
+    monkeypatch.setattr(isolated, "CHILD", failing)
     with pytest.raises(ModelFormatError, match="LightGBM cannot read this file: bad magic"):
         isolated.framework_outputs("lightgbm", tmp_path / "m.txt", np.zeros((2, 3)))
 

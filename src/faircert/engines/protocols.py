@@ -7,7 +7,8 @@ method for its own kind (double dispatch), and no engine tests which kind it hol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from ..models.linear import LinearModel
@@ -56,3 +57,27 @@ class Population(Protocol):
     or a discrete one (independent or a Bayesian network)."""
 
     def accept(self, visitor: PopulationVisitor[T]) -> T: ...
+
+
+class PerPopulation:
+    """A `PopulationVisitor` made of one function per kind of population, each called as
+    `f(model, population, *args)`: an engine's setup of a model under whichever population it is given."""
+
+    def __init__(
+        self,
+        model: Any,
+        *args: Any,
+        product: Callable[..., Any],
+        program: Callable[..., Any],
+        discrete: Callable[..., Any],
+    ) -> None:
+        self.model, self.args, self.calls = model, args, (product, program, discrete)
+
+    def product(self, population: ProductPopulation) -> Any:
+        return self.calls[0](self.model, population, *self.args)
+
+    def program(self, population: ProgramPopulation) -> Any:
+        return self.calls[1](self.model, population, *self.args)
+
+    def discrete(self, population: DiscretePopulation) -> Any:
+        return self.calls[2](self.model, population, *self.args)

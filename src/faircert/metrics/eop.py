@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import GroupMetric, gap_interval, label_keys
+from .base import GroupMetric, gap_interval, label_keys, ratio_interval
 
 
 class EqualOpportunity(GroupMetric):
@@ -17,7 +17,8 @@ class EqualOpportunity(GroupMetric):
 
     def interval(self, groups, conditional):
         positive = label_keys("equal opportunity", conditional)[-1]
-        return gap_interval(self.name, conditional[positive], prefix=f"{positive}: ")
+        combined = ratio_interval if self.direction == ">=" else gap_interval  # the ratio subclass
+        return combined(self.name, conditional[positive], prefix=f"{positive}: ")
 
 
 METRIC = EqualOpportunity()

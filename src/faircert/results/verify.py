@@ -63,6 +63,11 @@ class TreeMeasure:
     unfair_size: float
 
 
+def _measure_figure(name: str) -> Any:
+    """A `Result` property: its tree measure's figure `name`, None without a measure."""
+    return property(lambda self: None if self.measure is None else getattr(self.measure, name))
+
+
 @dataclass
 class Result(Verdict):
     """Sound shares of the domain proven fair / proven unfair / undecided, plus evidence."""
@@ -104,22 +109,18 @@ class Result(Verdict):
     #: "memory limit" (`engines.boxes.budget`).
     stopped: str = ""
 
+    @classmethod
+    def about(cls, prop: Any, **fields: Any) -> Result:
+        """A result on the property `prop` (`properties.IndividualFairness`): its protected features,
+        epsilons and feature names filled in (unless `fields` gives them), with `fields`."""
+        named = {"protected": prop.protected_names, "epsilon": prop.epsilon_by_name, "feature_names": prop.domain.names}
+        return cls(**(named | fields))
+
     # the measure's figures as the JSON names them (None for engines that do not measure)
-    @property
-    def measure_lower(self) -> float | None:
-        return None if self.measure is None else self.measure.lower
-
-    @property
-    def measure_upper(self) -> float | None:
-        return None if self.measure is None else self.measure.upper
-
-    @property
-    def confident_size(self) -> float | None:
-        return None if self.measure is None else self.measure.confident_size
-
-    @property
-    def unfair_size(self) -> float | None:
-        return None if self.measure is None else self.measure.unfair_size
+    measure_lower = _measure_figure("lower")
+    measure_upper = _measure_figure("upper")
+    confident_size = _measure_figure("confident_size")
+    unfair_size = _measure_figure("unfair_size")
 
     @property
     def statistical_first(self) -> bool:

@@ -93,7 +93,8 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
         cexs = sampled_counterexamples(network, X, pairs, options.max_counterexamples)
     verdict = "fair" if high == 0 else "unfair" if low > 0 or cexs else "unknown"
     stats.update(population=pop.describe(), exact=False)
-    return Result(
+    return Result.about(
+        prop,
         verdict=verdict,
         certified=1.0 - high,
         falsified=low,
@@ -103,10 +104,7 @@ def answer(model: LinearModel, network: Any, prop: Any, pop: DiscretePopulation,
         elapsed_s=time.perf_counter() - start,
         engine="linear-population",
         model=network.source,
-        protected=prop.protected_names,
-        epsilon=prop.epsilon_by_name,
         stats=stats,
-        feature_names=prop.domain.names,
         epsilon_semantics="other_protected_value",
         exact=False,
         stopped=Budget(deadline).ended(high <= low, bool(stats.get("memory_limited"))),

@@ -84,17 +84,19 @@ class FeatureTable:
 
     @property
     def low(self) -> float:
-        if self.discrete:
-            assert self.values is not None  # a discrete table holds its values
-            return float(self.values.min())
-        return float(min(self.slope * self.lo, self.slope * self.hi) + self.offset)
+        return self._range()[0]
 
     @property
     def high(self) -> float:
+        return self._range()[1]
+
+    def _range(self) -> tuple[float, float]:
+        """The table's least and greatest value."""
         if self.discrete:
             assert self.values is not None  # a discrete table holds its values
-            return float(self.values.max())
-        return float(max(self.slope * self.lo, self.slope * self.hi) + self.offset)
+            return float(self.values.min()), float(self.values.max())
+        at_lo, at_hi = self.slope * self.lo, self.slope * self.hi
+        return float(min(at_lo, at_hi) + self.offset), float(max(at_lo, at_hi) + self.offset)
 
     def at(self, x: np.ndarray) -> np.ndarray:
         """t_j at feature values x (grid values for a discrete feature)."""

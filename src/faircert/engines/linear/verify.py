@@ -166,7 +166,8 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: VerifyOption
                 undecided=share.upper - share.lower,
             )
         )
-    return Result(
+    return Result.about(
+        prop,
         verdict=verdict,
         certified=1.0 - share.upper,
         falsified=share.lower,
@@ -176,10 +177,7 @@ def answer(network: ReluNetwork, prop: IndividualFairness, options: VerifyOption
         elapsed_s=elapsed,
         engine="linear-exact",
         model=network.source,
-        protected=prop.protected_names,
-        epsilon=prop.epsilon_by_name,
         stats=stats,
-        feature_names=prop.domain.names,
         epsilon_semantics="other_protected_value",
         exact=share.exact,
         stopped=DONE,  # a count, not a refinement: it always finishes

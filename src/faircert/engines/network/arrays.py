@@ -94,6 +94,21 @@ def to_numpy(x: Any) -> np.ndarray:
     return x.detach().cpu().numpy()
 
 
+def _torch_function(name: str) -> Any:
+    """A `TorchOps` method of one tensor: torch's function `name`."""
+    return classmethod(lambda cls, x: getattr(cls._t(), name)(x))
+
+
+def _tensor_method(name: str) -> Any:
+    """A `TorchOps` method of one tensor: the tensor's method `name`."""
+    return staticmethod(lambda x: getattr(x, name)())
+
+
+def _binary_ufunc(name: str) -> Any:
+    """A `TorchOps` method: numpy's binary ufunc `name` (with `out=`) over torch's function of that name."""
+    return classmethod(lambda cls, a, b, out=None: cls._binary(getattr(cls._t(), name), a, b, out))
+
+
 class TorchOps:
     """numpy's names, as the kernels use them, over torch tensors."""
 
@@ -123,17 +138,9 @@ class TorchOps:
         return torch.as_tensor(x, dtype=like.dtype if like.is_floating_point() else torch.float64, device=like.device)
 
     # ----- creation ------------------------------------------------------------------------
-    @classmethod
-    def zeros_like(cls, x: Any) -> Any:
-        return cls._t().zeros_like(x)
-
-    @classmethod
-    def ones_like(cls, x: Any) -> Any:
-        return cls._t().ones_like(x)
-
-    @classmethod
-    def empty_like(cls, x: Any) -> Any:
-        return cls._t().empty_like(x)
+    zeros_like = _torch_function("zeros_like")
+    ones_like = _torch_function("ones_like")
+    empty_like = _torch_function("empty_like")
 
     @classmethod
     def empty(cls, shape: Any, dtype: Any = None, like: Any = None) -> Any:
@@ -177,21 +184,10 @@ class TorchOps:
         return cls._t().movedim(x, src, dst)
 
     # ----- arithmetic ----------------------------------------------------------------------
-    @staticmethod
-    def abs(x: Any) -> Any:
-        return x.abs()
-
-    @staticmethod
-    def floor(x: Any) -> Any:
-        return x.floor()
-
-    @staticmethod
-    def ceil(x: Any) -> Any:
-        return x.ceil()
-
-    @staticmethod
-    def log2(x: Any) -> Any:
-        return x.log2()
+    abs = _tensor_method("abs")
+    floor = _tensor_method("floor")
+    ceil = _tensor_method("ceil")
+    log2 = _tensor_method("log2")
 
     @classmethod
     def _binary(cls, op: Any, a: Any, b: Any, out: Any) -> Any:
@@ -202,25 +198,12 @@ class TorchOps:
         out.copy_(op(a, b))
         return out
 
-    @classmethod
-    def maximum(cls, a: Any, b: Any, out: Any = None) -> Any:
-        return cls._binary(cls._t().maximum, a, b, out)
-
-    @classmethod
-    def minimum(cls, a: Any, b: Any, out: Any = None) -> Any:
-        return cls._binary(cls._t().minimum, a, b, out)
-
-    @classmethod
-    def add(cls, a: Any, b: Any, out: Any = None) -> Any:
-        return cls._binary(cls._t().add, a, b, out)
-
-    @classmethod
-    def subtract(cls, a: Any, b: Any, out: Any = None) -> Any:
-        return cls._binary(cls._t().subtract, a, b, out)
-
-    @classmethod
-    def multiply(cls, a: Any, b: Any, out: Any = None) -> Any:
-        return cls._binary(cls._t().multiply, a, b, out)
+    # numpy's binary ufuncs, `out=` included
+    maximum = _binary_ufunc("maximum")
+    minimum = _binary_ufunc("minimum")
+    add = _binary_ufunc("add")
+    subtract = _binary_ufunc("subtract")
+    multiply = _binary_ufunc("multiply")
 
     @classmethod
     def divide(cls, a: Any, b: Any, out: Any = None, where: Any = True) -> Any:

@@ -399,14 +399,8 @@ class BranchAndBound:
             best = np.where(up, sc[np.arange(n), j], best)
             step = np.where(up[:, None], step, step / 2)
         _, a, b = self._pair_score(pb.twin.single.logits(x))
-        for i in np.flatnonzero(best > 0):
-            k = owner[i]
-            if self.verdict[k] != UNKNOWN:
-                continue
-            pair = recheck(pb, x[i], x[i], int(a[i]), int(b[i]))
-            if pair is not None:
-                self._unfair(k, pair, "counterexample (local search)")
-        return self.verdict[owner] != UNKNOWN
+        found = np.flatnonzero(best > 0)
+        return self._rechecked(owner, found, (x[found], x[found], a[found], b[found]), "counterexample (local search)")
 
     def _probe(self, lo, hi, owner, reps: int) -> np.ndarray:
         """Random pairs in open boxes; marks the boxes whose region turned out unfair."""
@@ -432,13 +426,20 @@ class BranchAndBound:
             bp = np.where(hit, ab % T, b)
             xp = np.where(hit[:, None], xw, x)
             bad = bad | hit
-        for j in np.flatnonzero(bad):
-            k = owner[j % n]
+        found = np.flatnonzero(bad)
+        return self._rechecked(
+            owner, found % n, (x[found], xp[found], a[found], bp[found]), "counterexample (sampling)"
+        )
+
+    def _rechecked(self, owner, boxes: np.ndarray, pairs: tuple, how: str) -> np.ndarray:
+        """Mark open box `owner[boxes[i]]` unfair when the i-th candidate pair `pairs` (x, twin,
+        their outputs a and b) rechecks on the network; which of `owner` are now decided."""
+        for k, x, xp, a, b in zip(owner[boxes], *pairs):
             if self.verdict[k] != UNKNOWN:
                 continue
-            pair = recheck(pb, x[j], xp[j], int(a[j]), int(bp[j]))
+            pair = recheck(self.pb, x, xp, int(a), int(b))
             if pair is not None:
-                self._unfair(k, pair, "counterexample (sampling)")
+                self._unfair(k, pair, how)
         return self.verdict[owner] != UNKNOWN
 
     def _children(self, lo, hi, owner, depth, split) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...options import VerifyOptions
 from ...progress import Progress
@@ -26,7 +25,7 @@ from ..boxes.workers import SERIAL, Parallelism
 from .complete import FAIR, UNFAIR, UNKNOWN, VERDICTS, RegionOutcome, decide_regions, recheck, regions_event
 from .partitions import partition_grid
 from .problem import Problem
-from .refine import epsilon_semantics
+from .refine import epsilon_semantics, run_keywords
 from .regions_resume import checkpoint_for, regions_state, restore_regions
 
 
@@ -34,20 +33,13 @@ def answer(
     network: ReluNetwork, prop: IndividualFairness, options: VerifyOptions, progress: Progress | None = None
 ) -> Result:
     """Registry entry point (method "complete")."""
-    if prop.kappa is not None:
-        raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return decide_network(
         network,
         prop,
-        time_limit=options.time_limit,
+        **run_keywords(prop, options, progress),
         partition_size=options.partition_size,
-        seed=options.seed,
-        max_counterexamples=options.max_counterexamples,
-        progress=progress,
         parallel=Parallelism.of(options.workers, options.ray_address),
         checkpoint=checkpoint_for(network, prop, options),
-        resume=bool(options.resume),
-        memory_limit=options.memory_limit,
     )
 
 
@@ -115,9 +107,9 @@ def decide_network(
     rows = None
     if partition_size is not None:
         rows = _rows(pb, prop, lo, hi, out)
-    names = prop.domain.names
     stats = out.counts.to_dict() | out.stats | {"twins": pb.n_twins, "tolerance": pb.tol}
-    return Result(
+    return Result.about(
+        prop,
         verdict=verdict,
         certified=certified,
         falsified=falsified,
@@ -128,10 +120,7 @@ def decide_network(
         elapsed_s=elapsed,
         engine="network-complete",
         model=network.source,
-        protected=prop.protected_names,
-        epsilon=prop.epsilon_by_name,
         stats=stats,
-        feature_names=names,
         epsilon_semantics=epsilon_semantics(prop),
         decision=decision,
         partitions=rows,

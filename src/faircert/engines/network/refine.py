@@ -346,8 +346,8 @@ class Refinement:
             credited_fair=credited_fair / pb.domain_size,
             credited_unfair=credited_unfair / pb.domain_size,
         )
-        dom = self.prop.domain
-        return Result(
+        return Result.about(
+            self.prop,
             verdict=verdict,
             certified=cert,
             falsified=fal,
@@ -358,10 +358,7 @@ class Refinement:
             elapsed_s=time.perf_counter() - self.t0,
             engine="network-boxes",
             model=self.network.source,
-            protected=self.prop.protected_names,
-            epsilon=self.prop.epsilon_by_name,
             stats=st,
-            feature_names=dom.names,
             epsilon_semantics=epsilon_semantics(self.prop),
             stopped=self.stopped,
         )
@@ -379,20 +376,28 @@ def answer(
     """Registry entry point: `verify_network` with the command's options."""
     from .resume import checkpoint_for
 
-    if prop.kappa is not None:
-        raise PropertyError("kappa is supported for tree ensembles, not for networks")
     return verify_network(
         network,
         prop,
-        time_limit=options.time_limit,
+        **run_keywords(prop, options, progress),
         target_undecided=options.target_undecided,
         confidence=options.confidence,
-        seed=options.seed,
-        max_counterexamples=options.max_counterexamples,
-        progress=progress,
         parallel=Parallelism.of(options.workers, options.ray_address, options.device),
         max_boxes=options.max_boxes,
         checkpoint=checkpoint_for(network, prop, options),
-        resume=bool(options.resume),
-        memory_limit=options.memory_limit,
     )
+
+
+def run_keywords(prop: IndividualFairness, options: VerifyOptions, progress: Progress | None) -> dict[str, Any]:
+    """What both network engines (`verify_network`, `decide.decide_network`) take alike from the
+    command's options; a question on a network has no kappa."""
+    if prop.kappa is not None:
+        raise PropertyError("kappa is supported for tree ensembles, not for networks")
+    return {
+        "time_limit": options.time_limit,
+        "seed": options.seed,
+        "max_counterexamples": options.max_counterexamples,
+        "progress": progress,
+        "resume": bool(options.resume),
+        "memory_limit": options.memory_limit,
+    }

@@ -32,8 +32,8 @@ from .fairness import (
     decide,
     fairness_events,
     outward,
+    program_result,
     ratio_interval,
-    summary,
     weights,
 )
 from .interp import INTERVAL, Interpreter
@@ -91,21 +91,17 @@ def program_fairness(
 
 
 def _program_result(prog: Program, spec: FairnessSpec, b: Bounds) -> ProgramResult:
-    pm, pn = conditionals(b.low, b.high)
-    r_lo, r_hi = outward(ratio_interval(pm, pn))
     verdict = decide(spec, b.low, b.high) or "unknown"
-    return ProgramResult(
+    return program_result(
+        prog.source,
+        spec,
+        b.low,
+        b.high,
         verdict=verdict,
-        ratio_low=r_lo,
-        ratio_high=r_hi,
-        probabilities=summary(b.low, b.high),
-        epsilon=spec.epsilon,
         method="sound",
         guarantee="sound",
         engine="program-bounds",
         elapsed_s=b.elapsed_s,
-        kind=spec.kind,
-        program=prog.source,
         stopped=(_exact_without_verdict(b) or b.exhausted) if verdict == "unknown" else "",
         stats={
             "boxes_open": b.boxes,

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import PropertyError
-from ...results import DECISION_TOLERANCE
+from ...results import DECISION_TOLERANCE, ProgramResult
 
 KINDS = ("ratio", "parity", "difference")
 EVENT_NAMES = (
@@ -137,3 +137,18 @@ def outward(interval: tuple) -> tuple[float, float]:
 
     lo, hi = interval
     return (INF if lo == INF else _down(lo)), (INF if hi == INF else _up(hi))
+
+
+def program_result(source: str, spec: FairnessSpec, low: list, high: list, **fields) -> ProgramResult:
+    """A program's result from bounds (`low`, `high`) on its fairness events: the ratio's interval
+    (rounded outward) and the probabilities, with `fields` (the verdict, how it was found, ...)."""
+    r_lo, r_hi = outward(ratio_interval(*conditionals(low, high)))
+    return ProgramResult(
+        ratio_low=r_lo,
+        ratio_high=r_hi,
+        probabilities=summary(low, high),
+        epsilon=spec.epsilon,
+        kind=spec.kind,
+        program=source,
+        **fields,
+    )

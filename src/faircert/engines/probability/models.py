@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...properties import split_names
+from ..protocols import PerPopulation
 from . import intervals as iv
 from .events import BoxEvaluator, stack_events
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from ...models.network import ReluNetwork
     from ...models.trees import TreeEnsemble
     from ...population.continuous import ProductPopulation
-    from ...population.discrete import DiscretePopulation
     from ...population.program import ProgramPopulation
     from ..protocols import Classifier
 
@@ -273,23 +273,8 @@ def model_events(model: Any, population: Any, protected: str | Sequence[str] | N
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    return population.accept(_Setup(model, names, prot))
-
-
-class _Setup:
-    """`model_events` under each kind of population."""
-
-    def __init__(self, model: Classifier, names: list[str], prot: list[str]) -> None:
-        self.model, self.names, self.prot = model, names, prot
-
-    def discrete(self, population: DiscretePopulation) -> ModelSetup:
-        return _discrete_setup(self.model, population, self.names, self.prot)
-
-    def product(self, population: ProductPopulation) -> ModelSetup:
-        return _product_setup(self.model, population, self.names, self.prot)
-
-    def program(self, population: ProgramPopulation) -> ModelSetup:
-        return _program_setup(self.model, population, self.names, self.prot)
+    setups = PerPopulation(model, names, prot, product=_product_setup, program=_program_setup, discrete=_discrete_setup)
+    return population.accept(setups)
 
 
 def _product_setup(model: Classifier, population: ProductPopulation, names: list[str], prot: list[str]) -> ModelSetup:

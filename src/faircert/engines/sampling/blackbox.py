@@ -78,7 +78,8 @@ def answer(
     low, high = wilson(k, n, z)[0], wilson(k + open_, n, z)[1]
     estimate = StatisticalEstimate((k + open_ / 2) / n if n else 0.5, low, high, options.confidence, n, METHOD)
     pairs = _counterexamples(model, points, rows.twins, verdicts, options.max_counterexamples)
-    return Result(
+    return Result.about(
+        prop,
         verdict="unfair" if pairs else "unknown",
         certified=0.0,
         falsified=0.0,
@@ -89,10 +90,7 @@ def answer(
         elapsed_s=time.perf_counter() - t0,
         engine="blackbox-sampling",
         model=model.source,
-        protected=prop.protected_names,
-        epsilon=prop.epsilon_by_name,
         stats={"points_drawn": POINTS, "points_decided": n, "points_open": open_},
-        feature_names=list(prop.domain.names),
         stopped=rows.stopped,
     )
 

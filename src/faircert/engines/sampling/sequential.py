@@ -29,6 +29,7 @@ from ...errors import PropertyError
 from ...interrupt import requested as stop_requested
 from ...options import GroupOptions, ProgramOptions
 from ...progress import ProgressEvent
+from ..protocols import PerPopulation
 
 if TYPE_CHECKING:
     from ...models.linear import LinearModel
@@ -150,16 +151,7 @@ def program_fairness_sampled(
     """Group fairness of an annotated program decided by the sequential test (a statistical guarantee)."""
     from ...models.program import load_program
     from ...population.program import site_marginals
-    from ...results import ProgramResult
-    from ..probability.fairness import (
-        FairnessSpec,
-        conditionals,
-        decide,
-        fairness_events,
-        outward,
-        ratio_interval,
-        summary,
-    )
+    from ..probability.fairness import FairnessSpec, decide, fairness_events, program_result
     from ..probability.interp import POINT, Interpreter
 
     prog = load_program(program)
@@ -175,21 +167,17 @@ def program_fairness_sampled(
     out = sequential_test(
         sample, 6, lambda lo, hi: decide(spec, lo, hi), delta=delta, bound=bound, time_limit=time_limit, seed=seed
     )
-    pm, pn = conditionals(out.low, out.high)
-    r_lo, r_hi = outward(ratio_interval(pm, pn))
-    return ProgramResult(
+    return program_result(
+        prog.source,
+        spec,
+        out.low,
+        out.high,
         verdict=out.verdict or "unknown",
-        ratio_low=r_lo,
-        ratio_high=r_hi,
-        probabilities=summary(out.low, out.high),
-        epsilon=spec.epsilon,
         method="sampling",
         guarantee=out.guarantee,
         engine="program-sequential-test",
         elapsed_s=out.elapsed_s,
         samples=out.samples,
-        kind=spec.kind,
-        program=prog.source,
         stopped=out.stopped,
         stats={"delta": delta, "bound": bound},
     )
@@ -229,22 +217,6 @@ class _Draws:
     groups: list
     sample: Callable[[np.random.Generator, int], np.ndarray]
     protected: list[str]
-
-
-class _Samplers:
-    """`group_sampled`'s draws under each kind of population."""
-
-    def __init__(self, model: Classifier, names: list[str], prot: list[str]) -> None:
-        self.model, self.names, self.prot = model, names, prot
-
-    def product(self, population: ProductPopulation) -> _Draws:
-        return _product_draws(self.model, population, self.names, self.prot)
-
-    def program(self, population: ProgramPopulation) -> _Draws:
-        return _program_draws(self.model, population, self.names, self.prot)
-
-    def discrete(self, population: DiscretePopulation) -> _Draws:
-        return _discrete_draws(self.model, population, self.names, self.prot)
 
 
 def _product_draws(model: Classifier, population: ProductPopulation, names: list[str], prot: list[str]) -> _Draws:
@@ -353,7 +325,10 @@ def group_sampled(
     population = ProgramPopulation.given_as(population)
     names = _feature_names(model)
     prot = split_names(protected)
-    draws = population.accept(_Samplers(model, names, prot))
+    samplers = PerPopulation(
+        model, names, prot, product=_product_draws, program=_program_draws, discrete=_discrete_draws
+    )
+    draws = population.accept(samplers)
     groups, sample, prot = draws.groups, draws.sample, draws.protected
     k = len(groups)
 

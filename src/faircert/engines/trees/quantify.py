@@ -28,6 +28,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -371,25 +372,8 @@ def _quantify_regions(run: TreeRun, ydims: np.ndarray) -> Quantification:
         complete,
         0.0,
     )
-    q = Quantification(
-        total=run.total,
-        nonconf=tally.nonconf,
-        conf_settled=tally.settled,
-        unfair=tally.unfair,
-        unfair_upper_extra=tally.extra,
-        complete=complete,
-        part=part,
-        piece_lo=cat(pieces_lo, (0, n), float),
-        piece_hi=cat(pieces_hi, (0, n), float),
-        piece_twin=cat(twins, (0,), np.int64),
-        eps=eps,
-        discrete=run.discrete,
-        protected=tuple(prop.protected),
-        robustness=prop.robustness,
-        kappa=prop.kappa,
-        elapsed=time.monotonic() - run.t0,
-        stopped=_stopped(run, tally, complete),
-    )
+    pieces = (cat(pieces_lo, (0, n), float), cat(pieces_hi, (0, n), float), cat(twins, (0,), np.int64))
+    q = _quantification(run, tally, complete, part, pieces, unfair_upper_extra=tally.extra)
     q.slices = _slices(prop, dlo, dhi)[0]
     q.stats = {
         "slices": len(q.slices),
@@ -441,27 +425,8 @@ def _quantify_dilated(run: TreeRun, saving: Saving | None) -> Quantification:
 def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quantification:
     """The Quantification of a refinement's (complete, partition, pieces lo/hi, twins, open boxes)."""
     complete, part, plo, phi, twin, open_parts = found
-    prop = run.prop
-    q = Quantification(
-        total=run.total,
-        nonconf=tally.nonconf,
-        conf_settled=tally.settled,
-        unfair=tally.unfair,
-        unfair_upper_extra=0.0,
-        complete=complete,
-        part=part,
-        piece_lo=plo,
-        piece_hi=phi,
-        piece_twin=twin,
-        eps=run.eps,
-        discrete=run.discrete,
-        protected=tuple(prop.protected),
-        robustness=prop.robustness,
-        kappa=prop.kappa,
-        elapsed=time.monotonic() - run.t0,
-        stopped=_stopped(run, tally, complete),
-        open_parts=open_parts,
-        slices=slo,
+    q = _quantification(
+        run, tally, complete, part, (plo, phi, twin), unfair_upper_extra=0.0, open_parts=open_parts, slices=slo
     )
     q.stats = {
         "slices": len(slo),
@@ -480,6 +445,34 @@ def _refined(run: TreeRun, tally: Tally, found: tuple, slo: np.ndarray) -> Quant
     if tally.checkpoints is not None:
         q.stats.update(checkpoints=int(tally.checkpoints), checkpoint_s=float(tally.checkpoint_s))
     return q
+
+
+def _quantification(
+    run: TreeRun, tally: Tally, complete: bool, part: Partition, pieces: tuple, **more: Any
+) -> Quantification:
+    """A path's Quantification: the run's sizes and property, `tally`'s counts, the unfair `pieces`
+    (lo, hi, twin index into `part`) and `more` fields."""
+    plo, phi, twin = pieces
+    prop = run.prop
+    return Quantification(
+        total=run.total,
+        nonconf=tally.nonconf,
+        conf_settled=tally.settled,
+        unfair=tally.unfair,
+        complete=complete,
+        part=part,
+        piece_lo=plo,
+        piece_hi=phi,
+        piece_twin=twin,
+        eps=run.eps,
+        discrete=run.discrete,
+        protected=tuple(prop.protected),
+        robustness=prop.robustness,
+        kappa=prop.kappa,
+        elapsed=time.monotonic() - run.t0,
+        stopped=_stopped(run, tally, complete),
+        **more,
+    )
 
 
 def _stopped(run: TreeRun, tally: Tally, complete: bool) -> str:

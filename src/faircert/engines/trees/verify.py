@@ -138,7 +138,8 @@ def verify_trees(
         near_tie_unfair_upper=q.unfair_upper_extra,
         kernels_compile_s=kernels_s,
     )
-    return Result(
+    return Result.about(
+        prop,
         verdict=verdict,
         certified=certified,
         falsified=falsified,
@@ -149,11 +150,9 @@ def verify_trees(
         elapsed_s=time.monotonic() - t0,
         engine="tree-boxes",
         model=ir.source or repr(ir),
-        protected=prop.protected_names,
         epsilon={names[i]: float(e) for i, e in enumerate(q.eps) if e > 0},
         measure=TreeMeasure(lower, upper, den, q.unfair),
         stats=stats,
-        feature_names=names,
         stopped=q.stopped,
     )
 

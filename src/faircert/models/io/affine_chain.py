@@ -12,6 +12,7 @@ outputs on sampled inputs, so an importer bug becomes an error instead of a wron
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -253,6 +254,19 @@ def expected_outputs(network: ReluNetwork, X: np.ndarray) -> tuple[np.ndarray, s
     if sem == "softmax2":
         return 1.0 / (1.0 + np.exp(-z)), 1
     return z, 0
+
+
+def check_import(
+    network: ReluNetwork,
+    check_inputs: np.ndarray | None,
+    framework: str,
+    run: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> None:
+    """Check a network against the framework it was read from, on `check_inputs` (else
+    `sample_inputs`): `run(X)` gives the rows the framework ran (X, or as it had to reshape them)
+    and its outputs on them."""
+    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
+    check_agreement(network, *run(X), framework)
 
 
 def check_agreement(network: ReluNetwork, X: np.ndarray, outputs: np.ndarray, framework: str) -> None:

@@ -28,11 +28,8 @@ from ...limits import MAX_FEATURES, MAX_TREE_DEPTH, MAX_TREE_NODES, MAX_TREES, c
 from ..pipeline import EncodedFeature, PipelineModel
 from ..trees import Tree, TreeEnsemble
 from .catboost_categories import ctr_split, one_column, one_hot_split
-from .isolated import catboost_json, framework_outputs, run_isolated
+from .isolated import CHILD, catboost_json, framework_outputs, run_isolated
 from .tree_arrays import float_array
-
-#: The child that scores raw rows with CatBoost itself (categories by name), to check a file's reading.
-ROWS_CHILD = Path(__file__).with_name("_catboost_rows_child.py")
 
 
 def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
@@ -80,7 +77,7 @@ def _file_reference(path: Path):
     def reference(raw):
         rows = [[v.item() if isinstance(v, np.generic) else v for v in r] for r in raw.itertuples(index=False)]
         given = json.dumps({"columns": [str(c) for c in raw.columns], "rows": rows}).encode()
-        stdout = run_isolated(ROWS_CHILD, [str(path)], given, "CatBoost", str(path))
+        stdout = run_isolated(CHILD, ["catboost-rows", str(path)], given, "CatBoost", str(path))
         try:
             margin = np.load(io.BytesIO(stdout), allow_pickle=False).astype(np.float64).reshape(-1)
         except (ValueError, OSError, EOFError):

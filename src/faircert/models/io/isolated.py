@@ -22,7 +22,8 @@ import numpy as np
 from ...errors import ModelFormatError
 from ...limits import CHILD_MEMORY_BYTES, child_seconds
 
-FRAMEWORK_CHILD = Path(__file__).with_name("_framework_child.py")
+#: The child script that runs the native libraries (`_child.py`: its jobs and their arguments).
+CHILD = Path(__file__).with_name("_child.py")
 FRAMEWORKS = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 
 
@@ -31,7 +32,7 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
     name = FRAMEWORKS[framework]
     payload = io.BytesIO()
     np.save(payload, np.ascontiguousarray(X, dtype=np.float64), allow_pickle=False)
-    stdout = run_isolated(FRAMEWORK_CHILD, [framework, str(path)], payload.getvalue(), name, str(path))
+    stdout = run_isolated(CHILD, [framework, str(path)], payload.getvalue(), name, str(path))
     try:
         out = np.load(io.BytesIO(stdout), allow_pickle=False)
     except (ValueError, OSError, EOFError):
@@ -43,7 +44,7 @@ def framework_outputs(framework: str, path: Path, X: np.ndarray) -> np.ndarray:
 
 def catboost_json(path: Path) -> str:
     """A `.cbm` file as CatBoost's JSON export, written by CatBoost in a child process."""
-    stdout = run_isolated(FRAMEWORK_CHILD, ["catboost-json", str(path)], b"", "CatBoost", str(path))
+    stdout = run_isolated(CHILD, ["catboost-json", str(path)], b"", "CatBoost", str(path))
     return stdout.decode("utf-8", "replace")
 
 
@@ -56,9 +57,10 @@ def run_isolated(
     cannot_read: str = "",
     seconds: float | None = None,
 ) -> bytes:
-    """Run one of this folder's child scripts; its stdout, or a `ModelFormatError` if the library
-    failed, crashed, or ran out of time or memory on the file. The child gets `seconds` (default
-    `CHILD_SECONDS`), and never more than the command's time left (`limits.time_budget`)."""
+    """Run a child script (`CHILD`, with `args` its job and the job's arguments); its stdout, or a
+    `ModelFormatError` if the library failed, crashed, or ran out of time or memory on the file. The
+    child gets `seconds` (default `CHILD_SECONDS`), and never more than the command's time left
+    (`limits.time_budget`)."""
     seconds = child_seconds() if seconds is None else child_seconds(seconds)
     env = dict(os.environ, OMP_NUM_THREADS="1", FAIRCERT_CHILD_MEMORY=str(CHILD_MEMORY_BYTES))
     try:

@@ -21,18 +21,7 @@ from ...errors import ModelFormatError
 from ...limits import MAX_FILE_BYTES, check_at_most
 from ..activations import parse
 from ..network import ReluNetwork
-from .affine_chain import (
-    Op,
-    affine,
-    build_network,
-    check_agreement,
-    clip,
-    diagonal,
-    leaky,
-    sample_inputs,
-    smooth,
-    unsupported,
-)
+from .affine_chain import Op, affine, build_network, check_import, clip, diagonal, leaky, smooth, unsupported
 
 IDENTITY_MODULES = {"Identity", "Dropout", "AlphaDropout", "Flatten"}
 HOW = (
@@ -58,19 +47,21 @@ def load_torch_module(module: Any, check_inputs: np.ndarray | None = None, sourc
     except AttributeError as exc:
         raise ModelFormatError(f"{source}: cannot read the module's parameters ({exc})") from None
     network = build_network(ops, None, source, metadata={"format": "torch"})
-    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
     param = next(iter(module.parameters()), None)
     dtype = param.dtype if param is not None else torch.float32
-    was_training = module.training
-    try:
-        module.eval()  # dropout off, batch-norm running statistics on: the model as deployed
-        with torch.no_grad():
-            outputs = module(torch.as_tensor(X, dtype=dtype)).detach().double().numpy()
-    except Exception as exc:
-        raise ModelFormatError(f"{source}: the module fails on {network.n_inputs}-wide inputs ({exc})") from None
-    finally:
-        module.train(was_training)
-    check_agreement(network, X, outputs, "PyTorch")
+
+    def run(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        was_training = module.training
+        try:
+            module.eval()  # dropout off, batch-norm running statistics on: the model as deployed
+            with torch.no_grad():
+                return X, module(torch.as_tensor(X, dtype=dtype)).detach().double().numpy()
+        except Exception as exc:
+            raise ModelFormatError(f"{source}: the module fails on {network.n_inputs}-wide inputs ({exc})") from None
+        finally:
+            module.train(was_training)
+
+    check_import(network, check_inputs, "PyTorch", run)
     return network
 
 

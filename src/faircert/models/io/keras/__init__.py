@@ -23,18 +23,7 @@ from ....errors import ModelFormatError
 from ....limits import MAX_FILE_BYTES, MAX_QUOTED, check_at_most, check_file_size, loads_json, quoted
 from ...activations import parse
 from ...network import ReluNetwork
-from ..affine_chain import (
-    Op,
-    affine,
-    build_network,
-    check_agreement,
-    clip,
-    diagonal,
-    leaky,
-    sample_inputs,
-    smooth,
-    unsupported,
-)
+from ..affine_chain import Op, affine, build_network, check_import, clip, diagonal, leaky, smooth, unsupported
 from .hdf5_tree import H5Node, read_hdf5
 
 #: Layers that are the identity when a model predicts.
@@ -100,13 +89,16 @@ def load_keras_object(model: Any, check_inputs: np.ndarray | None = None) -> Rel
         return _named_weights(layer, by_name[_layer_name(layer)].get_weights(), where)
 
     network = _build({"class_name": kind, "config": config}, weights_of, f"Keras model {model.name!r}")
-    X = sample_inputs(network.n_inputs) if check_inputs is None else np.asarray(check_inputs, dtype=np.float64)
-    try:
-        shape = tuple(model.input_shape[1:])  # e.g. (rows, cols) before a Flatten layer
-        outputs = model.predict(X.reshape((len(X),) + shape).astype(np.float32), verbose=0)
-    except Exception as exc:
-        raise ModelFormatError(f"Keras could not run the model on {network.n_inputs}-wide inputs ({exc})") from None
-    check_agreement(network, X, np.asarray(outputs), "Keras")
+
+    def run(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            shape = tuple(model.input_shape[1:])  # e.g. (rows, cols) before a Flatten layer
+            outputs = model.predict(X.reshape((len(X),) + shape).astype(np.float32), verbose=0)
+        except Exception as exc:
+            raise ModelFormatError(f"Keras could not run the model on {network.n_inputs}-wide inputs ({exc})") from None
+        return X, np.asarray(outputs)
+
+    check_import(network, check_inputs, "Keras", run)
     return network
 
 

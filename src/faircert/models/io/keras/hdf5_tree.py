@@ -1,6 +1,6 @@
 """An HDF5 file's groups, attributes and numeric datasets as plain Python objects.
 
-The HDF5 library reads the untrusted file in a child process (`_hdf5_child.py`), which refuses
+The HDF5 library reads the untrusted file in a child process (`../_child.py`), which refuses
 links to other files, external and virtual storage and soft links, and bounds the number of
 objects, stored values and nesting. The Keras importer then walks these nodes; it never holds an
 HDF5 handle, so a damaged file can crash only the child.
@@ -18,9 +18,7 @@ import numpy as np
 
 from ....errors import ModelFormatError
 from ....limits import HDF5_SECONDS, MAX_GRAPH_NODES, MAX_NESTING, MAX_TENSOR_VALUES, quoted
-from ..isolated import run_isolated
-
-HDF5_CHILD = Path(__file__).with_name("_hdf5_child.py")
+from ..isolated import CHILD, run_isolated
 
 
 @dataclass
@@ -53,7 +51,7 @@ def read_hdf5(source: Path | bytes, label: str) -> H5Node:
     arg, stdin = ("-", source) if isinstance(source, bytes) else (str(source), b"")
     limits = [str(MAX_GRAPH_NODES), str(MAX_TENSOR_VALUES), str(MAX_NESTING)]
     stdout = run_isolated(
-        HDF5_CHILD, [arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file", HDF5_SECONDS
+        CHILD, ["hdf5", arg, *limits], stdin, "HDF5", label, "not a readable HDF5/Keras file", HDF5_SECONDS
     )
     try:
         with np.load(io.BytesIO(stdout), allow_pickle=False) as npz:
