@@ -141,6 +141,19 @@ def test_group_adds_the_audit_tables_of_the_data_rows(tmp_path):
         key = (cell.group["sex"], cell.group["race"])
         assert (cell.count, cell.selected) == tuple(expected.loc[key])
     assert result.audit.table("race").missing == 7 and result.audit.table("sex").missing == 0
+    # the model reads no race: a row missing it is decided, and counted by its sex as decided
+    by_sex = frame.assign(y=selected).groupby("sex")["y"].agg(["count", "sum"])
+    for cell in result.audit.table("sex").cells:
+        assert (cell.count, cell.selected) == tuple(by_sex.loc[cell.group["sex"]])
+    # a model that reads race cannot decide those rows: they are counted apart in every table
+    reads_race = LinearModel(
+        np.array([0.8, 0.5, 1.0]),
+        -4.0,
+        (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("race", "onehot", ("C",)), ColumnEncoding("score")),
+    )
+    apart = faircert.group(reads_race, frame, protected=["sex", "race"], audit_table=True).audit
+    assert apart.table("sex").missing == 7 and apart.table("race").missing == 7
+    assert sum(c.count for c in apart.table("sex").cells) == n - 7
     assert json.loads(result.to_json())["audit_tables"]["rows"] == n
     with pytest.raises(faircert.PropertyError, match="audit_table=True"):
         faircert.group(model, frame, protected="sex", exclude_small=True)
@@ -190,7 +203,7 @@ def test_group_audit_tables_give_each_cell_its_scoring_rate(tmp_path):
     model = LinearModel(np.array([0.5, 1.0]), -0.2, (ColumnEncoding("sex", "onehot", ("M",)), ColumnEncoding("score")))
     result = faircert.group(model, frame, protected=["sex", "race"], audit_table=True)
     margin = 0.5 * (frame.sex == "M") + frame.score - 0.2
-    decided = frame.race.notna()
+    decided = pd.Series(True, index=frame.index)  # the model reads no race: every row is decided
     median = float(np.median(margin[decided]))
     assert result.audit.median_score == pytest.approx(median)
     above = frame[decided].assign(a=(margin[decided] > median).astype(int))

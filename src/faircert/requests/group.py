@@ -201,8 +201,9 @@ def finish_group(result: GroupResult, request: GroupRequest) -> GroupResult:
 
 def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
     """The bias-audit tables of the data's rows: the model's decision on each row, by protected
-    attribute and by their intersection. Rows missing a protected value are counted apart; rows
-    missing another value cannot be decided and are left out (counted in the tables' stats)."""
+    attribute and by their intersection. A row missing a protected value is counted apart in the
+    tables of that attribute; a row missing a value the model reads cannot be decided: it is
+    counted apart in every table (a protected value it reads) or left out (counted in the stats)."""
     import numpy as np
 
     from ..engines.group.empirical import decisions, margins
@@ -212,9 +213,12 @@ def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
     if frame is None:
         raise PropertyError("an audit table counts the data's rows: give the data (data= / --data DATA.csv)")
     protected = list(question.protected)
+    read = _columns_read(request.ir, frame, question.label)
+    readable = frame[read].notna().all(axis=1).to_numpy()
     missing_protected = frame[protected].isna().any(axis=1).to_numpy()
-    others = [c for c in frame.columns if c not in protected and c != question.label]
-    readable = frame[others].notna().all(axis=1).to_numpy() & ~missing_protected
+    if not readable.all():  # undecided for want of a protected value it reads: apart in every table
+        frame = frame.copy()
+        frame.loc[~readable & missing_protected, protected] = None
     selected = np.zeros(len(frame), dtype=int)
     positive, undecided = decisions(request.ir, frame[readable], question.label)
     selected[readable] = positive
@@ -224,3 +228,12 @@ def _audit_tables(request: GroupRequest, exclude_small: bool) -> Any:
     tables = audit_tables(frame[kept], selected[kept], protected, scores=scores[kept], exclude_small=exclude_small)
     tables.stats.update(rows_left_out_missing=int((~kept).sum()), rows_within_tolerance=int(np.sum(undecided)))
     return tables
+
+
+def _columns_read(ir: Any, frame: Any, label: str | None) -> list[str]:
+    """The data's columns the model reads (every column but the label where its names are not the
+    data's)."""
+    from ..models.pipeline import PipelineModel
+
+    names = list(ir.used_columns) if isinstance(ir, PipelineModel) else ir.named_inputs()
+    return [c for c in names if c in frame.columns] or [c for c in frame.columns if c != label]
