@@ -203,7 +203,7 @@ def test_a_tree_run_at_its_memory_limit_ends_at_once(monkeypatch, epsilon):
 
     budgets = []
     estimate = verify.estimate_unfair_share
-    monkeypatch.setattr(verify, "estimate_unfair_share", lambda *a: budgets.append(a[3]) or estimate(*a))
+    monkeypatch.setattr(verify, "estimate_unfair_share", lambda *a, **k: budgets.append(a[3]) or estimate(*a, **k))
     if epsilon:
         monkeypatch.setattr(quantify, "_quantify_dilated", refinement)
     ir, dom = _large_problem()

@@ -81,7 +81,8 @@ def sample_unfair(
     ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0, deadline: float = np.inf
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected).
-    At the `deadline` (`time.monotonic()`) the draws stop and the pairs kept so far are returned:
+    At the `deadline` (`time.monotonic()`) the draws stop, after the first round, and the pairs kept
+    so far are returned:
     fewer than n, and no longer a uniform sample (counterexamples, each re-checked all the same).
 
     The region is the proven pieces and, where the quantification stopped early, the unfair inputs of
@@ -113,7 +114,9 @@ def sample_unfair(
     # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
     open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else SEARCH_SAMPLE_CHUNK
     out, rejected, drawn = _Pairs(int(1.1 * n) + SAMPLE_CHUNK, width), 0, 0
-    while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n and time.monotonic() < deadline:
+    # the first round (its first chunk of open draws) runs whatever the time: a run out of time
+    # still reports what one chunk of draws finds
+    while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n and (not drawn or time.monotonic() < deadline):
         # rounds: the first (one step at most) measures the share of draws kept, the next ones draw
         # what that share says the rest needs, and a little more
         rate = out.n / drawn if drawn else 1.0
@@ -131,11 +134,12 @@ def sample_unfair(
             rejected += int((~ok).sum())
         if n_open:
             assert opened is not None and check is not None  # else open_size is 0: no open draws
-            for xo, slice_of in opened.draws(rng, n_open, open_chunk):
-                if time.monotonic() >= deadline:
+            for k, (xo, slice_of) in enumerate(opened.draws(rng, n_open, open_chunk)):
+                first = not drawn and k == 0  # whatever the time: see the loop's comment
+                if not first and time.monotonic() >= deadline:
                     break
                 # the verdicts are the re-check, by the model (a search the deadline cuts is no verdict)
-                _, unfair, _, twin = check(xo, slice_of, deadline)
+                _, unfair, _, twin = check(xo, slice_of, np.inf if first else deadline)
                 out.add(xo[unfair], twin[unfair])
         drawn += m
     # a uniform subset of the draws (the last round overshoots), in random order: draws come grouped
