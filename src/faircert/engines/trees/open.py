@@ -55,6 +55,10 @@ class OpenBoxes:
     (testing mode's millions). Either way the inputs are independent and uniform; only their order
     differs. The boxes stay in the refinement's chunks ("parts"): joining millions of them into one
     array costs seconds and gigabytes.
+
+    Boxes are numbered in a canonical order (`canonical_order`), not the parts' order: the parts
+    follow the refinement's history (its workers, and where a resumed run went on), so the same
+    generator draws the same inputs from the same set of open boxes however the run got there.
     """
 
     def __init__(self, q) -> None:
@@ -84,12 +88,18 @@ class OpenBoxes:
             self.n_open = self.open_slices.sum(axis=1)
             self.all_open = bool(self.open_slices.all())
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
+        # box i (canonical) is box order[i] over the parts; the per-box arrays follow the canonical order
+        self.order = canonical_order(self.parts, self.open_slices)
+        self.box_size = self.box_size[self.order]
+        if self.open_slices is not None:
+            self.open_slices = self.open_slices[self.order]
+            self.n_open = self.n_open[self.order]
         self.size = float(self.box_size.sum())
         self.cdf = np.cumsum(self.box_size) / self.size if self.size > 0 else self.box_size
 
     def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
         """m inputs and the index of each one's slice."""
-        u = np.sort(rng.random(m))  # sorted: boxes come in chunk order (draws are exchangeable)
+        u = np.sort(rng.random(m))  # sorted: boxes come in canonical order (draws are exchangeable)
         return self._draw_in(rng, np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1))
 
     def draws(self, rng: np.random.Generator, m: int, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -98,15 +108,19 @@ class OpenBoxes:
             yield self._draw_in(rng, box)
 
     def _draw_in(self, rng: np.random.Generator, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """An input in each of the given boxes (sorted indices) and the index of its slice."""
+        """An input in each of the given boxes (canonical indices) and the index of its slice."""
         m, width = len(box), len(self.q.eps)
         u = rng.random((m, width))
         x = np.empty((m, width))
-        part = np.searchsorted(self.start, box, side="right") - 1
+        # the boxes over the parts, grouped by part (each part's points drawn at once)
+        by = np.argsort(self.order[box], kind="stable")
+        index = self.order[box][by]
+        part = np.searchsorted(self.start, index, side="right") - 1
         edges = np.flatnonzero(np.diff(part)) + 1
         for a, b in zip(np.concatenate([[0], edges]), np.concatenate([edges, [m]])):
             plo, phi, _ = self.parts[part[a]]
-            x[a:b] = points_in(u[a:b], box[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
+            rows = by[a:b]
+            x[rows] = points_in(u[rows], index[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
         k = np.floor(rng.random(m) * self.n_open[box]).astype(np.int64)  # the k-th open slice of the box
         if self.all_open:
             slice_of = k
@@ -117,6 +131,31 @@ class OpenBoxes:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[:, prot][slice_of]
         return x, slice_of
+
+
+def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
+    """The boxes of all parts (their indices over the parts) sorted by lower bounds, then upper
+    bounds, feature by feature, then by open slices: an order that depends on the set of boxes only.
+
+    A stable sort by one key column at a time, the least significant first (as `np.lexsort`), so
+    that one column of all the boxes is joined at a time rather than all their bounds; columns of
+    one value (the protected features of every box at epsilon 0) leave the order as it is.
+    """
+    n = sum(len(p[0]) for p in parts)
+    order = np.arange(n)
+    if n < 2:
+        return order
+    width = parts[0][0].shape[1]
+    # the keys, most significant first: (side, feature) of the bounds, then (None, slice)
+    keys: list[tuple[int | None, int]] = [(side, j) for side in (0, 1) for j in range(width)]
+    slices = open_slices if open_slices is not None else np.zeros((n, 0), dtype=bool)
+    keys += [(None, s) for s in range(slices.shape[1])]
+    for side, j in reversed(keys):
+        whole = slices[:, j] if side is None else np.concatenate([p[side][:, j] for p in parts])
+        column = whole[order]
+        if column.min() != column.max():
+            order = order[np.argsort(column, kind="stable")]
+    return order
 
 
 def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
