@@ -134,28 +134,56 @@ class OpenBoxes:
 
 
 def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
-    """The boxes of all parts (their indices over the parts) sorted by lower bounds, then upper
-    bounds, feature by feature, then by open slices: an order that depends on the set of boxes only.
+    """The boxes of all parts (their indices over the parts) in an order that depends on the set of
+    boxes only: by a hash of each box's bounds and open slices (`box_keys`), and where two boxes
+    share a hash, by their bounds, feature by feature (lower, then upper), then their open slices.
 
-    A stable sort by one key column at a time, the least significant first (as `np.lexsort`), so
-    that one column of all the boxes is joined at a time rather than all their bounds; columns of
-    one value (the protected features of every box at epsilon 0) leave the order as it is.
+    The hash is computed part by part (joining all the boxes' bounds costs as much memory as they
+    hold) and sorts as one integer: an order of the bounds themselves would take a sort per feature.
     """
-    n = sum(len(p[0]) for p in parts)
-    order = np.arange(n)
+    start = np.cumsum([0] + [len(p[0]) for p in parts])
+    n = int(start[-1])
     if n < 2:
-        return order
-    width = parts[0][0].shape[1]
-    # the keys, most significant first: (side, feature) of the bounds, then (None, slice)
-    keys: list[tuple[int | None, int]] = [(side, j) for side in (0, 1) for j in range(width)]
-    slices = open_slices if open_slices is not None else np.zeros((n, 0), dtype=bool)
-    keys += [(None, s) for s in range(slices.shape[1])]
-    for side, j in reversed(keys):
-        whole = slices[:, j] if side is None else np.concatenate([p[side][:, j] for p in parts])
-        column = whole[order]
-        if column.min() != column.max():
-            order = order[np.argsort(column, kind="stable")]
+        return np.arange(n)
+    key = np.concatenate(
+        [
+            box_keys(lo, hi, None if open_slices is None else open_slices[a:b])
+            for (lo, hi, _), a, b in zip(parts, start, start[1:])
+        ]
+    )
+    order = np.argsort(key, kind="stable")
+    same = key[order][1:] == key[order][:-1]
+    tied = np.flatnonzero(np.concatenate([[False], same]) | np.concatenate([same, [False]]))
+    if len(tied):  # the hash keeps each group of tied boxes together: those are sorted by their bounds
+        index = order[tied]
+        lo, hi = _rows(parts, start, index)
+        columns = (
+            [key[index]] + list(lo.T) + list(hi.T) + (list(open_slices[index].T) if open_slices is not None else [])
+        )
+        order[tied] = index[np.lexsort(columns[::-1])]
     return order
+
+
+def box_keys(lo: np.ndarray, hi: np.ndarray, open_slices: np.ndarray | None) -> np.ndarray:
+    """A 64-bit hash of each box: of the bits of its bounds and open slices, each value mixed with
+    its place (splitmix64's finaliser, arithmetic modulo 2**64) and the results summed."""
+    values = [lo, hi] + ([open_slices.astype(np.float64)] if open_slices is not None else [])
+    bits = np.hstack(values, dtype=np.float64).view(np.uint64)
+    x = bits + np.arange(bits.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (x ^ (x >> np.uint64(31))).sum(axis=1, dtype=np.uint64)
+
+
+def _rows(parts: list, start: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds (lo, hi) of the boxes at the given indices over the parts."""
+    part = np.searchsorted(start, index, side="right") - 1
+    width = parts[0][0].shape[1]
+    lo, hi = np.empty((len(index), width)), np.empty((len(index), width))
+    for k in np.unique(part):
+        at = part == k
+        lo[at], hi[at] = parts[k][0][index[at] - start[k]], parts[k][1][index[at] - start[k]]
+    return lo, hi
 
 
 def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
