@@ -70,7 +70,7 @@ def test_draws_from_open_boxes_depend_on_the_set_of_boxes_only(monkeypatch, tied
     inputs, in the same order, from the same generator: each in its box, in an open slice. `tied`:
     every box with the same hash, so that their bounds order them."""
     if tied:
-        monkeypatch.setattr(opened, "box_keys", lambda lo, hi, open_slices: np.zeros(len(lo), dtype=np.uint64))
+        monkeypatch.setattr(opened, "corner_keys", lambda lo: np.zeros(len(lo), dtype=np.uint64))
     ir, dom = _problem()
     q = _unstarted(ir, _prop(dom, 0, 0.7, False))
     (dlo,), (dhi,), _ = q.open_boxes()

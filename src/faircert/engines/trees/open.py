@@ -135,22 +135,18 @@ class OpenBoxes:
 
 def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
     """The boxes of all parts (their indices over the parts) in an order that depends on the set of
-    boxes only: by a hash of each box's bounds and open slices (`box_keys`), and where two boxes
-    share a hash, by their bounds, feature by feature (lower, then upper), then their open slices.
+    boxes only: by a hash of each box's lower corner (`corner_keys`), and where boxes share a hash,
+    by their bounds, feature by feature (lower, then upper), then their open slices.
 
-    The hash is computed part by part (joining all the boxes' bounds costs as much memory as they
-    hold) and sorts as one integer: an order of the bounds themselves would take a sort per feature.
+    The open boxes are disjoint, so their corners differ and ties are rare (hash collisions). The
+    hash is computed part by part (joining all the boxes' bounds costs as much memory as they hold)
+    and sorts as one integer: an order of the bounds themselves would take a sort per feature.
     """
     start = np.cumsum([0] + [len(p[0]) for p in parts])
     n = int(start[-1])
     if n < 2:
         return np.arange(n)
-    key = np.concatenate(
-        [
-            box_keys(lo, hi, None if open_slices is None else open_slices[a:b])
-            for (lo, hi, _), a, b in zip(parts, start, start[1:])
-        ]
-    )
+    key = np.concatenate([corner_keys(lo) for lo, _, _ in parts])
     order = np.argsort(key, kind="stable")
     same = key[order][1:] == key[order][:-1]
     tied = np.flatnonzero(np.concatenate([[False], same]) | np.concatenate([same, [False]]))
@@ -164,11 +160,10 @@ def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
     return order
 
 
-def box_keys(lo: np.ndarray, hi: np.ndarray, open_slices: np.ndarray | None) -> np.ndarray:
-    """A 64-bit hash of each box: of the bits of its bounds and open slices, each value mixed with
-    its place (splitmix64's finaliser, arithmetic modulo 2**64) and the results summed."""
-    values = [lo, hi] + ([open_slices.astype(np.float64)] if open_slices is not None else [])
-    bits = np.hstack(values, dtype=np.float64).view(np.uint64)
+def corner_keys(lo: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row: the bits of each value mixed with its place (splitmix64's
+    finaliser, arithmetic modulo 2**64), summed."""
+    bits = np.ascontiguousarray(lo, dtype=np.float64).view(np.uint64)
     x = bits + np.arange(bits.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
