@@ -64,6 +64,21 @@ def test_every_input_is_classified_exactly(eps, kappa, robust):
         assert np.all(x[:, 0] != xp[:, 0])
 
 
+def test_corner_keys_compiled_and_by_numpy_agree(monkeypatch):
+    """The compiled hash of the boxes' corners is numpy's, bit for bit (a canonical order either way)."""
+    pytest.importorskip("numba")
+    from faircert.engines.sampling.compiled import corner_keys
+
+    rng = np.random.default_rng(0)
+    lo = np.vstack([rng.normal(size=(500, 7)) * 1e3, rng.integers(-5, 90, (500, 7))])
+    lo[0, 0] = -0.0
+    got = corner_keys(lo)
+    monkeypatch.setenv("FAIRCERT_NO_COMPILE", "1")
+    by_numpy = opened.corner_keys(lo)
+    assert got.dtype == by_numpy.dtype == np.uint64 and np.array_equal(got, by_numpy)
+    assert len(np.unique(got)) == len(lo)  # distinct corners, distinct keys
+
+
 @pytest.mark.parametrize("tied", [False, True])
 def test_draws_from_open_boxes_depend_on_the_set_of_boxes_only(monkeypatch, tied):
     """The same open boxes shuffled into other parts (as a resumed run may hold them) give the same

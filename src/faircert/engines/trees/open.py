@@ -163,6 +163,10 @@ def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
 def corner_keys(lo: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each row: the bits of each value mixed with its place (splitmix64's
     finaliser, arithmetic modulo 2**64), summed."""
+    if compiled.available():
+        from ..sampling.compiled import corner_keys as compiled_keys
+
+        return compiled_keys(lo)
     bits = np.ascontiguousarray(lo, dtype=np.float64).view(np.uint64)
     x = bits + np.arange(bits.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
