@@ -148,7 +148,8 @@ def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
         return np.arange(n)
     key = np.concatenate([corner_keys(lo) for lo, _, _ in parts])
     order = np.argsort(key, kind="stable")
-    same = key[order][1:] == key[order][:-1]
+    ordered = key[order]
+    same = ordered[1:] == ordered[:-1]
     tied = np.flatnonzero(np.concatenate([[False], same]) | np.concatenate([same, [False]]))
     if len(tied):  # the hash keeps each group of tied boxes together: those are sorted by their bounds
         index = order[tied]
