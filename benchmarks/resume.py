@@ -22,7 +22,8 @@ the question requires.
   10 s more must keep bounds at least as tight as the checkpoint's.
 - **trees_kill**: the Adult 150-tree ensemble, epsilon 0 on age, kappa 0.5, under a budget of
   100,000 boxes: runs SIGKILLed at random moments after their first checkpoint, each resumed to the
-  budget, must give the uninterrupted run's shares, bounds and boxes.
+  budget, must give the uninterrupted run's shares, bounds, boxes and counterexamples (the same
+  points in the same order).
 - **audit1m**: `faircert audit` of 10^6 Adult-like rows by a Pipeline (logistic regression) with
   `--time-limit 10`, JSON and rows CSV written: the command's wall time and peak memory.
 """
@@ -30,6 +31,7 @@ the question requires.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -303,7 +305,10 @@ def trees_killed(every: float, boxes: int = 100_000, kills: int = 4) -> dict:
     def answer(r) -> list:
         keys = ("boxes", "examined", "unfair_boxes")
         shares = [r.certified, r.falsified, r.undecided, r.measure_lower, r.measure_upper]
-        return shares + [r.stats[k] for k in keys] + [len(r.counterexamples)]
+        # the counterexamples by their number and a digest of their points in order
+        points = np.array([c.x + c.x_prime for c in r.counterexamples], dtype=np.float64)
+        digest = hashlib.sha256(points.tobytes()).hexdigest()[:16]
+        return shares + [r.stats[k] for k in keys] + [len(r.counterexamples), digest]
 
     run()  # warm-up: kernels and first calls out of the timings
     whole, t_whole = _timed(run)
@@ -470,7 +475,8 @@ def _kill_table(rows: list[dict]) -> list[str]:
         "",
         "Kill and resume under a box budget (`--max-boxes`): each run SIGKILLed at a random moment after "
         "its first checkpoint (one every 0.5 s), then resumed to the budget, against the uninterrupted run "
-        "(shares, measure bounds, boxes, boxes examined, unfair boxes, number of counterexamples).",
+        "(shares, measure bounds, boxes, boxes examined, unfair boxes, counterexamples: the same points in "
+        "the same order).",
         "",
         "| job | budget | wall, uninterrupted (s) | certified / undecided | kills (part way) | wall, resumed (s) "
         "| identical |",

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from test_trees_engine import _small_problem, brute_force_masks
 
+from faircert.engines.trees import open as opened
 from faircert.engines.trees.boxes import normalise
-from faircert.engines.trees.open import Checker, estimate_unfair_share
+from faircert.engines.trees.open import Checker, OpenBoxes, estimate_unfair_share
 from faircert.engines.trees.quantify import quantify
 from faircert.engines.trees.run import TreeOptions
 from faircert.engines.trees.verify import verify_trees
@@ -61,6 +62,55 @@ def test_every_input_is_classified_exactly(eps, kappa, robust):
     assert np.all(np.abs(x - xp)[:, free] <= eps)
     if not robust:
         assert np.all(x[:, 0] != xp[:, 0])
+
+
+def test_corner_keys_compiled_and_by_numpy_agree(monkeypatch):
+    """The compiled hash of the boxes' corners is numpy's, bit for bit (a canonical order either way)."""
+    pytest.importorskip("numba")
+    from faircert.engines.sampling.compiled import corner_keys
+
+    rng = np.random.default_rng(0)
+    lo = np.vstack([rng.normal(size=(500, 7)) * 1e3, rng.integers(-5, 90, (500, 7))])
+    lo[0, 0] = -0.0
+    got = corner_keys(lo)
+    monkeypatch.setenv("FAIRCERT_NO_COMPILE", "1")
+    by_numpy = opened.corner_keys(lo)
+    assert got.dtype == by_numpy.dtype == np.uint64 and np.array_equal(got, by_numpy)
+    assert len(np.unique(got)) == len(lo)  # distinct corners, distinct keys
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_draws_from_open_boxes_depend_on_the_set_of_boxes_only(monkeypatch, tied):
+    """The same open boxes shuffled into other parts (as a resumed run may hold them) give the same
+    inputs, in the same order, from the same generator: each in its box, in an open slice. `tied`:
+    every box with the same hash, so that their bounds order them."""
+    if tied:
+        monkeypatch.setattr(opened, "corner_keys", lambda lo: np.zeros(len(lo), dtype=np.uint64))
+    ir, dom = _problem()
+    q = _unstarted(ir, _prop(dom, 0, 0.7, False))
+    (dlo,), (dhi,), _ = q.open_boxes()
+    n1, n2 = int(dhi[1] - dlo[1]), int(dhi[2] - dlo[2])
+    # the domain cut into unit-wide boxes along features 1 and 2, box k at (k // n2, k % n2)
+    lo, hi = np.tile(dlo, (n1 * n2, 1)), np.tile(dhi, (n1 * n2, 1))
+    lo[:, 1], lo[:, 2] = dlo[1] + np.arange(n1 * n2) // n2, dlo[2] + np.arange(n1 * n2) % n2
+    hi[:, 1], hi[:, 2] = lo[:, 1] + 1, lo[:, 2] + 1
+    rng = np.random.default_rng(0)
+    open_slices = rng.random((len(lo), len(q.slices))) < 0.6
+    open_slices[:, 0] = True  # every box open
+    shuffled = rng.permutation(len(lo))
+    parts = [(lo[k], hi[k], open_slices[k]) for k in np.split(shuffled, [len(lo) // 3, len(lo) // 2])]
+    one = OpenBoxes(dataclasses.replace(q, open_parts=[(lo, hi, open_slices)]))
+    other = OpenBoxes(dataclasses.replace(q, open_parts=parts))
+    assert one.size == other.size == open_slices.sum() * np.prod(dhi[3:] - dlo[3:])
+    x, slice_of = one.draw(np.random.default_rng(5), 3000)
+    again = other.draw(np.random.default_rng(5), 3000)
+    assert np.array_equal(x, again[0]) and np.array_equal(slice_of, again[1])
+    box = (x[:, 1] - dlo[1]) * n2 + (x[:, 2] - dlo[2])
+    assert open_slices[box.astype(np.int64), slice_of].all()
+    assert np.array_equal(x[:, 0], q.slices[slice_of, 0])
+    steps = zip(one.draws(np.random.default_rng(5), 5000, 1000), other.draws(np.random.default_rng(5), 5000, 1000))
+    for (x, slice_of), (x_again, slice_again) in steps:
+        assert len(x) == 1000 and np.array_equal(x, x_again) and np.array_equal(slice_of, slice_again)
 
 
 @pytest.mark.parametrize(

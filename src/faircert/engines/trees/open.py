@@ -55,6 +55,10 @@ class OpenBoxes:
     (testing mode's millions). Either way the inputs are independent and uniform; only their order
     differs. The boxes stay in the refinement's chunks ("parts"): joining millions of them into one
     array costs seconds and gigabytes.
+
+    Boxes are numbered in a canonical order (`canonical_order`), not the parts' order: the parts
+    follow the refinement's history (its workers, and where a resumed run went on), so the same
+    generator draws the same inputs from the same set of open boxes however the run got there.
     """
 
     def __init__(self, q) -> None:
@@ -84,12 +88,18 @@ class OpenBoxes:
             self.n_open = self.open_slices.sum(axis=1)
             self.all_open = bool(self.open_slices.all())
         self.start = np.cumsum([0] + [len(p[0]) for p in self.parts])
+        # box i (canonical) is box order[i] over the parts; the per-box arrays follow the canonical order
+        self.order = canonical_order(self.parts, self.open_slices)
+        self.box_size = self.box_size[self.order]
+        if self.open_slices is not None:
+            self.open_slices = self.open_slices[self.order]
+            self.n_open = self.n_open[self.order]
         self.size = float(self.box_size.sum())
         self.cdf = np.cumsum(self.box_size) / self.size if self.size > 0 else self.box_size
 
     def draw(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
         """m inputs and the index of each one's slice."""
-        u = np.sort(rng.random(m))  # sorted: boxes come in chunk order (draws are exchangeable)
+        u = np.sort(rng.random(m))  # sorted: boxes come in canonical order (draws are exchangeable)
         return self._draw_in(rng, np.minimum(np.searchsorted(self.cdf, u, side="right"), len(self.cdf) - 1))
 
     def draws(self, rng: np.random.Generator, m: int, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -98,15 +108,19 @@ class OpenBoxes:
             yield self._draw_in(rng, box)
 
     def _draw_in(self, rng: np.random.Generator, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """An input in each of the given boxes (sorted indices) and the index of its slice."""
+        """An input in each of the given boxes (canonical indices) and the index of its slice."""
         m, width = len(box), len(self.q.eps)
         u = rng.random((m, width))
         x = np.empty((m, width))
-        part = np.searchsorted(self.start, box, side="right") - 1
+        # the boxes over the parts, grouped by part (each part's points drawn at once)
+        by = np.argsort(self.order[box], kind="stable")
+        index = self.order[box][by]
+        part = np.searchsorted(self.start, index, side="right") - 1
         edges = np.flatnonzero(np.diff(part)) + 1
         for a, b in zip(np.concatenate([[0], edges]), np.concatenate([edges, [m]])):
             plo, phi, _ = self.parts[part[a]]
-            x[a:b] = points_in(u[a:b], box[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
+            rows = by[a:b]
+            x[rows] = points_in(u[rows], index[a:b] - self.start[part[a]], plo, phi, self.q.discrete)
         k = np.floor(rng.random(m) * self.n_open[box]).astype(np.int64)  # the k-th open slice of the box
         if self.all_open:
             slice_of = k
@@ -117,6 +131,59 @@ class OpenBoxes:
             prot = list(self.q.protected)
             x[:, prot] = self.q.slices[:, prot][slice_of]
         return x, slice_of
+
+
+def canonical_order(parts: list, open_slices: np.ndarray | None) -> np.ndarray:
+    """The boxes of all parts (their indices over the parts) in an order that depends on the set of
+    boxes only: by a hash of each box's lower corner (`corner_keys`), and where boxes share a hash,
+    by their bounds, feature by feature (lower, then upper), then their open slices.
+
+    The open boxes are disjoint, so their corners differ and ties are rare (hash collisions). The
+    hash is computed part by part (joining all the boxes' bounds costs as much memory as they hold)
+    and sorts as one integer: an order of the bounds themselves would take a sort per feature.
+    """
+    start = np.cumsum([0] + [len(p[0]) for p in parts])
+    n = int(start[-1])
+    if n < 2:
+        return np.arange(n)
+    key = np.concatenate([corner_keys(lo) for lo, _, _ in parts])
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    same = ordered[1:] == ordered[:-1]
+    tied = np.flatnonzero(np.concatenate([[False], same]) | np.concatenate([same, [False]]))
+    if len(tied):  # the hash keeps each group of tied boxes together: those are sorted by their bounds
+        index = order[tied]
+        lo, hi = _rows(parts, start, index)
+        columns = (
+            [key[index]] + list(lo.T) + list(hi.T) + (list(open_slices[index].T) if open_slices is not None else [])
+        )
+        order[tied] = index[np.lexsort(columns[::-1])]
+    return order
+
+
+def corner_keys(lo: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row: the bits of each value mixed with its place (splitmix64's
+    finaliser, arithmetic modulo 2**64), summed."""
+    if compiled.available():
+        from ..sampling.compiled import corner_keys as compiled_keys
+
+        return compiled_keys(lo)
+    bits = np.ascontiguousarray(lo, dtype=np.float64).view(np.uint64)
+    x = bits + np.arange(bits.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (x ^ (x >> np.uint64(31))).sum(axis=1, dtype=np.uint64)
+
+
+def _rows(parts: list, start: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds (lo, hi) of the boxes at the given indices over the parts."""
+    part = np.searchsorted(start, index, side="right") - 1
+    width = parts[0][0].shape[1]
+    lo, hi = np.empty((len(index), width)), np.empty((len(index), width))
+    for k in np.unique(part):
+        at = part == k
+        lo[at], hi[at] = parts[k][0][index[at] - start[k]], parts[k][1][index[at] - start[k]]
+    return lo, hi
 
 
 def multinomial_rows(rng: np.random.Generator, m: int, weight: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
