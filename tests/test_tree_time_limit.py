@@ -55,9 +55,7 @@ def test_counterexample_draws_stop_at_their_deadline(forest):
     q = quantify(ir, prop, 0.5, options=TreeOptions(method="refinement", keep_pieces=0))
     assert not q.complete
     t = time.monotonic()
-    x, xp, _ = sample_unfair(ir, q, 100, deadline=t)  # already past: one chunk of draws, no more
-    assert len(x) == len(xp) and time.monotonic() - t < 1.0
-    x, xp, _ = sample_unfair(ir, q, 100_000, deadline=t)
-    assert 0 < len(x) < 100_000 and time.monotonic() - t < 2.0
+    x, xp, _ = sample_unfair(ir, q, 100, deadline=t)  # already past: nothing drawn
+    assert len(x) == len(xp) == 0 and time.monotonic() - t < 1.0
     x, xp, _ = sample_unfair(ir, q, 20)  # no deadline: as many as asked
     assert len(x) == 20

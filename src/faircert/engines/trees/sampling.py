@@ -81,8 +81,8 @@ def sample_unfair(
     ir: TreeEnsemble, q: Quantification, n: int, seed: int = 0, deadline: float = np.inf
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """n inputs drawn uniformly from the exact unfair region, with twins; returns (x, x', rejected).
-    At the `deadline` (`time.monotonic()`) the draws stop, after the first round, and the pairs kept
-    so far are returned:
+    At the `deadline` (`time.monotonic()`) the draws stop (at epsilon 0, after the first round) and
+    the pairs kept so far are returned:
     fewer than n, and no longer a uniform sample (counterexamples, each re-checked all the same).
 
     The region is the proven pieces and, where the quantification stopped early, the unfair inputs of
@@ -114,8 +114,9 @@ def sample_unfair(
     # epsilon > 0: a neighbourhood search per open draw; smaller steps keep its boxes few
     open_chunk = SAMPLE_CHUNK if check is None or not check.has_eps else SEARCH_SAMPLE_CHUNK
     out, rejected, drawn = _Pairs(int(1.1 * n) + SAMPLE_CHUNK, width), 0, 0
-    # the first round (its first chunk of open draws) runs whatever the time: a run out of time
-    # still reports what one chunk of draws finds
+    # at epsilon 0 the first round (its first chunk of open draws: one model call) runs whatever the
+    # time, so a run out of time still reports what it finds; with epsilon > 0 each open draw is a
+    # neighbourhood search, and the deadline holds from the start
     while out.n < n and drawn < MAX_DRAWS_PER_SAMPLE * n and (not drawn or time.monotonic() < deadline):
         # rounds: the first (one step at most) measures the share of draws kept, the next ones draw
         # what that share says the rest needs, and a little more
@@ -135,7 +136,7 @@ def sample_unfair(
         if n_open:
             assert opened is not None and check is not None  # else open_size is 0: no open draws
             for k, (xo, slice_of) in enumerate(opened.draws(rng, n_open, open_chunk)):
-                first = not drawn and k == 0  # whatever the time: see the loop's comment
+                first = not drawn and k == 0 and not check.has_eps  # whatever the time: see the loop
                 if not first and time.monotonic() >= deadline:
                     break
                 # the verdicts are the re-check, by the model (a search the deadline cuts is no verdict)
