@@ -59,4 +59,7 @@ class BlackBoxRows:
 
 
 def answer(model: BlackBoxModel, question: Any, options: AuditOptions, progress=None):
-    return run(lambda prop: BlackBoxRows(model), question, options, progress)
+    result = run(lambda prop: BlackBoxRows(model), question, options, progress)
+    if model.reason:  # what made the model a black box, as the other black-box engines say it
+        result.stats["black_box"] = model.reason
+    return result
