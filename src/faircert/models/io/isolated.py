@@ -112,6 +112,7 @@ class Served:
         self._proc: subprocess.Popen | None = None
         self._stderr: Any = None
         self._finalizer: Any = None
+        self._owner = 0  # the process that started the child: only it asks and stops it
 
     def ask(self, request: bytes) -> bytes:
         """The child's answer to one request (its bytes, from a status-0 answer)."""
@@ -143,8 +144,10 @@ class Served:
         self.__init__(state["args"], state["library"], state["source"])  # type: ignore[misc]
 
     def _start(self) -> subprocess.Popen:
-        if self._proc is not None:
+        if self._proc is not None and self._owner == os.getpid():
             return self._proc
+        if self._finalizer is not None:  # a forked worker's copy: the parent's child stays the parent's
+            self._finalizer.detach()
         env = dict(os.environ, OMP_NUM_THREADS="1", FAIRCERT_CHILD_MEMORY=str(CHILD_MEMORY_BYTES))
         self._stderr = tempfile.TemporaryFile()  # a file: a chatty child never blocks on a full pipe
         self._proc = subprocess.Popen(
@@ -155,7 +158,8 @@ class Served:
             env=env,
             bufsize=0,
         )
-        self._finalizer = weakref.finalize(self, _stop, self._proc, self._stderr)
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, _stop, self._proc, self._stderr, self._owner)
         return self._proc
 
     def _read(self, proc: subprocess.Popen, n: int, deadline: float) -> bytes:
@@ -185,8 +189,10 @@ class Served:
         raise _failure(returncode or 3, text, self.library, self.source)
 
 
-def _stop(proc: subprocess.Popen, stderr: Any) -> None:
+def _stop(proc: subprocess.Popen, stderr: Any, owner: int) -> None:
     """End a served child: its stdin closed (it then exits), killed if it does not within 2 s."""
+    if os.getpid() != owner:  # a forked copy at its exit: the child is not its own
+        return
     try:
         if proc.stdin is not None:
             proc.stdin.close()
