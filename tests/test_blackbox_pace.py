@@ -67,3 +67,30 @@ def test_verify_on_a_slow_black_box_decides_points_within_its_time_limit():
     # unfair exactly where x = 5 (s flips the label): a tenth of the uniform domain
     assert s.ci_low <= 0.1 <= s.ci_high and s.ci_high - s.ci_low < 0.15
     assert result.certified == 0.0  # a black box is never proven fair
+
+
+class FickleModel:
+    """Label 1 iff x + (s == "M") > 5 for its first two calls; from then on it ignores s (a model
+    whose labels depend on the batch, as k-nearest neighbours' distance ties can)."""
+
+    feature_names_in_ = np.array(["x", "s"], dtype=object)
+    classes_ = np.array([0, 1])
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def predict(self, frame: pd.DataFrame) -> np.ndarray:
+        self.calls += 1
+        male = (frame["s"].to_numpy() == "M") if self.calls <= 2 else 0
+        return (frame["x"].to_numpy() + male > 5).astype(int)
+
+
+def test_a_twin_the_black_box_labels_otherwise_when_asked_again_leaves_its_row_unknown():
+    rows = pd.DataFrame({"x": [5, 5, 2, 9], "s": ["F", "M", "F", "M"]})
+    model = FickleModel()
+    result = faircert.audit(model, rows, domain=rows, protected="s")
+    assert model.calls == 3  # labels, the flip test, the twins re-checked
+    # row 0's twin (5, M) was labelled 1, then 0 as row 0 itself; row 1's twin (5, F) stays 0
+    assert list(result.verdicts) == ["unknown", "unfair", "fair", "fair"]
+    assert "labelled the twin otherwise when asked again" in result.methods[0]
+    assert result.twins[0] is None and result.flip_unfair == 1

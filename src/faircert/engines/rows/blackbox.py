@@ -24,6 +24,9 @@ class BlackBoxRows:
     #: twins per call: a black box may be slow on each (an SVC, nearest neighbours), and the time
     #: limit is checked between calls
     batch = 20_000
+    #: a black box may label a point otherwise in another batch: a twin that does not flip when
+    #: re-checked leaves its row unknown (for the IRs it would be a bug)
+    batch_dependent = True
 
     def __init__(self, model: BlackBoxModel) -> None:
         self.model = model
