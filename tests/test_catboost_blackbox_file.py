@@ -117,6 +117,9 @@ def test_the_cli_says_why_the_file_is_a_black_box(combined, capsys):
     out_json = folder / "v.json"
     main([*given, "--time-limit", "5", "--json", str(out_json)])
     assert "combination" in json.loads(out_json.read_text())["stats"]["black_box"]
+    assert main(["audit", str(folder / "m.cbm"), str(folder / "d.csv"), "--protected", "s"]) == 1
+    captured = capsys.readouterr()
+    assert "black box: " in captured.out + captured.err and "rows-blackbox" in captured.out + captured.err
 
 
 def test_a_corrupted_file_is_one_line_error(combined, tmp_path, capsys):
