@@ -142,7 +142,7 @@ def rounds(
             break
         at, began = len(out.verdicts), time.perf_counter()
         chunk = points[at : at + size]
-        rows = audit_rows(model, RowAudit(prop, chunk), replace(audit, time_limit=left), _offset(progress, at))
+        rows = audit_rows(model, RowAudit(prop, chunk), replace(audit, time_limit=left), _offset(progress, at, start))
         took = time.perf_counter() - began
         shortest = took if not out.rounds else min(shortest, took)
         undone = [v == UNKNOWN and m in UNDONE for v, m in zip(rows.verdicts, rows.methods)]
@@ -161,14 +161,15 @@ def rounds(
     return out
 
 
-def _offset(progress: Progress | None, before: int) -> Progress | None:
-    """The progress of a round as points of the whole run (`before` of them in earlier rounds)."""
+def _offset(progress: Progress | None, before: int, start: float) -> Progress | None:
+    """The progress of a round as points of the whole run (`before` of them in earlier rounds),
+    which began at `start`."""
     if progress is None:
         return None
 
     def report(event: ProgressEvent) -> None:
         done = None if event.rows_done is None else before + event.rows_done
-        progress(ProgressEvent(elapsed_s=event.elapsed_s, rows_done=done, rows=POINTS))
+        progress(ProgressEvent(elapsed_s=time.perf_counter() - start, rows_done=done, rows=POINTS))
 
     return report
 
