@@ -182,6 +182,7 @@ def test_the_json_follows_its_contract_and_schema():
     assert rule["proven_unfair_share"] is None and payload["selection"] == "split-half"
     assert payload["unknown_rows"] == 50 and payload["unfair_rows"] == int(unfair[50:].sum())
     assert payload["unfair_rate"]["estimate"] == pytest.approx(unfair[50:].mean())
+    assert payload["engine"] == ""  # verdicts given: no audit ran
     assert len(payload["by_group"]) == 2 * len(JOBS)
     del rule["unfair_rate"]["confidence"]
     with pytest.raises(jsonschema.ValidationError):
@@ -265,6 +266,7 @@ def test_explain_from_python_and_the_command_line(tmp_path, capsys):
     model = _planted_model(region, train.assign(job=train.job.where(train.index > 2, "=cmd")), "tree")
     result = faircert.explain(model, rows, "sex", max_rules=3, seed=4)
     assert isinstance(result, faircert.ExplainResult) and result.verdict == "unfair"
+    assert result.engine == "rows-trees"  # the per-row audit the rules explain
     assert _jaccard(result.rules[0].mask(rows), region(rows).to_numpy()) >= 0.7
     joblib.dump(model, tmp_path / "m.pkl")
     rows.to_csv(tmp_path / "rows.csv", index=False)
@@ -274,8 +276,19 @@ def test_explain_from_python_and_the_command_line(tmp_path, capsys):
     assert main(argv) == 1
     payload = json.loads((tmp_path / "r.json").read_text())
     assert [r["conditions"] for r in payload["rules"]] == [r.to_dict()["conditions"] for r in result.rules]
+    assert payload["engine"] == "rows-trees" and "engine: rows-trees" in capsys.readouterr().err
     table = (tmp_path / "r.csv").read_text()
     assert "=cmd" not in table.replace("'=cmd", "")  # escaped wherever it appears
     assert "<svg" in (tmp_path / "r.html").read_text()
+    assert "<td>engine (per-row audit)</td><td>rows-trees</td>" in (tmp_path / "r.html").read_text()
     assert main(["explain", str(tmp_path / "m.pkl"), "--protected", "sex", "--trust-pickle"]) == 3
     assert "--data" in capsys.readouterr().err
+
+
+def test_explain_under_a_domain_population_names_the_engine_of_its_per_row_audit():
+    rng = np.random.default_rng(9)
+    data = pd.DataFrame({"s": rng.integers(0, 2, 300), "x": rng.integers(0, 10, 300)})
+    model = LinearModel.plain([1.0, 1.0], -5.5, ["s", "x"])  # unfair exactly where x = 5
+    result = faircert.explain(model, data, "s", population="uniform", samples=200, time_limit=20, seed=0)
+    assert result.engine == "rows-linear" and json.loads(result.to_json())["engine"] == "rows-linear"
+    assert result.stats["engine"] != result.engine  # the boxes' verify engine, beside it

@@ -50,6 +50,10 @@ class BlackBoxModel:
             columns = list(domain.names)
         kept = columns + [n for n in domain.names if n in set(keep) and n not in columns]
         restricted = Domain(tuple(domain[n] for n in kept))
+        from .io.catboost import CatBoostFile  # a file faircert cannot read, scored in a child process
+
+        if isinstance(estimator, CatBoostFile):
+            return cls(estimator, restricted, columns, estimator.source, estimator.reason), restricted
         return cls(estimator, restricted, columns, f"{type(estimator).__name__} (black box)"), restricted
 
     def predict(self, X: np.ndarray) -> np.ndarray:

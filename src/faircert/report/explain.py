@@ -75,6 +75,7 @@ def print_explain(result: ExplainResult) -> None:
     out.print(
         f"unfair rows: {result.unfair_rows:,} of {decided:,} decided ({str(result.unfair_rate)} at "
         f"{100 * level:g}%); {result.unknown_rows:,} unknown left out; population: {escape(result.population)}"
+        + (f"; engine: {escape(result.engine)}" if result.engine else "")
     )
     changes = any(r.changes for r in result.rules)
     if result.rules:
@@ -226,6 +227,7 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
     level = f"{100 * result.confidence:g}%"
     summary = [
         ("model", e(result.model or "-")),
+        ("engine (per-row audit)", e(result.engine or "- (verdicts given)")),
         ("rows", f"{result.rows:,} (population: {e(result.population)})"),
         ("unfair rows", f"{result.unfair_rows:,}: {e(str(result.unfair_rate))} at {level}"),
         ("unknown rows (left out)", f"{result.unknown_rows:,}"),

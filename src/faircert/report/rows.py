@@ -50,6 +50,8 @@ def print_rows(result: RowsResult, max_examples: int = 3) -> None:
         f"  epsilon: {eps}  engine: {result.engine}  {result.elapsed_s:.2f} s"
         + (f"  stopped: {result.stopped}" if result.stopped != "done" else "")
     )
+    if result.stats.get("black_box"):  # what made the model a black box, audited on its own labels
+        out.print(f"  black box: {escape(str(result.stats['black_box']))}")
     for reason, count in sorted(result.unknown_reasons().items(), key=lambda item: -item[1]):
         hint = unknown_hint(reason)
         more = f" (what decides more: {escape(hint)})" if hint else ""

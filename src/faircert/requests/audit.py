@@ -35,11 +35,12 @@ def prepare_audit(
     try:
         read = model_and_property(model, domain, asked, loading)
         ir, prop = read.ir, read.prop
-    except UnsupportedModelError:
+    except UnsupportedModelError as exc:
         if loading.get("preprocessor") is not None:
             raise
         # a classifier no IR holds is audited as a black box: by its own predictions
-        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
+        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle")), exc), domain, asked)
+        ir.reason = str(exc)  # said in the result: what made the model a black box
     # rows outside the domain are audited (the domain clips the epsilon-moves only), and a row the
     # model cannot evaluate (a category the domain does not name, a missing value) is unknown alone
     codes = encode_table(frame, prop.domain, unreadable=True)

@@ -146,7 +146,7 @@ def _model_or_black_box(model: Any, data: Any, loading: dict[str, Any]) -> Any:
         from ..engines.group.blackbox import black_box
         from .inputs import estimator_object
 
-        return black_box(estimator_object(model, bool(loading.get("trust_pickle"))), data, str(exc))
+        return black_box(estimator_object(model, bool(loading.get("trust_pickle")), exc), data, str(exc))
 
 
 def run_group(request: GroupRequest, progress: Progress | None) -> GroupResult:

@@ -146,10 +146,13 @@ def population_data(data: Any, domain: Any, population: str) -> Any:
     return read_table(data)
 
 
-def estimator_object(model: Any, trust_pickle: bool) -> Any:
-    """The estimator itself: the object given, or the pickle the caller trusted."""
+def estimator_object(model: Any, trust_pickle: bool, refused: Exception | None = None) -> Any:
+    """The estimator itself: the object given, the one a file's reader offered as a black box when
+    it `refused` the file (a CatBoost file it cannot read exactly), or the pickle the caller trusted."""
     if not isinstance(model, (str, Path)):
         return model
+    if getattr(refused, "black_box", None) is not None:
+        return refused.black_box  # type: ignore[union-attr]
     from ..models.io.pickled import unpickle
 
     return unpickle(Path(model), trust_pickle)

@@ -109,7 +109,7 @@ def _model_or_black_box(model: Any, domain: Any, asked: Individual, loading: dic
         from .audit import black_box
         from .inputs import estimator_object, resolve_domain
 
-        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle"))), domain, asked)
+        ir, prop = black_box(estimator_object(model, bool(loading.get("trust_pickle")), exc), domain, asked)
         ir.reason = str(exc)  # said in the result: what made the model a black box
         return Question(ir, prop, resolve_domain(domain, None), ir)
 

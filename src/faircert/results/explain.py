@@ -182,6 +182,8 @@ class ExplainResult(Verdict):
     model: str = ""
     elapsed_s: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
+    #: the engine of the per-row audit whose verdicts the rules explain ("" where the verdicts were given)
+    engine: str = ""
 
     @property
     def confidence(self) -> float:
@@ -247,6 +249,7 @@ class ExplainResult(Verdict):
             "features": list(self.features),
             "by_group": [c.to_dict() for c in self.by_group],
             "model": self.model,
+            "engine": self.engine,
             "elapsed_s": self.elapsed_s,
             "stats": dict(self.stats),
         }

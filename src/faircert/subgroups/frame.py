@@ -137,7 +137,7 @@ def explain_rows(
         confidence=confidence,
         seed=seed,
     )
-    explained.population, explained.model = result.population, result.model
+    explained.population, explained.model, explained.engine = result.population, result.model, result.engine
     explained.stats["epsilon"] = dict(result.epsilon)
     return explained
 

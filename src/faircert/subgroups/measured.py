@@ -91,7 +91,7 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
     for rule in explained.fair_rules:
         rule.share, rule.proven_unfair_share, proven_fair = boxes.region(rule.conditions)
         rule.evidence = "proven" if proven_fair else "empirical"
-    explained.population = request.population
+    explained.population, explained.engine = request.population, rows.engine
     explained.protected = list(prop.protected_names)
     explained.elapsed_s = time.perf_counter() - start
     explained.stats |= {

@@ -67,6 +67,8 @@ MAX_COMBOS = 4096
 ROUND_SECONDS = 0.25
 #: Twins of the first model call of a run of calls (later ones follow the model's pace).
 FIRST_CALL = 256
+#: The most of a call's time its fixed cost may take (`Pace`).
+FIXED_SHARE = 0.25
 #: Rows of the first chunk, and the most a chunk may hold.
 FIRST_CHUNK = 1
 MAX_CHUNK = 4096
@@ -89,6 +91,8 @@ NOT_REACHED = "not reached"
 #: The reason of a row `decide` left to the kind's `finish` (its costly last stage, a MILP).
 DEFERRED = "deferred to the last stage"
 UNDONE = (NOT_REACHED, DEFERRED, TIME_LIMIT, MEMORY_LIMIT)
+#: The reason of a row whose flipping twin a black box labelled otherwise when asked again.
+UNSTABLE = "the model labelled the twin otherwise when asked again (its labels depend on the batch)"
 #: Rows checked at a time for values the model cannot evaluate.
 CHECK_BLOCK = 65_536
 #: Kinds whose values are codes: a value that is no code of the domain has no meaning to the model.
@@ -158,12 +162,23 @@ class StagedRowModel(RowModel, Protocol):
 
 @dataclass
 class Pace:
-    """How many twins the next model call should take: calls sized to last about `ROUND_SECONDS`
-    (learned from the calls made), at most `cap`, so that the deadline is checked between the
-    calls of a slow model too (a black box may take a millisecond a twin)."""
+    """How many twins the next model call (or rows the next chunk) should take: calls sized to
+    last about `ROUND_SECONDS` (learned from the calls made), at most `cap`, growing at most
+    fourfold, so that the deadline is checked between the calls of a slow model too (a black box
+    may take a millisecond a twin).
+
+    A call's time is fitted as a fixed cost plus a cost per twin, through the last two sizes
+    measured. A model whose every call has a fixed cost near `ROUND_SECONDS` or above (a pipeline's
+    checks, k-nearest neighbours' threads on a loaded machine) gets calls long enough that the
+    fixed cost is at most `FIXED_SHARE` of each: sized by the time per twin alone, its calls
+    shrank call after call, each costing as much as the last, and a 15 s run decided nothing."""
 
     cap: int
     size: int = FIRST_CALL
+    #: (size, seconds) of the last call measured
+    last: tuple[int, float] | None = None
+    #: the fixed cost of a call, as last fitted
+    fixed: float = 0.0
 
     def __post_init__(self) -> None:
         self.size = max(1, min(self.size, self.cap))
@@ -172,9 +187,21 @@ class Pace:
         began = time.perf_counter()
         M = kind.margins(Y) if len(Y) else np.zeros(0)
         if len(Y) >= self.size // 2:  # a small call says little of the model's pace
-            per = (time.perf_counter() - began) / len(Y)
-            self.size = int(min(self.cap, 4 * self.size, max(1, ROUND_SECONDS / max(per, 1e-12))))
+            self.took(len(Y), time.perf_counter() - began)
         return M
+
+    def took(self, n: int, seconds: float) -> None:
+        """A call of `n` took `seconds`: the next call's size."""
+        if self.last is not None and self.last[0] != n:  # two sizes: the fixed cost apart
+            per = max((seconds - self.last[1]) / (n - self.last[0]), 0.0)
+            self.fixed = min(max(seconds - per * n, 0.0), seconds)
+        else:  # one size: the fixed cost as last fitted (none at first)
+            self.fixed = min(self.fixed, seconds)
+            per = (seconds - self.fixed) / n
+        self.last = (n, seconds)
+        target = max(ROUND_SECONDS, self.fixed / FIXED_SHARE)
+        fits = (target - self.fixed) / per if per > 0 else float(self.cap)
+        self.size = int(min(self.cap, 4 * self.size, max(1, fits)))
 
 
 def past(deadline: float | None) -> bool:
@@ -538,18 +565,17 @@ def _decide_open(
 def _rounds(rows: np.ndarray, workers: int) -> Iterator[list[tuple[np.ndarray]]]:
     """Rounds of one chunk of `rows` per worker, each chunk sized from the last round's pace so
     that a round takes about `ROUND_SECONDS` (a slow row holds up only a small first chunk)."""
-    size, start = FIRST_CHUNK, 0
+    pace, start = Pace(MAX_CHUNK, FIRST_CHUNK), 0
     while start < len(rows):
         chunks = []
         for _ in range(workers):
             if start < len(rows):
-                chunks.append((rows[start : start + size],))
-                start += size
+                chunks.append((rows[start : start + pace.size],))
+                start += pace.size
         began = time.perf_counter()
         yield chunks
-        per_row = (time.perf_counter() - began) / max(len(c) for (c,) in chunks)
         # grow at most fourfold a round: one fast round says little of the next rows
-        size = int(min(MAX_CHUNK, 4 * size, max(1, ROUND_SECONDS / max(per_row, 1e-9))))
+        pace.took(max(len(c) for (c,) in chunks), time.perf_counter() - began)
 
 
 def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget: Budget, t0: float) -> RowsResult:
@@ -572,7 +598,12 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
             twin_labels[i] = int(label)
     for i in found:  # every unfair row's twin is re-checked on the model
         if verdicts[i] == UNFAIR and twin_labels[i] == int(audit.labels[i]):
-            raise AssertionError(f"row {i}: the twin found does not change the decision")
+            if not getattr(kind, "batch_dependent", False):
+                raise AssertionError(f"row {i}: the twin found does not change the decision")
+            # a black box may label a point otherwise in another batch (k-nearest neighbours break
+            # distance ties by the batch's arithmetic): no pair it labels apart, nothing claimed
+            verdicts[i], book.methods[i], twins[i], twin_labels[i] = UNKNOWN, UNSTABLE, None, None
+            flip[i] = False
     counts = {v: verdicts.count(v) for v in (FAIR, UNFAIR, UNKNOWN)}
     verdict = UNFAIR if counts[UNFAIR] else (FAIR if counts[FAIR] == n else UNKNOWN)
     prop = audit.prop

@@ -24,6 +24,9 @@ class BlackBoxRows:
     #: twins per call: a black box may be slow on each (an SVC, nearest neighbours), and the time
     #: limit is checked between calls
     batch = 20_000
+    #: a black box may label a point otherwise in another batch: a twin that does not flip when
+    #: re-checked leaves its row unknown (for the IRs it would be a bug)
+    batch_dependent = True
 
     def __init__(self, model: BlackBoxModel) -> None:
         self.model = model
@@ -59,4 +62,7 @@ class BlackBoxRows:
 
 
 def answer(model: BlackBoxModel, question: Any, options: AuditOptions, progress=None):
-    return run(lambda prop: BlackBoxRows(model), question, options, progress)
+    result = run(lambda prop: BlackBoxRows(model), question, options, progress)
+    if model.reason:  # what made the model a black box, as the other black-box engines say it
+        result.stats["black_box"] = model.reason
+    return result

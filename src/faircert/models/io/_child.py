@@ -8,6 +8,10 @@ argv is JOB and its arguments; stdout is the job's answer:
 - `catboost-json PATH`: stdout the `.cbm` file as CatBoost's JSON export;
 - `catboost-rows PATH`: stdin a JSON object {"columns": [...], "rows": [[...], ...]} of raw rows
   (categories by name), stdout an .npy array of raw scores;
+- `catboost-serve PATH`: the model loaded once, then one request after another until stdin closes
+  (`serve`): each an 8-byte length and a `catboost-rows` object, each answered by a status byte
+  (0: an .npy array of raw scores follows; 3: a one-line reason follows), an 8-byte length and
+  the bytes;
 - `hdf5 PATH MAX_NODES MAX_VALUES MAX_DEPTH` (PATH `-`: the file's bytes on stdin): stdout an .npz
   with the file's groups, attributes and numeric datasets, a JSON manifest (`manifest`) and one
   array per dataset (`d0`, `d1`, ...). Links to other files, external or virtual storage and soft
@@ -80,12 +84,33 @@ def _catboost_json(path: str, stdin: bytes) -> bytes:
             return f.read()
 
 
-def _catboost_rows(path: str, stdin: bytes) -> bytes:
+def _catboost_rows(path: str, stdin: bytes, model=None) -> bytes:
     import pandas as pd
 
     given = json.loads(stdin)
     frame = pd.DataFrame(given["rows"], columns=given["columns"])
-    return _npy(_catboost(path).predict(frame, prediction_type="RawFormulaVal"))
+    model = _catboost(path) if model is None else model
+    return _npy(model.predict(frame, prediction_type="RawFormulaVal"))
+
+
+def serve(path: str) -> int:
+    """`catboost-serve`: one process answers every batch of a run, so the start (Python, CatBoost,
+    the model) is paid once. A file CatBoost cannot load ends the process as any job does."""
+    try:
+        model = _catboost(path)
+    except Exception as exc:  # noqa: BLE001 - any library error is "cannot read this file"
+        print(f"faircert-child: {_reason('catboost-rows', exc)}", file=sys.stderr)
+        return 3
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while len(head := stdin.read(8)) == 8:
+        given = stdin.read(int.from_bytes(head, "little"))
+        try:
+            status, out = 0, _catboost_rows(path, given, model)
+        except Exception as exc:  # noqa: BLE001 - these rows cannot be scored; the next may be
+            status, out = 3, _reason("catboost-rows", exc).encode("utf-8", "replace")
+        stdout.write(bytes([status]) + len(out).to_bytes(8, "little") + out)
+        stdout.flush()
+    return 0
 
 
 # ----- HDF5 ---------------------------------------------------------------------------------------
@@ -188,6 +213,8 @@ def _reason(job: str, exc: Exception) -> str:
 def main() -> int:
     _limit_memory()
     job, args = sys.argv[1], sys.argv[2:]
+    if job == "catboost-serve":
+        return serve(*args)
     try:
         out = JOBS[job](*args, sys.stdin.buffer.read())
     except Exception as exc:  # noqa: BLE001 - any library error is "cannot read this file"

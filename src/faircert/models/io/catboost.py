@@ -7,8 +7,10 @@ order are the leaf indices; raw = scale * sum(leaves) + bias, class 1 iff raw > 
 
 The JSON export is parsed here. A `.cbm` file is a binary format only CatBoost reads: it is
 converted to that JSON by CatBoost in a child process (`isolated`), where a crash on a malformed
-file ends only the child; CatBoost also cross-checks the import there. Categorical features
-(one-hot and CTR splits) are not read yet: a model that splits on one is refused with the reason.
+file ends only the child; CatBoost also cross-checks the import there. Categorical features are
+read by `catboost_categories`; a split it cannot read exactly (a CTR over a combination of columns)
+makes the model a black box: the refusal carries (`black_box`) a `CatBoostFile`, which CatBoost
+evaluates in a child process, so the file never reaches native code in faircert's own process.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ...limits import MAX_FEATURES, MAX_TREE_DEPTH, MAX_TREE_NODES, MAX_TREES, c
 from ..pipeline import EncodedFeature, PipelineModel
 from ..trees import Tree, TreeEnsemble
 from .catboost_categories import ctr_split, one_column, one_hot_split
-from .isolated import CHILD, catboost_json, framework_outputs, run_isolated
+from .isolated import CHILD, Served, catboost_json, framework_outputs, run_isolated
 from .tree_arrays import float_array
 
 
@@ -41,7 +43,12 @@ def load_catboost(model: Any) -> TreeEnsemble | PipelineModel:
             data = loads_json(catboost_json(path), str(path), ModelFormatError)
         else:
             data = loads_json(read_text(path, ModelFormatError, "CatBoost JSON"), str(path), ModelFormatError)
-        ir = catboost_from_dict(data, str(path))
+        try:
+            ir = catboost_from_dict(data, str(path))
+        except UnsupportedModelError as exc:
+            if "oblivious_trees" in data and importlib.util.find_spec("catboost") is not None:
+                exc.black_box = CatBoostFile(path, _columns(data), str(exc))  # type: ignore[attr-defined]
+            raise
         if importlib.util.find_spec("catboost") is None:  # the IR does not need catboost; only the check
             return ir
         if isinstance(ir, PipelineModel):  # checked on the domain's raw rows when bound
@@ -75,18 +82,62 @@ def _file_reference(path: Path):
     """CatBoost's own raw scores of raw rows (categories by name), from the file in a child process."""
 
     def reference(raw):
-        rows = [[v.item() if isinstance(v, np.generic) else v for v in r] for r in raw.itertuples(index=False)]
-        given = json.dumps({"columns": [str(c) for c in raw.columns], "rows": rows}).encode()
-        stdout = run_isolated(CHILD, ["catboost-rows", str(path)], given, "CatBoost", str(path))
-        try:
-            margin = np.load(io.BytesIO(stdout), allow_pickle=False).astype(np.float64).reshape(-1)
-        except (ValueError, OSError, EOFError):
-            raise ModelFormatError(f"{path}: CatBoost returned no readable predictions") from None
-        if margin.shape != (len(rows),):
-            raise ModelFormatError(f"{path}: CatBoost returned {margin.size} predictions for {len(rows)} rows")
+        stdout = run_isolated(CHILD, ["catboost-rows", str(path)], _rows_request(raw), "CatBoost", str(path))
+        margin = _margins(stdout, len(raw), path)
         return (margin > 0).astype(np.int64), margin
 
     return reference
+
+
+def _rows_request(raw: Any) -> bytes:
+    """Raw rows (a DataFrame, categories by name) as the child's `catboost-rows` request."""
+    rows = [[v.item() if isinstance(v, np.generic) else v for v in r] for r in raw.itertuples(index=False)]
+    return json.dumps({"columns": [str(c) for c in raw.columns], "rows": rows}).encode()
+
+
+def _margins(stdout: bytes, n: int, path: Path) -> np.ndarray:
+    try:
+        margin = np.load(io.BytesIO(stdout), allow_pickle=False).astype(np.float64).reshape(-1)
+    except (ValueError, OSError, EOFError):
+        raise ModelFormatError(f"{path}: CatBoost returned no readable predictions") from None
+    if margin.shape != (n,):
+        raise ModelFormatError(f"{path}: CatBoost returned {margin.size} predictions for {n} rows")
+    return margin
+
+
+class CatBoostFile:
+    """A CatBoost file faircert cannot read exactly, as an estimator of raw rows (`BlackBoxModel`):
+    CatBoost scores them in one child process kept for the run (`isolated.Served`), at most
+    `BATCH` rows a request, so that the child's start is paid once and its memory stays bounded."""
+
+    #: rows per request: large, as each costs a round trip and CatBoost scores a batch at once
+    BATCH = 100_000
+
+    def __init__(self, path: Path, columns: list[str], reason: str) -> None:
+        self.path = path
+        #: the raw columns it reads, by name (a black box is given them in this order)
+        self.feature_names_in_ = columns
+        #: why no IR holds it, said in the results that answer it
+        self.reason = reason
+        self.source = f"{path.name} (CatBoost, black box: {_short(reason)})"
+        self._child = Served(["catboost-serve", str(path)], "CatBoost", str(path))
+
+    def predict(self, frame: Any) -> np.ndarray:
+        """Labels 0/1 of raw rows (a DataFrame of the columns it reads): CatBoost's raw score > 0."""
+        out = []
+        for i in range(0, len(frame), self.BATCH):
+            part = frame.iloc[i : i + self.BATCH]
+            out.append(_margins(self._child.ask(_rows_request(part)), len(part), self.path))
+        return (np.concatenate(out) > 0).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
+
+    def close(self) -> None:
+        """Stop the child now (it also stops when the estimator is collected, or at exit)."""
+        self._child.close()
+
+
+def _short(reason: str) -> str:
+    """The reason without where in the file it was met: 'a CatBoost CTR over a combination ...'."""
+    return reason.rsplit(": ", 1)[-1].split(" (", 1)[0].removeprefix("a CatBoost ")
 
 
 def catboost_from_dict(data: Any, source: str) -> TreeEnsemble | PipelineModel:
@@ -155,6 +206,17 @@ def _features(info: dict, kind: str, source: str) -> dict[int, int]:
     if len(set(column.values())) != len(column):
         raise ModelFormatError(f"{source}: two {kind.replace('_', ' ')} share an input column")
     return column
+
+
+def _columns(data: dict) -> list[str]:
+    """The names of every raw column a model reads (by flat index)."""
+    info = data.get("features_info") or {}
+    flat = [
+        f.get("flat_feature_index", f.get("feature_index"))
+        for kind in ("float_features", "categorical_features")
+        for f in info.get(kind) or []
+    ]
+    return _names(info, max(flat, default=-1) + 1)
 
 
 def _names(info: dict, n: int) -> list[str]:
