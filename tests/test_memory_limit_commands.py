@@ -124,3 +124,27 @@ def test_explain_stops_at_the_limit_with_its_rows_undecided(case, tmp_path):
     argv = ["explain", str(path / "forest.pkl"), "--trust-pickle", "--data", str(path / "data.csv")]
     out = _quick(lambda: _cli([*argv, "--protected", "s"], tmp_path / "e.json"))
     assert out["stats"]["stopped"] == STOPPED and out["unknown_rows"] > 0
+
+
+def test_explain_under_a_domain_population_stops_at_the_limit(case):
+    """The drawn points' audit and the boxes both stop at the limit; the boxes' proven shares stay
+    below the unlimited run's (which decides the whole domain)."""
+    from faircert.models.network import ReluNetwork
+
+    frame = case[0]
+    net = ReluNetwork(
+        [
+            np.array([[0.3, 0.8, -0.5, 0.2], [1.0, -0.4, 0.6, 0.3], [-0.2, 0.5, 0.9, -0.6]]),
+            np.array([[1.0, -1.0, 0.5]]),
+        ],
+        [np.array([0.1, -0.2, 0.0]), np.array([-0.1])],
+        input_names=["s", "x", "y", "z"],
+    )
+    asked = {"population": "independent", "time_limit": TIME_LIMIT, "workers": 1}
+    whole = faircert.explain(net, frame, "s", **asked)
+    assert whole.stats["undecided"] == 0 and whole.stats["proven_unfair"] > 0 and "stopped" not in whole.stats
+    limited = _quick(lambda: faircert.explain(net, frame, "s", memory_limit=MIN_BYTES, **asked))
+    assert limited.stats["stopped"] == STOPPED and limited.exit_code == 2 and limited.stats["undecided"] > 0
+    assert limited.stats["proven_unfair"] <= whole.stats["proven_unfair"] + 1e-12
+    assert limited.stats["certified"] <= whole.stats["certified"] + 1e-12
+    assert limited.stats["boxes_verified"] == 1  # the whole domain's only: no box after the limit
