@@ -121,6 +121,7 @@ def test_explain_stops_at_the_limit_with_its_rows_undecided(case, tmp_path):
     assert limited.stats["stopped"] == STOPPED and limited.exit_code == 2
     # sound: a row is called unfair only where the unlimited run found it unfair, and the rest are open
     assert limited.unfair_rows + limited.unknown_rows == len(frame) and limited.unfair_rows <= whole.unfair_rows
+    assert f"unknown left out (stopped: {STOPPED})" in str(limited)
     argv = ["explain", str(path / "forest.pkl"), "--trust-pickle", "--data", str(path / "data.csv")]
     out = _quick(lambda: _cli([*argv, "--protected", "s"], tmp_path / "e.json"))
     assert out["stats"]["stopped"] == STOPPED and out["unknown_rows"] > 0
@@ -148,3 +149,18 @@ def test_explain_under_a_domain_population_stops_at_the_limit(case):
     assert limited.stats["proven_unfair"] <= whole.stats["proven_unfair"] + 1e-12
     assert limited.stats["certified"] <= whole.stats["certified"] + 1e-12
     assert limited.stats["boxes_verified"] == 1  # the whole domain's only: no box after the limit
+
+
+@pytest.mark.parametrize(
+    "command", ["verify", "audit", "group", "compare", "program", "explain", "sample-counterexamples"]
+)
+def test_every_help_gives_the_memory_limit_exit_code_of_the_table(command, capsys):
+    """Exit 2 is "undecided" in the exit-code table: a run that had already proven or refuted its
+    answer when the limit stopped it exits 0 or 1, and the help says so."""
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "memory=BYTES" in text and "--memory-limit" not in text  # the former flag stays hidden
+    assert (
+        "reaching it ends the run at once with its sound partial result (stopped: memory limit; exit 2, "
+        "undecided, unless it had already proven or refuted the answer)" in text
+    )
