@@ -134,7 +134,8 @@ def add_budget(p: Any, help: str, *keys: str) -> None:
         "KEY=VALUE",
         "where the run stops short of its time limit (repeatable): memory=BYTES: bytes of state the run may "
         "keep, per process (e.g. 800M, 2G, 1.5GiB; default 1/16 of this machine's memory); reaching it ends "
-        "the run with its sound partial result (exit 2, stopped: memory limit)" + help,
+        "the run at once with its sound partial result (stopped: memory limit; exit 2, undecided, unless it "
+        "had already proven or refuted the answer)" + help,
         keys={k: BUDGET_KEYS[k][2] for k in names},
         aliases={BUDGET_KEYS[k][0]: k for k in names},
     )

@@ -76,6 +76,7 @@ def print_explain(result: ExplainResult) -> None:
         f"unfair rows: {result.unfair_rows:,} of {decided:,} decided ({str(result.unfair_rate)} at "
         f"{100 * level:g}%); {result.unknown_rows:,} unknown left out; population: {escape(result.population)}"
         + (f"; engine: {escape(result.engine)}" if result.engine else "")
+        + (f"; stopped: {escape(str(result.stats['stopped']))}" if result.stats.get("stopped") else "")
     )
     changes = any(r.changes for r in result.rules)
     if result.rules:

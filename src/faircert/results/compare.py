@@ -53,5 +53,6 @@ class Comparison(Verdict):
         lines = [f"verdict: {self.verdict} (worst of {len(self.results)} models)"]
         for name, r in zip(self.names, self.results):
             metrics = "  ".join(f"{m.name} [{m.low:.4f}, {m.high:.4f}]" for m in r.metrics.values())
-            lines.append(f"  {name}: {r.verdict}  {metrics}  (population: {r.population})")
+            stopped = "" if r.stopped in ("", "done") else f"  (stopped: {r.stopped})"
+            lines.append(f"  {name}: {r.verdict}  {metrics}  (population: {r.population}){stopped}")
         return "\n".join(lines)

@@ -258,7 +258,8 @@ class ExplainResult(Verdict):
         level = f"{100 * self.confidence:g}%"
         lines = [
             f"unfair rows: {self.unfair_rows:,} of {self.rows - self.unknown_rows:,} decided "
-            f"({self.unfair_rate} at {level}); {self.unknown_rows:,} unknown left out",
+            f"({self.unfair_rate} at {level}); {self.unknown_rows:,} unknown left out"
+            + (f" (stopped: {self.stats['stopped']})" if self.stats.get("stopped") else ""),
             f"rules found on half the rows, measured on the other half ({self.selection}); "
             f"they hold {100 * self.coverage():.1f}% of the unfair rows",
         ]

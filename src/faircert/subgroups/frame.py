@@ -139,6 +139,8 @@ def explain_rows(
     )
     explained.population, explained.model, explained.engine = result.population, result.model, result.engine
     explained.stats["epsilon"] = dict(result.epsilon)
+    if result.stopped and result.stopped != "done":  # why rows stayed unknown (the memory limit, the time limit)
+        explained.stats["stopped"] = result.stopped
     return explained
 
 

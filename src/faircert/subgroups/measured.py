@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import PropertyError
+from ..memory import STOPPED as MEMORY_STOPPED
 from ..properties import RowAudit
 from ..results.explain import Condition, ExplainResult
 from .frame import explain_frame
@@ -69,7 +70,9 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
     prop = request.prop
     limit = options.time_limit
     points = draw(prop, np.random.default_rng(options.seed), search.samples)
-    audit_options = AuditOptions(time_limit=None if limit is None else AUDIT_SHARE * limit, seed=options.seed)
+    audit_options = AuditOptions(
+        time_limit=None if limit is None else AUDIT_SHARE * limit, seed=options.seed, memory_limit=options.memory_limit
+    )
     question = RowAudit(replace(prop, population=None), points)
     rows = find_engine(request.ir, question).run(request.ir, question, audit_options, None)
     verdicts = np.asarray(rows.verdicts)
@@ -85,6 +88,7 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
         seed=options.seed,
     )
     boxes = _Boxes(request, options, limit, start)
+    boxes.stopped = MEMORY_STOPPED if rows.stopped == MEMORY_STOPPED else ""
     whole = boxes.verify(prop.domain, always=True)
     for rule in explained.rules:
         rule.share, rule.proven_unfair_share, _ = boxes.region(rule.conditions)
@@ -103,11 +107,13 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
         "counterexamples": len(whole.counterexamples),
         "counterexamples_in_rules": _twins_inside(prop.domain, whole.counterexamples, explained.rules),
         "boxes_verified": boxes.count,
-        "boxes_skipped": boxes.skipped,  # the time limit spent: they count for nothing proven
+        "boxes_skipped": boxes.skipped,  # the time or memory limit spent: they count for nothing proven
         "shares": "share: the rule's exact mass under the population; proven_unfair_share: a sound lower "
         "bound on the mass of its inputs with an unfair twin (its boxes verified within the time limit, each "
         "proven-unfair share times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
     }
+    if boxes.stopped:
+        explained.stats["stopped"] = boxes.stopped
     return explained
 
 
@@ -137,15 +143,18 @@ class _Boxes:
     def __init__(self, request: Any, options: Any, limit: float | None, start: float) -> None:
         self.request, self.options, self.limit, self.start = request, options, limit, start
         self.count = self.skipped = 0
+        #: the memory limit, once a run reached it: the boxes after it are not verified
+        self.stopped = ""
         self.free = list(request.prop.free)
 
     def verify(self, domain: Domain, always: bool = False) -> Any:
         """The request's question over `domain` (a box of the full one), within the time left; None
-        once the time limit is spent (unless `always`): a box not verified proves nothing."""
+        once the time limit is spent or a run reached the memory limit (unless `always`): a box not
+        verified proves nothing."""
         from ..requests.verify import run_verify
 
         left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
-        if left is not None and left <= 0 and not always:
+        if (self.stopped or (left is not None and left <= 0)) and not always:
             self.skipped += 1
             return None
         share = None if left is None else max(left / 4, 0.05)  # later boxes keep time of their own
@@ -154,7 +163,10 @@ class _Boxes:
         prop = replace(self.request.prop, domain=domain)
         if prop.population is not None:  # the data's marginals, restricted to the box
             prop = replace(prop, population=_restricted(prop.population, domain))
-        return run_verify(replace(self.request, prop=prop, options=options), None)
+        result = run_verify(replace(self.request, prop=prop, options=options), None)
+        if result.stopped == MEMORY_STOPPED:
+            self.stopped = MEMORY_STOPPED
+        return result
 
     def region(self, conditions: list[Condition]) -> tuple[float, float, bool]:
         """(mass, proven-unfair mass, all proven fair) of the region the conditions describe."""

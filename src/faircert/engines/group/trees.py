@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import memory
 from ...domain import Domain, Feature
 from ...metrics import needing
 from ...models.trees import Tree, TreeEnsemble
@@ -108,10 +109,10 @@ def marginal_counts(pop: DiscretePopulation, name: str) -> tuple[np.ndarray, np.
 
 def rate_bounds(
     switched: TreeEnsemble, pop: DiscretePopulation, fixed: dict[str, float], time_limit: float | None, seed: int
-) -> tuple[float, float, bool]:
+) -> tuple[float, float, bool, bool]:
     """Sound bounds on P[yhat = 1] under the population's marginals with the inputs in `fixed` set
-    to their values, and whether the count completed (the bounds then differ by the marginals'
-    rounding alone)."""
+    to their values, whether the count completed (the bounds then differ by the marginals'
+    rounding alone) and whether the run's memory limit (`memory.limited`) stopped it."""
     from ..trees.population import stretched
     from ..trees.quantify import quantify
     from ..trees.run import TreeOptions
@@ -137,7 +138,8 @@ def rate_bounds(
     lower, upper = q.bounds  # on the share without a twin of another label: the negatives
     low = q.unfair / q.measured_upper if q.measured_upper > 0 else 0.0
     complete = bool(q.complete and upper - lower <= 1e-12)
-    return max(0.0, low - tv), min(1.0, (low if complete else 1.0 - lower) + tv), complete
+    full = q.stopped == memory.STOPPED or bool(q.stats.get("memory_limited"))
+    return max(0.0, low - tv), min(1.0, (low if complete else 1.0 - lower) + tv), complete, full
 
 
 def _compile_kernels(ir: TreeEnsemble) -> None:
@@ -152,7 +154,8 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
     """Registry entry point: every rate the metrics read (the groups, and given each label value
     where a metric needs the label) as sound bounds, each count getting an equal share of the time
     left less what a count costs beyond its share (preparing the boxes); a count with no time left
-    is not started, and its rate stays [0, 1]."""
+    is not started, and its rate stays [0, 1]. A count that reaches the memory limit ends the run
+    at once: the counts after it are not started either."""
     from ..probability.bounds import label_conditions
 
     started = time.perf_counter()
@@ -167,7 +170,7 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
     deadline = None if options.time_limit is None else started + options.time_limit
     todo, overhead = len(runs) * len(cells), 0.0
     rates: dict[str, list[GroupProbability]] = {}
-    complete = True
+    complete, full = True, False
     for key, sub in runs:
         for combo in cells:
             evidence = dict(zip(protected, combo))
@@ -175,9 +178,10 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
             each = None if deadline is None else (deadline - time.perf_counter()) / todo - overhead
             todo -= 1
             low, high, done = 0.0, 1.0, False
-            if each is None or each > 0:
+            if not full and (each is None or each > 0):
                 begun = time.perf_counter()
-                low, high, done = rate_bounds(switched, sub, fixed, each, options.seed)
+                with memory.limited(options.memory_limit):
+                    low, high, done, full = rate_bounds(switched, sub, fixed, each, options.seed)
                 overhead = max(overhead, time.perf_counter() - begun - (each or 0.0))
             complete &= done
             size = float(np.prod([sub.marginal(p)[s] for p, s in evidence.items()]))
@@ -197,5 +201,9 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
         model=question.model_name,
         protected=protected,
         label=question.label,
-        stats={"stopped": "converged" if complete else "budget", "runs": len(runs) * len(cells)},
+        stats={
+            "stopped": memory.STOPPED if full else "converged" if complete else "budget",
+            "runs": len(runs) * len(cells),
+            **({"memory_limited": True} if full else {}),
+        },
     )
