@@ -90,6 +90,8 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
     boxes = _Boxes(request, options, limit, start)
     boxes.stopped = MEMORY_STOPPED if rows.stopped == MEMORY_STOPPED else ""
     whole = boxes.verify(prop.domain, always=True)
+    if whole.counterexamples:  # re-checked on the model: the domain holds unfair inputs, whatever the points say
+        explained.verdict = "unfair"
     for rule in explained.rules:
         rule.share, rule.proven_unfair_share, _ = boxes.region(rule.conditions)
     for rule in explained.fair_rules:
