@@ -106,3 +106,25 @@ def test_verify_rows_refuses_the_budgets_the_per_row_audit_has_not(capsys):
     assert main(["verify", "m.nnet", "--rows", "d.csv", "--budget", "undecided=0.1", "--max-boxes", "9"]) == 3
     err = capsys.readouterr().err
     assert "--budget undecided, --budget boxes cannot be used with --rows" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "message"),
+    [
+        ("group", "--budget", "expected KEY=VALUE"),
+        ("group", "--threshold", "takes a number, got '--'"),
+        ("group", "--time-limit", "invalid float value: '--'"),
+        ("explain", "--epsilon", "expected NAME=VALUE, got '--'"),
+        ("verify", "--workers", "expected N or ray"),
+    ],
+)
+def test_a_flag_given_the_text_double_dash_reads_it_as_its_value(tmp_path, capsys, command, flag, message):
+    """`--flag=--`: argparse would drop the "--" and hand the flag an empty list, past its checks."""
+    data = tmp_path / "d.csv"
+    data.write_text("s,x\n0,1\n")
+    argv = [command, str(tmp_path / "m.json"), "--protected", "s", f"{flag}=--"]
+    if command != "verify":
+        argv[2:2] = ["--data", str(data)]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "internal error" not in err

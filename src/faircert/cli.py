@@ -42,6 +42,13 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         raise UsageError(message)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--flag=--` gives the flag the text "--": argparse would drop it as the end of the options
+        # and hand the flag an empty list, unchecked by its type
+        if arg_strings == ["--"] and action.nargs in (None, argparse.OPTIONAL) and action.option_strings:
+            return self._get_value(action, "--")
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> ArgumentParser:
     from . import __version__
