@@ -1165,8 +1165,8 @@ def test_malformed_inputs_print_one_line_from_the_command_itself(rows_case, popu
         assert done.stderr.startswith(PREFIX)
 
 
-def test_a_population_that_argparse_reads_as_a_list_is_one_line(capsys, population_case):
-    """`--population=--` reaches the command as an empty list: refused in one line, like any
-    population object faircert does not know."""
+def test_a_population_given_as_double_dash_is_one_line(capsys, population_case):
+    """`--population=--` reaches the command as the text "--" (argparse alone would hand it an
+    empty list): an unknown population, refused in one line."""
     code, err = _cli(capsys, ["group", population_case.model, "--protected", "sex", "--population=--", "--quiet"])
-    assert code == 3 and "unsupported population list" in err
+    assert code == 3 and "unknown population '--'" in err and len(err.strip().splitlines()) == 1
