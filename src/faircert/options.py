@@ -271,6 +271,14 @@ class GroupQuestion:
                 raise PropertyError(f"the {metric.upper()} gap threshold must lie in [0, 1], got {gap}")
         object.__setattr__(self, "gap_thresholds", _frozen(self.gap_thresholds))
 
+    def judged_by(self) -> dict[str, Any]:
+        """What a `GroupResult` judges its rates by: the metrics and their thresholds."""
+        return {
+            "threshold": self.threshold,
+            "gap_thresholds": dict(self.gap_thresholds),
+            "metrics": tuple(self.metrics),
+        }
+
 
 @dataclass(frozen=True)
 class ProgramQuestion:
