@@ -11,6 +11,7 @@ parity on the model's positive decision: P[Y = positive | yhat = 1, group].
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -128,16 +129,22 @@ def _rates(
 ) -> list[GroupProbability]:
     total = int(rows.sum())
     out = []
+    for group, members in _groups(frame, protected, rows, names):
+        n = len(members)
+        sure = int(positive[members].sum())
+        maybe = int(unsure[members].sum())
+        out.append(GroupProbability(group, sure / n, (sure + maybe) / n, n / total))
+    return out
+
+
+def _groups(frame: Any, protected: tuple[str, ...], rows: Any, names: Any) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Each protected group among the `rows` (a mask, or `slice(None)` for all), in sorted order: its
+    values by name (as text, from `names` where given) and its members' positions in the frame."""
     keys = (names if names is not None else frame[list(protected)]).loc[rows, list(protected)].astype(str)
     by = list(protected) if len(protected) > 1 else protected[0]  # one column: scalar keys in every pandas
     for values, index in keys.groupby(by, sort=True).groups.items():
         values = values if isinstance(values, tuple) else (values,)
-        members = np.asarray(frame.index.get_indexer(index))
-        n = len(members)
-        sure = int(positive[members].sum())
-        maybe = int(unsure[members].sum())
-        out.append(GroupProbability(dict(zip(protected, values)), sure / n, (sure + maybe) / n, n / total))
-    return out
+        yield dict(zip(protected, values)), np.asarray(frame.index.get_indexer(index))
 
 
 def _precisions(
@@ -152,12 +159,8 @@ def _precisions(
     decisions (it falls as undecided rows with Y negative turn positive and rises as those with Y
     positive do); a group the model never labels positive has none and is left out. Sizes:
     P[group | yhat = 1]."""
-    keys = (names if names is not None else frame[list(protected)]).loc[:, list(protected)].astype(str)
-    by = list(protected) if len(protected) > 1 else protected[0]
     out, picked_all, unsure_all = [], int(positive.sum()), int(unsure.sum())
-    for values, index in keys.groupby(by, sort=True).groups.items():
-        values = values if isinstance(values, tuple) else (values,)
-        m = np.asarray(frame.index.get_indexer(index))
+    for group, m in _groups(frame, protected, slice(None), names):
         hits, picked = int((positive[m] & good[m]).sum()), int(positive[m].sum())
         maybe_good, maybe_bad = int((unsure[m] & good[m]).sum()), int((unsure[m] & ~good[m]).sum())
         maybe = maybe_good + maybe_bad
@@ -167,7 +170,7 @@ def _precisions(
         high = (hits + maybe_good) / (picked + maybe_good) if picked + maybe_good else 0.0
         size = picked / (picked_all + unsure_all - maybe) if picked else 0.0
         size_high = min(1.0, (picked + maybe) / (picked_all + maybe)) if unsure_all else None
-        out.append(GroupProbability(dict(zip(protected, values)), low, high, size, size_high))
+        out.append(GroupProbability(group, low, high, size, size_high))
     if not out:
         raise PropertyError("predictive parity: the model labels no row positive, so no group has a precision")
     return out
