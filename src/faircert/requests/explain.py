@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import PropertyError
 from ..limits import time_budget
-from ..options import AuditOptions, VerifyOptions
+from ..options import LENT, AuditOptions, VerifyOptions
 from ..results.explain import ExplainResult
 from . import keywords as kw
 from .inputs import Individual
@@ -58,13 +58,7 @@ def explain_measured(model: Any, frame: Any, asked: Individual, max_rules: int, 
     )
     domain, loading = given.pop("domain", None), kw.take_loading(given)
     run = kw.take_options("explain", AuditOptions, given, kw.AuditKeywords)
-    options = VerifyOptions(
-        time_limit=run.time_limit,
-        seed=run.seed,
-        workers=run.workers,
-        ray_address=run.ray_address,
-        memory_limit=run.memory_limit,
-    )
+    options = VerifyOptions.of(run, LENT)
     with time_budget(options.time_limit):
         request = prepare_verify(model, frame if domain is None else domain, asked, population, frame, loading, options)
         result = measured(request, search, request.options)
