@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "are: at most --max-rules rules (ranges and category sets in raw units) found on one half of the "
         "rows and measured on the other (exact counts, an interval, lift, a p-value corrected by "
         "Benjamini-Hochberg), what changes the decision under each, and the largest regions without an "
-        "unfair row. Exit code: 0 no unfair row, 1 unfair rows, 2 rows left undecided, 3 bad input.",
+        "unfair row. With --population uniform, independent or bayesnet, points drawn from that population "
+        "stand for the rows, and each rule also gets its sound proven-unfair share. "
+        "Exit code: 0 no unfair row, 1 unfair rows, 2 rows left undecided, 3 bad input.",
     )
     p.add_argument("model", help="model file (as for verify), or a pickled classifier with --trust-pickle")
     p.add_argument("--data", required=True, metavar="DATA.csv", help="the rows to audit and explain (raw columns)")
