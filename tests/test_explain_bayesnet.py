@@ -208,3 +208,40 @@ def test_the_command_line_explains_under_a_network(data, tmp_path, capsys):
         assert main(line) == 3, line
         err = capsys.readouterr().err.strip().splitlines()
         assert err and err[-1].startswith("faircert: error:"), err
+
+
+def test_rules_start_only_when_they_can_end_by_the_time_limit(data, monkeypatch):
+    """On a clock of the rules' own (each rule's refinement takes 0.5 s of setup plus the time it is
+    given), every rule after the first ends by the time limit; those that could not are counted,
+    with their mass bounded and nothing proven."""
+    from faircert.engines.probability import twins
+    from faircert.subgroups import measured
+
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return now[0]
+
+    real = twins.region_bounds
+    calls = []
+
+    def with_setup(model, pop, prot, allowed, options):
+        out = real(model, pop, prot, allowed, options)
+        now[0] += 0.5 + options.time_limit
+        calls.append((model is not None, now[0]))
+        return out
+
+    monkeypatch.setattr(measured, "time", Clock)
+    monkeypatch.setattr(twins, "region_bounds", with_setup)
+    model = LinearModel(
+        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
+    )
+    result = faircert.explain(model, data[["a", "b", "s"]], "s", population="bayesnet", samples=1000, time_limit=3)
+    proven = [end for bounded, end in calls if bounded]
+    assert proven and all(end <= 3 + 1e-9 for end in proven[1:])
+    skipped = result.stats["rules_past_time_limit"]
+    assert skipped == len(calls) - len(proven) >= 1
+    rules = result.rules + result.fair_rules
+    assert [r.proven_unfair_share for r in rules[len(proven) :]] == [0.0] * skipped

@@ -50,6 +50,8 @@ SAMPLES = 4000
 MAX_BOXES = 16
 #: Shares of the time limit: the points' audit, then the rules' boxes (the whole domain first).
 AUDIT_SHARE = 0.4
+#: The least time a box is given: with less left (beyond the setup a box is seen to take), it is skipped.
+MIN_BOX_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -155,11 +157,44 @@ def _raw(domain: Domain, codes: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+class _Pace:
+    """The time limit as boxes spend it: the clock is read before each box starts, and a box is
+    given part of the time left less the most any box has run past the time it was given (its
+    setup, outside its engine's own clock), so that the last box started still ends by the limit."""
+
+    def __init__(self, limit: float | None, start: float) -> None:
+        self.limit, self.start = limit, start
+        #: the most a box has run past the time it was given, in seconds
+        self.overhead = 0.0
+
+    def left(self) -> float | None:
+        return None if self.limit is None else self.limit - (time.perf_counter() - self.start)
+
+    def grant(self, always: bool = False) -> tuple[bool, float | None]:
+        """(whether a box may start now, the seconds it is given: None without a limit). A box run
+        `always` starts whatever the time left, with at least `MIN_BOX_S`."""
+        left = self.left()
+        if left is None:
+            return True, None
+        if always:
+            return True, max(left / 4, MIN_BOX_S)
+        room = left - self.overhead
+        if room < MIN_BOX_S:
+            return False, 0.0
+        return True, min(max(left / 4, MIN_BOX_S), room)  # later boxes keep time of their own
+
+    def ran(self, given: float | None, began: float) -> None:
+        """A box given `given` seconds, begun at `began` (`time.perf_counter`), has ended."""
+        if given is not None:
+            self.overhead = max(self.overhead, time.perf_counter() - began - given)
+
+
 class _Boxes:
     """The boxes of rules' regions, each verified as its own domain under the population."""
 
     def __init__(self, request: Any, options: Any, limit: float | None, start: float) -> None:
-        self.request, self.options, self.limit, self.start = request, options, limit, start
+        self.request, self.options = request, options
+        self.pace = _Pace(limit, start)
         self.count = self.skipped = 0
         #: the memory limit, once a run reached it: the boxes after it are not verified
         self.stopped = ""
@@ -171,17 +206,18 @@ class _Boxes:
         verified proves nothing."""
         from ..requests.verify import run_verify
 
-        left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
-        if (self.stopped or (left is not None and left <= 0)) and not always:
+        began = time.perf_counter()
+        start, share = self.pace.grant(always)
+        if not always and (self.stopped or not start):
             self.skipped += 1
             return None
-        share = None if left is None else max(left / 4, 0.05)  # later boxes keep time of their own
         options = replace(self.options, time_limit=share)
         self.count += 1
         prop = replace(self.request.prop, domain=domain)
         if prop.population is not None:  # the data's marginals, restricted to the box
             prop = replace(prop, population=_restricted(prop.population, domain))
         result = run_verify(replace(self.request, prop=prop, options=options), None)
+        self.pace.ran(share, began)
         if result.stopped == MEMORY_STOPPED:
             self.stopped = MEMORY_STOPPED
         return result
@@ -231,7 +267,8 @@ class _Network:
         from ..models.binding import bind_to_population
 
         learned = request.learned
-        self.request, self.options, self.limit, self.start, self.codes = request, options, limit, start, codes
+        self.request, self.options, self.codes = request, options, codes
+        self.pace = _Pace(limit, start)
         if learned.linear is not None:  # a linear model bound to the data's columns, as the network is
             self.model, self.population = learned.linear, learned.population
         else:
@@ -254,18 +291,21 @@ class _Network:
                 runs = _runs(f, conds)
                 states = self.codes[f.name]
                 allowed[f.name] = np.array([any(lo <= x <= hi for lo, hi in runs) for x in states], dtype=bool)
-        left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
-        if left is not None and left <= 0:
+        began = time.perf_counter()
+        start, share = self.pace.grant()
+        if not start:  # past the time limit: the region's mass alone (its least time), nothing proven
             self.skipped += 1
-        share = None if left is None else max(left / 4, 0.05)  # later rules keep time of their own
+            share = MIN_BOX_S
         budget = RefineOptions(time_limit=share, memory_limit=self.options.memory_limit)
-        model = None if self.unsound or (left is not None and left <= 0) else self.model
+        model = None if self.unsound or not start else self.model
         protected = list(self.request.prop.protected_names)
         try:
             mass, unfair, open_boxes = region_bounds(model, self.population, protected, allowed, budget)
         except PropertyError as exc:  # a model the interval evaluators cannot read: statistical rates only
             self.unsound = str(exc)
             mass, unfair, open_boxes = region_bounds(None, self.population, protected, allowed, budget)
+        if start:
+            self.pace.ran(share, began)
         self.open += open_boxes
         self.bounds.append({"share": list(mass), "unfair_share": None if unfair is None else list(unfair)})
         midpoint = (mass[0] + mass[1]) / 2
