@@ -245,3 +245,35 @@ def test_rules_start_only_when_they_can_end_by_the_time_limit(data, monkeypatch)
     assert skipped == len(calls) - len(proven) >= 1
     rules = result.rules + result.fair_rules
     assert [r.proven_unfair_share for r in rules[len(proven) :]] == [0.0] * skipped
+
+
+def test_network_pipeline_with_a_binned_column_against_the_enumerated_network(tmp_path):
+    """A network pipeline over a continuous column the network bins (its data values inside each
+    bin a variable of their own): the rules' bounds hold the truth of the enumerated network."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 400
+    s = rng.integers(0, 2, n)
+    frame = pd.DataFrame(
+        {
+            "a": np.round(rng.normal(40, 8, n)) + 3 * s,  # some 50 values, in 4 bins
+            "b": rng.integers(0, 4, n),
+            "c": rng.choice(CATEGORIES, n),
+            "s": s,
+        }
+    )
+    y = ((frame.a - 40) / 8 + 0.5 * frame.b - 1 + (frame.c == "B") + frame.s + rng.normal(0, 0.5, n) > 0).astype(int)
+    prep = ColumnTransformer([("c", OneHotEncoder(), ["c"]), ("n", StandardScaler(), ["a", "b", "s"])])
+    pipe = Pipeline([("p", prep), ("m", MLPClassifier((6,), max_iter=2000, random_state=0))]).fit(frame, y)
+    saved = tmp_path / "net.json"
+    result = faircert.explain(
+        pipe, frame, "s", population="bayesnet", samples=1000, time_limit=20, max_bins=4, save_population=str(saved)
+    )
+    assert "a" in load_population(saved).info["bins"]  # binned, then expanded to its values
+    inputs, weights, unfair = _oracle(saved, pipe.predict)
+    assert unfair.any()
+    _check_rules(result, inputs, weights, unfair, exact=False)
