@@ -113,17 +113,52 @@ def test_tree_pipeline_rules_against_the_enumerated_network(data, tmp_path):
     _check_rules(result, frame, weights, unfair, exact=result.stats["boxes_open"] == 0)
 
 
-def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path):
-    """A linear model reading a category by name: the interval evaluators want numeric codes, so the
-    rules carry no proven share (None, and the result says why), only their rates and masses."""
+def test_a_linear_model_reading_names_against_the_enumerated_network(data, tmp_path):
+    """A linear model reading a category and the protected attribute by name: the network's named
+    states are coded for the interval evaluators, and every rule's proven share is the truth."""
     model = LinearModel(
-        np.array([0.5, -0.4, 1.0, 1.5]),
+        np.array([0.5, -0.4, 1.0, 0.7, 1.5]),
         -2.45,
-        (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("c", "onehot", ("B",)), ColumnEncoding("s")),
+        (
+            ColumnEncoding("a"),
+            ColumnEncoding("b"),
+            ColumnEncoding("c", "onehot", ("B", "Z")),  # Z: a category the data never holds
+            ColumnEncoding("s", "onehot", ("M",)),
+        ),
     )
+    named = data.assign(s=np.where(data.s == 1, "M", "F"))
     saved = tmp_path / "net.json"
     result = faircert.explain(
-        model, data, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
+        model, named, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
+    )
+    assert "sound_bounds" not in result.stats
+    pop = load_population(saved).expanded()
+    names = [n for n in pop.variables if n != "s"]
+    rows, weights = [], []
+    for assignment, p in pop.joint():
+        rows.append({n: pop.variables[n].states[assignment[n]] for n in names})
+        weights.append(p)
+    frame = pd.DataFrame(rows)
+    unfair = model.predict(frame.assign(s="F")) != model.predict(frame.assign(s="M"))
+    _check_rules(result, frame, np.asarray(weights), np.asarray(unfair), exact=True)
+
+
+def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path, monkeypatch):
+    """Where the interval evaluators cannot read the model, the rules carry no proven share (None,
+    and the result says why), only their rates and their masses, still bounded soundly."""
+    from faircert.engines.probability import models
+
+    def unreadable(model, pop, prot):
+        raise PropertyError("a model the interval evaluators cannot read")
+
+    monkeypatch.setattr(models, "twin_event", unreadable)
+    model = LinearModel(
+        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
+    )
+    saved = tmp_path / "net.json"
+    columns = data[["a", "b", "s"]]
+    result = faircert.explain(
+        model, columns, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
     )
     assert "none for this model" in result.stats["sound_bounds"]
     from faircert.report.explain import render_explain
@@ -131,13 +166,12 @@ def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path
     assert "sound bounds" in render_explain(result)
     frame, weights, unfair = _oracle(saved, model.predict)
     assert result.rules
-    for rule, bound in zip(
-        result.rules + result.fair_rules, result.stats["rule_bounds"] + result.stats["fair_rule_bounds"]
-    ):
+    bounds = result.stats["rule_bounds"] + result.stats["fair_rule_bounds"]
+    for rule, bound in zip(result.rules + result.fair_rules, bounds):
         assert rule.proven_unfair_share is None and bound["unfair_share"] is None
         assert rule.evidence in (None, "empirical")
         inside = rule.mask(frame)
-        assert rule.share == pytest.approx(weights[inside].sum(), abs=1e-9)
+        assert bound["share"][0] - 1e-12 <= weights[inside].sum() <= bound["share"][1] + 1e-12
         if rule.unfair_rate.estimate is not None:
             truth = weights[inside & unfair].sum() / weights[inside].sum()
             assert rule.unfair_rate.low - 1e-9 <= truth <= rule.unfair_rate.high + 1e-9

@@ -16,9 +16,9 @@ population can draw, not only the data's rows.
 - Under a Bayesian network (epsilon 0), the points are drawn from the network, and each rule's region
   R is bounded by box refinement of the network's CDF space (`engines.probability.twins.region_bounds`):
   sound bounds on P[x in R] (`share` is their midpoint, exact once they meet) and on
-  P[x in R and x has an unfair twin], whose lower end is `proven_unfair_share`. Where the model is
-  one the interval evaluators cannot read, the rules keep their statistical rates only and the
-  result says so (`stats.sound_bounds`).
+  P[x in R and x has an unfair twin], whose lower end is `proven_unfair_share` (columns of names
+  coded as `models.binding` codes them). Where the model is one the interval evaluators cannot read,
+  the rules keep their statistical rates only and the result says so (`stats.sound_bounds`).
 
 Rules range over the features that are not protected: the box engines measure shares over them (the
 protected values are those a twin takes), so a region of the other features is what a box can say.
@@ -264,17 +264,21 @@ class _Network:
     space within the time left."""
 
     def __init__(self, request: Any, options: Any, limit: float | None, start: float, codes: dict) -> None:
-        from ..models.binding import bind_to_population
+        from ..errors import DomainError
+        from ..models.binding import bind_linear_to_population, bind_to_population
 
         learned = request.learned
         self.request, self.options, self.codes = request, options, codes
         self.pace = _Pace(limit, start)
-        if learned.linear is not None:  # a linear model bound to the data's columns, as the network is
-            self.model, self.population = learned.linear, learned.population
-        else:
-            self.model, self.population = bind_to_population(request.loaded, learned.population)
         #: why no sound bound is given (empty: they are)
         self.unsound = ""
+        if learned.linear is not None:  # a linear model bound to the data's columns, as the network is
+            try:
+                self.model, self.population = bind_linear_to_population(learned.linear, learned.population)
+            except DomainError as exc:
+                self.model, self.population, self.unsound = None, learned.population, str(exc)
+        else:
+            self.model, self.population = bind_to_population(request.loaded, learned.population)
         self.bounds: list[dict[str, Any]] = []
         self.open = self.skipped = 0
 
