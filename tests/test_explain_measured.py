@@ -207,11 +207,17 @@ def test_boxes_past_the_time_limit_prove_nothing(case, monkeypatch):
     assert all(r.evidence == "empirical" for r in result.fair_rules)
 
 
-def test_a_box_starts_only_when_it_can_end_by_the_time_limit(case, monkeypatch):
+@pytest.mark.parametrize(
+    "takes",
+    [lambda given: 0.7 + given, lambda given: max(given, 2.5) + 0.1],
+    ids=["setup", "least-work"],
+)
+def test_a_box_starts_only_when_it_can_end_by_the_time_limit(case, monkeypatch, takes):
     """The clock is read before each box, and a box is given the time left less the most a box was
-    seen to run past the time it was given (its setup): on a clock of the boxes' own (each box takes
-    0.7 s of setup plus the time it is given), every box after the first ends by the time limit, and
-    the boxes that could not are skipped."""
+    seen to run past the time it was given (its setup), and starts only where the shortest box seen
+    would end in time: on a clock of the boxes' own (each box takes 0.7 s of setup plus the time it
+    is given, or at least 2.5 s of work and 0.1 s of setup), every box after the first ends by the time
+    limit, and the boxes that could not are skipped."""
     from faircert.requests import verify as requests_verify
     from faircert.subgroups import measured
 
@@ -234,7 +240,7 @@ def test_a_box_starts_only_when_it_can_end_by_the_time_limit(case, monkeypatch):
 
     def with_setup(request, progress):
         out = real(request, progress)
-        now[0] += 0.7 + request.options.time_limit
+        now[0] += takes(request.options.time_limit)
         boxes.append((request.options.time_limit, now[0]))
         return out
 

@@ -160,12 +160,13 @@ def _raw(domain: Domain, codes: np.ndarray) -> pd.DataFrame:
 class _Pace:
     """The time limit as boxes spend it: the clock is read before each box starts, and a box is
     given part of the time left less the most any box has run past the time it was given (its
-    setup, outside its engine's own clock), so that the last box started still ends by the limit."""
+    setup, outside its engine's own clock); it starts only where that, and the shortest time any box
+    took (an engine's least work), still end by the limit."""
 
     def __init__(self, limit: float | None, start: float) -> None:
         self.limit, self.start = limit, start
-        #: the most a box has run past the time it was given, in seconds
-        self.overhead = 0.0
+        #: the most a box has run past the time it was given, and the shortest a box took, in seconds
+        self.overhead, self.shortest = 0.0, 0.0
 
     def left(self) -> float | None:
         return None if self.limit is None else self.limit - (time.perf_counter() - self.start)
@@ -179,14 +180,16 @@ class _Pace:
         if always:
             return True, max(left / 4, MIN_BOX_S)
         room = left - self.overhead
-        if room < MIN_BOX_S:
+        if room < MIN_BOX_S or left < self.shortest:
             return False, 0.0
         return True, min(max(left / 4, MIN_BOX_S), room)  # later boxes keep time of their own
 
     def ran(self, given: float | None, began: float) -> None:
         """A box given `given` seconds, begun at `began` (`time.perf_counter`), has ended."""
         if given is not None:
-            self.overhead = max(self.overhead, time.perf_counter() - began - given)
+            took = time.perf_counter() - began
+            self.overhead = max(self.overhead, took - given)
+            self.shortest = took if self.shortest == 0 else min(self.shortest, took)
 
 
 class _Boxes:
