@@ -206,6 +206,13 @@ def test_bad_bayesnet_input_is_a_clear_error(data):
         faircert.explain(model, columns, "s", population="independent", max_bins=4)
     with pytest.raises(FaircertError):
         faircert.explain(model, None, "s", population="bayesnet")
+    from faircert.domain import Domain, Feature
+
+    narrow = Domain(
+        (Feature("a", "integer", 0, 5), Feature("b", "integer", 0, 4), Feature("s", "binary", protected=True))
+    )
+    with pytest.raises(FaircertError, match="takes values of a outside the domain"):
+        faircert.explain(model, columns, "s", population="bayesnet", domain=narrow)
 
 
 def test_the_command_line_explains_under_a_network(data, tmp_path, capsys):
