@@ -105,6 +105,8 @@ def print_explain(result: ExplainResult) -> None:
         out.print(rules_table(result.fair_rules, f"where no unfair row was seen{proven}", level, False))
     if "shares" in result.stats:
         out.print(f"[dim]{escape(str(result.stats['shares']))}[/]")
+    if "sound_bounds" in result.stats:  # a model the population's bounds cannot read
+        out.print(f"[yellow]sound bounds: {escape(str(result.stats['sound_bounds']))}[/]")
     out.print(
         "[dim]rules found on half the rows, measured on the other half: "
         f"{escape(str(result.stats.get('intervals', '')))}; p: {escape(str(result.stats.get('p_values', '')))}[/]"
@@ -240,6 +242,8 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
     ]
     if "shares" in result.stats:  # a domain population: the rows are points drawn from it
         summary.append(("shares", e(str(result.stats["shares"]))))
+    if "sound_bounds" in result.stats:
+        summary.append(("sound bounds", e(str(result.stats["sound_bounds"]))))
     table = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in summary)
     changes = any(r.changes for r in result.rules)
     table_html = _rules_html(result.rules, result.confidence, changes)
