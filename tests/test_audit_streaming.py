@@ -175,6 +175,22 @@ def test_the_time_limit_counts_the_reading(monkeypatch):
     assert result.stopped == "done" and 0.6 <= result.timings["read_s"] < 30 and result.counts()["unknown"] == 0
 
 
+def test_the_command_lines_time_limit_counts_from_its_start(monkeypatch):
+    """The first time limit after `start_command_clock` counts the command line's imports and
+    parsing; any later one (a further model of `compare`) counts from its own start."""
+    from faircert import limits
+
+    clock = iter([100.0, 200.0, 300.0])
+    monkeypatch.setattr(limits.time, "monotonic", lambda: next(clock))
+    limits.start_command_clock()  # at 100: the command line begins
+    with limits.time_budget(10):  # entered later, after the imports, without reading the clock
+        assert limits.command_deadline() == 110.0
+    with limits.time_budget(10):  # at 200: from its own start
+        assert limits.command_deadline() == 210.0
+    with limits.time_budget(None):
+        assert limits.command_deadline() is None
+
+
 def test_the_time_kept_back_for_writing_grows_with_the_rows_up_to_a_share():
     assert engine._reserve(None, 10**6) == 0.0
     assert engine._reserve(60, 10**6) == pytest.approx(10**6 * engine.FINISH_ROW_S)

@@ -88,6 +88,7 @@ def test_compare_stops_every_model_at_the_limit(case, tmp_path):
     whole = faircert.compare(models, frame, "s", **asked)
     limited = _quick(lambda: faircert.compare(models, frame, "s", memory_limit=MIN_BYTES, **asked))
     assert limited.verdict == "unknown" and limited.exit_code == 2
+    assert limited.stopped == STOPPED and whole.stopped == "done"
     for part, full in zip(limited.results, whole.results):
         assert part.stats["stopped"] == STOPPED == part.stopped and full.stats["stopped"] == "converged"
         _contains(part, full)
@@ -95,7 +96,7 @@ def test_compare_stops_every_model_at_the_limit(case, tmp_path):
     argv = ["compare", str(path / "forest.pkl"), str(path / "linear.json"), "--trust-pickle"]
     argv += ["--data", str(path / "data.csv"), "--protected", "s", "--population", "independent"]
     out = _quick(lambda: _cli(argv, tmp_path / "c.json"))
-    assert [m["stats"]["stopped"] for m in out["models"]] == [STOPPED, STOPPED]
+    assert [m["stats"]["stopped"] for m in out["models"]] == [STOPPED, STOPPED] and out["stopped"] == STOPPED
 
 
 def test_program_stops_at_the_limit_with_sound_bounds(tmp_path):

@@ -114,6 +114,9 @@ def run() -> None:
     """The console entry point: signals are handled from its first line (a run then installs its own)."""
     import signal
 
+    from .limits import start_command_clock
+
+    start_command_clock()
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _abort)
     sys.exit(main())

@@ -64,12 +64,22 @@ HDF5_SECONDS = 10
 
 #: The end of the current command's time limit (time.monotonic), while one runs.
 _deadline: ContextVar[float | None] = ContextVar("faircert_deadline", default=None)
+#: When the command line began its command (time.monotonic), until the first time limit takes it.
+_command_start: list[float] = []
+
+
+def start_command_clock() -> None:
+    """Mark the command line's start: the command's time limit then counts its own imports and
+    argument parsing too, not only the work after them."""
+    _command_start[:] = [time.monotonic()]
 
 
 @contextmanager
 def time_budget(seconds: float | None) -> Iterator[None]:
-    """Within the block, children that load models get at most the time left of `seconds`."""
-    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+    """Within the block, children that load models get at most the time left of `seconds`,
+    counted from the command line's start (`start_command_clock`) for the first block, else from now."""
+    start = _command_start.pop() if _command_start else time.monotonic()
+    token = _deadline.set(None if seconds is None else start + seconds)
     try:
         yield
     finally:

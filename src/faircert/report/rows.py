@@ -99,8 +99,15 @@ def _csv_columns(result: RowsResult, block: range) -> list[list[str]]:
     if with_twin:
         twins[with_twin] = [result.twins[block[k]] for k in with_twin]
     changed = [""] * len(block)
-    for k in with_twin:
-        changed[k] = cell(";".join(n for n, a, b in zip(names, own[k], twins[k]) if a != b))
+    if with_twin:  # rows change few sets of features: each set's cell made once
+        moved = own[with_twin] != twins[with_twin]
+        keys = list(map(bytes, moved))
+        sets = {
+            key: cell(";".join(n for n, m in zip(names, moved[k]) if m))
+            for key, k in {k: i for i, k in enumerate(keys)}.items()
+        }
+        for k, key in zip(with_twin, keys):
+            changed[k] = sets[key]
     columns = [
         [str(i) for i in block],
         _cells(result.verdicts[block.start : block.stop]),
@@ -134,8 +141,8 @@ def cell(value) -> str:
 
 def _cells(values: list) -> list[str]:
     """Cells of a column of few distinct values (verdicts, reasons, groups, labels): each made once."""
-    made: dict = {}
-    return [made[v] if v in made else made.setdefault(v, cell(v)) for v in values]
+    made = {v: cell(v) for v in set(values)}
+    return list(map(made.__getitem__, values))
 
 
 def _value_texts(result: RowsResult, name: str, values: np.ndarray) -> list[str]:

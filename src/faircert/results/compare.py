@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 from .base import Verdict
 from .group import GroupResult
 
+#: A comparison's `stopped`: the first of these any model's run stopped for.
+STOPPED_ORDER = ("memory limit", "interrupted", "time limit", "sample budget")
+
 if TYPE_CHECKING:  # pandas is imported where a frame is made
     import pandas as pd
 
@@ -27,6 +30,13 @@ class Comparison(Verdict):
         verdict = "unfair" if "unfair" in verdicts else "fair" if all(v == "fair" for v in verdicts) else "unknown"
         return cls(verdict, list(names), list(results))
 
+    @property
+    def stopped(self) -> str:
+        """Why the comparison ended short, if any model's run did: the most pressing of their reasons
+        (memory limit, interrupted, time limit, sample budget), else "done"."""
+        reasons = {r.stopped for r in self.results}
+        return next((s for s in STOPPED_ORDER if s in reasons), "done")
+
     def to_frame(self) -> pd.DataFrame:
         """One row per model: verdict, each metric's bounds, and each group's P[yhat = 1 | group]."""
         import pandas as pd
@@ -45,6 +55,7 @@ class Comparison(Verdict):
         return {
             "verdict": self.verdict,
             "vnncomp": self.vnncomp,
+            "stopped": self.stopped,
             "models": [{"name": n, **r.to_dict()} for n, r in zip(self.names, self.results)],
         }
 

@@ -384,21 +384,27 @@ class _Book:
     chunked: np.ndarray
     found: int = 0
     done: int = 0
+    #: rows per verdict, kept as verdicts change: progress reports read them without a pass over the rows
+    counts: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, n: int) -> _Book:
-        return cls([UNKNOWN] * n, [NOT_REACHED] * n, [None] * n, np.zeros(n, dtype=bool))
+        return cls([UNKNOWN] * n, [NOT_REACHED] * n, [None] * n, np.zeros(n, dtype=bool), counts={UNKNOWN: n})
 
     def set(self, i: int, verdict: str, method: str, twin: np.ndarray | None = None) -> None:
         if twin is not None and self.twins[i] is None:
             self.found += 1
+        self.counts[self.verdicts[i]] -= 1
+        self.counts[verdict] = self.counts.get(verdict, 0) + 1
         self.verdicts[i], self.methods[i], self.twins[i] = verdict, method, twin
 
     def fill(self, rows: np.ndarray, verdict: str, method: str) -> None:
         """The same verdict and method, no twin, for many rows at once."""
-        verdicts, methods = self.verdicts, self.methods
+        verdicts, methods, counts = self.verdicts, self.methods, self.counts
         for i in rows.tolist():
+            counts[verdicts[i]] -= 1
             verdicts[i], methods[i] = verdict, method
+        counts[verdict] = counts.get(verdict, 0) + len(rows)
 
     def take(self, rows: np.ndarray, found: Decisions) -> None:
         for i, v, m, t in zip(rows.tolist(), found.verdicts, found.methods, found.twins):
@@ -883,7 +889,7 @@ def _report(progress: Progress | None, book: _Book, t0: float) -> None:
     if progress is None:
         return
     total = max(len(book.verdicts), 1)
-    fair, unfair = book.verdicts.count(FAIR), book.verdicts.count(UNFAIR)
+    fair, unfair = book.counts.get(FAIR, 0), book.counts.get(UNFAIR, 0)
     progress(
         ProgressEvent(
             elapsed_s=time.perf_counter() - t0,
