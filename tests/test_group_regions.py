@@ -91,9 +91,9 @@ def test_the_bounds_hold_at_every_step_and_tighten(small_cap, which):
 
 
 def test_a_short_time_limit_gives_sound_partial_bounds(small_cap):
-    ir, pop = forest_example(depth=10, trees=6)
+    ir, pop = forest_example(depth=13, trees=8)
     truth = enumerated_rates(ir, pop)
-    _, short = _run(ir, pop, time_limit=0.02)
+    _, short = _run(ir, pop, time_limit=0.01)
     _, longer = _run(ir, pop, time_limit=5.0)
     for a, b in zip(short.groups, longer.groups):
         t = truth[a.group["s"]]
@@ -127,3 +127,25 @@ def test_an_input_of_labels_is_left_to_the_bounding_engine():
     a = pop.variables["a"]
     pop.variables["a"] = type(a)("a", tuple(f"v{i}" for i in range(a.card)), (), (), a.cpt)
     assert find_engine(net, GroupQuestion(pop, ("s",))).name == "probability-bounds"
+
+
+def test_the_compiled_tree_bounds_agree_with_the_numpy_traversal():
+    from faircert import compiled
+
+    if not compiled.available():
+        pytest.skip("no compiled kernels here")
+    ir, pop = forest_example(2, depth=9, trees=5)
+    nodes = tree_regions.Nodes(ir)
+    values = [np.array([float(v) for v in pop.variables[n].states]) for n in ("a", "s", "b")]
+    counts = [np.ones(len(v), dtype=np.int64) for v in values]
+    bounder = tree_regions.TreeBounder(ir, nodes, values, counts)
+    rng = np.random.default_rng(0)
+    sizes = np.array([len(c) for c in bounder.counts])
+    a = rng.integers(0, sizes, (500, 3))
+    b = rng.integers(0, sizes, (500, 3))
+    lo, hi = np.minimum(a, b).astype(np.int32), (np.maximum(a, b) + 1).astype(np.int32)
+    fast, slow = bounder.bound(lo, hi), bounder.bound_numpy(lo, hi)
+    assert np.allclose(fast.lower, slow.lower, rtol=0, atol=1e-12)
+    assert np.allclose(fast.upper, slow.upper, rtol=0, atol=1e-12)
+    assert np.array_equal(fast.feature, slow.feature) and np.array_equal(fast.at, slow.at)
+    assert (fast.feature >= 0).sum() > 100

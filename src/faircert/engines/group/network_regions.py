@@ -44,7 +44,7 @@ class NetworkBounder:
         plain = TwinNet.build(network, every, [], none)
         self.values = values
         self.cum = [np.concatenate([[0.0], np.cumsum(c, dtype=np.float64)]) for c in counts]
-        self.tight = len(network.weights) <= 3
+        self.tight = False
         # the logits' magnitude over the values' hull, as verification scales its tolerance
         x = np.array([float(np.abs(v).max()) for v in values])
         h = np.abs(plain.w1) @ x + np.abs(plain.b1).max(axis=0)
@@ -70,13 +70,17 @@ class NetworkBounder:
 
 
 def answer(network: ReluNetwork, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
-    """Registry entry point: every rate the metrics read as sound any-time bounds (`regions`)."""
-    return answer_rates(
-        question,
-        options,
-        progress,
-        "network-regions-group",
-        network.named_inputs(),
-        lambda values, counts: (NetworkBounder(network, values, counts), counts),
-        METHOD,
-    )
+    """Registry entry point: every rate the metrics read as sound any-time bounds (`regions`), on
+    one BLAS thread (small batched products run faster so)."""
+    from ..network.refine import _one_blas_thread
+
+    with _one_blas_thread():
+        return answer_rates(
+            question,
+            options,
+            progress,
+            "network-regions-group",
+            network.named_inputs(),
+            lambda values, counts: (NetworkBounder(network, values, counts), counts),
+            METHOD,
+        )
