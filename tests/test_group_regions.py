@@ -68,26 +68,29 @@ def test_the_bounds_hold_at_every_step_and_tighten(small_cap, which):
     truth = enumerated_rates(model, pop)
     question = GroupQuestion(pop, ("s",))
     if which == "network":
-        rates = regions.make_rates(question, model.named_inputs(), lambda v, c: (NetworkBounder(model, v, c), c))
+        cells = [np.arange(n) for n in (10, 2, 5)]
+        bounder_of = lambda v, c: (NetworkBounder(model, v, c), c, cells)  # noqa: E731
     else:
         nodes = tree_regions.Nodes(model)
 
         def bounder_of(values, counts):
             b = tree_regions.TreeBounder(model, nodes, values, counts)
-            return b, b.counts
+            return b, b.counts, b.cell_of
 
-        rates = regions.make_rates(question, model.named_inputs(), bounder_of)
-    for rate in rates:
-        before = (rate.low, rate.high)
-        assert before == (0.0, 1.0)
-        widths = []
-        while rate.boxes:
-            rate.step(4)
-            assert rate.low <= truth[rate.group["s"]] <= rate.high
-            assert before[0] <= rate.low and rate.high <= before[1]
-            before = (rate.low, rate.high)
-            widths.append(rate.high - rate.low)
-        assert widths[0] > 0.05 and widths[-1] < 1e-9 and len(widths) > 3
+    (joint,) = regions.make_rates(question, model.named_inputs(), bounder_of)
+    cells = range(len(joint.groups))
+    before = [(joint.low(g), joint.high(g)) for g in cells]
+    assert before == [(0.0, 1.0)] * len(before)
+    widths = []
+    while joint.boxes:
+        joint.step(4)
+        now = [(joint.low(g), joint.high(g)) for g in cells]
+        for g, (low, high) in zip(cells, now):
+            assert low <= truth[joint.groups[g]["s"]] <= high
+            assert before[g][0] <= low and high <= before[g][1]
+        before = now
+        widths.append(max(high - low for low, high in now))
+    assert widths[0] > 0.05 and widths[-1] < 1e-9 and len(widths) > 3
 
 
 def test_a_short_time_limit_gives_sound_partial_bounds(small_cap):
@@ -149,3 +152,24 @@ def test_the_compiled_tree_bounds_agree_with_the_numpy_traversal():
     assert np.allclose(fast.upper, slow.upper, rtol=0, atol=1e-12)
     assert np.array_equal(fast.feature, slow.feature) and np.array_equal(fast.at, slow.at)
     assert (fast.feature >= 0).sum() > 100
+
+
+def test_a_protected_attribute_the_model_does_not_read_leaves_the_rates_as_they_are():
+    """Two protected attributes, one of them read by the network: each compound cell's rate is
+    the rate of its value of the one read."""
+    from dataclasses import replace as copy
+
+    from regions_examples import counts_variable
+
+    net, pop = network_example()
+    variables = dict(pop.variables, g=counts_variable("g", (0, 1, 2), [200, 300, 500]))
+    both = copy(pop, variables=variables, protected=("s", "g"))
+    truth = enumerated_rates(net, pop)
+    question = GroupQuestion(both, ("s", "g"))
+    result = find_engine(net, question).run(net, question, GroupOptions(time_limit=30), None)
+    assert len(result.groups) == 6 and result.stopped == "done"
+    for g in result.groups:
+        assert g.low <= truth[g.group["s"]] <= g.high and g.high - g.low < 1e-9
+    assert sorted(round(g.size, 6) for g in result.groups) == sorted(
+        round(a * b, 6) for a in (0.4, 0.6) for b in (0.2, 0.3, 0.5)
+    )

@@ -81,6 +81,10 @@ def answer(network: ReluNetwork, question: Any, options: GroupOptions, progress:
             progress,
             "network-regions-group",
             network.named_inputs(),
-            lambda values, counts: (NetworkBounder(network, values, counts), counts),
+            lambda values, counts: (
+                NetworkBounder(network, values, counts),
+                counts,
+                [np.arange(len(c)) for c in counts],
+            ),
             METHOD,
         )

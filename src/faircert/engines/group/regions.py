@@ -12,10 +12,15 @@ most mass first, until every box is decided or the time or memory limit is reach
 whatever is still undecided. The rates' intervals give every metric's interval by interval
 arithmetic (`GroupResult.build`).
 
+The cells' rates under one population are refined together (`Joint`): the protected inputs the
+model reads are dimensions of the boxes too, a box's mass is its probability over the other
+inputs, and a decided box counts in the rate of every cell whose protected values it holds, so
+where the label hardly depends on the protected values one box decides every cell's rate at once.
+Boxes are taken by weight: their mass times the cells they hold.
+
 Masses are products of integer counts divided by their totals (`trees.marginal_counts`: exact
-for marginals learned from rows, the rounding's total variation added to the bounds otherwise),
-each box's mass within a relative 1e-15 per input of its true value, summed exactly
-(`math.fsum`); the bounds are widened by a relative `MASS_SLACK` for these roundings.
+for marginals learned from rows, the rounding's total variation added to the bounds otherwise);
+the bounds are widened by a relative `MASS_SLACK` for the floating-point roundings.
 
 The model is met through a bounder (`Bounder`): the network's symbolic bounds (`network_regions`)
 or the trees' reachable leaves (`tree_regions`). A bounder also says where to cut each undecided
@@ -41,9 +46,12 @@ from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
 from .trees import marginal_counts
 
-#: Relative widening of the masses for the floating-point products and divisions behind them
-#: (at most about 2 * 16 roundings of 2**-53 each per box for a model of a few dozen inputs).
-MASS_SLACK = 1e-12
+#: Relative widening of the masses for the floating-point arithmetic behind them: each box's mass
+#: is a product of exact integer differences each divided by an exact total (2 roundings of 2**-53
+#: per input), a step's sum of at most `MAX_BATCH` such positive terms errs by at most that many
+#: roundings more, and the steps' sums are added exactly (`math.fsum`): (2 * inputs + MAX_BATCH)
+#: * 2**-53 < 1e-10 for models of up to a thousand inputs.
+MASS_SLACK = 1e-10
 #: Boxes bounded in the first step; later steps grow (or shrink) so that one takes about `STEP_S`.
 FIRST_BATCH = 256
 MAX_BATCH = 1 << 15
@@ -74,111 +82,140 @@ class Bounder(Protocol):
 
 
 @dataclass
-class Rate:
-    """One rate: a protected cell under one population (the groups', or given a label value), its
-    inputs' values as counts, its bounder, and its open boxes."""
+class Joint:
+    """The rates of every protected cell under one population (the groups', or given a label value),
+    refined together: the protected inputs the model reads are dimensions of the boxes as well, and
+    a box proven positive (negative) counts its mass over the other inputs in the rate of every cell
+    whose values it holds. Where the label hardly depends on the protected values, one box decides
+    every cell's rate at once."""
 
     key: str  # "" for the groups' rates, "Y=<value>" for the rates given a label value
-    group: dict[str, Any]
-    size: float
-    counts: list[np.ndarray]  # per model input, the count of each of its values (a fixed input: [1])
+    groups: list[dict[str, Any]]
+    sizes: list[float]
+    dims: list[int]  # the box dimensions of the protected inputs the model reads
+    member: np.ndarray  # (cells, len(dims)): each cell's index in each of those dimensions
+    counts: list[np.ndarray]  # per model input, the count of each of its values (or cells of them)
     bounder: Bounder
     off: float  # total variation of the counts from the population's marginals
     lo: np.ndarray = field(init=False)
     hi: np.ndarray = field(init=False)
     mass: np.ndarray = field(init=False)
-    positive: list[float] = field(default_factory=list)
-    negative: list[float] = field(default_factory=list)
-    stuck: list[float] = field(default_factory=list)  # points whose margin is within the tolerance
+    weight: np.ndarray = field(init=False)
+    positive: list[np.ndarray] = field(default_factory=list)  # per step, each cell's mass proven positive
+    negative: list[np.ndarray] = field(default_factory=list)
+    stuck: list[np.ndarray] = field(default_factory=list)  # points whose margin is within the tolerance
 
     def __post_init__(self) -> None:
+        self.free = [j for j in range(len(self.counts)) if j not in self.dims]
         self.cum = [np.concatenate([[0.0], np.cumsum(c, dtype=np.float64)]) for c in self.counts]
         self.lo = np.zeros((1, len(self.counts)), dtype=np.int32)
         self.hi = np.array([[len(c) for c in self.counts]], dtype=np.int32)
         self.mass = self.masses(self.lo, self.hi)
-        self._open = float(self.mass.sum())
+        self.weight = self.mass * self.cover(self.lo, self.hi).sum(axis=1)
 
     def masses(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Each box's probability over the inputs other than the protected ones."""
         out = np.ones(len(lo))
-        for j, c in enumerate(self.cum):
+        for j in self.free:
+            c = self.cum[j]
             out *= (c[hi[:, j]] - c[lo[:, j]]) / c[-1]
         return out
 
-    @property
-    def low(self) -> float:
-        return max(0.0, math.fsum(self.positive) * (1 - MASS_SLACK) - self.off)
+    def cover(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """(boxes, cells): which cells' protected values each box holds."""
+        held = np.ones((len(lo), len(self.groups)), dtype=bool)
+        for k, j in enumerate(self.dims):
+            held &= (lo[:, j, None] <= self.member[None, :, k]) & (self.member[None, :, k] < hi[:, j, None])
+        return held
+
+    def _total(self, parts: list[np.ndarray], g: int) -> float:
+        return math.fsum(float(p[g]) for p in parts)
+
+    def low(self, g: int) -> float:
+        return max(0.0, self._total(self.positive, g) * (1 - MASS_SLACK) - self.off)
+
+    def high(self, g: int) -> float:
+        return min(1.0, 1.0 - self._total(self.negative, g) * (1 - MASS_SLACK) + self.off)
 
     @property
-    def high(self) -> float:
-        return min(1.0, 1.0 - math.fsum(self.negative) * (1 - MASS_SLACK) + self.off)
-
-    @property
-    def open_mass(self) -> float:
-        return self._open
+    def open_weight(self) -> float:
+        return float(self.weight.sum())
 
     @property
     def boxes(self) -> int:
         return len(self.mass)
 
+    def _by_cell(self, mass: np.ndarray, held: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        return np.array([float(mass[chosen & held[:, g]].sum()) for g in range(len(self.groups))])
+
     def step(self, batch: int) -> int:
-        """Bound the `batch` open boxes of most mass: count the decided ones, split the others.
-        Returns the boxes bounded."""
+        """Bound the `batch` open boxes of most weight (mass times the cells held): count the decided
+        ones, split the others. Returns the boxes bounded."""
         n = len(self.mass)
         if n == 0:
             return 0
-        take = np.arange(n) if batch >= n else np.argpartition(-self.mass, batch - 1)[:batch]
+        take = np.arange(n) if batch >= n else np.argpartition(-self.weight, batch - 1)[:batch]
         keep = np.ones(n, dtype=bool)
         keep[take] = False
         lo, hi, mass = self.lo[take], self.hi[take], self.mass[take]
+        held = self.cover(lo, hi)
         b = self.bounder.bound(lo, hi)
         tol = self.bounder.tolerance
         pos, neg = b.lower > tol, b.upper < -tol
-        self.positive.append(float(mass[pos].sum()))
-        self.negative.append(float(mass[neg].sum()))
+        self.positive.append(self._by_cell(mass, held, pos))
+        self.negative.append(self._by_cell(mass, held, neg))
         split = ~pos & ~neg & (b.feature >= 0)
-        point = ~pos & ~neg & (b.feature < 0)
-        self.stuck.append(float(mass[point].sum()))
+        self.stuck.append(self._by_cell(mass, held, ~pos & ~neg & (b.feature < 0)))
         lo, hi, f, at = lo[split], hi[split], b.feature[split].astype(np.int64), b.at[split].astype(np.int32)
         rows = np.arange(len(lo))
         left_hi, right_lo = hi.copy(), lo.copy()
         left_hi[rows, f] = at
         right_lo[rows, f] = at
-        new_lo = np.concatenate([self.lo[keep], lo, right_lo])
-        new_hi = np.concatenate([self.hi[keep], left_hi, hi])
-        self.mass = np.concatenate([self.mass[keep], self.masses(lo, left_hi), self.masses(right_lo, hi)])
-        self.lo, self.hi = new_lo, new_hi
-        self._open = float(self.mass.sum())
+        born_lo, born_hi = np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+        born = self.masses(born_lo, born_hi)
+        self.lo = np.concatenate([self.lo[keep], born_lo])
+        self.hi = np.concatenate([self.hi[keep], born_hi])
+        self.mass = np.concatenate([self.mass[keep], born])
+        self.weight = np.concatenate([self.weight[keep], born * self.cover(born_lo, born_hi).sum(axis=1)])
         return len(take)
 
-    def probability(self) -> GroupProbability:
-        return GroupProbability(dict(self.group), self.low, self.high, self.size)
+    def probabilities(self) -> list[GroupProbability]:
+        return [
+            GroupProbability(dict(g), self.low(k), self.high(k), size)
+            for k, (g, size) in enumerate(zip(self.groups, self.sizes))
+        ]
 
 
-def rate_inputs(
-    pop: DiscretePopulation, names: list[str], fixed: dict[str, float]
-) -> tuple[list[np.ndarray], list[np.ndarray], float]:
+def joint_inputs(
+    pop: DiscretePopulation, names: list[str], protected: list[str]
+) -> tuple[list[np.ndarray], list[np.ndarray], float, dict[str, np.ndarray]]:
     """Each model input's values (increasing) and integer counts under the population's marginal
-    (a fixed input: its value, count 1), and the counts' total variation from the marginals."""
-    values, counts, off = [], [], 0.0
+    (a protected input: every state, count 1 each), the counts' total variation from the
+    marginals, and for each protected input the position of each state among its values."""
+    values, counts, off, where = [], [], 0.0, {}
     for name in names:
-        if name in fixed:
-            values.append(np.array([fixed[name]]))
-            counts.append(np.array([1], dtype=np.int64))
+        if name in protected:
+            v = np.array([float(x) for x in pop.variables[name].states])
+            order = np.argsort(v, kind="stable")
+            values.append(v[order])
+            counts.append(np.ones(len(v), dtype=np.int64))
+            where[name] = np.argsort(order)  # state index -> position
             continue
         v, c, tv = marginal_counts(pop, name)
         order = np.argsort(v, kind="stable")
         values.append(v[order])
         counts.append(c[order])
         off += tv
-    return values, counts, off
+    return values, counts, off, where
 
 
 def make_rates(
     question: Any, names: list[str], bounder_of: Callable[[list[np.ndarray], list[np.ndarray]], tuple]
-) -> list[Rate]:
-    """One rate per protected cell (and per cell given each label value where a metric needs the
-    label); `bounder_of(values, counts)` gives each its bounder and the counts its boxes cut (the
-    bounder may merge values the model does not tell apart)."""
+) -> list[Joint]:
+    """One joint refinement of the protected cells' rates, and one more per label value where a
+    metric needs the label; `bounder_of(values, counts)` gives each its bounder, the counts its
+    boxes cut and where each value lies among them (the bounder may merge values the model does
+    not tell apart)."""
     from ..probability.bounds import label_conditions
 
     pop = question.population
@@ -186,27 +223,33 @@ def make_rates(
     runs: list[tuple[str, DiscretePopulation]] = [("", pop)]
     if needing(question.metrics, "label"):
         runs += [(f"Y={values[0]}", sub) for sub, _, _, values in label_conditions(question)]
-    rates = []
+    joints = []
     for key, sub in runs:
+        values, counts, off, where = joint_inputs(sub, names, protected)
+        bounder, counts, cell_of = bounder_of(values, counts)
+        read = [p for p in protected if p in names]
+        dims = [names.index(p) for p in read]
+        groups, sizes, member = [], [], []
         for combo in itertools.product(*(range(sub.variables[p].card) for p in protected)):
             evidence = dict(zip(protected, combo))
-            fixed = {p: float(sub.variables[p].states[s]) for p, s in evidence.items()}
-            values, counts, off = rate_inputs(sub, names, fixed)
-            bounder, counts = bounder_of(values, counts)
-            size = float(np.prod([sub.marginal(p)[s] for p, s in evidence.items()]))
-            rates.append(Rate(key, sub.group_name(evidence), size, counts, bounder, off))
-    return rates
+            groups.append(sub.group_name(evidence))
+            sizes.append(float(np.prod([sub.marginal(p)[s] for p, s in evidence.items()])))
+            member.append([cell_of[j][where[p][evidence[p]]] for p, j in zip(read, dims)])
+        cells = np.array(member, dtype=np.int64).reshape(len(groups), len(dims))
+        joints.append(Joint(key, groups, sizes, dims, cells, counts, bounder, off))
+    return joints
 
 
 def refine(
-    rates: list[Rate], deadline: float | None, memory_limit: int | None, progress: Any, started: float
+    joints: list[Joint], deadline: float | None, memory_limit: int | None, progress: Any, started: float
 ) -> dict[str, Any]:
-    """Refine the rates until each is decided, the deadline, an interrupt or the memory limit:
-    each step bounds a batch of the widest rate's heaviest boxes. Returns the run's stats."""
+    """Refine until every box is decided, the deadline, an interrupt or the memory limit: each step
+    bounds a batch of the heaviest boxes of the refinement with the most open weight. Returns the
+    run's stats."""
     batch, examined, steps, full = FIRST_BATCH, 0, 0, False
     stopped = "converged"
     while True:
-        live = [r for r in rates if r.boxes]
+        live = [r for r in joints if r.boxes]
         if not live:
             break
         if deadline is not None and time.perf_counter() >= deadline:
@@ -215,13 +258,13 @@ def refine(
         if stop_requested():
             stopped = "interrupted"
             break
-        held = sum(r.boxes * (BYTES_PER_BOX + BYTES_PER_INPUT * len(r.counts)) for r in rates)
-        rate = max(live, key=lambda r: r.open_mass)
-        if memory_limit is not None and held + 2 * batch * BYTES_PER_INPUT * len(rate.counts) > memory_limit:
+        held = sum(r.boxes * (BYTES_PER_BOX + BYTES_PER_INPUT * len(r.counts)) for r in joints)
+        joint = max(live, key=lambda r: r.open_weight)
+        if memory_limit is not None and held + 2 * batch * BYTES_PER_INPUT * len(joint.counts) > memory_limit:
             stopped, full = MEMORY_STOPPED, True
             break
         begun = time.perf_counter()
-        examined += rate.step(batch)
+        examined += joint.step(batch)
         steps += 1
         took = time.perf_counter() - begun
         if took < STEP_S / 2:
@@ -229,20 +272,18 @@ def refine(
         elif took > 2 * STEP_S:
             batch = max(batch // 2, 16)
         if progress is not None:
+            widest = max(r.high(g) - r.low(g) for r in joints for g in range(len(r.groups)))
             progress(
                 ProgressEvent(
-                    elapsed_s=time.perf_counter() - started,
-                    undecided=max(r.high - r.low for r in rates),
-                    boxes=examined,
-                    iterations=steps,
+                    elapsed_s=time.perf_counter() - started, undecided=widest, boxes=examined, iterations=steps
                 )
             )
     return {
         "stopped": stopped,
         "boxes_bounded": examined,
-        "boxes_open": sum(r.boxes for r in rates),
+        "boxes_open": sum(r.boxes for r in joints),
         "steps": steps,
-        "undecided_points_mass": max(math.fsum(r.stuck) for r in rates),
+        "undecided_points_mass": max(math.fsum(float(p.max()) for p in r.stuck) for r in joints),
         **({"memory_limited": True} if full else {}),
     }
 
@@ -257,11 +298,11 @@ def answer_rates(
     stats = refine(rates, deadline, options.memory_limit, progress, started)
     if progress is not None and not stats["steps"]:
         progress(ProgressEvent(elapsed_s=time.perf_counter() - started))
-    groups = [r.probability() for r in rates if r.key == ""]
+    groups = [p for r in rates if r.key == "" for p in r.probabilities()]
     conditional: dict[str, list[GroupProbability]] = {}
     for r in rates:
         if r.key:
-            conditional.setdefault(r.key, []).append(r.probability())
+            conditional.setdefault(r.key, []).extend(r.probabilities())
     pop = question.population
     return GroupResult.build(
         groups,
@@ -273,5 +314,5 @@ def answer_rates(
         model=question.model_name,
         protected=list(question.protected) or list(pop.protected),
         label=question.label,
-        stats={**stats, "rates": len(rates), "method": method},
+        stats={**stats, "rates": sum(len(r.groups) for r in rates), "method": method},
     )

@@ -73,6 +73,7 @@ class TreeBounder:
         self.nodes = nodes
         self.offset, _, self.tolerance = ir.margin_view(None)
         self.counts: list[np.ndarray] = []
+        self.cell_of: list[np.ndarray] = []  # per input, the cell of each of its values
         self.bound_at = np.zeros(len(nodes.feat), dtype=np.int64)  # cells left of each node's split
         for j, (v, c) in enumerate(zip(values, counts)):
             at = np.flatnonzero(nodes.inner & (nodes.feat == j))
@@ -85,6 +86,7 @@ class TreeBounder:
             )
             ids, first = np.unique(cell, return_index=True)
             self.counts.append(np.add.reduceat(c, first))
+            self.cell_of.append(np.searchsorted(ids, cell))
             # a node at the i-th threshold sends left the cells of id <= i
             self.bound_at[at] = np.searchsorted(ids, np.searchsorted(thresholds, nodes.threshold[at]), "right")
 
@@ -139,9 +141,9 @@ def answer(ir: TreeEnsemble, question: Any, options: GroupOptions, progress: Any
     nodes = Nodes(ir)
     compiled.warm(lambda: _warm(ir, nodes))
 
-    def bounder_of(values: list[np.ndarray], counts: list[np.ndarray]) -> tuple[TreeBounder, list[np.ndarray]]:
+    def bounder_of(values: list[np.ndarray], counts: list[np.ndarray]) -> tuple:
         bounder = TreeBounder(ir, nodes, values, counts)
-        return bounder, bounder.counts
+        return bounder, bounder.counts, bounder.cell_of
 
     return answer_rates(question, options, progress, "tree-regions-group", ir.named_inputs(), bounder_of, METHOD)
 
