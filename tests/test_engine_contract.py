@@ -22,6 +22,7 @@ import pytest
 from boxes_oracle import random_network, unfair_points
 from program_examples import GAUSSIAN_SHIFT as PROGRAM
 from program_examples import GAUSSIAN_SHIFT_RATIO as RATIO
+from regions_examples import enumerated_rates, forest_example, network_example
 from timing import wall
 
 from faircert import __version__
@@ -338,6 +339,30 @@ def _tree_group_case() -> Case:
     return Case(ir, GroupQuestion(pop, ("x1",)), GroupOptions(time_limit=30), check)
 
 
+def _regions_check(truth: dict[str, float]) -> Callable[[Any], None]:
+    def check(result):
+        for g in result.groups:  # every box decided: only the masses' rounding is left
+            assert g.low <= truth[g.group["s"]] <= g.high and g.high - g.low < 1e-9
+        assert result.stats["boxes_open"] == 0
+
+    return check
+
+
+def _network_regions_case() -> Case:
+    """A small network under independent marginals of its inputs: each group's rate, as enumerated."""
+    net, pop = network_example()
+    return Case(
+        net, GroupQuestion(pop, ("s",)), GroupOptions(time_limit=30), _regions_check(enumerated_rates(net, pop))
+    )
+
+
+def _tree_regions_case() -> Case:
+    """A forest past the exact count's leaf cap under independent marginals: each group's rate."""
+    ir, pop = forest_example(depth=11, trees=4)
+    assert sum(int(t.is_leaf.sum()) for t in ir.trees) > 8_000
+    return Case(ir, GroupQuestion(pop, ("s",)), GroupOptions(time_limit=30), _regions_check(enumerated_rates(ir, pop)))
+
+
 def _as_network(model: LinearModel):
     """The same linear rule as a one-layer ReLU network (so the bounding engine, not subset-sum, answers)."""
     from faircert.models.network import ReluNetwork
@@ -457,6 +482,8 @@ CASES: dict[str, Callable[[], Case]] = {
     "blackbox-group-sampling": _blackbox_group_sampling_case,
     "probability-bounds": _probability_bounds_case,
     "tree-population-group": _tree_group_case,
+    "tree-regions-group": _tree_regions_case,
+    "network-regions-group": _network_regions_case,
     "sequential-test": _sequential_case,
     "program-bounds": _program_case,
     "program-sequential-test": _program_sequential_case,

@@ -79,11 +79,11 @@ def test_an_input_that_is_not_a_number_is_left_to_the_bounding_engine(bad):
     assert not trees.accepts(request.ir, request.question)
 
 
-def test_an_ensemble_over_the_leaf_cap_goes_to_the_probability_bounds(monkeypatch):
+def test_an_ensemble_over_the_leaf_cap_goes_to_the_region_refinement(monkeypatch):
     import faircert.engines.group.trees as trees
 
     leaves = sum(int(t.is_leaf.sum()) for t in _forest_request().ir.trees)
     monkeypatch.setattr(trees, "MAX_LEAVES", leaves - 1)
-    assert _forest_request().engine.name == "probability-bounds"
+    assert _forest_request().engine.name == "tree-regions-group"
     monkeypatch.setattr(trees, "MAX_LEAVES", leaves)
     assert _forest_request().engine.name == "tree-population-group"

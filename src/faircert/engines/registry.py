@@ -214,6 +214,26 @@ ENGINES: tuple[EngineSpec, ...] = (
         when="faircert.engines.group.trees:accepts",
     ),
     EngineSpec(
+        "tree-regions-group",
+        "sound any-time group rates of tree ensembles past the exact count's size under independent "
+        "marginals: boxes of the inputs' values refined until the trees' reachable leaves prove the label",
+        (TREES,),
+        (GROUP,),
+        (DISCRETE,),
+        entry="faircert.engines.group.tree_regions:answer",
+        when="faircert.engines.group.tree_regions:accepts",
+    ),
+    EngineSpec(
+        "network-regions-group",
+        "sound any-time group rates of networks under independent marginals: boxes of the inputs' "
+        "values refined until the network's symbolic bounds prove the label",
+        (NETWORK,),
+        (GROUP,),
+        (DISCRETE,),
+        entry="faircert.engines.group.network_regions:answer",
+        when="faircert.engines.group.network_regions:accepts",
+    ),
+    EngineSpec(
         "probability-bounds",
         "sound bounds on per-group positive rates of any classifier",
         _ANY_CLASSIFIER,

@@ -25,10 +25,19 @@ ESTIMATE_DELTA = 1e-2
 INFLUENCE_SHARE = 0.5
 
 
+#: The engines whose sound bounds may stay wide, so that they keep time for sampling.
+BOUNDING = ("probability-bounds", "tree-population-group", "tree-regions-group", "network-regions-group")
+
+
 def sound_share(engine_name: str, influence: Any) -> float:
-    """The share of the time limit the sound engine gets: the probability-bounds engine's bounds
-    may stay wide, so it keeps time to sample."""
-    if engine_name not in ("probability-bounds", "tree-population-group"):
+    """The share of the time limit the sound engine gets: a `BOUNDING` engine's bounds may stay
+    wide, so it keeps time to sample."""
+    if engine_name not in (
+        "probability-bounds",
+        "tree-population-group",
+        "tree-regions-group",
+        "network-regions-group",
+    ):
         return 1.0
     return 1 - (INFLUENCE_SHARE if influence else ESTIMATE_SHARE)
 

@@ -53,6 +53,13 @@ def accepts(model: TreeEnsemble, question: Any) -> bool:
     one)."""
     if sum(int(t.is_leaf.sum()) for t in model.trees) > MAX_LEAVES:
         return False
+    return reads_independent_inputs(model, question)
+
+
+def reads_independent_inputs(model: Any, question: Any) -> bool:
+    """Whether every input the model reads, every protected attribute and the label are
+    independent under the population (and under each label value's, where EO asks): their
+    ancestor sets are disjoint (a bin and its data values count as one); every state a number."""
     pops = [question.population]
     if needing(question.metrics, "label"):
         pops += list(getattr(question.population, "by_label", {}).values()) or [None]
