@@ -590,10 +590,11 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
     stopped = budget.stopped
     if stopped == DONE and TIME_LIMIT in book.methods:  # a worker reached the deadline first
         stopped = TIME_LIMIT
-    if stopped in (TIME_LIMIT, MEMORY_LIMIT):
-        book.methods = [stopped if m in (NOT_REACHED, DEFERRED) else m for m in book.methods]
-    elif stopped == INTERRUPTED:
-        book.methods = [NOT_REACHED if m == DEFERRED else m for m in book.methods]
+    undone = {NOT_REACHED: stopped, DEFERRED: stopped} if stopped in (TIME_LIMIT, MEMORY_LIMIT) else {}
+    undone |= {DEFERRED: NOT_REACHED} if stopped == INTERRUPTED else {}
+    methods = book.methods
+    for i in (i for i, m in enumerate(methods) if m in undone):  # in place: a large audit's list is long
+        methods[i] = undone[methods[i]]
     twins, verdicts = book.twins, book.verdicts
     found = [i for i, t in enumerate(twins) if t is not None]
     twin_labels: list[int | None] = [None] * n
@@ -632,7 +633,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped,
         stats={
-            "flip_rows": flip.tolist(),
+            "flip_rows": flip,  # one byte a row (a list would take eight)
             "methods": _tally(book.methods),
             "twins_per_row": len(audit.combos) - 1,
             "limits": dataclasses.asdict(audit.limits),
