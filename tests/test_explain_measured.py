@@ -195,7 +195,7 @@ def test_boxes_past_the_time_limit_prove_nothing(case, monkeypatch):
 
     def then_spent(self, domain, always=False):
         out = verify(self, domain, always)
-        self.limit = 0.0
+        self.pace.limit = 0.0
         return out
 
     monkeypatch.setattr(measured._Boxes, "verify", then_spent)
@@ -205,3 +205,52 @@ def test_boxes_past_the_time_limit_prove_nothing(case, monkeypatch):
     assert result.stats["proven_unfair"] == pytest.approx(unfair.mean(), abs=1e-12)
     assert all(r.proven_unfair_share == 0.0 for r in result.rules + result.fair_rules)
     assert all(r.evidence == "empirical" for r in result.fair_rules)
+
+
+@pytest.mark.parametrize(
+    "takes",
+    [lambda given: 0.7 + given, lambda given: max(given, 2.5) + 0.1],
+    ids=["setup", "least-work"],
+)
+def test_a_box_starts_only_when_it_can_end_by_the_time_limit(case, monkeypatch, takes):
+    """The clock is read before each box, and a box is given the time left less the most a box was
+    seen to run past the time it was given (its setup), and starts only where the shortest box seen
+    would end in time: on a clock of the boxes' own (each box takes 0.7 s of setup plus the time it
+    is given, or at least 2.5 s of work and 0.1 s of setup), every box after the first ends by the time
+    limit, and the boxes that could not are skipped."""
+    from faircert.requests import verify as requests_verify
+    from faircert.subgroups import measured
+
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return now[0]
+
+    limits = []
+    pace = measured._Pace.__init__
+
+    def recorded(self, limit, start):
+        limits.append(limit)
+        pace(self, limit, start)
+
+    real = requests_verify.run_verify
+    boxes = []
+
+    def with_setup(request, progress):
+        out = real(request, progress)
+        now[0] += takes(request.options.time_limit)
+        boxes.append((request.options.time_limit, now[0]))
+        return out
+
+    monkeypatch.setattr(measured, "time", Clock)
+    monkeypatch.setattr(measured._Pace, "__init__", recorded)
+    monkeypatch.setattr(requests_verify, "run_verify", with_setup)
+    data, model, _, _ = case
+    result = faircert.explain(model, data, "s", population="uniform", samples=500, time_limit=10, seed=1)
+    limit = limits[0]
+    assert 9 < limit <= 10 and len(boxes) >= 3  # the whole domain, then some of the rules' boxes
+    assert all(end <= limit + 1e-9 for _, end in boxes[1:])
+    assert all(given >= measured.MIN_BOX_S for given, _ in boxes)
+    assert result.stats["boxes_skipped"] >= 1 and result.stats["boxes_verified"] == len(boxes)

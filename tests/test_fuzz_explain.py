@@ -231,7 +231,11 @@ def test_fuzz_audit_table_protected_lists(capsys, case, protected):
     [
         (["--population=uniform", "--samples=3"], "samples must be an integer of at least 20"),
         (["--population=uniform", "--samples=x"], "invalid int value"),
-        (["--population=bayesnet"], "invalid choice"),
+        (["--population=everyone"], "invalid choice"),
+        (["--population=bayesnet", "--learn", "max-bins=x"], "max-bins takes an integer"),
+        (["--population=bayesnet", "--learn", "bin-bounds"], "expected KEY=VALUE"),
+        (["--population=independent", "--learn", "score=bic"], "for population 'bayesnet' only"),
+        (["--population=bayesnet", "--epsilon-rate=0.1"], "answered with epsilon 0"),
         (["--population="], "invalid choice"),
     ],
 )

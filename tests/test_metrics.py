@@ -14,7 +14,7 @@ import pytest
 import faircert
 import faircert.metrics as metrics
 from faircert.cli import main
-from faircert.engines.group.empirical import _precisions
+from faircert.engines.group.empirical import _groups, _precisions
 from faircert.errors import PropertyError
 from faircert.metrics.base import GroupMetric, label_keys
 
@@ -151,7 +151,7 @@ def test_precision_bounds_over_undecided_rows_contain_every_decision():
     positive = np.array([1, 1, 0, 0, 0, 0, 1, 0, 0], dtype=bool)
     unsure = np.array([0, 0, 1, 1, 0, 0, 0, 1, 0], dtype=bool)
     good = np.array([1, 0, 1, 0, 1, 0, 0, 1, 0], dtype=bool)
-    rates = {r.name: r for r in _precisions(frame, ("g",), positive, unsure, good)}
+    rates = {r.name: r for r in _precisions(_groups(frame, ("g",)), positive, unsure, good)}
     for flips in range(8):  # every decision of the three undecided rows
         pos = positive.copy()
         pos[np.flatnonzero(unsure)] = [(flips >> k) & 1 for k in range(3)]

@@ -208,3 +208,38 @@ def test_a_checkpointed_run_resumes_to_the_uninterrupted_answer(tmp_path):
         whole.falsified,
         whole.undecided,
     )
+
+
+def test_stretching_the_grids_counts_in_the_time_limit(monkeypatch):
+    """The uniform engine gets the time limit less what stretching the grids took (on a clock of the
+    test's own: stretching takes 2 of the 10 seconds)."""
+    from faircert.engines.trees import population
+    from faircert.engines.trees import verify as trees_verify
+
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return now[0]
+
+    real_stretch, real_answer = population.stretched, trees_verify.answer
+    given = []
+
+    def slow_stretch(ir, prop):
+        now[0] += 2.0
+        return real_stretch(ir, prop)
+
+    def recorded(ir, prop, options, progress=None):
+        given.append(options.time_limit)
+        return real_answer(ir, prop, options, progress)
+
+    monkeypatch.setattr(population, "time", Clock)
+    monkeypatch.setattr(population, "stretched", slow_stretch)
+    monkeypatch.setattr(trees_verify, "answer", recorded)
+    frame, y = _data(0)
+    model = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(frame, y)
+    result = faircert.verify(model, DOMAIN, protected="s", population="independent", data=frame, time_limit=10)
+    assert result.engine == "tree-population"
+    (limit,) = given
+    assert limit <= 8.0 + 1e-9 and limit > 7.0  # less the stretching (and what reading the inputs took)

@@ -127,8 +127,8 @@ def explain(
     """Where the unfair decisions are: at most `max_rules` rules (ranges, category sets) found on half of `data`'s
     rows, audited as `audit` does, each at least `min_lift` (3) times the global unfair rate there and measured on
     the other half (exact counts, `confidence` interval, lift, corrected p-value, what changes the decision); the
-    largest regions without an unfair row. `population="uniform"|"independent"`: `samples` points drawn from the
-    domain instead, each rule with its proven-unfair share, sound, from its boxes (`subgroups.measured`)."""
+    largest regions without an unfair row. `population="uniform"|"independent"|"bayesnet"` (learned as `max_bins`,
+    `score`, ..., `save_population` say): `samples` drawn points instead, with sound proven-unfair shares."""
     from .requests.explain import explain_measured, explain_population, rules_of_audit
 
     given: dict[str, Any] = dict(keywords)

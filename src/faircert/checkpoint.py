@@ -28,6 +28,7 @@ import numpy as np
 
 from ._version import __version__
 from .errors import PropertyError
+from .results.base import jsonable
 
 FORMAT = "faircert-checkpoint"
 #: the largest share of a run's time its checkpoints may take (`Checkpoint.due` waits longer)
@@ -331,7 +332,7 @@ def _pieces(state: dict[str, Any]) -> list[bytes]:
             return [swap(v) for v in obj]
         return obj
 
-    text = json.dumps(swap(state), separators=(",", ":"), default=_plain)
+    text = json.dumps(swap(state), separators=(",", ":"), default=jsonable)
     quoted = json.dumps(marker)[:-1]  # how the encoder wrote the marker (its NUL escaped)
     parts = re.split(re.escape(quoted) + r'(\d+)"', text)
     out = [parts[0].encode("ascii")]
@@ -377,11 +378,3 @@ def unpack(value: Any, kind: str, width: int | None = None) -> np.ndarray:
 
 #: The arrays a checkpoint holds: little-endian float64 and int64.
 ARRAY_TYPES = {"f8": np.dtype("<f8"), "i8": np.dtype("<i8")}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from .errors import PropertyError
 from .metrics import needing, spelled
@@ -75,6 +75,17 @@ class Budget:
             raise PropertyError(
                 f"checkpoint interval must be a positive number of seconds, got {self.checkpoint_every!r}"
             )
+
+    @classmethod
+    def of(cls, options: Budget, only: tuple[str, ...] | None = None) -> Self:
+        """This command's share of another command's options: the fields both have (of them, `only`)."""
+        names = {f.name for f in fields(cls)} & {f.name for f in fields(options)}
+        return cls(**{name: getattr(options, name) for name in names if only is None or name in only})
+
+
+#: What a command lends another that it runs on its behalf: the clock, the seed, the workers and the
+#: memory (`Budget.of`), not its checkpoint files.
+LENT = ("time_limit", "seed", "workers", "ray_address", "memory_limit")
 
 
 #: where the network bounds may run besides numpy (torch, float64)
@@ -161,12 +172,6 @@ class AuditOptions(Budget):
         seconds = self.milp_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
             raise PropertyError(f"milp seconds must be a positive number, got {seconds!r}")
-
-    @classmethod
-    def of(cls, options: Budget) -> AuditOptions:
-        """The audit's share of another command's options (the fields both have)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{f.name: getattr(options, f.name) for f in fields(options) if f.name in names})
 
 
 METHODS = ("sound", "sampling")

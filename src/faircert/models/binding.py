@@ -270,3 +270,42 @@ def _number(state: Any) -> float | None:
     if isinstance(state, bool) or not isinstance(state, (int, float, np.integer, np.floating)):
         return None
     return float(state)
+
+
+def bind_linear_to_population(model: Any, population: Any) -> tuple[Any, Any]:
+    """(the linear model reading codes, the population with named states coded 0..k-1), as
+    `bind_to_population` does for pipelines: a one-hot category matching state k of a variable
+    whose states are names becomes the code k (-1, never read, where it matches none). A column
+    the model reads as a number cannot hold names, and a category matching several states has no
+    one code: both are refused (`DomainError`)."""
+    from dataclasses import replace
+
+    from .linear import LinearModel, _matches
+
+    if not isinstance(model, LinearModel):
+        return model, population
+    variables = dict(population.variables)
+    named = {n for n, v in variables.items() if any(_number(s) is None for s in v.states) and n in model.columns}
+    if not named:
+        return model, population
+    encoding = []
+    for enc in model.encoding:
+        if enc.column not in named:
+            encoding.append(enc)
+            continue
+        if enc.kind != "onehot":
+            raise DomainError(f"column {enc.column!r} holds names, but the model reads it as a number")
+        states = np.asarray(variables[enc.column].states, dtype=object)
+        codes = []
+        for c in enc.categories:
+            hits = np.flatnonzero(_matches(states, c))
+            if len(hits) > 1:
+                raise DomainError(f"column {enc.column!r}: category {c!r} matches several states")
+            codes.append(float(hits[0]) if len(hits) else -1.0)
+        encoding.append(replace(enc, categories=tuple(codes)))
+    for n in named:
+        variables[n] = replace(variables[n], states=tuple(range(variables[n].card)), labels=variables[n].labels)
+    bound = LinearModel(
+        model.weights, model.intercept, tuple(encoding), model.strict, model.source, model.classes, dict(model.metadata)
+    )
+    return bound, replace(population, variables=variables, by_label={})

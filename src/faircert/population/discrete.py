@@ -402,8 +402,9 @@ class DiscretePopulation(Population):
 
     def save(self, path: str | Path) -> None:
         from ..files import write_text
+        from ..results.base import jsonable
 
-        write_text(path, json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+        write_text(path, json.dumps(self.to_dict(), indent=1, default=jsonable) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> DiscretePopulation:
@@ -442,11 +443,3 @@ def _finite_number(value: Any) -> bool:
         and not isinstance(value, (bool, np.bool_))
         and bool(np.isfinite(value))
     )
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -5,6 +5,7 @@ each rule, and the regions where no unfair row was seen."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.markup import escape
@@ -45,26 +46,41 @@ def _proof(rules: list[Rule]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def rules_table(rules: list[Rule], title: str, confidence: float, changes: bool) -> Table:
-    table = Table(title=escape(title), header_style="bold")
-    for column in ("#", "rule", "share", "unfair / rows", f"rate [{100 * confidence:g}%]", "lift", "p"):
-        table.add_column(escape(column), justify="left" if column == "rule" else "right")
+CHANGES = "what changes the decision"
+
+
+def _rule_rows(
+    rules: list[Rule], confidence: float, changes: bool, safe: Callable[[str], str]
+) -> tuple[list[str], list[list[str]]]:
+    """The rules table's header and rows, for the console and the HTML page alike (`safe` makes
+    the text cells safe for the one writing them)."""
     extra = _proof(rules)
-    for column, _ in extra:
-        table.add_column(escape(column), justify="right")
-    if changes:
-        table.add_column("what changes the decision")
-    for i, r in enumerate(rules, 1):
-        cells = [
+    header = ["#", "rule", "share", "unfair / rows", f"rate [{100 * confidence:g}%]", "lift", "p"]
+    header += [column for column, _ in extra] + ([CHANGES] if changes else [])
+    rows = [
+        [
             str(i),
-            escape(str(r)),
+            safe(str(r)),
             f"{100 * r.share:.1f}%",
             f"{r.unfair_rows:,} / {r.rows:,}",
-            str(r.unfair_rate),
+            safe(str(r.unfair_rate)),
             "-" if r.lift is None else f"{r.lift:.1f}",
             _p(r.p_value),
-        ] + [values[i - 1] for _, values in extra]
-        table.add_row(*cells, *([escape(_changes(r))] if changes else []))
+        ]
+        + [safe(values[i - 1]) for _, values in extra]
+        + ([safe(_changes(r))] if changes else [])
+        for i, r in enumerate(rules, 1)
+    ]
+    return header, rows
+
+
+def rules_table(rules: list[Rule], title: str, confidence: float, changes: bool) -> Table:
+    table = Table(title=escape(title), header_style="bold")
+    header, rows = _rule_rows(rules, confidence, changes, escape)
+    for column in header:
+        table.add_column(escape(column), justify="left" if column in ("rule", CHANGES) else "right")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -89,6 +105,8 @@ def print_explain(result: ExplainResult) -> None:
         out.print(rules_table(result.fair_rules, f"where no unfair row was seen{proven}", level, False))
     if "shares" in result.stats:
         out.print(f"[dim]{escape(str(result.stats['shares']))}[/]")
+    if "sound_bounds" in result.stats:  # a model the population's bounds cannot read
+        out.print(f"[yellow]sound bounds: {escape(str(result.stats['sound_bounds']))}[/]")
     out.print(
         "[dim]rules found on half the rows, measured on the other half: "
         f"{escape(str(result.stats.get('intervals', '')))}; p: {escape(str(result.stats.get('p_values', '')))}[/]"
@@ -183,23 +201,8 @@ def heatmap(result: ExplainResult) -> str:
 
 
 def _rules_html(rules: list[Rule], confidence: float, changes: bool) -> str:
-    e = html.escape
-    extra = _proof(rules)
-    header = ["#", "rule", "share", "unfair / rows", f"rate [{100 * confidence:g}%]", "lift", "p"]
-    header += [column for column, _ in extra] + (["what changes the decision"] if changes else [])
-    lines = []
-    for i, r in enumerate(rules, 1):
-        cells = [
-            str(i),
-            e(str(r)),
-            f"{100 * r.share:.1f}%",
-            f"{r.unfair_rows:,} / {r.rows:,}",
-            e(str(r.unfair_rate)),
-            "-" if r.lift is None else f"{r.lift:.1f}",
-            _p(r.p_value),
-        ]
-        cells += [e(values[i - 1]) for _, values in extra] + ([e(_changes(r))] if changes else [])
-        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header, rows = _rule_rows(rules, confidence, changes, html.escape)
+    lines = ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
     head = "".join(f"<th>{h}</th>" for h in header)
     return f"<div class='wide'><table><tr>{head}</tr>{''.join(lines)}</table></div>"
 
@@ -239,6 +242,8 @@ def render_explain(result: ExplainResult, standalone: bool = True) -> str:
     ]
     if "shares" in result.stats:  # a domain population: the rows are points drawn from it
         summary.append(("shares", e(str(result.stats["shares"]))))
+    if "sound_bounds" in result.stats:
+        summary.append(("sound bounds", e(str(result.stats["sound_bounds"]))))
     table = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in summary)
     changes = any(r.changes for r in result.rules)
     table_html = _rules_html(result.rules, result.confidence, changes)

@@ -8,10 +8,11 @@ from typing import Any
 
 from ..errors import PropertyError
 from ..limits import time_budget
-from ..options import AuditOptions, VerifyOptions
+from ..options import LENT, AuditOptions, VerifyOptions
 from ..results.explain import ExplainResult
 from . import keywords as kw
 from .inputs import Individual
+from .keywords import PopulationKeywords
 from .verify import prepare_verify
 
 
@@ -32,6 +33,12 @@ def explain_population(given: dict[str, Any]) -> str:
     from ..subgroups.measured import DOMAIN_POPULATIONS
 
     population = given.get("population")
+    knobs = sorted(k for k in given if k in PopulationKeywords.__optional_keys__)
+    if knobs and population != "bayesnet":
+        raise PropertyError(
+            f"{', '.join(knobs)}: how a population is learned, for population 'bayesnet' only "
+            f"(the population is {population or 'empirical'!r})"
+        )
     if population is None or population in ("empirical", "rows"):
         given.pop("population", None)
         given.pop("samples", None)  # the rows are all audited: nothing is drawn
@@ -46,10 +53,14 @@ def explain_population(given: dict[str, Any]) -> str:
 def explain_measured(model: Any, frame: Any, asked: Individual, max_rules: int, given: dict[str, Any]) -> ExplainResult:
     """`explain` under a domain population (`given["population"]`): the domain (given, or inferred
     from the data) verified box by box under it, and points drawn from it decided exactly."""
+    from ..population.spec import PopulationSpec
     from ..subgroups.measured import SAMPLES, Settings
     from ..subgroups.measured import explain_measured as measured
 
     population = given.pop("population")
+    knobs = {k: given.pop(k) for k in list(given) if k in PopulationKeywords.__optional_keys__}
+    save = knobs.pop("save_population", None)
+    learning = PopulationSpec("bayesnet", **knobs) if population == "bayesnet" else None
     search = Settings(
         max_rules,
         given.pop("min_lift", 3.0),
@@ -58,15 +69,11 @@ def explain_measured(model: Any, frame: Any, asked: Individual, max_rules: int, 
     )
     domain, loading = given.pop("domain", None), kw.take_loading(given)
     run = kw.take_options("explain", AuditOptions, given, kw.AuditKeywords)
-    options = VerifyOptions(
-        time_limit=run.time_limit,
-        seed=run.seed,
-        workers=run.workers,
-        ray_address=run.ray_address,
-        memory_limit=run.memory_limit,
-    )
+    options = VerifyOptions.of(run, LENT)
     with time_budget(options.time_limit):
-        request = prepare_verify(model, frame if domain is None else domain, asked, population, frame, loading, options)
+        request = prepare_verify(
+            model, frame if domain is None else domain, asked, population, frame, loading, options, learning, save
+        )
         result = measured(request, search, request.options)
     result.model = getattr(request.ir, "source", "") or type(model).__name__
     return result

@@ -64,19 +64,6 @@ class AuditKeywords(RunKeywords, InputKeywords, total=False):
     options: AuditOptions | None
 
 
-class ExplainKeywords(AuditKeywords, total=False):
-    #: the domain the audit's twins stay in (default: inferred from the data)
-    domain: Any
-    #: the least lift of a rule over the global unfair rate, where it is found
-    min_lift: float
-    #: the level of each rule's interval
-    confidence: float
-    #: the population the rules describe: "empirical" (the data's rows), "uniform" or "independent"
-    population: str
-    #: points drawn from a domain population, each decided exactly
-    samples: int
-
-
 class PopulationKeywords(TypedDict, total=False):
     """How a population is learned from data (see `population.spec.PopulationSpec`)."""
 
@@ -89,6 +76,20 @@ class PopulationKeywords(TypedDict, total=False):
     max_width: int | None
     #: write the learned population here (.json), to reuse it
     save_population: str | Path | None
+
+
+class ExplainKeywords(AuditKeywords, PopulationKeywords, total=False):
+    #: the domain the audit's twins stay in (default: inferred from the data)
+    domain: Any
+    #: the least lift of a rule over the global unfair rate, where it is found
+    min_lift: float
+    #: the level of each rule's interval
+    confidence: float
+    #: the population the rules describe: "empirical" (the data's rows), "uniform", "independent" or
+    #: "bayesnet" (learned from the data as the `PopulationKeywords` say)
+    population: str
+    #: points drawn from a domain population, each decided exactly
+    samples: int
 
 
 class GroupAdditions(TypedDict, total=False):

@@ -76,9 +76,19 @@ def check_population(population: str | None) -> str:
 
 
 def prepare_verify(
-    model: Any, domain: Any, asked: Individual, population: str, data: Any, loading: dict[str, Any], options: Any
+    model: Any,
+    domain: Any,
+    asked: Individual,
+    population: str,
+    data: Any,
+    loading: dict[str, Any],
+    options: Any,
+    learning: Any = None,
+    save_population: Any = None,
 ) -> VerifyRequest:
-    """Read and check `verify`'s inputs; the time this takes comes out of the options' limit."""
+    """Read and check `verify`'s inputs; the time this takes comes out of the options' limit. A
+    learned network follows `learning` (a `PopulationSpec`; default: its defaults) and is saved to
+    `save_population` where given."""
     started = time.perf_counter()
     # boxes over a network's categories split better with like categories side by side
     reorder = population in ("uniform", "independent") and options.partition_size is None
@@ -93,7 +103,8 @@ def prepare_verify(
         prop = _with_marginals(read.ir, prop, population_data(data, domain, population), options)
     elif population == "bayesnet":
         refuse_checkpoint(options, "the learned-network measure")
-        learned = _learn_bayesnet(read.ir, read.loaded, prop, population_data(data, domain, population), options)
+        frame = population_data(data, domain, population)
+        learned = _learn_bayesnet(read.ir, read.loaded, prop, frame, options, learning, save_population)
     spent = time.perf_counter() - started
     return VerifyRequest(read.ir, prop, read.given, read.loaded, after(options, spent), population, learned)
 
@@ -185,7 +196,15 @@ def _with_marginals(ir: Any, prop: IndividualFairness, frame: Any, options: Veri
     return replace(prop, population=Marginals.from_codes(codes))
 
 
-def _learn_bayesnet(ir: Any, loaded: Any, prop: IndividualFairness, frame: Any, options: VerifyOptions) -> Learned:
+def _learn_bayesnet(
+    ir: Any,
+    loaded: Any,
+    prop: IndividualFairness,
+    frame: Any,
+    options: VerifyOptions,
+    learning: Any = None,
+    save_population: Any = None,
+) -> Learned:
     """A Bayesian network learned from `frame`, for P[x has an unfair twin] at epsilon 0: linear
     models (and pipelines ending in one) by score histograms, other models by sound box refinement
     of the network's CDF space."""
@@ -201,13 +220,16 @@ def _learn_bayesnet(ir: Any, loaded: Any, prop: IndividualFairness, frame: Any, 
             "--complete; otherwise use 'uniform', 'independent' or the per-row audit of the data "
             "(faircert audit)"
         )
+    spec = PopulationSpec("bayesnet") if learning is None else learning
     started = time.perf_counter()
     linear = None
     if isinstance(loaded, LinearModel) and accepts(ir, prop):
         linear = bind_to_frame(loaded, frame, None)
-        pop = learn_population(frame, linear.columns, prop.protected_names, PopulationSpec("bayesnet"))
+        pop = learn_population(frame, linear.columns, prop.protected_names, spec)
     else:
-        _, pop, _, _ = resolve_population("bayesnet", frame, loaded, prop.protected_names, None)
+        _, pop, _, _ = resolve_population(spec, frame, loaded, prop.protected_names, None)
+    if save_population is not None:
+        pop.save(save_population)
     return Learned(pop.expanded(), linear, time.perf_counter() - started)
 
 

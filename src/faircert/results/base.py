@@ -89,6 +89,7 @@ def versioned(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
+    """The JSON encoder's `default` for numpy values: results, checkpoints and saved populations."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):

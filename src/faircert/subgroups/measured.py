@@ -1,6 +1,6 @@
-"""`explain` under a domain population (uniform over the domain, or the data's independent
-marginals): where the unfair inputs are, among all inputs the population can draw, not only the
-data's rows.
+"""`explain` under a domain population (uniform over the domain, the data's independent marginals,
+or a Bayesian network learned from the data): where the unfair inputs are, among all inputs the
+population can draw, not only the data's rows.
 
 - The unfair set is found by points drawn from the population (as the black-box answer draws them),
   each decided exactly by the per-row audit; the rules are searched on half of them and measured on
@@ -13,6 +13,12 @@ data's rows.
   unfair there is unfair in the whole domain; boxes left out (more than MAX_BOXES, or not reached
   within the time limit) only lower it.
 - A fair rule whose boxes are all proven fair is `proven`; otherwise `empirical`.
+- Under a Bayesian network (epsilon 0), the points are drawn from the network, and each rule's region
+  R is bounded by box refinement of the network's CDF space (`engines.probability.twins.region_bounds`):
+  sound bounds on P[x in R] (`share` is their midpoint, exact once they meet) and on
+  P[x in R and x has an unfair twin], whose lower end is `proven_unfair_share` (columns of names
+  coded as `models.binding` codes them). Where the model is one the interval evaluators cannot read,
+  the rules keep their statistical rates only and the result says so (`stats.sound_bounds`).
 
 Rules range over the features that are not protected: the box engines measure shares over them (the
 protected values are those a twin takes), so a region of the other features is what a box can say.
@@ -37,13 +43,15 @@ from ..results.explain import Condition, ExplainResult
 from .frame import explain_frame
 
 #: The populations `explain` answers over the domain (besides the data's rows).
-DOMAIN_POPULATIONS = ("uniform", "independent")
+DOMAIN_POPULATIONS = ("uniform", "independent", "bayesnet")
 #: Points drawn from the population by default.
 SAMPLES = 4000
 #: Boxes verified per rule at most (the largest by mass): the rest only lower the proven share.
 MAX_BOXES = 16
 #: Shares of the time limit: the points' audit, then the rules' boxes (the whole domain first).
 AUDIT_SHARE = 0.4
+#: The least time a box is given: with less left (beyond the setup a box is seen to take), it is skipped.
+MIN_BOX_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,14 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
     start = time.perf_counter()
     prop = request.prop
     limit = options.time_limit
-    points = draw(prop, np.random.default_rng(options.seed), search.samples)
+    learned = getattr(request, "learned", None)
+    if learned is not None:  # a Bayesian network: its states in the domain's codes, drawn ancestrally
+        from ..engines.probability.twins import drawn_codes, state_codes
+
+        codes = state_codes(learned.population, prop.domain)
+        points = drawn_codes(learned.population, codes, np.random.default_rng(options.seed), search.samples)
+    else:
+        points = draw(prop, np.random.default_rng(options.seed), search.samples)
     audit_options = AuditOptions(
         time_limit=None if limit is None else AUDIT_SHARE * limit, seed=options.seed, memory_limit=options.memory_limit
     )
@@ -92,10 +107,11 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
     whole = boxes.verify(prop.domain, always=True)
     if whole.counterexamples:  # re-checked on the model: the domain holds unfair inputs, whatever the points say
         explained.verdict = "unfair"
+    regions: _Boxes | _Network = boxes if learned is None else _Network(request, options, limit, start, codes)
     for rule in explained.rules:
-        rule.share, rule.proven_unfair_share, _ = boxes.region(rule.conditions)
+        rule.share, rule.proven_unfair_share, _ = regions.region(rule.conditions)
     for rule in explained.fair_rules:
-        rule.share, rule.proven_unfair_share, proven_fair = boxes.region(rule.conditions)
+        rule.share, rule.proven_unfair_share, proven_fair = regions.region(rule.conditions)
         rule.evidence = "proven" if proven_fair else "empirical"
     explained.population, explained.engine = request.population, rows.engine
     explained.protected = list(prop.protected_names)
@@ -114,6 +130,8 @@ def explain_measured(request: Any, search: Settings, options: Any) -> ExplainRes
         "bound on the mass of its inputs with an unfair twin (its boxes verified within the time limit, each "
         "proven-unfair share times the box's mass); rates: the drawn points, decided exactly, on the held-out half",
     }
+    if isinstance(regions, _Network):
+        explained.stats |= regions.stats(len(explained.rules))
     if boxes.stopped:
         explained.stats["stopped"] = boxes.stopped
     return explained
@@ -139,11 +157,47 @@ def _raw(domain: Domain, codes: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+class _Pace:
+    """The time limit as boxes spend it: the clock is read before each box starts, and a box is
+    given part of the time left less the most any box has run past the time it was given (its
+    setup, outside its engine's own clock); it starts only where that, and the shortest time any box
+    took (an engine's least work), still end by the limit."""
+
+    def __init__(self, limit: float | None, start: float) -> None:
+        self.limit, self.start = limit, start
+        #: the most a box has run past the time it was given, and the shortest a box took, in seconds
+        self.overhead, self.shortest = 0.0, 0.0
+
+    def left(self) -> float | None:
+        return None if self.limit is None else self.limit - (time.perf_counter() - self.start)
+
+    def grant(self, always: bool = False) -> tuple[bool, float | None]:
+        """(whether a box may start now, the seconds it is given: None without a limit). A box run
+        `always` starts whatever the time left, with at least `MIN_BOX_S`."""
+        left = self.left()
+        if left is None:
+            return True, None
+        if always:
+            return True, max(left / 4, MIN_BOX_S)
+        room = left - self.overhead
+        if room < MIN_BOX_S or left < self.shortest:
+            return False, 0.0
+        return True, min(max(left / 4, MIN_BOX_S), room)  # later boxes keep time of their own
+
+    def ran(self, given: float | None, began: float) -> None:
+        """A box given `given` seconds, begun at `began` (`time.perf_counter`), has ended."""
+        if given is not None:
+            took = time.perf_counter() - began
+            self.overhead = max(self.overhead, took - given)
+            self.shortest = took if self.shortest == 0 else min(self.shortest, took)
+
+
 class _Boxes:
     """The boxes of rules' regions, each verified as its own domain under the population."""
 
     def __init__(self, request: Any, options: Any, limit: float | None, start: float) -> None:
-        self.request, self.options, self.limit, self.start = request, options, limit, start
+        self.request, self.options = request, options
+        self.pace = _Pace(limit, start)
         self.count = self.skipped = 0
         #: the memory limit, once a run reached it: the boxes after it are not verified
         self.stopped = ""
@@ -155,17 +209,18 @@ class _Boxes:
         verified proves nothing."""
         from ..requests.verify import run_verify
 
-        left = None if self.limit is None else self.limit - (time.perf_counter() - self.start)
-        if (self.stopped or (left is not None and left <= 0)) and not always:
+        began = time.perf_counter()
+        start, share = self.pace.grant(always)
+        if not always and (self.stopped or not start):
             self.skipped += 1
             return None
-        share = None if left is None else max(left / 4, 0.05)  # later boxes keep time of their own
         options = replace(self.options, time_limit=share)
         self.count += 1
         prop = replace(self.request.prop, domain=domain)
         if prop.population is not None:  # the data's marginals, restricted to the box
             prop = replace(prop, population=_restricted(prop.population, domain))
         result = run_verify(replace(self.request, prop=prop, options=options), None)
+        self.pace.ran(share, began)
         if result.stopped == MEMORY_STOPPED:
             self.stopped = MEMORY_STOPPED
         return result
@@ -203,6 +258,85 @@ class _Boxes:
             elif f.size > 0:
                 size = hi - lo + 1 if f.is_discrete else hi - lo
                 out *= max(size, 0) / f.size
+        return out
+
+
+class _Network:
+    """Rules' regions under a Bayesian network learned from the data: sound bounds on each region's
+    mass and on the mass of its inputs with an unfair twin, by box refinement of the network's CDF
+    space within the time left."""
+
+    def __init__(self, request: Any, options: Any, limit: float | None, start: float, codes: dict) -> None:
+        from ..errors import DomainError
+        from ..models.binding import bind_linear_to_population, bind_to_population
+
+        learned = request.learned
+        self.request, self.options, self.codes = request, options, codes
+        self.pace = _Pace(limit, start)
+        #: why no sound bound is given (empty: they are)
+        self.unsound = ""
+        if learned.linear is not None:  # a linear model bound to the data's columns, as the network is
+            try:
+                self.model, self.population = bind_linear_to_population(learned.linear, learned.population)
+            except DomainError as exc:
+                self.model, self.population, self.unsound = None, learned.population, str(exc)
+        else:
+            self.model, self.population = bind_to_population(request.loaded, learned.population)
+        self.bounds: list[dict[str, Any]] = []
+        self.open = self.skipped = 0
+
+    def region(self, conditions: list[Condition]) -> tuple[float, float | None, bool]:
+        """(mass, proven-unfair mass or None where no sound bound is given, all proven fair)."""
+        from ..engines.probability.refine import RefineOptions
+        from ..engines.probability.twins import region_bounds
+
+        domain = self.request.prop.domain
+        allowed = {}
+        for f in domain.features:
+            conds = [c for c in conditions if c.feature == f.name]
+            if conds:
+                runs = _runs(f, conds)
+                states = self.codes[f.name]
+                allowed[f.name] = np.array([any(lo <= x <= hi for lo, hi in runs) for x in states], dtype=bool)
+        began = time.perf_counter()
+        start, share = self.pace.grant()
+        if not start:  # past the time limit: the region's mass alone (its least time), nothing proven
+            self.skipped += 1
+            share = MIN_BOX_S
+        budget = RefineOptions(time_limit=share, memory_limit=self.options.memory_limit)
+        model = None if self.unsound or not start else self.model
+        protected = list(self.request.prop.protected_names)
+        try:
+            mass, unfair, open_boxes = region_bounds(model, self.population, protected, allowed, budget)
+        except PropertyError as exc:  # a model the interval evaluators cannot read: statistical rates only
+            self.unsound = str(exc)
+            mass, unfair, open_boxes = region_bounds(None, self.population, protected, allowed, budget)
+        if start:
+            self.pace.ran(share, began)
+        self.open += open_boxes
+        self.bounds.append({"share": list(mass), "unfair_share": None if unfair is None else list(unfair)})
+        midpoint = (mass[0] + mass[1]) / 2
+        if unfair is None:  # past the time limit nothing is proven; without sound bounds nothing is stated
+            return midpoint, None if self.unsound else 0.0, False
+        return midpoint, unfair[0], unfair[1] == 0 and mass[1] > 0
+
+    def stats(self, unfair_rules: int) -> dict[str, Any]:
+        """What the result says of the rules' bounds."""
+        out: dict[str, Any] = {
+            "rule_bounds": self.bounds[:unfair_rules],
+            "fair_rule_bounds": self.bounds[unfair_rules:],
+            "boxes_open": self.open,
+            "rules_past_time_limit": self.skipped,  # their unfair mass unbounded: no proof
+            "shares": "share: the midpoint of sound bounds on the rule's mass under the learned network "
+            "(rule_bounds: both ends, exact once they meet); proven_unfair_share: a sound lower bound on the "
+            "mass of the rule's inputs with an unfair twin (rule_bounds.unfair_share: its sound interval), by box "
+            "refinement of the network within the time limit; rates: the drawn points, decided exactly, on the "
+            "held-out half",
+        }
+        if self.unsound:
+            out["sound_bounds"] = (
+                f"none for this model ({self.unsound}): the rules' unfair shares are the statistical rates only"
+            )
         return out
 
 

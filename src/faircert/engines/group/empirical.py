@@ -118,46 +118,42 @@ def _matrix(model: Any, frame: Any, label: str | None) -> np.ndarray:
         ) from None
 
 
-def _rates(
-    frame: Any,
-    protected: tuple[str, ...],
-    positive: np.ndarray,
-    unsure: np.ndarray,
-    rows: np.ndarray,
-    names: Any = None,
-) -> list[GroupProbability]:
+#: A protected group of the rows: its values by name and its members' positions in the frame.
+Group = tuple[dict[str, Any], np.ndarray]
+
+
+def _groups(frame: Any, protected: tuple[str, ...], names: Any = None) -> list[Group]:
+    """The protected groups of the rows, in sorted order (values as text, from `names` where given)."""
+    keys = (names if names is not None else frame[list(protected)]).loc[:, list(protected)].astype(str)
+    by = list(protected) if len(protected) > 1 else protected[0]  # one column: scalar keys in every pandas
+    return [
+        (dict(zip(protected, v if isinstance(v, tuple) else (v,))), np.asarray(frame.index.get_indexer(index)))
+        for v, index in keys.groupby(by, sort=True).groups.items()
+    ]
+
+
+def _rates(groups: list[Group], positive: np.ndarray, unsure: np.ndarray, rows: np.ndarray) -> list[GroupProbability]:
+    """P[yhat = 1 | group] per group among the `rows` (a group with none of them is left out)."""
     total = int(rows.sum())
     out = []
-    keys = (names if names is not None else frame[list(protected)]).loc[rows, list(protected)].astype(str)
-    by = list(protected) if len(protected) > 1 else protected[0]  # one column: scalar keys in every pandas
-    for values, index in keys.groupby(by, sort=True).groups.items():
-        values = values if isinstance(values, tuple) else (values,)
-        members = np.asarray(frame.index.get_indexer(index))
-        n = len(members)
-        sure = int(positive[members].sum())
-        maybe = int(unsure[members].sum())
-        out.append(GroupProbability(dict(zip(protected, values)), sure / n, (sure + maybe) / n, n / total))
+    for group, members in groups:
+        members = members[rows[members]]
+        if n := len(members):
+            sure = int(positive[members].sum())
+            maybe = int(unsure[members].sum())
+            out.append(GroupProbability(group, sure / n, (sure + maybe) / n, n / total))
     return out
 
 
 def _precisions(
-    frame: Any,
-    protected: tuple[str, ...],
-    positive: np.ndarray,
-    unsure: np.ndarray,
-    good: np.ndarray,
-    names: Any = None,
+    groups: list[Group], positive: np.ndarray, unsure: np.ndarray, good: np.ndarray
 ) -> list[GroupProbability]:
     """P[Y = positive | yhat = 1, group] per group, as an interval over the undecided rows'
     decisions (it falls as undecided rows with Y negative turn positive and rises as those with Y
     positive do); a group the model never labels positive has none and is left out. Sizes:
     P[group | yhat = 1]."""
-    keys = (names if names is not None else frame[list(protected)]).loc[:, list(protected)].astype(str)
-    by = list(protected) if len(protected) > 1 else protected[0]
     out, picked_all, unsure_all = [], int(positive.sum()), int(unsure.sum())
-    for values, index in keys.groupby(by, sort=True).groups.items():
-        values = values if isinstance(values, tuple) else (values,)
-        m = np.asarray(frame.index.get_indexer(index))
+    for group, m in groups:
         hits, picked = int((positive[m] & good[m]).sum()), int(positive[m].sum())
         maybe_good, maybe_bad = int((unsure[m] & good[m]).sum()), int((unsure[m] & ~good[m]).sum())
         maybe = maybe_good + maybe_bad
@@ -167,7 +163,7 @@ def _precisions(
         high = (hits + maybe_good) / (picked + maybe_good) if picked + maybe_good else 0.0
         size = picked / (picked_all + unsure_all - maybe) if picked else 0.0
         size_high = min(1.0, (picked + maybe) / (picked_all + maybe)) if unsure_all else None
-        out.append(GroupProbability(dict(zip(protected, values)), low, high, size, size_high))
+        out.append(GroupProbability(group, low, high, size, size_high))
     if not out:
         raise PropertyError("predictive parity: the model labels no row positive, so no group has a precision")
     return out
@@ -186,8 +182,8 @@ def answer(model: Any, question: Any, options: GroupOptions, progress: Any = Non
         )
     frame = pop.frame
     positive, unsure = decisions(model, frame, pop.label)
-    everyone = np.ones(len(frame), dtype=bool)
-    groups = _rates(frame, pop.protected, positive, unsure, everyone, pop.groups)
+    members = _groups(frame, pop.protected, pop.groups)
+    groups = _rates(members, positive, unsure, np.ones(len(frame), dtype=bool))
     conditional = {}
     asked = needing(question.metrics, "label") + needing(question.metrics, "predicted")
     if asked:
@@ -198,12 +194,10 @@ def answer(model: Any, question: Any, options: GroupOptions, progress: Any = Non
         if len(values) != 2:
             raise PropertyError(f"{spelled(asked)}: needs a label with two values; {pop.label!r} has {len(values)}")
         for value in values:
-            conditional[f"Y={value}"] = _rates(
-                frame, pop.protected, positive, unsure, (truth == value).to_numpy(), pop.groups
-            )
+            conditional[f"Y={value}"] = _rates(members, positive, unsure, (truth == value).to_numpy())
         if needing(question.metrics, "predicted"):
             good = (truth == label_keys("predictive parity", conditional)[-1][2:]).to_numpy()
-            conditional["yhat=1"] = _precisions(frame, pop.protected, positive, unsure, good, pop.groups)
+            conditional["yhat=1"] = _precisions(members, positive, unsure, good)
     if progress is not None:
         progress(ProgressEvent(elapsed_s=time.perf_counter() - start))
     stats = {

@@ -86,14 +86,6 @@ class Stratum:
     def n(self) -> int:
         return grid(self.looks - 1) if self.looks else 0
 
-    @property
-    def name(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.group.items())
-
-    @property
-    def value(self) -> float:
-        return 0.5 * (self.low + self.high)
-
     def probability(self) -> GroupProbability:
         return GroupProbability(dict(self.group), self.low, self.high, self.size)
 
@@ -158,13 +150,18 @@ def strata(question: Any, seed: int) -> tuple[list[Stratum], list[str]]:
     return out, notes
 
 
-def metrics_of(cells: list[Stratum], names: tuple[str, ...]) -> dict[str, MetricInterval]:
-    """The metrics' intervals from the cells' intervals (sound interval arithmetic)."""
-    groups = [c for c in cells if c.key == ""]
-    conditional: dict[str, list] = {}
+def rates(cells: list[Stratum]) -> tuple[list[GroupProbability], dict[str, list[GroupProbability]]]:
+    """The groups' own rates and the conditional ones (by key), from the cells' intervals."""
+    conditional: dict[str, list[GroupProbability]] = {}
     for c in cells:
         if c.key:
-            conditional.setdefault(c.key, []).append(c)
+            conditional.setdefault(c.key, []).append(c.probability())
+    return [c.probability() for c in cells if c.key == ""], conditional
+
+
+def metrics_of(cells: list[Stratum], names: tuple[str, ...]) -> dict[str, MetricInterval]:
+    """The metrics' intervals from the cells' intervals (sound interval arithmetic)."""
+    groups, conditional = rates(cells)
     return {name: METRICS[name].interval(groups, conditional) for name in names}
 
 
@@ -269,11 +266,7 @@ def estimate_stratified(
     deadline = None if time_limit is None else started + time_limit
     run = Sampling(cells, Labeller.of(model, population), delta, metrics, deadline, target)
     run.run()
-    groups = [c.probability() for c in cells if c.key == ""]
-    conditional: dict[str, list[GroupProbability]] = {}
-    for c in cells:
-        if c.key:
-            conditional.setdefault(c.key, []).append(c.probability())
+    groups, conditional = rates(cells)
     samples = sum(c.n for c in cells)
     return GroupResult.build(
         groups,
@@ -290,7 +283,7 @@ def estimate_stratified(
             "delta": delta,
             "method": METHOD,
             "draws_per_s": samples / max(time.perf_counter() - started, 1e-9),
-            "draws": {f"{c.key} {c.name}".strip(): c.n for c in cells},
+            "draws": {f"{c.key} {c.probability().name}".strip(): c.n for c in cells},
             "stopped": run.stopped,
         },
     )

@@ -523,6 +523,19 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
     with each combination of protected states are not all equal (whatever x's own protected state,
     some other combination then decides otherwise). Decided on a box once every twin's label is,
     or once two twins' labels surely differ."""
+    boxes, unfair, prot = twin_event(model, pop, prot)
+
+    def evaluate(lo: np.ndarray, hi: np.ndarray):
+        return stack_events([unfair(lo, hi)], len(lo))
+
+    return ModelSetup(
+        boxes.inputs, evaluate, [], pop.describe(), _model_name(model), prot
+    )  # (protected: those the model reads)
+
+
+def twin_event(model: Any, pop: Any, prot: list[str]) -> tuple[DiscreteBoxes, Callable, list[str]]:
+    """(the boxes of `pop`'s CDF space, the event "x has an unfair twin" on boxes (lo, hi) as an
+    `iv.Bv`, the protected attributes the model reads): see `twin_setup`."""
     names = _feature_names(model)
     prot = _protected_names(pop, prot)
     boxes = DiscreteBoxes(pop, names)
@@ -531,10 +544,10 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
     combos = list(itertools.product(*[pop.variables[p].states for p in prot]))
     mask = boxes.mask(free)
 
-    def evaluate(lo: np.ndarray, hi: np.ndarray):
+    def unfair(lo: np.ndarray, hi: np.ndarray) -> iv.Bv:
         n = len(lo)
         if not prot:
-            return stack_events([iv.Bv(np.zeros(n, dtype=bool), np.ones(n, dtype=bool), None, 0.0)], n)
+            return iv.Bv(np.zeros(n, dtype=bool), np.ones(n, dtype=bool), None, 0.0)
         values = boxes.features(*boxes.codes(lo, hi))
         # every twin of every box in one call: twin k of box i is row k * n + i
         k = len(combos)
@@ -552,9 +565,6 @@ def twin_setup(model: Any, pop: Any, prot: list[str]) -> ModelSetup:
         some_positive, all_positive = sure_positive.any(axis=0), sure_positive.all(axis=0)
         some_negative, all_negative = sure_negative.any(axis=0), sure_negative.all(axis=0)
         width = np.broadcast_to(w, (k * n,)).reshape(k, n).max(axis=0)
-        unfair = iv.Bv(~(all_positive | all_negative), ~(some_positive & some_negative), mask, width)
-        return stack_events([unfair], n)
+        return iv.Bv(~(all_positive | all_negative), ~(some_positive & some_negative), mask, width)
 
-    return ModelSetup(
-        boxes.inputs, evaluate, [], pop.describe(), _model_name(model), prot
-    )  # (protected: those the model reads)
+    return boxes, unfair, prot

@@ -73,6 +73,93 @@ def sampled_twins(
     return X, unfair, pairs
 
 
+def state_codes(pop: DiscretePopulation, domain: Any) -> dict[str, np.ndarray]:
+    """For each of `domain`'s features, the domain code of each state of `pop`'s variable of that
+    name (categories by name, numbers as they are); a state outside the domain is refused."""
+    import pandas as pd
+
+    from ...data import encode_table
+    from ...errors import DataError
+
+    missing = [n for n in domain.names if n not in pop.variables]
+    if missing:
+        raise PropertyError(
+            f"the population has no variable for domain feature(s) {missing[:5]}; it has: "
+            f"{', '.join(list(pop.variables)[:20])}"
+        )
+    cards = [pop.variables[n].card for n in domain.names]
+    rows = max(cards, default=1)
+    frame = pd.DataFrame(
+        {
+            n: np.asarray(pop.variables[n].states, dtype=object)[np.minimum(np.arange(rows), card - 1)]
+            for n, card in zip(domain.names, cards)
+        }
+    )
+    codes = encode_table(frame.infer_objects(), domain)
+    outside = ~domain.contains(codes)
+    if outside.any():
+        bad = np.flatnonzero(((codes < domain.lower) | (codes > domain.upper)).any(axis=0))
+        raise DataError(
+            f"the population takes values of {', '.join(domain.names[j] for j in bad[:5]) or 'some feature'} "
+            "outside the domain (it holds the data's values); widen the domain"
+        )
+    return {n: codes[:card, j] for j, (n, card) in enumerate(zip(domain.names, cards))}
+
+
+def drawn_codes(pop: DiscretePopulation, codes: dict[str, np.ndarray], rng: np.random.Generator, n: int) -> np.ndarray:
+    """`n` inputs drawn from `pop` in domain codes (`codes`: `state_codes`), features in that order."""
+    states = pop.sample_codes(rng, n)
+    return np.stack([table[states[name]] for name, table in codes.items()], axis=1).astype(np.float64)
+
+
+def region_bounds(
+    model: Any, pop: DiscretePopulation, prot: list[str], allowed: dict[str, np.ndarray], options: RefineOptions
+) -> tuple[tuple[float, float], tuple[float, float] | None, int]:
+    """Sound bounds on P[x in R] and, with a `model`, on P[x in R and x has an unfair twin] (epsilon 0)
+    for x drawn from `pop`, where R allows the states `allowed[name]` (a boolean per state) of each
+    variable named (others any): ((mass low, high), (unfair low, high) or None, boxes left open)."""
+    from . import intervals as iv
+    from .events import stack_events
+    from .models import DiscreteBoxes, twin_event
+
+    if model is not None:
+        boxes, unfair, _ = twin_event(model, pop, prot)
+    else:
+        boxes, unfair = DiscreteBoxes(pop, []), None
+    checks = [
+        (boxes.index[name], np.concatenate([[0], np.cumsum(np.asarray(ok, dtype=np.int64))]))
+        for name, ok in allowed.items()
+        if not np.all(ok)
+    ]
+    mask = boxes.mask([name for name, ok in allowed.items() if not np.all(ok)])
+
+    def inside(klo: list, khi: list, n: int) -> iv.Bv:
+        sure, maybe = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+        for j, counts in checks:
+            a, b = klo[j], khi[j]
+            held = counts[b + 1] - counts[a]
+            sure &= held == b - a + 1
+            maybe &= held > 0
+        return iv.Bv(maybe, ~sure, mask, np.where(maybe & ~sure, 1.0, 0.0))
+
+    def evaluate(lo: np.ndarray, hi: np.ndarray):
+        n = len(lo)
+        region = inside(*boxes.codes(lo, hi), n)
+        if unfair is None:
+            return stack_events([region], n)
+        return stack_events([region, iv.and_(region, unfair(lo, hi))], n)
+
+    m = 1 if unfair is None else 2
+    b = refine(boxes.inputs, evaluate, m, lambda low, high: None, lambda low, high: np.ones(m), options)
+    mass = (float(b.low[0]), float(b.high[0]))
+    if unfair is None:
+        return mass, None, b.boxes
+    low, high = float(b.low[1]), float(b.high[1])
+    if b.boxes == 0 and low == 0:  # every box decided and none unfair: the upper bound's slack is only rounding
+        high = 0.0
+    return mass, (low, high), b.boxes
+
+
 def sampled_counterexamples(
     model: Any, X: np.ndarray, pairs: list[tuple[int, np.ndarray]], limit: int
 ) -> list[Counterexample]:

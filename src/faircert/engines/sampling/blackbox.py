@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import PropertyError
 from ...models.blackbox import BlackBoxModel
-from ...options import AuditOptions, VerifyOptions
+from ...options import LENT, AuditOptions, VerifyOptions
 from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness, RowAudit
 from ...results import Counterexample, Result, StatisticalEstimate
@@ -71,13 +71,7 @@ def answer(
     t0 = time.perf_counter()
     rng = np.random.default_rng(options.seed)
     points = draw(prop, rng, POINTS)
-    audit = AuditOptions(
-        time_limit=options.time_limit,
-        seed=options.seed,
-        workers=options.workers,
-        ray_address=options.ray_address,
-        memory_limit=options.memory_limit,
-    )
+    audit = AuditOptions.of(options, LENT)
     done = rounds(model, replace(prop, population=None), points, audit, progress)
     verdicts = np.asarray(done.verdicts)
     n = len(verdicts)  # every point of a round: one left undecided counts either way
