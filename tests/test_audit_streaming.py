@@ -262,3 +262,38 @@ def test_the_rows_at_fault_are_found_block_by_block_as_feature_by_feature(monkey
     found = engine.unreadable(dom, (0,), X)
     assert found == engine._reasons(dom, (0,), X)
     assert sorted(found) == [3, 10, 11, 20, 30, 40]  # 41: an integer outside the domain is read
+
+
+def test_compact_codes_are_float32_only_where_every_value_is_one():
+    frame = pd.DataFrame({"sex": ["F", "M", None, "M"], "age": [17, 2**24, 40, 90], "pay": [0.5, 1.25, -3.0, 8.0]})
+    domain = data.infer_domain(frame.dropna(), ["sex"])
+    small = data.encode_table(frame, domain, unreadable=True, compact=True)
+    assert small.dtype == np.float32
+    assert np.array_equal(small, data.encode_table(frame, domain, unreadable=True), equal_nan=True)
+    frame.loc[1, "age"] = 2**24 + 1  # float32 would round it to 2**24: the table stays float64
+    assert data.encode_table(frame, domain, unreadable=True, compact=True).dtype == np.float64
+    frame.loc[1, "age"], frame.loc[0, "pay"] = 30, 0.1  # 0.1 is no float32
+    wide = data.encode_table(frame, domain, unreadable=True, compact=True)
+    assert wide.dtype == np.float64 and wide[0, 2] == 0.1
+
+
+def test_an_audit_of_float32_rows_is_the_audit_of_the_same_rows_in_float64(monkeypatch):
+    import faircert.requests.audit as request
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"s": rng.integers(0, 2, 400), "a": rng.integers(0, 60, 400), "b": rng.integers(-9, 9, 400)})
+    model = LinearModel(
+        np.array([0.9, 0.05, -0.2]), -2.0, (ColumnEncoding("s"), ColumnEncoding("a"), ColumnEncoding("b"))
+    )
+    ask = dict(protected="s", epsilon={"a": 3, "b": 1}, workers=1)
+    compact = faircert.audit(model, frame, **ask)  # read through the input stage: float32 codes
+    assert compact.rows.dtype == np.float32
+    encode = request.encode_table
+    monkeypatch.setattr(request, "encode_table", lambda *a, **k: encode(*a, **(k | {"compact": False})))
+    wide = faircert.audit(model, frame, **ask)
+    assert wide.rows.dtype == np.float64
+    assert compact.verdicts == wide.verdicts and compact.counts() == wide.counts()
+    assert [None if t is None else list(t) for t in compact.twins] == [
+        None if t is None else list(t) for t in wide.twins
+    ]
+    assert 0 < compact.counts()["unfair"] < 400

@@ -196,17 +196,19 @@ def _numeric_bounds(frame, numeric: np.ndarray) -> dict[int, tuple[float, float,
     return {int(j): (lo[k], hi[k], bool(integral[k])) for k, j in enumerate(idx)}
 
 
-def encode_table(frame, domain, unreadable: bool = False) -> np.ndarray:
+def encode_table(frame, domain, unreadable: bool = False, compact: bool = False) -> np.ndarray:
     """The rows of a DataFrame as a float array in the domain's feature order and codes. With
     `unreadable`, a category the domain does not name and a missing or infinite value become NaN
-    (the per-row audit leaves such a row alone unknown, with its reason) instead of being refused."""
+    (the per-row audit leaves such a row alone unknown, with its reason) instead of being refused.
+    With `compact`, the array is float32 where every value is a float32 exactly (codes, whole
+    numbers below 2**24: most tables), half the memory of float64 for the same values."""
     import pandas as pd
 
     columns = [str(c) for c in frame.columns]
     missing = [n for n in domain.names if n not in columns]
     if missing:
         raise DataError(f"the data lacks columns {listed(missing, 5)}; it has: {listed(columns)}")
-    out = np.empty((len(frame), len(domain)), dtype=np.float64)
+    out = np.empty((len(frame), len(domain)), dtype=np.float32 if compact else np.float64)
     for j, feature in enumerate(domain.features):
         column = frame[frame.columns[columns.index(feature.name)]]
         if feature.categories is not None:
@@ -218,14 +220,17 @@ def encode_table(frame, domain, unreadable: bool = False) -> np.ndarray:
             if codes.isna().any() and not unreadable:
                 unknown = sorted(set(names[codes.isna()]))[:5]
                 raise DataError(f"column {feature.name!r} has categories not in the domain: {unknown}")
-            out[:, j] = codes.to_numpy(dtype=np.float64, na_value=np.nan)[positions]
+            values = codes.to_numpy(dtype=np.float64, na_value=np.nan)[positions]
         else:
             try:
-                out[:, j] = column.to_numpy(dtype=np.float64)
+                values = column.to_numpy(dtype=np.float64)
             except (ValueError, TypeError, OverflowError):
                 raise DataError(
                     f"column {quoted(feature.name)} must hold numbers for the domain's {feature.kind} feature"
                 ) from None
+        if out.dtype == np.float32 and not np.array_equal(values.astype(np.float32), values, equal_nan=True):
+            out = out.astype(np.float64)  # a value float32 would round: every column in float64
+        out[:, j] = values
     bad = ~np.isfinite(out)
     if unreadable:
         out[bad] = np.nan

@@ -153,7 +153,8 @@ class RowAudit:
     model_id: str = ""
 
     def __post_init__(self) -> None:
-        rows = np.asarray(self.rows, dtype=np.float64)
+        rows = np.asarray(self.rows)  # float32 rows hold their values exactly (`data.encode_table`)
+        rows = rows if rows.dtype == np.float32 else np.asarray(rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != len(self.prop.domain):
             raise PropertyError(
                 f"rows must have one column per domain feature ({len(self.prop.domain)}), got shape {rows.shape}"

@@ -43,7 +43,7 @@ def prepare_audit(
         ir.reason = str(exc)  # said in the result: what made the model a black box
     # rows outside the domain are audited (the domain clips the epsilon-moves only), and a row the
     # model cannot evaluate (a category the domain does not name, a missing value) is unknown alone
-    codes = encode_table(frame, prop.domain, unreadable=True)
+    codes = encode_table(frame, prop.domain, unreadable=True, compact=True)
     model_id = fingerprint(ir) if (options.checkpoint or options.resume) else ""
     name = getattr(ir, "source", "") or type(model).__name__
     return AuditRequest(ir, RowAudit(prop, codes, model_id), options, name)

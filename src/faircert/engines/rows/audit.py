@@ -216,7 +216,6 @@ def row_rng(seed: int, row: int) -> np.random.Generator:
 
 def unreadable(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dict[int, str]:
     """The rows the model cannot evaluate, each with the reason (the first column at fault)."""
-    X = np.asarray(X, dtype=np.float64)
     # whole-table tests find the rows at fault (a column of a wide row-major table is slow to walk);
     # their reasons are then read off those rows alone
     lo = np.array([f.min for f in domain.features], dtype=np.float64)
@@ -227,11 +226,11 @@ def unreadable(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dic
     faulty = np.zeros(len(X), dtype=bool)
     with np.errstate(invalid="ignore"):
         for start in range(0, len(X), CHECK_BLOCK):  # blocks of rows: small temporaries
-            B = X[start : start + CHECK_BLOCK]
+            B = np.asarray(X[start : start + CHECK_BLOCK], dtype=np.float64)
             bad = ~(np.abs(B) <= MAX_BOUND) | (B < lo) | (B > hi) | (whole_only & (B != np.round(B)))
             faulty[start : start + len(B)] = bad.any(axis=1)
     rows = np.flatnonzero(faulty)
-    return {int(rows[k]): why for k, why in _reasons(domain, protected, X[rows]).items()}
+    return {int(rows[k]): why for k, why in _reasons(domain, protected, np.asarray(X[rows], dtype=np.float64)).items()}
 
 
 def _reasons(domain: Domain, protected: tuple[int, ...], X: np.ndarray) -> dict[int, str]:
@@ -285,7 +284,7 @@ def reach(question: RowAudit) -> IndividualFairness:
         keep = np.ones(len(X), dtype=bool)
         keep[list(bad)] = False
         X = X[keep]
-    low, high = X.min(axis=0), X.max(axis=0)
+    low, high = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
     features = []
     for j, f in enumerate(prop.domain.features):
         if f.kind in CODED or j in prop.protected:
@@ -328,7 +327,7 @@ class Audit:
             raise PropertyError(f"the protected features have {count} combinations; at most {MAX_COMBOS}")
         combos = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(count, len(values))
         unread = unread_rows(question)
-        readable = np.asarray(X, dtype=np.float64)
+        readable = X  # float64, or float32 holding the same values (`take` reads them as float64)
         if unread:  # a copy only then: a large audit's rows are its largest array
             readable = readable.copy()
             readable[list(unread)] = dom.lower
@@ -351,6 +350,10 @@ class Audit:
     def rows(self) -> np.ndarray:
         return self.readable
 
+    def take(self, rows: Any) -> np.ndarray:
+        """Rows `rows` (indices or a slice) in float64: arithmetic on them stays exact."""
+        return np.asarray(self.readable[rows], dtype=np.float64)
+
     @property
     def has_eps(self) -> bool:
         return bool(np.any(self.eps > 0))
@@ -358,7 +361,7 @@ class Audit:
     def windows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each row's ball as a box (lower, upper corners), protected columns at the row's own
         values: the epsilon-moves clipped to the domain, which is widened to hold the row itself."""
-        X = self.rows[rows]
+        X = self.take(rows)
         return np.maximum(X - self.eps, np.minimum(self.lower, X)), np.minimum(X + self.eps, np.maximum(self.upper, X))
 
     def others(self, rows: np.ndarray) -> np.ndarray:
@@ -487,10 +490,10 @@ def _margins(kind: RowModel, X: np.ndarray, batch: int) -> np.ndarray:
 def _labelled(kind: RowModel, audit: Audit, budget: Budget) -> np.ndarray:
     """The model's margin of each row, in calls of its pace; NaN for the rows a stop or the
     deadline leaves (a slow model may not even label every row in time)."""
-    X = audit.rows
-    out, start, pace = np.full(len(X), np.nan), 0, Pace(audit.batch)
-    while start < len(X) and not (start and budget.spent()):
-        piece = X[start : start + pace.size]
+    n = len(audit.rows)
+    out, start, pace = np.full(n, np.nan), 0, Pace(audit.batch)
+    while start < n and not (start and budget.spent()):
+        piece = audit.take(slice(start, start + pace.size))
         out[start : start + len(piece)] = pace.margins(kind, piece)
         start += len(piece)
     return out
@@ -502,8 +505,7 @@ def _flip_test(
     """Decides the rows the flip test settles (rows whose own margin is `own_unsure` stay
     unknown), and returns (the rows some other protected combination flips, the rows left to
     `decide`: the others when epsilon-moves remain to be checked, none otherwise)."""
-    X, T = audit.rows, len(audit.combos)
-    n = len(X)
+    n, T = len(audit.rows), len(audit.combos)
     flip = np.zeros(n, dtype=bool)
     left: list[np.ndarray] = []
     readable = np.ones(n, dtype=bool)
@@ -513,7 +515,7 @@ def _flip_test(
     while start < n and not budget.spent(memory_full=book.full(audit, limit)):
         rows = np.arange(start, min(n, start + max(1, pace.size // T)))
         start += len(rows)
-        Y = audit.with_combo(np.repeat(X[rows], T, axis=0), np.tile(np.arange(T), len(rows)))
+        Y = audit.with_combo(np.repeat(audit.take(rows), T, axis=0), np.tile(np.arange(T), len(rows)))
         M = pace.margins(kind, Y).reshape(len(rows), T)
         margins = np.abs(M) > kind.tol
         differs = audit.others(rows) & margins & ((M > 0) != (audit.labels[rows][:, None] == 1))
@@ -590,10 +592,11 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
     stopped = budget.stopped
     if stopped == DONE and TIME_LIMIT in book.methods:  # a worker reached the deadline first
         stopped = TIME_LIMIT
-    if stopped in (TIME_LIMIT, MEMORY_LIMIT):
-        book.methods = [stopped if m in (NOT_REACHED, DEFERRED) else m for m in book.methods]
-    elif stopped == INTERRUPTED:
-        book.methods = [NOT_REACHED if m == DEFERRED else m for m in book.methods]
+    undone = {NOT_REACHED: stopped, DEFERRED: stopped} if stopped in (TIME_LIMIT, MEMORY_LIMIT) else {}
+    undone |= {DEFERRED: NOT_REACHED} if stopped == INTERRUPTED else {}
+    methods = book.methods
+    for i in (i for i, m in enumerate(methods) if m in undone):  # in place: a large audit's list is long
+        methods[i] = undone[methods[i]]
     twins, verdicts = book.twins, book.verdicts
     found = [i for i, t in enumerate(twins) if t is not None]
     twin_labels: list[int | None] = [None] * n
@@ -632,7 +635,7 @@ def _result(kind: RowModel, audit: Audit, book: _Book, flip: np.ndarray, budget:
         categories={f.name: list(f.categories) for f in dom.features if f.categories is not None},
         stopped=stopped,
         stats={
-            "flip_rows": flip.tolist(),
+            "flip_rows": flip,  # one byte a row (a list would take eight)
             "methods": _tally(book.methods),
             "twins_per_row": len(audit.combos) - 1,
             "limits": dataclasses.asdict(audit.limits),
@@ -855,7 +858,7 @@ def _ball_points(audit: Audit, i: int) -> np.ndarray:
     moving = np.flatnonzero(audit.eps > 0)
     axes = [np.arange(lo[0, j], hi[0, j] + 1) for j in moving]
     grid = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(-1, len(moving))
-    P = np.repeat(audit.rows[i][None], len(grid), axis=0)
+    P = np.repeat(audit.take(i)[None], len(grid), axis=0)
     P[:, moving] = grid
     return P
 
@@ -874,7 +877,7 @@ def _group_names(audit: Audit) -> list[str]:
     names = ["/".join(name(i, v) for v, i in zip(combo, audit.prop.protected)) for combo in audit.combos]
     out = np.array(names, dtype=object)[audit.own].tolist()
     for r in audit.unread:
-        out[r] = "/".join(name(i, X[r, i]) for i in audit.prop.protected)
+        out[r] = "/".join(name(i, float(X[r, i])) for i in audit.prop.protected)
     return out
 
 

@@ -43,7 +43,7 @@ class LinearRows:
         return s
 
     def decide(self, audit: Audit, rows: np.ndarray, deadline: float | None) -> Decisions:
-        score, X = self.score, audit.rows[rows]
+        score, X = self.score, audit.take(rows)
         lo, hi = audit.windows(rows)
         protected = list(audit.prop.protected)
         moving = [j for j in range(X.shape[1]) if audit.eps[j] > 0]
@@ -83,7 +83,7 @@ class LinearRows:
         self, audit: Audit, i: int, moving: list[int], lo: np.ndarray, hi: np.ndarray, positive: bool
     ) -> tuple[np.ndarray, bool]:
         """The extreme twin of row i and whether it flips, in exact arithmetic."""
-        score, x = self.score, audit.rows[i].copy()
+        score, x = self.score, audit.take(i).copy()
         pick = min if positive else max
         for j in moving:
             t = score.tables[j]

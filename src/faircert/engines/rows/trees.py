@@ -55,7 +55,7 @@ class TreeRows:
         def cells(k: int) -> np.ndarray:  # built one row at a time: a chunk's balls never all at once
             ax = axes[small[k]]
             grid = np.array(list(itertools.product(*ax)), dtype=np.float64).reshape(-1, len(moving))
-            P = np.repeat(audit.rows[rows[small[k]]][None], len(grid), axis=0)
+            P = np.repeat(audit.take(rows[small[k]])[None], len(grid), axis=0)
             P[:, moving] = grid
             return P
 
