@@ -41,6 +41,7 @@ import numpy as np
 from ...interrupt import requested as stop_requested
 from ...memory import STOPPED as MEMORY_STOPPED
 from ...metrics import needing
+from ...options import GroupOptions
 from ...population.discrete import DiscretePopulation
 from ...progress import ProgressEvent
 from ...results import GroupProbability, GroupResult
@@ -289,7 +290,13 @@ def refine(
 
 
 def answer_rates(
-    question: Any, options: Any, progress: Any, engine: str, names: list[str], bounder_of: Callable, method: str
+    question: Any,
+    options: GroupOptions,
+    progress: Any,
+    engine: str,
+    names: list[str],
+    bounder_of: Callable,
+    method: str,
 ) -> GroupResult:
     """The registry entry points' common part: the rates, refined in the time limit, as a result."""
     started = time.perf_counter()

@@ -75,6 +75,7 @@ class TreeBounder:
         self.counts: list[np.ndarray] = []
         self.cell_of: list[np.ndarray] = []  # per input, the cell of each of its values
         self.bound_at = np.zeros(len(nodes.feat), dtype=np.int64)  # cells left of each node's split
+        self.links: np.ndarray | None = None
         for j, (v, c) in enumerate(zip(values, counts)):
             at = np.flatnonzero(nodes.inner & (nodes.feat == j))
             thresholds = np.unique(nodes.threshold[at])
@@ -97,9 +98,9 @@ class TreeBounder:
             from .tree_regions_compiled import bounds
 
             nd = self.nodes
-            low, high, chosen = bounds(
-                lo, hi, (nd.feat, nd.left, nd.right, nd.value, nd.roots), self.bound_at, nd.depth
-            )
+            if self.links is None:  # the kernel reads the nodes' links and cuts as one array
+                self.links = np.stack([nd.feat, nd.left, nd.right, self.bound_at]).astype(np.int64)
+            low, high, chosen = bounds(lo, hi, self.links, nd.value, nd.roots, nd.depth)
             feature = np.where(chosen >= 0, nd.feat[np.maximum(chosen, 0)], -1)
             at = np.where(chosen >= 0, self.bound_at[np.maximum(chosen, 0)], 0)
             return Bounds(self.offset + low, self.offset + high, feature, at)

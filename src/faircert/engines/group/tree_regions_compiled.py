@@ -10,34 +10,19 @@ from ...compiled import jit
 
 
 def bounds(
-    lo: np.ndarray,
-    hi: np.ndarray,
-    nodes: tuple[np.ndarray, ...],
-    bound_at: np.ndarray,
-    depth: int,
+    lo: np.ndarray, hi: np.ndarray, links: np.ndarray, value: np.ndarray, roots: np.ndarray, depth: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sum of every tree's least reachable leaf, sum of greatest ones, chosen cut node or -1) per box."""
-    low, high, cut = np.empty(len(lo)), np.empty(len(lo)), np.empty(len(lo), dtype=np.int64)
-    feat, left, right, value, roots = nodes
-    _kernel(
-        np.ascontiguousarray(lo, dtype=np.int64),
-        np.ascontiguousarray(hi, dtype=np.int64),
-        feat,
-        left,
-        right,
-        value,
-        roots,
-        bound_at,
-        depth,
-        low,
-        high,
-        cut,
-    )
-    return low, high, cut
+    """(sum of every tree's least reachable leaf, sum of greatest ones, chosen cut node or -1) per box;
+    `links` holds each node's feature, left and right child, and cells left of its split, by rows."""
+    out, cut = np.empty((2, len(lo))), np.empty(len(lo), dtype=np.int64)
+    lo, hi = np.ascontiguousarray(lo, dtype=np.int64), np.ascontiguousarray(hi, dtype=np.int64)
+    _kernel(lo, hi, links, value, roots, depth, out, cut)
+    return out[0], out[1], cut
 
 
 @jit
-def _kernel(lo, hi, feat, left, right, value, roots, bound_at, depth, low, high, cut):  # pragma: no cover
+def _kernel(lo, hi, links, value, roots, depth, out, cut):  # pragma: no cover
+    feat, left, right, bound_at = links[0], links[1], links[2], links[3]
     stack = np.empty(depth + 2, dtype=np.int64)
     for i in range(lo.shape[0]):
         total_low, total_high, widest, chosen = 0.0, 0.0, -1.0, -1
@@ -66,4 +51,4 @@ def _kernel(lo, hi, feat, left, right, value, roots, bound_at, depth, low, high,
             total_high += vmax
             if first >= 0 and vmax - vmin > widest:
                 widest, chosen = vmax - vmin, first
-        low[i], high[i], cut[i] = total_low, total_high, chosen
+        out[0, i], out[1, i], cut[i] = total_low, total_high, chosen
