@@ -175,3 +175,34 @@ class _Always:
 
     def predict(self, X):
         return np.ones(len(X), dtype=int)
+
+
+def test_on_a_device_only_the_undecided_boxes_bounds_come_back(small_chunks, monkeypatch):
+    """The verdicts of a step's boxes are taken on the device: the bounds of the boxes settled
+    whole stay there, those of the undecided ones come back (numpy, in their order)."""
+    from faircert.engines.network.settle import BoxSettler
+
+    seen = []
+    real = BoxSettler._decided
+
+    def spy(self, bd, own):
+        out = real(self, bd, own)
+        fair, unfair, _, back, held = out
+        seen.append((len(fair), int((~(fair | unfair)).sum()), back.lower.shape[0], type(back.form_a), held))
+        return out
+
+    monkeypatch.setattr(BoxSettler, "_decided", spy)
+    res = _verify("cpu", max_boxes=3000)
+    assert all(n == back and kind is np.ndarray and len(held) == n for _, n, back, kind, held in seen)
+    bounded, back = sum(s[0] for s in seen), sum(s[2] for s in seen)
+    assert bounded == res.stats["boxes_bounded"] and 0 < back < bounded
+    assert shares(res) == shares(_verify(None, max_boxes=3000))
+
+
+@needs_cuda
+def test_a_cuda_runs_memory_counts_its_own_peak_not_an_earlier_ones(small_chunks):
+    """A run after a larger one on the same device is not stopped by the earlier run's peak."""
+    big = torch.empty(1 << 28, dtype=torch.float64, device="cuda")  # 2 GiB, then freed
+    del big
+    res = _verify("cuda", max_boxes=3000, memory_limit="1G")
+    assert not res.stats.get("memory_limited")
