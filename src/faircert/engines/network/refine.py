@@ -77,7 +77,7 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _one_thread(device: str | None) -> Iterator[None]:
+def one_thread(device: str | None) -> Iterator[None]:
     """One BLAS thread, and one torch thread on the CPU: on 2 loaded cores, torch's default of one
     thread per core bounded several times slower (`benchmarks/results/gpu.md`)."""
     with _one_blas_thread():
@@ -128,7 +128,7 @@ def verify_network(
     `memory.default_limit()`). `parallel.device` ("cpu" or "cuda") computes the bounds and the
     logits with torch there, in float64 (`arrays`), in this process; None: numpy."""
     device, parallel = parallel.device, dataclasses.replace(parallel, device=None)  # one process
-    with _one_thread(device):
+    with one_thread(device):
         run = Refinement(network, prop, seed, progress, memory_limit, device)
         run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
         return run.result(time_limit, confidence, max_counterexamples)

@@ -18,6 +18,7 @@ model on the host, and the MILP's own bounds stay numpy's.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any
@@ -29,6 +30,7 @@ from ...options import AuditOptions
 from ..boxes.budget import TIME_LIMIT
 from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
 from ..network.problem import Problem
+from ..network.refine import one_thread
 from ..network.symbolic import bound_twins
 from .audit import (
     DEFERRED,
@@ -212,4 +214,6 @@ class NetworkRows:
 
 
 def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
-    return run(lambda prop: NetworkRows(model, prop, options.device), question, options, progress)
+    # on a device, the rows are decided in this process: one BLAS and torch CPU thread, as the refinement
+    with one_thread(options.device) if options.device is not None else contextlib.nullcontext():
+        return run(lambda prop: NetworkRows(model, prop, options.device), question, options, progress)
