@@ -206,3 +206,21 @@ def test_a_cuda_runs_memory_counts_its_own_peak_not_an_earlier_ones(small_chunks
     del big
     res = _verify("cuda", max_boxes=3000, memory_limit="1G")
     assert not res.stats.get("memory_limited")
+
+
+@pytest.mark.parametrize("device", [None, "cpu"])
+def test_the_open_boxes_are_kept_compactly_and_exactly(small_chunks, device):
+    """Integer features' coordinates as offsets on their grid (1 or 2 bytes), real ones as float64:
+    half the bytes of the raw rows here, decoded to the same boxes."""
+    from faircert.engines.network.refine import Refinement
+
+    net, dom = large_case()  # free: a 0..200, b -50..50, c real, d 0..300, e real
+    run = Refinement(net, individual_fairness(dom, [dom.names.index("p")]), 0, None, device=device)
+    run.refine(60.0, max_boxes=2000)
+    codec = run.shard.frontier.codec
+    assert codec.bytes_per_box == 2 * (1 + 1 + 8 + 2 + 8) < 16 * 5
+    lo, hi = run.open_boxes()[:2]
+    assert len(lo) == run.totals.open_boxes > 0
+    back = codec.decode(codec.encode(lo, hi))
+    assert np.array_equal(back[0], lo) and np.array_equal(back[1], hi)
+    assert np.all(lo[:, [0, 1, 3]] == np.round(lo[:, [0, 1, 3]]))

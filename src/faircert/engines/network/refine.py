@@ -31,6 +31,7 @@ from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.budget import DONE, Budget
+from ..boxes.frontier import BoxCodec
 from ..boxes.shards import Progress as Totals
 from ..boxes.shards import Refined, Shard, refine
 from ..boxes.workers import SERIAL, Parallelism
@@ -163,7 +164,9 @@ class Refinement:
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         # half a step of open boxes at a time: split in two, they make the step's boxes
         half = self.settler.min_batch
-        self.shard = Shard(self.settler, np.ones(pb.d, bool), half, None, Findings(pb.d, pb.n_twins), limit)
+        # the open boxes kept compactly: integer features as offsets on their grid (exactly)
+        codec = BoxCodec(pb.lo, pb.hi, pb.discrete)
+        self.shard = Shard(self.settler, np.ones(pb.d, bool), half, codec, Findings(pb.d, pb.n_twins), limit)
         self.totals = self.shard.progress(0.0)
         self.out: Refined | None = None
         self.stats: dict[str, Any] = {}
