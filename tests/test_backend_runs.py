@@ -102,6 +102,7 @@ def test_a_run_checkpointed_on_the_device_resumes_there_to_the_uninterrupted_ans
     _same(whole, _verify(None, max_boxes=3000))  # and numpy's
 
 
+@pytest.mark.slow
 def test_a_killed_device_command_resumes_to_the_uninterrupted_answer(tmp_path):
     """SIGKILL part way through a box-budget run on torch-CPU, then resumed: the same JSON answer."""
     from faircert.models.io.nnet import save_nnet
