@@ -12,7 +12,20 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
   of the domain, at several batch sizes: boxes bounded per second, numpy on one BLAS thread, torch
   on one thread and on torch's default thread count (CPU), or torch on the GPU.
 * `--timed` (GPU): each model refined on the device for FairQuant's time (at least 10 s), its
-  undecided share beside FairQuant's.
+  undecided share beside FairQuant's; `--long AC-5:240` refines a model for a longer time.
+* `--audit`: the per-row audit of an MLP 128x128x128 (random weights, the Adult header domain)
+  with a wide ball (every non-protected feature of at least 10 values moves by a tenth of its
+  range: about 800,000 twins a row, beyond enumeration): rows per second with numpy and on the
+  device, and whether their verdicts are equal.
+
+`--models all` takes every header-domain model (AC-1..AC-12, BM-1..BM-8, GC-1..GC-5), and
+`--no-two-workers` leaves out the 2-worker numpy runs. Each run's figures are merged, model by
+model, into the saved ones, so a long list may be measured in parts. On a GPU machine, everything:
+
+    python benchmarks/gpu.py --device cuda --models all --no-two-workers --timed --long AC-5:240 --audit
+
+(about 6 minutes of box-budget refinements, 23 of refinements at FairQuant's times, 4 for AC-5
+and 2 for the audit). `--out PATH` writes elsewhere than `benchmarks/results/gpu` (a trial run).
 """
 
 from __future__ import annotations
@@ -65,6 +78,72 @@ def refine(name: str, max_boxes: int | None, device: str | None, workers: int, t
         certified=res.certified,
         falsified=res.falsified,
         undecided=res.undecided,
+        load_avg=os.getloadavg()[0],
+    )
+
+
+AUDIT_ROWS = 2000
+AUDIT_WIDTHS = (128, 128, 128)
+AUDIT_BALL = 0.1  # of each non-protected feature's range
+AUDIT_LIMIT_S = 120.0
+AUDIT_BIAS = 3.0
+AUDIT_MILP_S = 1.0
+
+
+def audit_case(n_rows: int = AUDIT_ROWS):
+    """The MLP 128x128x128 (He-scaled random weights over inputs scaled to their ranges, the
+    protected input's weights shrunk, hidden biases that keep most units active, an output bias
+    that splits the labels), the Adult header domain, its rows, and the ball's epsilon (a tenth of
+    the range of every feature of at least 10 values)."""
+    from faircert.models.network import ReluNetwork
+
+    _, dom, p = load_case("AC-1", "header")
+    rng = np.random.default_rng(0)
+    sizes = (len(dom),) + AUDIT_WIDTHS + (1,)
+    span = np.maximum(dom.upper - dom.lower, 1.0)
+    ws = [rng.normal(size=(b, a)) * np.sqrt(2.0 / a) for a, b in zip(sizes[:-1], sizes[1:])]
+    ws[0] = ws[0] / span  # inputs of every range weigh alike
+    ws[0][:, p] *= 0.05
+    bs = [np.full(b, AUDIT_BIAS) for b in sizes[1:]]  # most units active: a smooth, mostly fair model
+    centre = (dom.lower + dom.upper) / 2
+    h = centre
+    for w, b in zip(ws[:-1], bs[:-1]):
+        h = np.maximum(w @ h + b, 0.0)
+    bs[-1] = -(ws[-1] @ h)  # the domain's centre on the boundary: both labels occur
+    net = ReluNetwork(ws, bs)
+    rows = np.floor(dom.lower + rng.random((n_rows, len(dom))) * (dom.upper - dom.lower + 1))
+    rows = np.minimum(rows, dom.upper)
+    eps = {dom.names[j]: float(np.floor(AUDIT_BALL * span[j])) for j in range(len(dom)) if j != p and span[j] >= 10}
+    return net, dom, p, rows, eps
+
+
+def audit(device: str | None, n_rows: int = AUDIT_ROWS) -> dict:
+    """Rows per second of the per-row audit of `audit_case` (its verdicts, for the comparison)."""
+    from faircert.engines.registry import find_engine
+    from faircert.options import AuditOptions
+    from faircert.properties import RowAudit, individual_fairness
+
+    net, dom, p, rows, eps = audit_case(n_rows)
+    question = RowAudit(individual_fairness(dom, [p], epsilon=eps), rows)
+    options = AuditOptions(workers=1, device=device, time_limit=AUDIT_LIMIT_S, milp_seconds=AUDIT_MILP_S)
+    t = time.perf_counter()
+    res = find_engine(net, question).run(net, question, options, None)
+    wall = time.perf_counter() - t
+    methods: dict[str, int] = {}
+    for m in res.methods:
+        methods[m] = methods.get(m, 0) + 1
+    decided = sum(v != "unknown" for v in res.verdicts)
+    return dict(
+        device=device or "numpy",
+        rows=len(rows),
+        decided=decided,
+        wall_s=wall,
+        rows_per_s=len(rows) / wall,
+        decided_per_s=decided / wall,
+        counts=res.counts(),
+        methods=methods,
+        verdicts=list(res.verdicts),
+        by_row=list(res.methods),
         load_avg=os.getloadavg()[0],
     )
 
@@ -127,7 +206,7 @@ def pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def write(saved: dict) -> None:
+def write(saved: dict, out: Path = OUT) -> None:
     lines = [
         "# Network bounds on torch beside numpy",
         "",
@@ -143,10 +222,10 @@ def write(saved: dict) -> None:
                 f"## torch on {device}",
                 "",
                 "**The GPU figures (an H100 or H200) are still to be taken.** On a machine with a CUDA GPU run "
-                "`python benchmarks/gpu.py --device cuda`; `python benchmarks/gpu.py --device cuda --timed "
-                "--models AC-5` adds the undecided share at FairQuant's time (all "
-                f"{len(HEADER_MODELS)} header-domain models: {TIMED_S / 60:.0f} minutes of refinement, "
-                "to be run in parts with `--models`).",
+                "`python benchmarks/gpu.py --device cuda --models all --no-two-workers --timed --long AC-5:240 "
+                f"--audit` (every header-domain model under a box budget, all {len(HEADER_MODELS)} at FairQuant's "
+                f"times: {TIMED_S / 60:.0f} minutes of refinement, AC-5 for 240 s, the per-row audit of an MLP "
+                "128x128x128; `--models` runs a part, merged into the saved figures).",
                 "",
             ]
             continue
@@ -162,62 +241,104 @@ def write(saved: dict) -> None:
                 else "."
             ),
             "",
-            f"### Refinements under --max-boxes {got['max_boxes']}",
-            "",
-            "| model | boxes | numpy 1 proc boxes/s | numpy 2 workers boxes/s | torch "
-            f"{device} boxes/s | torch / numpy 1 proc | torch: bounding share of its time | und % numpy "
-            "| und % torch | same |",
-            "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for r in got["refinements"]:
-            n1, n2, t = r["numpy"], r["numpy_2_workers"], r["torch"]
-            same = all(n1[k] == t[k] == n2[k] for k in ("certified", "falsified", "undecided"))
-            lines.append(
-                f"| {r['model']} | {t['boxes']} | {n1['boxes_per_s']:.0f} | {n2['boxes_per_s']:.0f} | "
-                f"{t['boxes_per_s']:.0f} | {t['boxes_per_s'] / n1['boxes_per_s']:.2f}x | "
-                f"{100 * t['bound_s'] / t['refine_s']:.0f}% | {pct(n1['undecided'])} | "
-                f"{pct(t['undecided'])} | {'yes' if same else 'NO'} |"
-            )
-        lines += [
-            "",
-            f"### One bounding call on {KERNEL_MODEL}'s random boxes (boxes/s)",
-            "",
-            "| backend | " + " | ".join(f"batch {b}" for b in got["batches"]) + " |",
-            "|---|" + "---|" * len(got["batches"]),
-        ]
-        by: dict[str, dict[int, float]] = {}
-        for k in got["kernels"]:
-            by.setdefault(k["backend"], {})[k["batch"]] = k["boxes_per_s"]
-        for backend, rates in by.items():
-            lines.append(f"| {backend} | " + " | ".join(f"{rates[b]:.0f}" for b in got["batches"]) + " |")
-        lines += [
-            "",
-            "The bounding share is the part of the device run spent in the bounding calls (moving the boxes "
-            "there and the bounds back included); the rest (splitting, cuts, probes' bookkeeping, credits, "
-            "the frontier) runs on the host with numpy, in the same time on any device. Were the bounding free, "
-            "these refinements would run about 1 / (1 - share) times as fast (the host time measured here): "
-            + ", ".join(
-                f"{r['model']} {r['torch']['refine_s'] / (r['torch']['refine_s'] - r['torch']['bound_s']):.1f}x"
-                for r in got["refinements"]
-            )
-            + ".",
-        ]
-        if got.get("timed"):
+        refinements = got.get("refinements", [])
+        if refinements:
+            lines += _refinements(device, refinements)
+        if got.get("kernels"):
             lines += [
                 "",
-                f"### Undecided at FairQuant's times (torch on {device})",
+                f"### One bounding call on {KERNEL_MODEL}'s random boxes (boxes/s)",
                 "",
-                "| model | time s | boxes/s | und % | FairQuant und % |",
-                "|---|---|---|---|---|",
+                "| backend | " + " | ".join(f"batch {b}" for b in got["batches"]) + " |",
+                "|---|" + "---|" * len(got["batches"]),
             ]
-            for r in got["timed"]:
+            by: dict[str, dict[int, float]] = {}
+            for k in got["kernels"]:
+                by.setdefault(k["backend"], {})[k["batch"]] = k["boxes_per_s"]
+            for backend, rates in by.items():
+                lines.append(f"| {backend} | " + " | ".join(f"{rates[b]:.0f}" for b in got["batches"]) + " |")
+        if refinements:
+            lines += [
+                "",
+                "The bounding share is the part of the device run spent in the bounding calls (moving the boxes "
+                "there and the undecided boxes' bounds back included); the rest (splitting, cuts, probes' "
+                "bookkeeping, credits, the frontier) runs on the host with numpy, in the same time on any device. "
+                "Were the bounding free, these refinements would run about 1 / (1 - share) times as fast (the "
+                "host time measured here): "
+                + ", ".join(f"{r['model']} {_host_bound(r['torch']):.1f}x" for r in refinements)
+                + ".",
+            ]
+        timed = got.get("timed", []) + got.get("long", [])
+        if timed:
+            lines += [
+                "",
+                f"### Undecided after a time limit (torch on {device})",
+                "",
+                "| model | time limit s | wall s | boxes/s | und % | FairQuant und % (its time s) |",
+                "|---|---|---|---|---|---|",
+            ]
+            for r in timed:
+                fq = FAIRQUANT[r["model"]]
                 lines.append(
-                    f"| {r['model']} | {r['wall_s']:.1f} | {r['boxes_per_s']:.0f} | {pct(r['undecided'])} "
-                    f"| {FAIRQUANT[r['model']][2]:.2f} |"
+                    f"| {r['model']} | {r['time_limit']:.0f} | {r['wall_s']:.1f} | {r['boxes_per_s']:.0f} | "
+                    f"{pct(r['undecided'])} | {fq[2]:.2f} ({fq[3]:g}) |"
+                )
+        if got.get("audit"):
+            a = got["audit"]
+            rows = [a["numpy"], a["torch"]]
+            lines += [
+                "",
+                f"### Per-row audit of an MLP {'x'.join(map(str, AUDIT_WIDTHS))} with a wide ball",
+                "",
+                f"{rows[0]['rows']} rows of the Adult header domain, every non-protected feature of at least "
+                f"10 values moving by {AUDIT_BALL:g} of its range, {AUDIT_LIMIT_S:g} s time limit, "
+                f"{AUDIT_MILP_S:g} s per MILP; verdicts and methods equal (rows a MILP or the time limit "
+                f"decided aside: they depend on the clock): {'yes' if a['same'] else 'NO'}. Rows/s counts "
+                "every stage (labels, flip test, bounds, search, MILP) in one process.",
+                "",
+                "| backend | rows/s | decided rows/s | fair | unfair | unknown | by method |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for r in rows:
+                c = r["counts"]
+                by_method = ", ".join(f"{k} {v}" for k, v in sorted(r["methods"].items()))
+                lines.append(
+                    f"| {r['device']} | {r['rows_per_s']:.1f} | {r['decided_per_s']:.1f} | {c.get('fair', 0)} | "
+                    f"{c.get('unfair', 0)} | {c.get('unknown', 0)} | {by_method} |"
                 )
         lines.append("")
-    OUT.with_suffix(".md").write_text("\n".join(lines))
-    OUT.with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
+    out.with_suffix(".md").write_text("\n".join(lines))
+    out.with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
+
+
+def _host_bound(t: dict) -> float:
+    """How much faster a refinement would run were its bounding free."""
+    return t["refine_s"] / max(t["refine_s"] - t["bound_s"], 1e-9)
+
+
+def _refinements(device: str, refinements: list[dict]) -> list[str]:
+    budgets = sorted({r.get("max_boxes", 0) for r in refinements})
+    lines = [
+        f"### Refinements under --max-boxes {', '.join(map(str, budgets))}",
+        "",
+        "| model | max boxes | boxes | numpy 1 proc boxes/s | numpy 2 workers boxes/s | torch "
+        f"{device} boxes/s | torch / numpy 1 proc | torch: bounding share of its time | und % numpy "
+        "| und % torch | same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = ("certified", "falsified", "undecided")
+    for r in refinements:
+        n1, n2, t = r["numpy"], r.get("numpy_2_workers"), r["torch"]
+        same = all(n1[k] == t[k] and (n2 is None or n2[k] == n1[k]) for k in keys)
+        lines.append(
+            f"| {r['model']} | {r.get('max_boxes', '')} | {t['boxes']} | {n1['boxes_per_s']:.0f} | "
+            f"{'-' if n2 is None else format(n2['boxes_per_s'], '.0f')} | "
+            f"{t['boxes_per_s']:.0f} | {t['boxes_per_s'] / n1['boxes_per_s']:.2f}x | "
+            f"{100 * t['bound_s'] / t['refine_s']:.0f}% | {pct(n1['undecided'])} | "
+            f"{pct(t['undecided'])} | {'yes' if same else 'NO'} |"
+        )
+    return lines
 
 
 def environment(device: str) -> dict:
@@ -227,18 +348,41 @@ def environment(device: str) -> dict:
     return dict(machine=platform.machine(), cpus=os.cpu_count(), torch=torch.__version__, device_name=name, load=0.0)
 
 
+def _same_rows(a: dict, b: dict) -> bool:
+    """Whether two audits gave each row the same verdict and method, rows a MILP or the time limit
+    decided in either left aside (those depend on the clock); the lists then dropped."""
+    clocked = ("milp", "time limit")
+    rows = zip(a.pop("verdicts"), b.pop("verdicts"), a.pop("by_row"), b.pop("by_row"))
+    return all((va, ma) == (vb, mb) for va, vb, ma, mb in rows if not ma.startswith(clocked) | mb.startswith(clocked))
+
+
+def _merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """`old`'s rows with `new`'s in place of those of the same model (new models appended)."""
+    by = {r["model"]: r for r in old}
+    by.update({r["model"]: r for r in new})
+    return list(by.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    ap.add_argument("--models", help=f"comma-separated (default: {','.join(MODELS_RUN)}; timed: all header models)")
+    ap.add_argument(
+        "--models", help=f"comma-separated, or all (default: {','.join(MODELS_RUN)}; timed: all header models)"
+    )
     ap.add_argument("--max-boxes", type=int, default=20_000)
+    ap.add_argument("--two-workers", action=argparse.BooleanOptionalAction, default=True, help="numpy on 2 workers too")
+    ap.add_argument("--no-refine", action="store_true", help="no box-budget refinements (nor kernels)")
     ap.add_argument("--timed", action="store_true", help="also refine each header model for FairQuant's time")
+    ap.add_argument("--long", action="append", default=[], metavar="MODEL:SECONDS", help="refine MODEL that long")
+    ap.add_argument("--audit", action="store_true", help="the per-row audit of an MLP 128x128x128, numpy and device")
+    ap.add_argument("--audit-rows", type=int, default=AUDIT_ROWS, help="rows the audit decides (default %(default)s)")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write (.md and .json; default %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the markdown from the saved JSON")
     args = ap.parse_args(argv)
-    path = OUT.with_suffix(".json")
+    path = args.out.with_suffix(".json")
     saved = json.loads(path.read_text()) if path.exists() else {}
     if args.report_only:
-        write(saved)
+        write(saved, args.out)
         return 0
     if not MODELS.is_dir():
         print(f"shared benchmark models not found at {MODELS}", file=sys.stderr)
@@ -246,33 +390,58 @@ def main(argv: list[str] | None = None) -> int:
     from faircert.engines.network.arrays import Backend
 
     Backend(args.device)  # a clear error at once where the device cannot be used
+    models = HEADER_MODELS if args.models == "all" else args.models.split(",") if args.models else None
     env = environment(args.device)
-    got: dict = dict(measured=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), env=env)
-    got["max_boxes"] = args.max_boxes
-    got["refinements"] = []
-    for name in args.models.split(",") if args.models else MODELS_RUN:
-        r = {"model": name}
-        for key, device, workers in (("numpy", None, 1), ("numpy_2_workers", None, 2), ("torch", args.device, 1)):
-            r[key] = fresh(refine, name, args.max_boxes, device, workers, None)
-            env["load"] = max(env["load"], r[key]["load_avg"])
-            print(name, key, {k: r[key][k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
-        got["refinements"].append(r)
-    batches = CUDA_BATCHES if args.device == "cuda" else CPU_BATCHES
-    got["batches"] = list(batches)
-    got["kernels"] = fresh(kernel, None, None, batches)
-    if args.device == "cuda":
-        got["kernels"] += fresh(kernel, "cuda", None, batches)
+    got: dict = saved.get(args.device, {})
+    if got.get("env", {}).get("device_name") == env["device_name"]:  # parts measured on this machine: kept
+        env["load"] = got["env"]["load"]
     else:
-        got["kernels"] += fresh(kernel, "cpu", 1, batches) + fresh(kernel, "cpu", None, batches)
-    print(got["kernels"], flush=True)
-    if args.timed:
-        got["timed"] = []
-        for name in args.models.split(",") if args.models else HEADER_MODELS:
-            r = fresh(refine, name, None, args.device, 1, max(10.0, FAIRQUANT[name][3]))
-            got["timed"].append(r)
-            print(name, r, flush=True)
-    saved[args.device] = got
-    write(saved)
+        got = {}
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    got.update(measured=f"{got['measured'].split(' to ')[0]} to {now}" if got.get("measured") else now, env=env)
+    got.pop("max_boxes", None)  # each row says its own
+
+    def keep() -> None:  # what was measured so far is saved at once: a long run may be cut off
+        saved[args.device] = got
+        write(saved, args.out)
+
+    if not args.no_refine:
+        configs = [("numpy", None, 1)] + ([("numpy_2_workers", None, 2)] if args.two_workers else [])
+        for name in models or MODELS_RUN:
+            r: dict = {"model": name, "max_boxes": args.max_boxes}
+            for key, device, workers in configs + [("torch", args.device, 1)]:
+                r[key] = fresh(refine, name, args.max_boxes, device, workers, None)
+                env["load"] = max(env["load"], r[key]["load_avg"])
+                print(name, key, {k: r[key][k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
+            got["refinements"] = _merged(got.get("refinements", []), [r])
+            keep()
+        batches = CUDA_BATCHES if args.device == "cuda" else CPU_BATCHES
+        got["batches"] = list(batches)
+        got["kernels"] = fresh(kernel, None, None, batches)
+        if args.device == "cuda":
+            got["kernels"] += fresh(kernel, "cuda", None, batches)
+        else:
+            got["kernels"] += fresh(kernel, "cpu", 1, batches) + fresh(kernel, "cpu", None, batches)
+        print(got["kernels"], flush=True)
+        keep()
+    timed = [(m, max(10.0, FAIRQUANT[m][3])) for m in (models or HEADER_MODELS)] if args.timed else []
+    for key, runs in (("timed", timed), ("long", [(m, float(t)) for m, t in (x.split(":") for x in args.long)])):
+        for name, seconds in runs:
+            r = dict(fresh(refine, name, None, args.device, 1, seconds), time_limit=seconds)
+            env["load"] = max(env["load"], r["load_avg"])
+            got[key] = _merged(got.get(key, []), [r])
+            print(name, seconds, {k: r[k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
+            keep()
+    if args.audit:
+        a = {"numpy": fresh(audit, None, args.audit_rows), "torch": fresh(audit, args.device, args.audit_rows)}
+        a["same"] = _same_rows(a["numpy"], a["torch"])
+        for r in a.values():
+            if isinstance(r, dict):
+                env["load"] = max(env["load"], r["load_avg"])
+                print("audit", r["device"], r["rows_per_s"], r["counts"], r["methods"], flush=True)
+        got["audit"] = a
+        keep()
+    keep()
     return 0
 
 

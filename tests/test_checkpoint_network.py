@@ -16,8 +16,10 @@ from test_network_parallel import large_case, shares
 
 import faircert
 from faircert.checkpoint import Checkpoint
-from faircert.engines.boxes.frontier import records_text, text_records
+from faircert.engines.boxes.frontier import BoxCodec, records_text, text_records
+from faircert.engines.network.problem import Problem
 from faircert.errors import PropertyError
+from faircert.properties import individual_fairness
 
 BUDGET = 3000
 
@@ -106,8 +108,11 @@ def test_changed_or_damaged_checkpoints_are_refused(tmp_path, small_chunks, dama
     elif damage == "truncated":
         path.write_text(path.read_text()[: len(path.read_text()) // 2])
     elif damage == "boxes outside":  # a consistent file whose boxes leave the domain
-        boxes = text_records(records[0], np.dtype((np.float64, (10,))), rows)
-        boxes[0, 0] = -1e9
+        pb = Problem.build(net, individual_fairness(dom, [dom.names.index("p")]))
+        codec = BoxCodec(pb.lo, pb.hi, pb.discrete)  # as the refinement keeps its open boxes
+        boxes = text_records(records[0], codec.dtype, rows)
+        boxes["h0"][0] = np.iinfo(boxes["h0"].dtype).max  # an integer feature's offset past its range
+        boxes["l2"][0] = -1e9  # a real feature's value below it
         records[0] = records_text([boxes])
         Checkpoint(path, "network-boxes", body["identity"]).save(body["state"])
     elif damage == "credits beyond a box":  # an open box credited with more than it holds

@@ -13,7 +13,7 @@ from .limits import time_budget
 from .options import AuditOptions, GroupOptions, GroupQuestion, ProgramOptions, ProgramQuestion, VerifyOptions
 from .properties import UnfairSamples
 from .requests import keywords as kw
-from .requests.audit import prepare_audit, read_rows, rows_of_verify
+from .requests.audit import audit_engine, prepare_audit, read_rows, rows_of_verify
 from .requests.group import (
     GroupAsked,
     check_group_population,
@@ -108,7 +108,7 @@ def audit(
     options = kw.take_options("audit", AuditOptions, given, kw.AuditKeywords)
     with time_budget(options.time_limit):
         request = prepare_audit(model, rows, domain, asked, loading, options)
-        result = find_engine(request.ir, request.question).run(request.ir, request.question, options, progress)
+        result = audit_engine(request).run(request.ir, request.question, options, progress)
     result.model = request.model_name
     result.population = request.population
     return result

@@ -161,9 +161,14 @@ class AuditOptions(Budget):
     max_twins: int | None = None
     #: networks: seconds one row's MILP may take
     milp_seconds: float = 10.0
+    #: networks: where the rows' bounds are computed: None (numpy), or torch in float64 on "cpu" or
+    #: "cuda" (the `torch` extra), in this process
+    device: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.device is not None and self.device not in DEVICES:
+            raise PropertyError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
         _check_count("max cells", self.max_cells, 1)

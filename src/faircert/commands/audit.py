@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..options import AuditOptions
+from ..options import DEVICES, AuditOptions
 from ..results.rows import JSON_ROWS, LISTED_ROWS, UNFAIR_SAMPLE
 from . import common
 
@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         "the audit",
     )
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="bound a network's rows with torch in float64 on this device, in this process (the torch extra)",
+    )
     common.add_outputs(p, {"rows": "one line per row (verdict, method, group, labels, the twin's features)"})
     p.add_argument(
         "--json-rows",
@@ -66,7 +71,7 @@ def audit_rows(args: argparse.Namespace, rows: Any, population: str = "rows") ->
     from ..api import audit
     from ..report.console import progress_bar
 
-    options = common.options_of(AuditOptions, args)
+    options = common.options_of(AuditOptions, args, *(["device"] if hasattr(args, "device") else []))
     explain_html = getattr(args, "explain_html", None)  # `verify --rows` has none
     with common.run_guard(args, explain_html), progress_bar(not args.quiet, options.time_limit, "auditing") as progress:
         result = audit(

@@ -162,7 +162,6 @@ def _audit_alias(args: argparse.Namespace) -> int:
             ("--kappa", args.kappa is not None),
             ("--robustness", args.robustness),
             ("--csv counterexamples", "counterexamples" in (args.csv or {})),
-            ("--device", args.device),
         )
         if given
     ] + [f"--budget {key}" for key in args.budget or {} if key != "memory"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..checkpoint import fingerprint
 from ..data import encode_table, read_table
+from ..engines.registry import find_engine
 from ..errors import PropertyError, UnsupportedModelError
 from ..options import AuditOptions, Budget
 from ..properties import RowAudit, individual_fairness
@@ -47,6 +48,19 @@ def prepare_audit(
     model_id = fingerprint(ir) if (options.checkpoint or options.resume) else ""
     name = getattr(ir, "source", "") or type(model).__name__
     return AuditRequest(ir, RowAudit(prop, codes, model_id), options, name)
+
+
+#: the per-row engine that bounds on a device (`AuditOptions.device`)
+DEVICE_ENGINE = "rows-network"
+
+
+def audit_engine(request: AuditRequest) -> Any:
+    """The per-row engine of the request's model; a device asked for a model whose rows are not
+    decided by network bounds is an error."""
+    engine = find_engine(request.ir, request.question)
+    if request.options.device is not None and engine.name != DEVICE_ENGINE:
+        raise PropertyError(f"--device bounds a network's rows ({DEVICE_ENGINE}); these rows go to {engine.name}")
+    return engine
 
 
 def rows_of_verify(rows: Any, population: str | None, data: Any, domain: Any, keywords: dict[str, Any]) -> Any:

@@ -61,6 +61,8 @@ class AuditKeywords(RunKeywords, InputKeywords, total=False):
     max_cells: int
     max_twins: int | None
     milp_seconds: float
+    #: networks: where the rows' bounds are computed: "cpu" or "cuda" (torch, float64); default numpy
+    device: str | None
     options: AuditOptions | None
 
 

@@ -50,8 +50,10 @@ class Backend:
             import torch
         except ImportError:
             raise BackendError(f"device {device!r} needs torch: pip install 'faircert[torch]'") from None
-        if device == "cuda" and not torch.cuda.is_available():
-            raise BackendError("device 'cuda': torch sees no CUDA device here")
+        if device == "cuda":
+            if not torch.cuda.is_available():
+                raise BackendError("device 'cuda': torch sees no CUDA device here")
+            torch.cuda.reset_peak_memory_stats()  # `memory_used` counts this run's peak, not an earlier one's
         self.torch = torch
 
     @property
@@ -75,7 +77,10 @@ class Backend:
         return int(self.torch.cuda.get_device_properties(0).total_memory)
 
     def memory_used(self) -> int:
-        """Peak bytes allocated on a CUDA device so far (0 elsewhere: host memory is counted apart)."""
+        """Peak bytes allocated on a CUDA device since this backend was made (what the device's
+        arrays and a step's temporaries took: at least `torch.cuda.memory_allocated()`); 0
+        elsewhere: on the CPU torch's arrays are the process's, and the memory limit counts the
+        run's state (the open boxes and findings, numpy on the host) as on numpy."""
         if self.device != "cuda":
             return 0
         return int(self.torch.cuda.max_memory_allocated())
@@ -242,6 +247,10 @@ class TorchOps:
     @staticmethod
     def all(x: Any, axis: Any = None) -> Any:
         return x.all() if axis is None else x.all(dim=axis)
+
+    @staticmethod
+    def any(x: Any, axis: Any = None) -> Any:
+        return x.any() if axis is None else x.any(dim=axis)
 
     @staticmethod
     def unique(x: Any) -> Any:

@@ -226,12 +226,14 @@ class Problem:
         state.pop("_on_device", None)  # a worker moves the arrays to its device itself
         return state
 
-    def bound(self, lo: np.ndarray, hi: np.ndarray, tight: bool = False) -> TwinBounds:
-        """`bound_twins` of the bounder over boxes [lo, hi] on the backend; numpy arrays in and out."""
+    def bound(self, lo: np.ndarray, hi: np.ndarray, tight: bool = False, host: bool = True) -> TwinBounds:
+        """`bound_twins` of the bounder over boxes [lo, hi] on the backend; numpy arrays in, and
+        out unless `host` is False (then the backend's arrays, left on its device)."""
         if self.backend.numpy:
             return bound_twins(self.bounder, lo, hi, tight)
         put = self.backend.put
-        return bound_twins(self._on_device[0], put(lo), put(hi), tight).to_numpy()
+        bd = bound_twins(self._on_device[0], put(lo), put(hi), tight)
+        return bd.to_numpy() if host else bd.rows(slice(None))  # the hidden layers' bounds freed
 
     def logits(self, x: np.ndarray, fast: bool = False, single: bool = False) -> np.ndarray:
         """Logits (n, T) of free points x for every twin on the backend (`fast`: through the input
@@ -241,13 +243,16 @@ class Problem:
             return (net.single if single else net).logits(x)
         return to_numpy(self._on_device[0 if fast else 1].logits(self.backend.put(x)))
 
-    def window_bounds(self, lo: np.ndarray, hi: np.ndarray, tight: bool) -> tuple[TwinBounds, TwinBounds]:
+    def window_bounds(
+        self, lo: np.ndarray, hi: np.ndarray, tight: bool, host: bool = True
+    ) -> tuple[TwinBounds, TwinBounds]:
         """Twin logit bounds over each box's epsilon-window (what decides fairness) and over the box
-        itself (what decides its points' own labels); one and the same without epsilon."""
-        own = self.bound(lo, hi, tight)
+        itself (what decides its points' own labels); one and the same without epsilon. With
+        `host` False they stay on the backend's device (`bound`)."""
+        own = self.bound(lo, hi, tight, host)
         if not self.has_eps:
             return own, own
-        return self.bound(*self.enlarge(lo, hi), tight), own
+        return self.bound(*self.enlarge(lo, hi), tight, host), own
 
     def enlarge(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""

@@ -31,6 +31,7 @@ from ...progress import Progress, ProgressEvent
 from ...properties import IndividualFairness
 from ...results import Counterexample, Result
 from ..boxes.budget import DONE, Budget
+from ..boxes.frontier import BoxCodec
 from ..boxes.shards import Progress as Totals
 from ..boxes.shards import Refined, Shard, refine
 from ..boxes.workers import SERIAL, Parallelism
@@ -77,7 +78,7 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _one_thread(device: str | None) -> Iterator[None]:
+def one_thread(device: str | None) -> Iterator[None]:
     """One BLAS thread, and one torch thread on the CPU: on 2 loaded cores, torch's default of one
     thread per core bounded several times slower (`benchmarks/results/gpu.md`)."""
     with _one_blas_thread():
@@ -128,7 +129,7 @@ def verify_network(
     `memory.default_limit()`). `parallel.device` ("cpu" or "cuda") computes the bounds and the
     logits with torch there, in float64 (`arrays`), in this process; None: numpy."""
     device, parallel = parallel.device, dataclasses.replace(parallel, device=None)  # one process
-    with _one_thread(device):
+    with one_thread(device):
         run = Refinement(network, prop, seed, progress, memory_limit, device)
         run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
         return run.result(time_limit, confidence, max_counterexamples)
@@ -163,7 +164,9 @@ class Refinement:
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         # half a step of open boxes at a time: split in two, they make the step's boxes
         half = self.settler.min_batch
-        self.shard = Shard(self.settler, np.ones(pb.d, bool), half, None, Findings(pb.d, pb.n_twins), limit)
+        # the open boxes kept compactly: integer features as offsets on their grid (exactly)
+        codec = BoxCodec(pb.lo, pb.hi, pb.discrete)
+        self.shard = Shard(self.settler, np.ones(pb.d, bool), half, codec, Findings(pb.d, pb.n_twins), limit)
         self.totals = self.shard.progress(0.0)
         self.out: Refined | None = None
         self.stats: dict[str, Any] = {}

@@ -36,6 +36,8 @@ from ...checkpoint import pack, unpack
 from ...errors import PropertyError
 from ..boxes.shards import Settler, Shard, Step
 from ..boxes.sums import ExactSum
+from . import arrays
+from .arrays import namespace
 from .counts import Counts
 from .cuts import cut_boxes
 from .exact import exact_boxes, exact_ok
@@ -353,11 +355,33 @@ class BoxSettler(Settler):
 
     def _bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[TwinBounds, TwinBounds]:
         """`Problem.window_bounds` in as few calls of at most `chunk` boxes as fit, of equal sizes:
-        a call's arrays then stay in the cache, while what follows the bounds runs once per step."""
+        a call's arrays then stay in the cache, while what follows the bounds runs once per step.
+        On a device they stay there (`_bound` takes back the undecided boxes' only)."""
         calls = -(-lo.shape[0] // self.chunk)
-        parts = [self.pb.window_bounds(lo[p], hi[p], self.tight) for p in np.array_split(np.arange(len(lo)), calls)]
+        parts = [
+            self.pb.window_bounds(lo[p], hi[p], self.tight, host=False)
+            for p in np.array_split(np.arange(len(lo)), calls)
+        ]
         own = TwinBounds.joined([p[1] for p in parts])
         return (own if parts[0][0] is parts[0][1] else TwinBounds.joined([p[0] for p in parts])), own
+
+    def _decided(
+        self, bd: TwinBounds, own: TwinBounds
+    ) -> tuple[np.ndarray, np.ndarray, TwinBounds, TwinBounds, np.ndarray | None]:
+        """Which boxes the bounds settle whole (fair, unfair: numpy masks), the bounds on the host,
+        and which boxes those are (None: all). On a device the verdicts are taken there and only
+        the undecided boxes' bounds come back: the same comparisons of the same float64 values."""
+        tol = self.pb.tol
+        xp = namespace(own.lower)
+        fair = xp.all(bd.lower > tol, axis=1) | xp.all(bd.upper < -tol, axis=1)
+        unfair = xp.any(own.lower > tol, axis=1) & xp.any(own.upper < -tol, axis=1) & ~fair
+        if xp is np:
+            return fair, unfair, bd, own, None
+        fair, unfair = arrays.to_numpy(fair), arrays.to_numpy(unfair)
+        open_ = np.flatnonzero(~(fair | unfair))
+        at = self.pb.backend.put(open_)
+        own_h = own.rows(at).to_numpy()
+        return fair, unfair, (own_h if bd is own else bd.rows(at).to_numpy()), own_h, open_
 
     def _bound(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
         """Bound boxes; settle them, or cut, search and credit the undecided ones."""
@@ -367,14 +391,15 @@ class BoxSettler(Settler):
         counts.t_bound += time.perf_counter() - t
         counts.boxes_bounded += lo.shape[0]
         mass = pb.mass(lo, hi)
-        fair = np.all(bd.lower > pb.tol, axis=1) | np.all(bd.upper < -pb.tol, axis=1)
-        unfair = np.any(own.lower > pb.tol, axis=1) & np.any(own.upper < -pb.tol, axis=1) & ~fair
+        fair, unfair, bd, own, held = self._decided(bd, own)
         done = fair | unfair
         w.settle(mass[done], np.where(unfair[done], mass[done], 0.0))
         rows = np.flatnonzero(~done)
         if not rows.size:
             return
         lo, hi, mass = lo[rows], hi[rows], mass[rows]
+        if held is not None:  # the bounds hold the undecided boxes only
+            rows = np.arange(rows.size)
         score = own.sens[rows] * (hi - lo)
         src = rows  # each remaining box's row in the bounds
         if not pb.has_eps:

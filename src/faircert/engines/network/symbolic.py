@@ -237,12 +237,19 @@ class TwinBounds:
             host(self.lower), host(self.upper), host(self.sens), host(self.score), host(self.form_a), host(self.form_c)
         )
 
+    def rows(self, at: Any) -> TwinBounds:
+        """The bounds of boxes `at` (indices, on the bounds' device), hidden layers dropped."""
+        return TwinBounds(
+            self.lower[at], self.upper[at], self.sens[at], self.score[at], self.form_a[:, at], self.form_c[:, at]
+        )
+
     @staticmethod
     def joined(parts: list[TwinBounds]) -> TwinBounds:
-        """The bounds of consecutive batches of boxes as one (their hidden layers dropped)."""
+        """The bounds of consecutive batches of boxes as one (their hidden layers dropped), on
+        their device."""
         if len(parts) == 1:
             return parts[0]
-        cat = np.concatenate
+        cat = namespace(parts[0].lower).concatenate
         return TwinBounds(
             cat([p.lower for p in parts]),
             cat([p.upper for p in parts]),

@@ -10,10 +10,15 @@ re-checked on the network) within `milp_seconds` and the time left. The MILPs ar
 (`finish`): every row gets its bounds and search before any row gets a MILP.
 Networks with smooth units have no MILP: their balls are split into boxes until the bounds decide
 each one or a box's centre flips (`SPLIT_BOXES` boxes, then unknown).
+
+With a `device` (`AuditOptions.device`) the bounds of the rows' balls and of their split boxes are
+computed with torch there, in float64 (`network.arrays`); the twins found are re-checked on the
+model on the host, and the MILP's own bounds stay numpy's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any
@@ -25,6 +30,7 @@ from ...options import AuditOptions
 from ..boxes.budget import TIME_LIMIT
 from ..network.milp import DUAL_TOL, SAFETY, _copy, _Model, _widen
 from ..network.problem import Problem
+from ..network.refine import one_thread
 from ..network.symbolic import bound_twins
 from .audit import (
     DEFERRED,
@@ -51,9 +57,9 @@ SPLIT_BOXES = 20_000
 class NetworkRows:
     name = "rows-network"
 
-    def __init__(self, network: ReluNetwork, prop: Any) -> None:
+    def __init__(self, network: ReluNetwork, prop: Any, device: str | None = None) -> None:
         self.network = network
-        self.pb = Problem.build(network, prop)
+        self.pb = Problem.build(network, prop, device)  # the bounds on the device, if one is asked
         self.tol = self.pb.tol
 
     def margins(self, X: np.ndarray) -> np.ndarray:
@@ -74,7 +80,7 @@ class NetworkRows:
         """Bounds, then a search; what both leave waits for the MILP (`finish`)."""
         pb = self.pb
         lo, hi = audit.windows(rows)
-        bd = bound_twins(pb.bounder, lo[:, pb.free], hi[:, pb.free])
+        bd = pb.bound(lo[:, pb.free], hi[:, pb.free])
         out = Decisions.open(len(rows))
         for k, i in enumerate(rows.tolist()):
             positive = audit.labels[i] == 1
@@ -145,7 +151,7 @@ class NetworkRows:
             if bounded >= SPLIT_BOXES or (deadline is not None and time.time() >= deadline):
                 return UNKNOWN, None
             bounded += blo.shape[0]
-            bd = bound_twins(pb.bounder, blo, bhi)
+            bd = pb.bound(blo, bhi)
             safe = bd.lower > self.tol if positive else bd.upper < -self.tol
             open_ = ~np.all(safe[:, others], axis=1)
             blo, bhi, score = blo[open_], bhi[open_], bd.score[open_]
@@ -208,4 +214,6 @@ class NetworkRows:
 
 
 def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
-    return run(lambda prop: NetworkRows(model, prop), question, options, progress)
+    # on a device, the rows are decided in this process: one BLAS and torch CPU thread, as the refinement
+    with one_thread(options.device) if options.device is not None else contextlib.nullcontext():
+        return run(lambda prop: NetworkRows(model, prop, options.device), question, options, progress)
