@@ -34,6 +34,11 @@ def _check_open_unit(name: str, value: float) -> None:
         raise PropertyError(f"{name} must lie strictly between 0 and 1, got {value}")
 
 
+def _check_device(device: str | None) -> None:
+    if device is not None and device not in DEVICES:
+        raise PropertyError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+
+
 def _check_count(name: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise PropertyError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -121,8 +126,7 @@ class VerifyOptions(Budget):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.device is not None and self.device not in DEVICES:
-            raise PropertyError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        _check_device(self.device)
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
         if self.max_boxes is not None:
@@ -167,8 +171,7 @@ class AuditOptions(Budget):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.device is not None and self.device not in DEVICES:
-            raise PropertyError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        _check_device(self.device)
         if self.workers is not None:
             _check_count("workers", self.workers, 1)
         _check_count("max cells", self.max_cells, 1)
