@@ -60,45 +60,45 @@ def setting_scores(ir, X: np.ndarray, prot: list[int], values: np.ndarray) -> np
     values = np.asarray(values, dtype=np.float64).reshape(len(values), len(prot))
     if not 0 < len(values) <= 64:
         raise ValueError("setting_scores takes 1 to 64 settings")
-    forest, splits = _settings_forest(ir, tuple(prot), values)
+    forest, right = _settings_forest(ir, tuple(prot), values)
     out = np.empty((len(X), len(values)))
     arithmetic = (bool(ir.input_float32), bool(ir.sum_float32), float(ir.base_score), float(ir.scale))
-    over_rows(_settings_kernel, len(X), np.ascontiguousarray(X, dtype=np.float64), forest, splits, arithmetic, out)
+    over_rows(_settings_kernel, len(X), np.ascontiguousarray(X, dtype=np.float64), forest, right, arithmetic, out)
     return out
 
 
-def _settings_forest(ir, prot: tuple[int, ...], values: np.ndarray) -> tuple[tuple, tuple]:
-    """The flat forest as `_settings_kernel` reads it, and for every split whether it reads a
-    protected feature and which settings it sends right (bits): kept on the ensemble for the last
+def _settings_forest(ir, prot: tuple[int, ...], values: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The flat forest as `_settings_kernel` reads it (a protected split marked in its step), and
+    for every protected split the settings it sends right (bits): kept on the ensemble for the last
     settings asked (a sampling run asks for the same ones again and again)."""
     key = (prot, values.tobytes())
     kept = getattr(ir, "_settings_cache", None)
     if kept is not None and kept[0] == key:
         return kept[1]
     roots, feat, thr, child, value, depth = ir._flat()
-    step = (child.astype(np.int64) << 32) | feat
     if ir.split == "<=":  # right iff x > t, i.e. x >= the next float above t
         thr = np.nextafter(thr, np.inf)
     own = values.astype(np.float32).astype(np.float64) if ir.input_float32 else values
     protected = np.isin(feat, prot) & (child != np.arange(len(child)))
+    # one load per node: the child, the feature, and whether the split is protected (bit 31)
+    step = (child.astype(np.int64) << 32) | feat | (protected.astype(np.int64) << 31)
     column = np.searchsorted(np.sort(prot), feat[protected])
     own = own[:, np.argsort(prot)]  # the settings' columns in the order of the sorted features
     goes = own[:, column] >= thr[protected][None, :]  # settings x protected splits
     right = np.zeros(len(feat), dtype=np.int64)
     right[protected] = (goes.astype(np.int64) << np.arange(len(values), dtype=np.int64)[:, None]).sum(axis=0)
-    found = ((roots, step, thr, value, depth), (protected, right))
+    found = ((roots, step, thr, value, depth), right)
     ir._settings_cache = (key, found)
     return found
 
 
 @jit
-def _settings_kernel(X, forest, splits, arithmetic, out, start, stop):
+def _settings_kernel(X, forest, right, arithmetic, out, start, stop):
     """out[i, u] for rows start..stop (see `setting_scores`). A row's paths (a tree and the settings
     that follow it) advance one split each in turn, so that their loads overlap as `_kernel`'s
     trees do; a protected split that parts the settings starts a new path, and a path that reaches
     its leaf leaves the turns."""
     roots, step, thr, value, depth = forest
-    protected, right = splits
     in_f32, sum_f32, base, scale = arithmetic
     d = X.shape[1]
     m = out.shape[1]
@@ -125,14 +125,17 @@ def _settings_kernel(X, forest, splits, arithmetic, out, start, stop):
                 if c == n:  # a leaf points to itself: record it, and the last path takes its place
                     v = value[n]
                     mask = masks[p]
-                    for u in range(m):
-                        if (mask >> u) & 1:
+                    u = 0
+                    while u < m and mask != 0:  # the settings' bits (the shift keeps the sign)
+                        if mask & 1:
                             leaf[u, tree] = v
+                        mask >>= 1
+                        u += 1
                     paths -= 1
                     node[p] = node[paths]
                     masks[p] = masks[paths]
                     continue
-                if protected[n]:
+                if step[n] & 0x80000000:
                     mask = masks[p]
                     r = mask & right[n]
                     if r != 0 and r != mask:
@@ -143,7 +146,7 @@ def _settings_kernel(X, forest, splits, arithmetic, out, start, stop):
                     elif r != 0:
                         c = c + 1
                 else:
-                    c = c + np.int64(x[step[n] & 0xFFFFFFFF] >= thr[n])
+                    c = c + np.int64(x[step[n] & 0x7FFFFFFF] >= thr[n])
                 node[p] = (tree << 32) | c
                 p += 1
         for u in range(m):
