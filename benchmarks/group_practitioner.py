@@ -276,7 +276,11 @@ def main() -> None:
         "the metrics. Every rate is a Clopper-Pearson interval with a union bound over every rate and "
         "every look, so all rates, and the DI, SP and EO intervals computed from them, hold together "
         "with the stated confidence (99%). Sampling runs in the time the sound engine leaves (70% of "
-        "the limit once the bounds are wide).\n\n"
+        "the limit once the bounds are wide). Under independent marginals the protected attributes "
+        "share no edge with the other variables, so a tree ensemble's cells of one population share "
+        "one stream of draws, each draw labelled under every cell's protected values in one descent "
+        "of each tree; `samples` and `draws/s` count draws of cells (a shared draw once per cell), "
+        "as before.\n\n"
     )
     trees = (
         "\n## Sound group rates under independent marginals\n\n"

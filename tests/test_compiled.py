@@ -69,6 +69,39 @@ def test_slice_scores_evaluate_every_protected_value():
         assert np.array_equal(got[:, u], _numpy_scores(ir, W))
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_setting_scores_equal_scores_of_each_setting(seed):
+    """One descent for every setting of the protected features gives, bit for bit, the scores of
+    the rows with each setting written in, on every framework (inputs on thresholds included),
+    with settings that part at a split and settings that agree everywhere."""
+    pytest.importorskip("xgboost")
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    X, y, _ = _small_problem(seed)
+    for ir in _models(X, y, seed):
+        Z = _inputs(ir, np.repeat(X, 10, axis=0), seed)
+        prot = [0, 2] if ir.n_features > 2 else [0]
+        ths = np.concatenate([t.threshold[~t.is_leaf] for t in ir.trees])
+        rng = np.random.default_rng(seed)
+        values = np.vstack([rng.choice(ths, (9, len(prot))), rng.normal(0, 2, (9, len(prot)))])
+        values[-1] = values[-2]  # two settings alike
+        got = trees_compiled.setting_scores(ir, Z, prot, values)
+        for u, setting in enumerate(values):
+            W = Z.copy()
+            W[:, prot] = setting
+            assert np.array_equal(got[:, u], _numpy_scores(ir, W)), (ir.source, u)
+
+
+def test_setting_scores_take_64_settings_and_no_more():
+    trees = [Tree([0, 0, 0], [0.5, 0, 0], [1, -1, -1], [2, -1, -1], [0.0, -1.0, 1.0])]
+    ir = TreeEnsemble(trees, 1, split="<")
+    values = np.arange(64, dtype=float)[:, None] / 63  # settings 32.. go right
+    got = trees_compiled.setting_scores(ir, np.zeros((3, 1)), [0], values)
+    assert np.array_equal(got, np.tile(np.where(values[:, 0] >= 0.5, 1.0, -1.0), (3, 1)))
+    with pytest.raises(ValueError):
+        trees_compiled.setting_scores(ir, np.zeros((3, 1)), [0], np.zeros((65, 1)))
+
+
 @pytest.mark.parametrize("eps,kappa,robust", [(0, None, False), (0, 0.7, False), (1, 0.5, False), (1, 0.8, True)])
 def test_verdicts_equal_numpy(monkeypatch, eps, kappa, robust):
     """The checker's verdicts and twins, compiled and by numpy, on draws from the whole domain."""

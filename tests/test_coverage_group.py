@@ -138,6 +138,60 @@ def test_stratified_rates_and_metrics_cover_at_once(quick, population):
     assert np.median(looks) >= stratified.grid(3)  # the allocation took several further looks
 
 
+def test_shared_draws_of_a_forest_under_independent_marginals_cover_at_once(quick):
+    """A forest under independent marginals: each population's cells (the groups, and the groups
+    given each label value) share one stream of draws, labelled under every cell's protected values
+    at once; every rate and metric still holds together at the stated level over 100 seeds, and the
+    shared counts are those of labelling each cell's draws apart."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("numba")
+    from test_group_trees import _enumerated, _forest_request
+
+    request = _forest_request()
+    ir, question = request.ir, request.question
+    pop = question.population
+    codes = {p: {label: i for i, label in enumerate(pop.variables[p].labels)} for p in ("s", "r")}
+    cells, _ = stratified.strata(question, 0)
+    truth = {}
+    for c in cells:
+        sub = pop.by_label[c.key[2:]] if c.key else pop
+        truth[f"{c.key} {c.name}".strip()] = _enumerated(ir, sub, {p: codes[p][v] for p, v in c.group.items()})
+    groups = [GroupProbability(c.group, truth[c.name], truth[c.name], 0.0) for c in cells if not c.key]
+    conditional: dict[str, list] = {}
+    for c in cells:
+        if c.key:
+            rate = truth[f"{c.key} {c.name}"]
+            conditional.setdefault(c.key, []).append(GroupProbability(c.group, rate, rate, 0.0))
+    for name in METRIC_NAMES:
+        truth[name] = METRICS[name].interval(groups, conditional).low
+    misses, looks = 0, []
+    for seed in range(SEEDS):
+        result = estimate_stratified(ir, question, None, seed, DELTA, target=0.1)
+        assert result.stats["shared_streams"] == 3
+        misses += not _covers(result, truth)
+        looks.append(max(result.stats["draws"].values()))
+    assert misses <= allowed_misses(1 - DELTA), misses
+    assert np.median(looks) >= stratified.grid(3)
+
+    labeller = Labeller.of(ir, pop)
+    stream = next(s for s in stratified.streams_of(cells, labeller) if s.settings is not None)
+    assert stream.settings is not None
+    draws = stream.sampler.sample(np.random.default_rng(1), 5000)
+    shared = labeller.positives_in(draws, stream.fixed, stream.settings)
+    for cell, count in zip(stream.cells, shared):
+        alone = {**draws, **{f: np.full(5000, cell.sampler.evidence[f]) for f in stream.fixed}}
+        assert count == labeller.positives(alone)
+
+
+def test_cells_of_a_network_draw_alone():
+    """Where the protected attributes have edges to the other variables, no stream is shared."""
+    question = GroupQuestion(_network(), ("s", "r"), "y", METRIC_NAMES)
+    cells, _ = stratified.strata(question, 0)
+    assert all(s.settings is None for s in stratified.streams_of(cells, Labeller.of(MODEL, question.population)))
+    assert not stratified.isolated(question.population, ("s", "r"))
+    assert stratified.isolated(_independent(), ("s", "r"))
+
+
 def test_a_tiny_cell_gets_its_own_draws(quick):
     """The cell of 0.4% is drawn as often as the others at the first look, and more where it
     decides a metric: its draws do not follow its mass."""
@@ -205,4 +259,5 @@ def test_allocation_draws_a_cell_tied_at_a_metrics_end():
 
     cells = [cell("a", 0.055, 0.03, 0.08), cell("b", 0.055, 0.03, 0.08), cell("c", 0.205, 0.2, 0.21)]
     run = stratified.Sampling(cells, None, DELTA, ("di", "sp"), None)  # type: ignore[arg-type]
-    assert run.next_cell() in cells[:2]
+    chosen = run.next_stream()
+    assert chosen is not None and chosen.cells[0] in cells[:2]
