@@ -155,12 +155,14 @@ def test_shared_draws_of_a_forest_under_independent_marginals_cover_at_once(quic
     truth = {}
     for c in cells:
         sub = pop.by_label[c.key[2:]] if c.key else pop
-        truth[f"{c.key} {c.name}".strip()] = _enumerated(ir, sub, {p: codes[p][v] for p, v in c.group.items()})
-    groups = [GroupProbability(c.group, truth[c.name], truth[c.name], 0.0) for c in cells if not c.key]
+        name = f"{c.key} {c.probability().name}".strip()
+        truth[name] = _enumerated(ir, sub, {p: codes[p][v] for p, v in c.group.items()})
+    named = {c.probability().name: c for c in cells if not c.key}
+    groups = [GroupProbability(c.group, truth[n], truth[n], 0.0) for n, c in named.items()]
     conditional: dict[str, list] = {}
     for c in cells:
         if c.key:
-            rate = truth[f"{c.key} {c.name}"]
+            rate = truth[f"{c.key} {c.probability().name}"]
             conditional.setdefault(c.key, []).append(GroupProbability(c.group, rate, rate, 0.0))
     for name in METRIC_NAMES:
         truth[name] = METRICS[name].interval(groups, conditional).low

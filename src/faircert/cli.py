@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from .errors import FaircertError
+from .limits import start_command_clock
 
 EXIT_UNDECIDED = 2
 EXIT_BAD_INPUT = 3
@@ -114,11 +115,9 @@ def run() -> None:
     """The console entry point: signals are handled from its first line (a run then installs its own)."""
     import signal
 
-    from .limits import start_command_clock
-
-    start_command_clock()
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _abort)
+    start_command_clock()
     sys.exit(main())
 
 
