@@ -1038,6 +1038,8 @@ def _network_state_mutation(network_case, op, array: tuple[int, str] | None):
         kind == "retype" and isinstance(_at(new, path), bool) and _json_type(_at(state, path)) == "number"
     ):
         return new, "any"  # another count, mass or seed (a count of true reads as 1)
+    if kind == "delete" and len(path) > 1 and path[-2] == "partials":
+        return new, "any"  # an exact sum's partials less one: another sum, as valid as a changed number
     return new, "malformed"
 
 
