@@ -32,9 +32,9 @@ def data() -> pd.DataFrame:
     return pd.DataFrame({"a": a, "b": b, "c": c, "s": s})
 
 
-def _oracle(path, predict) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+def _oracle(path, predict, values=(0, 1)) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Every input of the saved network with its probability, and whether it has an unfair twin
-    (the model's labels with s = 0 and s = 1 differ)."""
+    (the model's labels with s at its two `values` differ)."""
     pop = load_population(path).expanded()
     names = [n for n in pop.variables if n != "s"]
     rows, weights = [], []
@@ -42,7 +42,7 @@ def _oracle(path, predict) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         rows.append({n: pop.variables[n].states[assignment[n]] for n in names})
         weights.append(p)
     frame = pd.DataFrame(rows)
-    unfair = predict(frame.assign(s=0)) != predict(frame.assign(s=1))
+    unfair = predict(frame.assign(s=values[0])) != predict(frame.assign(s=values[1]))
     return frame, np.asarray(weights), np.asarray(unfair)
 
 
@@ -132,15 +132,7 @@ def test_a_linear_model_reading_names_against_the_enumerated_network(data, tmp_p
         model, named, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
     )
     assert "sound_bounds" not in result.stats
-    pop = load_population(saved).expanded()
-    names = [n for n in pop.variables if n != "s"]
-    rows, weights = [], []
-    for assignment, p in pop.joint():
-        rows.append({n: pop.variables[n].states[assignment[n]] for n in names})
-        weights.append(p)
-    frame = pd.DataFrame(rows)
-    unfair = model.predict(frame.assign(s="F")) != model.predict(frame.assign(s="M"))
-    _check_rules(result, frame, np.asarray(weights), np.asarray(unfair), exact=True)
+    _check_rules(result, *_oracle(saved, model.predict, ("F", "M")), exact=True)
 
 
 def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path, monkeypatch):
