@@ -109,6 +109,86 @@ def test_bounds_through_input_tables_equal_numpys(device):
     np.testing.assert_allclose(arrays.to_numpy(tn.to(be.put).logits(be.put(x))), tn.logits(x), rtol=1e-12, atol=1e-12)
 
 
+def _undecided_bounds(seed: int, n: int = 300):
+    """Bounds (full CROWN) of random small boxes of a random twin network (three twins, a heavy
+    protected weight) over integer and real features, with the boxes' ranges and the features'
+    kinds."""
+    rng = np.random.default_rng(seed)
+    sizes = (6, 16, 12, 1)
+    ws = [rng.normal(size=(b, a)) for a, b in zip(sizes[:-1], sizes[1:])]
+    ws[0][:, -1] *= 4.0
+    net = TwinNet.build(
+        ReluNetwork(ws, [rng.normal(size=b) for b in sizes[1:]]), list(range(5)), [5], np.arange(3.0)[:, None]
+    )
+    discrete = np.array([True, False, True, True, False])
+    lo = rng.uniform(-2.0, 1.0, size=(n, 5))
+    hi = lo + rng.uniform(0.0, 0.4, size=(n, 5))
+    lo[:, discrete], hi[:, discrete] = np.floor(lo[:, discrete]), np.ceil(hi[:, discrete])
+    return net, bound_twins(net, lo, hi, True), lo, hi, discrete
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("seed", [0, 2])
+def test_cuts_and_credits_equal_numpys(device, seed):
+    """Computed from bounds on the device, the cuts (slabs, sources, verdicts) and the credited
+    shares are numpy's: exactly where no rounding lands on a grid, within 1e-12 otherwise."""
+    from faircert.engines.network.cuts import cut_boxes
+    from faircert.engines.network.tail import decided_shares
+
+    net, bd, lo, hi, discrete = _undecided_bounds(seed)
+    be = Backend(device)
+    on = bound_twins(net.to(be.put), be.put(lo), be.put(hi), True)
+    rows = np.arange(0, len(lo), 2)
+    want = cut_boxes(bd, rows, lo[rows], hi[rows], discrete, 1e-9)
+    got = cut_boxes(on, be.put(rows), be.put(lo[rows]), be.put(hi[rows]), be.put(discrete), 1e-9).to_numpy()
+    assert want.cut.sum() > 10 and len(want.src) > 20  # cuts were made
+    assert type(got.lo) is np.ndarray
+    for name in ("src", "fair", "unfair", "cut"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    np.testing.assert_allclose(got.lo, want.lo, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.hi, want.hi, rtol=1e-12, atol=1e-12)
+    wf, wu = decided_shares(bd.form_a[:, rows], bd.form_c[:, rows], lo[rows], hi[rows], discrete, 1e-9)
+    at = be.put(rows)
+    gf, gu = decided_shares(
+        on.form_a[:, at], on.form_c[:, at], be.put(lo[rows]), be.put(hi[rows]), be.put(discrete), 1e-9
+    )
+    assert (wf > 0).sum() > 10 and (wu > 0).sum() > 0  # fair and unfair shares were credited
+    np.testing.assert_allclose(arrays.to_numpy(gf), wf, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(arrays.to_numpy(gu), wu, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_split_features_equal_numpys(device):
+    """Each undecided box's split feature, chosen on the device: the highest weight x width among
+    the features that can be split, the widest where every weight is 0, none for a point."""
+    from faircert.engines.network.problem import Problem
+    from faircert.engines.network.settle import BoxSettler
+    from faircert.properties import individual_fairness
+
+    net, dom = large_case()
+    pb_numpy = Problem.build(net, individual_fairness(dom, [dom.names.index("p")]), None)
+    pb = Problem.build(net, individual_fairness(dom, [dom.names.index("p")]), device)
+    rng = np.random.default_rng(4)
+    n = 200
+    lo = np.floor(pb.lo + rng.random((n, pb.d)) * (pb.hi - pb.lo + 1))
+    hi = np.minimum(lo + np.floor(rng.random((n, pb.d)) * 4), pb.hi)
+    hi[:5] = lo[:5]  # points: nothing to split
+    sens = rng.random((n, pb.d)) * (rng.random((n, pb.d)) < 0.7)
+    sens[5:15] = 0.0  # no weight: the widest feature
+    want = BoxSettler(pb_numpy, 16, 32, False, 0)._split_features(sens, lo, hi, pb.discrete)
+    be = pb.backend
+    got = BoxSettler(pb, 16, 32, False, 0)._split_features(be.put(sens), be.put(lo), be.put(hi), be.put(pb.discrete))
+    assert type(got[0]) is np.ndarray
+    np.testing.assert_array_equal(got[0][want[1]], want[0][want[1]])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert not want[1][:5].any() and want[1][5:].all()
+    widest = np.argmax((hi - lo) / np.maximum(pb.hi - pb.lo, 1e-300), axis=1)
+    np.testing.assert_array_equal(want[0][5:15], widest[5:15])
+    score = np.where(hi - lo > 0, sens * (hi - lo), -1.0)
+    rest = np.arange(15, n)[(score[15:] > 0).any(axis=1)]
+    np.testing.assert_array_equal(want[0][rest], np.argmax(score[rest], axis=1))
+
+
 def _verify(device, **options):
     net, dom = large_case()
     options.setdefault("time_limit", 60)  # the box budget ends the run first

@@ -178,25 +178,30 @@ class _Always:
         return np.ones(len(X), dtype=int)
 
 
-def test_on_a_device_only_the_undecided_boxes_bounds_come_back(small_chunks, monkeypatch):
-    """The verdicts of a step's boxes are taken on the device: the bounds of the boxes settled
-    whole stay there, those of the undecided ones come back (numpy, in their order)."""
+def test_on_a_device_the_bounds_stay_there(small_chunks, monkeypatch):
+    """The verdicts of a step's boxes are taken on the device, only the undecided boxes' bounds
+    are kept there, and what is computed from them (split features, cuts, credits) is computed
+    there: no bounds come to the host."""
     from faircert.engines.network.settle import BoxSettler
+    from faircert.engines.network.symbolic import TwinBounds
 
-    seen = []
+    seen, to_host = [], []
     real = BoxSettler._decided
 
     def spy(self, bd, own):
         out = real(self, bd, own)
-        fair, unfair, _, back, held = out
-        seen.append((len(fair), int((~(fair | unfair)).sum()), back.lower.shape[0], type(back.form_a), held))
+        fair, unfair, _, kept, held = out
+        seen.append((len(fair), int((~(fair | unfair)).sum()), kept.lower.shape[0], type(kept.form_a), held))
         return out
 
     monkeypatch.setattr(BoxSettler, "_decided", spy)
+    monkeypatch.setattr(TwinBounds, "to_numpy", lambda self: to_host.append(1))
     res = _verify("cpu", max_boxes=3000)
-    assert all(n == back and kind is np.ndarray and len(held) == n for _, n, back, kind, held in seen)
-    bounded, back = sum(s[0] for s in seen), sum(s[2] for s in seen)
-    assert bounded == res.stats["boxes_bounded"] and 0 < back < bounded
+    assert all(n == kept and kind is torch.Tensor and len(held) == n for _, n, kept, kind, held in seen)
+    bounded, kept = sum(s[0] for s in seen), sum(s[2] for s in seen)
+    assert bounded == res.stats["boxes_bounded"] and 0 < kept < bounded
+    assert res.stats["cuts"] > 0 and res.stats["credited_fair"] > 0
+    assert not to_host
     assert shares(res) == shares(_verify(None, max_boxes=3000))
 
 

@@ -152,6 +152,14 @@ class TorchOps:
         return cls._t().empty(shape, dtype=cls._dtype(dtype), device=like.device)
 
     @classmethod
+    def zeros(cls, shape: Any, dtype: Any = None, like: Any = None) -> Any:
+        return cls._t().zeros(shape, dtype=cls._dtype(dtype), device=like.device)
+
+    @classmethod
+    def ones(cls, shape: Any, dtype: Any = None, like: Any = None) -> Any:
+        return cls._t().ones(shape, dtype=cls._dtype(dtype), device=like.device)
+
+    @classmethod
     def arange(cls, n: int, like: Any) -> Any:
         return cls._t().arange(n, device=like.device)
 
@@ -193,6 +201,10 @@ class TorchOps:
     floor = _tensor_method("floor")
     ceil = _tensor_method("ceil")
     log2 = _tensor_method("log2")
+    log = _tensor_method("log")
+    exp = _tensor_method("exp")
+    expm1 = _tensor_method("expm1")
+    isfinite = _torch_function("isfinite")
 
     @classmethod
     def _binary(cls, op: Any, a: Any, b: Any, out: Any) -> Any:
@@ -229,7 +241,7 @@ class TorchOps:
 
     @classmethod
     def clip(cls, x: Any, lo: Any, hi: Any) -> Any:
-        return cls._t().clamp(x, cls._as(lo, x), cls._as(hi, x))
+        return cls._t().clamp(x, None if lo is None else cls._as(lo, x), None if hi is None else cls._as(hi, x))
 
     @classmethod
     def matmul(cls, a: Any, b: Any) -> Any:
@@ -255,6 +267,40 @@ class TorchOps:
     @staticmethod
     def unique(x: Any) -> Any:
         return x.unique()
+
+    @classmethod
+    def amax(cls, x: Any, axis: int, keepdims: bool = False) -> Any:
+        return cls._t().amax(x, dim=axis, keepdim=keepdims)
+
+    @classmethod
+    def amin(cls, x: Any, axis: int, keepdims: bool = False) -> Any:
+        return cls._t().amin(x, dim=axis, keepdim=keepdims)
+
+    @classmethod
+    def argmax(cls, x: Any, axis: int) -> Any:
+        return cls._t().argmax(x, dim=axis)
+
+    @classmethod
+    def sort(cls, x: Any, axis: int) -> Any:
+        return cls._t().sort(x, dim=axis).values
+
+    @classmethod
+    def take_along_axis(cls, x: Any, idx: Any, axis: int) -> Any:
+        return cls._t().take_along_dim(x, idx, dim=axis)
+
+    @classmethod
+    def nonzero(cls, x: Any) -> tuple[Any, ...]:
+        return cls._t().nonzero(x, as_tuple=True)
+
+    @classmethod
+    def flatnonzero(cls, x: Any) -> Any:
+        return cls._t().nonzero(x.reshape(-1), as_tuple=True)[0]
+
+    @classmethod
+    def bincount(cls, x: Any, weights: Any = None, minlength: int = 0) -> Any:
+        if weights is not None:
+            weights = weights.to(cls._t().float64)
+        return cls._t().bincount(x, weights=weights, minlength=minlength)
 
     @classmethod
     def segment_min(cls, x: Any, starts: Any, axis: int) -> Any:

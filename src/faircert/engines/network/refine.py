@@ -105,6 +105,19 @@ def device_step(pb: Problem, tight: bool, limit_bytes: int) -> int:
     return int(np.clip(limit_bytes // 2 // (8 * per_box), 16, DEVICE_STEP_BOXES))
 
 
+def step_sizes(pb: Problem, tight: bool, limit: int, device: str | None) -> tuple[int, int]:
+    """Boxes per bounding call and per step: on a CUDA device one call a step (`device_step`);
+    on numpy, and torch on the CPU, the same steps (so the same boxes in each call), in calls of
+    `ROWS_PER_CALL` rows on wide networks."""
+    if device == "cuda":
+        step = device_step(pb, tight, min(limit, pb.backend.capacity()))
+        return step, step
+    widest = max(pb.bounder.widths)
+    rows = pb.n_twins * (pb.d + 1) * widest
+    step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
+    return (min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step), step
+
+
 def verify_network(
     network: ReluNetwork,
     prop: IndividualFairness,
@@ -151,16 +164,10 @@ class Refinement:
         self.network, self.prop, self.progress = network, prop, progress
         self.pb = pb = Problem.build(network, prop, device)
         self.rng = np.random.default_rng(seed)  # the estimate's samples
-        widest = max(pb.bounder.widths)
-        rows = pb.n_twins * (pb.d + 1) * widest
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
         tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
         limit = default_limit() if memory_limit is None else memory_limit
-        if device == "cuda":
-            step = self.chunk = device_step(pb, tight, min(limit, pb.backend.capacity()))
-        else:  # numpy, and torch on the CPU: the same steps, so the same boxes in each call
-            step = int(np.clip(ROWS_PER_STEP // rows, 16, 1024))
-            self.chunk = min(step, max(16, ROWS_PER_CALL // rows)) if widest >= WIDE else step
+        self.chunk, step = step_sizes(pb, tight, limit, device)
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         # half a step of open boxes at a time: split in two, they make the step's boxes
         half = self.settler.min_batch

@@ -368,9 +368,9 @@ class BoxSettler(Settler):
     def _decided(
         self, bd: TwinBounds, own: TwinBounds
     ) -> tuple[np.ndarray, np.ndarray, TwinBounds, TwinBounds, np.ndarray | None]:
-        """Which boxes the bounds settle whole (fair, unfair: numpy masks), the bounds on the host,
-        and which boxes those are (None: all). On a device the verdicts are taken there and only
-        the undecided boxes' bounds come back: the same comparisons of the same float64 values."""
+        """Which boxes the bounds settle whole (fair, unfair: numpy masks), and the bounds of which
+        boxes are kept (None: all). On a device the verdicts are taken there, and only the
+        undecided boxes' bounds are kept there: the same comparisons of the same float64 values."""
         tol = self.pb.tol
         xp = namespace(own.lower)
         fair = xp.all(bd.lower > tol, axis=1) | xp.all(bd.upper < -tol, axis=1)
@@ -380,12 +380,14 @@ class BoxSettler(Settler):
         fair, unfair = arrays.to_numpy(fair), arrays.to_numpy(unfair)
         open_ = np.flatnonzero(~(fair | unfair))
         at = self.pb.backend.put(open_)
-        own_h = own.rows(at).to_numpy()
-        return fair, unfair, (own_h if bd is own else bd.rows(at).to_numpy()), own_h, open_
+        own_open = own.rows(at)
+        return fair, unfair, (own_open if bd is own else bd.rows(at)), own_open, open_
 
     def _bound(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
-        """Bound boxes; settle them, or cut, search and credit the undecided ones."""
-        pb, counts = self.pb, w.counts
+        """Bound boxes; settle them, or cut, search and credit the undecided ones. The bounds stay
+        on their device: what is computed from them (split features, cuts, credits) is computed
+        there, and only its results come to the host."""
+        pb, counts, put = self.pb, w.counts, self.pb.backend.put
         t = time.perf_counter()
         bd, own = self._bounds(lo, hi)
         counts.t_bound += time.perf_counter() - t
@@ -400,10 +402,11 @@ class BoxSettler(Settler):
         lo, hi, mass = lo[rows], hi[rows], mass[rows]
         if held is not None:  # the bounds hold the undecided boxes only
             rows = np.arange(rows.size)
-        score = own.sens[rows] * (hi - lo)
+        at, dlo, dhi, discrete = put(rows), put(lo), put(hi), put(pb.discrete)
+        best, ok = self._split_features(own.sens[at], dlo, dhi, discrete)
         src = rows  # each remaining box's row in the bounds
         if not pb.has_eps:
-            cuts = cut_boxes(own, rows, lo, hi, pb.discrete, pb.tol)
+            cuts = cut_boxes(own, at, dlo, dhi, discrete, pb.tol).to_numpy()
             if cuts.src.size:
                 m = pb.mass(cuts.lo, cuts.hi)
                 piece_done = cuts.fair | cuts.unfair
@@ -412,11 +415,11 @@ class BoxSettler(Settler):
                 rest = ~piece_done
                 self._open(w, cuts.lo[rest], cuts.hi[rest])
                 keep = ~cuts.cut
-                lo, hi, mass, score, src = lo[keep], hi[keep], mass[keep], score[keep], src[keep]
+                lo, hi, mass, best, ok, src = lo[keep], hi[keep], mass[keep], best[keep], ok[keep], src[keep]
         if not lo.shape[0]:
             return
         has_cex, keep = self._search(w, lo, hi, mass)
-        lo, hi, mass, score, has_cex, src = lo[keep], hi[keep], mass[keep], score[keep], has_cex[keep], src[keep]
+        lo, hi, mass, best, ok, has_cex, src = (v[keep] for v in (lo, hi, mass, best, ok, has_cex, src))
         fair_share, unfair_share = self._credit(w, bd, own, src, lo, hi)
         fair_c, unfair_c = fair_share * mass, unfair_share * mass  # in units of CREDIT_GRID
         open_ = mass - (fair_c + unfair_c) * CREDIT_GRID
@@ -424,9 +427,26 @@ class BoxSettler(Settler):
         if full.any():
             w.settle(mass[full], np.minimum(unfair_c[full] * CREDIT_GRID, mass[full]))
             keep = ~full
-            lo, hi, score, has_cex, open_ = lo[keep], hi[keep], score[keep], has_cex[keep], open_[keep]
+            lo, hi, best, ok, has_cex, open_ = (v[keep] for v in (lo, hi, best, ok, has_cex, open_))
             fair_c, unfair_c = fair_c[keep], unfair_c[keep]
-        self._keep(w, lo, hi, score, np.where(has_cex, HOPELESS * open_, open_), fair_c, unfair_c)
+        self._keep(w, lo, hi, best, ok, np.where(has_cex, HOPELESS * open_, open_), fair_c, unfair_c)
+
+    def _split_features(self, sens: Any, lo: Any, hi: Any, discrete: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Each box's feature to split it along: of highest score (its weight in the bounds' forms
+        times its width), else (every score 0) its widest relative to the domain, among those that
+        can be split; and whether any can. Computed where the bounds are; numpy arrays out."""
+        pb = self.pb
+        xp = namespace(lo)
+        width = hi - lo
+        put = pb.backend.put
+        can = xp.where(discrete, width > 0, width > put(self.min_real))
+        score = xp.where(can, sens * width, -1.0)
+        best = xp.argmax(score, axis=1)
+        flat = score[arrays.arange(xp, len(best), like=score), best] <= 0
+        if bool(flat.any()):
+            fallback = xp.where(can, width / put(np.maximum(pb.hi - pb.lo, 1e-300)), -1.0)
+            best = xp.where(flat, xp.argmax(fallback, axis=1), best)
+        return arrays.to_numpy(best), arrays.to_numpy(can.any(axis=1))
 
     def _credit(
         self, w: _Work, bd: Any, own: Any, src: np.ndarray, lo: np.ndarray, hi: np.ndarray
@@ -437,12 +457,17 @@ class BoxSettler(Settler):
         if pb.weights is not None:  # the tail bounds hold for points uniform in a box
             return np.zeros(lo.shape[0]), np.zeros(lo.shape[0])
         t = time.perf_counter()
+        put = pb.backend.put
+        at = put(src)
         fair_forms = None
         if pb.has_eps:
             # a point is fair when its whole epsilon-window is: the forms' worst case over it
-            a = bd.form_a[:, src]
-            fair_forms = (a, bd.form_c[:, src] - (np.abs(a) * pb.eps).sum(axis=3))
-        fair, unfair = decided_shares(own.form_a[:, src], own.form_c[:, src], lo, hi, pb.discrete, pb.tol, fair_forms)
+            a = bd.form_a[:, at]
+            fair_forms = (a, bd.form_c[:, at] - (namespace(a).abs(a) * put(pb.eps)).sum(axis=3))
+        fair, unfair = decided_shares(
+            own.form_a[:, at], own.form_c[:, at], put(lo), put(hi), put(pb.discrete), pb.tol, fair_forms
+        )
+        fair, unfair = arrays.to_numpy(fair), arrays.to_numpy(unfair)
         w.counts.t_credit += time.perf_counter() - t
         return np.floor(fair / CREDIT_GRID), np.floor(unfair / CREDIT_GRID)
 
@@ -460,22 +485,14 @@ class BoxSettler(Settler):
         w: _Work,
         lo: np.ndarray,
         hi: np.ndarray,
-        score: np.ndarray,
+        best: np.ndarray,
+        ok: np.ndarray,
         prio: np.ndarray,
         fair: np.ndarray,
         unfair: np.ndarray,
     ) -> None:
-        """Open bounded boxes, each to split along its feature of highest score (else its widest);
-        boxes that cannot be split are kept apart, undecided."""
-        pb = self.pb
-        width = hi - lo
-        can = np.where(pb.discrete, width > 0, width > self.min_real)
-        score = np.where(can, score, -1.0)
-        fallback = np.where(can, width / np.maximum(pb.hi - pb.lo, 1e-300), -1.0)
-        best = np.argmax(score, axis=1)
-        flat = score[np.arange(lo.shape[0]), best] <= 0
-        best[flat] = np.argmax(fallback[flat], axis=1)
-        ok = can.any(axis=1)
+        """Open bounded boxes, each to split along its feature `best` (`_split_features`); boxes
+        that cannot be split (not `ok`) are kept apart, undecided."""
         w.open.append((lo[ok], hi[ok], np.ones(int(ok.sum()), bool), best[ok], prio[ok], fair[ok], unfair[ok]))
         w.credit(fair[ok], unfair[ok])
         if (~ok).any():
