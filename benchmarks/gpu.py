@@ -55,18 +55,102 @@ CPU_BATCHES = (512, 4096)
 CUDA_BATCHES = (1_000, 10_000, 100_000)
 
 
-def refine(name: str, max_boxes: int | None, device: str | None, workers: int, time_limit: float | None) -> dict:
+#: what a step computes on the device (on numpy: the same calls on the host): (module, owner, name);
+#: owner None for a module's function. The rest of a step (the open boxes' queue, their masses,
+#: halving, probes' draws, bookkeeping) runs on the host whatever the device.
+DEVICE_CALLS = (
+    ("problem", "Problem", "window_bounds"),
+    ("settle", "BoxSettler", "_decided"),
+    ("settle", "BoxSettler", "_split_features"),
+    ("settle", None, "cut_boxes"),
+    ("settle", "BoxSettler", "_credit"),
+    ("problem", "Problem", "logits"),
+)
+
+
+def _timing_device_calls() -> dict:
+    """Wrap `DEVICE_CALLS` with a clock (in this process): the seconds spent in them, until
+    `Refinement.refine` returns (the final estimate's logits are not the refinement's)."""
+    import functools
+    import importlib
+
+    from faircert.engines.network import refine as refine_module
+
+    spent = {"device_s": 0.0, "open": True}
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if spent["open"]:
+                    spent["device_s"] += time.perf_counter() - t
+
+        return call
+
+    for module, owner, attr in DEVICE_CALLS:
+        mod = importlib.import_module(f"faircert.engines.network.{module}")
+        holder = getattr(mod, owner) if owner else mod
+        setattr(holder, attr, timed(getattr(holder, attr)))
+    whole = refine_module.Refinement.refine
+
+    def refine_then_close(self, *args, **kwargs):
+        try:
+            return whole(self, *args, **kwargs)
+        finally:
+            spent["open"] = False
+
+    refine_module.Refinement.refine = refine_then_close
+    return spent
+
+
+def _recording_steps(step_memory: int | None) -> dict:
+    """Record the step size a refinement picks (in this process); with `step_memory`, steps sized
+    as on a CUDA device (one bounding call a step, as many boxes as fit half of `step_memory` at
+    the call's peak) on any backend."""
+    from faircert.engines.network import refine as refine_module
+
+    chosen: dict = {}
+    picked = refine_module.step_sizes
+
+    def sizes(pb, tight, limit, device):
+        if step_memory is None:
+            chunk, step = picked(pb, tight, limit, device)
+        else:
+            chunk = step = refine_module.device_step(pb, tight, step_memory)
+        chosen.update(chunk=chunk, step=step)
+        return chunk, step
+
+    refine_module.step_sizes = sizes
+    return chosen
+
+
+def refine(
+    name: str,
+    max_boxes: int | None,
+    device: str | None,
+    workers: int,
+    time_limit: float | None,
+    step_memory: int | None = None,
+) -> dict:
+    """One refinement of a header model (in a fresh process: `fresh`); `step_memory`: with steps
+    sized as on a CUDA device with that much memory for a call."""
     from faircert.engines.boxes.workers import Parallelism
     from faircert.engines.network.refine import verify_network
     from faircert.properties import individual_fairness
 
     net, dom, p = load_case(name, "header")
     prop = individual_fairness(dom, [p])
+    chosen = _recording_steps(step_memory)
+    spent = _timing_device_calls() if workers == 1 else {"device_s": None}
     t = time.perf_counter()
     res = verify_network(
         net, prop, time_limit=time_limit, max_boxes=max_boxes, seed=0, parallel=Parallelism.of(workers, None, device)
     )
     return dict(
+        device_s=spent["device_s"],
         model=name,
         device=device or "numpy",
         workers=workers,
@@ -74,6 +158,7 @@ def refine(name: str, max_boxes: int | None, device: str | None, workers: int, t
         boxes=res.stats["boxes_bounded"],
         boxes_per_s=res.stats["boxes_per_s"],
         bound_s=res.stats["t_bound"],
+        step_boxes=chosen.get("step"),
         refine_s=res.stats["elapsed_refine_s"],
         certified=res.certified,
         falsified=res.falsified,
@@ -261,14 +346,28 @@ def write(saved: dict, out: Path = OUT) -> None:
         if refinements:
             lines += [
                 "",
-                "The bounding share is the part of the device run spent in the bounding calls (moving the boxes "
-                "there and the undecided boxes' bounds back included); the rest (splitting, cuts, probes' "
-                "bookkeeping, credits, the frontier) runs on the host with numpy, in the same time on any device. "
-                "Were the bounding free, these refinements would run about 1 / (1 - share) times as fast (the "
-                "host time measured here): "
-                + ", ".join(f"{r['model']} {_host_bound(r['torch']):.1f}x" for r in refinements)
-                + ".",
+                "The bounding share is the part of the torch run spent in the bounding calls (moving the boxes "
+                "there included). The device share adds what else a step computes from the bounds where they are "
+                "(the verdicts, the split features, the cuts, the credits) and the probes' logits; only the "
+                "results come to the host. The rest of a step runs on the host with numpy, in the same time on "
+                "any device: the queue of open boxes (compactly encoded), their masses and halving, the probes' "
+                "draws, the bookkeeping. Host s per box is that rest over the boxes bounded; were the device "
+                "free, a refinement could bound at most 1 / (host s per box) boxes per second.",
+                "",
+                "| model | boxes | torch bounding share | torch device share | host µs per box "
+                "| host-bound ceiling boxes/s |",
+                "|---|---|---|---|---|---|",
             ]
+            for r in refinements:
+                t = r["torch"]
+                if t.get("device_s") is None:
+                    continue
+                lines.append(
+                    f"| {r['model']} | {t['boxes']} | {100 * t['bound_s'] / t['refine_s']:.0f}% | "
+                    f"{100 * t['device_s'] / t['refine_s']:.0f}% | {_host_us(t):.1f} | {1e6 / _host_us(t):.0f} |"
+                )
+        if got.get("wide_steps"):
+            lines += _wide_steps(device, got["wide_steps"])
         timed = got.get("timed", []) + got.get("long", [])
         if timed:
             lines += [
@@ -312,11 +411,6 @@ def write(saved: dict, out: Path = OUT) -> None:
     out.with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
 
 
-def _host_bound(t: dict) -> float:
-    """How much faster a refinement would run were its bounding free."""
-    return t["refine_s"] / max(t["refine_s"] - t["bound_s"], 1e-9)
-
-
 def _refinements(device: str, refinements: list[dict]) -> list[str]:
     budgets = sorted({r.get("max_boxes", 0) for r in refinements})
     lines = [
@@ -337,6 +431,36 @@ def _refinements(device: str, refinements: list[dict]) -> list[str]:
             f"{t['boxes_per_s']:.0f} | {t['boxes_per_s'] / n1['boxes_per_s']:.2f}x | "
             f"{100 * t['bound_s'] / t['refine_s']:.0f}% | {pct(n1['undecided'])} | "
             f"{pct(t['undecided'])} | {'yes' if same else 'NO'} |"
+        )
+    return lines
+
+
+def _host_us(t: dict) -> float:
+    """Microseconds per box bounded that a refinement spent on the host (outside `DEVICE_CALLS`)."""
+    return 1e6 * max(t["refine_s"] - t["device_s"], 1e-9) / t["boxes"]
+
+
+def _wide_steps(device: str, runs: list[dict]) -> list[str]:
+    memory = runs[0]["step_memory"] / 2**30
+    lines = [
+        "",
+        f"### Steps sized as on a CUDA device ({memory:g} GiB for a call), torch on {device}",
+        "",
+        "One bounding call a step, as on a GPU, of as many boxes as fit half that memory at the call's peak: "
+        "the host's work per box at such steps, where per-call costs are spread over many boxes. Host µs per box "
+        "and the ceiling as in the table above.",
+        "",
+        "| model | boxes a step | max boxes | boxes | numpy boxes/s | torch boxes/s | torch device share "
+        "| host µs per box | host-bound ceiling boxes/s | und % | same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = ("certified", "falsified", "undecided")
+    for r in runs:
+        n, t = r["numpy"], r["torch"]
+        lines.append(
+            f"| {r['model']} | {t['step_boxes']} | {r['max_boxes']} | {t['boxes']} | {n['boxes_per_s']:.0f} | "
+            f"{t['boxes_per_s']:.0f} | {100 * t['device_s'] / t['refine_s']:.0f}% | {_host_us(t):.1f} | "
+            f"{1e6 / _host_us(t):.0f} | {pct(t['undecided'])} | {'yes' if all(n[k] == t[k] for k in keys) else 'NO'} |"
         )
     return lines
 
@@ -374,6 +498,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-refine", action="store_true", help="no box-budget refinements (nor kernels)")
     ap.add_argument("--timed", action="store_true", help="also refine each header model for FairQuant's time")
     ap.add_argument("--long", action="append", default=[], metavar="MODEL:SECONDS", help="refine MODEL that long")
+    ap.add_argument(
+        "--wide-steps",
+        metavar="MEMORY",
+        help="also refine with steps sized as on a CUDA device with MEMORY (such as 2G) for a call, numpy and torch",
+    )
+    ap.add_argument("--wide-max-boxes", type=int, default=200_000, help="box budget of those runs (%(default)s)")
     ap.add_argument("--audit", action="store_true", help="the per-row audit of an MLP 128x128x128, numpy and device")
     ap.add_argument("--audit-rows", type=int, default=AUDIT_ROWS, help="rows the audit decides (default %(default)s)")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (.md and .json; default %(default)s)")
@@ -424,6 +554,18 @@ def main(argv: list[str] | None = None) -> int:
             got["kernels"] += fresh(kernel, "cpu", 1, batches) + fresh(kernel, "cpu", None, batches)
         print(got["kernels"], flush=True)
         keep()
+    if args.wide_steps:
+        from faircert.memory import parse_bytes
+
+        memory = parse_bytes(args.wide_steps)
+        for name in models or MODELS_RUN:
+            r = {"model": name, "max_boxes": args.wide_max_boxes, "step_memory": memory}
+            for key, device in (("numpy", None), ("torch", args.device)):
+                r[key] = fresh(refine, name, args.wide_max_boxes, device, 1, None, memory)
+                env["load"] = max(env["load"], r[key]["load_avg"])
+                print(name, "wide steps", key, {k: r[key][k] for k in ("step_boxes", "boxes_per_s")}, flush=True)
+            got["wide_steps"] = _merged(got.get("wide_steps", []), [r])
+            keep()
     timed = [(m, max(10.0, FAIRQUANT[m][3])) for m in (models or HEADER_MODELS)] if args.timed else []
     for key, runs in (("timed", timed), ("long", [(m, float(t)) for m, t in (x.split(":") for x in args.long)])):
         for name, seconds in runs:
