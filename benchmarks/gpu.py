@@ -56,14 +56,17 @@ CUDA_BATCHES = (1_000, 10_000, 100_000)
 
 
 #: what a step computes on the device (on numpy: the same calls on the host): (module, owner, name);
-#: owner None for a module's function. The rest of a step (the open boxes' queue, their masses,
-#: halving, probes' draws, bookkeeping) runs on the host whatever the device.
+#: owner None for a module's function (as `settle` calls it). The rest of a step (the open boxes'
+#: queue, their masses and halving, the bookkeeping) runs on the host whatever the device.
 DEVICE_CALLS = (
     ("problem", "Problem", "window_bounds"),
     ("settle", "BoxSettler", "_decided"),
     ("settle", "BoxSettler", "_split_features"),
     ("settle", None, "cut_boxes"),
     ("settle", "BoxSettler", "_credit"),
+    ("settle", None, "box_keys"),
+    ("settle", None, "probe_keys"),
+    ("settle", None, "draw_points"),
     ("problem", "Problem", "logits"),
 )
 
@@ -348,10 +351,10 @@ def write(saved: dict, out: Path = OUT) -> None:
                 "",
                 "The bounding share is the part of the torch run spent in the bounding calls (moving the boxes "
                 "there included). The device share adds what else a step computes from the bounds where they are "
-                "(the verdicts, the split features, the cuts, the credits) and the probes' logits; only the "
-                "results come to the host. The rest of a step runs on the host with numpy, in the same time on "
-                "any device: the queue of open boxes (compactly encoded), their masses and halving, the probes' "
-                "draws, the bookkeeping. Host s per box is that rest over the boxes bounded; were the device "
+                "(the verdicts, the split features, the cuts, the credits) and the probes (their keys, points and "
+                "logits); only the results come to the host. The rest of a step runs on the host with numpy, in "
+                "the same time on any device: the queue of open boxes (compactly encoded), their masses and "
+                "halving, the bookkeeping. Host s per box is that rest over the boxes bounded; were the device "
                 "free, a refinement could bound at most 1 / (host s per box) boxes per second.",
                 "",
                 "| model | boxes | torch bounding share | torch device share | host µs per box "
@@ -441,10 +444,10 @@ def _host_us(t: dict) -> float:
 
 
 def _wide_steps(device: str, runs: list[dict]) -> list[str]:
-    memory = runs[0]["step_memory"] / 2**30
+    memory = runs[0]["step_memory"] / 1e9
     lines = [
         "",
-        f"### Steps sized as on a CUDA device ({memory:g} GiB for a call), torch on {device}",
+        f"### Steps sized as on a CUDA device ({memory:g} GB for a call), torch on {device}",
         "",
         "One bounding call a step, as on a GPU, of as many boxes as fit half that memory at the call's peak: "
         "the host's work per box at such steps, where per-call costs are spread over many boxes. Host µs per box "

@@ -189,6 +189,36 @@ def test_split_features_equal_numpys(device):
     np.testing.assert_array_equal(want[0][rest], np.argmax(score[rest], axis=1))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_keyed_draws_and_probe_points_are_numpys_bit_for_bit(device, monkeypatch):
+    """Box keys (in blocks too), probe keys, two calls' draws and the probes' points, computed in
+    torch's int64 on the device, are numpy's uint64 results bit for bit (extreme seeds and
+    coordinates included: the sign bit set, negative zero, large and tiny magnitudes)."""
+    from faircert.engines.network import draws
+    from faircert.engines.network.draws import BoxDraws, box_keys, probe_keys
+    from faircert.engines.network.sampling import random_points
+
+    be = Backend(device)
+    rng = np.random.default_rng(5)
+    lo = np.floor(rng.uniform(-1e6, 1e6, size=(90, 4)))
+    lo[:3] = [[-0.0, 1e-300, -1e300, 2.0**62], [0.0, -7.5, 3.25, 1.0], [5.0, 5.0, 5.0, 5.0]]
+    hi = lo + np.floor(rng.uniform(0, 50, size=lo.shape))
+    discrete = np.array([True, False, True, False])
+    monkeypatch.setattr(draws, "KEY_ROWS", 32)  # three blocks, the last short
+    for seed in (0, 7, 2**63 + 11, -1):
+        keys = box_keys(seed, lo, hi)
+        on = box_keys(seed, be.put(lo), be.put(hi))
+        assert keys.dtype == np.uint64 and len(set(keys.tolist())) == len(keys)
+        np.testing.assert_array_equal(arrays.to_numpy(on).view(np.uint64), keys)
+        want, got = BoxDraws(probe_keys(keys)), BoxDraws(probe_keys(on))
+        big_lo, big_hi = np.tile(lo, (4, 1)), np.tile(hi, (4, 1))
+        for _ in range(2):
+            x = random_points(want, big_lo, big_hi, discrete)
+            y = random_points(got, be.put(big_lo), be.put(big_hi), be.put(discrete))
+            np.testing.assert_array_equal(arrays.to_numpy(y).view(np.uint64), x.view(np.uint64))
+        np.testing.assert_array_equal(arrays.to_numpy(got.random((len(on) * 4, 3))), want.random((len(keys) * 4, 3)))
+
+
 def _verify(device, **options):
     net, dom = large_case()
     options.setdefault("time_limit", 60)  # the box budget ends the run first

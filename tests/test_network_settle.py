@@ -8,8 +8,9 @@ from test_network_parallel import large_case
 
 from faircert.engines.boxes.frontier import Frontier
 from faircert.engines.boxes.sums import ExactSum
+from faircert.engines.network.draws import BoxDraws, box_keys
 from faircert.engines.network.problem import Problem
-from faircert.engines.network.settle import MEASURES, BoxDraws, BoxSettler, box_keys
+from faircert.engines.network.settle import MEASURES, BoxSettler
 from faircert.properties import individual_fairness
 
 
@@ -31,12 +32,12 @@ def test_a_box_draws_the_same_points_in_any_batch():
 
 
 def test_box_keys_in_blocks_are_each_box_own(monkeypatch):
-    from faircert.engines.network import settle
+    from faircert.engines.network import draws
 
     rng = np.random.default_rng(1)
     lo = rng.integers(0, 50, size=(100, 3)).astype(float)
     hi = lo + rng.integers(0, 9, size=(100, 3))
-    monkeypatch.setattr(settle, "KEY_ROWS", 16)  # 7 blocks, the last short
+    monkeypatch.setattr(draws, "KEY_ROWS", 16)  # 7 blocks, the last short
     keys = box_keys(7, lo, hi)
     assert keys.shape == (100,)
     assert np.array_equal(keys, np.concatenate([box_keys(7, lo[k : k + 1], hi[k : k + 1]) for k in range(100)]))

@@ -1,8 +1,11 @@
 """Where the bounding kernels run: numpy (the default), or PyTorch on the CPU or a CUDA device.
 
-The kernels (`symbolic`) are written once against numpy's names. `namespace(x)` gives them the
-module to call for an array: numpy itself for a numpy array (so the numpy path is numpy's own code,
-unchanged), or `TorchOps`, which offers the same names, with the same meaning, over torch tensors.
+The kernels (the bounds in `symbolic`; the split features, cuts and credits a step computes from
+them in `settle`, `cuts` and `tail`) are written once against numpy's names. `namespace(x)` gives
+them the module to call for an array: numpy itself for a numpy array (so the numpy path is numpy's
+own code, unchanged), or `TorchOps`, which offers the same names, with the same meaning, over torch
+tensors. The credits' exp and log are torch's on its path (within an ulp of numpy's), far inside
+the slack `tail.LOG_SLACK` leaves.
 Only the names the kernels use are here; each keeps numpy's semantics (`out=` writes in place,
 `where=` leaves the other entries of `out` as they were).
 
@@ -63,7 +66,7 @@ class Backend:
     def put(self, x: np.ndarray) -> Any:
         """x on the device (floats as float64; on the CPU it may share x's memory: the kernels never
         write into their inputs)."""
-        if self.device is None:
+        if self.device is None or namespace(x) is not np:  # numpy's, or already the device's
             return x
         x = np.asarray(x)
         if x.dtype.kind == "f":
@@ -162,6 +165,17 @@ class TorchOps:
     @classmethod
     def arange(cls, n: int, like: Any) -> Any:
         return cls._t().arange(n, device=like.device)
+
+    @classmethod
+    def full(cls, shape: Any, value: int, like: Any) -> Any:
+        """An int64 array of `value` where `like` lives."""
+        torch = cls._t()
+        return torch.full((shape,) if isinstance(shape, int) else shape, value, dtype=torch.int64, device=like.device)
+
+    @classmethod
+    def float_bits(cls, x: Any) -> Any:
+        """The bits of float64 x as int64 (numpy's `.view(np.uint64)`, signed)."""
+        return x.contiguous().view(cls._t().int64)
 
     @staticmethod
     def copy(x: Any) -> Any:

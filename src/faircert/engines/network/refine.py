@@ -36,10 +36,11 @@ from ..boxes.shards import Progress as Totals
 from ..boxes.shards import Refined, Shard, refine
 from ..boxes.workers import SERIAL, Parallelism
 from .counts import Counts
+from .draws import box_keys
 from .problem import Problem
 from .resume import saving_for
 from .sampling import Sampler, random_points, twin_split
-from .settle import CREDIT_GRID, BoxSettler, Findings, box_keys, credited
+from .settle import CREDIT_GRID, BoxSettler, Findings, credited
 from .symbolic import crown_cost_ratio
 
 #: elements of one linear-form array (twins x (inputs + 1) x widest layer, per box) over the boxes

@@ -6,30 +6,33 @@ import math
 import time
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
 from ...results import StatisticalEstimate
+from .arrays import namespace
 from .problem import Draws, Problem
 
 MIN_CHUNK = 1000  # points sampled at once by the estimate, at the least
 MAX_CHUNK = 50_000  # ... and at the most: larger arrays cost more per point (fresh memory)
 
 
-def random_points(rng: Draws, lo: np.ndarray, hi: np.ndarray, discrete: np.ndarray) -> np.ndarray:
-    """One uniform point per box (integers on discrete features)."""
+def random_points(rng: Draws, lo: Any, hi: Any, discrete: Any) -> Any:
+    """One uniform point per box (integers on discrete features); on the boxes' device (numpy
+    arrays, or torch tensors with draws from `draws.BoxDraws` on the same device)."""
+    xp = namespace(lo)
     u = rng.random(lo.shape)
     x = lo + u * (hi - lo)
-    ints = np.floor(lo + u * (hi - lo + 1.0))
-    x = np.where(discrete, np.minimum(ints, hi), x)
-    return x
+    ints = xp.floor(lo + u * (hi - lo + 1.0))
+    return xp.where(discrete, xp.minimum(ints, hi), x)
 
 
-def draw_points(rng: Draws, pb: Problem, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """One point per box drawn from the problem's measure: uniform, or the data's values under its
-    marginals (boxes of mass > 0)."""
+def draw_points(rng: Draws, pb: Problem, lo: Any, hi: Any) -> Any:
+    """One point per box drawn from the problem's measure: uniform (where the boxes are), or the
+    data's values under its marginals (boxes of mass > 0; on the host)."""
     if pb.weights is None:
-        return random_points(rng, lo, hi, pb.discrete)
+        return random_points(rng, lo, hi, pb.discrete if namespace(lo) is np else pb.backend.put(pb.discrete))
     return pb.weights.sample(rng, lo, hi)
 
 

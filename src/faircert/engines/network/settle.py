@@ -40,6 +40,7 @@ from . import arrays
 from .arrays import namespace
 from .counts import Counts
 from .cuts import cut_boxes
+from .draws import PROBES, BoxDraws, box_keys, probe_keys
 from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
@@ -57,62 +58,15 @@ GROW_BELOW = 2.0**-16
 GROW_BATCH = 64  # counterexamples grown around at once, the heaviest boxes' first
 GROW_WORK = 0.02  # under a box budget, growth bounds about this share of the boxes bounded
 CEX_SHARE = 0.1  # of the boxes bounded, the share that holds a counterexample (FairQuant models: 10-11%)
-PROBES = 4  # random points tried per undecided box
 HOPELESS = 0.125  # priority factor of boxes known to hold a counterexample
 ENTRY_BOXES = 128  # open boxes stored together: a box's priority depends on its bounds, not on its size
 CREDIT_GRID = 2.0**-20  # credited shares are rounded down to multiples of this
-KEY_ROWS = 8192  # boxes keyed at once (`box_keys`)
 #: what a shard adds up: the mass settled whole and its unfair part, the credits of the boxes it
 #: opened and of those it took to settle or split (a shard may take boxes another one opened), and
 #: the probes and their hits
 MEASURES = ("settled", "unfair", "fair_opened", "fair_taken", "unfair_opened", "unfair_taken", "probes", "probe_hits")
 #: what an open box carries besides its bounds (`boxes.shards.Shard`)
 OPEN_DATA = (bool, np.int64, np.float64, np.float64, np.float64)
-
-
-class BoxDraws:
-    """Uniform draws in [0, 1) for rows keyed by 64-bit integers (one key per row): the k-th call's
-    draws for a row depend only on its key and k (a splitmix64 counter generator), so a box draws
-    the same points in any batch. Stands in for `numpy.random.Generator.random`."""
-
-    def __init__(self, keys: np.ndarray) -> None:
-        self.keys = keys.astype(np.uint64)
-        self.calls = 0
-
-    def random(self, shape: int | tuple[int, ...]) -> np.ndarray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        assert shape[0] == len(self.keys), "one key per row"
-        cols = int(np.prod(shape[1:], dtype=np.int64))
-        self.calls += 1
-        counter = np.arange(1, cols + 1, dtype=np.uint64) + np.uint64(self.calls << 32)
-        bits = _mix(self.keys[:, None] ^ _mix(counter)[None, :])
-        out: np.ndarray = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        return out.reshape(shape)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser (wrapping uint64 arithmetic)."""
-    with np.errstate(over="ignore"):
-        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-def box_keys(seed: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """A 64-bit key per box from the run's seed and the box's coordinates: the coordinates' bits
-    weighted by odd constants, added (wrapping), and mixed with the seed. In blocks of `KEY_ROWS`
-    boxes, whose temporaries stay in reused memory."""
-    if len(lo) > KEY_ROWS:
-        return np.concatenate(
-            [box_keys(seed, lo[s : s + KEY_ROWS], hi[s : s + KEY_ROWS]) for s in range(0, len(lo), KEY_ROWS)]
-        )
-    bits = np.ascontiguousarray(np.concatenate([lo, hi], axis=1), dtype=np.float64).view(np.uint64)
-    weights = _mix(np.arange(bits.shape[1], dtype=np.uint64)) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        folded = (bits * weights).sum(axis=1, dtype=np.uint64)
-    keys: np.ndarray = _mix(folded ^ _mix(np.full(1, seed & (2**64 - 1), dtype=np.uint64)))
-    return keys
 
 
 @dataclass
@@ -504,11 +458,14 @@ class BoxSettler(Settler):
         counterexample and which stay whole (the others were carved: their pieces are open)."""
         pb = self.pb
         n = lo.shape[0]
-        keys = box_keys(self.seed, lo, hi)
+        # uniform probes are drawn on the device (a population's on the host): only the logits,
+        # and the probes that found a counterexample, come back
+        put = pb.backend.put if pb.weights is None else (lambda v: v)
+        dlo, dhi = put(lo), put(hi)
+        keys = box_keys(self.seed, dlo, dhi)
         keep = np.ones(n, dtype=bool)
-        probe = np.repeat(np.arange(PROBES, dtype=np.uint64), n)
-        draws = BoxDraws(_mix(np.tile(keys, PROBES) ^ probe))
-        x = draw_points(draws, pb, np.tile(lo, (PROBES, 1)), np.tile(hi, (PROBES, 1)))
+        xp = namespace(dlo)
+        x = draw_points(BoxDraws(probe_keys(keys)), pb, xp.tile(dlo, (PROBES, 1)), xp.tile(dhi, (PROBES, 1)))
         z, bad, a, b = twin_split(pb, x)
         w.terms["probes"].append(np.array([float(x.shape[0])]))
         w.terms["probe_hits"].append(np.array([float(bad.sum())]))
@@ -519,7 +476,8 @@ class BoxSettler(Settler):
         first = np.argmax(bad.reshape(PROBES, n), axis=0)
         idx = np.flatnonzero(has)
         j = first[idx] * n + idx
-        w.cex.append((x[j], x[j], a[j], b[j]))
+        cex = arrays.to_numpy(x[put(j)])  # the probes that found one, brought to the host
+        w.cex.append((cex, cex, a[j], b[j]))
         strong = (z[j, a[j]] > pb.tol) & (z[j, b[j]] < -pb.tol) & (mass[idx] > 1)
         strong &= mass[idx] <= GROW_BELOW * pb.domain_size
         if self.by_time:
@@ -528,12 +486,12 @@ class BoxSettler(Settler):
             m = np.flatnonzero(strong)
             m = m[np.argsort(-mass[idx[m]], kind="stable")[:points]]
         else:
-            m = np.flatnonzero(strong & (BoxDraws(keys[idx]).random(idx.size) < self.grow_chance))
+            m = np.flatnonzero(strong & (BoxDraws(arrays.to_numpy(keys)[idx]).random(idx.size) < self.grow_chance))
         if not m.size:
             return has, keep
         r = idx[m]
         t = time.perf_counter()
-        glo, ghi, ok = grow(pb, x[j[m]], a[j[m]], b[j[m]], lo[r], hi[r], self.chunk)
+        glo, ghi, ok = grow(pb, cex[m], a[j[m]], b[j[m]], lo[r], hi[r], self.chunk)
         counts = w.counts
         counts.boxes_bounded_grow += int(m.size) * (1 + pb.d * RADII)
         gm = pb.mass(glo, ghi)
