@@ -18,14 +18,23 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
   range: about 800,000 twins a row, beyond enumeration): rows per second with numpy and on the
   device, and whether their verdicts are equal.
 
+* `--wide-steps 2G`: each model refined under a box budget (`--wide-max-boxes`) with steps sized
+  as on a CUDA device with 2 GB for a call, numpy and torch: the host's work per box at such steps.
+
 `--models all` takes every header-domain model (AC-1..AC-12, BM-1..BM-8, GC-1..GC-5), and
 `--no-two-workers` leaves out the 2-worker numpy runs. Each run's figures are merged, model by
-model, into the saved ones, so a long list may be measured in parts. On a GPU machine, everything:
+model, into the saved ones, so a long list may be measured in parts. `--jobs N` runs N refinements
+at once, each in its own process (on a GPU sharing it, each with 1/N of its memory): a run is bound
+by its host's work (the wide-steps table), so one GPU serves several. On a GPU machine with 16
+cores, everything in two calls of under 10 minutes:
 
-    python benchmarks/gpu.py --device cuda --models all --no-two-workers --timed --long AC-5:240 --audit
+    python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit
+    python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long AC-5:240 --jobs 8
 
-(about 6 minutes of box-budget refinements, 23 of refinements at FairQuant's times, 4 for AC-5
-and 2 for the audit). `--out PATH` writes elsewhere than `benchmarks/results/gpu` (a trial run).
+(the first: box-budget refinements, the kernels and the audit; the second: every model at
+FairQuant's time, at most 240 s, and AC-5 for 240 s, longest first: 8 lanes of at most 240 s.
+A capped run stops before FairQuant's time: its undecided share is what less time left.) `--out PATH`
+writes elsewhere than `benchmarks/results/gpu` (a trial run).
 """
 
 from __future__ import annotations
@@ -38,7 +47,9 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +60,6 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "gpu"
 MODELS_RUN = ["AC-3", "AC-5", "BM-4", "GC-2"]
 HEADER_MODELS = [m for m in FAIRQUANT if not m.startswith("compas")]
-TIMED_S = sum(max(10.0, FAIRQUANT[m][3]) for m in HEADER_MODELS)
 KERNEL_MODEL = "AC-5"
 CPU_BATCHES = (512, 4096)
 CUDA_BATCHES = (1_000, 10_000, 100_000)
@@ -137,9 +147,11 @@ def refine(
     workers: int,
     time_limit: float | None,
     step_memory: int | None = None,
+    memory_limit: int | None = None,
 ) -> dict:
-    """One refinement of a header model (in a fresh process: `fresh`); `step_memory`: with steps
-    sized as on a CUDA device with that much memory for a call."""
+    """One refinement of a header model (in a fresh process: `run_many`); `step_memory`: with steps
+    sized as on a CUDA device with that much memory for a call; `memory_limit`: the run's (its
+    share of a GPU shared by several runs)."""
     from faircert.engines.boxes.workers import Parallelism
     from faircert.engines.network.refine import verify_network
     from faircert.properties import individual_fairness
@@ -150,7 +162,13 @@ def refine(
     spent = _timing_device_calls() if workers == 1 else {"device_s": None}
     t = time.perf_counter()
     res = verify_network(
-        net, prop, time_limit=time_limit, max_boxes=max_boxes, seed=0, parallel=Parallelism.of(workers, None, device)
+        net,
+        prop,
+        time_limit=time_limit,
+        max_boxes=max_boxes,
+        seed=0,
+        parallel=Parallelism.of(workers, None, device),
+        memory_limit=memory_limit,
     )
     return dict(
         device_s=spent["device_s"],
@@ -279,8 +297,17 @@ def kernel(device: str | None, threads: int | None, batches: tuple[int, ...]) ->
 def fresh(function, *args):
     """function(*args) in a fresh (spawned) process: its own memory, and no torch thread pool or
     CUDA context inherited by a fork."""
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as ex:
-        return ex.submit(function, *args).result()
+    return next(run_many([(function, *args)], 1))[1]
+
+
+def run_many(calls: list[tuple], jobs: int) -> Iterator[tuple[int, Any]]:
+    """Each call (function, *args) in its own fresh process (`fresh`), up to `jobs` at once:
+    (its index, its result) as each ends."""
+    context = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context, max_tasks_per_child=1) as ex:
+        futures = {ex.submit(*call): i for i, call in enumerate(calls)}
+        for future in cf.as_completed(futures):
+            yield futures[future], future.result()
 
 
 def _sync(device: str | None) -> None:
@@ -309,11 +336,12 @@ def write(saved: dict, out: Path = OUT) -> None:
             lines += [
                 f"## torch on {device}",
                 "",
-                "**The GPU figures (an H100 or H200) are still to be taken.** On a machine with a CUDA GPU run "
-                "`python benchmarks/gpu.py --device cuda --models all --no-two-workers --timed --long AC-5:240 "
-                f"--audit` (every header-domain model under a box budget, all {len(HEADER_MODELS)} at FairQuant's "
-                f"times: {TIMED_S / 60:.0f} minutes of refinement, AC-5 for 240 s, the per-row audit of an MLP "
-                "128x128x128; `--models` runs a part, merged into the saved figures).",
+                "**The GPU figures (an H100 or H200) are still to be taken.** On a machine with a CUDA GPU and 16 "
+                "cores run `python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit` "
+                "(every header-domain model under a box budget, the kernels, the per-row audit of an MLP "
+                "128x128x128) and `python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long "
+                f"AC-5:240 --jobs 8` (all {len(HEADER_MODELS)} at FairQuant's times, at most 240 s each, and AC-5 "
+                "for 240 s, 8 at a time); `--models` runs a part, merged into the saved figures.",
                 "",
             ]
             continue
@@ -324,9 +352,15 @@ def write(saved: dict, out: Path = OUT) -> None:
             f"Measured {got['measured']} on {env['machine']} ({env['cpus']} CPU cores; "
             f"{env['device_name']}), torch {env['torch']}, max 1-minute load average {env['load']:.1f}"
             + (
-                ": the 2 cores were shared with other jobs, so every rate is a loaded machine's."
-                if env["cpus"] <= 2
+                f": the {env['cpus']} cores were shared with other jobs, so every rate is a loaded machine's."
+                if env["load"] > env["cpus"] + 0.5
                 else "."
+            )
+            + (
+                f" Up to {env['jobs']} refinements ran at once, each in its own process"
+                + (f", sharing the GPU with 1/{env['jobs']} of its memory each." if device == "cuda" else ".")
+                if env.get("jobs", 1) > 1
+                else ""
             ),
             "",
         ]
@@ -483,6 +517,10 @@ def _same_rows(a: dict, b: dict) -> bool:
     return all((va, ma) == (vb, mb) for va, vb, ma, mb in rows if not ma.startswith(clocked) | mb.startswith(clocked))
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
 def _merged(old: list[dict], new: list[dict]) -> list[dict]:
     """`old`'s rows with `new`'s in place of those of the same model (new models appended)."""
     by = {r["model"]: r for r in old}
@@ -500,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--two-workers", action=argparse.BooleanOptionalAction, default=True, help="numpy on 2 workers too")
     ap.add_argument("--no-refine", action="store_true", help="no box-budget refinements (nor kernels)")
     ap.add_argument("--timed", action="store_true", help="also refine each header model for FairQuant's time")
+    ap.add_argument(
+        "--cap", type=float, default=float("inf"), help="at most this many seconds for a --timed run (its time shown)"
+    )
     ap.add_argument("--long", action="append", default=[], metavar="MODEL:SECONDS", help="refine MODEL that long")
     ap.add_argument(
         "--wide-steps",
@@ -509,6 +550,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wide-max-boxes", type=int, default=200_000, help="box budget of those runs (%(default)s)")
     ap.add_argument("--audit", action="store_true", help="the per-row audit of an MLP 128x128x128, numpy and device")
     ap.add_argument("--audit-rows", type=int, default=AUDIT_ROWS, help="rows the audit decides (default %(default)s)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="refinements (and the two audits) run at once, each in its own process; on a GPU they share it, "
+        "each with 1/JOBS of its memory (default %(default)s)",
+    )
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (.md and .json; default %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the markdown from the saved JSON")
     args = ap.parse_args(argv)
@@ -530,27 +578,43 @@ def main(argv: list[str] | None = None) -> int:
         env["load"] = got["env"]["load"]
     else:
         got = {}
-    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    got.update(measured=f"{got['measured'].split(' to ')[0]} to {now}" if got.get("measured") else now, env=env)
+    start = got["measured"].split(" to ")[0] if got.get("measured") else _now()
+    got.update(env=env)
     got.pop("max_boxes", None)  # each row says its own
 
     def keep() -> None:  # what was measured so far is saved at once: a long run may be cut off
+        got["measured"] = f"{start} to {_now()}"
         saved[args.device] = got
         write(saved, args.out)
 
+    # several runs at once share a GPU's memory: each gets its share as its memory limit
+    share = Backend(args.device).capacity() // args.jobs if args.jobs > 1 and args.device == "cuda" else None
+    env["jobs"] = args.jobs
+
+    def note_load(r: dict) -> None:
+        env["load"] = max(env["load"], r["load_avg"])
+
     if not args.no_refine:
         configs = [("numpy", None, 1)] + ([("numpy_2_workers", None, 2)] if args.two_workers else [])
-        for name in models or MODELS_RUN:
-            r: dict = {"model": name, "max_boxes": args.max_boxes}
-            for key, device, workers in configs + [("torch", args.device, 1)]:
-                r[key] = fresh(refine, name, args.max_boxes, device, workers, None)
-                env["load"] = max(env["load"], r[key]["load_avg"])
-                print(name, key, {k: r[key][k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
-            got["refinements"] = _merged(got.get("refinements", []), [r])
-            keep()
+        configs += [("torch", args.device, 1)]
+        names = models or MODELS_RUN
+        rows = {name: {"model": name, "max_boxes": args.max_boxes} for name in names}
+        calls = [
+            (refine, n, args.max_boxes, device, workers, None, None, share if device else None)
+            for n in names
+            for _, device, workers in configs
+        ]
+        for i, r in run_many(calls, args.jobs):
+            name, key = names[i // len(configs)], configs[i % len(configs)][0]
+            rows[name][key] = r
+            note_load(r)
+            print(name, key, {k: r[k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
+            if len(rows[name]) == 2 + len(configs):
+                got["refinements"] = _merged(got.get("refinements", []), [rows[name]])
+                keep()
         batches = CUDA_BATCHES if args.device == "cuda" else CPU_BATCHES
         got["batches"] = list(batches)
-        got["kernels"] = fresh(kernel, None, None, batches)
+        got["kernels"] = fresh(kernel, None, None, batches)  # alone: a kernel's rate is the machine's
         if args.device == "cuda":
             got["kernels"] += fresh(kernel, "cuda", None, batches)
         else:
@@ -561,29 +625,37 @@ def main(argv: list[str] | None = None) -> int:
         from faircert.memory import parse_bytes
 
         memory = parse_bytes(args.wide_steps)
-        for name in models or MODELS_RUN:
-            r = {"model": name, "max_boxes": args.wide_max_boxes, "step_memory": memory}
-            for key, device in (("numpy", None), ("torch", args.device)):
-                r[key] = fresh(refine, name, args.wide_max_boxes, device, 1, None, memory)
-                env["load"] = max(env["load"], r[key]["load_avg"])
-                print(name, "wide steps", key, {k: r[key][k] for k in ("step_boxes", "boxes_per_s")}, flush=True)
-            got["wide_steps"] = _merged(got.get("wide_steps", []), [r])
-            keep()
-    timed = [(m, max(10.0, FAIRQUANT[m][3])) for m in (models or HEADER_MODELS)] if args.timed else []
-    for key, runs in (("timed", timed), ("long", [(m, float(t)) for m, t in (x.split(":") for x in args.long)])):
-        for name, seconds in runs:
-            r = dict(fresh(refine, name, None, args.device, 1, seconds), time_limit=seconds)
-            env["load"] = max(env["load"], r["load_avg"])
-            got[key] = _merged(got.get(key, []), [r])
-            print(name, seconds, {k: r[k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
-            keep()
+        names = models or MODELS_RUN
+        wide = {name: {"model": name, "max_boxes": args.wide_max_boxes, "step_memory": memory} for name in names}
+        backends = (("numpy", None), ("torch", args.device))
+        calls = [(refine, n, args.wide_max_boxes, d, 1, None, memory) for n in names for _, d in backends]
+        for i, r in run_many(calls, args.jobs):
+            name, key = names[i // 2], backends[i % 2][0]
+            wide[name][key] = r
+            note_load(r)
+            print(name, "wide steps", key, {k: r[k] for k in ("step_boxes", "boxes_per_s")}, flush=True)
+            if len(wide[name]) == 5:
+                got["wide_steps"] = _merged(got.get("wide_steps", []), [wide[name]])
+                keep()
+    timed = [("timed", m, min(max(10.0, FAIRQUANT[m][3]), args.cap)) for m in (models or HEADER_MODELS)]
+    timed = timed if args.timed else []
+    runs = timed + [("long", m, float(t)) for m, t in (x.split(":") for x in args.long)]
+    longest_first = sorted(range(len(runs)), key=lambda i: -runs[i][2])  # the run's end is the longest's
+    calls = [(refine, runs[i][1], None, args.device, 1, runs[i][2], None, share) for i in longest_first]
+    for i, r in run_many(calls, args.jobs):
+        key, name, seconds = runs[longest_first[i]]
+        r = dict(r, time_limit=seconds)
+        note_load(r)
+        got[key] = _merged(got.get(key, []), [r])
+        print(name, seconds, {k: r[k] for k in ("boxes", "boxes_per_s", "undecided")}, flush=True)
+        keep()
     if args.audit:
-        a = {"numpy": fresh(audit, None, args.audit_rows), "torch": fresh(audit, args.device, args.audit_rows)}
+        a: dict = {}
+        for i, r in run_many([(audit, None, args.audit_rows), (audit, args.device, args.audit_rows)], args.jobs):
+            a["torch" if i else "numpy"] = r
+            note_load(r)
+            print("audit", r["device"], r["rows_per_s"], r["counts"], r["methods"], flush=True)
         a["same"] = _same_rows(a["numpy"], a["torch"])
-        for r in a.values():
-            if isinstance(r, dict):
-                env["load"] = max(env["load"], r["load_avg"])
-                print("audit", r["device"], r["rows_per_s"], r["counts"], r["methods"], flush=True)
         got["audit"] = a
         keep()
     keep()
