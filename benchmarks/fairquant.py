@@ -30,7 +30,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ROOT.parent / "shared" / "benchmarks" / "models"
+#: the shared benchmark models; `FAIRCERT_BENCHMARK_MODELS` names another folder of them (a machine
+#: where the checkout has no `../shared` beside it)
+MODELS = Path(os.environ.get("FAIRCERT_BENCHMARK_MODELS") or ROOT.parent / "shared" / "benchmarks" / "models")
 OUT = ROOT / "benchmarks" / "results" / "fairquant"
 
 #: FairQuant's published figures measured on a 2-core machine (benchmarks README):

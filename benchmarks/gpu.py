@@ -35,6 +35,17 @@ cores, everything in two calls of under 10 minutes:
 FairQuant's time, at most 240 s, and AC-5 for 240 s, longest first: 8 lanes of at most 240 s.
 A capped run stops before FairQuant's time: its undecided share is what less time left.) `--out PATH`
 writes elsewhere than `benchmarks/results/gpu` (a trial run).
+
+On a lent machine that gets the checkout alone and returns only the files under `$OUT`: link the
+models into the checkout (`ln -s ../shared/benchmarks/models .bench`, with `/.bench` in
+`.git/info/exclude`), carry `.bench/adult`, `.bench/bank` and `.bench/german`, and run there
+
+    cp benchmarks/results/gpu.json "$OUT/" && FAIRCERT_BENCHMARK_MODELS=.bench PYTHONPATH=src \
+        PYTHONUNBUFFERED=1 python3 benchmarks/gpu.py --device cuda ... --out "$OUT/gpu"
+
+(each part is merged into `$OUT/gpu.json` as it ends, so a call cut short still returns what it
+measured); the CUDA tests: `PYTHONPATH=src python3 -m pytest -q tests/test_backend.py
+tests/test_backend_runs.py`.
 """
 
 from __future__ import annotations

@@ -310,7 +310,7 @@ class BoxSettler(Settler):
     def _bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[TwinBounds, TwinBounds]:
         """`Problem.window_bounds` in as few calls of at most `chunk` boxes as fit, of equal sizes:
         a call's arrays then stay in the cache, while what follows the bounds runs once per step.
-        On a device they stay there (`_bound` takes back the undecided boxes' only)."""
+        On a device they stay there (`_decided` keeps the undecided boxes' only)."""
         calls = -(-lo.shape[0] // self.chunk)
         parts = [
             self.pb.window_bounds(lo[p], hi[p], self.tight, host=False)
