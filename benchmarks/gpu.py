@@ -80,6 +80,7 @@ CUDA_BATCHES = (1_000, 10_000, 100_000)
 #: owner None for a module's function (as `settle` calls it). The rest of a step (the open boxes'
 #: queue, their masses and halving, the bookkeeping) runs on the host whatever the device.
 DEVICE_CALLS = (
+    ("problem", "Problem", "bound"),  # in `window_bounds`, and growing unfair boxes around counterexamples
     ("problem", "Problem", "window_bounds"),
     ("settle", "BoxSettler", "_decided"),
     ("settle", "BoxSettler", "_split_features"),
@@ -93,23 +94,26 @@ DEVICE_CALLS = (
 
 
 def _timing_device_calls() -> dict:
-    """Wrap `DEVICE_CALLS` with a clock (in this process): the seconds spent in them, until
-    `Refinement.refine` returns (the final estimate's logits are not the refinement's)."""
+    """Wrap `DEVICE_CALLS` with a clock (in this process): the seconds spent in them (a call
+    within another counted once), until `Refinement.refine` returns (the final estimate's logits
+    are not the refinement's)."""
     import functools
     import importlib
 
     from faircert.engines.network import refine as refine_module
 
-    spent = {"device_s": 0.0, "open": True}
+    spent = {"device_s": 0.0, "open": True, "depth": 0}
 
     def timed(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
             t = time.perf_counter()
+            spent["depth"] += 1
             try:
                 return fn(*args, **kwargs)
             finally:
-                if spent["open"]:
+                spent["depth"] -= 1
+                if spent["open"] and not spent["depth"]:
                     spent["device_s"] += time.perf_counter() - t
 
         return call
