@@ -32,6 +32,20 @@ def data() -> pd.DataFrame:
     return pd.DataFrame({"a": a, "b": b, "c": c, "s": s})
 
 
+def _linear() -> LinearModel:
+    """0.5 a - 0.4 b + 1.5 s - 2.45: no score exactly at the threshold on the data's grid."""
+    return LinearModel(
+        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
+    )
+
+
+def _explained(model, columns, saved):
+    """`explain` under the network learned from `columns`, saved to `saved` for the oracle."""
+    return faircert.explain(
+        model, columns, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
+    )
+
+
 def _oracle(path, predict, values=(0, 1)) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Every input of the saved network with its probability, and whether it has an unfair twin
     (the model's labels with s at its two `values` differ)."""
@@ -71,14 +85,9 @@ def _check_rules(result, frame, weights, unfair, exact: bool) -> None:
 def test_linear_rules_against_the_enumerated_network(data, tmp_path):
     """A linear model (no score exactly at the threshold): every box decides, so each rule's
     proven-unfair share is its true unfair mass under the learned network."""
-    model = LinearModel(
-        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
-    )
+    model = _linear()
     saved = tmp_path / "net.json"
-    columns = data[["a", "b", "s"]]
-    result = faircert.explain(
-        model, columns, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
-    )
+    result = _explained(model, data[["a", "b", "s"]], saved)
     assert result.population == "bayesnet" and result.verdict == "unfair"
     assert load_population(saved).edges  # a network, not independent marginals
     frame, weights, unfair = _oracle(saved, model.predict)
@@ -128,9 +137,7 @@ def test_a_linear_model_reading_names_against_the_enumerated_network(data, tmp_p
     )
     named = data.assign(s=np.where(data.s == 1, "M", "F"))
     saved = tmp_path / "net.json"
-    result = faircert.explain(
-        model, named, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
-    )
+    result = _explained(model, named, saved)
     assert "sound_bounds" not in result.stats
     _check_rules(result, *_oracle(saved, model.predict, ("F", "M")), exact=True)
 
@@ -144,14 +151,9 @@ def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path
         raise PropertyError("a model the interval evaluators cannot read")
 
     monkeypatch.setattr(models, "twin_event", unreadable)
-    model = LinearModel(
-        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
-    )
+    model = _linear()
     saved = tmp_path / "net.json"
-    columns = data[["a", "b", "s"]]
-    result = faircert.explain(
-        model, columns, "s", population="bayesnet", samples=2000, time_limit=30, seed=1, save_population=str(saved)
-    )
+    result = _explained(model, data[["a", "b", "s"]], saved)
     assert "none for this model" in result.stats["sound_bounds"]
     from faircert.report.explain import render_explain
 
@@ -170,9 +172,7 @@ def test_a_model_without_sound_bounds_keeps_its_statistical_rates(data, tmp_path
 
 
 def test_learning_knobs_reach_the_network(data, tmp_path):
-    model = LinearModel(
-        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
-    )
+    model = _linear()
     saved = tmp_path / "net.json"
     faircert.explain(
         model,
@@ -188,9 +188,7 @@ def test_learning_knobs_reach_the_network(data, tmp_path):
 
 
 def test_bad_bayesnet_input_is_a_clear_error(data):
-    model = LinearModel(
-        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
-    )
+    model = _linear()
     columns = data[["a", "b", "s"]]
     with pytest.raises(PropertyError, match="answered with epsilon 0"):
         faircert.explain(model, columns, "s", population="bayesnet", epsilon={"a": 1})
@@ -268,9 +266,7 @@ def test_rules_start_only_when_they_can_end_by_the_time_limit(data, monkeypatch)
 
     monkeypatch.setattr(measured, "time", Clock)
     monkeypatch.setattr(twins, "region_bounds", with_setup)
-    model = LinearModel(
-        np.array([0.5, -0.4, 1.5]), -2.45, (ColumnEncoding("a"), ColumnEncoding("b"), ColumnEncoding("s"))
-    )
+    model = _linear()
     result = faircert.explain(model, data[["a", "b", "s"]], "s", population="bayesnet", samples=1000, time_limit=3)
     proven = [end for bounded, end in calls if bounded]
     assert proven and all(end <= 3 + 1e-9 for end in proven[1:])

@@ -32,12 +32,7 @@ BOUNDING = ("probability-bounds", "tree-population-group", "tree-regions-group",
 def sound_share(engine_name: str, influence: Any) -> float:
     """The share of the time limit the sound engine gets: a `BOUNDING` engine's bounds may stay
     wide, so it keeps time to sample."""
-    if engine_name not in (
-        "probability-bounds",
-        "tree-population-group",
-        "tree-regions-group",
-        "network-regions-group",
-    ):
+    if engine_name not in BOUNDING:
         return 1.0
     return 1 - (INFLUENCE_SHARE if influence else ESTIMATE_SHARE)
 

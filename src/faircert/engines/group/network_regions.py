@@ -72,9 +72,9 @@ class NetworkBounder:
 def answer(network: ReluNetwork, question: Any, options: GroupOptions, progress: Any = None) -> GroupResult:
     """Registry entry point: every rate the metrics read as sound any-time bounds (`regions`), on
     one BLAS thread (small batched products run faster so)."""
-    from ..network.refine import _one_blas_thread
+    from ..network.refine import one_thread
 
-    with _one_blas_thread():
+    with one_thread(None):
         return answer_rates(
             question,
             options,
