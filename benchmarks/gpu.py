@@ -543,31 +543,78 @@ def _merged(old: list[dict], new: list[dict]) -> list[dict]:
     return list(by.values())
 
 
+def _positive(kind: type) -> Any:
+    """An argparse type: a number of `kind` above 0."""
+
+    def read(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+        return value
+
+    return read
+
+
+def _memory(text: str) -> int:
+    from faircert.errors import FaircertError
+    from faircert.memory import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except FaircertError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _model_seconds(text: str) -> tuple[str, float]:
+    model, _, seconds = text.partition(":")
+    if model not in FAIRQUANT:
+        raise argparse.ArgumentTypeError(f"unknown model {model!r} (as AC-5:240)")
+    return model, _positive(float)(seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument(
         "--models", help=f"comma-separated, or all (default: {','.join(MODELS_RUN)}; timed: all header models)"
     )
-    ap.add_argument("--max-boxes", type=int, default=20_000)
+    ap.add_argument("--max-boxes", type=_positive(int), default=20_000)
     ap.add_argument("--two-workers", action=argparse.BooleanOptionalAction, default=True, help="numpy on 2 workers too")
     ap.add_argument("--no-refine", action="store_true", help="no box-budget refinements (nor kernels)")
     ap.add_argument("--timed", action="store_true", help="also refine each header model for FairQuant's time")
     ap.add_argument(
-        "--cap", type=float, default=float("inf"), help="at most this many seconds for a --timed run (its time shown)"
+        "--cap",
+        type=_positive(float),
+        default=float("inf"),
+        help="at most this many seconds for a --timed run (its time shown)",
     )
-    ap.add_argument("--long", action="append", default=[], metavar="MODEL:SECONDS", help="refine MODEL that long")
+    ap.add_argument(
+        "--long",
+        action="append",
+        default=[],
+        type=_model_seconds,
+        metavar="MODEL:SECONDS",
+        help="refine MODEL that long",
+    )
     ap.add_argument(
         "--wide-steps",
+        type=_memory,
         metavar="MEMORY",
         help="also refine with steps sized as on a CUDA device with MEMORY (such as 2G) for a call, numpy and torch",
     )
-    ap.add_argument("--wide-max-boxes", type=int, default=200_000, help="box budget of those runs (%(default)s)")
+    ap.add_argument(
+        "--wide-max-boxes", type=_positive(int), default=200_000, help="box budget of those runs (%(default)s)"
+    )
     ap.add_argument("--audit", action="store_true", help="the per-row audit of an MLP 128x128x128, numpy and device")
-    ap.add_argument("--audit-rows", type=int, default=AUDIT_ROWS, help="rows the audit decides (default %(default)s)")
+    ap.add_argument(
+        "--audit-rows", type=_positive(int), default=AUDIT_ROWS, help="rows the audit decides (default %(default)s)"
+    )
     ap.add_argument(
         "--jobs",
-        type=int,
+        type=_positive(int),
         default=1,
         help="refinements (and the two audits) run at once, each in its own process; on a GPU they share it, "
         "each with 1/JOBS of its memory (default %(default)s)",
@@ -575,6 +622,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (.md and .json; default %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the markdown from the saved JSON")
     args = ap.parse_args(argv)
+    models = HEADER_MODELS if args.models == "all" else args.models.split(",") if args.models else None
+    unknown = [m for m in models or [] if m not in FAIRQUANT]
+    if unknown:
+        ap.error(f"--models: unknown {', '.join(unknown)} (the header models are {', '.join(HEADER_MODELS)})")
     path = args.out.with_suffix(".json")
     saved = json.loads(path.read_text()) if path.exists() else {}
     if args.report_only:
@@ -586,7 +637,6 @@ def main(argv: list[str] | None = None) -> int:
     from faircert.engines.network.arrays import Backend
 
     Backend(args.device)  # a clear error at once where the device cannot be used
-    models = HEADER_MODELS if args.models == "all" else args.models.split(",") if args.models else None
     env = environment(args.device)
     got: dict = saved.get(args.device, {})
     if got.get("env", {}).get("device_name") == env["device_name"]:  # parts measured on this machine: kept
@@ -637,9 +687,7 @@ def main(argv: list[str] | None = None) -> int:
         print(got["kernels"], flush=True)
         keep()
     if args.wide_steps:
-        from faircert.memory import parse_bytes
-
-        memory = parse_bytes(args.wide_steps)
+        memory = args.wide_steps
         names = models or MODELS_RUN
         wide = {name: {"model": name, "max_boxes": args.wide_max_boxes, "step_memory": memory} for name in names}
         backends = (("numpy", None), ("torch", args.device))
@@ -654,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
                 keep()
     timed = [("timed", m, min(max(10.0, FAIRQUANT[m][3]), args.cap)) for m in (models or HEADER_MODELS)]
     timed = timed if args.timed else []
-    runs = timed + [("long", m, float(t)) for m, t in (x.split(":") for x in args.long)]
+    runs = timed + [("long", m, t) for m, t in args.long]
     longest_first = sorted(range(len(runs)), key=lambda i: -runs[i][2])  # the run's end is the longest's
     calls = [(refine, runs[i][1], None, args.device, 1, runs[i][2], None, share) for i in longest_first]
     for i, r in run_many(calls, args.jobs):
