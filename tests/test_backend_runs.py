@@ -230,3 +230,35 @@ def test_the_open_boxes_are_kept_compactly_and_exactly(small_chunks, device):
     back = codec.decode(codec.encode(lo, hi))
     assert np.array_equal(back[0], lo) and np.array_equal(back[1], hi)
     assert np.all(lo[:, [0, 1, 3]] == np.round(lo[:, [0, 1, 3]]))
+
+
+def test_a_pipeline_under_independent_marginals_on_the_device_gives_numpys_shares(small_chunks):
+    """A scikit-learn Pipeline trained on raw columns (one-hot names, scaled numbers), measured
+    under the data's independent marginals: the probes are then the data's values, drawn on the
+    host, and the device run's shares, boxes and counterexamples are numpy's."""
+    pytest.importorskip("sklearn")
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame(
+        {"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n), "age": rng.integers(18, 60, n)}
+    )
+    y = ((df.age - 40) / 9 + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.5).astype(int)
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["age"])])
+    model = Pipeline([("prep", prep), ("clf", MLPClassifier((16, 8), max_iter=500, random_state=0))]).fit(df, y)
+
+    def run(device):
+        return faircert.verify(
+            model, df, protected="sex", population="independent", data=df, workers=1, max_boxes=600, time_limit=120,
+            device=device,
+        )  # fmt: skip
+
+    want, got = run(None), run("cpu")
+    assert want.engine == got.engine == "network-boxes"
+    assert want.falsified > 0 and want.certified > 0  # both kinds of boxes decided
+    _same(got, want)
