@@ -76,33 +76,56 @@ CPU_BATCHES = (512, 4096)
 CUDA_BATCHES = (1_000, 10_000, 100_000)
 
 
-#: what a step computes on the device (on numpy: the same calls on the host): (module, owner, name);
-#: owner None for a module's function (as `settle` calls it). The rest of a step (the open boxes'
-#: queue, their masses and halving, the bookkeeping) runs on the host whatever the device.
+#: what a step of the host's loop (numpy) computes that the device computes on a device: the
+#: bounding calls and what is computed from the bounds (`module`, owner, name; owner None for a
+#: module's function as `settle` calls it). The rest of that step (the host's queue of open boxes,
+#: masses, halving, bookkeeping) is what the loop kept on the host before the boxes stayed on the
+#: device (`resident`).
 DEVICE_CALLS = (
-    ("problem", "Problem", "bound"),  # in `window_bounds`, and growing unfair boxes around counterexamples
-    ("problem", "Problem", "window_bounds"),
-    ("settle", "BoxSettler", "_decided"),
-    ("settle", "BoxSettler", "_split_features"),
-    ("settle", None, "cut_boxes"),
-    ("settle", "BoxSettler", "_credit"),
-    ("settle", None, "box_keys"),
-    ("settle", None, "probe_keys"),
-    ("settle", None, "draw_points"),
-    ("problem", "Problem", "logits"),
+    ("network.problem", "Problem", "bound"),  # in `window_bounds`, and growing boxes around counterexamples
+    ("network.problem", "Problem", "window_bounds"),
+    ("network.settle", "BoxSettler", "_decided"),
+    ("network.settle", "BoxSettler", "_split_features"),
+    ("network.settle", None, "cut_boxes"),
+    ("network.settle", "BoxSettler", "_credit"),
+    ("network.settle", None, "box_keys"),
+    ("network.settle", None, "probe_keys"),
+    ("network.settle", None, "draw_points"),
+    ("network.problem", "Problem", "logits"),
 )
+#: what a step on a device still computes on the host: enumerating small boxes on the model,
+#: growing unfair boxes around counterexamples (their bounds computed on the device: `DEVICE_WORK`
+#: within them is not counted), classifying the probes (their logits computed on the device,
+#: brought to the host), bringing the measures there and adding them up exactly, and keeping the
+#: evidence
+HOST_CALLS = (
+    ("network.settle", "BoxSettler", "_exact"),
+    ("network.settle", None, "grow"),
+    ("network.settle", None, "carve"),
+    ("network.settle", None, "twin_split"),
+    ("network.settle", "_Work", "step"),
+    ("network.settle", "Findings", "add"),
+    ("boxes.sums", "ExactSum", "add"),
+)
+DEVICE_WORK = (("network.problem", "Problem", "bound"), ("network.problem", "Problem", "logits"))
+#: boxes bounded per step (and the box budget) of the runs that measure what a step costs the host
+#: beside its boxes
+TINY_STEP = 16
+TINY_MAX_BOXES = 4000
 
 
-def _timing_device_calls() -> dict:
-    """Wrap `DEVICE_CALLS` with a clock (in this process): the seconds spent in them (a call
-    within another counted once), until `Refinement.refine` returns (the final estimate's logits
+def _timing(calls: tuple, inner: tuple = ()) -> dict:
+    """Wrap `calls` with a clock (in this process): the seconds spent in them (a call within
+    another counted once), less those spent in `inner` calls within them, and the steps
+    (`BoxSettler.settle` calls), until `Refinement.refine` returns (the final estimate's logits
     are not the refinement's)."""
     import functools
     import importlib
 
     from faircert.engines.network import refine as refine_module
+    from faircert.engines.network import settle
 
-    spent = {"device_s": 0.0, "open": True, "depth": 0}
+    spent = {"s": 0.0, "open": True, "depth": 0, "steps": 0}
 
     def timed(fn):
         @functools.wraps(fn)
@@ -114,15 +137,30 @@ def _timing_device_calls() -> dict:
             finally:
                 spent["depth"] -= 1
                 if spent["open"] and not spent["depth"]:
-                    spent["device_s"] += time.perf_counter() - t
+                    spent["s"] += time.perf_counter() - t
 
         return call
 
-    for module, owner, attr in DEVICE_CALLS:
-        mod = importlib.import_module(f"faircert.engines.network.{module}")
-        holder = getattr(mod, owner) if owner else mod
-        setattr(holder, attr, timed(getattr(holder, attr)))
-    whole = refine_module.Refinement.refine
+    def not_timed(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            t, within = time.perf_counter(), spent["depth"] > 0
+            spent["depth"] -= within  # an outer call within this one is not counted twice
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent["depth"] += within
+                if spent["open"] and within:
+                    spent["s"] -= time.perf_counter() - t
+
+        return call
+
+    for wrap, listed in ((timed, calls), (not_timed, inner)):
+        for module, owner, attr in listed:
+            mod = importlib.import_module(f"faircert.engines.{module}")
+            holder = getattr(mod, owner) if owner else mod
+            setattr(holder, attr, wrap(getattr(holder, attr)))
+    whole, settle_step = refine_module.Refinement.refine, settle.BoxSettler.settle
 
     def refine_then_close(self, *args, **kwargs):
         try:
@@ -130,21 +168,28 @@ def _timing_device_calls() -> dict:
         finally:
             spent["open"] = False
 
+    def counted(self, *args, **kwargs):
+        spent["steps"] += spent["open"]
+        return settle_step(self, *args, **kwargs)
+
     refine_module.Refinement.refine = refine_then_close
+    settle.BoxSettler.settle = counted
     return spent
 
 
-def _recording_steps(step_memory: int | None) -> dict:
+def _recording_steps(step_memory: int | None, step_boxes: int | None = None) -> dict:
     """Record the step size a refinement picks (in this process); with `step_memory`, steps sized
     as on a CUDA device (one bounding call a step, as many boxes as fit half of `step_memory` at
-    the call's peak) on any backend."""
+    the call's peak) on any backend; with `step_boxes`, steps of that many boxes."""
     from faircert.engines.network import refine as refine_module
 
     chosen: dict = {}
     picked = refine_module.step_sizes
 
     def sizes(pb, tight, limit, device):
-        if step_memory is None:
+        if step_boxes is not None:
+            chunk = step = step_boxes
+        elif step_memory is None:
             chunk, step = picked(pb, tight, limit, device)
         else:
             chunk = step = refine_module.device_step(pb, tight, step_memory)
@@ -163,18 +208,24 @@ def refine(
     time_limit: float | None,
     step_memory: int | None = None,
     memory_limit: int | None = None,
+    step_boxes: int | None = None,
 ) -> dict:
     """One refinement of a header model (in a fresh process: `run_many`); `step_memory`: with steps
     sized as on a CUDA device with that much memory for a call; `memory_limit`: the run's (its
-    share of a GPU shared by several runs)."""
+    share of a GPU shared by several runs); `step_boxes`: with steps of that many boxes. Times the
+    calls of one process: on numpy those a device computes (`device_s`), on a device those left to
+    the host (`host_s`)."""
     from faircert.engines.boxes.workers import Parallelism
     from faircert.engines.network.refine import verify_network
     from faircert.properties import individual_fairness
 
     net, dom, p = load_case(name, "header")
     prop = individual_fairness(dom, [p])
-    chosen = _recording_steps(step_memory)
-    spent = _timing_device_calls() if workers == 1 else {"device_s": None}
+    chosen = _recording_steps(step_memory, step_boxes)
+    if workers > 1:
+        spent: dict = {"s": None, "steps": None}
+    else:
+        spent = _timing(HOST_CALLS, DEVICE_WORK) if device else _timing(DEVICE_CALLS)
     t = time.perf_counter()
     res = verify_network(
         net,
@@ -186,7 +237,9 @@ def refine(
         memory_limit=memory_limit,
     )
     return dict(
-        device_s=spent["device_s"],
+        device_s=None if device else spent["s"],
+        host_s=spent["s"] if device else None,
+        steps=spent["steps"],
         model=name,
         device=device or "numpy",
         workers=workers,
@@ -395,29 +448,6 @@ def write(saved: dict, out: Path = OUT) -> None:
                 by.setdefault(k["backend"], {})[k["batch"]] = k["boxes_per_s"]
             for backend, rates in by.items():
                 lines.append(f"| {backend} | " + " | ".join(f"{rates[b]:.0f}" for b in got["batches"]) + " |")
-        if refinements:
-            lines += [
-                "",
-                "The bounding share is the part of the torch run spent in the bounding calls (moving the boxes "
-                "there included). The device share adds what else a step computes from the bounds where they are "
-                "(the verdicts, the split features, the cuts, the credits) and the probes (their keys, points and "
-                "logits); only the results come to the host. The rest of a step runs on the host with numpy, in "
-                "the same time on any device: the queue of open boxes (compactly encoded), their masses and "
-                "halving, the bookkeeping. Host s per box is that rest over the boxes bounded; were the device "
-                "free, a refinement could bound at most 1 / (host s per box) boxes per second.",
-                "",
-                "| model | boxes | torch bounding share | torch device share | host µs per box "
-                "| host-bound ceiling boxes/s |",
-                "|---|---|---|---|---|---|",
-            ]
-            for r in refinements:
-                t = r["torch"]
-                if t.get("device_s") is None:
-                    continue
-                lines.append(
-                    f"| {r['model']} | {t['boxes']} | {100 * t['bound_s'] / t['refine_s']:.0f}% | "
-                    f"{100 * t['device_s'] / t['refine_s']:.0f}% | {_host_us(t):.1f} | {1e6 / _host_us(t):.0f} |"
-                )
         if got.get("wide_steps"):
             lines += _wide_steps(device, got["wide_steps"])
         timed = got.get("timed", []) + got.get("long", [])
@@ -487,33 +517,50 @@ def _refinements(device: str, refinements: list[dict]) -> list[str]:
     return lines
 
 
-def _host_us(t: dict) -> float:
-    """Microseconds per box bounded that a refinement spent on the host (outside `DEVICE_CALLS`)."""
-    return 1e6 * max(t["refine_s"] - t["device_s"], 1e-9) / t["boxes"]
-
-
 def _wide_steps(device: str, runs: list[dict]) -> list[str]:
     memory = runs[0]["step_memory"] / 1e9
     lines = [
         "",
         f"### Steps sized as on a CUDA device ({memory:g} GB for a call), torch on {device}",
         "",
-        "One bounding call a step, as on a GPU, of as many boxes as fit half that memory at the call's peak: "
-        "the host's work per box at such steps, where per-call costs are spread over many boxes. Host µs per box "
-        "and the ceiling as in the table above.",
+        "One bounding call a step, as on a GPU, of as many boxes as fit half that memory at the call's peak. "
+        "What such a run leaves to the host bounds how fast it can go however fast the device: were the device "
+        "free, a process could bound at most 1 / (host seconds per box) boxes per second (the ceiling).",
         "",
-        "| model | boxes a step | max boxes | boxes | numpy boxes/s | torch boxes/s | torch device share "
-        "| host µs per box | host-bound ceiling boxes/s | und % | same |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "* **Host loop** (before the open boxes stayed on the device; measured on the numpy run): the host "
+        "held the open boxes and computed everything but the bounds, the verdicts, split features, cuts, "
+        "credits and probes (`DEVICE_CALLS`). Host µs per box = the rest of the run over its boxes.",
+        f"* **Device loop** (`resident`): the open boxes stay on the device, and a step leaves to the host only "
+        "the exact enumerations, the growth around counterexamples, the probes' classification, the measures' "
+        "exact sums and the evidence (`HOST_CALLS`: host µs per box, from the torch run at these steps), and "
+        f"its own Python and the dispatch of its device operations: host ms per step, measured at steps of "
+        f"{TINY_STEP} boxes (where torch on the CPU computes next to nothing: an upper bound). Ceiling = "
+        "1 / (host per step / boxes per step + host per box), at full steps (as a run under a time limit "
+        "takes them) and at this run's mean step (under a box budget a level often ends with a part step).",
+        "",
+        "| model | boxes a step | mean step | max boxes | boxes | numpy boxes/s | torch boxes/s | und % | same "
+        "| host loop: host µs per box | host loop: ceiling boxes/s "
+        "| device loop: host ms per step | device loop: host µs per box "
+        "| device loop: ceiling boxes/s, full steps | device loop: ceiling boxes/s, this run's steps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = ("certified", "falsified", "undecided")
     for r in runs:
-        n, t = r["numpy"], r["torch"]
-        lines.append(
-            f"| {r['model']} | {t['step_boxes']} | {r['max_boxes']} | {t['boxes']} | {n['boxes_per_s']:.0f} | "
-            f"{t['boxes_per_s']:.0f} | {100 * t['device_s'] / t['refine_s']:.0f}% | {_host_us(t):.1f} | "
-            f"{1e6 / _host_us(t):.0f} | {pct(t['undecided'])} | {'yes' if all(n[k] == t[k] for k in keys) else 'NO'} |"
+        n, t, tiny = r["numpy"], r["torch"], r.get("torch_tiny_steps")
+        host_loop = 1e6 * max(n["refine_s"] - n["device_s"], 1e-9) / n["boxes"]
+        mean = f"{t['boxes'] / t['steps']:.0f}" if t.get("steps") else "-"
+        row = (
+            f"| {r['model']} | {t['step_boxes']} | {mean} | {r['max_boxes']} | {t['boxes']} | {n['boxes_per_s']:.0f} | "
+            f"{t['boxes_per_s']:.0f} | {pct(t['undecided'])} | {'yes' if all(n[k] == t[k] for k in keys) else 'NO'} | "
+            f"{host_loop:.1f} | {1e6 / host_loop:.0f} | "
         )
+        if tiny is None or t.get("host_s") is None:
+            lines.append(row + "- | - | - | - |")
+            continue
+        per_step = max(tiny["refine_s"] - tiny["host_s"], 1e-9) / tiny["steps"]
+        per_box = t["host_s"] / t["boxes"]
+        full, mean_step = (1.0 / (per_step / boxes + per_box) for boxes in (t["step_boxes"], t["boxes"] / t["steps"]))
+        lines.append(row + f"{1e3 * per_step:.1f} | {1e6 * per_box:.2f} | {full:.0f} | {mean_step:.0f} |")
     return lines
 
 
@@ -690,14 +737,15 @@ def main(argv: list[str] | None = None) -> int:
         memory = args.wide_steps
         names = models or MODELS_RUN
         wide = {name: {"model": name, "max_boxes": args.wide_max_boxes, "step_memory": memory} for name in names}
-        backends = (("numpy", None), ("torch", args.device))
-        calls = [(refine, n, args.wide_max_boxes, d, 1, None, memory) for n in names for _, d in backends]
+        runs = (("numpy", None, args.wide_max_boxes, None), ("torch", args.device, args.wide_max_boxes, None))
+        runs += (("torch_tiny_steps", args.device, TINY_MAX_BOXES, TINY_STEP),)
+        calls = [(refine, n, boxes, d, 1, None, memory, None, step) for n in names for _, d, boxes, step in runs]
         for i, r in run_many(calls, args.jobs):
-            name, key = names[i // 2], backends[i % 2][0]
+            name, key = names[i // len(runs)], runs[i % len(runs)][0]
             wide[name][key] = r
             note_load(r)
-            print(name, "wide steps", key, {k: r[k] for k in ("step_boxes", "boxes_per_s")}, flush=True)
-            if len(wide[name]) == 5:
+            print(name, "wide steps", key, {k: r[k] for k in ("step_boxes", "boxes_per_s", "steps")}, flush=True)
+            if len(wide[name]) == 3 + len(runs):
                 got["wide_steps"] = _merged(got.get("wide_steps", []), [wide[name]])
                 keep()
     timed = [("timed", m, min(max(10.0, FAIRQUANT[m][3]), args.cap)) for m in (models or HEADER_MODELS)]

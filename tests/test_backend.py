@@ -178,7 +178,8 @@ def test_split_features_equal_numpys(device):
     want = BoxSettler(pb_numpy, 16, 32, False, 0)._split_features(sens, lo, hi, pb.discrete)
     be = pb.backend
     got = BoxSettler(pb, 16, 32, False, 0)._split_features(be.put(sens), be.put(lo), be.put(hi), be.put(pb.discrete))
-    assert type(got[0]) is np.ndarray
+    assert all(type(v).__module__.startswith("torch") for v in got)  # they stay on the device
+    got = tuple(arrays.to_numpy(v) for v in got)
     np.testing.assert_array_equal(got[0][want[1]], want[0][want[1]])
     np.testing.assert_array_equal(got[1], want[1])
     assert not want[1][:5].any() and want[1][5:].all()

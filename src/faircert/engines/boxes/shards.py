@@ -87,7 +87,9 @@ class Settler:
     - `fits(shard)`: whether the shards read from a checkpoint, merged into one, could be its
       refinement's (each shard's boxes, data kinds and sums' signs are checked by `Shard`);
     - `device_bytes()`: the most memory its steps took on an accelerator (held to the shard's
-      memory limit beside the open boxes)."""
+      memory limit beside the open boxes);
+    - `frontier(free, chunk, codec)`: where the open boxes are kept (by default the host's
+      `frontier.Frontier`; a settler that computes on a device may keep them there)."""
 
     measures: tuple[str, ...] = MEASURES
     open_data: tuple[Any, ...] = ()
@@ -101,6 +103,9 @@ class Settler:
 
     def device_bytes(self) -> int:
         return 0
+
+    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None) -> Frontier:
+        return Frontier(free, chunk, codec, self.key, self.entry_boxes)
 
 
 class RegionStore(Protocol):
@@ -177,7 +182,7 @@ class Shard:
     def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
         """Forget everything and take these open boxes (encoded chunks); the progress says whether
         any is above the level `tau`."""
-        self.frontier = Frontier(self.free, self.chunk, self.codec, self.settler.key, self.settler.entry_boxes)
+        self.frontier = self.settler.frontier(self.free, self.chunk, self.codec)
         self.box_s: float | None = None  # seconds per box settled, measured
         for entry in entries:
             self.frontier.push_encoded(entry)

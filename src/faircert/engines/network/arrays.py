@@ -135,7 +135,7 @@ class TorchOps:
             return torch.float64
         if dtype is bool or np.dtype(dtype) == np.bool_:
             return torch.bool
-        return torch.int64
+        return {np.dtype(np.int16): torch.int16, np.dtype(np.int32): torch.int32}.get(np.dtype(dtype), torch.int64)
 
     @classmethod
     def _as(cls, x: Any, like: Any) -> Any:
@@ -282,6 +282,21 @@ class TorchOps:
     def unique(x: Any) -> Any:
         return x.unique()
 
+    @staticmethod
+    def prod(x: Any, axis: int = -1) -> Any:
+        """numpy's product along `axis`, in numpy's order (left to right): torch's own multiplies
+        in another order on wide rows, which rounds products of reals differently."""
+        parts = x.unbind(dim=axis)
+        out = parts[0].clone()
+        for p in parts[1:]:
+            out *= p
+        return out
+
+    @classmethod
+    def topk(cls, x: Any, k: int) -> Any:
+        """The indices of the k largest entries of a vector (in no particular order)."""
+        return cls._t().topk(x, k, sorted=False).indices
+
     @classmethod
     def amax(cls, x: Any, axis: int, keepdims: bool = False) -> Any:
         return cls._t().amax(x, dim=axis, keepdim=keepdims)
@@ -342,12 +357,22 @@ def segment_max(xp: Any, x: Any, starts: np.ndarray, axis: int) -> Any:
 
 
 def astype(xp: Any, x: Any, dtype: Any) -> Any:
-    """x as `dtype` (numpy's float64, int64 or bool)."""
+    """x as `dtype` (numpy's float64, int64, int32, int16 or bool)."""
     return x.astype(dtype) if xp is np else xp.astype(x, dtype)
 
 
 def permute(xp: Any, x: Any, axes: tuple[int, ...]) -> Any:
     return x.transpose(axes) if xp is np else xp.permute_dims(x, axes)
+
+
+def zeros(xp: Any, n: int, like: Any, dtype: Any = np.float64) -> Any:
+    """n zeros of `dtype` where `like` lives."""
+    return np.zeros(n, dtype=dtype) if xp is np else xp.zeros(n, dtype, like)
+
+
+def top(xp: Any, x: Any, k: int) -> Any:
+    """The indices of the k largest entries of the vector x (k <= its length; in no order)."""
+    return np.argpartition(x, len(x) - k)[len(x) - k :] if xp is np else xp.topk(x, k)
 
 
 def arange(xp: Any, n: int, like: Any) -> Any:

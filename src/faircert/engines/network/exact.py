@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .arrays import namespace
 from .problem import Problem
 
 
@@ -119,11 +121,12 @@ def _witness(pb: Problem, x: np.ndarray):
     return None
 
 
-def exact_ok(pb: Problem, lo: np.ndarray, hi: np.ndarray, limit: int) -> np.ndarray:
-    """Boxes whose (window-enlarged) grid is small enough to enumerate."""
-    grid = np.all(pb.discrete | ((hi == lo) & (pb.eps == 0)), axis=1)
-    count = np.prod(hi - lo + 1, axis=1)
+def exact_ok(pb: Problem, lo: Any, hi: Any, limit: int) -> Any:
+    """Boxes whose (window-enlarged) grid is small enough to enumerate (a mask where they are)."""
+    xp = namespace(lo)
+    grid = xp.all(pb.here(pb.discrete, lo) | ((hi == lo) & pb.here(pb.eps == 0, lo)), axis=1)
+    count = xp.prod(hi - lo + 1, axis=1)
     if pb.has_eps:
         elo, ehi = pb.enlarge(lo, hi)
-        return grid & (count <= limit) & (np.prod(ehi - elo + 1, axis=1) <= 64 * limit)
+        return grid & (count <= limit) & (xp.prod(ehi - elo + 1, axis=1) <= 64 * limit)
     return grid & (count <= limit)

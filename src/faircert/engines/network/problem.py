@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import PropertyError
 from ...models.network import ReluNetwork
 from ...properties import IndividualFairness
-from .arrays import Backend, to_numpy
+from .arrays import Backend, like, namespace, to_numpy
 from .symbolic import TwinBounds, TwinNet, bound_twins
 
 
@@ -205,12 +205,18 @@ class Problem:
             h = np.abs(w) @ h + np.abs(b)
         return float(h.max())
 
-    def mass(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Grid count times volume of each box (rows), or its probability under `weights`."""
+    def mass(self, lo: Any, hi: Any) -> Any:
+        """Grid count times volume of each box (rows), or its probability under `weights` (computed
+        on the host: the data's marginals are there), where the boxes are."""
         if self.weights is not None:
-            return self.weights.mass(lo, hi)
-        size = np.where(self.discrete, hi - lo + 1.0, hi - lo)
-        return np.prod(size, axis=-1)
+            return like(self.weights.mass(to_numpy(lo), to_numpy(hi)), lo)
+        xp = namespace(lo)
+        size = xp.where(self.here(self.discrete, lo), hi - lo + 1.0, hi - lo)
+        return xp.prod(size, axis=-1)
+
+    def here(self, x: np.ndarray, ref: Any) -> Any:
+        """The problem's array x where `ref` lives."""
+        return x if isinstance(ref, np.ndarray) else self.backend.put(x)
 
     def point_mass(self, x: np.ndarray) -> np.ndarray:
         """What each grid point (rows of x) counts for: 1, or its probability under `weights`."""
@@ -254,9 +260,10 @@ class Problem:
             return own, own
         return self.bound(*self.enlarge(lo, hi), tight, host), own
 
-    def enlarge(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def enlarge(self, lo: Any, hi: Any) -> tuple[Any, Any]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""
-        return np.maximum(lo - self.eps, self.lo), np.minimum(hi + self.eps, self.hi)
+        xp, eps = namespace(lo), self.here(self.eps, lo)
+        return xp.maximum(lo - eps, self.here(self.lo, lo)), xp.minimum(hi + eps, self.here(self.hi, lo))
 
     def full(self, x: np.ndarray, twin: np.ndarray) -> np.ndarray:
         """Full model inputs from free points x (n, d) and twin indices (n,)."""

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...checkpoint import pack, unpack
 from ...errors import PropertyError
+from ..boxes.frontier import BoxCodec
 from ..boxes.shards import Settler, Shard, Step
 from ..boxes.sums import ExactSum
 from . import arrays
@@ -44,6 +45,7 @@ from .draws import PROBES, BoxDraws, box_keys, probe_keys
 from .exact import exact_boxes, exact_ok
 from .grow import RADII, carve, grow
 from .problem import Problem
+from .resident import ResidentFrontier
 from .sampling import draw_points, twin_split
 from .symbolic import TwinBounds
 from .tail import decided_shares
@@ -197,10 +199,13 @@ class _Work:
         self.terms["unfair_taken" if taken else "unfair_opened"].append(unfair)
 
     def step(self) -> Step:
-        measures = {m: np.concatenate(t) if t else np.zeros(0) for m, t in self.terms.items()}
+        # the measures are added up exactly on the host; the open boxes stay where they were computed
+        measures = {
+            m: np.concatenate([arrays.to_numpy(a) for a in t]) if t else np.zeros(0) for m, t in self.terms.items()
+        }
         d = self.d
         if self.open:
-            opened = tuple(np.concatenate(a) for a in zip(*self.open))
+            opened = tuple(namespace(a[0]).concatenate(a) for a in zip(*self.open))
         else:
             opened = (np.empty((0, d)), np.empty((0, d))) + tuple(np.zeros(0, dtype=t) for t in OPEN_DATA)
         if self.cex:
@@ -240,14 +245,19 @@ class BoxSettler(Settler):
     def device_bytes(self) -> int:
         return self.pb.backend.memory_used()
 
-    def key(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> np.ndarray:
+    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None) -> Any:
+        """On a device the open boxes stay there (`resident`); on numpy, the host's frontier."""
+        if self.pb.backend.numpy or codec is None:
+            return super().frontier(free, chunk, codec)
+        return ResidentFrontier(chunk, codec, self.key, self.pb.backend.put, self.open_data)
+
+    def key(self, lo: Any, hi: Any, *data: Any) -> Any:
         """The order of open boxes: a bounded box's priority; a box not bounded yet comes first
         (a piece cut off a box is thin, and often settled or cut again at once)."""
-        first = np.full(len(lo), 2.0 * self.pb.domain_size)
+        first = 2.0 * self.pb.domain_size
         if not data:
-            return first
-        out: np.ndarray = np.where(data[0], data[2], first)
-        return out
+            return namespace(lo).zeros_like(lo[:, 0]) + first
+        return namespace(lo).where(data[0], data[2], first)
 
     def fits(self, shard: Shard) -> bool:
         """Whether a refinement read from a checkpoint (its shards merged into `shard`) could be
@@ -269,79 +279,82 @@ class BoxSettler(Settler):
             and all(abs(o - float(c.sum())) <= 1e-9 * (1 + float(c.sum())) for o, c in zip(opened, (fair, unfair)))
         )
 
-    def settle(self, lo: np.ndarray, hi: np.ndarray, *data: np.ndarray) -> Step:
+    def settle(self, lo: Any, hi: Any, *data: Any) -> Step:
+        """Settle, cut or keep open these boxes (numpy arrays, or the device's: then everything but
+        the exact enumerations and the growth around counterexamples is computed there)."""
         w = _Work(self.pb.d)
         if data:
             bounded, split, _, fair, unfair = data
             w.credit(fair, unfair, taken=True)  # their credits leave the open boxes' total
+            xp = namespace(lo)
             clo, chi = self._split(lo[bounded], hi[bounded], split[bounded])
-            lo, hi = np.concatenate([lo[~bounded], clo]), np.concatenate([hi[~bounded], chi])
+            lo, hi = xp.concatenate([lo[~bounded], clo]), xp.concatenate([hi[~bounded], chi])
         self._process(w, lo, hi)
         return w.step()
 
-    def _split(self, lo: np.ndarray, hi: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _split(self, lo: Any, hi: Any, split: Any) -> tuple[Any, Any]:
         pb = self.pb
-        r = np.arange(lo.shape[0])
+        xp = namespace(lo)
+        r = arrays.arange(xp, lo.shape[0], like=lo)
         a, b = lo[r, split], hi[r, split]
-        disc = pb.discrete[split]
-        mid = np.where(disc, np.floor((a + b) / 2), (a + b) / 2)
-        if pb.weights is not None:  # halve the mass, not the range
-            mid = pb.weights.median(split, a, b, mid)
-        left_hi = hi.copy()
+        disc = pb.backend.put(pb.discrete)[split]
+        mid = xp.where(disc, xp.floor((a + b) / 2), (a + b) / 2)
+        if pb.weights is not None:  # halve the mass, not the range (the data's marginals are the host's)
+            host = (arrays.to_numpy(v) for v in (split, a, b, mid))
+            mid = arrays.like(pb.weights.median(*host), lo)
+        left_hi = xp.copy(hi)
         left_hi[r, split] = mid
-        right_lo = lo.copy()
-        right_lo[r, split] = np.where(disc, mid + 1, mid)
-        return np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
+        right_lo = xp.copy(lo)
+        right_lo[r, split] = xp.where(disc, mid + 1, mid)
+        return xp.concatenate([lo, right_lo]), xp.concatenate([left_hi, hi])
 
-    def _process(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+    def _process(self, w: _Work, lo: Any, hi: Any) -> None:
         pb = self.pb
+        xp, put = namespace(lo), pb.backend.put
         held = pb.mass(lo, hi) > 0  # boxes of no mass (flat in a real feature, or missed by the data) count for nothing
         lo, hi = lo[held], hi[held]
-        whole = np.all(lo == pb.lo, axis=1) & np.all(hi == pb.hi, axis=1)
+        whole = xp.all(lo == put(pb.lo), axis=1) & xp.all(hi == put(pb.hi), axis=1)
         ex = exact_ok(pb, lo, hi, self.exact_limit)
-        if whole.any():  # a small domain is enumerated at once
+        if bool(whole.any()):  # a small domain is enumerated at once
             ex |= whole & exact_ok(pb, lo, hi, self.root_points)
-        if ex.any():
-            self._exact(w, lo[ex], hi[ex])
+        if bool(ex.any()):  # the model itself, on the host
+            self._exact(w, arrays.to_numpy(lo[ex]), arrays.to_numpy(hi[ex]))
             lo, hi = lo[~ex], hi[~ex]
         if lo.shape[0]:
             self._bound(w, lo, hi)
 
-    def _bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[TwinBounds, TwinBounds]:
+    def _bounds(self, lo: Any, hi: Any) -> tuple[TwinBounds, TwinBounds]:
         """`Problem.window_bounds` in as few calls of at most `chunk` boxes as fit, of equal sizes:
         a call's arrays then stay in the cache, while what follows the bounds runs once per step.
         On a device they stay there (`_decided` keeps the undecided boxes' only)."""
         calls = -(-lo.shape[0] // self.chunk)
+        ends = [len(p) for p in np.array_split(np.arange(lo.shape[0]), calls)]
+        starts = np.cumsum([0] + ends)
         parts = [
-            self.pb.window_bounds(lo[p], hi[p], self.tight, host=False)
-            for p in np.array_split(np.arange(len(lo)), calls)
+            self.pb.window_bounds(lo[a:b], hi[a:b], self.tight, host=False) for a, b in zip(starts[:-1], starts[1:])
         ]
         own = TwinBounds.joined([p[1] for p in parts])
         return (own if parts[0][0] is parts[0][1] else TwinBounds.joined([p[0] for p in parts])), own
 
-    def _decided(
-        self, bd: TwinBounds, own: TwinBounds
-    ) -> tuple[np.ndarray, np.ndarray, TwinBounds, TwinBounds, np.ndarray | None]:
-        """Which boxes the bounds settle whole (fair, unfair: numpy masks), and the bounds of which
-        boxes are kept (None: all). On a device the verdicts are taken there, and only the
-        undecided boxes' bounds are kept there: the same comparisons of the same float64 values."""
+    def _decided(self, bd: TwinBounds, own: TwinBounds) -> tuple[Any, Any, TwinBounds, TwinBounds, Any]:
+        """Which boxes the bounds settle whole (fair, unfair: masks), and the bounds of which boxes
+        are kept (None: all). On a device the verdicts are taken there, and only the undecided
+        boxes' bounds are kept: the same comparisons of the same float64 values."""
         tol = self.pb.tol
         xp = namespace(own.lower)
         fair = xp.all(bd.lower > tol, axis=1) | xp.all(bd.upper < -tol, axis=1)
         unfair = xp.any(own.lower > tol, axis=1) & xp.any(own.upper < -tol, axis=1) & ~fair
         if xp is np:
             return fair, unfair, bd, own, None
-        fair, unfair = arrays.to_numpy(fair), arrays.to_numpy(unfair)
-        open_ = np.flatnonzero(~(fair | unfair))
-        at = self.pb.backend.put(open_)
-        own_open = own.rows(at)
-        return fair, unfair, (own_open if bd is own else bd.rows(at)), own_open, open_
+        open_ = xp.flatnonzero(~(fair | unfair))
+        own_open = own.rows(open_)
+        return fair, unfair, (own_open if bd is own else bd.rows(open_)), own_open, open_
 
-    def _bound(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
-        """Bound boxes; settle them, or cut, search and credit the undecided ones. The bounds stay
-        on their device: what is computed from them (split features, cuts, credits) is computed
-        there, and only its results come to the host."""
+    def _bound(self, w: _Work, lo: Any, hi: Any) -> None:
+        """Bound boxes; settle them, or cut, search and credit the undecided ones. On a device all
+        of it is computed there, beside the bounds, and the boxes left open stay there."""
         pb, counts, put = self.pb, w.counts, self.pb.backend.put
+        xp = namespace(lo)
         t = time.perf_counter()
         bd, own = self._bounds(lo, hi)
         counts.t_bound += time.perf_counter() - t
@@ -349,22 +362,22 @@ class BoxSettler(Settler):
         mass = pb.mass(lo, hi)
         fair, unfair, bd, own, held = self._decided(bd, own)
         done = fair | unfair
-        w.settle(mass[done], np.where(unfair[done], mass[done], 0.0))
-        rows = np.flatnonzero(~done)
-        if not rows.size:
+        w.settle(mass[done], xp.where(unfair[done], mass[done], 0.0))
+        rows = xp.flatnonzero(~done)
+        if not rows.shape[0]:
             return
         lo, hi, mass = lo[rows], hi[rows], mass[rows]
         if held is not None:  # the bounds hold the undecided boxes only
-            rows = np.arange(rows.size)
-        at, dlo, dhi, discrete = put(rows), put(lo), put(hi), put(pb.discrete)
-        best, ok = self._split_features(own.sens[at], dlo, dhi, discrete)
+            rows = arrays.arange(xp, rows.shape[0], like=lo)
+        at, discrete = put(rows), put(pb.discrete)
+        best, ok = self._split_features(own.sens[at], lo, hi, discrete)
         src = rows  # each remaining box's row in the bounds
         if not pb.has_eps:
-            cuts = cut_boxes(own, at, dlo, dhi, discrete, pb.tol).to_numpy()
-            if cuts.src.size:
+            cuts = cut_boxes(own, at, lo, hi, discrete, pb.tol)
+            if cuts.src.shape[0]:
                 m = pb.mass(cuts.lo, cuts.hi)
                 piece_done = cuts.fair | cuts.unfair
-                w.settle(m[piece_done], np.where(cuts.unfair[piece_done], m[piece_done], 0.0))
+                w.settle(m[piece_done], xp.where(cuts.unfair[piece_done], m[piece_done], 0.0))
                 counts.cuts += int(cuts.cut.sum())
                 rest = ~piece_done
                 self._open(w, cuts.lo[rest], cuts.hi[rest])
@@ -378,17 +391,17 @@ class BoxSettler(Settler):
         fair_c, unfair_c = fair_share * mass, unfair_share * mass  # in units of CREDIT_GRID
         open_ = mass - (fair_c + unfair_c) * CREDIT_GRID
         full = open_ <= 0  # credited whole: settled
-        if full.any():
-            w.settle(mass[full], np.minimum(unfair_c[full] * CREDIT_GRID, mass[full]))
+        if bool(full.any()):
+            w.settle(mass[full], xp.minimum(unfair_c[full] * CREDIT_GRID, mass[full]))
             keep = ~full
             lo, hi, best, ok, has_cex, open_ = (v[keep] for v in (lo, hi, best, ok, has_cex, open_))
             fair_c, unfair_c = fair_c[keep], unfair_c[keep]
-        self._keep(w, lo, hi, best, ok, np.where(has_cex, HOPELESS * open_, open_), fair_c, unfair_c)
+        self._keep(w, lo, hi, best, ok, xp.where(has_cex, HOPELESS * open_, open_), fair_c, unfair_c)
 
-    def _split_features(self, sens: Any, lo: Any, hi: Any, discrete: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _split_features(self, sens: Any, lo: Any, hi: Any, discrete: Any) -> tuple[Any, Any]:
         """Each box's feature to split it along: of highest score (its weight in the bounds' forms
         times its width), else (every score 0) its widest relative to the domain, among those that
-        can be split; and whether any can. Computed where the bounds are; numpy arrays out."""
+        can be split; and whether any can. Computed where the bounds are."""
         pb = self.pb
         xp = namespace(lo)
         width = hi - lo
@@ -400,16 +413,15 @@ class BoxSettler(Settler):
         if bool(flat.any()):
             fallback = xp.where(can, width / put(np.maximum(pb.hi - pb.lo, 1e-300)), -1.0)
             best = xp.where(flat, xp.argmax(fallback, axis=1), best)
-        return arrays.to_numpy(best), arrays.to_numpy(can.any(axis=1))
+        return best, can.any(axis=1)
 
-    def _credit(
-        self, w: _Work, bd: Any, own: Any, src: np.ndarray, lo: np.ndarray, hi: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _credit(self, w: _Work, bd: Any, own: Any, src: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
         """Shares of the boxes (rows `src` of the bounds) proven fair and unfair by their forms, in
         whole units of `CREDIT_GRID` (rounded down)."""
         pb = self.pb
+        xp = namespace(lo)
         if pb.weights is not None:  # the tail bounds hold for points uniform in a box
-            return np.zeros(lo.shape[0]), np.zeros(lo.shape[0])
+            return arrays.zeros(xp, lo.shape[0], lo), arrays.zeros(xp, lo.shape[0], lo)
         t = time.perf_counter()
         put = pb.backend.put
         at = put(src)
@@ -421,46 +433,41 @@ class BoxSettler(Settler):
         fair, unfair = decided_shares(
             own.form_a[:, at], own.form_c[:, at], put(lo), put(hi), put(pb.discrete), pb.tol, fair_forms
         )
-        fair, unfair = arrays.to_numpy(fair), arrays.to_numpy(unfair)
         w.counts.t_credit += time.perf_counter() - t
-        return np.floor(fair / CREDIT_GRID), np.floor(unfair / CREDIT_GRID)
+        return xp.floor(fair / CREDIT_GRID), xp.floor(unfair / CREDIT_GRID)
 
-    def _open(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
+    def _open(self, w: _Work, lo: Any, hi: Any) -> None:
         """Pieces to bound as they are (no priority: they are ordered by their mass; pieces of no
         mass count for nothing, and would never be taken)."""
+        put = self.pb.backend.put
+        lo, hi = put(lo), put(hi)
         held = self.pb.mass(lo, hi) > 0
         lo, hi = lo[held], hi[held]
         n = lo.shape[0]
         if n:
-            w.open.append((lo, hi, np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n)))
+            xp = namespace(lo)
+            none = tuple(arrays.zeros(xp, n, lo, d) for d in OPEN_DATA)
+            w.open.append((lo, hi) + none)
 
-    def _keep(
-        self,
-        w: _Work,
-        lo: np.ndarray,
-        hi: np.ndarray,
-        best: np.ndarray,
-        ok: np.ndarray,
-        prio: np.ndarray,
-        fair: np.ndarray,
-        unfair: np.ndarray,
-    ) -> None:
+    def _keep(self, w: _Work, lo: Any, hi: Any, best: Any, ok: Any, prio: Any, fair: Any, unfair: Any) -> None:
         """Open bounded boxes, each to split along its feature `best` (`_split_features`); boxes
-        that cannot be split (not `ok`) are kept apart, undecided."""
-        w.open.append((lo[ok], hi[ok], np.ones(int(ok.sum()), bool), best[ok], prio[ok], fair[ok], unfair[ok]))
+        that cannot be split (not `ok`) are kept apart, undecided (on the host)."""
+        bounded = ~arrays.zeros(namespace(lo), int(ok.sum()), lo, bool)
+        w.open.append((lo[ok], hi[ok], bounded, best[ok], prio[ok], fair[ok], unfair[ok]))
         w.credit(fair[ok], unfair[ok])
-        if (~ok).any():
-            w.stuck.append((lo[~ok], hi[~ok]))
+        if bool((~ok).any()):
+            w.stuck.append((arrays.to_numpy(lo[~ok]), arrays.to_numpy(hi[~ok])))
 
-    def _search(self, w: _Work, lo: np.ndarray, hi: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _search(self, w: _Work, lo: Any, hi: Any, mass: Any) -> tuple[Any, Any]:
         """Probe undecided boxes at points drawn from their keys; grow proven-unfair boxes around
         some of the counterexamples found (a draw per box). Returns which boxes hold a
-        counterexample and which stay whole (the others were carved: their pieces are open)."""
+        counterexample and which stay whole (the others were carved: their pieces are open), as
+        masks where the boxes are."""
         pb = self.pb
         n = lo.shape[0]
-        # uniform probes are drawn on the device (a population's on the host): only the logits,
-        # and the probes that found a counterexample, come back
-        put = pb.backend.put if pb.weights is None else (lambda v: v)
+        # uniform probes are drawn where the boxes are (a population's on the host): only the
+        # logits, and the probes that found a counterexample, come to the host
+        put = pb.backend.put if pb.weights is None else arrays.to_numpy
         dlo, dhi = put(lo), put(hi)
         keys = box_keys(self.seed, dlo, dhi)
         keep = np.ones(n, dtype=bool)
@@ -470,28 +477,30 @@ class BoxSettler(Settler):
         w.terms["probes"].append(np.array([float(x.shape[0])]))
         w.terms["probe_hits"].append(np.array([float(bad.sum())]))
         has = np.asarray(bad.reshape(PROBES, n).any(axis=0))
+        there = pb.backend.put
         if not has.any():
-            return has, keep
+            return there(has), there(keep)
         # one probe per box: the first unfair one
         first = np.argmax(bad.reshape(PROBES, n), axis=0)
         idx = np.flatnonzero(has)
         j = first[idx] * n + idx
         cex = arrays.to_numpy(x[put(j)])  # the probes that found one, brought to the host
         w.cex.append((cex, cex, a[j], b[j]))
-        strong = (z[j, a[j]] > pb.tol) & (z[j, b[j]] < -pb.tol) & (mass[idx] > 1)
-        strong &= mass[idx] <= GROW_BELOW * pb.domain_size
+        mass = arrays.to_numpy(mass)[idx]
+        strong = (z[j, a[j]] > pb.tol) & (z[j, b[j]] < -pb.tol) & (mass > 1) & (mass <= GROW_BELOW * pb.domain_size)
         if self.by_time:
             now = time.perf_counter()
             points = GROW_BATCH if self.t_grow <= GROW_SHARE * (now - self.t_start) else 0
             m = np.flatnonzero(strong)
-            m = m[np.argsort(-mass[idx[m]], kind="stable")[:points]]
+            m = m[np.argsort(-mass[m], kind="stable")[:points]]
         else:
             m = np.flatnonzero(strong & (BoxDraws(arrays.to_numpy(keys)[idx]).random(idx.size) < self.grow_chance))
         if not m.size:
-            return has, keep
+            return there(has), there(keep)
         r = idx[m]
         t = time.perf_counter()
-        glo, ghi, ok = grow(pb, cex[m], a[j[m]], b[j[m]], lo[r], hi[r], self.chunk)
+        rlo, rhi = arrays.to_numpy(lo[there(r)]), arrays.to_numpy(hi[there(r)])  # grown on the host
+        glo, ghi, ok = grow(pb, cex[m], a[j[m]], b[j[m]], rlo, rhi, self.chunk)
         counts = w.counts
         counts.boxes_bounded_grow += int(m.size) * (1 + pb.d * RADII)
         gm = pb.mass(glo, ghi)
@@ -500,14 +509,14 @@ class BoxSettler(Settler):
         counts.t_grow += time.perf_counter() - t
         self.t_grow += time.perf_counter() - t
         if not use.any():
-            return has, keep
+            return there(has), there(keep)
         r, glo, ghi, gm = r[use], glo[use], ghi[use], gm[use]
         w.settle(gm, gm)
         counts.boxes_grown += int(r.size)
-        plo, phi = carve(lo[r], hi[r], glo, ghi, pb.discrete)
+        plo, phi = carve(rlo[use], rhi[use], glo, ghi, pb.discrete)
         self._open(w, plo, phi)
         keep[r] = False
-        return has, keep
+        return there(has), there(keep)
 
     def _exact(self, w: _Work, lo: np.ndarray, hi: np.ndarray) -> None:
         """Settle boxes by enumerating their points (a whole domain in slices of a feature)."""
