@@ -117,7 +117,7 @@ class Findings:
         if not len(x):
             return
         rows = np.ascontiguousarray(np.concatenate([x, xp], axis=1), dtype=np.float64)
-        keys = rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel().tolist()
+        keys: list[bytes] = rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel().tolist()  # type: ignore[assignment]
         new = [i for i, k in enumerate(keys) if k not in self.cex]
         room = CEX_STORE - len(self.cex)
         kept: dict[bytes, int] = {}
