@@ -19,13 +19,15 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
   device, and whether their verdicts are equal.
 
 * `--wide-steps 2G`: each model refined under a box budget (`--wide-max-boxes`) with steps sized
-  as on a CUDA device with 2 GB for a call, numpy and torch: the host's work per box at such steps.
+  as on a CUDA device with 2 GB for a call, numpy and torch, and with torch at steps of 16 boxes:
+  what such a run leaves to the host, per box and per step, and so how fast one process could go
+  were the device free (the host loop's figure, from the numpy run, beside the device loop's).
 
 `--models all` takes every header-domain model (AC-1..AC-12, BM-1..BM-8, GC-1..GC-5), and
 `--no-two-workers` leaves out the 2-worker numpy runs. Each run's figures are merged, model by
 model, into the saved ones, so a long list may be measured in parts. `--jobs N` runs N refinements
 at once, each in its own process (on a GPU sharing it, each with 1/N of its memory): a run is bound
-by its host's work (the wide-steps table), so one GPU serves several. On a GPU machine with 16
+by its host's work (the wide-steps table) and its steps, so one GPU serves several. On a GPU machine with 16
 cores, everything in two calls of under 10 minutes:
 
     python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit

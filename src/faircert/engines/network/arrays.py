@@ -1,7 +1,8 @@
 """Where the bounding kernels run: numpy (the default), or PyTorch on the CPU or a CUDA device.
 
-The kernels (the bounds in `symbolic`; the split features, cuts and credits a step computes from
-them in `settle`, `cuts` and `tail`) are written once against numpy's names. `namespace(x)` gives
+The kernels (the bounds in `symbolic`; the rest of a refinement's step in `settle`, `cuts` and
+`tail`: halving, masses, verdicts, split features, cuts, probes and credits; the open boxes kept in
+`resident`) are written once against numpy's names. `namespace(x)` gives
 them the module to call for an array: numpy itself for a numpy array (so the numpy path is numpy's
 own code, unchanged), or `TorchOps`, which offers the same names, with the same meaning, over torch
 tensors. The credits' exp and log are torch's on its path (within an ulp of numpy's), far inside

@@ -22,6 +22,11 @@ of a threshold (a batched matrix product may round a row differently in another 
 credits and the cuts on real features, which such errors would move, are rounded to fixed grids.
 A run limited by time instead grows around the heaviest counterexamples while growth keeps to its
 share of the time: growing in small batches costs more.
+
+On a device (`arrays.Backend`) a step's boxes come from the device (`resident`) and everything
+above is computed there, in the same float64 operations as numpy's, but the exact enumerations (on
+the model itself) and the growth around counterexamples, which take their few boxes to the host;
+what comes to the host is what is added up exactly (the measures) and the evidence.
 """
 
 from __future__ import annotations
