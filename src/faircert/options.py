@@ -120,8 +120,8 @@ class VerifyOptions(Budget):
     #: Fairify's partitioned verification: cut integer features into chunks of this many values
     #: and decide every partition (implies `complete`)
     partition_size: int | None = None
-    #: where a network's box refinement computes its bounds: None (numpy), or torch in float64 on
-    #: "cpu" or "cuda" (the `torch` extra)
+    #: where a network's box refinement runs (its bounds, its steps, its open boxes): None (numpy),
+    #: or torch in float64 on "cpu" or "cuda" (the `torch` extra)
     device: str | None = None
 
     def __post_init__(self) -> None:

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--device",
         choices=DEVICES,
-        help="bound a ReLU or smooth network's boxes with torch in float64 on this device (the torch extra)",
+        help="refine a ReLU or smooth network's boxes with torch in float64 on this device, the open boxes "
+        "kept there (the torch extra)",
     )
     p.add_argument(
         "--complete",

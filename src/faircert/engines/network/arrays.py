@@ -2,12 +2,11 @@
 
 The kernels (the bounds in `symbolic`; the rest of a refinement's step in `settle`, `cuts` and
 `tail`: halving, masses, verdicts, split features, cuts, probes and credits; the open boxes kept in
-`resident`) are written once against numpy's names. `namespace(x)` gives
-them the module to call for an array: numpy itself for a numpy array (so the numpy path is numpy's
-own code, unchanged), or `TorchOps`, which offers the same names, with the same meaning, over torch
-tensors. The credits' exp and log are torch's on its path (within an ulp of numpy's), far inside
-the slack `tail.LOG_SLACK` leaves.
-Only the names the kernels use are here; each keeps numpy's semantics (`out=` writes in place,
+`resident`) are written once against numpy's names. `namespace(x)` gives them the module to call
+for an array: numpy itself for a numpy array (so the numpy path is numpy's own code, unchanged), or
+`TorchOps`, which offers the same names, with the same meaning, over torch tensors. The credits'
+exp and log are torch's on its path (within an ulp of numpy's), far inside the slack
+`tail.LOG_SLACK` leaves. Only the names the kernels use are here; each keeps numpy's semantics (`out=` writes in place,
 `where=` leaves the other entries of `out` as they were).
 
 Every array on the torch path is float64 (or bool/int64 masks and indices), as on numpy's: the
