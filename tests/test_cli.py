@@ -183,6 +183,21 @@ def test_out_of_memory_is_one_line_and_undecided(monkeypatch, capsys):
     assert main(["verify", "model.nnet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("faircert: error: out of memory before a verdict") and "Traceback" not in err
+    assert "allow the process more memory" in err
+
+
+def test_a_device_out_of_memory_says_what_to_lower(monkeypatch, capsys):
+    import faircert.api
+    from faircert.errors import DeviceMemoryError
+
+    def exhausted(*args, **kwargs):
+        raise DeviceMemoryError("the cuda device ran out of memory: give a lower --memory-limit")
+
+    monkeypatch.setattr(faircert.api, "verify", exhausted)
+    assert main(["verify", "model.nnet"]) == 2
+    err = capsys.readouterr().err
+    want = "faircert: error: out of memory before a verdict; the cuda device ran out of memory: give a lower "
+    assert err.strip() == want + "--memory-limit"
 
 
 def test_numba_that_cannot_load_leaves_the_numpy_path(monkeypatch):

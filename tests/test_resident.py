@@ -13,11 +13,13 @@ import faircert
 from faircert.engines.boxes.frontier import BoxCodec, Frontier
 from faircert.engines.network.arrays import Backend, to_numpy
 from faircert.engines.network.resident import ResidentFrontier
+from faircert.errors import DeviceMemoryError
 
 torch = pytest.importorskip("torch")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 DEVICES = [None, "cpu", pytest.param("cuda", marks=needs_cuda)]
 DATA = (bool, np.int64, np.float64)
+LIMIT = 1 << 30  # bytes the open boxes may take
 
 
 def _key(lo, hi, *data):
@@ -47,7 +49,7 @@ def test_a_step_takes_the_host_frontiers_boxes(device):
     dlo, dhi = np.array([0.0, -50, 17]), np.array([200.0, 50, 90])
     codec = BoxCodec(dlo, dhi, np.ones(3, bool))
     host = Frontier(np.ones(3, bool), 64, codec, _key, 8)
-    there = ResidentFrontier(64, codec, _key, Backend(device).put, DATA)
+    there = ResidentFrontier(64, codec, _key, Backend(device).put, DATA, LIMIT)
     assert there.code == np.int16
     for tau, limit in ((40.0, 500), (30.0, 17), (10.0, None), (0.0, 1), (10.0, None)):
         boxes = _boxes(rng, 150, dlo, dhi)
@@ -67,7 +69,7 @@ def test_a_step_takes_the_host_frontiers_boxes(device):
 def test_the_keys_above_a_level_are_counted_and_taken_largest_first():
     rng = np.random.default_rng(1)
     dlo, dhi = np.zeros(2), np.full(2, 9.0)
-    there = ResidentFrontier(1000, BoxCodec(dlo, dhi, np.ones(2, bool)), _key, Backend("cpu").put, DATA)
+    there = ResidentFrontier(1000, BoxCodec(dlo, dhi, np.ones(2, bool)), _key, Backend("cpu").put, DATA, LIMIT)
     boxes = _boxes(rng, 300, dlo, dhi)
     there.push(*boxes)
     prio = boxes[4]
@@ -88,7 +90,7 @@ def test_boxes_are_stored_exactly_and_handed_to_the_host_as_its_records(device):
     for dhi, code in ((np.array([200.0, 90]), np.int16), (np.array([40000.0, 90]), np.int32)):
         dlo = np.array([0.0, 17])
         codec = BoxCodec(dlo, dhi, np.ones(2, bool))
-        there = ResidentFrontier(1000, codec, _key, put, DATA)
+        there = ResidentFrontier(1000, codec, _key, put, DATA, LIMIT)
         boxes = _boxes(rng, 100, dlo, dhi)
         there.push(*boxes)
         assert there.code == code and there.arrays[0].dtype == getattr(torch if device else np, np.dtype(code).name)
@@ -102,14 +104,14 @@ def test_boxes_are_stored_exactly_and_handed_to_the_host_as_its_records(device):
             there.push_encoded(e)
         assert _rows(tuple(to_numpy(a) for a in there.pop_above(-1.0, 1000))) == _rows(boxes)
     real = BoxCodec(np.zeros(2), np.ones(2), np.array([True, False]))
-    assert ResidentFrontier(64, real, _key, put, DATA).code is None  # a real feature: float64
+    assert ResidentFrontier(64, real, _key, put, DATA, LIMIT).code is None  # a real feature: float64
     wide = BoxCodec(np.zeros(2), np.array([1.0, 3e9]), np.ones(2, bool))
-    assert ResidentFrontier(64, wide, _key, put, DATA).code is None  # beyond int32: float64
+    assert ResidentFrontier(64, wide, _key, put, DATA, LIMIT).code is None  # beyond int32: float64
 
 
 def test_a_coordinate_off_the_grid_is_refused_not_rounded():
     codec = BoxCodec(np.zeros(2), np.full(2, 9.0), np.ones(2, bool))
-    there = ResidentFrontier(64, codec, _key, Backend("cpu").put, DATA)
+    there = ResidentFrontier(64, codec, _key, Backend("cpu").put, DATA, LIMIT)
     with pytest.raises(ValueError, match="grid"):
         there.push(np.array([[0.5, 1.0]]), np.array([[2.0, 3.0]]))
     assert there.count == 0
@@ -163,7 +165,7 @@ def test_the_buffers_grow_and_compact_without_losing_a_box(device):
     pushed and not taken, and the buffers stay within 4x the most that were open with a push."""
     rng = np.random.default_rng(3)
     dlo, dhi = np.zeros(3), np.full(3, 60.0)
-    there = ResidentFrontier(10_000, BoxCodec(dlo, dhi, np.ones(3, bool)), _key, Backend(device).put, DATA)
+    there = ResidentFrontier(10_000, BoxCodec(dlo, dhi, np.ones(3, bool)), _key, Backend(device).put, DATA, LIMIT)
     held: set = set()
     peak = 0
     for k in range(25):
@@ -178,3 +180,33 @@ def test_the_buffers_grow_and_compact_without_losing_a_box(device):
         open_ = tuple(np.concatenate(a) for a in zip(*there.parts()))
         assert there.count == len(held) and _rows(open_) == held
         assert there.keys.shape[0] <= max(1024, 4 * peak)
+
+
+def test_the_buffers_grow_within_the_memory_limit():
+    """Doubling stops at the shard's memory limit: past it a push gets the rows it needs, no more
+    (the shard then stops refining at its next step, as on the host)."""
+    dlo, dhi = np.zeros(3), np.full(3, 60.0)
+    row = 2 * 3 * 2 + 1 + 8 + 8 + 8  # int16 coordinates, the data, the key
+    there = ResidentFrontier(10_000, BoxCodec(dlo, dhi, np.ones(3, bool)), _key, Backend("cpu").put, DATA, 3000 * row)
+    rng = np.random.default_rng(4)
+    sizes = []
+    for _ in range(6):
+        there.push(*_boxes(rng, 900, dlo, dhi))
+        sizes.append(int(there.keys.shape[0]))
+    assert sizes == [1024, 2048, 3000, 3600, 4500, 5400]  # 2x, the limit, then what the pushes need
+    assert there.count == 5400 and there.nbytes == 5400 * row
+
+
+def test_a_device_out_of_memory_is_a_memory_error_not_a_crash(small_chunks, monkeypatch):
+    """The device's own out-of-memory error (a CUDA device holding less than the memory limit lets
+    the run take) is the run's MemoryError, which the command reports as such."""
+    from faircert.engines.network.settle import BoxSettler
+
+    def full(self, *boxes):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(BoxSettler, "settle", full)
+    with pytest.raises(DeviceMemoryError, match="lower --memory-limit"):
+        _verify("cpu", max_boxes=3000)
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # on numpy the error is not the device's
+        _verify(None, max_boxes=3000)

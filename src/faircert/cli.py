@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import Any
 
-from .errors import FaircertError
+from .errors import DeviceMemoryError, FaircertError
 from .limits import start_command_clock
 
 EXIT_UNDECIDED = 2
@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except MemoryError:  # no verdict within the memory this process may use: the budget ran out
+    except MemoryError as exc:  # no verdict within the memory this process may use: the budget ran out
+        advice = "allow the process more memory, or give a smaller domain or a shorter time limit"
         print(
-            "faircert: error: out of memory before a verdict; allow the process more memory, or give a "
-            "smaller domain or a shorter time limit",
+            f"faircert: error: out of memory before a verdict; {exc if isinstance(exc, DeviceMemoryError) else advice}",
             file=sys.stderr,
         )
         return EXIT_UNDECIDED

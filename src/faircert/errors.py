@@ -28,3 +28,8 @@ class PropertyError(FaircertError):
 
 class DataError(FaircertError):
     """A dataset that cannot be used as given (unknown columns, empty groups, ...)."""
+
+
+class DeviceMemoryError(MemoryError):
+    """The accelerator ran out of memory before a verdict (it holds less than the run may take);
+    the message says what to lower."""

@@ -88,8 +88,9 @@ class Settler:
       refinement's (each shard's boxes, data kinds and sums' signs are checked by `Shard`);
     - `device_bytes()`: the most memory its steps took on an accelerator (held to the shard's
       memory limit beside the open boxes);
-    - `frontier(free, chunk, codec)`: where the open boxes are kept (by default the host's
-      `frontier.Frontier`; a settler that computes on a device may keep them there)."""
+    - `frontier(free, chunk, codec, limit_bytes)`: where the open boxes are kept (by default the
+      host's `frontier.Frontier`; a settler that computes on a device may keep them there, in
+      about `limit_bytes` at most)."""
 
     measures: tuple[str, ...] = MEASURES
     open_data: tuple[Any, ...] = ()
@@ -104,7 +105,7 @@ class Settler:
     def device_bytes(self) -> int:
         return 0
 
-    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None) -> Frontier:
+    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None, limit_bytes: int) -> Frontier:
         return Frontier(free, chunk, codec, self.key, self.entry_boxes)
 
 
@@ -182,7 +183,7 @@ class Shard:
     def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
         """Forget everything and take these open boxes (encoded chunks); the progress says whether
         any is above the level `tau`."""
-        self.frontier = self.settler.frontier(self.free, self.chunk, self.codec)
+        self.frontier = self.settler.frontier(self.free, self.chunk, self.codec, self.limit_bytes)
         self.box_s: float | None = None  # seconds per box settled, measured
         for entry in entries:
             self.frontier.push_encoded(entry)

@@ -88,6 +88,11 @@ class Backend:
             return 0
         return int(self.torch.cuda.max_memory_allocated())
 
+    def out_of_memory(self, exc: BaseException) -> bool:
+        """Whether `exc` is the device running out of memory (torch's error on a CUDA device)."""
+        oom = None if self.device is None else getattr(self.torch.cuda, "OutOfMemoryError", None)
+        return oom is not None and isinstance(exc, oom)
+
     def __getstate__(self) -> dict[str, Any]:
         return {"device": self.device}  # the module is imported again where it is unpickled
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import PropertyError
+from ...errors import DeviceMemoryError, PropertyError
 from ...memory import default_limit
 from ...models.network import ReluNetwork
 from ...options import VerifyOptions
@@ -145,7 +145,12 @@ def verify_network(
     device, parallel = parallel.device, dataclasses.replace(parallel, device=None)  # one process
     with one_thread(device):
         run = Refinement(network, prop, seed, progress, memory_limit, device)
-        run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
+        try:
+            run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
+        except Exception as exc:  # the memory limit keeps a run inside it; a device that holds less fails
+            if run.pb.backend.out_of_memory(exc):
+                raise DeviceMemoryError(f"the {device} device ran out of memory: give a lower --memory-limit") from None
+            raise
         return run.result(time_limit, confidence, max_counterexamples)
 
 

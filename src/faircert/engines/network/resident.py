@@ -44,9 +44,11 @@ class ResidentFrontier:
     arrays to, taken by `key`, largest first, in chunks of up to `chunk` boxes. Offers what a shard
     uses of `boxes.frontier.Frontier`; `codec` encodes the boxes handed to the host.
 
-    The rows live in buffers that grow by doubling; a box taken is marked (its key set to -inf)
-    rather than removed, and the buffers are compacted when a push finds them full: a step then
-    costs a selection over the keys, not a copy of every open box."""
+    The rows live in buffers that grow by doubling, up to `limit_bytes` (the shard stops refining
+    once the open boxes take that much; a push that needs more gets just the rows it needs); a box
+    taken is marked (its key set to -inf) rather than removed, and the buffers are compacted when a
+    push finds them full: a step then costs a selection over the keys, not a copy of every open
+    box."""
 
     def __init__(
         self,
@@ -55,8 +57,9 @@ class ResidentFrontier:
         key: Key,
         put: Callable[[Any], Any],
         open_data: Sequence[Any],
+        limit_bytes: int,
     ) -> None:
-        self.chunk, self.codec, self.key, self.put = chunk, codec, key, put
+        self.chunk, self.codec, self.key, self.put, self.limit_bytes = chunk, codec, key, put, limit_bytes
         self.open_data = tuple(np.dtype(d) for d in open_data)
         self.dlo = codec.dlo
         self.code = _offsets(codec)
@@ -91,7 +94,8 @@ class ResidentFrontier:
 
     def _make_room(self, n: int, like: tuple[Any, ...]) -> None:
         """Room for n more rows: the open rows moved to the front when at least half the rows are
-        taken ones, else buffers of twice the size (at least `used + n` rows)."""
+        taken ones, else buffers of twice the size (within `limit_bytes`; at least `count + n`
+        rows)."""
         capacity = 0 if self.keys is None else int(self.keys.shape[0])
         if self.used + n <= capacity:
             return
@@ -100,7 +104,8 @@ class ResidentFrontier:
         if self.count + n <= capacity and 2 * self.count <= self.used:
             new_keys, new_arrays = self.keys, self.arrays
         else:
-            size = max(2 * capacity, self.count + n, 1024)
+            row = 8 + sum(int(a[:1].nbytes) for a in like)  # a key and a box's arrays
+            size = max(min(2 * capacity, self.limit_bytes // row), self.count + n, 1024)
             new_keys = arrays.zeros(xp, size, like[0])
             new_arrays = tuple(xp.zeros((size,) + tuple(a.shape[1:]), dtype=a.dtype, like=a) for a in like)
         if live is not None:

@@ -262,11 +262,11 @@ class BoxSettler(Settler):
     def device_bytes(self) -> int:
         return self.pb.backend.memory_used()
 
-    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None) -> Any:
+    def frontier(self, free: np.ndarray, chunk: int, codec: BoxCodec | None, limit_bytes: int) -> Any:
         """On a device the open boxes stay there (`resident`); on numpy, the host's frontier."""
         if self.pb.backend.numpy or codec is None:
-            return super().frontier(free, chunk, codec)
-        return ResidentFrontier(chunk, codec, self.key, self.pb.backend.put, self.open_data)
+            return super().frontier(free, chunk, codec, limit_bytes)
+        return ResidentFrontier(chunk, codec, self.key, self.pb.backend.put, self.open_data, limit_bytes)
 
     def key(self, lo: Any, hi: Any, *data: Any) -> Any:
         """The order of open boxes: a bounded box's priority; a box not bounded yet comes first
