@@ -28,7 +28,8 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
 model, into the saved ones, so a long list may be measured in parts. `--jobs N` runs N refinements
 at once, each in its own process (on a GPU sharing it, each with 1/N of its memory): a run is bound
 by its host's work (the wide-steps table) and its steps, so one GPU serves several. On a GPU machine with 16
-cores, everything in two calls of under 10 minutes:
+cores, everything in two calls of under 10 minutes (`gpu_session.sh 1` and `2` run them, with the
+CUDA tests and the wide steps):
 
     python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit
     python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long AC-5:240 --jobs 8
@@ -99,7 +100,7 @@ DEVICE_CALLS = (
 #: growing unfair boxes around counterexamples (their bounds computed on the device: `DEVICE_WORK`
 #: within them is not counted), classifying the probes (their logits computed on the device,
 #: brought to the host), bringing the measures there and adding them up exactly, and keeping the
-#: evidence
+#: evidence (on a GPU, what the host waits there for the device counts as the host's)
 HOST_CALLS = (
     ("network.settle", "BoxSettler", "_exact"),
     ("network.settle", None, "grow"),
