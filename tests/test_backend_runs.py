@@ -13,6 +13,7 @@ import pytest
 from boxes_oracle import random_network
 from killing import killed_after_checkpoint, rerun
 from test_network_parallel import large_case, shares
+from test_network_population import raw_pipeline
 
 import faircert
 from faircert.cli import main
@@ -236,21 +237,7 @@ def test_a_pipeline_under_independent_marginals_on_the_device_gives_numpys_share
     """A scikit-learn Pipeline trained on raw columns (one-hot names, scaled numbers), measured
     under the data's independent marginals: the probes are then the data's values, drawn on the
     host, and the device run's shares, boxes and counterexamples are numpy's."""
-    pytest.importorskip("sklearn")
-    import pandas as pd
-    from sklearn.compose import ColumnTransformer
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
-    rng = np.random.default_rng(0)
-    n = 400
-    df = pd.DataFrame(
-        {"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n), "age": rng.integers(18, 60, n)}
-    )
-    y = ((df.age - 40) / 9 + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.5).astype(int)
-    prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["age"])])
-    model = Pipeline([("prep", prep), ("clf", MLPClassifier((16, 8), max_iter=500, random_state=0))]).fit(df, y)
+    model, df = raw_pipeline(60, 40, 9, (16, 8))
 
     def run(device):
         return faircert.verify(

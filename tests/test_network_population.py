@@ -101,7 +101,9 @@ def test_weights_measure_sample_and_cut_by_the_data():
     np.testing.assert_array_equal(cut, [0.0, 1.0])
 
 
-def test_a_pipeline_network_under_independent_marginals_from_the_api():
+def raw_pipeline(top_age: int, centre: float, scale: float, hidden: tuple[int, ...]):
+    """A scikit-learn Pipeline trained on raw columns (one-hot sex and job, a scaled age in
+    [18, top_age)) whose labels lean on sex, and its 400 rows."""
     pytest.importorskip("sklearn")
     from sklearn.compose import ColumnTransformer
     from sklearn.neural_network import MLPClassifier
@@ -111,11 +113,15 @@ def test_a_pipeline_network_under_independent_marginals_from_the_api():
     rng = np.random.default_rng(0)
     n = 400
     df = pd.DataFrame(
-        {"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n), "age": rng.integers(18, 30, n)}
+        {"sex": rng.choice(["F", "M"], n), "job": rng.choice(list("pqr"), n), "age": rng.integers(18, top_age, n)}
     )
-    y = ((df.age - 24) / 3 + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.5).astype(int)
+    y = ((df.age - centre) / scale + (df.sex == "M") * 0.8 + (df.job == "q") + rng.normal(0, 0.5, n) > 0.5).astype(int)
     prep = ColumnTransformer([("cat", OneHotEncoder(), ["sex", "job"]), ("num", StandardScaler(), ["age"])])
-    model = Pipeline([("prep", prep), ("clf", MLPClassifier((8,), max_iter=500, random_state=0))]).fit(df, y)
+    return Pipeline([("prep", prep), ("clf", MLPClassifier(hidden, max_iter=500, random_state=0))]).fit(df, y), df
+
+
+def test_a_pipeline_network_under_independent_marginals_from_the_api():
+    model, df = raw_pipeline(30, 24, 3, (8,))
     res = faircert.verify(model, df, protected="sex", population="independent", data=df, time_limit=30, workers=1)
     flipped = df.assign(sex=np.where(df.sex == "F", "M", "F"))
     # the truth: over the product of the data's marginals of job and age

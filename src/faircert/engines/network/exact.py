@@ -124,7 +124,7 @@ def _witness(pb: Problem, x: np.ndarray):
 def exact_ok(pb: Problem, lo: Any, hi: Any, limit: int) -> Any:
     """Boxes whose (window-enlarged) grid is small enough to enumerate (a mask where they are)."""
     xp = namespace(lo)
-    grid = xp.all(pb.here(pb.discrete, lo) | ((hi == lo) & pb.here(pb.eps == 0, lo)), axis=1)
+    grid = xp.all(pb.here("discrete", lo) | ((hi == lo) & (pb.here("eps", lo) == 0)), axis=1)
     count = xp.prod(hi - lo + 1, axis=1)
     if pb.has_eps:
         elo, ehi = pb.enlarge(lo, hi)

@@ -211,12 +211,19 @@ class Problem:
         if self.weights is not None:
             return like(self.weights.mass(to_numpy(lo), to_numpy(hi)), lo)
         xp = namespace(lo)
-        size = xp.where(self.here(self.discrete, lo), hi - lo + 1.0, hi - lo)
+        size = xp.where(self.here("discrete", lo), hi - lo + 1.0, hi - lo)
         return xp.prod(size, axis=-1)
 
-    def here(self, x: np.ndarray, ref: Any) -> Any:
-        """The problem's array x where `ref` lives."""
-        return x if isinstance(ref, np.ndarray) else self.backend.put(x)
+    def here(self, name: str, ref: Any) -> Any:
+        """The problem's array `name` (lo, hi, discrete, eps: fixed once built) where `ref` lives;
+        on a device, moved there once."""
+        x = getattr(self, name)
+        if isinstance(ref, np.ndarray):
+            return x
+        copies = self.__dict__.setdefault("_device_copies", {})
+        if name not in copies:
+            copies[name] = self.backend.put(x)
+        return copies[name]
 
     def point_mass(self, x: np.ndarray) -> np.ndarray:
         """What each grid point (rows of x) counts for: 1, or its probability under `weights`."""
@@ -230,6 +237,7 @@ class Problem:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_on_device", None)  # a worker moves the arrays to its device itself
+        state.pop("_device_copies", None)
         return state
 
     def bound(self, lo: np.ndarray, hi: np.ndarray, tight: bool = False, host: bool = True) -> TwinBounds:
@@ -262,8 +270,8 @@ class Problem:
 
     def enlarge(self, lo: Any, hi: Any) -> tuple[Any, Any]:
         """The boxes every twin ranges over: [lo - eps, hi + eps] within the domain."""
-        xp, eps = namespace(lo), self.here(self.eps, lo)
-        return xp.maximum(lo - eps, self.here(self.lo, lo)), xp.minimum(hi + eps, self.here(self.hi, lo))
+        xp, eps = namespace(lo), self.here("eps", lo)
+        return xp.maximum(lo - eps, self.here("lo", lo)), xp.minimum(hi + eps, self.here("hi", lo))
 
     def full(self, x: np.ndarray, twin: np.ndarray) -> np.ndarray:
         """Full model inputs from free points x (n, d) and twin indices (n,)."""

@@ -61,8 +61,8 @@ class ResidentFrontier:
     ) -> None:
         self.chunk, self.codec, self.key, self.put, self.limit_bytes = chunk, codec, key, put, limit_bytes
         self.open_data = tuple(np.dtype(d) for d in open_data)
-        self.dlo = codec.dlo
         self.code = _offsets(codec)
+        self.origin = put(codec.dlo) if self.code is not None else None  # the offsets' zero, on the device
         self.arrays: tuple[Any, ...] = ()  # buffers: lo and hi (as stored), then the per-box data
         self.keys: Any = None  # a buffer of the rows' keys, -inf for a row taken
         self.used = 0  # rows written (open or taken)
@@ -81,7 +81,7 @@ class ResidentFrontier:
         if self.code is None:
             return x
         xp = namespace(x)
-        off = x - self.put(self.dlo)
+        off = x - self.origin
         codes = arrays.astype(xp, off, self.code)
         if not bool(xp.all(arrays.astype(xp, codes, np.float64) == off)):
             raise ValueError("a box coordinate off its integer grid")
@@ -90,7 +90,7 @@ class ResidentFrontier:
     def _decode(self, codes: Any) -> Any:
         if self.code is None:
             return codes
-        return arrays.astype(namespace(codes), codes, np.float64) + self.put(self.dlo)
+        return arrays.astype(namespace(codes), codes, np.float64) + self.origin
 
     def _make_room(self, n: int, like: tuple[Any, ...]) -> None:
         """Room for n more rows: the open rows moved to the front when at least half the rows are

@@ -32,7 +32,7 @@ def draw_points(rng: Draws, pb: Problem, lo: Any, hi: Any) -> Any:
     """One point per box drawn from the problem's measure: uniform (where the boxes are), or the
     data's values under its marginals (boxes of mass > 0; on the host)."""
     if pb.weights is None:
-        return random_points(rng, lo, hi, pb.discrete if namespace(lo) is np else pb.backend.put(pb.discrete))
+        return random_points(rng, lo, hi, pb.here("discrete", lo))
     return pb.weights.sample(rng, lo, hi)
 
 

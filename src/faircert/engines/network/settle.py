@@ -314,7 +314,7 @@ class BoxSettler(Settler):
         xp = namespace(lo)
         r = arrays.arange(xp, lo.shape[0], like=lo)
         a, b = lo[r, split], hi[r, split]
-        disc = pb.backend.put(pb.discrete)[split]
+        disc = pb.here("discrete", lo)[split]
         mid = xp.where(disc, xp.floor((a + b) / 2), (a + b) / 2)
         if pb.weights is not None:  # halve the mass, not the range (the data's marginals are the host's)
             host = (arrays.to_numpy(v) for v in (split, a, b, mid))
@@ -327,10 +327,10 @@ class BoxSettler(Settler):
 
     def _process(self, w: _Work, lo: Any, hi: Any) -> None:
         pb = self.pb
-        xp, put = namespace(lo), pb.backend.put
+        xp = namespace(lo)
         held = pb.mass(lo, hi) > 0  # boxes of no mass (flat in a real feature, or missed by the data) count for nothing
         lo, hi = lo[held], hi[held]
-        whole = xp.all(lo == put(pb.lo), axis=1) & xp.all(hi == put(pb.hi), axis=1)
+        whole = xp.all(lo == pb.here("lo", lo), axis=1) & xp.all(hi == pb.here("hi", lo), axis=1)
         ex = exact_ok(pb, lo, hi, self.exact_limit)
         if bool(whole.any()):  # a small domain is enumerated at once
             ex |= whole & exact_ok(pb, lo, hi, self.root_points)
@@ -345,11 +345,8 @@ class BoxSettler(Settler):
         a call's arrays then stay in the cache, while what follows the bounds runs once per step.
         On a device they stay there (`_decided` keeps the undecided boxes' only)."""
         calls = -(-lo.shape[0] // self.chunk)
-        ends = [len(p) for p in np.array_split(np.arange(lo.shape[0]), calls)]
-        starts = np.cumsum([0] + ends)
-        parts = [
-            self.pb.window_bounds(lo[a:b], hi[a:b], self.tight, host=False) for a, b in zip(starts[:-1], starts[1:])
-        ]
+        edges = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(lo.shape[0]), calls)])
+        parts = [self.pb.window_bounds(lo[a:b], hi[a:b], self.tight, host=False) for a, b in zip(edges, edges[1:])]
         own = TwinBounds.joined([p[1] for p in parts])
         return (own if parts[0][0] is parts[0][1] else TwinBounds.joined([p[0] for p in parts])), own
 
@@ -370,7 +367,7 @@ class BoxSettler(Settler):
     def _bound(self, w: _Work, lo: Any, hi: Any) -> None:
         """Bound boxes; settle them, or cut, search and credit the undecided ones. On a device all
         of it is computed there, beside the bounds, and the boxes left open stay there."""
-        pb, counts, put = self.pb, w.counts, self.pb.backend.put
+        pb, counts = self.pb, w.counts
         xp = namespace(lo)
         t = time.perf_counter()
         bd, own = self._bounds(lo, hi)
@@ -386,11 +383,11 @@ class BoxSettler(Settler):
         lo, hi, mass = lo[rows], hi[rows], mass[rows]
         if held is not None:  # the bounds hold the undecided boxes only
             rows = arrays.arange(xp, rows.shape[0], like=lo)
-        at, discrete = put(rows), put(pb.discrete)
-        best, ok = self._split_features(own.sens[at], lo, hi, discrete)
+        discrete = pb.here("discrete", lo)
+        best, ok = self._split_features(own.sens[rows], lo, hi, discrete)
         src = rows  # each remaining box's row in the bounds
         if not pb.has_eps:
-            cuts = cut_boxes(own, at, lo, hi, discrete, pb.tol)
+            cuts = cut_boxes(own, rows, lo, hi, discrete, pb.tol)
             if cuts.src.shape[0]:
                 m = pb.mass(cuts.lo, cuts.hi)
                 piece_done = cuts.fair | cuts.unfair
@@ -440,15 +437,13 @@ class BoxSettler(Settler):
         if pb.weights is not None:  # the tail bounds hold for points uniform in a box
             return arrays.zeros(xp, lo.shape[0], lo), arrays.zeros(xp, lo.shape[0], lo)
         t = time.perf_counter()
-        put = pb.backend.put
-        at = put(src)
         fair_forms = None
         if pb.has_eps:
             # a point is fair when its whole epsilon-window is: the forms' worst case over it
-            a = bd.form_a[:, at]
-            fair_forms = (a, bd.form_c[:, at] - (namespace(a).abs(a) * put(pb.eps)).sum(axis=3))
+            a = bd.form_a[:, src]
+            fair_forms = (a, bd.form_c[:, src] - (namespace(a).abs(a) * pb.here("eps", lo)).sum(axis=3))
         fair, unfair = decided_shares(
-            own.form_a[:, at], own.form_c[:, at], put(lo), put(hi), put(pb.discrete), pb.tol, fair_forms
+            own.form_a[:, src], own.form_c[:, src], lo, hi, pb.here("discrete", lo), pb.tol, fair_forms
         )
         w.counts.t_credit += time.perf_counter() - t
         return xp.floor(fair / CREDIT_GRID), xp.floor(unfair / CREDIT_GRID)
