@@ -5,14 +5,16 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
 `benchmarks/results/gpu.md` and `.json`, keeping the other device's saved figures.
 
 * Refinements: each model verified under a box budget (`--max-boxes`, the same boxes whatever runs
-  the bounds) with numpy in one process, numpy on 2 worker processes (the CPU default) and torch
-  on the device in one process. Boxes/s = boxes bounded per second of refinement. The shares
+  the bounds) with numpy in one process, numpy on 2 worker processes (the CPU default), torch on
+  the device in one process, and torch on the device in 2 worker processes (spawned; on a GPU they
+  share it). Boxes/s = boxes bounded per second of refinement. The shares
   under a box budget must be equal: the bounds agree to about 1e-12.
 * Kernels: one bounding call (`bound_twins`, full CROWN as the refinement picks it) on random boxes
   of the domain, at several batch sizes: boxes bounded per second, numpy on one BLAS thread, torch
   on one thread and on torch's default thread count (CPU), or torch on the GPU.
 * `--timed` (GPU): each model refined on the device for FairQuant's time (at least 10 s), its
-  undecided share beside FairQuant's; `--long AC-5:240` refines a model for a longer time.
+  undecided share beside FairQuant's; `--long AC-5:240` refines a model for a longer time, and
+  `--long AC-5:240:8` does so on 8 worker processes that share the device.
 * `--audit`: the per-row audit of an MLP 128x128x128 (random weights, the Adult header domain)
   with a wide ball (every non-protected feature of at least 10 values moves by a tenth of its
   range: about 800,000 twins a row, beyond enumeration): rows per second with numpy and on the
@@ -24,19 +26,21 @@ machine with a CUDA GPU; add `--timed` for the runs at FairQuant's times); write
   were the device free (the host loop's figure, from the numpy run, beside the device loop's).
 
 `--models all` takes every header-domain model (AC-1..AC-12, BM-1..BM-8, GC-1..GC-5), and
-`--no-two-workers` leaves out the 2-worker numpy runs. Each run's figures are merged, model by
+`--no-two-workers` leaves out the 2-worker runs. Each run's figures are merged, model by
 model, into the saved ones, so a long list may be measured in parts. `--jobs N` runs N refinements
 at once, each in its own process (on a GPU sharing it, each with 1/N of its memory): a run is bound
 by its host's work (the wide-steps table) and its steps, so one GPU serves several. On a GPU machine with 16
-cores, everything in two calls of under 10 minutes (`gpu_session.sh 1` and `2` run them, with the
-CUDA tests and the wide steps):
+cores, everything in three calls of under 10 minutes, most needed first (`gpu_session.sh 1`, `2`
+and `3` run them, with the CUDA tests and the wide steps):
 
-    python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit
     python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long AC-5:240 --jobs 8
+    python benchmarks/gpu.py --device cuda --no-refine --long AC-5:240:8 --audit --jobs 2
+    python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8
 
-(the first: box-budget refinements, the kernels and the audit; the second: every model at
-FairQuant's time, at most 240 s, and AC-5 for 240 s, longest first: 8 lanes of at most 240 s.
-A capped run stops before FairQuant's time: its undecided share is what less time left.) `--out PATH`
+(the first: every model at FairQuant's time, at most 240 s, and AC-5 for 240 s, longest first: 8
+lanes of at most 240 s; the second: AC-5 for 240 s on 8 worker processes sharing the GPU, and the
+audit; the third: box-budget refinements and the kernels. A capped run stops before FairQuant's
+time: its undecided share is what less time left.) `--out PATH`
 writes elsewhere than `benchmarks/results/gpu` (a trial run).
 
 On a lent machine that gets the checkout alone and returns only the files under `$OUT`: link the
@@ -408,11 +412,13 @@ def write(saved: dict, out: Path = OUT) -> None:
                 f"## torch on {device}",
                 "",
                 "**The GPU figures (an H100 or H200) are still to be taken.** On a machine with a CUDA GPU and 16 "
-                "cores run `python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8 --audit` "
-                "(every header-domain model under a box budget, the kernels, the per-row audit of an MLP "
-                "128x128x128) and `python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long "
-                f"AC-5:240 --jobs 8` (all {len(HEADER_MODELS)} at FairQuant's times, at most 240 s each, and AC-5 "
-                "for 240 s, 8 at a time); `--models` runs a part, merged into the saved figures.",
+                "cores run `python benchmarks/gpu.py --device cuda --no-refine --timed --cap 240 --long AC-5:240 "
+                f"--jobs 8` (all {len(HEADER_MODELS)} at FairQuant's times, at most 240 s each, and AC-5 for 240 s, "
+                "8 at a time), `python benchmarks/gpu.py --device cuda --no-refine --long AC-5:240:8 --audit "
+                "--jobs 2` (AC-5 on 8 worker processes sharing the GPU; the per-row audit of an MLP 128x128x128) "
+                "and `python benchmarks/gpu.py --device cuda --models all --no-two-workers --jobs 8` (every "
+                "header-domain model under a box budget, the kernels); `--models` runs a part, merged into the "
+                "saved figures (`gpu_session.sh` runs them on a lent machine).",
                 "",
             ]
             continue
@@ -459,13 +465,14 @@ def write(saved: dict, out: Path = OUT) -> None:
                 "",
                 f"### Undecided after a time limit (torch on {device})",
                 "",
-                "| model | time limit s | wall s | boxes/s | und % | FairQuant und % (its time s) |",
-                "|---|---|---|---|---|---|",
+                "| model | processes | time limit s | wall s | boxes/s | und % | FairQuant und % (its time s) |",
+                "|---|---|---|---|---|---|---|",
             ]
             for r in timed:
                 fq = FAIRQUANT[r["model"]]
                 lines.append(
-                    f"| {r['model']} | {r['time_limit']:.0f} | {r['wall_s']:.1f} | {r['boxes_per_s']:.0f} | "
+                    f"| {r['model']} | {_processes(r['workers'])} | {r['time_limit']:.0f} | {r['wall_s']:.1f} | "
+                    f"{r['boxes_per_s']:.0f} | "
                     f"{pct(r['undecided'])} | {fq[2]:.2f} ({fq[3]:g}) |"
                 )
         if got.get("audit"):
@@ -502,22 +509,31 @@ def _refinements(device: str, refinements: list[dict]) -> list[str]:
         f"### Refinements under --max-boxes {', '.join(map(str, budgets))}",
         "",
         "| model | max boxes | boxes | numpy 1 proc boxes/s | numpy 2 workers boxes/s | torch "
-        f"{device} boxes/s | torch / numpy 1 proc | torch: bounding share of its time | und % numpy "
-        "| und % torch | same |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"{device} boxes/s | torch {device} 2 workers boxes/s | torch / numpy 1 proc | torch: bounding share "
+        "of its time | und % numpy | und % torch | same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = ("certified", "falsified", "undecided")
     for r in refinements:
-        n1, n2, t = r["numpy"], r.get("numpy_2_workers"), r["torch"]
-        same = all(n1[k] == t[k] and (n2 is None or n2[k] == n1[k]) for k in keys)
+        n1, t = r["numpy"], r["torch"]
+        others = [r[c] for c in ("numpy_2_workers", "torch_2_workers") if c in r]
+        same = all(n1[k] == o[k] for k in keys for o in [t] + others)
         lines.append(
             f"| {r['model']} | {r.get('max_boxes', '')} | {t['boxes']} | {n1['boxes_per_s']:.0f} | "
-            f"{'-' if n2 is None else format(n2['boxes_per_s'], '.0f')} | "
-            f"{t['boxes_per_s']:.0f} | {t['boxes_per_s'] / n1['boxes_per_s']:.2f}x | "
+            f"{_rate(r.get('numpy_2_workers'))} | {t['boxes_per_s']:.0f} | {_rate(r.get('torch_2_workers'))} | "
+            f"{t['boxes_per_s'] / n1['boxes_per_s']:.2f}x | "
             f"{100 * t['bound_s'] / t['refine_s']:.0f}% | {pct(n1['undecided'])} | "
             f"{pct(t['undecided'])} | {'yes' if same else 'NO'} |"
         )
     return lines
+
+
+def _rate(run: dict | None) -> str:
+    return "-" if run is None else f"{run['boxes_per_s']:.0f}"
+
+
+def _processes(workers: int) -> str:
+    return "1" if workers <= 1 else f"{workers} workers + driver"
 
 
 def _wide_steps(device: str, runs: list[dict]) -> list[str]:
@@ -587,9 +603,13 @@ def _now() -> str:
 
 
 def _merged(old: list[dict], new: list[dict]) -> list[dict]:
-    """`old`'s rows with `new`'s in place of those of the same model (new models appended)."""
-    by = {r["model"]: r for r in old}
-    by.update({r["model"]: r for r in new})
+    """`old`'s rows with `new`'s in place of those of the same model and processes (new ones appended)."""
+
+    def key(r: dict) -> tuple[str, int]:
+        return r["model"], r.get("workers", 1)
+
+    by = {key(r): r for r in old}
+    by.update({key(r): r for r in new})
     return list(by.values())
 
 
@@ -618,11 +638,12 @@ def _memory(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _model_seconds(text: str) -> tuple[str, float]:
-    model, _, seconds = text.partition(":")
+def _model_seconds(text: str) -> tuple[str, float, int]:
+    model, _, rest = text.partition(":")
     if model not in FAIRQUANT:
-        raise argparse.ArgumentTypeError(f"unknown model {model!r} (as AC-5:240)")
-    return model, _positive(float)(seconds)
+        raise argparse.ArgumentTypeError(f"unknown model {model!r} (as AC-5:240 or AC-5:240:8)")
+    seconds, _, workers = rest.partition(":")
+    return model, _positive(float)(seconds), _positive(int)(workers or "1")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -632,7 +653,9 @@ def main(argv: list[str] | None = None) -> int:
         "--models", help=f"comma-separated, or all (default: {','.join(MODELS_RUN)}; timed: all header models)"
     )
     ap.add_argument("--max-boxes", type=_positive(int), default=20_000)
-    ap.add_argument("--two-workers", action=argparse.BooleanOptionalAction, default=True, help="numpy on 2 workers too")
+    ap.add_argument(
+        "--two-workers", action=argparse.BooleanOptionalAction, default=True, help="numpy and torch on 2 workers too"
+    )
     ap.add_argument("--no-refine", action="store_true", help="no box-budget refinements (nor kernels)")
     ap.add_argument("--timed", action="store_true", help="also refine each header model for FairQuant's time")
     ap.add_argument(
@@ -646,8 +669,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         type=_model_seconds,
-        metavar="MODEL:SECONDS",
-        help="refine MODEL that long",
+        metavar="MODEL:SECONDS[:WORKERS]",
+        help="refine MODEL that long (on WORKERS processes that share the device)",
     )
     ap.add_argument(
         "--wide-steps",
@@ -711,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_refine:
         configs = [("numpy", None, 1)] + ([("numpy_2_workers", None, 2)] if args.two_workers else [])
-        configs += [("torch", args.device, 1)]
+        configs += [("torch", args.device, 1)] + ([("torch_2_workers", args.device, 2)] if args.two_workers else [])
         names = models or MODELS_RUN
         rows = {name: {"model": name, "max_boxes": args.max_boxes} for name in names}
         calls = [
@@ -751,13 +774,13 @@ def main(argv: list[str] | None = None) -> int:
             if len(wide[name]) == 3 + len(runs):
                 got["wide_steps"] = _merged(got.get("wide_steps", []), [wide[name]])
                 keep()
-    timed = [("timed", m, min(max(10.0, FAIRQUANT[m][3]), args.cap)) for m in (models or HEADER_MODELS)]
+    timed = [("timed", m, min(max(10.0, FAIRQUANT[m][3]), args.cap), 1) for m in (models or HEADER_MODELS)]
     timed = timed if args.timed else []
-    runs = timed + [("long", m, t) for m, t in args.long]
+    runs = timed + [("long", m, t, w) for m, t, w in args.long]
     longest_first = sorted(range(len(runs)), key=lambda i: -runs[i][2])  # the run's end is the longest's
-    calls = [(refine, runs[i][1], None, args.device, 1, runs[i][2], None, share) for i in longest_first]
+    calls = [(refine, runs[i][1], None, args.device, runs[i][3], runs[i][2], None, share) for i in longest_first]
     for i, r in run_many(calls, args.jobs):
-        key, name, seconds = runs[longest_first[i]]
+        key, name, seconds, _ = runs[longest_first[i]]
         r = dict(r, time_limit=seconds)
         note_load(r)
         got[key] = _merged(got.get(key, []), [r])

@@ -281,10 +281,10 @@ def test_a_device_that_cannot_be_used_is_one_clear_error(monkeypatch):
         Backend("cpu")
 
 
-def test_device_with_workers_or_another_engine_is_refused():
+def test_device_on_ray_or_another_engine_is_refused():
     net, dom = large_case()
-    with pytest.raises(FaircertError, match="--device bounds in this process"):
-        faircert.verify(net, dom, protected="p", workers=2, max_boxes=100, device="cpu")
+    with pytest.raises(FaircertError, match="--device bounds on this machine's processes: leave out --ray"):
+        faircert.verify(net, dom, protected="p", ray_address="local", max_boxes=100, device="cpu")
     with pytest.raises(PropertyError, match=r"\(network-boxes\); this question goes to network-complete"):
         faircert.verify(net, dom, protected="p", complete=True, time_limit=5, device="cpu")
 

@@ -89,7 +89,8 @@ def test_box_budgeted_shares_equal_numpys_on_several_networks(small_chunks, case
 def _verify(device, **options):
     net, dom = large_case()
     options.setdefault("time_limit", 60)  # the box budget ends the run first
-    return faircert.verify(net, dom, protected="p", workers=1, device=device, **options)
+    options.setdefault("workers", 1)
+    return faircert.verify(net, dom, protected="p", device=device, **options)
 
 
 @pytest.mark.parametrize("stop", [1, 1000])
@@ -249,3 +250,43 @@ def test_a_pipeline_under_independent_marginals_on_the_device_gives_numpys_share
     assert want.engine == got.engine == "network-boxes"
     assert want.falsified > 0 and want.certified > 0  # both kinds of boxes decided
     _same(got, want)
+
+
+class _Threads:
+    """A job that says how many threads torch computes with in its worker."""
+
+    def threads(self) -> int:
+        return torch.get_num_threads()
+
+
+def test_device_workers_are_spawned_and_share_the_cores():
+    from faircert.engines.boxes.workers import Workers, usable_cores
+
+    with Workers(_Threads(), 2, spawn=True) as pool:
+        assert pool.each("threads", [(), ()]) == [max(1, usable_cores() // 2)] * 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_workers_on_the_device_give_one_processs_shares_and_evidence(small_chunks, device):
+    """Two spawned workers refining on the device (on a GPU, sharing it): the shares, boxes and
+    counterexamples of numpy in one process (the levels make them independent of how the boxes
+    were dealt)."""
+    want, got = _verify(None, max_boxes=3000), _verify(device, max_boxes=3000, workers=2)
+    assert got.stats["workers"] == 2 and 0 < want.undecided < 1
+    assert shares(got) == shares(want)
+    for key in ("boxes_bounded", "boxes_examined", "cuts", "counterexamples_found"):
+        assert got.stats[key] == want.stats[key], key
+    assert {(tuple(c.x), tuple(c.x_prime)) for c in got.counterexamples} <= {
+        (tuple(c.x), tuple(c.x_prime)) for c in _verify(None, max_boxes=3000, max_counterexamples=10**4).counterexamples
+    }
+
+
+def test_the_per_row_audit_on_device_workers_gives_numpys_verdicts():
+    net, question = _rows_question(False)
+
+    def run(dev, workers):
+        return find_engine(net, question).run(net, question, AuditOptions(workers=workers, device=dev), None)
+
+    want, got = run(None, 1), run("cpu", 2)
+    assert want.counts()["fair"] > 0 and want.counts()["unfair"] > 0
+    assert got.verdicts == want.verdicts and got.methods == want.methods and got.twins == want.twins

@@ -210,3 +210,23 @@ def test_a_device_out_of_memory_is_a_memory_error_not_a_crash(small_chunks, monk
         _verify("cpu", max_boxes=3000)
     with pytest.raises(torch.cuda.OutOfMemoryError):  # on numpy the error is not the device's
         _verify(None, max_boxes=3000)
+
+
+def test_a_shard_travels_to_a_worker_empty_and_keeps_its_boxes_there():
+    """A worker's shard is pickled from the driver's empty one (spawned workers on a device): it
+    arrives with its settler and limits, and makes its own frontier on the device."""
+    import pickle
+
+    from faircert.engines.network.refine import Refinement
+    from faircert.properties import individual_fairness
+
+    net, dom = large_case()
+    run = Refinement(net, individual_fairness(dom, ["p"]), 0, None, 1 << 28, "cpu")
+    shard = run.shard.fresh()
+    shard.frontier.push(run.pb.lo[None].copy(), run.pb.hi[None].copy())
+    assert shard.frontier.count == 1
+    there = pickle.loads(pickle.dumps(shard))
+    assert isinstance(there.frontier, ResidentFrontier) and there.frontier.count == 0
+    assert there.limit_bytes == 1 << 28 and there.chunk == shard.chunk and there.settler.chunk == run.settler.chunk
+    there.frontier.push(run.pb.lo[None].copy(), run.pb.hi[None].copy())
+    assert there.frontier.count == 1 and all(isinstance(a, torch.Tensor) for a in there.frontier.arrays)

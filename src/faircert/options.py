@@ -121,7 +121,8 @@ class VerifyOptions(Budget):
     #: and decide every partition (implies `complete`)
     partition_size: int | None = None
     #: where a network's box refinement runs (its bounds, its steps, its open boxes): None (numpy),
-    #: or torch in float64 on "cpu" or "cuda" (the `torch` extra)
+    #: or torch in float64 on "cpu" or "cuda" (the `torch` extra), in this process (by default) or
+    #: in each of `workers` (spawned; on "cuda" they share the GPU and its memory)
     device: str | None = None
 
     def __post_init__(self) -> None:
@@ -166,7 +167,7 @@ class AuditOptions(Budget):
     #: networks: seconds one row's MILP may take
     milp_seconds: float = 10.0
     #: networks: where the rows' bounds are computed: None (numpy), or torch in float64 on "cpu" or
-    #: "cuda" (the `torch` extra), in this process
+    #: "cuda" (the `torch` extra), in this process (by default) or in each of `workers`
     device: str | None = None
 
     def __post_init__(self) -> None:

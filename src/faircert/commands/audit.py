@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--device",
         choices=DEVICES,
-        help="bound a network's rows with torch in float64 on this device, in this process (the torch extra)",
+        help="bound a network's rows with torch in float64 on this device, in this process unless --workers "
+        "N says how many share it (the torch extra)",
     )
     common.add_outputs(p, {"rows": "one line per row (verdict, method, group, labels, the twin's features)"})
     p.add_argument(

@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--device",
         choices=DEVICES,
         help="refine a ReLU or smooth network's boxes with torch in float64 on this device, the open boxes "
-        "kept there (the torch extra)",
+        "kept there, in this process unless --workers N says how many share it (on cuda, and its memory) "
+        "(the torch extra)",
     )
     p.add_argument(
         "--complete",

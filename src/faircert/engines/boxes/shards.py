@@ -180,6 +180,16 @@ class Shard:
         """An empty shard with the same settler and stores."""
         return Shard(self.settler, self.free, self.chunk, self.codec, self.empty_region, self.limit_bytes)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a shard travels to a worker empty (`fresh`, then `start`): its open boxes may live on a
+        # device, which the worker's process makes its own
+        kept = ("settler", "free", "chunk", "codec", "empty_region", "limit_bytes")
+        return {name: self.__dict__[name] for name in kept}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.start([])
+
     def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
         """Forget everything and take these open boxes (encoded chunks); the progress says whether
         any is above the level `tau`."""

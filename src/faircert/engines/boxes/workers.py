@@ -6,9 +6,11 @@ the same with 1, 2 or N workers. With one worker everything runs
 in this process, today's path.
 
 Workers are forked where the platform can (no re-import of the caller's main module, so scripts
-need no `if __name__ == "__main__"` guard; the job is inherited, not sent) and spawned elsewhere;
-they hold the job (model and question) once and ignore SIGINT: a stop request reaches the driver, which ends
-after its current round with a sound partial result. A worker that dies loses nothing: its chunks
+need no `if __name__ == "__main__"` guard; the job is inherited, not sent) and spawned elsewhere,
+or where the job computes on a device (torch's thread pool and a CUDA context do not survive a
+fork): each spawned worker then makes its own, and the caller's script needs that guard. They
+hold the job (model and question) once and ignore SIGINT: a stop request reaches the driver, which
+ends after its current round with a sound partial result. A worker that dies loses nothing: its chunks
 go back into the round, on a fresh pool. A driver that dies takes its workers with it
 (`orphans.exit_with_parent`), whatever killed it.
 
@@ -27,6 +29,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -52,6 +55,9 @@ def _hold(job: Any, threads: int, driver: int) -> None:
     orphans.exit_with_parent(driver)  # a worker ends with its driver, however the driver ended
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     compiled.limit_threads(threads)  # the cores are the workers' together
+    torch = sys.modules.get("torch")  # loaded by a job on a device: its kernels share the cores too
+    if torch is not None:
+        torch.set_num_threads(threads)
     _job = job
 
 
@@ -65,17 +71,18 @@ def usable_cores() -> int:
 
 class Workers:
     """`n` processes holding `job`; `map(method, chunks)` = [job.method(*chunk) for chunk in chunks].
-    For the first `start_after` seconds `map` runs here (the same results, without starting workers)."""
+    For the first `start_after` seconds `map` runs here (the same results, without starting workers).
+    `spawn`: start them afresh, never forked (a job on a device)."""
 
-    def __init__(self, job: Any, n: int, start_after: float = 0.0) -> None:
-        self.job, self.n = job, n
+    def __init__(self, job: Any, n: int, start_after: float = 0.0, spawn: bool = False) -> None:
+        self.job, self.n, self.spawn = job, n, spawn
         self.restarts = 0
         self.start_at = time.monotonic() + start_after
         self._pool: ProcessPoolExecutor | None = None  # started at the first call that needs it
         self._pinned: list[ProcessPoolExecutor] = []
 
     def _start(self, n: int | None = None) -> ProcessPoolExecutor:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() and not self.spawn else "spawn"
         context = multiprocessing.get_context(method)
         threads = max(1, usable_cores() // self.n)
         return ProcessPoolExecutor(
@@ -290,7 +297,8 @@ class Parallelism:
     """Where box work runs: `workers` local processes (1: this process), or Ray actors when
     `ray_address` is given (`workers` then caps them; 1 means one per CPU of the cluster). Local
     workers start once a run has lasted `start_after` seconds (the work runs here until then).
-    A `device` ("cpu" or "cuda": torch, for the engines that bound on one) is this process's."""
+    A `device` ("cpu" or "cuda": torch, for the engines that bound on one) is every process's: the
+    driver's and each worker's (spawned; on "cuda" they share the GPU, each with its own context)."""
 
     workers: int = 1
     ray_address: str | None = None
@@ -298,14 +306,14 @@ class Parallelism:
     device: str | None = None
 
     def __post_init__(self) -> None:
-        if self.device is not None and (self.workers > 1 or self.ray_address):
-            # forked workers would inherit torch's thread pool (they hang) or a CUDA context
-            raise FaircertError("--device bounds in this process: give --workers 1 (or leave it out), not --ray")
+        if self.device is not None and self.ray_address:
+            raise FaircertError("--device bounds on this machine's processes: leave out --ray")
 
     @classmethod
     def of(cls, workers: int | None, ray_address: str | None = None, device: str | None = None) -> Parallelism:
         """From the options: `workers` None is the default, every usable core (started after
-        `START_AFTER_S`) or, on Ray, one actor per CPU of the cluster; with a `device`, this process."""
+        `START_AFTER_S`) or, on Ray, one actor per CPU of the cluster; with a `device`, this process
+        unless `workers` says how many share it."""
         if device is not None:
             return cls(workers or 1, ray_address, device=device)
         if workers is not None:
@@ -318,7 +326,12 @@ class Parallelism:
     def open(self, job: Any) -> Pool:
         if self.ray_address:
             return RayWorkers(job, self.workers if self.workers > 1 else None, self.ray_address)
-        return Workers(job, self.workers, self.start_after)
+        return Workers(job, self.workers, self.start_after, spawn=self.device is not None)
+
+    @property
+    def processes(self) -> int:
+        """The local processes a run holds: the driver, and its workers if it has any."""
+        return 1 if self.workers <= 1 or self.ray_address else self.workers + 1
 
 
 SERIAL = Parallelism()

@@ -141,10 +141,10 @@ def verify_network(
     or the box budget `max_boxes`; writes to `checkpoint` and, with `resume`, goes on from it. The
     open boxes (and, on "cuda", the device's memory) stop growing at `memory_limit` bytes (default
     `memory.default_limit()`). `parallel.device` ("cpu" or "cuda") computes the bounds and the
-    logits with torch there, in float64 (`arrays`), in this process; None: numpy."""
-    device, parallel = parallel.device, dataclasses.replace(parallel, device=None)  # one process
+    logits with torch there, in float64 (`arrays`), in this process and in each worker; None: numpy."""
+    device = parallel.device
     with one_thread(device):
-        run = Refinement(network, prop, seed, progress, memory_limit, device)
+        run = Refinement(network, prop, seed, progress, memory_limit, device, parallel.processes)
         try:
             run.refine(time_limit, target_undecided, parallel, max_boxes, checkpoint, resume)
         except Exception as exc:  # the memory limit keeps a run inside it; a device that holds less fails
@@ -165,6 +165,7 @@ class Refinement:
         progress: Progress | None,
         memory_limit: int | None = None,
         device: str | None = None,
+        processes: int = 1,
     ) -> None:
         self.t0 = time.perf_counter()
         self.network, self.prop, self.progress = network, prop, progress
@@ -173,6 +174,8 @@ class Refinement:
         # measured: pays off on deep pyramids (GC-5: undecided / 2.5), not on very deep narrow nets
         tight = crown_cost_ratio(pb.bounder, pb.d) <= TIGHT_MAX_RATIO and len(pb.bounder.widths) <= TIGHT_MAX_DEPTH
         limit = default_limit() if memory_limit is None else memory_limit
+        if device == "cuda":  # the processes refining on one GPU (`processes`) share its memory
+            limit = min(limit, pb.backend.capacity() // processes)
         self.chunk, step = step_sizes(pb, tight, limit, device)
         self.settler = BoxSettler(pb, self.chunk, step, tight, seed)
         # half a step of open boxes at a time: split in two, they make the step's boxes

@@ -553,7 +553,8 @@ def _decide_open(
     gets the costly one, so a time limit leaves open only rows that need it."""
     if not len(open_rows):
         return
-    parallel = Parallelism.of(options.workers, options.ray_address, options.device)  # a device: this process
+    # on a device: this process, or the workers asked for (spawned)
+    parallel = Parallelism.of(options.workers, options.ray_address, options.device)
     # the deadline on the wall clock: workers (and Ray nodes) read their own clocks
     job = _Job(kind, audit, None if budget.deadline is None else time.time() + budget.left())
     with parallel.open(job) as pool:

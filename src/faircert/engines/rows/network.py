@@ -214,6 +214,7 @@ class NetworkRows:
 
 
 def answer(model: ReluNetwork, question: Any, options: AuditOptions, progress=None):
-    # on a device, the rows are decided in this process: one BLAS and torch CPU thread, as the refinement
+    # on a device the rows are decided in this process (or in workers that set their own threads):
+    # one BLAS and torch CPU thread, as the refinement
     with one_thread(options.device) if options.device is not None else contextlib.nullcontext():
         return run(lambda prop: NetworkRows(model, prop, options.device), question, options, progress)
