@@ -262,6 +262,11 @@ class Frontier:
                 self.tick += 1
         return parts[0] if len(parts) == 1 else tuple(np.concatenate(a) for a in zip(*parts))
 
+    def pop_encoded(self, tau: float, limit: int | None = None) -> tuple[np.ndarray, ...]:
+        """`pop_above`'s boxes encoded, with their per-box data: for another shard (`push_encoded`)."""
+        lo, hi, *data = self.pop_above(tau, limit)
+        return (self.codec.encode(lo, hi), *data)
+
     def count_above(self, tau: float) -> int:
         """The boxes in entries keyed above `tau` (at least those above it: an entry is keyed by
         its largest box)."""

@@ -244,9 +244,9 @@ class Shard:
         a shard done with the level (`take`)."""
         entries = []
         while n > 0 and self.frontier.largest() > tau:
-            boxes = self.frontier.pop_above(tau, n)
-            n -= len(boxes[0])
-            entries.append((self.frontier.codec.encode(boxes[0], boxes[1]),) + boxes[2:])
+            entry = self.frontier.pop_encoded(tau, n)
+            n -= len(entry[0])
+            entries.append(entry)
         return entries, self.progress(tau)
 
     def take(self, entries: list[Entry], tau: float) -> Progress:

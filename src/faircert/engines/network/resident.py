@@ -155,6 +155,11 @@ class ResidentFrontier:
         self.count -= int(rows.shape[0])
         return out
 
+    def pop_encoded(self, tau: float, limit: int | None = None) -> Entry:
+        """`pop_above`'s boxes brought to the host and encoded: for another shard (`push_encoded`)."""
+        lo, hi, *data = (to_numpy(a) for a in self.pop_above(tau, limit))
+        return (self.codec.encode(lo, hi), *data)
+
     def _rows(self, rows: Any) -> tuple[Any, ...]:
         lo, hi, *data = (a[: self.used][rows] for a in self.arrays)
         return (self._decode(lo), self._decode(hi), *data)
