@@ -50,13 +50,13 @@ _job: Any = None
 LOST = object()  # `each`'s result for a worker that died during the call (it has been replaced)
 
 
-def _hold(job: Any, threads: int, driver: int) -> None:
+def _hold(job: Any, threads: int, driver: int, spawned: bool = False) -> None:
     global _job
     orphans.exit_with_parent(driver)  # a worker ends with its driver, however the driver ended
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     compiled.limit_threads(threads)  # the cores are the workers' together
     torch = sys.modules.get("torch")  # loaded by a job on a device: its kernels share the cores too
-    if torch is not None:
+    if spawned and torch is not None:  # (a forked worker leaves torch's inherited thread pool alone)
         torch.set_num_threads(threads)
     _job = job
 
@@ -86,7 +86,10 @@ class Workers:
         context = multiprocessing.get_context(method)
         threads = max(1, usable_cores() // self.n)
         return ProcessPoolExecutor(
-            n or self.n, mp_context=context, initializer=_hold, initargs=(self.job, threads, os.getpid())
+            n or self.n,
+            mp_context=context,
+            initializer=_hold,
+            initargs=(self.job, threads, os.getpid(), method == "spawn"),
         )
 
     def each(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
