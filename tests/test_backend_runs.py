@@ -293,6 +293,17 @@ def test_workers_on_the_device_give_one_processs_shares_and_evidence(small_chunk
     }
 
 
+def test_a_run_checkpointed_on_device_workers_resumes_in_one_numpy_process(tmp_path, small_chunks):
+    """The workers' shards are gathered into the checkpoint as the host's records: a run stopped
+    on two device workers resumes in one numpy process to the uninterrupted answer."""
+    path = tmp_path / "run.ckpt"
+    whole = _verify(None, max_boxes=3000)
+    part = _verify("cpu", max_boxes=1000, workers=2, checkpoint=path)
+    assert part.stats["workers"] == 2 and part.stats["checkpoints"] >= 1
+    assert part.stats["boxes_examined"] < whole.stats["boxes_examined"]
+    _same(whole, _verify(None, max_boxes=3000, resume=path))
+
+
 def test_the_per_row_audit_on_device_workers_gives_numpys_verdicts():
     net, question = _rows_question(False)
 
