@@ -230,3 +230,22 @@ def test_a_shard_travels_to_a_worker_empty_and_keeps_its_boxes_there():
     assert there.limit_bytes == 1 << 28 and there.chunk == shard.chunk and there.settler.chunk == run.settler.chunk
     there.frontier.push(run.pb.lo[None].copy(), run.pb.hi[None].copy())
     assert there.frontier.count == 1 and all(isinstance(a, torch.Tensor) for a in there.frontier.arrays)
+
+
+def test_a_device_step_copies_no_number_from_the_host(small_chunks, monkeypatch):
+    """On a GPU a number copied from the host as a tensor waits for every kernel queued before it:
+    a step's operations take numbers as they are (the same float64 results)."""
+    from faircert.engines.network import arrays
+
+    copied = []
+    real = arrays.TorchOps._as.__func__
+
+    def spy(cls, x, like):
+        if not isinstance(x, torch.Tensor):
+            copied.append(x)
+        return real(cls, x, like)
+
+    monkeypatch.setattr(arrays.TorchOps, "_as", classmethod(spy))
+    got = _verify("cpu", max_boxes=3000)
+    assert copied == []
+    assert shares(got) == shares(_verify(None, max_boxes=3000))

@@ -119,7 +119,25 @@ def _tensor_method(name: str) -> Any:
 
 def _binary_ufunc(name: str) -> Any:
     """A `TorchOps` method: numpy's binary ufunc `name` (with `out=`) over torch's function of that name."""
-    return classmethod(lambda cls, a, b, out=None: cls._binary(getattr(cls._t(), name), a, b, out))
+    return classmethod(lambda cls, a, b, out=None: cls._binary(name, a, b, out))
+
+
+def _number(x: Any) -> bool:
+    """A Python (or numpy) float or int, not a bool: torch takes it as it is beside a float64 tensor."""
+    return isinstance(x, (float, int)) and not isinstance(x, bool)
+
+
+#: numpy's binary ufuncs with a number on either side, the number passed as it is (a float64 tensor's
+#: operations round the same with it): moving it to a GPU as a tensor would be a copy from the
+#: host, which waits for every kernel queued before it
+_WITH_NUMBER = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+    "maximum": lambda a, b: a.clamp(min=b) if _number(b) else b.clamp(min=a),
+    "minimum": lambda a, b: a.clamp(max=b) if _number(b) else b.clamp(max=a),
+}
 
 
 class TorchOps:
@@ -226,12 +244,20 @@ class TorchOps:
     isfinite = _torch_function("isfinite")
 
     @classmethod
-    def _binary(cls, op: Any, a: Any, b: Any, out: Any) -> Any:
+    def _floats_and_number(cls, tensor: Any, other: Any) -> bool:
+        """Whether `other` is a number that may stay one beside `tensor` (a float tensor)."""
+        return _number(other) and isinstance(tensor, cls._t().Tensor) and tensor.is_floating_point()
+
+    @classmethod
+    def _binary(cls, name: str, a: Any, b: Any, out: Any) -> Any:
         like = a if isinstance(a, cls._t().Tensor) else b
-        a, b = cls._as(a, like), cls._as(b, like)
+        if cls._floats_and_number(like, b if like is a else a):
+            r = _WITH_NUMBER[name](a, b)
+        else:
+            r = getattr(cls._t(), name)(cls._as(a, like), cls._as(b, like))
         if out is None:
-            return op(a, b)
-        out.copy_(op(a, b))
+            return r
+        out.copy_(r)
         return out
 
     # numpy's binary ufuncs, `out=` included
@@ -244,7 +270,7 @@ class TorchOps:
     @classmethod
     def divide(cls, a: Any, b: Any, out: Any = None, where: Any = True) -> Any:
         """a / b; with `out` and `where`, only where `where` holds (the rest of `out` kept)."""
-        q = cls._binary(cls._t().divide, a, b, None)
+        q = cls._binary("divide", a, b, None)
         if where is True:
             return q if out is None else out.copy_(q)
         out.copy_(cls._t().where(where, q, out))
@@ -256,11 +282,18 @@ class TorchOps:
         like = a if isinstance(a, torch.Tensor) else b if isinstance(b, torch.Tensor) else cond
         if not isinstance(like, torch.Tensor) or not like.is_floating_point():
             like = torch.empty(0, dtype=torch.float64, device=cond.device)
+        elif cls._floats_and_number(like, b if like is a else a):  # the number stays one (`_WITH_NUMBER`)
+            return torch.where(cond, a, b)
         return torch.where(cond, cls._as(a, like), cls._as(b, like))
 
     @classmethod
     def clip(cls, x: Any, lo: Any, hi: Any) -> Any:
-        return cls._t().clamp(x, None if lo is None else cls._as(lo, x), None if hi is None else cls._as(hi, x))
+        """numpy's clip: the lower bound, then the upper one (each a number or an array)."""
+        if lo is not None:
+            x = x.clamp_min(lo if cls._floats_and_number(x, lo) else cls._as(lo, x))
+        if hi is not None:
+            x = x.clamp_max(hi if cls._floats_and_number(x, hi) else cls._as(hi, x))
+        return x
 
     @classmethod
     def matmul(cls, a: Any, b: Any) -> Any:
@@ -272,7 +305,7 @@ class TorchOps:
 
     @classmethod
     def copyto(cls, dst: Any, src: Any, where: Any) -> None:
-        dst.copy_(cls._t().where(where, cls._as(src, dst), dst))
+        dst.copy_(cls._t().where(where, src if cls._floats_and_number(dst, src) else cls._as(src, dst), dst))
 
     # ----- reductions ----------------------------------------------------------------------
     @staticmethod

@@ -138,7 +138,6 @@ class BranchAndBound:
         width = max(pb.twin.widths)
         self.chunk = int(np.clip(ROWS_PER_CHUNK // (pb.n_twins * (pb.d + 1) * width), 16, 1024))
         self.tight = crown_cost_ratio(pb.twin, pb.d) <= TIGHT_MAX_RATIO and len(pb.twin.widths) <= TIGHT_MAX_DEPTH
-        self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         self.split = np.full(K, -1, dtype=np.int64)
         self.end: float | None = None  # the run's deadline: long steps stop at it
         self.counts = RegionCounts()
@@ -339,7 +338,7 @@ class BranchAndBound:
                 self._unfair(k, pair, "counterexample (bounds)")
         self._corners(own, lo, hi, owner, ~(fair | unfair))
         score = own.sens * (hi - lo)
-        can = np.where(pb.discrete, hi > lo, hi - lo > self.min_real)
+        can = np.where(pb.discrete, hi > lo, hi - lo > pb.min_real)
         score = np.where(can, score + 1e-300, -1.0)
         return ~(fair | unfair), np.argmax(score, axis=1)
 
@@ -450,7 +449,7 @@ class BranchAndBound:
         r = np.arange(lo.shape[0])
         a, b = lo[r, split], hi[r, split]
         disc = pb.discrete[split]
-        can = np.where(disc, b > a, b - a > self.min_real[split])
+        can = np.where(disc, b > a, b - a > pb.min_real[split])
         if (~can).any():
             self._push(lo[~can], hi[~can], owner[~can], depth[~can], split[~can], np.ones((~can).sum(), bool))
         lo, hi, owner, depth, split, a, b, disc = (v[can] for v in (lo, hi, owner, depth, split, a, b, disc))

@@ -93,7 +93,7 @@ def cut_boxes(
     dup = xp.zeros(bnd.shape, dtype=bool, like=bnd)
     dup[:, 1:] = bnd[:, 1:] == bnd[:, :-1]
     bnd = xp.sort(xp.where(dup, inf, bnd), axis=1)
-    step = xp.where(disc, 1.0, 0.0)[:, None]
+    step = arrays.astype(xp, disc, np.float64)[:, None]  # 1 on a grid, 0 on a real line
     starts = xp.concatenate([blo[:, None], bnd + step], axis=1)
     ends = xp.concatenate([bnd, bhi[:, None]], axis=1)
     ends = xp.where(xp.isfinite(ends), ends, bhi[:, None])

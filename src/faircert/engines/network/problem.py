@@ -197,6 +197,16 @@ class Problem:
     def has_eps(self) -> bool:
         return bool(np.any(self.eps > 0))
 
+    @functools.cached_property
+    def min_real(self) -> np.ndarray:
+        """How narrow a real feature's side may be split: 1e-9 of its range (of 1 at least)."""
+        return 1e-9 * np.maximum(self.hi - self.lo, 1.0)
+
+    @functools.cached_property
+    def span(self) -> np.ndarray:
+        """Each feature's range, never 0 (a divisor)."""
+        return np.maximum(self.hi - self.lo, 1e-300)
+
     def logit_scale(self) -> float:
         """Magnitude of the logits' computation (sum of absolute terms at the domain's corners)."""
         x = np.abs(np.stack([self.lo, self.hi])).max(axis=0)
@@ -215,8 +225,8 @@ class Problem:
         return xp.prod(size, axis=-1)
 
     def here(self, name: str, ref: Any) -> Any:
-        """The problem's array `name` (lo, hi, discrete, eps: fixed once built) where `ref` lives;
-        on a device, moved there once."""
+        """The problem's array `name` (lo, hi, discrete, eps, min_real, span: fixed once built)
+        where `ref` lives; on a device, moved there once."""
         x = getattr(self, name)
         if isinstance(ref, np.ndarray):
             return x

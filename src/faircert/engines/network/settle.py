@@ -251,7 +251,6 @@ class BoxSettler(Settler):
         self.min_batch = max(1, step // 2)
         self.exact_limit = max(1, EXACT_PER_INPUT * (pb.d + 1))  # single points always exactly
         self.root_points = EXACT_POINTS  # read here: a worker gets the settler, not the module
-        self.min_real = 1e-9 * np.maximum(pb.hi - pb.lo, 1.0)
         # a growth bounds 1 + d * RADII boxes: grow around that share of the counterexamples
         self.grow_chance = min(1.0, GROW_WORK / (CEX_SHARE * (1 + pb.d * RADII)))
 
@@ -419,13 +418,12 @@ class BoxSettler(Settler):
         pb = self.pb
         xp = namespace(lo)
         width = hi - lo
-        put = pb.backend.put
-        can = xp.where(discrete, width > 0, width > put(self.min_real))
+        can = xp.where(discrete, width > 0, width > pb.here("min_real", lo))
         score = xp.where(can, sens * width, -1.0)
         best = xp.argmax(score, axis=1)
         flat = score[arrays.arange(xp, len(best), like=score), best] <= 0
         if bool(flat.any()):
-            fallback = xp.where(can, width / put(np.maximum(pb.hi - pb.lo, 1e-300)), -1.0)
+            fallback = xp.where(can, width / pb.here("span", lo), -1.0)
             best = xp.where(flat, xp.argmax(fallback, axis=1), best)
         return best, can.any(axis=1)
 
