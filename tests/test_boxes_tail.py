@@ -110,11 +110,12 @@ def test_log_mgf_matches_direct_sums_and_never_falls_below_them():
         k = np.arange(n) - (n - 1) / 2
         for u in (1e-9, 1e-6, 3e-4, 0.01, 0.3, 2.0, 40.0):
             direct = np.log(np.mean(np.exp(u * k - u * k.max()))) + u * k.max()  # stable log-mean-exp
-            got = _log_mgf(np.array([u]), np.array([float(n)]), np.array([True]))[0]
-            assert got >= direct - 1e-12 * max(1.0, abs(direct))
-            assert got == pytest.approx(direct, rel=1e-6, abs=1e-12)
+            for every in (True, False):  # the all-integer branch, and the mixed one on an integer feature
+                got = _log_mgf(np.array([u]), np.array([float(n)]), np.array([True]), every)[0]
+                assert got >= direct - 1e-12 * max(1.0, abs(direct))
+                assert got == pytest.approx(direct, rel=1e-6, abs=1e-12)
     # an interval of width w: log(sinh(u w/2) / (u w/2))
     for w, u in ((1.0, 1e-7), (2.0, 0.5), (10.0, 3.0)):
         z = u * w / 2
-        got = _log_mgf(np.array([u]), np.array([w]), np.array([False]))[0]
+        got = _log_mgf(np.array([u]), np.array([w]), np.array([False]), False)[0]
         assert got == pytest.approx(np.log(np.sinh(z) / z), rel=1e-6, abs=1e-15)

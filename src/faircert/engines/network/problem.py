@@ -198,6 +198,11 @@ class Problem:
         return bool(np.any(self.eps > 0))
 
     @functools.cached_property
+    def every_discrete(self) -> bool:
+        """Whether every free feature is an integer one (known on the host, wherever the boxes are)."""
+        return bool(self.discrete.all())
+
+    @functools.cached_property
     def min_real(self) -> np.ndarray:
         """How narrow a real feature's side may be split: 1e-9 of its range (of 1 at least)."""
         return 1e-9 * np.maximum(self.hi - self.lo, 1.0)

@@ -441,7 +441,14 @@ class BoxSettler(Settler):
             a = bd.form_a[:, src]
             fair_forms = (a, bd.form_c[:, src] - (namespace(a).abs(a) * pb.here("eps", lo)).sum(axis=3))
         fair, unfair = decided_shares(
-            own.form_a[:, src], own.form_c[:, src], lo, hi, pb.here("discrete", lo), pb.tol, fair_forms
+            own.form_a[:, src],
+            own.form_c[:, src],
+            lo,
+            hi,
+            pb.here("discrete", lo),
+            pb.tol,
+            fair_forms,
+            pb.every_discrete,
         )
         w.counts.t_credit += time.perf_counter() - t
         return xp.floor(fair / CREDIT_GRID), xp.floor(unfair / CREDIT_GRID)

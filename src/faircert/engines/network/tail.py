@@ -36,20 +36,21 @@ def _log_sinh(xp: Any, z: np.ndarray) -> np.ndarray:
     return z + xp.log(-xp.expm1(-2.0 * z)) - np.log(2.0)
 
 
-def _log_mgf(u: np.ndarray, n: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+def _log_mgf(u: np.ndarray, n: np.ndarray, discrete: np.ndarray, every_discrete: bool) -> np.ndarray:
     """Log of E exp(u (x - m)) for x uniform on n consecutive integers (discrete) or on an interval
     of width n (real), centred at its mean m; u >= 0 (the laws are symmetric).
 
     That is log(sinh(n u/2) / (n sinh(u/2))), or log(sinh(n u/2) / (n u/2)) for an interval. Where
     n u/2 is tiny, the leading term of the series, (n^2 - 1) u^2/24 (n^2 u^2/24), is used instead:
     it is the variance term of a sub-Gaussian bound on uniform laws, never below the function, so
-    the Chernoff bound stays sound.
+    the Chernoff bound stays sound. `every_discrete`: whether `discrete` is all True (said by the
+    caller: on a device, reading it would wait for the device).
     """
     xp = namespace(u)
     half = n * u * 0.5
     small = half < 1e-3
     big_half = xp.where(small, 1.0, half)
-    if discrete.all():  # the usual case: skip the interval branch
+    if every_discrete:  # the usual case: skip the interval branch
         exact = _log_sinh(xp, big_half) - _log_sinh(xp, xp.where(small, 1.0, u * 0.5)) - xp.log(n)
     else:
         step = xp.where(discrete & ~small, u * 0.5, 1.0)
@@ -59,13 +60,17 @@ def _log_mgf(u: np.ndarray, n: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     return xp.where(small, series, exact)
 
 
-def failure_bound(a: np.ndarray, t: np.ndarray, size: np.ndarray, discrete: np.ndarray) -> np.ndarray:
+def failure_bound(
+    a: np.ndarray, t: np.ndarray, size: np.ndarray, discrete: np.ndarray, every_discrete: bool | None = None
+) -> np.ndarray:
     """Upper bound on P(a.(x - m) <= -t) for x uniform on the box, for each form.
 
     a (..., d) coefficients; t (...) the form's mean minus the tolerance; size (..., d) the number
     of grid points (discrete) or the width (real) of each feature; 1 where t <= 0.
+    `every_discrete`: whether every feature is discrete (None: read from `discrete`).
     """
     xp = namespace(a)
+    every_discrete = bool(discrete.all()) if every_discrete is None else every_discrete
     size = xp.broadcast_to(size, a.shape)
     p = xp.ones(t.shape, like=t)
     rows = xp.nonzero(t > 0)  # only forms whose mean is past the tolerance can win
@@ -77,7 +82,7 @@ def failure_bound(a: np.ndarray, t: np.ndarray, size: np.ndarray, discrete: np.n
     abs_a = xp.abs(a)
     for f in LAM_FACTORS:
         lam = lam0 * f
-        g = -lam * t + _log_mgf(lam[:, None] * abs_a, size, disc).sum(axis=1)
+        g = -lam * t + _log_mgf(lam[:, None] * abs_a, size, disc, every_discrete).sum(axis=1)
         best = xp.minimum(best, g)
     # a form constant over the box decides it on its own
     p[rows] = xp.where(var > 0, xp.exp(xp.minimum(best + LOG_SLACK, 0.0)), 0.0)
@@ -92,29 +97,32 @@ def decided_shares(
     discrete: np.ndarray,
     tol: float,
     fair_forms: tuple[np.ndarray, np.ndarray] | None = None,
+    every_discrete: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lower bounds on the shares of each box's points that are fair and unfair.
 
     form_a (2, B, T, d), form_c (2, B, T): f_k >= a[0].x + c[0] and -f_k >= a[1].x + c[1] over
     the box. `fair_forms`, if given, replaces them for the fair share only (with epsilon: forms
     bounding each point's whole window); the unfair share always uses the forms of the points.
-    All on one backend: numpy arrays, or torch tensors on one device (`discrete` included).
+    All on one backend: numpy arrays, or torch tensors on one device (`discrete` included);
+    `every_discrete`: whether `discrete` is all True (None: read from it).
     """
     xp = namespace(form_a)
+    every = bool(discrete.all()) if every_discrete is None else every_discrete
     if form_a.shape[1] == 0:
         return xp.zeros(0, like=form_a), xp.zeros(0, like=form_a)
     size = xp.where(discrete, hi - lo + 1.0, hi - lo)[None, :, None, :]
     mid = ((lo + hi) * 0.5)[None, :, None, :]
     own_centre = form_c + (form_a * mid).sum(axis=3)  # (2, B, T) means over the box
-    p_own = failure_bound(form_a, own_centre - tol, size, discrete)
+    p_own = failure_bound(form_a, own_centre - tol, size, discrete, every)
     if fair_forms is None:
         fa, fc, centre, p_fair = form_a, form_c, own_centre, p_own
     else:
         fa, fc = fair_forms
         centre = fc + (fa * mid).sum(axis=3)
-        p_fair = failure_bound(fa, centre - tol, size, discrete)
+        p_fair = failure_bound(fa, centre - tol, size, discrete, every)
     T = form_a.shape[2]
-    all_side = xp.maximum(1.0 - p_fair.sum(axis=2), _min_form_share(fa, fc, centre, lo, hi, size, discrete, tol))
+    all_side = xp.maximum(1.0 - p_fair.sum(axis=2), _min_form_share(fa, fc, centre, lo, hi, size, discrete, tol, every))
     fair = xp.clip(all_side, 0.0, None).sum(axis=0)  # all positive + all negative
     if T < 2:
         return fair, xp.zeros_like(fair)
@@ -126,7 +134,7 @@ def decided_shares(
     return fair, unfair
 
 
-def _min_form_share(a, c, centre, lo, hi, size, discrete, tol) -> np.ndarray:
+def _min_form_share(a, c, centre, lo, hi, size, discrete, tol, every_discrete) -> np.ndarray:
     """Lower bound on P(every twin's form > tol) from one form: the twins' forms differ little,
     so min_k f_k >= f_j + min(0, min over the box of f_k - f_j) for the twin j of highest mean
     (`centre`, (2, B, T): the forms' means over the box)."""
@@ -138,4 +146,4 @@ def _min_form_share(a, c, centre, lo, hi, size, discrete, tol) -> np.ndarray:
     gap = dc + xp.minimum(da * lo[None, :, None, :], da * hi[None, :, None, :]).sum(axis=3)
     shift = xp.minimum(xp.amin(gap, axis=2, keepdims=True), 0.0)
     t = xp.take_along_axis(centre, j, axis=2) + shift - tol
-    return 1.0 - failure_bound(a_j, t, size, discrete)[..., 0]
+    return 1.0 - failure_bound(a_j, t, size, discrete, every_discrete)[..., 0]
