@@ -77,13 +77,15 @@ class ResidentFrontier:
         return sum(int(a.nbytes) for a in self.arrays) + (0 if self.keys is None else int(self.keys.nbytes))
 
     # ----- the stored form ---------------------------------------------------------------------
-    def _encode(self, x: Any) -> Any:
+    def _encode(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """The boxes' corners as stored, checked exact (one read from the device for both)."""
         if self.code is None:
-            return x
-        xp = namespace(x)
-        off = x - self.origin
-        codes = arrays.astype(xp, off, self.code)
-        if not bool(xp.all(arrays.astype(xp, codes, np.float64) == off)):
+            return lo, hi
+        xp = namespace(lo)
+        offsets = (lo - self.origin, hi - self.origin)
+        codes = tuple(arrays.astype(xp, off, self.code) for off in offsets)
+        exact = [xp.all(arrays.astype(xp, c, np.float64) == off) for c, off in zip(codes, offsets)]
+        if not bool(exact[0] & exact[1]):
             raise ValueError("a box coordinate off its integer grid")
         return codes
 
@@ -125,7 +127,7 @@ class ResidentFrontier:
         if len(boxes) == 2:
             boxes += tuple(arrays.zeros(xp, n, boxes[0], d) for d in self.open_data)
         keys = self.key(*boxes)
-        stored = (self._encode(boxes[0]), self._encode(boxes[1])) + boxes[2:]
+        stored = self._encode(boxes[0], boxes[1]) + boxes[2:]
         self._make_room(n, stored)
         self.keys[self.used : self.used + n] = keys
         for buffer, rows in zip(self.arrays, stored):
