@@ -217,9 +217,7 @@ class _Work:
 
     def step(self) -> Step:
         # the measures are added up exactly on the host; the open boxes stay where they were computed
-        measures = {
-            m: np.concatenate([arrays.to_numpy(a) for a in t]) if t else np.zeros(0) for m, t in self.terms.items()
-        }
+        measures = _on_host(self.terms)
         d = self.d
         if self.open:
             opened = tuple(namespace(a[0]).concatenate(a) for a in zip(*self.open))
@@ -231,6 +229,17 @@ class _Work:
             x, xp, a, b = np.empty((0, d)), np.empty((0, d)), np.zeros(0, np.int64), np.zeros(0, np.int64)
         slo, shi = (np.concatenate(s) for s in zip(*self.stuck)) if self.stuck else (np.empty((0, d)),) * 2
         return Step(measures, self.boxes, (Found(x, xp, a, b, slo, shi, self.counts),), opened)
+
+
+def _on_host(terms: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+    """Each measure's terms (float64 vectors, numpy's or a device's) as one numpy array; those on a
+    device come in one copy (each copy waits for the device)."""
+    there = [a for t in terms.values() for a in t if not isinstance(a, np.ndarray)]
+    if there:
+        flat = arrays.to_numpy(namespace(there[0]).concatenate(there))
+        pieces = iter(np.split(flat, np.cumsum([a.shape[0] for a in there])[:-1]))
+        terms = {m: [a if isinstance(a, np.ndarray) else next(pieces) for a in t] for m, t in terms.items()}
+    return {m: np.concatenate(t) if t else np.zeros(0) for m, t in terms.items()}
 
 
 class BoxSettler(Settler):
