@@ -180,15 +180,10 @@ class Shard:
         """An empty shard with the same settler and stores."""
         return Shard(self.settler, self.free, self.chunk, self.codec, self.empty_region, self.limit_bytes)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # a shard travels to a worker empty (`fresh`, then `start`): its open boxes may live on a
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a shard travels to a worker empty, as `fresh` makes it: its open boxes may live on a
         # device, which the worker's process makes its own
-        kept = ("settler", "free", "chunk", "codec", "empty_region", "limit_bytes")
-        return {name: self.__dict__[name] for name in kept}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.start([])
+        return Shard, (self.settler, self.free, self.chunk, self.codec, self.empty_region, self.limit_bytes)
 
     def start(self, entries: list[Entry], tau: float = math.inf) -> Progress:
         """Forget everything and take these open boxes (encoded chunks); the progress says whether
