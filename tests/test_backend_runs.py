@@ -268,23 +268,16 @@ def test_device_workers_are_spawned_and_share_the_cores():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_workers_on_the_device_give_one_processs_shares_and_evidence(small_chunks, device, monkeypatch):
-    """Two spawned workers refining on the device (on a GPU, sharing it), boxes moved between
-    them within levels: the shares, boxes and counterexamples of numpy in one process (the levels
-    make them independent of how the boxes were dealt)."""
+    """Two spawned workers refining on the device (on a GPU, sharing it), boxes often moved
+    between them within levels: the shares, boxes and counterexamples of numpy in one process (the
+    levels make them independent of how the boxes were dealt). The hand-over itself is pinned,
+    clock aside, by `test_resident`'s shard test."""
     from faircert.engines.boxes import shards
-
-    moved = []
-    balance = shards._balance
-
-    def counted(pool, parts, dealt, tau):
-        balance(pool, parts, dealt, tau)
-        moved.append(dealt.boxes_moved)
 
     monkeypatch.setattr(shards, "MIN_MOVED", 1)  # a worker done with its level takes boxes at once,
     monkeypatch.setattr(shards, "SLICE_S", 0.02)  # and the workers are often asked
-    monkeypatch.setattr(shards, "_balance", counted)
     want, got = _verify(None, max_boxes=3000), _verify(device, max_boxes=3000, workers=2)
-    assert got.stats["workers"] == 2 and 0 < want.undecided < 1 and moved[-1] > 0
+    assert got.stats["workers"] == 2 and 0 < want.undecided < 1
     assert shares(got) == shares(want)
     for key in ("boxes_bounded", "boxes_examined", "cuts", "counterexamples_found"):
         assert got.stats[key] == want.stats[key], key

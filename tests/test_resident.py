@@ -13,6 +13,7 @@ import faircert
 from faircert.engines.boxes.frontier import BoxCodec, Frontier
 from faircert.engines.network.arrays import Backend, to_numpy
 from faircert.engines.network.resident import ResidentFrontier
+from faircert.engines.network.settle import OPEN_DATA
 from faircert.errors import DeviceMemoryError
 
 torch = pytest.importorskip("torch")
@@ -249,3 +250,28 @@ def test_a_device_step_copies_no_number_from_the_host(small_chunks, monkeypatch)
     got = _verify("cpu", max_boxes=3000)
     assert copied == []
     assert shares(got) == shares(_verify(None, max_boxes=3000))
+
+
+def test_a_shard_on_the_device_gives_boxes_as_the_hosts_records():
+    """A worker done with its level takes boxes from another (`shards._balance`): a shard on the
+    device hands them over as the host's encoded records, which a numpy shard takes."""
+    from faircert.engines.network.refine import Refinement
+    from faircert.properties import individual_fairness
+
+    net, dom = large_case()
+    prop = individual_fairness(dom, ["p"])
+    there = Refinement(net, prop, 0, None, 1 << 28, "cpu").shard.fresh()
+    here = Refinement(net, prop, 0, None, 1 << 28, None).shard.fresh()
+    pb = Refinement(net, prop, 0, None, 1 << 28, None).pb
+    rng = np.random.default_rng(5)
+    x = pb.lo + rng.uniform(size=(300, pb.d)) * (pb.hi - pb.lo)
+    lo = np.where(pb.discrete, np.floor(x), x)
+    hi = np.where(pb.discrete, np.minimum(lo + 1, pb.hi), np.minimum(lo + 0.1, pb.hi))
+    there.frontier.push(lo, hi)
+    entries, progress = there.give(-1.0, 120)
+    assert all(isinstance(a, np.ndarray) for e in entries for a in e)
+    assert sum(len(e[0]) for e in entries) == 120 and progress.open_boxes == 180
+    assert here.take(entries, -1.0).open_boxes == 120
+    given = _rows(tuple(np.concatenate(a) for a in zip(*(here.frontier._decoded(e) for e in entries))))
+    kept = _rows(tuple(to_numpy(a) for a in there.frontier.pop_above(-1.0, 1000)))
+    assert not given & kept and given | kept == _rows((lo, hi) + tuple(np.zeros(300, d) for d in OPEN_DATA))
